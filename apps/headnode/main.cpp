@@ -1,0 +1,243 @@
+// headnode: the head pod's process. Publishes the JobSupervisor, optionally
+// starts local workers, and exits with the job's outcome (0 ok, 1 failed, 2 usage).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/job_supervisor.hpp"
+#include "atl/actors/log_sink.hpp"
+#include "atl/actors/messages.hpp"
+#include "atl/core/duration.hpp"
+#include "atl/core/shell.hpp"
+#include "atl/os/child_process.hpp"
+#include "atl/os/logging.hpp"
+#include "atl/os/machine.hpp"
+#include "atl/os/termination_signals.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailed = 1;
+
+struct HeadOptions {
+  atl::JobSpec job;
+  std::string bind = "127.0.0.1";
+  std::string advertise;
+  std::uint16_t port = 6380;
+  std::string state_dir;
+  int local_workers = 0;
+  atl::Millis linger{0};
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "headnode: " << message << "\n";
+  std::exit(kExitUsage);
+}
+
+template <class T>
+T value_or_die(atl::Expected<T> e, const std::string& flag) {
+  if (!e) usage_error(flag + ": " + e.error());
+  return std::move(e).value();
+}
+
+HeadOptions parse_options(int argc, char** argv) {
+  // Everything after a bare "--" is the entrypoint, verbatim.
+  std::vector<std::string> trailing;
+  int own_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      own_argc = i;
+      trailing.assign(argv + i + 1, argv + argc);
+      break;
+    }
+  }
+  po::options_description desc(
+      "Usage: headnode [options] [-- ENTRYPOINT...]\n\n"
+      "Runs the head of one atl job: waits for the workers, checks them, runs the\n"
+      "entrypoint and exits 0 when the job succeeded, 1 when it failed, 2 on bad\n"
+      "usage or a bad job spec. Flags override the fields of --job.\n\nOptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("job", po::value<std::string>(), "JSON job spec file")
+      ("job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")
+      ("mode", po::value<std::string>(), "spmd (default: once per rank) or driver (once on the head)")
+      ("entrypoint", po::value<std::string>(), "command to run (or give it after --)")
+      ("workers", po::value<int>(), "number of worker pods (default 1)")
+      ("nproc-per-node", po::value<int>(), "ranks per worker (default 1)")
+      ("env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")
+      ("working-dir", po::value<std::string>(), "working directory of the ranks")
+      ("ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")
+      ("grace", po::value<std::string>(), "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")
+      ("bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")
+      ("advertise", po::value<std::string>(), "host workers and ranks use to reach the head")
+      ("port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")
+      ("state-dir", po::value<std::string>(), "where logs and the address go (default ./atl-state/<job-id>)")
+      ("local-workers", po::value<int>(), "also start N workernode processes on this machine")
+      ("linger", po::value<std::string>(), "keep answering atlctl this long after the job ended (default 0s)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(own_argc, argv).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage_error(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    std::exit(0);
+  }
+
+  HeadOptions opt;
+  if (vm.count("job")) {
+    std::string path = vm["job"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) usage_error("cannot read job file " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto spec = atl::parse_job_spec_json(text.str());
+    if (!spec) usage_error(path + ": " + spec.error());
+    opt.job = std::move(spec).value();
+  }
+  atl::JobSpec& job = opt.job;
+  if (vm.count("job-id")) job.job_id = vm["job-id"].as<std::string>();
+  if (vm.count("mode")) job.mode = value_or_die(atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
+  if (vm.count("entrypoint")) job.entrypoint = vm["entrypoint"].as<std::string>();
+  if (!trailing.empty()) {
+    if (vm.count("entrypoint")) usage_error("give the entrypoint either with --entrypoint or after --, not both");
+    job.entrypoint = atl::command_from_words(trailing);
+  }
+  if (vm.count("workers")) job.workers = vm["workers"].as<int>();
+  if (vm.count("nproc-per-node")) job.nproc_per_node = vm["nproc-per-node"].as<int>();
+  if (vm.count("env")) {
+    for (const auto& kv : vm["env"].as<std::vector<std::string>>()) {
+      auto parsed = value_or_die(atl::parse_env_assignment(kv), "--env");
+      job.env[parsed.first] = parsed.second;
+    }
+  }
+  if (vm.count("working-dir")) job.working_dir = vm["working-dir"].as<std::string>();
+  if (vm.count("ready-timeout"))
+    job.ready_timeout = value_or_die(atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
+  if (vm.count("grace")) job.grace = value_or_die(atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+  if (vm.count("bind")) opt.bind = vm["bind"].as<std::string>();
+  if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
+  if (vm.count("port")) {
+    int port = vm["port"].as<int>();
+    if (port < 0 || port > 65535) usage_error("--port: must be between 0 and 65535");
+    opt.port = static_cast<std::uint16_t>(port);
+  }
+  if (vm.count("local-workers")) {
+    opt.local_workers = vm["local-workers"].as<int>();
+    if (opt.local_workers < 0 || opt.local_workers > job.workers)
+      usage_error("--local-workers: must be between 0 and the number of workers (" + std::to_string(job.workers) + ")");
+  }
+  if (vm.count("linger")) opt.linger = value_or_die(atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
+  if (job.job_id.empty()) {
+    std::mt19937_64 rng(std::random_device{}());
+    job.job_id = atl::make_job_id(rng);
+  }
+  if (auto ok = atl::validate_job_spec(job); !ok) usage_error(ok.error());
+  opt.state_dir = vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
+  if (opt.advertise.empty())
+    opt.advertise = (opt.bind == "0.0.0.0" || opt.bind == "::") ? atl::os::host_name() : opt.bind;
+  return opt;
+}
+
+void make_dirs(const std::string& path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    ::mkdir(partial.c_str(), 0755);
+  }
+}
+
+// Starts the --local-workers processes; they die with this one (pdeathsig).
+std::vector<atl::os::ChildProcess> start_local_workers(const HeadOptions& opt, std::uint16_t port) {
+  std::vector<atl::os::ChildProcess> workers;
+  std::string binary = atl::os::executable_dir() + "/workernode";
+  for (int i = 0; i < opt.local_workers; ++i) {
+    atl::os::SpawnRequest req;
+    req.argv = {binary, "--head", opt.advertise + ":" + std::to_string(port), "--name",
+                atl::worker_pod_name(opt.job.job_id, i), "--connect-timeout", "30s"};
+    req.env = atl::os::current_environment();
+    req.output = atl::os::OutputMode::inherit;
+    auto child = atl::os::ChildProcess::spawn(req);
+    if (!child) {
+      std::cerr << "headnode: cannot start local worker: " << child.error() << "\n";
+      for (auto& w : workers) w.signal(SIGKILL);
+      std::exit(kExitFailed);
+    }
+    workers.push_back(std::move(child).value());
+  }
+  return workers;
+}
+
+void reap_local_workers(std::vector<atl::os::ChildProcess>& workers) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  for (auto& w : workers) {
+    while (!w.try_wait() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!w.reaped()) {
+      atl::component_logger("headnode")->warn("local worker pid {} did not exit: killing it", w.pid());
+      w.signal(SIGKILL);
+      w.wait();
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  HeadOptions opt = parse_options(argc, argv);
+  atl::os::TerminationSignals::block_in_this_thread();
+  auto log = atl::component_logger("headnode");
+  make_dirs(opt.state_dir + "/logs");
+
+  int code = kExitFailed;
+  std::vector<atl::os::ChildProcess> local_workers;
+  {
+    atl::AtlSystemConfig cfg;
+    caf::actor_system sys{cfg};
+    auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
+    auto outcome = std::make_shared<std::promise<int>>();
+    auto result = outcome->get_future();
+    auto supervisor = atl::spawn_job_supervisor(sys, {opt.job, opt.advertise, sink, opt.linger, outcome});
+    auto port = caf::io::publish(supervisor, opt.port, opt.bind.c_str(), true);
+    if (!port) {
+      std::cerr << "headnode: cannot listen on " << opt.bind << ":" << opt.port << ": "
+                << sys.render(port.error()) << "\n";
+      caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+      return kExitFailed;
+    }
+    std::string address = opt.advertise + ":" + std::to_string(*port);
+    std::ofstream(opt.state_dir + "/address") << address << "\n";
+    std::cout << "listening on " << address << std::endl;
+    log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
+    caf::anon_send(supervisor, atl::start_atom::value, *port);
+    local_workers = start_local_workers(opt, *port);
+
+    atl::os::TerminationSignals signals([&](int sig) {
+      caf::anon_send(supervisor, atl::cancel_atom::value, std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
+    });
+    code = result.get();
+    caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+    sys.middleman().unpublish(supervisor, *port);
+  }
+  reap_local_workers(local_workers);
+  std::cout.flush();
+  return code;
+}

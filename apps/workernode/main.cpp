@@ -1,0 +1,144 @@
+// workernode: a worker pod's process. Joins the head, hosts the ranks' Executors
+// and exits with the job's outcome (0 succeeded, 1 failed; 2 refused or bad
+// usage, 3 head unreachable or lost).
+#include <boost/program_options.hpp>
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <iostream>
+#include <thread>
+
+#include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/node_agent.hpp"
+#include "atl/core/byte_size.hpp"
+#include "atl/core/duration.hpp"
+#include "atl/core/host_port.hpp"
+#include "atl/os/logging.hpp"
+#include "atl/os/machine.hpp"
+#include "atl/os/termination_signals.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "workernode: " << message << "\n";
+  std::exit(atl::kNodeExitRejected);
+}
+
+template <class T>
+T value_or_die(atl::Expected<T> e, const std::string& flag) {
+  if (!e) usage_error(flag + ": " + e.error());
+  return std::move(e).value();
+}
+
+struct WorkerOptions {
+  atl::HostPort head;
+  std::string name;
+  std::string advertise;
+  atl::NodeResources resources;
+  atl::Millis connect_timeout = std::chrono::seconds(60);
+};
+
+WorkerOptions parse_options(int argc, char** argv) {
+  po::options_description desc(
+      "Usage: workernode --head HOST:PORT --name POD [options]\n\n"
+      "Joins the job whose head listens at HOST:PORT and runs its ranks on this\n"
+      "machine. Exits 0 when the job succeeded, 1 when it failed, 2 when the head\n"
+      "refused this pod or on bad usage, 3 when the head is unreachable or lost.\n\nOptions");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("head", po::value<std::string>(), "address of the head (HOST:PORT)")
+      ("name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")
+      ("cpus", po::value<int>(), "CPUs to offer (default: what the machine has)")
+      ("gpus", po::value<int>(), "GPUs to offer (default: /dev/nvidiaN count)")
+      ("memory", po::value<std::string>(), "memory to offer, e.g. 64Gi (default: the limit)")
+      ("shm", po::value<std::string>(), "shared memory, e.g. 16Gi (default: size of /dev/shm)")
+      ("advertise", po::value<std::string>(), "address others reach this pod at (default: the one used towards the head)")
+      ("connect-timeout", po::value<std::string>(), "how long to keep trying to reach the head (default 60s)");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    usage_error(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    std::exit(0);
+  }
+  if (!vm.count("head")) usage_error("--head HOST:PORT is required");
+  if (!vm.count("name")) usage_error("--name POD is required");
+  WorkerOptions opt;
+  opt.head = value_or_die(atl::parse_host_port(vm["head"].as<std::string>()), "--head");
+  opt.name = vm["name"].as<std::string>();
+  if (opt.name.empty()) usage_error("--name: must not be empty");
+  opt.resources = atl::os::detect_resources();
+  if (vm.count("cpus")) {
+    opt.resources.cpus = vm["cpus"].as<int>();
+    if (opt.resources.cpus < 0) usage_error("--cpus: must not be negative");
+  }
+  if (vm.count("gpus")) {
+    opt.resources.gpus = vm["gpus"].as<int>();
+    if (opt.resources.gpus < 0) usage_error("--gpus: must not be negative");
+  }
+  if (vm.count("memory"))
+    opt.resources.memory = value_or_die(atl::parse_byte_size(vm["memory"].as<std::string>()), "--memory");
+  if (vm.count("shm"))
+    opt.resources.shm = value_or_die(atl::parse_byte_size(vm["shm"].as<std::string>()), "--shm");
+  if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
+  if (vm.count("connect-timeout"))
+    opt.connect_timeout =
+        value_or_die(atl::parse_duration(vm["connect-timeout"].as<std::string>()), "--connect-timeout");
+  return opt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  WorkerOptions opt = parse_options(argc, argv);
+  atl::os::TerminationSignals::block_in_this_thread();
+  auto log = atl::component_logger("workernode");
+  auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
+  {
+    atl::AtlSystemConfig cfg;
+    caf::actor_system sys{cfg};
+    // Pods may start before the head: keep trying until the deadline.
+    auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
+    caf::actor supervisor;
+    std::string last_error;
+    while (true) {
+      auto found = caf::io::remote_actor(sys, opt.head.host, opt.head.port);
+      if (found) {
+        supervisor = *found;
+        break;
+      }
+      last_error = sys.render(found.error());
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
+                  << atl::format_duration(opt.connect_timeout) << ": " << last_error << "\n";
+        return atl::kNodeExitHeadLost;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    atl::NodeAgentConfig node;
+    node.head_host = opt.head.host;
+    node.head_port = opt.head.port;
+    node.info.pod = opt.name;
+    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port, std::chrono::seconds(5));
+    if (!local) {
+      std::cerr << "workernode: " << local.error() << "\n";
+      return atl::kNodeExitHeadLost;
+    }
+    node.info.address = opt.advertise.empty() ? *local : opt.advertise;
+    node.info.interface = atl::os::interface_of_address(*local);
+    node.info.cpus = opt.resources.cpus;
+    node.info.gpus = opt.resources.gpus;
+    node.info.memory = opt.resources.memory;
+    node.info.shm = opt.resources.shm;
+    auto agent = atl::spawn_node_agent(sys, supervisor, node, exit_code);
+    atl::os::TerminationSignals signals([&](int) { caf::anon_send(agent, atl::cancel_atom::value); });
+    caf::scoped_actor self{sys};
+    self->wait_for(agent);
+  }
+  return exit_code->load();
+}

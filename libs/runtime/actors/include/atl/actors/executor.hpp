@@ -1,0 +1,21 @@
+// Executor: runs one rank's process (or the driver), streams its output to the
+// log sink with flow control, stops it on request, and reports how it ended.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "atl/actors/messages.hpp"
+
+namespace atl {
+
+// Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
+// group, SIGKILL after the grace. It sends one RankExit to `report_to`, after
+// the sink acknowledged every line, then quits.
+caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+                          caf::actor sink, caf::actor report_to);
+
+}  // namespace atl

@@ -1,0 +1,34 @@
+// JobSupervisor: the head's owner of one job. Waits for the workers, checks
+// them, launches the entrypoint (per rank, or once as the driver), follows the
+// ranks to the end and tears the cluster down. Lifecycle rules live in core.
+#pragma once
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "atl/core/job_spec.hpp"
+
+namespace atl {
+
+struct SupervisorConfig {
+  JobSpec job;
+  std::string advertised_host;         // host part of ATL_ADDRESS
+  caf::actor sink;                     // the head's LogSink
+  std::chrono::milliseconds linger{0}; // keep answering atlctl this long after the end
+  std::shared_ptr<std::promise<int>> outcome;  // 0 succeeded, 1 failed
+};
+
+// Messages it takes (besides the workers' and executors'):
+//   (start_atom, uint16 port)  once published: starts the ready timeout
+//   (status_atom) -> string     the state name, as `atlctl status` prints it
+//   (info_atom) -> string       JSON: state, pods, ranks, failure reason
+//   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
+//   (read_atom, ...) / (tail_atom, ...) forwarded to the LogSink
+caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config);
+
+}  // namespace atl

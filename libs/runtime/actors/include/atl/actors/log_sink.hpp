@@ -1,0 +1,20 @@
+// LogSink: the head's writer of rank output. Appends each stream's lines to
+// <logs_dir>/<stream>.log, echoes them on stdout as "[rank N] line", acks each
+// chunk (the executors' flow control), and serves reads for `atlctl logs`.
+#pragma once
+
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace atl {
+
+// A detached actor (it does blocking file and stdout I/O). Messages:
+//   (log_atom, int32 stream, string lines, int32 count) -> ack_atom to sender
+//   (print_atom, string line)                           -> a line on stdout
+//   (read_atom, int32 stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
+//   (tail_atom, int32 stream, int64 lines)              -> (string bytes, int64 end_offset)
+caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);
+
+}  // namespace atl

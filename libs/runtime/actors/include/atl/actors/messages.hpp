@@ -1,0 +1,82 @@
+// Every message the actors exchange: atoms and the few structured types, with
+// their inspect() functions. Registered on every node by configure_actor_system.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace atl {
+
+// Atoms: at most 10 characters.
+using register_atom = caf::atom_constant<caf::atom("register")>;  // worker -> supervisor
+using start_atom = caf::atom_constant<caf::atom("start")>;        // head main -> supervisor
+using status_atom = caf::atom_constant<caf::atom("status")>;      // atlctl -> supervisor
+using info_atom = caf::atom_constant<caf::atom("info")>;          // atlctl -> supervisor
+using check_atom = caf::atom_constant<caf::atom("check")>;        // supervisor -> agent
+using launch_atom = caf::atom_constant<caf::atom("launch")>;      // supervisor -> agent
+using stop_atom = caf::atom_constant<caf::atom("stop")>;          // -> agent / executor
+using kill_atom = caf::atom_constant<caf::atom("kill")>;          // executor's grace timer
+using exited_atom = caf::atom_constant<caf::atom("exited")>;      // pump thread -> executor
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // supervisor -> agent
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;    // timers
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;      // signal thread -> actor
+using log_atom = caf::atom_constant<caf::atom("log")>;            // executor -> sink
+using ack_atom = caf::atom_constant<caf::atom("ack")>;            // sink -> executor
+using print_atom = caf::atom_constant<caf::atom("print")>;        // supervisor -> sink
+using read_atom = caf::atom_constant<caf::atom("read")>;          // atlctl -> sink (log bytes)
+using tail_atom = caf::atom_constant<caf::atom("tail")>;          // atlctl -> sink (last lines)
+
+// Log streams: rank N is stream N; the driver is kDriverStream.
+inline constexpr std::int32_t kDriverStream = -1;
+std::string stream_name(std::int32_t stream);    // "rank-3", "driver"
+std::string stream_prefix(std::int32_t stream);  // "[rank 3] ", "[driver] "
+
+// What a worker tells the supervisor when it joins.
+struct NodeInfo {
+  std::string pod;
+  std::string address;    // how other nodes reach it (MASTER_ADDR)
+  std::string interface;  // network interface of `address`
+  std::int32_t cpus = 0;
+  std::int32_t gpus = 0;
+  std::int64_t memory = 0;
+  std::int64_t shm = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
+  return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.cpus, x.gpus,
+           x.memory, x.shm);
+}
+
+// One process to run: a rank's entrypoint (or the driver).
+struct RankLaunch {
+  std::int32_t stream = 0;
+  std::string command;           // run with /bin/sh -c
+  std::vector<std::string> env;  // "K=V", laid over the node's own environment
+  std::string working_dir;       // empty: the node's working directory
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
+  return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.command, x.env, x.working_dir);
+}
+
+// How a rank's process ended. `error` is set when it could not even start.
+struct RankExit {
+  std::int32_t stream = 0;
+  std::string pod;
+  std::int32_t code = 0;
+  std::int32_t signal = 0;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
+  return f(caf::meta::type_name("atl::RankExit"), x.stream, x.pod, x.code, x.signal, x.error);
+}
+
+}  // namespace atl

@@ -1,0 +1,33 @@
+// NodeAgent: a worker pod's representative. Registers the node's resources with
+// the JobSupervisor, runs its pre-flight check, hosts one Executor per rank,
+// and ends the node when the supervisor ends the job or is lost.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "atl/actors/messages.hpp"
+
+namespace atl {
+
+struct NodeAgentConfig {
+  NodeInfo info;
+  std::string head_host;
+  std::uint16_t head_port = 0;
+};
+
+// Exit codes a workernode ends with (besides the job's 0/1).
+inline constexpr int kNodeExitRejected = 2;   // the head refused this pod
+inline constexpr int kNodeExitHeadLost = 3;   // the head went away mid-job
+inline constexpr int kNodeExitSignalled = 143;
+
+// `exit_code` receives the code the workernode process should end with.
+caf::actor spawn_node_agent(caf::actor_system& sys, caf::actor supervisor, NodeAgentConfig config,
+                            std::shared_ptr<std::atomic<int>> exit_code);
+
+}  // namespace atl

@@ -1,0 +1,28 @@
+#include "atl/actors/actor_system_setup.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "atl/actors/messages.hpp"
+
+namespace atl {
+
+std::string stream_name(std::int32_t stream) {
+  return stream == kDriverStream ? "driver" : "rank-" + std::to_string(stream);
+}
+
+std::string stream_prefix(std::int32_t stream) {
+  return stream == kDriverStream ? "[driver] " : "[rank " + std::to_string(stream) + "] ";
+}
+
+AtlSystemConfig::AtlSystemConfig() {
+  load<caf::io::middleman>();
+  add_message_type<NodeInfo>("atl::NodeInfo");
+  add_message_type<RankLaunch>("atl::RankLaunch");
+  add_message_type<RankExit>("atl::RankExit");
+  // Without heartbeats a frozen or partitioned peer is never reported down.
+  set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(20)});
+}
+
+}  // namespace atl

@@ -1,0 +1,137 @@
+#include "atl/actors/executor.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <caf/all.hpp>
+#include <memory>
+#include <thread>
+
+#include "atl/core/env.hpp"
+#include "atl/os/child_process.hpp"
+#include "atl/os/output_pump.hpp"
+#include "atl/os/logging.hpp"
+
+namespace atl {
+
+namespace {
+
+// Chunks in flight from one process to the sink before the pump waits for acks.
+constexpr int kAckWindow = 8;
+
+struct ExecutorState {
+  RankLaunch launch;
+  std::string pod;
+  caf::actor report_to;
+  pid_t pid = -1;
+  bool exited = false;
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  std::thread pump;
+
+  ~ExecutorState() {
+    // Reached when the actor quits for any reason: nothing outlives it.
+    cancel->store(true);
+    if (pump.joinable()) pump.join();
+  }
+};
+
+using ExecutorActor = caf::stateful_actor<ExecutorState>;
+
+// Runs on the pump thread: moves output to the sink (at most kAckWindow chunks
+// unacknowledged), then tells the executor how the process ended.
+void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
+                  std::int32_t stream, caf::actor executor,
+                  std::shared_ptr<std::atomic<bool>> cancel) {
+  caf::scoped_actor io{sys};
+  int outstanding = 0;
+  auto await_ack = [&] {
+    bool got = false;
+    while (!got && !cancel->load()) {
+      io->receive([&](ack_atom) { got = true; },
+                  caf::after(std::chrono::milliseconds(200)) >> [] {});
+    }
+    if (got) --outstanding;
+    return got;
+  };
+  os::ChunkSink deliver = [&](os::LineChunk&& chunk) {
+    while (outstanding >= kAckWindow) {
+      if (!await_ack()) return false;
+    }
+    io->send(sink, log_atom::value, stream, std::move(chunk.data),
+             static_cast<std::int32_t>(chunk.lines));
+    ++outstanding;
+    return true;
+  };
+  os::ExitStatus status = os::pump_output(*child, deliver, *cancel);
+  while (outstanding > 0 && await_ack()) {
+  }
+  caf::anon_send(executor, exited_atom::value, static_cast<std::int32_t>(status.code),
+                 static_cast<std::int32_t>(status.signal));
+}
+
+caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::string pod,
+                                caf::actor sink, caf::actor report_to) {
+  auto& st = self->state;
+  st.launch = std::move(launch);
+  st.pod = std::move(pod);
+  st.report_to = std::move(report_to);
+  auto log = component_logger("executor");
+
+  // The node's own environment, with the rank's variables laid over it.
+  EnvMap env = env_from_strings(os::current_environment());
+  for (auto& [k, v] : env_from_strings(st.launch.env)) env[k] = v;
+  os::SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", st.launch.command};
+  req.env = to_env_strings(env);
+  req.working_dir = st.launch.working_dir;
+  auto child = os::ChildProcess::spawn(req);
+  if (!child) {
+    log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
+    RankExit exit{st.launch.stream, st.pod, 127, 0, child.error()};
+    self->send(st.report_to, exit);
+    self->quit();
+    return {};
+  }
+  st.pid = child->pid();
+  log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
+  auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
+  st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
+                        st.launch.stream, caf::actor_cast<caf::actor>(self), st.cancel);
+
+  return {
+      [self](stop_atom, std::int64_t grace_ms) {
+        auto& st = self->state;
+        if (st.exited) return;
+        ::kill(-st.pid, SIGTERM);
+        self->delayed_send(self, std::chrono::milliseconds(grace_ms), kill_atom::value);
+      },
+      [self](kill_atom) {
+        auto& st = self->state;
+        if (st.exited) return;
+        component_logger("executor")->warn("{} outlived its grace period: SIGKILL",
+                                           stream_name(st.launch.stream));
+        ::kill(-st.pid, SIGKILL);
+      },
+      [self](exited_atom, std::int32_t code, std::int32_t sig) {
+        auto& st = self->state;
+        st.exited = true;
+        if (st.pump.joinable()) st.pump.join();
+        os::ExitStatus status{code, sig};
+        component_logger("executor")->info("{} ended: {}", stream_name(st.launch.stream),
+                                           status.describe());
+        self->send(st.report_to, RankExit{st.launch.stream, st.pod, code, sig, ""});
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+                          caf::actor sink, caf::actor report_to) {
+  return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
+                   std::move(report_to));
+}
+
+}  // namespace atl

@@ -1,0 +1,128 @@
+#include "atl/actors/node_agent.hpp"
+
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <set>
+
+#include "atl/actors/executor.hpp"
+#include "atl/os/machine.hpp"
+#include "atl/os/logging.hpp"
+
+namespace atl {
+
+namespace {
+
+constexpr auto kRegisterTimeout = std::chrono::seconds(30);
+// Grace for ranks still running when the node ends without a supervisor's word.
+constexpr std::int64_t kOrphanGraceMs = 3000;
+
+struct NodeAgentState {
+  NodeAgentConfig config;
+  caf::actor supervisor;
+  std::shared_ptr<std::atomic<int>> exit_code;
+  std::set<caf::actor> executors;
+  bool ending = false;
+};
+
+using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
+
+// Stops every rank and quits once they are all gone (or after a deadline).
+void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
+  auto& st = self->state;
+  if (!st.ending) st.exit_code->store(code);
+  st.ending = true;
+  if (st.executors.empty()) {
+    self->quit();
+    return;
+  }
+  for (const auto& e : st.executors) self->send(e, stop_atom::value, grace_ms);
+  self->delayed_send(self, std::chrono::milliseconds(grace_ms + 5000), timeout_atom::value);
+}
+
+caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,
+                         std::shared_ptr<std::atomic<int>> exit_code) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.supervisor = std::move(supervisor);
+  st.exit_code = std::move(exit_code);
+  auto log = component_logger("node");
+
+  self->monitor(st.supervisor);
+  self->set_down_handler([self](const caf::down_msg& msg) {
+    auto& st = self->state;
+    if (msg.source == st.supervisor.address()) {
+      if (!st.ending) {
+        component_logger("node")->error("lost the head at {}:{}: ending this node",
+                                        st.config.head_host, st.config.head_port);
+      }
+      end_node(self, kNodeExitHeadLost, kOrphanGraceMs);
+      return;
+    }
+    st.executors.erase(caf::actor_cast<caf::actor>(msg.source));
+    if (st.ending && st.executors.empty()) self->quit();
+  });
+
+  self->request(st.supervisor, kRegisterTimeout, register_atom::value, st.config.info,
+                caf::actor_cast<caf::actor>(self))
+      .then(
+          [self](const std::string& refusal) {
+            auto log = component_logger("node");
+            if (refusal.empty()) {
+              log->info("joined the job as {}", self->state.config.info.pod);
+              return;
+            }
+            log->error("the head refused this node: {}", refusal);
+            end_node(self, kNodeExitRejected, 0);
+          },
+          [self](const caf::error& err) {
+            component_logger("node")->error("registration failed: {}", self->system().render(err));
+            end_node(self, kNodeExitHeadLost, 0);
+          });
+
+  return {
+      [self](check_atom, const std::string& working_dir) -> std::string {
+        auto& cfg = self->state.config;
+        auto reach = os::local_address_towards(cfg.head_host, cfg.head_port, std::chrono::seconds(5));
+        if (!reach) return "cannot reach the head: " + reach.error();
+        std::string dir = working_dir;
+        if (dir.empty()) {
+          char cwd[4096];
+          dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
+        }
+        if (auto st = os::check_writable_dir(dir); !st) return st.error();
+        return "";
+      },
+      [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
+        auto& st = self->state;
+        if (st.ending) return;
+        for (const auto& launch : ranks) {
+          auto exec = spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
+          self->monitor(exec);
+          st.executors.insert(exec);
+        }
+      },
+      [self](stop_atom, std::int64_t grace_ms) {
+        for (const auto& e : self->state.executors) self->send(e, stop_atom::value, grace_ms);
+      },
+      [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
+      [self](cancel_atom) {
+        component_logger("node")->warn("signalled: stopping ranks and leaving the job");
+        end_node(self, kNodeExitSignalled, kOrphanGraceMs);
+      },
+      [self](timeout_atom) {
+        // Ranks that did not stop in time: exiting the executors kills their groups.
+        for (const auto& e : self->state.executors) self->send_exit(e, caf::exit_reason::kill);
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_node_agent(caf::actor_system& sys, caf::actor supervisor, NodeAgentConfig config,
+                            std::shared_ptr<std::atomic<int>> exit_code) {
+  return sys.spawn(node_agent, std::move(supervisor), std::move(config), std::move(exit_code));
+}
+
+}  // namespace atl

@@ -1,0 +1,62 @@
+// JobSpec: what a job asks for (entrypoint, mode, size, environment, timeouts),
+// read from a JSON file and/or headnode flags, and validated field by field.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "atl/core/duration.hpp"
+#include "atl/core/env.hpp"
+#include "atl/core/expected.hpp"
+
+namespace atl {
+
+enum class JobMode { spmd, driver };
+
+std::string_view to_string(JobMode mode);
+Expected<JobMode> parse_job_mode(std::string_view text);
+
+// Container-level resources of one pod; 0 means "not stated".
+struct NodeResources {
+  int cpus = 0;
+  int gpus = 0;
+  std::int64_t memory = 0;
+  std::int64_t shm = 0;
+};
+
+struct JobSpec {
+  std::string job_id;
+  JobMode mode = JobMode::spmd;
+  std::string entrypoint;
+  int workers = 1;
+  int nproc_per_node = 1;
+  EnvMap env;               // the form's plain variables
+  EnvMap runtime_env_vars;  // runtime_env.env_vars: override `env`
+  std::string working_dir;  // runtime_env.working_dir
+  NodeResources node_spec;  // spec{cpus, gpus, memory, shm}
+  Millis ready_timeout = std::chrono::seconds(300);
+  int master_port = 29500;
+  Millis grace = std::chrono::seconds(10);
+};
+
+inline constexpr int kDefaultMasterPort = 29500;
+
+// Parses a JSON job spec on top of `base` (fields absent from the JSON keep the
+// base's values). Unknown fields and wrong types are errors naming the field.
+Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec base = {});
+
+// Checks the relations between fields; the message names the offending field.
+Status validate_job_spec(const JobSpec& spec);
+
+Status validate_job_id(std::string_view id);
+
+// "jo-" followed by 16 random lowercase letters and digits.
+std::string make_job_id(std::mt19937_64& rng);
+
+// Pod names of the job, as the platform gives them.
+std::string head_pod_name(std::string_view job_id);
+std::string worker_pod_name(std::string_view job_id, int index);
+
+}  // namespace atl

@@ -1,0 +1,59 @@
+// The job lifecycle as a pure state machine: which event moves which state where.
+// The JobSupervisor owns one and performs the effects; refusals name the state.
+#pragma once
+
+#include <string_view>
+
+#include "atl/core/expected.hpp"
+
+namespace atl {
+
+enum class JobState {
+  pending,
+  initializing,
+  command,
+  debugStop,
+  debugCommand,
+  restarting,
+  succeeded,
+  failed,
+};
+
+enum class JobEvent {
+  all_joined,       // every expected worker registered
+  ready_timeout,    // the ready timeout passed first
+  checks_passed,    // every node passed the pre-flight check
+  check_failed,     // a node failed it
+  ranks_succeeded,  // every rank (or the driver) exited 0
+  rank_failed,      // a rank (or the driver) exited non-zero or was killed
+  node_lost,        // a worker's connection or process is gone
+  cancelled,        // the head was told to end the job (signal)
+};
+
+inline constexpr JobState kAllJobStates[] = {
+    JobState::pending,      JobState::initializing, JobState::command,   JobState::debugStop,
+    JobState::debugCommand, JobState::restarting,   JobState::succeeded, JobState::failed};
+inline constexpr JobEvent kAllJobEvents[] = {
+    JobEvent::all_joined,      JobEvent::ready_timeout, JobEvent::checks_passed,
+    JobEvent::check_failed,    JobEvent::ranks_succeeded, JobEvent::rank_failed,
+    JobEvent::node_lost,       JobEvent::cancelled};
+
+std::string_view to_string(JobState state);
+std::string_view to_string(JobEvent event);
+bool is_terminal(JobState state);
+
+// The state `event` leads to from `from`, or an error naming both when the
+// event has no meaning there (the caller keeps its state).
+Expected<JobState> next_state(JobState from, JobEvent event);
+
+// Holds the current state; apply() changes it only on a legal transition.
+class Lifecycle {
+ public:
+  JobState state() const { return state_; }
+  Expected<JobState> apply(JobEvent event);
+
+ private:
+  JobState state_ = JobState::pending;
+};
+
+}  // namespace atl

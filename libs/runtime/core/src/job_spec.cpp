@@ -1,0 +1,201 @@
+#include "atl/core/job_spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "atl/core/byte_size.hpp"
+#include "parse_util.hpp"
+
+namespace atl {
+
+using nlohmann::json;
+
+std::string_view to_string(JobMode mode) { return mode == JobMode::spmd ? "spmd" : "driver"; }
+
+Expected<JobMode> parse_job_mode(std::string_view text) {
+  if (text == "spmd") return JobMode::spmd;
+  if (text == "driver") return JobMode::driver;
+  return make_error("bad mode " + detail::quote(text) + ": expected spmd or driver");
+}
+
+namespace {
+
+// Each reader takes the JSON value of field `name` and stores it or says why not.
+Error field_error(std::string_view name, std::string_view what, const json& v) {
+  return make_error("job spec: field '" + std::string(name) + "' " + std::string(what) + ", got " +
+                    v.dump());
+}
+
+Status read_int(const json& v, std::string_view name, int min, int max, int& out) {
+  if (!v.is_number_integer()) return field_error(name, "must be an integer", v);
+  auto n = v.get<std::int64_t>();
+  if (n < min || n > max) {
+    return field_error(name, "must be between " + std::to_string(min) + " and " +
+                                 std::to_string(max), v);
+  }
+  out = static_cast<int>(n);
+  return Ok{};
+}
+
+Status read_string(const json& v, std::string_view name, std::string& out) {
+  if (!v.is_string()) return field_error(name, "must be a string", v);
+  out = v.get<std::string>();
+  return Ok{};
+}
+
+Status read_size(const json& v, std::string_view name, std::int64_t& out) {
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+    out = v.get<std::int64_t>();
+    return Ok{};
+  }
+  if (!v.is_string()) return field_error(name, "must be a size such as \"16Gi\" or a byte count", v);
+  auto s = parse_byte_size(v.get<std::string>());
+  if (!s) return make_error("job spec: field '" + std::string(name) + "': " + s.error());
+  out = *s;
+  return Ok{};
+}
+
+Status read_duration(const json& v, std::string_view name, Millis& out) {
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+    out = std::chrono::seconds(v.get<std::int64_t>());
+    return Ok{};
+  }
+  if (!v.is_string()) return field_error(name, "must be a duration such as \"300s\" or seconds", v);
+  auto d = parse_duration(v.get<std::string>());
+  if (!d) return make_error("job spec: field '" + std::string(name) + "': " + d.error());
+  out = *d;
+  return Ok{};
+}
+
+Status read_env(const json& v, std::string_view name, EnvMap& out) {
+  if (!v.is_object()) return field_error(name, "must be an object of strings", v);
+  for (const auto& [key, value] : v.items()) {
+    std::string field = std::string(name) + "." + key;
+    if (!is_valid_env_name(key)) {
+      return make_error("job spec: field '" + field + "' is not a valid environment variable name");
+    }
+    if (value.is_string()) {
+      out[key] = value.get<std::string>();
+    } else if (value.is_number() || value.is_boolean()) {
+      out[key] = value.dump();  // {"OMP_NUM_THREADS": 4} is what people write
+    } else {
+      return field_error(field, "must be a string", value);
+    }
+  }
+  return Ok{};
+}
+
+template <class Reader>
+Status read_object(const json& v, std::string_view name, Reader&& reader) {
+  if (!v.is_object()) return field_error(name, "must be an object", v);
+  for (const auto& [key, value] : v.items()) {
+    auto st = reader(key, value);
+    if (!st) return st;
+  }
+  return Ok{};
+}
+
+Error unknown_field(std::string_view parent, std::string_view key) {
+  std::string full = parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
+  return make_error("job spec: unknown field '" + full + "'");
+}
+
+}  // namespace
+
+Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return make_error("job spec: not valid JSON");
+  auto st = read_object(doc, "<top level>", [&](const std::string& key, const json& v) -> Status {
+    if (key == "job_id") return read_string(v, key, spec.job_id);
+    if (key == "mode") {
+      std::string m;
+      if (auto s = read_string(v, key, m); !s) return s;
+      auto mode = parse_job_mode(m);
+      if (!mode) return make_error("job spec: field 'mode': " + mode.error());
+      spec.mode = *mode;
+      return Ok{};
+    }
+    if (key == "entrypoint") return read_string(v, key, spec.entrypoint);
+    if (key == "workers") return read_int(v, key, 0, 100000, spec.workers);
+    if (key == "nproc_per_node") return read_int(v, key, 1, 1024, spec.nproc_per_node);
+    if (key == "env") return read_env(v, key, spec.env);
+    if (key == "runtime_env") {
+      return read_object(v, key, [&](const std::string& k, const json& rv) -> Status {
+        if (k == "env_vars") return read_env(rv, "runtime_env.env_vars", spec.runtime_env_vars);
+        if (k == "working_dir") return read_string(rv, "runtime_env.working_dir", spec.working_dir);
+        return unknown_field("runtime_env", k);
+      });
+    }
+    if (key == "spec") {
+      return read_object(v, key, [&](const std::string& k, const json& sv) -> Status {
+        if (k == "cpus") return read_int(sv, "spec.cpus", 0, 1 << 20, spec.node_spec.cpus);
+        if (k == "gpus") return read_int(sv, "spec.gpus", 0, 1024, spec.node_spec.gpus);
+        if (k == "memory") return read_size(sv, "spec.memory", spec.node_spec.memory);
+        if (k == "shm") return read_size(sv, "spec.shm", spec.node_spec.shm);
+        return unknown_field("spec", k);
+      });
+    }
+    if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
+    if (key == "grace") return read_duration(v, key, spec.grace);
+    if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
+    return unknown_field("", key);
+  });
+  if (!st) return Error{st.error()};
+  return spec;
+}
+
+Status validate_job_id(std::string_view id) {
+  if (id.empty() || id.size() > 40) {
+    return make_error("bad job id '" + std::string(id) + "': must be 1-40 characters");
+  }
+  auto ok_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  for (char c : id) {
+    if (!ok_char(c)) {
+      return make_error("bad job id '" + std::string(id) +
+                        "': only lowercase letters, digits and '-' are allowed");
+    }
+  }
+  if (id.front() == '-' || id.back() == '-') {
+    return make_error("bad job id '" + std::string(id) + "': must not start or end with '-'");
+  }
+  return Ok{};
+}
+
+Status validate_job_spec(const JobSpec& spec) {
+  if (auto st = validate_job_id(spec.job_id); !st) return st;
+  if (spec.entrypoint.find_first_not_of(" \t\n") == std::string::npos) {
+    return make_error("job spec: field 'entrypoint' is empty: give --entrypoint CMD or CMD after --");
+  }
+  if (spec.mode == JobMode::spmd && spec.workers < 1) {
+    return make_error("job spec: field 'workers' must be at least 1 in spmd mode");
+  }
+  if (spec.workers < 0) return make_error("job spec: field 'workers' must not be negative");
+  if (spec.nproc_per_node < 1) return make_error("job spec: field 'nproc_per_node' must be at least 1");
+  if (spec.node_spec.gpus > 0 && spec.node_spec.gpus % spec.nproc_per_node != 0) {
+    return make_error("job spec: field 'spec.gpus' (" + std::to_string(spec.node_spec.gpus) +
+                      ") must be a multiple of nproc_per_node (" +
+                      std::to_string(spec.nproc_per_node) + ")");
+  }
+  if (spec.master_port < 1 || spec.master_port > 65535) {
+    return make_error("job spec: field 'master_port' must be between 1 and 65535");
+  }
+  if (spec.ready_timeout.count() <= 0) {
+    return make_error("job spec: field 'ready_timeout' must be positive");
+  }
+  return Ok{};
+}
+
+std::string make_job_id(std::mt19937_64& rng) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::uniform_int_distribution<int> pick(0, 35);
+  std::string id = "jo-";
+  for (int i = 0; i < 16; ++i) id += kAlphabet[pick(rng)];
+  return id;
+}
+
+std::string head_pod_name(std::string_view job_id) { return std::string(job_id) + "-head-0"; }
+
+std::string worker_pod_name(std::string_view job_id, int index) {
+  return std::string(job_id) + "-worker-" + std::to_string(index);
+}
+
+}  // namespace atl

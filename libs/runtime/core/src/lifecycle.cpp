@@ -1,0 +1,72 @@
+#include "atl/core/lifecycle.hpp"
+
+#include <string>
+
+namespace atl {
+
+std::string_view to_string(JobState state) {
+  switch (state) {
+    case JobState::pending: return "pending";
+    case JobState::initializing: return "initializing";
+    case JobState::command: return "command";
+    case JobState::debugStop: return "debugStop";
+    case JobState::debugCommand: return "debugCommand";
+    case JobState::restarting: return "restarting";
+    case JobState::succeeded: return "succeeded";
+    case JobState::failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(JobEvent event) {
+  switch (event) {
+    case JobEvent::all_joined: return "all_joined";
+    case JobEvent::ready_timeout: return "ready_timeout";
+    case JobEvent::checks_passed: return "checks_passed";
+    case JobEvent::check_failed: return "check_failed";
+    case JobEvent::ranks_succeeded: return "ranks_succeeded";
+    case JobEvent::rank_failed: return "rank_failed";
+    case JobEvent::node_lost: return "node_lost";
+    case JobEvent::cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+bool is_terminal(JobState state) {
+  return state == JobState::succeeded || state == JobState::failed;
+}
+
+Expected<JobState> next_state(JobState from, JobEvent event) {
+  using S = JobState;
+  using E = JobEvent;
+  // A cancelled job fails from any live state.
+  if (event == E::cancelled && !is_terminal(from)) return S::failed;
+  switch (from) {
+    case S::pending:
+      if (event == E::all_joined) return S::initializing;
+      if (event == E::ready_timeout) return S::failed;
+      // A worker that leaves before the others joined is simply missing again.
+      if (event == E::node_lost) return S::pending;
+      break;
+    case S::initializing:
+      if (event == E::checks_passed) return S::command;
+      if (event == E::check_failed || event == E::node_lost) return S::failed;
+      break;
+    case S::command:
+      if (event == E::ranks_succeeded) return S::succeeded;
+      if (event == E::rank_failed || event == E::node_lost) return S::failed;
+      break;
+    default:
+      break;
+  }
+  return make_error("event " + std::string(to_string(event)) + " is not allowed in state " +
+                    std::string(to_string(from)));
+}
+
+Expected<JobState> Lifecycle::apply(JobEvent event) {
+  auto next = next_state(state_, event);
+  if (next) state_ = *next;
+  return next;
+}
+
+}  // namespace atl

@@ -1,0 +1,88 @@
+#include "atl/core/rank_layout.hpp"
+
+#include <string>
+
+namespace atl {
+
+Expected<std::vector<RankPlacement>> layout_ranks(const std::vector<NodeSlot>& nodes,
+                                                  int nproc_per_node) {
+  if (nproc_per_node < 1) return make_error("nproc_per_node must be at least 1");
+  std::vector<RankPlacement> out;
+  out.reserve(nodes.size() * nproc_per_node);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const NodeSlot& node = nodes[n];
+    if (node.gpus > 0 && node.gpus % nproc_per_node != 0) {
+      return make_error("pod " + node.pod + " has " + std::to_string(node.gpus) +
+                        " GPUs, which do not split evenly among " +
+                        std::to_string(nproc_per_node) + " ranks");
+    }
+    int per_rank = node.gpus / nproc_per_node;
+    for (int local = 0; local < nproc_per_node; ++local) {
+      RankPlacement p;
+      p.rank = static_cast<int>(n) * nproc_per_node + local;
+      p.node_rank = static_cast<int>(n);
+      p.local_rank = local;
+      p.local_world_size = nproc_per_node;
+      for (int g = 0; g < per_rank; ++g) p.gpus.push_back(local * per_rank + g);
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+void apply_user_env(const JobSpec& job, EnvMap& env) {
+  for (const auto& [k, v] : job.env) env[k] = v;
+  for (const auto& [k, v] : job.runtime_env_vars) env[k] = v;
+}
+
+void set_atl_identity(const AtlEndpoint& atl, const std::string& pod, EnvMap& env) {
+  env["ATL_ADDRESS"] = atl.address;
+  env["ATL_JOB_ID"] = atl.job_id;
+  env["ATL_POD_NAME"] = pod;
+}
+
+}  // namespace
+
+EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
+                      const std::vector<RankPlacement>& layout, const RankPlacement& rank,
+                      const AtlEndpoint& atl) {
+  const NodeSlot& node = nodes.at(rank.node_rank);
+  const NodeSlot& master = nodes.at(layout.at(0).node_rank);
+  EnvMap env;
+  // Defaults a user may override (e.g. a different NCCL interface).
+  env["MASTER_ADDR"] = master.address;
+  env["MASTER_PORT"] = std::to_string(job.master_port);
+  env["NCCL_SOCKET_IFNAME"] = node.interface;
+  env["GLOO_SOCKET_IFNAME"] = node.interface;
+  env["CUDA_VISIBLE_DEVICES"] = join_ints(rank.gpus);
+  env["NVIDIA_VISIBLE_DEVICES"] = join_ints(rank.gpus);
+  apply_user_env(job, env);
+  // The rank's identity is atl's to say: a stray RANK in the job env must not win.
+  env["WORLD_SIZE"] = std::to_string(layout.size());
+  env["RANK"] = std::to_string(rank.rank);
+  env["LOCAL_RANK"] = std::to_string(rank.local_rank);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(rank.local_world_size);
+  env["NODE_RANK"] = std::to_string(rank.node_rank);
+  set_atl_identity(atl, node.pod, env);
+  return env;
+}
+
+EnvMap build_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod) {
+  EnvMap env;
+  apply_user_env(job, env);
+  set_atl_identity(atl, head_pod, env);
+  return env;
+}
+
+}  // namespace atl

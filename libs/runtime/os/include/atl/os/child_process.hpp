@@ -1,0 +1,82 @@
+// ChildProcess: a real OS process started with fork/exec in its own process
+// group, its stdout+stderr on one pipe (or a file), killed with its parent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::os {
+
+struct ExitStatus {
+  int code = 0;    // exit code when signal == 0
+  int signal = 0;  // terminating signal, 0 when the process exited
+  bool success() const { return signal == 0 && code == 0; }
+  std::string describe() const;  // "exit code 3", "killed by signal 9 (SIGKILL)"
+};
+
+ExitStatus decode_wait_status(int status);
+
+enum class OutputMode {
+  pipe,     // stdout and stderr share one pipe, readable from output_fd()
+  file,     // both appended to output_file
+  inherit,  // the parent's stdout/stderr
+};
+
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // the complete environment, "K=V"
+  std::string working_dir;       // empty: the parent's
+  OutputMode output = OutputMode::pipe;
+  std::string output_file;
+  bool new_process_group = true;
+  // SIGKILL the child when the *thread* that spawned it dies (Linux pdeathsig):
+  // spawn from a thread that lives as long as the child should.
+  bool kill_with_parent = true;
+};
+
+class ChildProcess {
+ public:
+  // Starts the process; an exec or chdir failure in the child is reported here.
+  static Expected<ChildProcess> spawn(const SpawnRequest& request);
+
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&& other) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess();  // closes descriptors; never kills (the owner decides)
+
+  pid_t pid() const { return pid_; }
+  int output_fd() const { return output_fd_; }
+  void close_output();
+  int pidfd() const { return pidfd_; }  // readable once the process exited
+  bool reaped() const { return status_.has_value(); }
+  const std::optional<ExitStatus>& status() const { return status_; }
+
+  // Signals the whole process group (or just the process when it has none).
+  // No-op once reaped, so a recycled pid is never hit.
+  void signal(int sig) const;
+
+  std::optional<ExitStatus> try_wait();
+  ExitStatus wait();
+
+ private:
+  ChildProcess() = default;
+  pid_t pid_ = -1;
+  int output_fd_ = -1;
+  int pidfd_ = -1;
+  bool own_group_ = false;
+  std::optional<ExitStatus> status_;
+};
+
+// The calling process's environment as "K=V" strings.
+std::vector<std::string> current_environment();
+
+// Directory holding the running executable (for finding sibling binaries).
+std::string executable_dir();
+
+}  // namespace atl::os

@@ -1,0 +1,38 @@
+// LineChunker: turns a byte stream into chunks of whole lines, so log lines are
+// never split across messages. Pure; the output pump feeds it pipe reads.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace atl::os {
+
+struct LineChunk {
+  std::string data;  // whole lines, each ending in '\n'
+  int lines = 0;
+};
+
+class LineChunker {
+ public:
+  // Lines longer than max_line are cut into pieces of max_line bytes.
+  explicit LineChunker(std::size_t max_line = 1 << 20) : max_line_(max_line) {}
+
+  void feed(std::string_view bytes);
+  std::size_t complete_bytes() const { return complete_end_; }
+  std::size_t buffered_bytes() const { return buffer_.size(); }
+
+  // Takes whole lines up to about max_bytes (at least one line if there is one).
+  LineChunk take(std::size_t max_bytes);
+  // At end of stream: everything left, a final unterminated line given a '\n'.
+  LineChunk take_rest();
+
+ private:
+  std::string buffer_;
+  std::size_t complete_end_ = 0;  // buffer_[0, complete_end_) is whole lines
+  std::size_t complete_lines_ = 0;
+  std::size_t scan_from_ = 0;
+  std::size_t max_line_;
+};
+
+}  // namespace atl::os

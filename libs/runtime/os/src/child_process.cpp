@@ -1,0 +1,236 @@
+#include "atl/os/child_process.hpp"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+extern char** environ;
+
+namespace atl::os {
+
+std::string ExitStatus::describe() const {
+  if (signal == 0) return "exit code " + std::to_string(code);
+  const char* name = sigabbrev_np(signal);
+  return "killed by signal " + std::to_string(signal) + (name ? " (SIG" + std::string(name) + ")" : "");
+}
+
+ExitStatus decode_wait_status(int status) {
+  ExitStatus s;
+  if (WIFEXITED(status)) {
+    s.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    s.signal = WTERMSIG(status);
+    s.code = 128 + s.signal;
+  }
+  return s;
+}
+
+namespace {
+
+// Only async-signal-safe calls between fork and exec: report errno and die.
+[[noreturn]] void child_fail(int report_fd, int step) {
+  int payload[2] = {step, errno};
+  ssize_t ignored = ::write(report_fd, payload, sizeof payload);
+  (void)ignored;
+  _exit(127);
+}
+
+const char* step_name(int step) {
+  switch (step) {
+    case 1: return "redirect output";
+    case 2: return "change to working directory";
+    case 3: return "exec";
+    default: return "prepare";
+  }
+}
+
+}  // namespace
+
+Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
+  if (req.argv.empty()) return make_error("spawn: empty command line");
+  // Everything the child needs is built before fork: no allocation after it.
+  std::vector<char*> argv, envp;
+  for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  int out_pipe[2] = {-1, -1};
+  int out_file = -1;
+  if (req.output == OutputMode::pipe) {
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + strerror(errno));
+  } else if (req.output == OutputMode::file) {
+    out_file = ::open(req.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_file < 0) {
+      return make_error("cannot open " + req.output_file + ": " + strerror(errno));
+    }
+  }
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + strerror(errno));
+
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], out_file, report[0], report[1]})
+      if (fd >= 0) ::close(fd);
+    return make_error(std::string("fork: ") + strerror(err));
+  }
+  if (pid == 0) {
+    ::close(report[0]);
+    if (req.new_process_group) ::setpgid(0, 0);
+    if (req.kill_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) _exit(127);  // the parent died before prctl took
+    }
+    // Undo what the parent may have set: blocked signals and ignored SIGPIPE.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    int out = req.output == OutputMode::pipe ? out_pipe[1] : out_file;
+    if (out >= 0) {
+      if (::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) child_fail(report[1], 1);
+    }
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(report[1], 2);
+    // Keep only 0-2 and the report pipe (CLOEXEC): no actor sockets leak into user code.
+    for (int fd = 3; fd < report[1]; ++fd) ::close(fd);
+    ::syscall(SYS_close_range, report[1] + 1, ~0U, 0);
+    ::execve(argv[0], argv.data(), envp.data());
+    if (errno == ENOENT && !strchr(argv[0], '/')) {
+      // execve does no PATH search: do it with the child's own PATH.
+      const char* path = nullptr;
+      for (char** e = envp.data(); *e; ++e)
+        if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+      if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+      char full[PATH_MAX];
+      while (*path) {
+        const char* colon = strchr(path, ':');
+        size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
+        if (len + strlen(argv[0]) + 2 < sizeof full) {
+          memcpy(full, path, len);
+          full[len] = '/';
+          strcpy(full + len + 1, argv[0]);
+          ::execve(full, argv.data(), envp.data());
+        }
+        if (!colon) break;
+        path = colon + 1;
+      }
+    }
+    child_fail(report[1], 3);
+  }
+
+  ::close(report[1]);
+  if (out_pipe[1] >= 0) ::close(out_pipe[1]);
+  if (out_file >= 0) ::close(out_file);
+  // Settle the process group from both sides: no window where signal() misses it.
+  if (req.new_process_group) ::setpgid(pid, pid);
+
+  int payload[2];
+  ssize_t n;
+  do {
+    n = ::read(report[0], payload, sizeof payload);
+  } while (n < 0 && errno == EINTR);
+  ::close(report[0]);
+
+  ChildProcess child;
+  child.pid_ = pid;
+  child.own_group_ = req.new_process_group;
+  child.output_fd_ = out_pipe[0];
+  if (n == static_cast<ssize_t>(sizeof payload)) {
+    child.wait();
+    return make_error("cannot " + std::string(step_name(payload[0])) + " for '" + req.argv[0] +
+                      "': " + strerror(payload[1]));
+  }
+  child.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& o) noexcept { *this = std::move(o); }
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
+  if (this != &o) {
+    close_output();
+    if (pidfd_ >= 0) ::close(pidfd_);
+    pid_ = o.pid_;
+    output_fd_ = o.output_fd_;
+    pidfd_ = o.pidfd_;
+    own_group_ = o.own_group_;
+    status_ = o.status_;
+    o.pid_ = -1;
+    o.output_fd_ = -1;
+    o.pidfd_ = -1;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  close_output();
+  if (pidfd_ >= 0) ::close(pidfd_);
+}
+
+void ChildProcess::close_output() {
+  if (output_fd_ >= 0) ::close(output_fd_);
+  output_fd_ = -1;
+}
+
+void ChildProcess::signal(int sig) const {
+  if (pid_ <= 0) return;
+  if (own_group_) {
+    // The group can outlive its leader (background children); a reaped leader's
+    // group id stays reserved while any member lives.
+    ::kill(-pid_, sig);
+  } else if (!status_) {
+    ::kill(pid_, sig);
+  }
+}
+
+std::optional<ExitStatus> ChildProcess::try_wait() {
+  if (status_ || pid_ <= 0) return status_;
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &st, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) status_ = decode_wait_status(st);
+  return status_;
+}
+
+ExitStatus ChildProcess::wait() {
+  if (status_ || pid_ <= 0) return status_.value_or(ExitStatus{});
+  int st = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &st, 0);
+  } while (r < 0 && errno == EINTR);
+  status_ = r == pid_ ? decode_wait_status(st) : ExitStatus{255, 0};
+  return *status_;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+std::string executable_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace atl::os

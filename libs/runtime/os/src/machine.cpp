@@ -1,0 +1,183 @@
+#include "atl/os/machine.hpp"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace atl::os {
+
+namespace {
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+int detect_cpus() {
+  cpu_set_t set;
+  int cpus = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+  if (cpus <= 0) cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  // cgroup v2 quota: "max 100000" or "200000 100000".
+  std::istringstream quota(read_first_line("/sys/fs/cgroup/cpu.max"));
+  std::string q;
+  long long period = 0;
+  if (quota >> q >> period && q != "max" && period > 0) {
+    long long limit = (std::stoll(q) + period - 1) / period;
+    if (limit > 0 && limit < cpus) cpus = static_cast<int>(limit);
+  }
+  return cpus;
+}
+
+int detect_gpus() {
+  int count = 0;
+  if (DIR* dir = opendir("/dev")) {
+    while (dirent* e = readdir(dir)) {
+      const char* n = e->d_name;
+      if (std::strncmp(n, "nvidia", 6) != 0 || n[6] == '\0') continue;
+      bool digits = true;
+      for (const char* p = n + 6; *p; ++p) digits &= (*p >= '0' && *p <= '9');
+      count += digits;
+    }
+    closedir(dir);
+  }
+  return count;
+}
+
+std::int64_t detect_memory() {
+  std::int64_t total = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::int64_t kb;
+  while (meminfo >> key >> kb) {
+    if (key == "MemTotal:") {
+      total = kb * 1024;
+      break;
+    }
+    meminfo.ignore(256, '\n');
+  }
+  std::string limit = read_first_line("/sys/fs/cgroup/memory.max");
+  if (!limit.empty() && limit != "max") {
+    std::int64_t l = std::stoll(limit);
+    if (l > 0 && (total == 0 || l < total)) total = l;
+  }
+  return total;
+}
+
+std::int64_t detect_shm() {
+  struct statvfs st {};
+  if (statvfs("/dev/shm", &st) != 0) return 0;
+  return static_cast<std::int64_t>(st.f_blocks) * static_cast<std::int64_t>(st.f_frsize);
+}
+
+}  // namespace
+
+NodeResources detect_resources() {
+  NodeResources r;
+  r.cpus = detect_cpus();
+  r.gpus = detect_gpus();
+  r.memory = detect_memory();
+  r.shm = detect_shm();
+  return r;
+}
+
+Expected<std::string> local_address_towards(const std::string& host, std::uint16_t port,
+                                            std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port_s = std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res); rc != 0) {
+    return make_error("cannot resolve " + host + ": " + gai_strerror(rc));
+  }
+  std::string last_error = "no address";
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = poll(&p, 1, static_cast<int>(timeout.count()));
+      if (rc == 0) {
+        errno = ETIMEDOUT;
+        rc = -1;
+      } else if (rc > 0) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        errno = err;
+        rc = err == 0 ? 0 : -1;
+      }
+    }
+    if (rc == 0) {
+      sockaddr_storage local{};
+      socklen_t len = sizeof local;
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+      char text[INET6_ADDRSTRLEN] = {};
+      if (local.ss_family == AF_INET)
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&local)->sin_addr, text, sizeof text);
+      else
+        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr, text, sizeof text);
+      close(fd);
+      freeaddrinfo(res);
+      return std::string(text);
+    }
+    last_error = strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return make_error("cannot connect to " + host + ":" + port_s + ": " + last_error);
+}
+
+std::string interface_of_address(const std::string& address) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = list; i && found.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (i->ifa_addr->sa_family == AF_INET)
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    else if (i->ifa_addr->sa_family == AF_INET6)
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text,
+                sizeof text);
+    if (address == text) found = i->ifa_name;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+Status check_writable_dir(const std::string& dir) {
+  std::string probe = dir + "/.atl-write-check-" + std::to_string(getpid());
+  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error("working dir " + dir + " is not writable: " + strerror(errno));
+  bool wrote = write(fd, "ok\n", 3) == 3;
+  int err = errno;
+  close(fd);
+  unlink(probe.c_str());
+  if (!wrote) return make_error("cannot write in working dir " + dir + ": " + strerror(err));
+  return Ok{};
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+}  // namespace atl::os

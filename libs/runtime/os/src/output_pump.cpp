@@ -1,0 +1,82 @@
+#include "atl/os/output_pump.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace atl::os {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+}
+
+ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::atomic<bool>& cancel,
+                       const PumpOptions& options) {
+  LineChunker chunker;
+  bool sink_alive = true;
+  auto deliver = [&](LineChunk&& chunk) {
+    if (chunk.lines == 0) return;
+    if (sink_alive) sink_alive = sink(std::move(chunk));
+  };
+  std::vector<char> buf(options.chunk_bytes);
+  std::optional<Clock::time_point> exited_at;
+  bool group_killed = false;
+
+  while (child.output_fd() >= 0 || !child.reaped()) {
+    if (cancel.load()) {
+      child.signal(SIGKILL);
+      child.close_output();
+      return child.wait();
+    }
+    pollfd fds[2];
+    int n = 0;
+    if (child.output_fd() >= 0) fds[n++] = {child.output_fd(), POLLIN, 0};
+    int pid_slot = -1;
+    if (!child.reaped() && child.pidfd() >= 0) {
+      pid_slot = n;
+      fds[n++] = {child.pidfd(), POLLIN, 0};
+    }
+    int ready = ::poll(fds, n, 50);
+    if (ready < 0 && errno != EINTR) break;
+
+    if (pid_slot >= 0 ? (fds[pid_slot].revents != 0) : !child.reaped()) {
+      if (child.try_wait()) exited_at = Clock::now();
+    }
+    if (child.output_fd() >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t got = ::read(child.output_fd(), buf.data(), buf.size());
+      if (got > 0) {
+        chunker.feed(std::string_view(buf.data(), static_cast<size_t>(got)));
+        // Full buffers mean a fast writer: batch. A short read means the writer
+        // paused: send what is whole now, for low latency.
+        while (chunker.complete_bytes() >= options.chunk_bytes)
+          deliver(chunker.take(options.chunk_bytes));
+        if (static_cast<size_t>(got) < buf.size() && chunker.complete_bytes() > 0)
+          deliver(chunker.take(options.chunk_bytes));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        deliver(chunker.take_rest());
+        child.close_output();
+      }
+    }
+    if (exited_at && child.output_fd() >= 0) {
+      // The main process is gone but someone still holds the pipe open.
+      auto waited = Clock::now() - *exited_at;
+      if (!group_killed && waited > options.drain_timeout) {
+        child.signal(SIGKILL);
+        group_killed = true;
+      } else if (waited > 2 * options.drain_timeout) {
+        deliver(chunker.take_rest());
+        child.close_output();
+      }
+    }
+  }
+  deliver(chunker.take_rest());
+  if (!exited_at) child.wait();
+  // Leftover background members of the group do not outlive the rank.
+  child.signal(SIGKILL);
+  return *child.status();
+}
+
+}  // namespace atl::os

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of atl from Debian's archive.
+# Idempotent; run as root (or with sudo available) on Debian 12.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libcaf-dev libboost-program-options-dev libspdlog-dev libfmt-dev
+  nlohmann-json3-dev libsqlite3-dev libgtest-dev libgmock-dev
+  python3 procps iproute2
+)
+# Test-only extras: a real PyTorch for the DDP test, OpenMPI for the fan-out bench.
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(python3-torch openmpi-bin)
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
