@@ -47,7 +47,8 @@ struct SupervisorState {
   caf::actor driver;
   std::string failure;
   bool finalizing = false;
-  bool finished = false;
+  bool finished = false;  // workers gone; maybe lingering
+  bool released = false;  // outcome handed over
   std::set<caf::actor_addr> agents_leaving;
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 
@@ -149,6 +150,15 @@ void fail(SupervisorActor* self, JobEvent event, const std::string& reason) {
                      static_cast<std::int32_t>(kStopTimer));
 }
 
+// Hands the outcome to headnode's main and ends the supervisor.
+void release(SupervisorActor* self) {
+  auto& st = self->state;
+  if (st.released) return;
+  st.released = true;
+  st.config.outcome->set_value(st.state() == JobState::succeeded ? 0 : 1);
+  self->quit();
+}
+
 void deliver_outcome(SupervisorActor* self) {
   auto& st = self->state;
   if (st.finished) return;
@@ -158,8 +168,7 @@ void deliver_outcome(SupervisorActor* self) {
                        static_cast<std::int32_t>(kLingerTimer));
     return;
   }
-  st.config.outcome->set_value(st.state() == JobState::succeeded ? 0 : 1);
-  self->quit();
+  release(self);
 }
 
 // Tells every worker how the job ended and waits (bounded) for them to leave.
@@ -404,12 +413,15 @@ caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
             }
             break;
           case kLingerTimer:
-            st.config.outcome->set_value(st.state() == JobState::succeeded ? 0 : 1);
-            self->quit();
+            release(self);
             break;
         }
       },
       [self](cancel_atom, const std::string& why) {
+        if (self->state.finished) {
+          release(self);  // a signal ends the linger
+          return;
+        }
         fail(self, JobEvent::cancelled, "cancelled: " + why);
       },
       [self](status_atom) { return std::string(to_string(self->state.state())); },

@@ -1,0 +1,156 @@
+// Real child processes: exit codes, signals, process groups, output pumping.
+#include "atl/os/child_process.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "atl/os/output_pump.hpp"
+
+namespace {
+
+atl::os::SpawnRequest shell(const std::string& command) {
+  atl::os::SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", command};
+  req.env = atl::os::current_environment();
+  return req;
+}
+
+struct Collected {
+  std::string text;
+  int lines = 0;
+  int chunks = 0;
+};
+
+atl::os::ExitStatus run_pumped(const std::string& command, Collected& out,
+                               atl::os::PumpOptions options = {}) {
+  auto child = atl::os::ChildProcess::spawn(shell(command));
+  EXPECT_TRUE(child.ok()) << child.error();
+  std::atomic<bool> cancel{false};
+  return atl::os::pump_output(
+      *child,
+      [&](atl::os::LineChunk&& c) {
+        out.text += c.data;
+        out.lines += c.lines;
+        ++out.chunks;
+        return true;
+      },
+      cancel, options);
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+}  // namespace
+
+TEST(ChildProcess, ReportsExitCode) {
+  auto child = atl::os::ChildProcess::spawn(shell("exit 3"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  auto st = child->wait();
+  EXPECT_EQ(st.code, 3);
+  EXPECT_EQ(st.signal, 0);
+  EXPECT_FALSE(st.success());
+  EXPECT_EQ(st.describe(), "exit code 3");
+}
+
+TEST(ChildProcess, ReportsTheKillingSignal) {
+  auto child = atl::os::ChildProcess::spawn(shell("kill -9 $$"));
+  ASSERT_TRUE(child.ok());
+  auto st = child->wait();
+  EXPECT_EQ(st.signal, SIGKILL);
+  EXPECT_NE(st.describe().find("SIGKILL"), std::string::npos) << st.describe();
+}
+
+TEST(ChildProcess, ExecFailureIsAnErrorNotAChild) {
+  atl::os::SpawnRequest req;
+  req.argv = {"/nonexistent/binary"};
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(child.ok());
+  EXPECT_NE(child.error().find("/nonexistent/binary"), std::string::npos) << child.error();
+}
+
+TEST(ChildProcess, BadWorkingDirIsNamed) {
+  auto req = shell("true");
+  req.working_dir = "/nonexistent/dir";
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(child.ok());
+  EXPECT_NE(child.error().find("working directory"), std::string::npos) << child.error();
+}
+
+TEST(ChildProcess, SearchesPathForBareNames) {
+  atl::os::SpawnRequest req;
+  req.argv = {"sh", "-c", "exit 5"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  EXPECT_EQ(child->wait().code, 5);
+}
+
+TEST(ChildProcess, GetsExactlyItsEnvironmentAndDirectory) {
+  auto req = shell("echo \"$ATL_T:$(pwd)\"; env | wc -l");
+  req.env = {"ATL_T=hello", "PATH=/usr/bin:/bin"};
+  req.working_dir = "/tmp";
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok());
+  Collected out;
+  std::atomic<bool> cancel{false};
+  atl::os::pump_output(*child, [&](atl::os::LineChunk&& c) { out.text += c.data; return true; },
+                       cancel);
+  EXPECT_EQ(out.text.substr(0, out.text.find('\n')), "hello:/tmp");
+}
+
+TEST(ChildProcess, GroupSignalReachesGrandchildren) {
+  // The shell starts a background sleep and prints its pid; SIGKILL to the group ends both.
+  auto child = atl::os::ChildProcess::spawn(shell("sleep 300 & echo $!; wait"));
+  ASSERT_TRUE(child.ok());
+  std::string line;
+  char ch;
+  while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') line += ch;
+  pid_t grandchild = std::stoi(line);
+  ASSERT_TRUE(alive(grandchild));
+  child->signal(SIGKILL);
+  EXPECT_EQ(child->wait().signal, SIGKILL);
+  for (int i = 0; i < 500 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(grandchild));
+}
+
+TEST(OutputPump, DeliversEveryLineInOrderAndTheStatus) {
+  Collected out;
+  auto st = run_pumped("seq 1 20000; exit 4", out);
+  EXPECT_EQ(st.code, 4);
+  EXPECT_EQ(out.lines, 20000);
+  std::string expected;
+  for (int i = 1; i <= 20000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_EQ(out.text, expected);
+}
+
+TEST(OutputPump, MergesStderrAndEndsAnUnterminatedLine) {
+  Collected out;
+  auto st = run_pumped("echo out; echo err >&2; printf tail", out);
+  EXPECT_TRUE(st.success());
+  EXPECT_EQ(out.text, "out\nerr\ntail\n");
+  EXPECT_EQ(out.lines, 3);
+}
+
+TEST(OutputPump, KillsBackgroundChildrenHoldingThePipe) {
+  // The main process exits at once; a background sleep keeps the pipe open.
+  Collected out;
+  atl::os::PumpOptions options;
+  options.drain_timeout = std::chrono::milliseconds(200);
+  auto st = run_pumped("sleep 300 & echo started", out, options);
+  EXPECT_TRUE(st.success());
+  EXPECT_EQ(out.text, "started\n");
+}
+
+TEST(OutputPump, CancelKillsTheProcess) {
+  auto child = atl::os::ChildProcess::spawn(shell("echo hi; sleep 300"));
+  ASSERT_TRUE(child.ok());
+  std::atomic<bool> cancel{false};
+  auto st = atl::os::pump_output(*child, [&](atl::os::LineChunk&&) {
+    cancel = true;  // cancel as soon as the first line arrives
+    return true;
+  }, cancel);
+  EXPECT_EQ(st.signal, SIGKILL);
+}

@@ -1,0 +1,132 @@
+#include "atl/core/job_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+using namespace std::chrono_literals;
+
+TEST(JobSpecJson, ReadsEveryField) {
+  auto spec = atl::parse_job_spec_json(R"({
+    "job_id": "jo-abc", "mode": "driver", "entrypoint": "python3 train.py",
+    "workers": 3, "nproc_per_node": 2, "env": {"A": "1", "N": 4},
+    "runtime_env": {"env_vars": {"A": "2"}, "working_dir": "/tmp"},
+    "spec": {"cpus": 8, "gpus": 2, "memory": "16Gi", "shm": 1024},
+    "ready_timeout": "5m", "master_port": 29600, "grace": 3
+  })");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  EXPECT_EQ(spec->job_id, "jo-abc");
+  EXPECT_EQ(spec->mode, atl::JobMode::driver);
+  EXPECT_EQ(spec->entrypoint, "python3 train.py");
+  EXPECT_EQ(spec->workers, 3);
+  EXPECT_EQ(spec->nproc_per_node, 2);
+  EXPECT_EQ(spec->env.at("A"), "1");
+  EXPECT_EQ(spec->env.at("N"), "4");
+  EXPECT_EQ(spec->runtime_env_vars.at("A"), "2");
+  EXPECT_EQ(spec->working_dir, "/tmp");
+  EXPECT_EQ(spec->node_spec.cpus, 8);
+  EXPECT_EQ(spec->node_spec.gpus, 2);
+  EXPECT_EQ(spec->node_spec.memory, 16LL << 30);
+  EXPECT_EQ(spec->node_spec.shm, 1024);
+  EXPECT_EQ(spec->ready_timeout, 5min);
+  EXPECT_EQ(spec->master_port, 29600);
+  EXPECT_EQ(spec->grace, 3s);
+  EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
+}
+
+TEST(JobSpecJson, AbsentFieldsKeepTheBase) {
+  atl::JobSpec base;
+  base.workers = 7;
+  auto spec = atl::parse_job_spec_json(R"({"entrypoint": "true"})", base);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->workers, 7);
+  EXPECT_EQ(spec->master_port, 29500);
+  EXPECT_EQ(spec->ready_timeout, 300s);
+}
+
+struct BadField {
+  const char* json;
+  const char* field;  // the message must name it
+};
+
+class JobSpecJsonRejects : public testing::TestWithParam<BadField> {};
+
+TEST_P(JobSpecJsonRejects, NamingTheField) {
+  auto spec = atl::parse_job_spec_json(GetParam().json);
+  ASSERT_FALSE(spec.ok()) << GetParam().json;
+  EXPECT_NE(spec.error().find(GetParam().field), std::string::npos) << spec.error();
+  EXPECT_EQ(spec.error().find('\n'), std::string::npos) << "one line: " << spec.error();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryFieldWrongInTurn, JobSpecJsonRejects,
+    testing::Values(
+        BadField{R"({"job_id": 5})", "'job_id'"},
+        BadField{R"({"mode": "mpi"})", "'mode'"},
+        BadField{R"({"mode": 1})", "'mode'"},
+        BadField{R"({"entrypoint": ["a"]})", "'entrypoint'"},
+        BadField{R"({"workers": "two"})", "'workers'"},
+        BadField{R"({"workers": -1})", "'workers'"},
+        BadField{R"({"workers": 1.5})", "'workers'"},
+        BadField{R"({"nproc_per_node": 0})", "'nproc_per_node'"},
+        BadField{R"({"env": "A=1"})", "'env'"},
+        BadField{R"({"env": {"1A": "x"}})", "'env.1A'"},
+        BadField{R"({"env": {"A": {"x": 1}}})", "'env.A'"},
+        BadField{R"({"runtime_env": []})", "'runtime_env'"},
+        BadField{R"({"runtime_env": {"env_vars": 3}})", "'runtime_env.env_vars'"},
+        BadField{R"({"runtime_env": {"working_dir": 3}})", "'runtime_env.working_dir'"},
+        BadField{R"({"runtime_env": {"pip": []}})", "'runtime_env.pip'"},
+        BadField{R"({"spec": {"cpus": "many"}})", "'spec.cpus'"},
+        BadField{R"({"spec": {"gpus": -2}})", "'spec.gpus'"},
+        BadField{R"({"spec": {"memory": "lots"}})", "'spec.memory'"},
+        BadField{R"({"spec": {"shm": true}})", "'spec.shm'"},
+        BadField{R"({"spec": {"disk": 1}})", "'spec.disk'"},
+        BadField{R"({"ready_timeout": "soon"})", "'ready_timeout'"},
+        BadField{R"({"ready_timeout": -5})", "'ready_timeout'"},
+        BadField{R"({"master_port": 70000})", "'master_port'"},
+        BadField{R"({"grace": "1y"})", "'grace'"},
+        BadField{R"({"wrokers": 2})", "'wrokers'"},
+        BadField{R"([1, 2])", "top level"},
+        BadField{R"({"workers": 2)", "not valid JSON"}));
+
+TEST(ValidateJobSpec, NamesTheProblem) {
+  atl::JobSpec spec;
+  spec.job_id = "jo-x";
+  spec.entrypoint = "true";
+  EXPECT_TRUE(atl::validate_job_spec(spec).ok());
+
+  auto broken = [&](auto change) {
+    atl::JobSpec s = spec;
+    change(s);
+    auto st = atl::validate_job_spec(s);
+    return st.ok() ? std::string() : st.error();
+  };
+  EXPECT_NE(broken([](auto& s) { s.entrypoint = "  "; }).find("entrypoint"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.workers = 0; }).find("workers"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.nproc_per_node = 0; }).find("nproc_per_node"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) {
+              s.nproc_per_node = 2;
+              s.node_spec.gpus = 3;
+            }).find("spec.gpus"),
+            std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.job_id = "Jo_X"; }).find("job id"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.job_id = "-jo"; }).find("job id"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.ready_timeout = atl::Millis(0); }).find("ready_timeout"),
+            std::string::npos);
+  // Driver mode may run with no workers at all (a head-only cluster).
+  EXPECT_EQ(broken([](auto& s) {
+              s.mode = atl::JobMode::driver;
+              s.workers = 0;
+            }),
+            "");
+}
+
+TEST(JobId, LooksLikeThePlatforms) {
+  std::mt19937_64 rng(42);
+  std::string id = atl::make_job_id(rng);
+  EXPECT_TRUE(std::regex_match(id, std::regex("jo-[a-z0-9]{16}"))) << id;
+  EXPECT_NE(id, atl::make_job_id(rng));
+  EXPECT_TRUE(atl::validate_job_id(id).ok());
+  EXPECT_EQ(atl::worker_pod_name(id, 3), id + "-worker-3");
+  EXPECT_EQ(atl::head_pod_name(id), id + "-head-0");
+}

@@ -1,0 +1,74 @@
+#include "atl/core/lifecycle.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+
+using S = atl::JobState;
+using E = atl::JobEvent;
+
+// The whole transition table; every pair not listed must be refused.
+const std::map<std::pair<S, E>, S> kLegal = {
+    {{S::pending, E::all_joined}, S::initializing},
+    {{S::pending, E::ready_timeout}, S::failed},
+    {{S::pending, E::node_lost}, S::pending},
+    {{S::pending, E::cancelled}, S::failed},
+    {{S::initializing, E::checks_passed}, S::command},
+    {{S::initializing, E::check_failed}, S::failed},
+    {{S::initializing, E::node_lost}, S::failed},
+    {{S::initializing, E::cancelled}, S::failed},
+    {{S::command, E::ranks_succeeded}, S::succeeded},
+    {{S::command, E::rank_failed}, S::failed},
+    {{S::command, E::node_lost}, S::failed},
+    {{S::command, E::cancelled}, S::failed},
+    {{S::debugStop, E::cancelled}, S::failed},
+    {{S::debugCommand, E::cancelled}, S::failed},
+    {{S::restarting, E::cancelled}, S::failed},
+};
+
+TEST(Lifecycle, EveryStateEventPairMatchesTheTable) {
+  for (S from : atl::kAllJobStates) {
+    for (E event : atl::kAllJobEvents) {
+      auto next = atl::next_state(from, event);
+      auto it = kLegal.find({from, event});
+      std::string label = std::string(atl::to_string(from)) + " + " + std::string(atl::to_string(event));
+      if (it == kLegal.end()) {
+        ASSERT_FALSE(next.ok()) << label << " should be refused";
+        EXPECT_NE(next.error().find(atl::to_string(from)), std::string::npos) << next.error();
+        EXPECT_NE(next.error().find(atl::to_string(event)), std::string::npos) << next.error();
+      } else {
+        ASSERT_TRUE(next.ok()) << label << ": " << next.error();
+        EXPECT_EQ(*next, it->second) << label;
+      }
+    }
+  }
+}
+
+TEST(Lifecycle, TerminalStatesAcceptNothing) {
+  for (S from : {S::succeeded, S::failed}) {
+    EXPECT_TRUE(atl::is_terminal(from));
+    for (E event : atl::kAllJobEvents) EXPECT_FALSE(atl::next_state(from, event).ok());
+  }
+  EXPECT_FALSE(atl::is_terminal(S::command));
+}
+
+TEST(Lifecycle, IllegalEventLeavesTheStateAlone) {
+  atl::Lifecycle lc;
+  EXPECT_EQ(lc.state(), S::pending);
+  EXPECT_FALSE(lc.apply(E::ranks_succeeded).ok());
+  EXPECT_EQ(lc.state(), S::pending);
+  EXPECT_TRUE(lc.apply(E::all_joined).ok());
+  EXPECT_TRUE(lc.apply(E::checks_passed).ok());
+  EXPECT_EQ(lc.state(), S::command);
+  EXPECT_TRUE(lc.apply(E::ranks_succeeded).ok());
+  EXPECT_EQ(lc.state(), S::succeeded);
+  EXPECT_FALSE(lc.apply(E::rank_failed).ok());
+  EXPECT_EQ(lc.state(), S::succeeded);
+}
+
+TEST(Lifecycle, StateNamesAreTheSeeds) {
+  EXPECT_EQ(atl::to_string(S::command), "command");
+  EXPECT_EQ(atl::to_string(S::debugStop), "debugStop");
+  EXPECT_EQ(atl::to_string(S::debugCommand), "debugCommand");
+}

@@ -1,0 +1,54 @@
+#include "atl/os/line_chunker.hpp"
+
+#include <gtest/gtest.h>
+
+TEST(LineChunker, KeepsPartialLinesUntilComplete) {
+  atl::os::LineChunker c;
+  c.feed("one\ntw");
+  auto first = c.take(1024);
+  EXPECT_EQ(first.data, "one\n");
+  EXPECT_EQ(first.lines, 1);
+  EXPECT_EQ(c.take(1024).lines, 0);
+  c.feed("o\nthree");
+  EXPECT_EQ(c.take(1024).data, "two\n");
+  auto rest = c.take_rest();
+  EXPECT_EQ(rest.data, "three\n");
+  EXPECT_EQ(rest.lines, 1);
+  EXPECT_EQ(c.buffered_bytes(), 0u);
+}
+
+TEST(LineChunker, TakeRespectsMaxBytesAtLineBoundaries) {
+  atl::os::LineChunker c;
+  c.feed("aaaa\nbbbb\ncccc\n");
+  auto chunk = c.take(11);
+  EXPECT_EQ(chunk.data, "aaaa\nbbbb\n");
+  EXPECT_EQ(chunk.lines, 2);
+  EXPECT_EQ(c.take(3).data, "cccc\n");  // at least one line even if larger
+}
+
+TEST(LineChunker, CutsOverlongLines) {
+  atl::os::LineChunker c(4);
+  c.feed("abcdefghij\n");
+  auto chunk = c.take_rest();
+  EXPECT_EQ(chunk.data, "abcd\nefgh\nij\n");
+  EXPECT_EQ(chunk.lines, 3);
+}
+
+TEST(LineChunker, ByteByByteFeedingLosesNothing) {
+  atl::os::LineChunker c;
+  std::string input;
+  for (int i = 0; i < 500; ++i) input += "line " + std::to_string(i) + "\n";
+  std::string out;
+  int lines = 0;
+  for (char ch : input) {
+    c.feed(std::string_view(&ch, 1));
+    auto chunk = c.take(37);
+    out += chunk.data;
+    lines += chunk.lines;
+  }
+  auto rest = c.take_rest();
+  out += rest.data;
+  lines += rest.lines;
+  EXPECT_EQ(out, input);
+  EXPECT_EQ(lines, 500);
+}

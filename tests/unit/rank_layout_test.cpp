@@ -1,0 +1,95 @@
+#include "atl/core/rank_layout.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+std::vector<atl::NodeSlot> two_nodes(int gpus) {
+  return {{"jo-x-worker-0", "10.0.0.1", "eth0", gpus}, {"jo-x-worker-1", "10.0.0.2", "eth1", gpus}};
+}
+
+atl::JobSpec job() {
+  atl::JobSpec j;
+  j.job_id = "jo-x";
+  j.entrypoint = "true";
+  j.workers = 2;
+  j.nproc_per_node = 2;
+  return j;
+}
+
+}  // namespace
+
+TEST(LayoutRanks, PacksRanksInNodeOrder) {
+  auto layout = atl::layout_ranks(two_nodes(0), 2);
+  ASSERT_TRUE(layout.ok());
+  ASSERT_EQ(layout->size(), 4u);
+  int expected_node[] = {0, 0, 1, 1};
+  int expected_local[] = {0, 1, 0, 1};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ((*layout)[r].rank, r);
+    EXPECT_EQ((*layout)[r].node_rank, expected_node[r]);
+    EXPECT_EQ((*layout)[r].local_rank, expected_local[r]);
+    EXPECT_EQ((*layout)[r].local_world_size, 2);
+    EXPECT_TRUE((*layout)[r].gpus.empty());
+  }
+}
+
+TEST(LayoutRanks, SplitsGpusEvenly) {
+  auto layout = atl::layout_ranks(two_nodes(4), 2);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ((*layout)[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ((*layout)[1].gpus, (std::vector<int>{2, 3}));
+  EXPECT_EQ((*layout)[3].gpus, (std::vector<int>{2, 3}));
+}
+
+TEST(LayoutRanks, UnevenGpusNameThePod) {
+  auto layout = atl::layout_ranks(two_nodes(3), 2);
+  ASSERT_FALSE(layout.ok());
+  EXPECT_NE(layout.error().find("jo-x-worker-0"), std::string::npos) << layout.error();
+}
+
+TEST(RankEnv, CarriesIdentityAndRendezvous) {
+  auto nodes = two_nodes(2);
+  auto layout = *atl::layout_ranks(nodes, 2);
+  auto env = atl::build_rank_env(job(), nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"});
+  EXPECT_EQ(env["WORLD_SIZE"], "4");
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["NODE_RANK"], "1");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.1");  // rank 0's pod
+  EXPECT_EQ(env["MASTER_PORT"], "29500");
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "eth1");
+  EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth1");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(env["NVIDIA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(env["ATL_ADDRESS"], "10.0.0.9:6380");
+  EXPECT_EQ(env["ATL_JOB_ID"], "jo-x");
+  EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-worker-1");
+}
+
+TEST(RankEnv, RuntimeEnvOverridesEnvButNotTheRankIdentity) {
+  auto nodes = two_nodes(0);
+  auto layout = *atl::layout_ranks(nodes, 2);
+  atl::JobSpec j = job();
+  j.env = {{"A", "from-env"}, {"B", "only-env"}, {"RANK", "99"}, {"NCCL_SOCKET_IFNAME", "ib0"}};
+  j.runtime_env_vars = {{"A", "from-runtime"}, {"ATL_JOB_ID", "spoofed"}};
+  j.master_port = 29600;
+  auto env = atl::build_rank_env(j, nodes, layout, layout[0], {"h:1", "jo-x"});
+  EXPECT_EQ(env["A"], "from-runtime");
+  EXPECT_EQ(env["B"], "only-env");
+  EXPECT_EQ(env["RANK"], "0");
+  EXPECT_EQ(env["ATL_JOB_ID"], "jo-x");
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "ib0");  // a user's interface choice wins
+  EXPECT_EQ(env["MASTER_PORT"], "29600");
+}
+
+TEST(DriverEnv, HasTheAddressAndUserVariables) {
+  atl::JobSpec j = job();
+  j.env = {{"A", "1"}};
+  auto env = atl::build_driver_env(j, {"h:7", "jo-x"}, "jo-x-head-0");
+  EXPECT_EQ(env["ATL_ADDRESS"], "h:7");
+  EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-head-0");
+  EXPECT_EQ(env["A"], "1");
+  EXPECT_EQ(env.count("RANK"), 0u);
+}
