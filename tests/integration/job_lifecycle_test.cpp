@@ -1,0 +1,215 @@
+// A job's life end to end with real processes: SPMD and driver mode, failures,
+// timeouts, lost pods, logs, and no process left behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+
+#include "test_cluster.hpp"
+
+using namespace atl::test;
+
+namespace {
+
+// Each rank prints its identity on one line.
+const char* kPrintEnv =
+    "echo \"ENV RANK=$RANK LOCAL_RANK=$LOCAL_RANK WORLD_SIZE=$WORLD_SIZE NODE_RANK=$NODE_RANK "
+    "LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT "
+    "POD=$ATL_POD_NAME JOB=$ATL_JOB_ID IF=$GLOO_SOCKET_IFNAME ADDR=$ATL_ADDRESS\"";
+
+}  // namespace
+
+TEST(JobLifecycle, SpmdTwoWorkersTwoRanksEachSeeTheirEnvironment) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--", kPrintEnv});
+  ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
+  std::string out = c.output(head);
+  std::string addr = c.head_address();
+  for (int rank = 0; rank < 4; ++rank) {
+    int node = rank / 2;
+    std::string expected = "[rank " + std::to_string(rank) + "] ENV RANK=" + std::to_string(rank) +
+                           " LOCAL_RANK=" + std::to_string(rank % 2) + " WORLD_SIZE=4 NODE_RANK=" +
+                           std::to_string(node) + " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1" +
+                           " MASTER_PORT=29500 POD=" + c.worker_name(node) + " JOB=" + c.job_id() +
+                           " IF=lo ADDR=" + addr + "\n";
+    EXPECT_NE(out.find(expected), std::string::npos) << "missing: " << expected << "in:\n" << out;
+    // The same line, unprefixed, in the rank's log file.
+    std::string log = read_file(c.state_dir() + "/logs/rank-" + std::to_string(rank) + ".log");
+    EXPECT_EQ(log, expected.substr(expected.find("] ") + 2));
+  }
+  EXPECT_NE(out.find("Job status:  succeeded\n"), std::string::npos) << out;
+  EXPECT_EQ(read_file(c.state_dir() + "/address"), addr + "\n");
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, OneRankFailingFailsTheJobAndStopsTheOthers) {
+  TestCluster c;
+  // Ranks other than 3 wait until stopped and say so; rank 3 fails once they all started.
+  std::string marker = c.dir() + "/started";
+  std::string script = "trap 'echo got-term; exit 0' TERM; touch " + marker + ".$RANK; " +
+                       "if [ \"$RANK\" = 3 ]; then while [ $(ls " + marker +
+                       ".* | wc -l) -lt 4 ]; do sleep 0.05; done; echo failing; exit 3; fi; " +
+                       "sleep 300 & wait";
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--grace", "20s", "--", script});
+  auto& w0 = c.start_worker(0);
+  auto& w1 = c.start_worker(1);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_EQ(c.wait_exit(w0), 1);
+  EXPECT_EQ(c.wait_exit(w1), 1);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("rank 3 on pod " + c.worker_name(1) + " ended with exit code 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("Job status:  failed\n"), std::string::npos) << out;
+  for (int rank : {0, 1, 2}) {
+    EXPECT_NE(out.find("[rank " + std::to_string(rank) + "] got-term"), std::string::npos)
+        << "rank " << rank << " was not stopped:\n" << out;
+  }
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, DriverModeRunsOnceOnTheHeadWithAtlAddress) {
+  TestCluster c;
+  auto& head = c.start_head({"--mode", "driver", "--workers", "1", "--local-workers", "1", "--",
+                             "echo driver sees $ATL_ADDRESS; atlctl status; exit 7"});
+  EXPECT_EQ(c.wait_exit(head), 1);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("[driver] driver sees " + c.head_address() + "\n"), std::string::npos) << out;
+  // The driver reaches the supervisor with atlctl and no flags, as in a pod.
+  EXPECT_NE(out.find("[driver] Job status:  command\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("the driver on pod " + c.job_id() + "-head-0 ended with exit code 7"), std::string::npos) << out;
+  EXPECT_NE(read_file(c.state_dir() + "/logs/driver.log").find("driver sees"), std::string::npos);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, DriverModeSucceedsWithTheDriversExitCode) {
+  TestCluster c;
+  auto& head = c.start_head({"--mode", "driver", "--workers", "0", "--", "true"});
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPod) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--ready-timeout", "2s", "--", "true"});
+  auto& w0 = c.start_worker(0);
+  EXPECT_EQ(c.wait_exit(head), 1);
+  EXPECT_EQ(c.wait_exit(w0), 1);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("workers not ready after 2s: missing " + c.worker_name(1) + "\n"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, HundredThousandLinesArriveCompleteAndInOrder) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "seq 1 100000"});
+  ASSERT_EQ(c.wait_exit(head, 240s), 0);
+  std::string expected;
+  for (int i = 1; i <= 100000; ++i) expected += std::to_string(i) + "\n";
+  std::string log = read_file(c.state_dir() + "/logs/rank-0.log");
+  EXPECT_EQ(count_lines(log), 100000);
+  EXPECT_TRUE(log == expected) << "rank-0.log differs from seq 1 100000";
+  // The echo on the head's stdout has every line too, in order.
+  std::string out = c.output(head);
+  std::string echoed;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("[rank 0] ", 0) == 0) echoed += line.substr(9) + "\n";
+  EXPECT_TRUE(echoed == expected) << "echoed " << count_lines(echoed) << " lines";
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, StatusFollowsTheJobThroughItsStates) {
+  TestCluster c;
+  std::string go = c.dir() + "/go";
+  auto& head = c.start_head({"--workers", "1", "--linger", "60s", "--",
+                             "while [ ! -f " + go + " ]; do sleep 0.05; done; echo done"});
+  std::string addr = c.head_address();
+  EXPECT_TRUE(c.wait_for_status("pending"));
+  c.start_worker(0);
+  EXPECT_TRUE(c.wait_for_status("command"));
+  // Inside a rank, atlctl needs no flags (ATL_ADDRESS); here we pass it.
+  auto json = c.atlctl({"--address", addr, "status", "--json"});
+  EXPECT_EQ(json.exit_code, 0);
+  EXPECT_NE(json.output.find("\"state\": \"command\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find(c.worker_name(0)), std::string::npos) << json.output;
+  std::ofstream(go) << "go\n";
+  EXPECT_TRUE(c.wait_for_status("succeeded"));
+  // Logs stay readable while the head lingers.
+  auto logs = c.atlctl({"--address", addr, "logs"});
+  EXPECT_EQ(logs.exit_code, 0);
+  EXPECT_EQ(logs.output, "[rank 0] done\n");
+  // A signal ends the linger at once; the outcome stands.
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  auto gone = c.atlctl({"--address", addr, "status"});
+  EXPECT_EQ(gone.exit_code, 4);
+  EXPECT_EQ(count_lines(gone.output), 1) << gone.output;
+  EXPECT_NE(gone.output.find("cannot reach the supervisor at " + addr), std::string::npos) << gone.output;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, LogsTailAndRankSelection) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--nproc-per-node", "3", "--local-workers", "1",
+                             "--linger", "60s", "--", "for i in 1 2 3 4; do echo r$RANK-$i; done"});
+  std::string addr = c.head_address();
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded"));
+  auto tail = c.atlctl({"--address", addr, "logs", "-r", "0,2", "--tail", "2"});
+  EXPECT_EQ(tail.exit_code, 0);
+  EXPECT_EQ(tail.output, "[rank 0] r0-3\n[rank 0] r0-4\n[rank 2] r2-3\n[rank 2] r2-4\n");
+  auto one = c.atlctl({"--address", addr, "logs", "-r", "1"});
+  EXPECT_EQ(one.output, "[rank 1] r1-1\n[rank 1] r1-2\n[rank 1] r1-3\n[rank 1] r1-4\n");
+  auto follow = c.atlctl({"--address", addr, "logs", "-f", "-r", "1", "--tail", "1"});
+  EXPECT_EQ(follow.exit_code, 0);  // the job is over: follow ends by itself
+  EXPECT_EQ(follow.output, "[rank 1] r1-4\n");
+  auto bad = c.atlctl({"--address", addr, "logs", "-r", "5"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("rank 5"), std::string::npos) << bad.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, LostWorkerFailsTheJobNamingThePod) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--", "echo up; sleep 300"});
+  auto& w0 = c.start_worker(0);
+  auto& w1 = c.start_worker(1);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up"));
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] up"));
+  w1.process->signal(SIGKILL);
+  EXPECT_EQ(c.wait_exit(head), 1);
+  EXPECT_EQ(c.wait_exit(w0), 1);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("pod " + c.worker_name(1) + " was lost"), std::string::npos) << out;
+  // The killed worker's rank died with it (pdeathsig), the other was stopped.
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, SigtermOnTheHeadStopsEverything) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "echo up; sleep 300"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] up"));
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+  EXPECT_NE(c.output(head).find("cancelled: SIGTERM"), std::string::npos) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, PytorchDdpRunsUnmodified) {
+  // Real torch.distributed with the gloo backend, initialised from atl's env.
+  TestCluster c;
+  std::string script = std::string(ATL_SOURCE_DIR) + "/examples/ddp/train.py";
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--", "/usr/bin/python3", script});
+  ASSERT_EQ(c.wait_exit(head, 240s), 0) << c.output(head);
+  std::string out = c.output(head);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_NE(out.find("[rank " + std::to_string(rank) + "] rank " + std::to_string(rank) +
+                       "/4: allreduce sum 10 (expected 10), parameters in sync"),
+              std::string::npos)
+        << out;
+  }
+  EXPECT_TRUE(c.no_strays_within());
+}

@@ -1,0 +1,210 @@
+#include "test_cluster.hpp"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace atl::test {
+
+namespace {
+
+bool is_zombie_or_gone(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, comm, state;
+  if (!(stat >> pid_field >> comm >> state)) return true;
+  return state == "Z";
+}
+
+void remove_tree(const std::string& path) {
+  std::string cmd = "rm -rf '" + path + "'";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", path.c_str());
+}
+
+}  // namespace
+
+std::string bin(const std::string& name) { return std::string(ATL_BIN_DIR) + "/" + name; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+TestCluster::TestCluster() {
+  char tmpl[] = "/tmp/atl-it-XXXXXX";
+  dir_ = ::mkdtemp(tmpl);
+  std::mt19937_64 rng(std::random_device{}());
+  tag_ = std::to_string(rng());
+  // Job ids are per cluster so parallel tests never share names.
+  static const char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  job_id_ = "jo-";
+  for (int i = 0; i < 16; ++i) job_id_ += kAlphabet[rng() % 36];
+}
+
+TestCluster::~TestCluster() {
+  for (auto& s : started_) {
+    if (s->process && !s->process->reaped()) {
+      s->process->signal(SIGKILL);
+      s->process->wait();
+    }
+  }
+  // Anything that escaped (a rank reparented away) still carries the tag.
+  for (int pid : live_tagged_processes()) ::kill(pid, SIGKILL);
+  if (!::testing::Test::HasFailure()) {
+    remove_tree(dir_);
+  } else {
+    std::fprintf(stderr, "test files kept in %s\n", dir_.c_str());
+  }
+}
+
+std::string TestCluster::worker_name(int i) const { return job_id_ + "-worker-" + std::to_string(i); }
+
+std::vector<std::string> TestCluster::environment() const {
+  auto env = os::current_environment();
+  env.push_back("ATL_TEST_TAG=" + tag_);
+  // Ranks and drivers find atlctl on PATH, as in a pod.
+  for (auto& e : env) {
+    if (e.rfind("PATH=", 0) == 0) e = "PATH=" + std::string(ATL_BIN_DIR) + ":" + e.substr(5);
+  }
+  return env;
+}
+
+Started& TestCluster::start(const std::string& name, std::vector<std::string> argv) {
+  auto s = std::make_unique<Started>();
+  s->name = name;
+  s->output_path = dir_ + "/" + name + "-" + std::to_string(counter_++) + ".out";
+  os::SpawnRequest req;
+  req.argv = std::move(argv);
+  req.env = environment();
+  req.output = os::OutputMode::file;
+  req.output_file = s->output_path;
+  auto child = os::ChildProcess::spawn(req);
+  if (!child) ADD_FAILURE() << "cannot start " << name << ": " << child.error();
+  else s->process = std::make_unique<os::ChildProcess>(std::move(*child));
+  started_.push_back(std::move(s));
+  return *started_.back();
+}
+
+Started& TestCluster::start_head(std::vector<std::string> args) {
+  std::vector<std::string> argv = {bin("headnode"), "--port", "0", "--job-id", job_id_,
+                                   "--state-dir", state_dir()};
+  // Flags go before a "--" entrypoint separator if there is one.
+  argv.insert(argv.end(), args.begin(), args.end());
+  head_ = &start("headnode", argv);
+  return *head_;
+}
+
+std::string TestCluster::head_address(std::chrono::milliseconds timeout) {
+  if (!address_.empty()) return address_;
+  if (!head_) {
+    ADD_FAILURE() << "no head started";
+    return "";
+  }
+  const std::string marker = "listening on ";
+  if (!wait_for_output(*head_, marker, timeout)) {
+    ADD_FAILURE() << "head printed no address:\n" << output(*head_);
+    return "";
+  }
+  std::string out = output(*head_);
+  auto at = out.find(marker) + marker.size();
+  address_ = out.substr(at, out.find('\n', at) - at);
+  return address_;
+}
+
+Started& TestCluster::start_worker(int index, std::vector<std::string> extra) {
+  std::vector<std::string> argv = {bin("workernode"), "--head", head_address(), "--name",
+                                   worker_name(index)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return start("worker" + std::to_string(index), argv);
+}
+
+int TestCluster::wait_exit(Started& p, std::chrono::milliseconds timeout) {
+  if (!p.process) return -1;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto st = p.process->try_wait()) return st->code;
+    std::this_thread::sleep_for(20ms);
+  }
+  ADD_FAILURE() << p.name << " did not exit in time; output:\n" << output(p);
+  return -1;
+}
+
+std::string TestCluster::output(const Started& p) const { return read_file(p.output_path); }
+
+bool TestCluster::wait_for_output(const Started& p, const std::string& text,
+                                  std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (output(p).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+CommandResult TestCluster::atlctl(std::vector<std::string> args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {bin("atlctl")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Started& p = start("atlctl", argv);
+  CommandResult r;
+  r.exit_code = wait_exit(p, timeout);
+  r.output = output(p);
+  return r;
+}
+
+bool TestCluster::wait_for_status(const std::string& state, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string expected = "Job status:  " + state + "\n";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (atlctl({"--address", head_address(), "status"}).output == expected) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+std::vector<int> TestCluster::live_tagged_processes() const {
+  std::vector<int> pids;
+  const std::string needle = "ATL_TEST_TAG=" + tag_;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return pids;
+  while (dirent* e = ::readdir(proc)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::string environ = read_file("/proc/" + std::to_string(pid) + "/environ");
+    for (size_t at = 0; at < environ.size();) {
+      size_t end = environ.find('\0', at);
+      if (end == std::string::npos) end = environ.size();
+      if (environ.compare(at, end - at, needle) == 0) {
+        if (!is_zombie_or_gone(pid)) pids.push_back(pid);
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  ::closedir(proc);
+  return pids;
+}
+
+bool TestCluster::no_strays_within(std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (live_tagged_processes().empty()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return live_tagged_processes().empty();
+}
+
+}  // namespace atl::test

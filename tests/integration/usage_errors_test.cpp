@@ -1,0 +1,119 @@
+// Bad input to every binary: a one-line reason naming what is wrong, exit 2
+// (usage), and nothing started.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test_cluster.hpp"
+
+using namespace atl::test;
+
+namespace {
+
+struct BadUsage {
+  std::vector<std::string> args;
+  std::string named;
+};
+
+CommandResult run(TestCluster& c, const std::string& binary, std::vector<std::string> args) {
+  args.insert(args.begin(), bin(binary));
+  auto& p = c.start(binary, args);
+  return {c.wait_exit(p, 30s), c.output(p)};
+}
+
+}  // namespace
+
+class HeadnodeRejects : public testing::TestWithParam<BadUsage> {};
+
+TEST_P(HeadnodeRejects, WithExitTwoAndTheReason) {
+  TestCluster c;
+  auto r = run(c, "headnode", GetParam().args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(GetParam().named), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadFlags, HeadnodeRejects,
+    testing::Values(BadUsage{{"--workers", "abc", "--", "true"}, "--workers"},
+                    BadUsage{{"--mode", "mpi", "--", "true"}, "--mode"},
+                    BadUsage{{"--ready-timeout", "5x", "--", "true"}, "--ready-timeout"},
+                    BadUsage{{"--env", "1BAD=x", "--", "true"}, "--env"},
+                    BadUsage{{"--workers", "2"}, "entrypoint"},
+                    BadUsage{{"--workers", "0", "--", "true"}, "workers"},
+                    BadUsage{{"--job-id", "Bad_Id", "--", "true"}, "job id"},
+                    BadUsage{{"--port", "70000", "--", "true"}, "--port"},
+                    BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
+                    BadUsage{{"--bogus", "--", "true"}, "bogus"},
+                    BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"}, "--local-workers"}));
+
+TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
+  TestCluster c;
+  std::string path = c.dir() + "/job.json";
+  std::ofstream(path) << R"({"entrypoint": "true", "nproc_per_node": "four"})";
+  auto r = run(c, "headnode", {"--job", path});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("'nproc_per_node'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(path), std::string::npos) << r.output;
+}
+
+TEST(WorkernodeRejects, BadFlags) {
+  TestCluster c;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--name", "w"}, {"--head", "127.0.0.1:1"}, {"--head", "nohost", "--name", "w"},
+           {"--head", "127.0.0.1:1", "--name", "w", "--memory", "lots"}}) {
+    auto r = run(c, "workernode", args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+}
+
+TEST(WorkernodeRejects, AnUnreachableHeadWithExitThree) {
+  TestCluster c;
+  // Port 1 on loopback: nothing listens there.
+  auto r = run(c, "workernode", {"--head", "127.0.0.1:1", "--name", "w", "--connect-timeout", "1s"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("cannot reach the head at 127.0.0.1:1"), std::string::npos) << r.output;
+}
+
+TEST(WorkernodeRejects, AnUnknownPodIsRefusedByTheHead) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--ready-timeout", "60s", "--", "true"});
+  auto r = run(c, "workernode", {"--head", c.head_address(), "--name", "intruder"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown pod 'intruder'"), std::string::npos) << r.output;
+  // The job is untouched: still pending, and a right worker completes it.
+  EXPECT_TRUE(c.wait_for_status("pending"));
+  c.start_worker(0);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+}
+
+TEST(AtlctlRejects, BadUsage) {
+  TestCluster c;
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string named;
+  };
+  for (const auto& k : std::vector<Case>{
+           {{"status"}, 2, "ATL_ADDRESS"},
+           {{"--address", "nohost", "status"}, 2, "nohost"},
+           {{"--address", "127.0.0.1:1", "frobnicate"}, 2, "frobnicate"},
+           {{"--address", "127.0.0.1:1", "status", "--bogus"}, 2, "bogus"},
+           {{"--address", "127.0.0.1:1", "status"}, 4, "127.0.0.1:1"},
+           {{"--address", "127.0.0.1:1", "logs", "--tail", "x"}, 2, "tail"},
+       }) {
+    std::vector<std::string> argv = {"env", "-u", "ATL_ADDRESS", bin("atlctl")};
+    argv.insert(argv.end(), k.args.begin(), k.args.end());
+    auto& p = c.start("atlctl", argv);
+    int code = c.wait_exit(p, 30s);
+    std::string out = c.output(p);
+    EXPECT_EQ(code, k.code) << out;
+    EXPECT_EQ(count_lines(out), 1) << out;
+    EXPECT_NE(out.find(k.named), std::string::npos) << out;
+  }
+  auto help = c.atlctl({"status", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("Job status:"), std::string::npos);
+}

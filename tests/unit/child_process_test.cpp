@@ -41,7 +41,13 @@ atl::os::ExitStatus run_pumped(const std::string& command, Collected& out,
       cancel, options);
 }
 
-bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+// A zombie is dead for our purposes (who reaps it depends on the container's init).
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, comm, state;
+  if (!(stat >> pid_field >> comm >> state)) return false;
+  return state != "Z";
+}
 
 }  // namespace
 
@@ -114,6 +120,34 @@ TEST(ChildProcess, GroupSignalReachesGrandchildren) {
   EXPECT_EQ(child->wait().signal, SIGKILL);
   for (int i = 0; i < 500 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive(grandchild));
+}
+
+TEST(ChildProcess, TheGroupDiesWithTheSpawningThread) {
+  // pdeathsig fires when the spawning thread ends; the guard then kills the
+  // whole group, background children included.
+  pid_t grandchild = -1;
+  std::thread spawner([&] {
+    auto child = atl::os::ChildProcess::spawn(shell("sleep 300 & echo $!; wait"));
+    ASSERT_TRUE(child.ok());
+    std::string line;
+    char ch;
+    while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') line += ch;
+    grandchild = std::stoi(line);
+  });
+  spawner.join();
+  ASSERT_GT(grandchild, 0);
+  for (int i = 0; i < 500 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(grandchild));
+}
+
+TEST(ChildProcess, AStopSignalReachesTheCommandAndItsStatusComesBack) {
+  auto child = atl::os::ChildProcess::spawn(shell("echo ready; sleep 300"));
+  ASSERT_TRUE(child.ok());
+  char ch;
+  while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') {
+  }
+  child->signal(SIGTERM);
+  EXPECT_EQ(child->wait().signal, SIGTERM);
 }
 
 TEST(OutputPump, DeliversEveryLineInOrderAndTheStatus) {

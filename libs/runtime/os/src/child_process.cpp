@@ -42,11 +42,84 @@ namespace {
   _exit(127);
 }
 
+void set_disposition(int sig, void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  ::sigaction(sig, &sa, nullptr);
+}
+
+void kill_own_group(int) { ::kill(0, SIGKILL); }
+
+// The child forks once more: this first process stays as a guard in the new
+// group while the second execs the command. pdeathsig only reaches a direct
+// child, so the guard turns "my parent died" into SIGKILL for the whole group:
+// no rank, nor anything it started, outlives a SIGKILLed node agent.
+void become_guard(pid_t parent) {
+  set_disposition(SIGUSR1, kill_own_group);
+  ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
+  if (::getppid() != parent) kill_own_group(0);  // the parent died before prctl took
+  // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
+  // to report how it ended.
+  set_disposition(SIGTERM, SIG_IGN);
+  set_disposition(SIGINT, SIG_IGN);
+}
+
+// In the guard: starts the command's process, waits for it and ends the same
+// way. Returns only in that new process, which then execs.
+void run_guarded(int report_fd) {
+  pid_t inner = ::fork();
+  if (inner < 0) child_fail(report_fd, 4);
+  if (inner == 0) {
+    set_disposition(SIGTERM, SIG_DFL);
+    set_disposition(SIGINT, SIG_DFL);
+    set_disposition(SIGUSR1, SIG_DFL);
+    return;
+  }
+  ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
+  int status = 0;
+  while (::waitpid(inner, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    set_disposition(sig, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, 0);
+    ::kill(::getpid(), sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
+}
+
+[[noreturn]] void exec_command(char** argv, char** envp, int report_fd) {
+  ::execve(argv[0], argv, envp);
+  if (errno == ENOENT && !strchr(argv[0], '/')) {
+    // execve does no PATH search: do it with the child's own PATH.
+    const char* path = nullptr;
+    for (char** e = envp; *e; ++e)
+      if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    char full[PATH_MAX];
+    while (*path) {
+      const char* colon = strchr(path, ':');
+      size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
+      if (len + strlen(argv[0]) + 2 < sizeof full) {
+        memcpy(full, path, len);
+        full[len] = '/';
+        strcpy(full + len + 1, argv[0]);
+        ::execve(full, argv, envp);
+      }
+      if (!colon) break;
+      path = colon + 1;
+    }
+  }
+  child_fail(report_fd, 3);
+}
+
 const char* step_name(int step) {
   switch (step) {
     case 1: return "redirect output";
     case 2: return "change to working directory";
     case 3: return "exec";
+    case 4: return "fork";
     default: return "prepare";
   }
 }
@@ -86,17 +159,18 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (pid == 0) {
     ::close(report[0]);
     if (req.new_process_group) ::setpgid(0, 0);
-    if (req.kill_with_parent) {
+    const bool guarded = req.kill_with_parent && req.new_process_group;
+    if (guarded) {
+      become_guard(parent);
+    } else if (req.kill_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) _exit(127);  // the parent died before prctl took
+      if (::getppid() != parent) _exit(127);
     }
     // Undo what the parent may have set: blocked signals and ignored SIGPIPE.
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    ::sigaction(SIGPIPE, &dfl, nullptr);
+    set_disposition(SIGPIPE, SIG_DFL);
     int out = req.output == OutputMode::pipe ? out_pipe[1] : out_file;
     if (out >= 0) {
       if (::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) child_fail(report[1], 1);
@@ -107,28 +181,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     // Keep only 0-2 and the report pipe (CLOEXEC): no actor sockets leak into user code.
     for (int fd = 3; fd < report[1]; ++fd) ::close(fd);
     ::syscall(SYS_close_range, report[1] + 1, ~0U, 0);
-    ::execve(argv[0], argv.data(), envp.data());
-    if (errno == ENOENT && !strchr(argv[0], '/')) {
-      // execve does no PATH search: do it with the child's own PATH.
-      const char* path = nullptr;
-      for (char** e = envp.data(); *e; ++e)
-        if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
-      if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-      char full[PATH_MAX];
-      while (*path) {
-        const char* colon = strchr(path, ':');
-        size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
-        if (len + strlen(argv[0]) + 2 < sizeof full) {
-          memcpy(full, path, len);
-          full[len] = '/';
-          strcpy(full + len + 1, argv[0]);
-          ::execve(full, argv.data(), envp.data());
-        }
-        if (!colon) break;
-        path = colon + 1;
-      }
-    }
-    child_fail(report[1], 3);
+    if (guarded) run_guarded(report[1]);  // returns in the process that execs
+    exec_command(argv.data(), envp.data(), report[1]);
   }
 
   ::close(report[1]);

@@ -34,8 +34,9 @@ struct SpawnRequest {
   OutputMode output = OutputMode::pipe;
   std::string output_file;
   bool new_process_group = true;
-  // SIGKILL the child when the *thread* that spawned it dies (Linux pdeathsig):
-  // spawn from a thread that lives as long as the child should.
+  // SIGKILL the child's whole process group when the *thread* that spawned it
+  // dies (pdeathsig on a small guard process that leads the group): spawn from
+  // a thread that lives as long as the child should.
   bool kill_with_parent = true;
 };
 
