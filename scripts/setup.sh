@@ -11,7 +11,7 @@ packages=(
 )
 # Test-only extras: a real PyTorch for the DDP test, OpenMPI for the fan-out bench.
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch openmpi-bin)
+  packages+=(python3-torch openmpi-bin clang-format)
 fi
 
 sudo=""

@@ -6,8 +6,8 @@
 #include <caf/io/all.hpp>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -77,8 +77,11 @@ class SupervisorClient {
   std::optional<LogBytes> ask_bytes(Ts... xs) {
     std::optional<LogBytes> out;
     self_->request(supervisor_, kRequestTimeout, xs...)
-        .receive([&](const std::string& s, std::int64_t next) { out = LogBytes{s, next}; },
-                 [&](const caf::error& err) { last_error_ = sys_.render(err); });
+        .receive(
+            [&](const std::string& s, std::int64_t next) {
+              out = LogBytes{s, next};
+            },
+            [&](const caf::error& err) { last_error_ = sys_.render(err); });
     return out;
   }
 
@@ -86,7 +89,8 @@ class SupervisorClient {
   std::string ask_text_or_die(Ts... xs) {
     auto out = ask_text(xs...);
     if (!out) {
-      die(kExitUnreachable, "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
+      die(kExitUnreachable,
+          "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
     }
     return *out;
   }
@@ -135,7 +139,8 @@ void status_options(po::options_description& desc) {
 
 int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
   if (vm.count("json")) {
-    std::cout << nlohmann::json::parse(client.ask_text_or_die(atl::info_atom::value)).dump(2) << "\n";
+    std::cout << nlohmann::json::parse(client.ask_text_or_die(atl::info_atom::value)).dump(2)
+              << "\n";
   } else {
     std::cout << "Job status:  " << client.ask_text_or_die(atl::status_atom::value) << "\n";
   }
@@ -148,10 +153,10 @@ const char* kLogsUsage =
     "prefixed with '[rank N] '.";
 
 void logs_options(po::options_description& desc) {
-  desc.add_options()
-      ("ranks,r", po::value<std::string>(), "ranks to show: all (default), 1,2,3, 1-8, 0,2-4,7")
-      ("follow,f", "keep printing new lines until the job ends")
-      ("tail", po::value<long>(), "start with the last N lines of each rank");
+  desc.add_options()("ranks,r", po::value<std::string>(),
+                     "ranks to show: all (default), 1,2,3, 1-8, 0,2-4,7")(
+      "follow,f", "keep printing new lines until the job ends")(
+      "tail", po::value<long>(), "start with the last N lines of each rank");
 }
 
 int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
@@ -162,7 +167,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     streams.push_back(atl::kDriverStream);
   } else {
     int world = info["world_size"].get<int>();
-    auto ranks = atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
+    auto ranks =
+        atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
     streams.assign(ranks->begin(), ranks->end());
   }
@@ -256,7 +262,8 @@ int main(int argc, char** argv) {
       {"logs", {kLogsUsage, logs_options, cmd_logs}},
   };
   auto it = commands.find(command);
-  if (it == commands.end()) die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");
+  if (it == commands.end())
+    die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");
   po::variables_map vm = parse_command(command, it->second, rest);
   if (address_text.empty()) {
     die(kExitUsage, "no supervisor address: pass --address HOST:PORT or set ATL_ADDRESS");

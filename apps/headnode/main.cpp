@@ -67,24 +67,27 @@ HeadOptions parse_options(int argc, char** argv) {
       "Runs the head of one atl job: waits for the workers, checks them, runs the\n"
       "entrypoint and exits 0 when the job succeeded, 1 when it failed, 2 on bad\n"
       "usage or a bad job spec. Flags override the fields of --job.\n\nOptions");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("job", po::value<std::string>(), "JSON job spec file")
-      ("job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")
-      ("mode", po::value<std::string>(), "spmd (default: once per rank) or driver (once on the head)")
-      ("entrypoint", po::value<std::string>(), "command to run (or give it after --)")
-      ("workers", po::value<int>(), "number of worker pods (default 1)")
-      ("nproc-per-node", po::value<int>(), "ranks per worker (default 1)")
-      ("env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")
-      ("working-dir", po::value<std::string>(), "working directory of the ranks")
-      ("ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")
-      ("grace", po::value<std::string>(), "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")
-      ("bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")
-      ("advertise", po::value<std::string>(), "host workers and ranks use to reach the head")
-      ("port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")
-      ("state-dir", po::value<std::string>(), "where logs and the address go (default ./atl-state/<job-id>)")
-      ("local-workers", po::value<int>(), "also start N workernode processes on this machine")
-      ("linger", po::value<std::string>(), "keep answering atlctl this long after the job ended (default 0s)");
+  desc.add_options()("help,h", "show this help")("job", po::value<std::string>(),
+                                                 "JSON job spec file")(
+      "job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")(
+      "mode", po::value<std::string>(),
+      "spmd (default: once per rank) or driver (once on the head)")(
+      "entrypoint", po::value<std::string>(), "command to run (or give it after --)")(
+      "workers", po::value<int>(), "number of worker pods (default 1)")(
+      "nproc-per-node", po::value<int>(), "ranks per worker (default 1)")(
+      "env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")(
+      "working-dir", po::value<std::string>(), "working directory of the ranks")(
+      "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
+      "grace", po::value<std::string>(),
+      "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
+      "bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")(
+      "advertise", po::value<std::string>(), "host workers and ranks use to reach the head")(
+      "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
+      "state-dir", po::value<std::string>(),
+      "where logs and the address go (default ./atl-state/<job-id>)")(
+      "local-workers", po::value<int>(), "also start N workernode processes on this machine")(
+      "linger", po::value<std::string>(),
+      "keep answering atlctl this long after the job ended (default 0s)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(own_argc, argv).options(desc).run(), vm);
@@ -110,10 +113,12 @@ HeadOptions parse_options(int argc, char** argv) {
   }
   atl::JobSpec& job = opt.job;
   if (vm.count("job-id")) job.job_id = vm["job-id"].as<std::string>();
-  if (vm.count("mode")) job.mode = value_or_die(atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
+  if (vm.count("mode"))
+    job.mode = value_or_die(atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
   if (vm.count("entrypoint")) job.entrypoint = vm["entrypoint"].as<std::string>();
   if (!trailing.empty()) {
-    if (vm.count("entrypoint")) usage_error("give the entrypoint either with --entrypoint or after --, not both");
+    if (vm.count("entrypoint"))
+      usage_error("give the entrypoint either with --entrypoint or after --, not both");
     job.entrypoint = atl::command_from_words(trailing);
   }
   if (vm.count("workers")) job.workers = vm["workers"].as<int>();
@@ -126,8 +131,10 @@ HeadOptions parse_options(int argc, char** argv) {
   }
   if (vm.count("working-dir")) job.working_dir = vm["working-dir"].as<std::string>();
   if (vm.count("ready-timeout"))
-    job.ready_timeout = value_or_die(atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
-  if (vm.count("grace")) job.grace = value_or_die(atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+    job.ready_timeout =
+        value_or_die(atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
+  if (vm.count("grace"))
+    job.grace = value_or_die(atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
   if (vm.count("bind")) opt.bind = vm["bind"].as<std::string>();
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("port")) {
@@ -138,15 +145,18 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("local-workers")) {
     opt.local_workers = vm["local-workers"].as<int>();
     if (opt.local_workers < 0 || opt.local_workers > job.workers)
-      usage_error("--local-workers: must be between 0 and the number of workers (" + std::to_string(job.workers) + ")");
+      usage_error("--local-workers: must be between 0 and the number of workers (" +
+                  std::to_string(job.workers) + ")");
   }
-  if (vm.count("linger")) opt.linger = value_or_die(atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
+  if (vm.count("linger"))
+    opt.linger = value_or_die(atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
   if (job.job_id.empty()) {
     std::mt19937_64 rng(std::random_device{}());
     job.job_id = atl::make_job_id(rng);
   }
   if (auto ok = atl::validate_job_spec(job); !ok) usage_error(ok.error());
-  opt.state_dir = vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
+  opt.state_dir =
+      vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
   if (opt.advertise.empty())
     opt.advertise = (opt.bind == "0.0.0.0" || opt.bind == "::") ? atl::os::host_name() : opt.bind;
   return opt;
@@ -170,8 +180,13 @@ std::vector<atl::os::ChildProcess> start_local_workers(const HeadOptions& opt, s
   std::string binary = atl::os::executable_dir() + "/workernode";
   for (int i = 0; i < opt.local_workers; ++i) {
     atl::os::SpawnRequest req;
-    req.argv = {binary, "--head", opt.advertise + ":" + std::to_string(port), "--name",
-                atl::worker_pod_name(opt.job.job_id, i), "--connect-timeout", "30s"};
+    req.argv = {binary,
+                "--head",
+                opt.advertise + ":" + std::to_string(port),
+                "--name",
+                atl::worker_pod_name(opt.job.job_id, i),
+                "--connect-timeout",
+                "30s"};
     req.env = atl::os::current_environment();
     req.output = atl::os::OutputMode::inherit;
     auto child = atl::os::ChildProcess::spawn(req);
@@ -191,7 +206,8 @@ void reap_local_workers(std::vector<atl::os::ChildProcess>& workers) {
     while (!w.try_wait() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (!w.reaped()) {
-      atl::component_logger("headnode")->warn("local worker pid {} did not exit: killing it", w.pid());
+      atl::component_logger("headnode")
+          ->warn("local worker pid {} did not exit: killing it", w.pid());
       w.signal(SIGKILL);
       w.wait();
     }
@@ -214,7 +230,8 @@ int main(int argc, char** argv) {
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
-    auto supervisor = atl::spawn_job_supervisor(sys, {opt.job, opt.advertise, sink, opt.linger, outcome});
+    auto supervisor =
+        atl::spawn_job_supervisor(sys, {opt.job, opt.advertise, sink, opt.linger, outcome});
     auto port = caf::io::publish(supervisor, opt.port, opt.bind.c_str(), true);
     if (!port) {
       std::cerr << "headnode: cannot listen on " << opt.bind << ":" << opt.port << ": "
@@ -231,7 +248,8 @@ int main(int argc, char** argv) {
     local_workers = start_local_workers(opt, *port);
 
     atl::os::TerminationSignals signals([&](int sig) {
-      caf::anon_send(supervisor, atl::cancel_atom::value, std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      caf::anon_send(supervisor, atl::cancel_atom::value,
+                     std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);

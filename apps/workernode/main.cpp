@@ -45,16 +45,17 @@ WorkerOptions parse_options(int argc, char** argv) {
       "Joins the job whose head listens at HOST:PORT and runs its ranks on this\n"
       "machine. Exits 0 when the job succeeded, 1 when it failed, 2 when the head\n"
       "refused this pod or on bad usage, 3 when the head is unreachable or lost.\n\nOptions");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("head", po::value<std::string>(), "address of the head (HOST:PORT)")
-      ("name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")
-      ("cpus", po::value<int>(), "CPUs to offer (default: what the machine has)")
-      ("gpus", po::value<int>(), "GPUs to offer (default: /dev/nvidiaN count)")
-      ("memory", po::value<std::string>(), "memory to offer, e.g. 64Gi (default: the limit)")
-      ("shm", po::value<std::string>(), "shared memory, e.g. 16Gi (default: size of /dev/shm)")
-      ("advertise", po::value<std::string>(), "address others reach this pod at (default: the one used towards the head)")
-      ("connect-timeout", po::value<std::string>(), "how long to keep trying to reach the head (default 60s)");
+  desc.add_options()("help,h", "show this help")("head", po::value<std::string>(),
+                                                 "address of the head (HOST:PORT)")(
+      "name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")(
+      "cpus", po::value<int>(), "CPUs to offer (default: what the machine has)")(
+      "gpus", po::value<int>(), "GPUs to offer (default: /dev/nvidiaN count)")(
+      "memory", po::value<std::string>(), "memory to offer, e.g. 64Gi (default: the limit)")(
+      "shm", po::value<std::string>(), "shared memory, e.g. 16Gi (default: size of /dev/shm)")(
+      "advertise", po::value<std::string>(),
+      "address others reach this pod at (default: the one used towards the head)")(
+      "connect-timeout", po::value<std::string>(),
+      "how long to keep trying to reach the head (default 60s)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -82,13 +83,14 @@ WorkerOptions parse_options(int argc, char** argv) {
     if (opt.resources.gpus < 0) usage_error("--gpus: must not be negative");
   }
   if (vm.count("memory"))
-    opt.resources.memory = value_or_die(atl::parse_byte_size(vm["memory"].as<std::string>()), "--memory");
+    opt.resources.memory =
+        value_or_die(atl::parse_byte_size(vm["memory"].as<std::string>()), "--memory");
   if (vm.count("shm"))
     opt.resources.shm = value_or_die(atl::parse_byte_size(vm["shm"].as<std::string>()), "--shm");
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("connect-timeout"))
-    opt.connect_timeout =
-        value_or_die(atl::parse_duration(vm["connect-timeout"].as<std::string>()), "--connect-timeout");
+    opt.connect_timeout = value_or_die(atl::parse_duration(vm["connect-timeout"].as<std::string>()),
+                                       "--connect-timeout");
   return opt;
 }
 
@@ -124,7 +126,8 @@ int main(int argc, char** argv) {
     node.head_host = opt.head.host;
     node.head_port = opt.head.port;
     node.info.pod = opt.name;
-    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port, std::chrono::seconds(5));
+    auto local =
+        atl::os::local_address_towards(opt.head.host, opt.head.port, std::chrono::seconds(5));
     if (!local) {
       std::cerr << "workernode: " << local.error() << "\n";
       return atl::kNodeExitHeadLost;
@@ -136,7 +139,8 @@ int main(int argc, char** argv) {
     node.info.memory = opt.resources.memory;
     node.info.shm = opt.resources.shm;
     auto agent = atl::spawn_node_agent(sys, supervisor, node, exit_code);
-    atl::os::TerminationSignals signals([&](int) { caf::anon_send(agent, atl::cancel_atom::value); });
+    atl::os::TerminationSignals signals(
+        [&](int) { caf::anon_send(agent, atl::cancel_atom::value); });
     caf::scoped_actor self{sys};
     self->wait_for(agent);
   }

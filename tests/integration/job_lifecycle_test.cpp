@@ -22,16 +22,17 @@ const char* kPrintEnv =
 
 TEST(JobLifecycle, SpmdTwoWorkersTwoRanksEachSeeTheirEnvironment) {
   TestCluster c;
-  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
-                             "--", kPrintEnv});
+  auto& head = c.start_head(
+      {"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2", "--", kPrintEnv});
   ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
   std::string out = c.output(head);
   std::string addr = c.head_address();
   for (int rank = 0; rank < 4; ++rank) {
     int node = rank / 2;
     std::string expected = "[rank " + std::to_string(rank) + "] ENV RANK=" + std::to_string(rank) +
-                           " LOCAL_RANK=" + std::to_string(rank % 2) + " WORLD_SIZE=4 NODE_RANK=" +
-                           std::to_string(node) + " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1" +
+                           " LOCAL_RANK=" + std::to_string(rank % 2) +
+                           " WORLD_SIZE=4 NODE_RANK=" + std::to_string(node) +
+                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1" +
                            " MASTER_PORT=29500 POD=" + c.worker_name(node) + " JOB=" + c.job_id() +
                            " IF=lo ADDR=" + addr + "\n";
     EXPECT_NE(out.find(expected), std::string::npos) << "missing: " << expected << "in:\n" << out;
@@ -52,18 +53,22 @@ TEST(JobLifecycle, OneRankFailingFailsTheJobAndStopsTheOthers) {
                        "if [ \"$RANK\" = 3 ]; then while [ $(ls " + marker +
                        ".* | wc -l) -lt 4 ]; do sleep 0.05; done; echo failing; exit 3; fi; " +
                        "sleep 300 & wait";
-  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--grace", "20s", "--", script});
+  auto& head =
+      c.start_head({"--workers", "2", "--nproc-per-node", "2", "--grace", "20s", "--", script});
   auto& w0 = c.start_worker(0);
   auto& w1 = c.start_worker(1);
   EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
   EXPECT_EQ(c.wait_exit(w0), 1);
   EXPECT_EQ(c.wait_exit(w1), 1);
   std::string out = c.output(head);
-  EXPECT_NE(out.find("rank 3 on pod " + c.worker_name(1) + " ended with exit code 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 3 on pod " + c.worker_name(1) + " ended with exit code 3"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("Job status:  failed\n"), std::string::npos) << out;
   for (int rank : {0, 1, 2}) {
     EXPECT_NE(out.find("[rank " + std::to_string(rank) + "] got-term"), std::string::npos)
-        << "rank " << rank << " was not stopped:\n" << out;
+        << "rank " << rank << " was not stopped:\n"
+        << out;
   }
   EXPECT_TRUE(c.no_strays_within());
 }
@@ -77,7 +82,9 @@ TEST(JobLifecycle, DriverModeRunsOnceOnTheHeadWithAtlAddress) {
   EXPECT_NE(out.find("[driver] driver sees " + c.head_address() + "\n"), std::string::npos) << out;
   // The driver reaches the supervisor with atlctl and no flags, as in a pod.
   EXPECT_NE(out.find("[driver] Job status:  command\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("the driver on pod " + c.job_id() + "-head-0 ended with exit code 7"), std::string::npos) << out;
+  EXPECT_NE(out.find("the driver on pod " + c.job_id() + "-head-0 ended with exit code 7"),
+            std::string::npos)
+      << out;
   EXPECT_NE(read_file(c.state_dir() + "/logs/driver.log").find("driver sees"), std::string::npos);
   EXPECT_TRUE(c.no_strays_within());
 }
@@ -96,7 +103,9 @@ TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPod) {
   EXPECT_EQ(c.wait_exit(head), 1);
   EXPECT_EQ(c.wait_exit(w0), 1);
   std::string out = c.output(head);
-  EXPECT_NE(out.find("workers not ready after 2s: missing " + c.worker_name(1) + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("workers not ready after 2s: missing " + c.worker_name(1) + "\n"),
+            std::string::npos)
+      << out;
   EXPECT_TRUE(c.no_strays_within());
 }
 
@@ -145,7 +154,8 @@ TEST(JobLifecycle, StatusFollowsTheJobThroughItsStates) {
   auto gone = c.atlctl({"--address", addr, "status"});
   EXPECT_EQ(gone.exit_code, 4);
   EXPECT_EQ(count_lines(gone.output), 1) << gone.output;
-  EXPECT_NE(gone.output.find("cannot reach the supervisor at " + addr), std::string::npos) << gone.output;
+  EXPECT_NE(gone.output.find("cannot reach the supervisor at " + addr), std::string::npos)
+      << gone.output;
   EXPECT_TRUE(c.no_strays_within());
 }
 

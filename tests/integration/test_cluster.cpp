@@ -71,7 +71,9 @@ TestCluster::~TestCluster() {
   }
 }
 
-std::string TestCluster::worker_name(int i) const { return job_id_ + "-worker-" + std::to_string(i); }
+std::string TestCluster::worker_name(int i) const {
+  return job_id_ + "-worker-" + std::to_string(i);
+}
 
 std::vector<std::string> TestCluster::environment() const {
   auto env = os::current_environment();
@@ -93,15 +95,17 @@ Started& TestCluster::start(const std::string& name, std::vector<std::string> ar
   req.output = os::OutputMode::file;
   req.output_file = s->output_path;
   auto child = os::ChildProcess::spawn(req);
-  if (!child) ADD_FAILURE() << "cannot start " << name << ": " << child.error();
-  else s->process = std::make_unique<os::ChildProcess>(std::move(*child));
+  if (!child)
+    ADD_FAILURE() << "cannot start " << name << ": " << child.error();
+  else
+    s->process = std::make_unique<os::ChildProcess>(std::move(*child));
   started_.push_back(std::move(s));
   return *started_.back();
 }
 
 Started& TestCluster::start_head(std::vector<std::string> args) {
-  std::vector<std::string> argv = {bin("headnode"), "--port", "0", "--job-id", job_id_,
-                                   "--state-dir", state_dir()};
+  std::vector<std::string> argv = {bin("headnode"), "--port",      "0",        "--job-id",
+                                   job_id_,         "--state-dir", state_dir()};
   // Flags go before a "--" entrypoint separator if there is one.
   argv.insert(argv.end(), args.begin(), args.end());
   head_ = &start("headnode", argv);
@@ -155,7 +159,8 @@ bool TestCluster::wait_for_output(const Started& p, const std::string& text,
   return false;
 }
 
-CommandResult TestCluster::atlctl(std::vector<std::string> args, std::chrono::milliseconds timeout) {
+CommandResult TestCluster::atlctl(std::vector<std::string> args,
+                                  std::chrono::milliseconds timeout) {
   std::vector<std::string> argv = {bin("atlctl")};
   argv.insert(argv.end(), args.begin(), args.end());
   Started& p = start("atlctl", argv);

@@ -45,7 +45,8 @@ INSTANTIATE_TEST_SUITE_P(
                     BadUsage{{"--port", "70000", "--", "true"}, "--port"},
                     BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
                     BadUsage{{"--bogus", "--", "true"}, "bogus"},
-                    BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"}, "--local-workers"}));
+                    BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"},
+                             "--local-workers"}));
 
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;
@@ -60,7 +61,9 @@ TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
 TEST(WorkernodeRejects, BadFlags) {
   TestCluster c;
   for (auto args : std::vector<std::vector<std::string>>{
-           {"--name", "w"}, {"--head", "127.0.0.1:1"}, {"--head", "nohost", "--name", "w"},
+           {"--name", "w"},
+           {"--head", "127.0.0.1:1"},
+           {"--head", "nohost", "--name", "w"},
            {"--head", "127.0.0.1:1", "--name", "w", "--memory", "lots"}}) {
     auto r = run(c, "workernode", args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -71,7 +74,8 @@ TEST(WorkernodeRejects, BadFlags) {
 TEST(WorkernodeRejects, AnUnreachableHeadWithExitThree) {
   TestCluster c;
   // Port 1 on loopback: nothing listens there.
-  auto r = run(c, "workernode", {"--head", "127.0.0.1:1", "--name", "w", "--connect-timeout", "1s"});
+  auto r =
+      run(c, "workernode", {"--head", "127.0.0.1:1", "--name", "w", "--connect-timeout", "1s"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(count_lines(r.output), 1) << r.output;
   EXPECT_NE(r.output.find("cannot reach the head at 127.0.0.1:1"), std::string::npos) << r.output;

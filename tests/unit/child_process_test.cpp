@@ -102,8 +102,13 @@ TEST(ChildProcess, GetsExactlyItsEnvironmentAndDirectory) {
   ASSERT_TRUE(child.ok());
   Collected out;
   std::atomic<bool> cancel{false};
-  atl::os::pump_output(*child, [&](atl::os::LineChunk&& c) { out.text += c.data; return true; },
-                       cancel);
+  atl::os::pump_output(
+      *child,
+      [&](atl::os::LineChunk&& c) {
+        out.text += c.data;
+        return true;
+      },
+      cancel);
   EXPECT_EQ(out.text.substr(0, out.text.find('\n')), "hello:/tmp");
 }
 
@@ -118,7 +123,8 @@ TEST(ChildProcess, GroupSignalReachesGrandchildren) {
   ASSERT_TRUE(alive(grandchild));
   child->signal(SIGKILL);
   EXPECT_EQ(child->wait().signal, SIGKILL);
-  for (int i = 0; i < 500 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && alive(grandchild); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive(grandchild));
 }
 
@@ -136,7 +142,8 @@ TEST(ChildProcess, TheGroupDiesWithTheSpawningThread) {
   });
   spawner.join();
   ASSERT_GT(grandchild, 0);
-  for (int i = 0; i < 500 && alive(grandchild); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && alive(grandchild); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive(grandchild));
 }
 
@@ -182,9 +189,12 @@ TEST(OutputPump, CancelKillsTheProcess) {
   auto child = atl::os::ChildProcess::spawn(shell("echo hi; sleep 300"));
   ASSERT_TRUE(child.ok());
   std::atomic<bool> cancel{false};
-  auto st = atl::os::pump_output(*child, [&](atl::os::LineChunk&&) {
-    cancel = true;  // cancel as soon as the first line arrives
-    return true;
-  }, cancel);
+  auto st = atl::os::pump_output(
+      *child,
+      [&](atl::os::LineChunk&&) {
+        cancel = true;  // cancel as soon as the first line arrives
+        return true;
+      },
+      cancel);
   EXPECT_EQ(st.signal, SIGKILL);
 }

@@ -61,16 +61,12 @@ TEST_P(JobSpecJsonRejects, NamingTheField) {
 INSTANTIATE_TEST_SUITE_P(
     EveryFieldWrongInTurn, JobSpecJsonRejects,
     testing::Values(
-        BadField{R"({"job_id": 5})", "'job_id'"},
-        BadField{R"({"mode": "mpi"})", "'mode'"},
-        BadField{R"({"mode": 1})", "'mode'"},
-        BadField{R"({"entrypoint": ["a"]})", "'entrypoint'"},
-        BadField{R"({"workers": "two"})", "'workers'"},
-        BadField{R"({"workers": -1})", "'workers'"},
+        BadField{R"({"job_id": 5})", "'job_id'"}, BadField{R"({"mode": "mpi"})", "'mode'"},
+        BadField{R"({"mode": 1})", "'mode'"}, BadField{R"({"entrypoint": ["a"]})", "'entrypoint'"},
+        BadField{R"({"workers": "two"})", "'workers'"}, BadField{R"({"workers": -1})", "'workers'"},
         BadField{R"({"workers": 1.5})", "'workers'"},
         BadField{R"({"nproc_per_node": 0})", "'nproc_per_node'"},
-        BadField{R"({"env": "A=1"})", "'env'"},
-        BadField{R"({"env": {"1A": "x"}})", "'env.1A'"},
+        BadField{R"({"env": "A=1"})", "'env'"}, BadField{R"({"env": {"1A": "x"}})", "'env.1A'"},
         BadField{R"({"env": {"A": {"x": 1}}})", "'env.A'"},
         BadField{R"({"runtime_env": []})", "'runtime_env'"},
         BadField{R"({"runtime_env": {"env_vars": 3}})", "'runtime_env.env_vars'"},
@@ -84,10 +80,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"ready_timeout": "soon"})", "'ready_timeout'"},
         BadField{R"({"ready_timeout": -5})", "'ready_timeout'"},
         BadField{R"({"master_port": 70000})", "'master_port'"},
-        BadField{R"({"grace": "1y"})", "'grace'"},
-        BadField{R"({"wrokers": 2})", "'wrokers'"},
-        BadField{R"([1, 2])", "top level"},
-        BadField{R"({"workers": 2)", "not valid JSON"}));
+        BadField{R"({"grace": "1y"})", "'grace'"}, BadField{R"({"wrokers": 2})", "'wrokers'"},
+        BadField{R"([1, 2])", "top level"}, BadField{R"({"workers": 2)", "not valid JSON"}));
 
 TEST(ValidateJobSpec, NamesTheProblem) {
   atl::JobSpec spec;
@@ -103,7 +97,8 @@ TEST(ValidateJobSpec, NamesTheProblem) {
   };
   EXPECT_NE(broken([](auto& s) { s.entrypoint = "  "; }).find("entrypoint"), std::string::npos);
   EXPECT_NE(broken([](auto& s) { s.workers = 0; }).find("workers"), std::string::npos);
-  EXPECT_NE(broken([](auto& s) { s.nproc_per_node = 0; }).find("nproc_per_node"), std::string::npos);
+  EXPECT_NE(broken([](auto& s) { s.nproc_per_node = 0; }).find("nproc_per_node"),
+            std::string::npos);
   EXPECT_NE(broken([](auto& s) {
               s.nproc_per_node = 2;
               s.node_spec.gpus = 3;

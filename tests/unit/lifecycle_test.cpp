@@ -32,7 +32,8 @@ TEST(Lifecycle, EveryStateEventPairMatchesTheTable) {
     for (E event : atl::kAllJobEvents) {
       auto next = atl::next_state(from, event);
       auto it = kLegal.find({from, event});
-      std::string label = std::string(atl::to_string(from)) + " + " + std::string(atl::to_string(event));
+      std::string label =
+          std::string(atl::to_string(from)) + " + " + std::string(atl::to_string(event));
       if (it == kLegal.end()) {
         ASSERT_FALSE(next.ok()) << label << " should be refused";
         EXPECT_NE(next.error().find(atl::to_string(from)), std::string::npos) << next.error();

@@ -29,10 +29,11 @@ TEST_P(ParseRankSetRejects, NamingTheBadPart) {
   EXPECT_NE(r.error().find(GetParam().named), std::string::npos) << r.error();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Malformed, ParseRankSetRejects,
-    testing::Values(BadRankSet{"5-2", "5"}, BadRankSet{"2-1", "2-1"}, BadRankSet{"a", "'a'"},
-                    BadRankSet{"1,,2", "1,,2"}, BadRankSet{"-1", "-1"}, BadRankSet{"4", "4"},
-                    BadRankSet{"0-9", "9"}, BadRankSet{"", "empty"}, BadRankSet{"1,", "1,"},
-                    BadRankSet{",1", ",1"}, BadRankSet{"1-", "1-"}, BadRankSet{"0x1", "0x1"},
-                    BadRankSet{"ALL", "ALL"}, BadRankSet{" 1", " 1"}));
+INSTANTIATE_TEST_SUITE_P(Malformed, ParseRankSetRejects,
+                         testing::Values(BadRankSet{"5-2", "5"}, BadRankSet{"2-1", "2-1"},
+                                         BadRankSet{"a", "'a'"}, BadRankSet{"1,,2", "1,,2"},
+                                         BadRankSet{"-1", "-1"}, BadRankSet{"4", "4"},
+                                         BadRankSet{"0-9", "9"}, BadRankSet{"", "empty"},
+                                         BadRankSet{"1,", "1,"}, BadRankSet{",1", ",1"},
+                                         BadRankSet{"1-", "1-"}, BadRankSet{"0x1", "0x1"},
+                                         BadRankSet{"ALL", "ALL"}, BadRankSet{" 1", " 1"}));

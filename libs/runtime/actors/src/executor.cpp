@@ -10,8 +10,8 @@
 
 #include "atl/core/env.hpp"
 #include "atl/os/child_process.hpp"
-#include "atl/os/output_pump.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/os/output_pump.hpp"
 
 namespace atl {
 
@@ -109,8 +109,8 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
       [self](kill_atom) {
         auto& st = self->state;
         if (st.exited) return;
-        component_logger("executor")->warn("{} outlived its grace period: SIGKILL",
-                                           stream_name(st.launch.stream));
+        component_logger("executor")
+            ->warn("{} outlived its grace period: SIGKILL", stream_name(st.launch.stream));
         ::kill(-st.pid, SIGKILL);
       },
       [self](exited_atom, std::int32_t code, std::int32_t sig) {
@@ -118,8 +118,8 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
         st.exited = true;
         if (st.pump.joinable()) st.pump.join();
         os::ExitStatus status{code, sig};
-        component_logger("executor")->info("{} ended: {}", stream_name(st.launch.stream),
-                                           status.describe());
+        component_logger("executor")
+            ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
         self->send(st.report_to, RankExit{st.launch.stream, st.pod, code, sig, ""});
         self->quit();
       },

@@ -11,8 +11,8 @@
 #include "atl/core/lifecycle.hpp"
 #include "atl/core/rank_layout.hpp"
 #include "atl/os/child_process.hpp"
-#include "atl/os/machine.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/os/machine.hpp"
 
 namespace atl {
 
@@ -69,7 +69,8 @@ bool apply(SupervisorActor* self, JobEvent event) {
     st.log->debug("ignored: {}", next.error());
     return false;
   }
-  if (*next != before) st.log->info("job {}: {} -> {}", st.job().job_id, to_string(before), to_string(*next));
+  if (*next != before)
+    st.log->info("job {}: {} -> {}", st.job().job_id, to_string(before), to_string(*next));
   return true;
 }
 
@@ -184,7 +185,8 @@ void finalize(SupervisorActor* self) {
   }
   bool ok = st.state() == JobState::succeeded;
   if (!ok) self->send(st.config.sink, print_atom::value, "job failed: " + st.failure);
-  self->send(st.config.sink, print_atom::value, "Job status:  " + std::string(to_string(st.state())));
+  self->send(st.config.sink, print_atom::value,
+             "Job status:  " + std::string(to_string(st.state())));
   st.log->info("job {} {}", st.job().job_id, to_string(st.state()));
   for (const auto& [pod, node] : st.nodes) {
     self->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
@@ -240,7 +242,8 @@ void run_checks(SupervisorActor* self) {
   if (!apply(self, JobEvent::all_joined)) return;
   if (st.job().mode == JobMode::driver && !st.job().working_dir.empty()) {
     if (auto ok = os::check_writable_dir(st.job().working_dir); !ok) {
-      fail(self, JobEvent::check_failed, "head pod " + head_pod_name(st.job().job_id) + ": " + ok.error());
+      fail(self, JobEvent::check_failed,
+           "head pod " + head_pod_name(st.job().job_id) + ": " + ok.error());
       return;
     }
   }
@@ -286,13 +289,13 @@ std::string register_node(SupervisorActor* self, const NodeInfo& info, const caf
     return "pod " + info.pod + " already joined from " + st.nodes.at(info.pod).info.address;
   }
   if (info.gpus < st.job().node_spec.gpus) {
-    return "pod " + info.pod + " has " + std::to_string(info.gpus) + " GPUs; the job's spec asks for " +
-           std::to_string(st.job().node_spec.gpus);
+    return "pod " + info.pod + " has " + std::to_string(info.gpus) +
+           " GPUs; the job's spec asks for " + std::to_string(st.job().node_spec.gpus);
   }
   self->monitor(agent);
   st.nodes[info.pod] = Node{info, agent};
-  st.log->info("pod {} joined from {} ({} cpus, {} gpus) [{}/{}]", info.pod, info.address, info.cpus,
-               info.gpus, st.nodes.size(), st.expected_pods.size());
+  st.log->info("pod {} joined from {} ({} cpus, {} gpus) [{}/{}]", info.pod, info.address,
+               info.cpus, info.gpus, st.nodes.size(), st.expected_pods.size());
   if (st.nodes.size() == st.expected_pods.size()) {
     // After this reply is sent: the check request must not overtake it.
     self->send(self, check_atom::value);
@@ -320,7 +323,8 @@ void on_node_down(SupervisorActor* self, const caf::down_msg& msg) {
       st.log->warn("pod {} left before the job started; waiting for it again", pod);
       apply(self, JobEvent::node_lost);
     } else if (!is_terminal(st.state())) {
-      fail(self, JobEvent::node_lost, "pod " + pod + " was lost (" + self->system().render(msg.reason) + ")");
+      fail(self, JobEvent::node_lost,
+           "pod " + pod + " was lost (" + self->system().render(msg.reason) + ")");
     } else if (all_ranks_done(st)) {
       finalize(self);
     }

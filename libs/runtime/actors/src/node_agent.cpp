@@ -6,8 +6,8 @@
 #include <set>
 
 #include "atl/actors/executor.hpp"
-#include "atl/os/machine.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/os/machine.hpp"
 
 namespace atl {
 
@@ -83,7 +83,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
   return {
       [self](check_atom, const std::string& working_dir) -> std::string {
         auto& cfg = self->state.config;
-        auto reach = os::local_address_towards(cfg.head_host, cfg.head_port, std::chrono::seconds(5));
+        auto reach =
+            os::local_address_towards(cfg.head_host, cfg.head_port, std::chrono::seconds(5));
         if (!reach) return "cannot reach the head: " + reach.error();
         std::string dir = working_dir;
         if (dir.empty()) {
@@ -97,7 +98,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         auto& st = self->state;
         if (st.ending) return;
         for (const auto& launch : ranks) {
-          auto exec = spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
+          auto exec =
+              spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
           self->monitor(exec);
           st.executors.insert(exec);
         }

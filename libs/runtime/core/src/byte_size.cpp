@@ -15,11 +15,17 @@ Expected<std::int64_t> parse_byte_size(std::string_view text) {
   if (!number) return make_error("bad size " + quote(text) + ": must start with a number");
   std::string_view unit = text.substr(digits);
   constexpr std::int64_t Ki = 1024, K = 1000;
-  static constexpr std::pair<std::string_view, std::int64_t> kUnits[] = {
-      {"", 1},           {"B", 1},
-      {"K", K},          {"k", K},         {"M", K * K},         {"G", K * K * K},
-      {"T", K * K * K * K},
-      {"Ki", Ki},        {"Mi", Ki * Ki},  {"Gi", Ki * Ki * Ki}, {"Ti", Ki * Ki * Ki * Ki}};
+  static constexpr std::pair<std::string_view, std::int64_t> kUnits[] = {{"", 1},
+                                                                         {"B", 1},
+                                                                         {"K", K},
+                                                                         {"k", K},
+                                                                         {"M", K * K},
+                                                                         {"G", K * K * K},
+                                                                         {"T", K * K * K * K},
+                                                                         {"Ki", Ki},
+                                                                         {"Mi", Ki * Ki},
+                                                                         {"Gi", Ki * Ki * Ki},
+                                                                         {"Ti", Ki * Ki * Ki * Ki}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
       if (*number > INT64_MAX / factor) return make_error("size " + quote(text) + " is too large");

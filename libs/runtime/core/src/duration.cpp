@@ -15,11 +15,12 @@ Expected<Millis> parse_duration(std::string_view text) {
   if (!number) return make_error("bad duration " + quote(text) + ": must start with a number");
   std::string_view unit = text.substr(digits);
   static constexpr std::pair<std::string_view, std::int64_t> kUnits[] = {
-      {"", 1000},     {"ms", 1},      {"s", 1000},       {"sec", 1000},
-      {"m", 60000},   {"min", 60000}, {"h", 3600000},    {"hr", 3600000}};
+      {"", 1000},   {"ms", 1},      {"s", 1000},    {"sec", 1000},
+      {"m", 60000}, {"min", 60000}, {"h", 3600000}, {"hr", 3600000}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
-      if (*number > INT64_MAX / factor) return make_error("duration " + quote(text) + " is too long");
+      if (*number > INT64_MAX / factor)
+        return make_error("duration " + quote(text) + " is too long");
       return Millis(*number * factor);
     }
   }

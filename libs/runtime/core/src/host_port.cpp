@@ -14,7 +14,8 @@ Expected<HostPort> parse_host_port(std::string_view text) {
     return make_error("bad port in address " + detail::quote(text) + ": expected 1-65535");
   }
   std::string_view host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   return HostPort{std::string(host), static_cast<std::uint16_t>(*port)};
 }
 

@@ -29,8 +29,8 @@ Status read_int(const json& v, std::string_view name, int min, int max, int& out
   if (!v.is_number_integer()) return field_error(name, "must be an integer", v);
   auto n = v.get<std::int64_t>();
   if (n < min || n > max) {
-    return field_error(name, "must be between " + std::to_string(min) + " and " +
-                                 std::to_string(max), v);
+    return field_error(name,
+                       "must be between " + std::to_string(min) + " and " + std::to_string(max), v);
   }
   out = static_cast<int>(n);
   return Ok{};
@@ -47,7 +47,8 @@ Status read_size(const json& v, std::string_view name, std::int64_t& out) {
     out = v.get<std::int64_t>();
     return Ok{};
   }
-  if (!v.is_string()) return field_error(name, "must be a size such as \"16Gi\" or a byte count", v);
+  if (!v.is_string())
+    return field_error(name, "must be a size such as \"16Gi\" or a byte count", v);
   auto s = parse_byte_size(v.get<std::string>());
   if (!s) return make_error("job spec: field '" + std::string(name) + "': " + s.error());
   out = *s;
@@ -95,7 +96,8 @@ Status read_object(const json& v, std::string_view name, Reader&& reader) {
 }
 
 Error unknown_field(std::string_view parent, std::string_view key) {
-  std::string full = parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
+  std::string full =
+      parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
   return make_error("job spec: unknown field '" + full + "'");
 }
 
@@ -147,7 +149,9 @@ Status validate_job_id(std::string_view id) {
   if (id.empty() || id.size() > 40) {
     return make_error("bad job id '" + std::string(id) + "': must be 1-40 characters");
   }
-  auto ok_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  auto ok_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  };
   for (char c : id) {
     if (!ok_char(c)) {
       return make_error("bad job id '" + std::string(id) +
@@ -163,13 +167,15 @@ Status validate_job_id(std::string_view id) {
 Status validate_job_spec(const JobSpec& spec) {
   if (auto st = validate_job_id(spec.job_id); !st) return st;
   if (spec.entrypoint.find_first_not_of(" \t\n") == std::string::npos) {
-    return make_error("job spec: field 'entrypoint' is empty: give --entrypoint CMD or CMD after --");
+    return make_error(
+        "job spec: field 'entrypoint' is empty: give --entrypoint CMD or CMD after --");
   }
   if (spec.mode == JobMode::spmd && spec.workers < 1) {
     return make_error("job spec: field 'workers' must be at least 1 in spmd mode");
   }
   if (spec.workers < 0) return make_error("job spec: field 'workers' must not be negative");
-  if (spec.nproc_per_node < 1) return make_error("job spec: field 'nproc_per_node' must be at least 1");
+  if (spec.nproc_per_node < 1)
+    return make_error("job spec: field 'nproc_per_node' must be at least 1");
   if (spec.node_spec.gpus > 0 && spec.node_spec.gpus % spec.nproc_per_node != 0) {
     return make_error("job spec: field 'spec.gpus' (" + std::to_string(spec.node_spec.gpus) +
                       ") must be a multiple of nproc_per_node (" +

@@ -6,28 +6,44 @@ namespace atl {
 
 std::string_view to_string(JobState state) {
   switch (state) {
-    case JobState::pending: return "pending";
-    case JobState::initializing: return "initializing";
-    case JobState::command: return "command";
-    case JobState::debugStop: return "debugStop";
-    case JobState::debugCommand: return "debugCommand";
-    case JobState::restarting: return "restarting";
-    case JobState::succeeded: return "succeeded";
-    case JobState::failed: return "failed";
+    case JobState::pending:
+      return "pending";
+    case JobState::initializing:
+      return "initializing";
+    case JobState::command:
+      return "command";
+    case JobState::debugStop:
+      return "debugStop";
+    case JobState::debugCommand:
+      return "debugCommand";
+    case JobState::restarting:
+      return "restarting";
+    case JobState::succeeded:
+      return "succeeded";
+    case JobState::failed:
+      return "failed";
   }
   return "unknown";
 }
 
 std::string_view to_string(JobEvent event) {
   switch (event) {
-    case JobEvent::all_joined: return "all_joined";
-    case JobEvent::ready_timeout: return "ready_timeout";
-    case JobEvent::checks_passed: return "checks_passed";
-    case JobEvent::check_failed: return "check_failed";
-    case JobEvent::ranks_succeeded: return "ranks_succeeded";
-    case JobEvent::rank_failed: return "rank_failed";
-    case JobEvent::node_lost: return "node_lost";
-    case JobEvent::cancelled: return "cancelled";
+    case JobEvent::all_joined:
+      return "all_joined";
+    case JobEvent::ready_timeout:
+      return "ready_timeout";
+    case JobEvent::checks_passed:
+      return "checks_passed";
+    case JobEvent::check_failed:
+      return "check_failed";
+    case JobEvent::ranks_succeeded:
+      return "ranks_succeeded";
+    case JobEvent::rank_failed:
+      return "rank_failed";
+    case JobEvent::node_lost:
+      return "node_lost";
+    case JobEvent::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }

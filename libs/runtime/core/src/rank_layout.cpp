@@ -13,8 +13,8 @@ Expected<std::vector<RankPlacement>> layout_ranks(const std::vector<NodeSlot>& n
     const NodeSlot& node = nodes[n];
     if (node.gpus > 0 && node.gpus % nproc_per_node != 0) {
       return make_error("pod " + node.pod + " has " + std::to_string(node.gpus) +
-                        " GPUs, which do not split evenly among " +
-                        std::to_string(nproc_per_node) + " ranks");
+                        " GPUs, which do not split evenly among " + std::to_string(nproc_per_node) +
+                        " ranks");
     }
     int per_rank = node.gpus / nproc_per_node;
     for (int local = 0; local < nproc_per_node; ++local) {

@@ -34,8 +34,8 @@ Expected<std::vector<int>> parse_rank_set(std::string_view text, int world_size)
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view part =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view part = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (part.empty()) {
       return make_error("empty element in rank set " + detail::quote(text));
     }

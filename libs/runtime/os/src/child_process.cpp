@@ -18,7 +18,8 @@ namespace atl::os {
 std::string ExitStatus::describe() const {
   if (signal == 0) return "exit code " + std::to_string(code);
   const char* name = sigabbrev_np(signal);
-  return "killed by signal " + std::to_string(signal) + (name ? " (SIG" + std::string(name) + ")" : "");
+  return "killed by signal " + std::to_string(signal) +
+         (name ? " (SIG" + std::string(name) + ")" : "");
 }
 
 ExitStatus decode_wait_status(int status) {
@@ -116,11 +117,16 @@ void run_guarded(int report_fd) {
 
 const char* step_name(int step) {
   switch (step) {
-    case 1: return "redirect output";
-    case 2: return "change to working directory";
-    case 3: return "exec";
-    case 4: return "fork";
-    default: return "prepare";
+    case 1:
+      return "redirect output";
+    case 2:
+      return "change to working directory";
+    case 3:
+      return "exec";
+    case 4:
+      return "fork";
+    default:
+      return "prepare";
   }
 }
 
@@ -138,7 +144,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   int out_pipe[2] = {-1, -1};
   int out_file = -1;
   if (req.output == OutputMode::pipe) {
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + strerror(errno));
+    if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+      return make_error(std::string("pipe: ") + strerror(errno));
   } else if (req.output == OutputMode::file) {
     out_file = ::open(req.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_file < 0) {

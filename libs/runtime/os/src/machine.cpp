@@ -4,8 +4,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <netdb.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>

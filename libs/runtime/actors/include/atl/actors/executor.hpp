@@ -2,11 +2,10 @@
 // log sink with flow control, stops it on request, and reports how it ended.
 #pragma once
 
-#include <chrono>
-#include <string>
-
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <chrono>
+#include <string>
 
 #include "atl/actors/messages.hpp"
 

@@ -3,13 +3,12 @@
 // ranks to the end and tears the cluster down. Lifecycle rules live in core.
 #pragma once
 
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <string>
-
-#include <caf/actor.hpp>
-#include <caf/fwd.hpp>
 
 #include "atl/core/job_spec.hpp"
 
@@ -17,9 +16,9 @@ namespace atl {
 
 struct SupervisorConfig {
   JobSpec job;
-  std::string advertised_host;         // host part of ATL_ADDRESS
-  caf::actor sink;                     // the head's LogSink
-  std::chrono::milliseconds linger{0}; // keep answering atlctl this long after the end
+  std::string advertised_host;                 // host part of ATL_ADDRESS
+  caf::actor sink;                             // the head's LogSink
+  std::chrono::milliseconds linger{0};         // keep answering atlctl this long after the end
   std::shared_ptr<std::promise<int>> outcome;  // 0 succeeded, 1 failed
 };
 

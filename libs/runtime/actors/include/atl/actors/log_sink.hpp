@@ -3,10 +3,9 @@
 // chunk (the executors' flow control), and serves reads for `atlctl logs`.
 #pragma once
 
-#include <string>
-
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <string>
 
 namespace atl {
 

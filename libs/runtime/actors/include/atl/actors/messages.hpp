@@ -2,12 +2,11 @@
 // their inspect() functions. Registered on every node by configure_actor_system.
 #pragma once
 
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <caf/atom.hpp>
-#include <caf/meta/type_name.hpp>
 
 namespace atl {
 

@@ -4,12 +4,11 @@
 #pragma once
 
 #include <atomic>
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <caf/actor.hpp>
-#include <caf/fwd.hpp>
 
 #include "atl/actors/messages.hpp"
 
@@ -22,8 +21,8 @@ struct NodeAgentConfig {
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).
-inline constexpr int kNodeExitRejected = 2;   // the head refused this pod
-inline constexpr int kNodeExitHeadLost = 3;   // the head went away mid-job
+inline constexpr int kNodeExitRejected = 2;  // the head refused this pod
+inline constexpr int kNodeExitHeadLost = 3;  // the head went away mid-job
 inline constexpr int kNodeExitSignalled = 143;
 
 // `exit_code` receives the code the workernode process should end with.

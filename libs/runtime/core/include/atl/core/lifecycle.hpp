@@ -33,10 +33,10 @@ enum class JobEvent {
 inline constexpr JobState kAllJobStates[] = {
     JobState::pending,      JobState::initializing, JobState::command,   JobState::debugStop,
     JobState::debugCommand, JobState::restarting,   JobState::succeeded, JobState::failed};
-inline constexpr JobEvent kAllJobEvents[] = {
-    JobEvent::all_joined,      JobEvent::ready_timeout, JobEvent::checks_passed,
-    JobEvent::check_failed,    JobEvent::ranks_succeeded, JobEvent::rank_failed,
-    JobEvent::node_lost,       JobEvent::cancelled};
+inline constexpr JobEvent kAllJobEvents[] = {JobEvent::all_joined,      JobEvent::ready_timeout,
+                                             JobEvent::checks_passed,   JobEvent::check_failed,
+                                             JobEvent::ranks_succeeded, JobEvent::rank_failed,
+                                             JobEvent::node_lost,       JobEvent::cancelled};
 
 std::string_view to_string(JobState state);
 std::string_view to_string(JobEvent event);

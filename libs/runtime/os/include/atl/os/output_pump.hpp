@@ -25,7 +25,7 @@ using ChunkSink = std::function<bool(LineChunk&&)>;
 
 // Returns the exit status. When `cancel` becomes true the group is killed and
 // the call returns promptly.
-ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink,
-                       const std::atomic<bool>& cancel, const PumpOptions& options = {});
+ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::atomic<bool>& cancel,
+                       const PumpOptions& options = {});
 
 }  // namespace atl::os
