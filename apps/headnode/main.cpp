@@ -224,6 +224,7 @@ int main(int argc, char** argv) {
 
   int code = kExitFailed;
   std::vector<atl::os::ChildProcess> local_workers;
+  std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
     atl::AtlSystemConfig cfg;
     caf::actor_system sys{cfg};
@@ -252,6 +253,7 @@ int main(int argc, char** argv) {
                      std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
+    watchdog = std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), code);
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
     sys.middleman().unpublish(supervisor, *port);
   }

@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   atl::os::TerminationSignals::block_in_this_thread();
   auto log = atl::component_logger("workernode");
   auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
+  std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
     atl::AtlSystemConfig cfg;
     caf::actor_system sys{cfg};
@@ -126,8 +127,7 @@ int main(int argc, char** argv) {
     node.head_host = opt.head.host;
     node.head_port = opt.head.port;
     node.info.pod = opt.name;
-    auto local =
-        atl::os::local_address_towards(opt.head.host, opt.head.port, std::chrono::seconds(5));
+    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
     if (!local) {
       std::cerr << "workernode: " << local.error() << "\n";
       return atl::kNodeExitHeadLost;
@@ -143,6 +143,8 @@ int main(int argc, char** argv) {
         [&](int) { caf::anon_send(agent, atl::cancel_atom::value); });
     caf::scoped_actor self{sys};
     self->wait_for(agent);
+    watchdog =
+        std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), exit_code->load());
   }
   return exit_code->load();
 }

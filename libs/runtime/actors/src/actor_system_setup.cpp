@@ -20,6 +20,9 @@ AtlSystemConfig::AtlSystemConfig() {
   add_message_type<NodeInfo>("atl::NodeInfo");
   add_message_type<RankLaunch>("atl::RankLaunch");
   add_message_type<RankExit>("atl::RankExit");
+  // A shared queue with blocking workers: work stealing polls while idle, and
+  // on the 2-core pods of small jobs that polling competes with the ranks.
+  set("scheduler.policy", caf::atom("sharing"));
   // Without heartbeats a frozen or partitioned peer is never reported down.
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(20)});

@@ -320,7 +320,8 @@ void on_node_down(SupervisorActor* self, const caf::down_msg& msg) {
       }
     }
     if (st.state() == JobState::pending) {
-      st.log->warn("pod {} left before the job started; waiting for it again", pod);
+      st.log->warn("pod {} left before the job started ({}); waiting for it again", pod,
+                   self->system().render(msg.reason));
       apply(self, JobEvent::node_lost);
     } else if (!is_terminal(st.state())) {
       fail(self, JobEvent::node_lost,

@@ -14,6 +14,7 @@ namespace atl {
 namespace {
 
 constexpr auto kRegisterTimeout = std::chrono::seconds(30);
+constexpr auto kReachTimeout = std::chrono::seconds(10);
 // Grace for ranks still running when the node ends without a supervisor's word.
 constexpr std::int64_t kOrphanGraceMs = 3000;
 
@@ -81,18 +82,22 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           });
 
   return {
-      [self](check_atom, const std::string& working_dir) -> std::string {
-        auto& cfg = self->state.config;
-        auto reach =
-            os::local_address_towards(cfg.head_host, cfg.head_port, std::chrono::seconds(5));
-        if (!reach) return "cannot reach the head: " + reach.error();
+      [self](check_atom, const std::string& working_dir) -> caf::result<std::string> {
         std::string dir = working_dir;
         if (dir.empty()) {
           char cwd[4096];
           dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
         }
         if (auto st = os::check_writable_dir(dir); !st) return st.error();
-        return "";
+        // Reaching the head: a round trip to the supervisor over this node's
+        // own connection, the path every later message takes.
+        auto answer = self->make_response_promise<std::string>();
+        self->request(self->state.supervisor, kReachTimeout, status_atom::value)
+            .then([answer](const std::string&) mutable { answer.deliver(std::string()); },
+                  [self, answer](const caf::error& err) mutable {
+                    answer.deliver("cannot reach the head: " + self->system().render(err));
+                  });
+        return answer;
       },
       [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
         auto& st = self->state;

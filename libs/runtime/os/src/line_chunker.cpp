@@ -6,6 +6,21 @@ namespace atl::os {
 
 void LineChunker::feed(std::string_view bytes) {
   buffer_.append(bytes.data(), bytes.size());
+  scan();
+}
+
+char* LineChunker::prepare(size_t n) {
+  prepared_from_ = buffer_.size();
+  buffer_.resize(prepared_from_ + n);
+  return buffer_.data() + prepared_from_;
+}
+
+void LineChunker::commit(size_t n) {
+  buffer_.resize(prepared_from_ + n);
+  scan();
+}
+
+void LineChunker::scan() {
   // Find new line ends; cut over-long lines so memory stays bounded.
   size_t line_start = complete_end_;
   size_t pos = scan_from_;

@@ -6,7 +6,6 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
-#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
@@ -96,10 +95,9 @@ NodeResources detect_resources() {
   return r;
 }
 
-Expected<std::string> local_address_towards(const std::string& host, std::uint16_t port,
-                                            std::chrono::milliseconds timeout) {
+Expected<std::string> local_address_towards(const std::string& host, std::uint16_t port) {
   addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   std::string port_s = std::to_string(port);
   if (int rc = getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res); rc != 0) {
@@ -107,24 +105,11 @@ Expected<std::string> local_address_towards(const std::string& host, std::uint16
   }
   std::string last_error = "no address";
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    // Connecting a UDP socket only picks a route: nothing is sent, and the
+    // head's TCP port never sees a half-open probe connection.
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) continue;
-    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      rc = poll(&p, 1, static_cast<int>(timeout.count()));
-      if (rc == 0) {
-        errno = ETIMEDOUT;
-        rc = -1;
-      } else if (rc > 0) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        errno = err;
-        rc = err == 0 ? 0 : -1;
-      }
-    }
-    if (rc == 0) {
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
       sockaddr_storage local{};
       socklen_t len = sizeof local;
       getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
@@ -141,7 +126,7 @@ Expected<std::string> local_address_towards(const std::string& host, std::uint16
     close(fd);
   }
   freeaddrinfo(res);
-  return make_error("cannot connect to " + host + ":" + port_s + ": " + last_error);
+  return make_error("no route to " + host + ":" + port_s + ": " + last_error);
 }
 
 std::string interface_of_address(const std::string& address) {

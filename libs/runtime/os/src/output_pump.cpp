@@ -21,7 +21,7 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
     if (chunk.lines == 0) return;
     if (sink_alive) sink_alive = sink(std::move(chunk));
   };
-  std::vector<char> buf(options.chunk_bytes);
+  const size_t read_size = options.chunk_bytes;
   std::optional<Clock::time_point> exited_at;
   bool group_killed = false;
 
@@ -46,14 +46,14 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
       if (child.try_wait()) exited_at = Clock::now();
     }
     if (child.output_fd() >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t got = ::read(child.output_fd(), buf.data(), buf.size());
+      ssize_t got = ::read(child.output_fd(), chunker.prepare(read_size), read_size);
+      chunker.commit(got > 0 ? static_cast<size_t>(got) : 0);
       if (got > 0) {
-        chunker.feed(std::string_view(buf.data(), static_cast<size_t>(got)));
         // Full buffers mean a fast writer: batch. A short read means the writer
         // paused: send what is whole now, for low latency.
         while (chunker.complete_bytes() >= options.chunk_bytes)
           deliver(chunker.take(options.chunk_bytes));
-        if (static_cast<size_t>(got) < buf.size() && chunker.complete_bytes() > 0)
+        if (static_cast<size_t>(got) < read_size && chunker.complete_bytes() > 0)
           deliver(chunker.take(options.chunk_bytes));
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         deliver(chunker.take_rest());

@@ -9,8 +9,8 @@
 
 namespace atl {
 
-// A detached actor (it does blocking file and stdout I/O). Messages:
-//   (log_atom, int32 stream, string lines, int32 count) -> ack_atom to sender
+// Blocking file and stdout writes happen on a thread the actor owns. Messages:
+//   (log_atom, int32 stream, string lines, int32 count) -> ack_atom to sender once written
 //   (print_atom, string line)                           -> a line on stdout
 //   (read_atom, int32 stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
 //   (tail_atom, int32 stream, int64 lines)              -> (string bytes, int64 end_offset)

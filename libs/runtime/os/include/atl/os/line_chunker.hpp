@@ -19,6 +19,10 @@ class LineChunker {
   explicit LineChunker(std::size_t max_line = 1 << 20) : max_line_(max_line) {}
 
   void feed(std::string_view bytes);
+  // Reading straight into the chunker: room for `n` bytes, then commit what
+  // was actually read (saves a copy of every byte on the hot path).
+  char* prepare(std::size_t n);
+  void commit(std::size_t n);
   std::size_t complete_bytes() const { return complete_end_; }
   std::size_t buffered_bytes() const { return buffer_.size(); }
 
@@ -28,7 +32,10 @@ class LineChunker {
   LineChunk take_rest();
 
  private:
+  void scan();
+
   std::string buffer_;
+  std::size_t prepared_from_ = 0;
   std::size_t complete_end_ = 0;  // buffer_[0, complete_end_) is whole lines
   std::size_t complete_lines_ = 0;
   std::size_t scan_from_ = 0;

@@ -15,11 +15,10 @@ namespace atl::os {
 // or MemTotal), shared memory (size of /dev/shm).
 NodeResources detect_resources();
 
-// Connects to host:port over TCP and returns the local address the connection
-// used: the address this node is reached at from there. Doubles as the
-// "can this node reach the head" check.
-Expected<std::string> local_address_towards(const std::string& host, std::uint16_t port,
-                                            std::chrono::milliseconds timeout);
+// The local address the kernel routes through towards host:port: the address
+// this node is reached at from there. Sends nothing: a raw TCP probe of a CAF
+// port confuses its BASP broker (other peers were reported lost).
+Expected<std::string> local_address_towards(const std::string& host, std::uint16_t port);
 
 // Name of the interface holding `address` ("lo" for 127.0.0.1), or "" if none.
 std::string interface_of_address(const std::string& address);

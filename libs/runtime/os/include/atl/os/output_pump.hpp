@@ -13,7 +13,7 @@
 namespace atl::os {
 
 struct PumpOptions {
-  std::size_t chunk_bytes = 64 * 1024;
+  std::size_t chunk_bytes = 256 * 1024;
   // After the main process exited, how long to wait for the pipe to close
   // (background children may hold it) before killing the group.
   std::chrono::milliseconds drain_timeout{2000};

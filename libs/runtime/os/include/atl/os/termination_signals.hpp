@@ -1,9 +1,13 @@
 // TerminationSignals: turns SIGINT/SIGTERM into a callback on a thread of its
-// own, so actor code never runs inside a signal handler.
+// own, so actor code never runs inside a signal handler. ShutdownWatchdog
+// bounds how long a process may take to end once its work is done.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 namespace atl::os {
@@ -21,6 +25,22 @@ class TerminationSignals {
 
  private:
   std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ShutdownWatchdog: once the outcome is known, ending the process must not hang
+// (e.g. on an actor that never finishes): after `limit`, _exit(exit_code).
+class ShutdownWatchdog {
+ public:
+  ShutdownWatchdog(std::chrono::milliseconds limit, int exit_code);
+  ~ShutdownWatchdog();
+  ShutdownWatchdog(const ShutdownWatchdog&) = delete;
+  ShutdownWatchdog& operator=(const ShutdownWatchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
   std::thread thread_;
 };
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""bench/launch: time from `headnode` start to every rank running, and to the
+job's end, for 1, 4 and 16 local workers (1 rank each). Each rank records the
+moment it started in a file; the median of several runs is reported.
+
+Usage: bench/launch/run.py [--runs N] [--out bench/results/launch.md]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+
+def one_run(workers):
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [common.binary("headnode"), "--port", "0", "--workers", str(workers),
+               "--local-workers", str(workers), "--state-dir", os.path.join(tmp, "state"),
+               "--", f"date +%s.%N > {tmp}/started.$RANK"]
+        t0 = time.time()
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t_end = time.time()
+        if proc.returncode != 0:
+            raise SystemExit(f"job with {workers} workers failed ({proc.returncode})")
+        starts = []
+        for rank in range(workers):
+            with open(os.path.join(tmp, f"started.{rank}")) as f:
+                starts.append(float(f.read()))
+        return max(starts) - t0, t_end - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "launch.md"))
+    args = ap.parse_args()
+    rows = []
+    for workers in (1, 4, 16):
+        runs = [one_run(workers) for _ in range(args.runs)]
+        running = common.median([r[0] for r in runs])
+        end = common.median([r[1] for r in runs])
+        rows.append((workers, running, end, min(r[1] for r in runs), max(r[1] for r in runs)))
+        print(f"{workers:>3} workers: all ranks running {running*1000:.0f} ms, job end {end*1000:.0f} ms",
+              flush=True)
+    lines = [
+        "# bench/launch: head start to ranks running and to job end",
+        "",
+        f"Machine: {common.machine()}.",
+        f"Command: `bench/launch/run.py --runs {args.runs}` (median of {args.runs} runs; "
+        "local workers, 1 rank each, entrypoint records its start time).",
+        "",
+        "| workers | all ranks running (ms) | job end (ms) | job end min–max (ms) |",
+        "|---:|---:|---:|---:|",
+    ]
+    for w, running, end, lo, hi in rows:
+        lines.append(f"| {w} | {running*1000:.0f} | {end*1000:.0f} | {lo*1000:.0f}–{hi*1000:.0f} |")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

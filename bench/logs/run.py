@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""bench/logs: one rank printing ~200 MB of 100-byte lines through atl
+(worker -> head over TCP -> rank-0.log and the head's stdout) against the same
+command writing straight to a file. Checks that no line is lost.
+
+Usage: bench/logs/run.py [--mb 200] [--runs 3] [--out bench/results/logs.md]
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+LINE_BYTES = 100
+
+
+def generator(lines):
+    # 100-byte lines: an 8-digit counter, a space, 90 letters, a newline.
+    return f"awk 'BEGIN {{ s = sprintf(\"%90s\", \"\"); gsub(/ /, \"x\", s); " \
+           f"for (i = 0; i < {lines}; i++) printf \"%08d %s\\n\", i, s }}'"
+
+
+def count_lines(path):
+    n = 0
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                return n
+            n += block.count(b"\n")
+
+
+def direct(cmd, tmp):
+    out = os.path.join(tmp, "direct.log")
+    t0 = time.time()
+    subprocess.run(["/bin/sh", "-c", f"{cmd} > {out}"], check=True)
+    took = time.time() - t0
+    return took, count_lines(out)
+
+
+def through_atl(cmd, tmp, run):
+    state = os.path.join(tmp, f"state-{run}")
+    t0 = time.time()
+    proc = subprocess.run([common.binary("headnode"), "--port", "0", "--workers", "1",
+                           "--local-workers", "1", "--state-dir", state, "--", cmd],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    took = time.time() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"atl run failed ({proc.returncode})")
+    n = count_lines(os.path.join(state, "logs", "rank-0.log"))
+    shutil.rmtree(state)  # keep page-cache pressure the same for every run
+    return took, n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "logs.md"))
+    args = ap.parse_args()
+    lines = args.mb * 1_000_000 // LINE_BYTES
+    cmd = generator(lines)
+    d_times, a_times = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(args.runs):
+            took, n = direct(cmd, tmp)
+            assert n == lines, f"direct wrote {n} lines, expected {lines}"
+            d_times.append(took)
+            took, n = through_atl(cmd, tmp, run)
+            if n != lines:
+                raise SystemExit(f"atl lost lines: {n} of {lines}")
+            a_times.append(took)
+            print(f"direct {d_times[-1]:.2f} s, atl {a_times[-1]:.2f} s", flush=True)
+    d, a = common.median(d_times), common.median(a_times)
+    mb = lines * LINE_BYTES / 1e6
+    report = [
+        "# bench/logs: one rank printing 200 MB through atl",
+        "",
+        f"Machine: {common.machine()}.",
+        f"Command: `bench/logs/run.py --mb {args.mb} --runs {args.runs}` (median of {args.runs}).",
+        f"Workload: {lines:,} lines of {LINE_BYTES} bytes ({mb:.0f} MB) from awk.",
+        "atl path: rank pipe -> workernode pump -> CAF over TCP (loopback) -> head LogSink ->",
+        "`rank-0.log` and `[rank 0] ` echo on the head's stdout (to /dev/null here).",
+        "The atl time includes starting the head and the worker and tearing them down.",
+        "",
+        "| path | wall (s) | MB/s | lines in log |",
+        "|---|---:|---:|---:|",
+        f"| command > file | {d:.2f} | {mb/d:.0f} | {lines:,} |",
+        f"| through atl | {a:.2f} | {mb/a:.0f} | {lines:,} (none lost) |",
+        "",
+        f"Ratio atl / direct: **{a/d:.2f}x** (target <= 1.5x).",
+    ]
+    with open(args.out, "w") as f:
+        f.write("\n".join(report) + "\n")
+    print("\n".join(report[-1:]))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
