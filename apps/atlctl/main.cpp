@@ -1,28 +1,23 @@
 // atlctl: the operator's tool. Reaches the job's supervisor (--address, else
 // $ATL_ADDRESS) and asks it things. Exit codes: 0 ok, 1 command failed,
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
-#include <boost/program_options.hpp>
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 #include <cstdlib>
+#include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
-#include "atl/core/host_port.hpp"
+#include "atl/core/byte_size.hpp"
 #include "atl/core/rank_set.hpp"
+#include "cli.hpp"
 
-namespace po = boost::program_options;
+using namespace atlctl;
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitUsage = 2;
-constexpr int kExitUnreachable = 4;
-constexpr auto kRequestTimeout = std::chrono::seconds(15);
 
 const char* kTopHelp =
     "Usage: atlctl [--address HOST:PORT] COMMAND [options]\n"
@@ -31,138 +26,123 @@ const char* kTopHelp =
     "--address, else from $ATL_ADDRESS (set in every rank and the driver).\n"
     "\n"
     "Commands:\n"
-    "  status [--json]              print the job state: 'Job status:  <state>'\n"
-    "  logs [-r RANKS] [-f] [--tail N]  print the ranks' output (RANKS: all, 1,2, 0-3, 0,2-4)\n"
+    "  status [-v] [--json]             print 'Job status:  <state>' (-v: pods and ranks)\n"
+    "  logs [-r RANKS] [-f] [--tail N] [--run N]  print the ranks' output\n"
+    "  stop                             stop user code (or the debug command): debugStop\n"
+    "  run [-r RANKS] [-f] CMD...       run CMD on ranks (needs debugStop unless -f)\n"
+    "  recover                          restart user code from scratch (from debugStop)\n"
     "\n"
+    "RANKS: all, 1,2,3, 1-8 or 0,2-4,7.\n"
     "States: pending, initializing, command, debugStop, debugCommand, restarting,\n"
-    "        succeeded, failed.\n"
+    "        succeeded, failed. run/check/burn need debugStop and leave debugCommand,\n"
+    "        which only atlctl stop ends; recover needs debugStop.\n"
     "Exit codes: 0 ok, 1 command failed, 2 usage, 3 refused in this state,\n"
     "            4 supervisor unreachable.\n"
     "'atlctl COMMAND --help' shows a command's options.\n";
 
-[[noreturn]] void die(int code, const std::string& message) {
-  std::cerr << "atlctl: " << message << "\n";
-  std::exit(code);
-}
-
-struct LogBytes {
-  std::string data;
-  std::int64_t next_offset = 0;
-};
-
-// One connection to the supervisor; every call is a request with a timeout.
-class SupervisorClient {
- public:
-  SupervisorClient(caf::actor_system& sys, const atl::HostPort& address)
-      : sys_(sys), self_(sys), address_(address) {
-    auto found = caf::io::remote_actor(sys, address.host, address.port);
-    if (!found) {
-      die(kExitUnreachable, "cannot reach the supervisor at " + address.to_string() + ": " +
-                                sys.render(found.error()));
-    }
-    supervisor_ = *found;
-  }
-
-  // Each returns nothing when the supervisor did not answer (last_error() says why).
-  template <class... Ts>
-  std::optional<std::string> ask_text(Ts... xs) {
-    std::optional<std::string> out;
-    self_->request(supervisor_, kRequestTimeout, xs...)
-        .receive([&](const std::string& s) { out = s; },
-                 [&](const caf::error& err) { last_error_ = sys_.render(err); });
-    return out;
-  }
-
-  template <class... Ts>
-  std::optional<LogBytes> ask_bytes(Ts... xs) {
-    std::optional<LogBytes> out;
-    self_->request(supervisor_, kRequestTimeout, xs...)
-        .receive(
-            [&](const std::string& s, std::int64_t next) {
-              out = LogBytes{s, next};
-            },
-            [&](const caf::error& err) { last_error_ = sys_.render(err); });
-    return out;
-  }
-
-  template <class... Ts>
-  std::string ask_text_or_die(Ts... xs) {
-    auto out = ask_text(xs...);
-    if (!out) {
-      die(kExitUnreachable,
-          "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
-    }
-    return *out;
-  }
-
- private:
-  caf::actor_system& sys_;
-  caf::scoped_actor self_;
-  atl::HostPort address_;
-  caf::actor supervisor_;
-  std::string last_error_;
-};
-
-struct Command {
-  const char* usage;
-  void (*options)(po::options_description&);
-  int (*run)(SupervisorClient&, const po::variables_map&);
-};
-
-// Parses a command's own flags before any connection: --help and usage errors
-// never need a supervisor.
-po::variables_map parse_command(const std::string& name, const Command& command,
-                                const std::vector<std::string>& args) {
-  po::options_description desc("Options");
-  command.options(desc);
-  desc.add_options()("help,h", "show this help");
-  const std::string usage = command.usage;
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    die(kExitUsage, name + ": " + e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << usage << "\n\n" << desc << "\n";
-    std::exit(kExitOk);
-  }
-  return vm;
-}
-
-const char* kStatusUsage = "Usage: atlctl status [--json]\n\nPrints 'Job status:  <state>'.";
+// --- status --------------------------------------------------------------------
 
 void status_options(po::options_description& desc) {
-  desc.add_options()("json", "print the supervisor's full view as JSON");
+  desc.add_options()("verbose,v", "also print pods, ranks and debug runs")(
+      "json", "print the supervisor's full view as JSON");
+}
+
+std::string cell(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key)) return "-";
+  const auto& v = j[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+void print_details(const nlohmann::json& info) {
+  std::cout << "Job " << cell(info, "job_id") << " (" << cell(info, "mode") << ", "
+            << cell(info, "workers") << " workers x " << cell(info, "nproc_per_node")
+            << " ranks), attempt " << cell(info, "attempt") << "\n";
+  if (info.contains("failure")) std::cout << "Failure: " << cell(info, "failure") << "\n";
+  std::cout << "\nPods:\n"
+            << std::left << "  " << std::setw(34) << "NAME" << std::setw(9) << "STATE"
+            << std::setw(17) << "ADDRESS" << std::setw(6) << "CPUS" << std::setw(6) << "GPUS"
+            << std::setw(10) << "MEMORY"
+            << "SHM\n";
+  for (const auto& p : info["pods"]) {
+    auto size = [&](const char* key) {
+      return p.contains(key) ? atl::format_byte_size(p[key].get<std::int64_t>()) : "-";
+    };
+    std::cout << "  " << std::setw(34) << cell(p, "name") << std::setw(9) << cell(p, "state")
+              << std::setw(17) << cell(p, "address") << std::setw(6) << cell(p, "cpus")
+              << std::setw(6) << cell(p, "gpus") << std::setw(10) << size("memory") << size("shm")
+              << "\n";
+  }
+  std::cout << "\nRanks:\n"
+            << "  " << std::setw(7) << "RANK" << std::setw(34) << "POD" << std::setw(9) << "PID"
+            << std::setw(10) << "STATE"
+            << "EXIT\n";
+  for (const auto& r : info["ranks"]) {
+    int stream = r["stream"];
+    std::string exit = !r.contains("exit_code") ? "-"
+                       : r["signal"].get<int>() ? "signal " + cell(r, "signal")
+                                                : cell(r, "exit_code");
+    if (r.contains("note")) exit += " (" + cell(r, "note") + ")";
+    std::cout << "  " << std::setw(7) << (stream < 0 ? "driver" : std::to_string(stream))
+              << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
+              << cell(r, "state") << exit << "\n";
+  }
+  if (!info["runs"].empty()) {
+    std::cout << "\nDebug runs:\n"
+              << "  " << std::setw(6) << "RUN" << std::setw(9) << "TRACKED" << std::setw(7)
+              << "RANKS" << std::setw(7) << "DONE"
+              << "COMMAND\n";
+    for (const auto& r : info["runs"]) {
+      std::cout << "  " << std::setw(6) << cell(r, "run") << std::setw(9)
+                << (r["tracked"].get<bool>() ? "yes" : "no (-f)") << std::setw(7)
+                << cell(r, "ranks") << std::setw(7) << (r["done"].get<bool>() ? "yes" : "no")
+                << cell(r, "command") << "\n";
+    }
+  }
 }
 
 int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
   if (vm.count("json")) {
-    std::cout << nlohmann::json::parse(client.ask_text_or_die(atl::info_atom::value)).dump(2)
+    std::cout << nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)))
+                     .dump(2)
               << "\n";
-  } else {
-    std::cout << "Job status:  " << client.ask_text_or_die(atl::status_atom::value) << "\n";
+    return kExitOk;
   }
+  if (vm.count("verbose")) {
+    auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
+    std::cout << "Job status:  " << cell(info, "state") << "\n";
+    print_details(info);
+    return kExitOk;
+  }
+  std::cout << "Job status:  " << client.text_or_die(caf::make_message(atl::status_atom::value))
+            << "\n";
   return kExitOk;
 }
 
-const char* kLogsUsage =
-    "Usage: atlctl logs [-r RANKS] [-f] [--tail N]\n\n"
-    "Prints the ranks' output (the driver's in driver mode), each line\n"
-    "prefixed with '[rank N] '.";
+// --- logs ----------------------------------------------------------------------
 
 void logs_options(po::options_description& desc) {
   desc.add_options()("ranks,r", po::value<std::string>(),
                      "ranks to show: all (default), 1,2,3, 1-8, 0,2-4,7")(
       "follow,f", "keep printing new lines until the job ends")(
-      "tail", po::value<long>(), "start with the last N lines of each rank");
+      "tail", po::value<long>(), "start with the last N lines of each rank")(
+      "run", po::value<int>(), "show debug run N's output instead (see status -v)");
 }
 
 int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
-  auto info = nlohmann::json::parse(client.ask_text_or_die(atl::info_atom::value));
+  auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
   std::vector<std::int32_t> streams;
-  if (info["mode"] == "driver") {
+  if (vm.count("run")) {
+    int run = vm["run"].as<int>();
+    const nlohmann::json* found = nullptr;
+    for (const auto& r : info["runs"])
+      if (r["run"].get<int>() == run) found = &r;
+    if (!found) die(kExitUsage, "logs: --run: there is no debug run " + std::to_string(run));
+    int world = info["world_size"].get<int>();
+    auto ranks =
+        atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
+    if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
+    for (int rank : *ranks) streams.push_back(atl::debug_stream(run, rank));
+  } else if (info["mode"] == "driver") {
     if (vm.count("ranks")) die(kExitUsage, "logs: a driver-mode job has no ranks: drop -r");
     streams.push_back(atl::kDriverStream);
   } else {
@@ -174,31 +154,18 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   }
   long tail = vm.count("tail") ? vm["tail"].as<long>() : -1;
   if (vm.count("tail") && tail < 0) die(kExitUsage, "logs: --tail: must not be negative");
-  bool follow = vm.count("follow") > 0;
 
-  auto print = [](std::int32_t stream, const std::string& data) {
-    std::string out;
-    const std::string prefix = atl::stream_prefix(stream);
-    size_t start = 0;
-    while (start < data.size()) {
-      size_t nl = data.find('\n', start);
-      size_t end = nl == std::string::npos ? data.size() : nl + 1;
-      out += prefix;
-      out.append(data, start, end - start);
-      start = end;
-    }
-    std::cout << out;
-  };
   std::map<std::int32_t, std::int64_t> offsets;
   constexpr std::int64_t kReadMax = 1 << 20;
   // Reads each stream from its offset to the current end; false if the supervisor is gone.
   auto drain = [&]() -> bool {
     for (auto stream : streams) {
       while (true) {
-        auto got = client.ask_bytes(atl::read_atom::value, stream, offsets[stream], kReadMax);
+        auto got = client.bytes(
+            caf::make_message(atl::read_atom::value, stream, offsets[stream], kReadMax));
         if (!got) return false;
         if (got->data.empty()) break;
-        print(stream, got->data);
+        print_prefixed(stream, got->data);
         offsets[stream] = got->next_offset;
       }
     }
@@ -207,15 +174,16 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   };
   if (tail >= 0) {
     for (auto stream : streams) {
-      auto got = client.ask_bytes(atl::tail_atom::value, stream, static_cast<std::int64_t>(tail));
+      auto got = client.bytes(
+          caf::make_message(atl::tail_atom::value, stream, static_cast<std::int64_t>(tail)));
       if (!got) die(kExitUnreachable, "the supervisor went away while reading logs");
-      print(stream, got->data);
+      print_prefixed(stream, got->data);
       offsets[stream] = got->next_offset;
     }
   }
   if (!drain()) die(kExitUnreachable, "the supervisor went away while reading logs");
-  while (follow) {
-    auto state = client.ask_text(atl::status_atom::value);
+  while (vm.count("follow")) {
+    auto state = client.text(caf::make_message(atl::status_atom::value));
     if (!state || !drain()) {
       std::cerr << "atlctl: the supervisor is gone; stopped following\n";
       break;
@@ -228,6 +196,32 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   }
   std::cout.flush();
   return kExitOk;
+}
+
+// --- dispatch ------------------------------------------------------------------
+
+// Parses a command's own flags before any connection: --help and usage errors
+// never need a supervisor.
+po::variables_map parse_command(const std::string& name, const Command& command,
+                                std::vector<std::string> args) {
+  std::vector<std::string> words;
+  if (command.split_words) words = command.split_words(args);
+  po::options_description desc("Options");
+  command.options(desc);
+  desc.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    die(kExitUsage, name + ": " + e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << command.usage << "\n\n" << desc << "\n";
+    std::exit(kExitOk);
+  }
+  if (!words.empty()) vm.insert({"words", po::variable_value(words, false)});
+  return vm;
 }
 
 }  // namespace
@@ -258,8 +252,17 @@ int main(int argc, char** argv) {
   std::string command = args[i];
   std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
   const std::map<std::string, Command> commands = {
-      {"status", {kStatusUsage, status_options, cmd_status}},
-      {"logs", {kLogsUsage, logs_options, cmd_logs}},
+      {"status",
+       {"Usage: atlctl status [-v] [--json]\n\nPrints 'Job status:  <state>'.", status_options,
+        cmd_status}},
+      {"logs",
+       {"Usage: atlctl logs [-r RANKS] [-f] [--tail N]\n\n"
+        "Prints the ranks' output (the driver's in driver mode), each line\n"
+        "prefixed with '[rank N] '. With --run N: debug run N's output (atlctl run).",
+        logs_options, cmd_logs}},
+      {"stop", kStopCommand},
+      {"run", kRunCommand},
+      {"recover", kRecoverCommand},
   };
   auto it = commands.find(command);
   if (it == commands.end())

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 
 using S = atl::JobState;
 using E = atl::JobEvent;
@@ -22,7 +23,14 @@ const std::map<std::pair<S, E>, S> kLegal = {
     {{S::command, E::rank_failed}, S::failed},
     {{S::command, E::node_lost}, S::failed},
     {{S::command, E::cancelled}, S::failed},
+    {{S::command, E::debug_stop}, S::debugStop},
+    {{S::debugStop, E::debug_stop}, S::debugStop},
+    {{S::debugStop, E::debug_run}, S::debugCommand},
+    {{S::debugStop, E::recover}, S::command},
+    {{S::debugStop, E::node_lost}, S::failed},
     {{S::debugStop, E::cancelled}, S::failed},
+    {{S::debugCommand, E::debug_stop}, S::debugStop},
+    {{S::debugCommand, E::node_lost}, S::failed},
     {{S::debugCommand, E::cancelled}, S::failed},
     {{S::restarting, E::cancelled}, S::failed},
 };
@@ -72,4 +80,44 @@ TEST(Lifecycle, StateNamesAreTheSeeds) {
   EXPECT_EQ(atl::to_string(S::command), "command");
   EXPECT_EQ(atl::to_string(S::debugStop), "debugStop");
   EXPECT_EQ(atl::to_string(S::debugCommand), "debugCommand");
+}
+
+using C = atl::DebugCommand;
+
+// The seed's rules: which atlctl command is allowed in which state.
+TEST(AllowDebugCommand, EveryCommandInEveryState) {
+  const std::set<std::pair<C, S>> allowed = {
+      {C::stop, S::command},      {C::stop, S::debugStop},  {C::stop, S::debugCommand},
+      {C::run, S::debugStop},     {C::check, S::debugStop}, {C::burn, S::debugStop},
+      {C::recover, S::debugStop},
+  };
+  for (C command : {C::stop, C::run, C::check, C::burn, C::recover}) {
+    for (S state : atl::kAllJobStates) {
+      auto st = atl::allow(command, state);
+      std::string label =
+          std::string(atl::to_string(command)) + " in " + std::string(atl::to_string(state));
+      if (allowed.count({command, state})) {
+        EXPECT_TRUE(st.ok()) << label << ": " << st.error();
+      } else {
+        ASSERT_FALSE(st.ok()) << label << " should be refused";
+        EXPECT_NE(st.error().find(atl::to_string(state)), std::string::npos) << st.error();
+        EXPECT_EQ(st.error().find('\n'), std::string::npos) << st.error();
+      }
+    }
+  }
+}
+
+TEST(AllowDebugCommand, RunForcedWorksWhereverUserCodeWasPlaced) {
+  for (S state : {S::command, S::debugStop, S::debugCommand})
+    EXPECT_TRUE(atl::allow(C::run, state, true).ok()) << atl::to_string(state);
+  for (S state : {S::pending, S::initializing, S::succeeded, S::failed})
+    EXPECT_FALSE(atl::allow(C::run, state, true).ok()) << atl::to_string(state);
+  // -f is for run only.
+  EXPECT_FALSE(atl::allow(C::check, S::command, true).ok());
+}
+
+TEST(AllowDebugCommand, RefusalsSayWhatToDo) {
+  EXPECT_NE(atl::allow(C::run, S::debugCommand).error().find("atlctl stop"), std::string::npos);
+  EXPECT_NE(atl::allow(C::recover, S::command).error().find("debugStop"), std::string::npos);
+  EXPECT_NE(atl::allow(C::run, S::command).error().find("run -f"), std::string::npos);
 }

@@ -7,19 +7,12 @@
 
 namespace atl {
 
-std::string stream_name(std::int32_t stream) {
-  return stream == kDriverStream ? "driver" : "rank-" + std::to_string(stream);
-}
-
-std::string stream_prefix(std::int32_t stream) {
-  return stream == kDriverStream ? "[driver] " : "[rank " + std::to_string(stream) + "] ";
-}
-
 AtlSystemConfig::AtlSystemConfig() {
   load<caf::io::middleman>();
   add_message_type<NodeInfo>("atl::NodeInfo");
   add_message_type<RankLaunch>("atl::RankLaunch");
   add_message_type<RankExit>("atl::RankExit");
+  add_message_type<RankStarted>("atl::RankStarted");
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.
   set("scheduler.policy", caf::atom("sharing"));

@@ -88,12 +88,13 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   auto child = os::ChildProcess::spawn(req);
   if (!child) {
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
-    RankExit exit{st.launch.stream, st.pod, 127, 0, child.error()};
+    RankExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
     self->send(st.report_to, exit);
     self->quit();
     return {};
   }
   st.pid = child->pid();
+  self->send(st.report_to, RankStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
   log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
@@ -120,7 +121,8 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
         os::ExitStatus status{code, sig};
         component_logger("executor")
             ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
-        self->send(st.report_to, RankExit{st.launch.stream, st.pod, code, sig, ""});
+        self->send(st.report_to,
+                   RankExit{st.launch.stream, st.launch.attempt, st.pod, code, sig, ""});
         self->quit();
       },
   };

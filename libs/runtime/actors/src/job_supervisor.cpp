@@ -1,67 +1,23 @@
 #include "atl/actors/job_supervisor.hpp"
 
-#include <caf/all.hpp>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <set>
 
 #include "atl/actors/executor.hpp"
-#include "atl/actors/messages.hpp"
-#include "atl/core/lifecycle.hpp"
 #include "atl/core/rank_layout.hpp"
 #include "atl/os/child_process.hpp"
-#include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "supervisor_state.hpp"
 
-namespace atl {
+namespace atl::supervisor {
 
 namespace {
 
 constexpr auto kCheckTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(10);
-constexpr auto kStopSlack = std::chrono::seconds(10);
 
-enum TimerKind : std::int32_t { kReadyTimer, kStopTimer, kShutdownTimer, kLingerTimer };
+}  // namespace
 
-struct Node {
-  NodeInfo info;
-  caf::actor agent;
-};
-
-struct RankRecord {
-  std::string pod;
-  bool done = false;
-  std::int32_t code = 0;
-  std::int32_t signal = 0;
-  std::string note;  // why it ended, when not by itself
-};
-
-struct SupervisorState {
-  SupervisorConfig config;
-  Lifecycle lifecycle;
-  std::string address;                       // HOST:PORT, for ATL_ADDRESS
-  std::vector<std::string> expected_pods;    // index = node rank
-  std::map<std::string, Node> nodes;         // joined (and not lost)
-  std::map<std::int32_t, RankRecord> ranks;  // stream -> record
-  caf::actor driver;
-  std::string failure;
-  bool finalizing = false;
-  bool finished = false;  // workers gone; maybe lingering
-  bool released = false;  // outcome handed over
-  std::set<caf::actor_addr> agents_leaving;
-  std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
-
-  const JobSpec& job() const { return config.job; }
-  JobState state() const { return lifecycle.state(); }
-};
-
-using SupervisorActor = caf::stateful_actor<SupervisorState>;
-
-void finalize(SupervisorActor* self);
-void fail(SupervisorActor* self, JobEvent event, const std::string& reason);
-
-bool apply(SupervisorActor* self, JobEvent event) {
+bool apply(Actor* self, JobEvent event) {
   auto& st = self->state;
   JobState before = st.state();
   auto next = st.lifecycle.apply(event);
@@ -74,19 +30,29 @@ bool apply(SupervisorActor* self, JobEvent event) {
   return true;
 }
 
-std::string rank_label(std::int32_t stream) {
-  return stream == kDriverStream ? "the driver" : "rank " + std::to_string(stream);
-}
-
-bool all_ranks_done(const SupervisorState& st) {
-  for (const auto& [stream, r] : st.ranks)
+bool all_done(const std::map<std::int32_t, RankRecord>& ranks) {
+  for (const auto& [stream, r] : ranks)
     if (!r.done) return false;
   return true;
 }
 
+bool all_started(const std::map<std::int32_t, RankRecord>& ranks) {
+  for (const auto& [stream, r] : ranks)
+    if (!r.started && !r.done) return false;
+  return true;
+}
+
+namespace {
+
+void finalize(Actor* self);
+
+std::string rank_label(std::int32_t stream) {
+  return stream == kDriverStream ? "the driver" : "rank " + std::to_string(stream);
+}
+
 // --- command -----------------------------------------------------------------
 
-void start_command(SupervisorActor* self) {
+void start_command(Actor* self) {
   auto& st = self->state;
   if (!apply(self, JobEvent::checks_passed)) return;
   const JobSpec& job = st.job();
@@ -97,9 +63,8 @@ void start_command(SupervisorActor* self) {
     launch.command = job.entrypoint;
     launch.env = to_env_strings(build_driver_env(job, atl, head_pod_name(job.job_id)));
     launch.working_dir = job.working_dir;
-    st.ranks[kDriverStream] = RankRecord{head_pod_name(job.job_id)};
-    st.driver = spawn_executor(self->system(), std::move(launch), head_pod_name(job.job_id),
-                               st.config.sink, caf::actor_cast<caf::actor>(self));
+    st.launches[kDriverStream] = std::move(launch);
+    launch_user_code(self);
     return;
   }
   std::vector<NodeSlot> slots;
@@ -112,47 +77,82 @@ void start_command(SupervisorActor* self) {
     fail(self, JobEvent::rank_failed, "cannot place ranks: " + layout.error());
     return;
   }
-  std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (const auto& placement : *layout) {
-    const std::string& pod = slots[placement.node_rank].pod;
     RankLaunch launch;
     launch.stream = placement.rank;
     launch.command = job.entrypoint;
     launch.env = to_env_strings(build_rank_env(job, slots, *layout, placement, atl));
     launch.working_dir = job.working_dir;
-    per_pod[pod].push_back(std::move(launch));
-    st.ranks[placement.rank] = RankRecord{pod};
+    st.launches[placement.rank] = std::move(launch);
   }
-  st.log->info("launching {} ranks on {} pods", layout->size(), per_pod.size());
-  for (auto& [pod, launches] : per_pod)
-    self->send(st.nodes.at(pod).agent, launch_atom::value, std::move(launches), st.config.sink);
+  launch_user_code(self);
 }
+
+}  // namespace
+
+std::string pod_of_rank(const State& st, std::int32_t stream) {
+  if (stream == kDriverStream) return head_pod_name(st.job().job_id);
+  int node = stream / st.job().nproc_per_node;
+  return st.expected_pods.at(static_cast<size_t>(node));
+}
+
+// (Re)starts every rank's user code from scratch, as attempt `st.attempt`.
+void launch_user_code(Actor* self) {
+  auto& st = self->state;
+  st.ranks.clear();
+  std::map<std::string, std::vector<RankLaunch>> per_pod;
+  for (auto launch : st.launches) {
+    launch.second.attempt = st.attempt;
+    std::string pod = pod_of_rank(st, launch.first);
+    st.ranks[launch.first] = RankRecord{pod};
+    if (launch.first == kDriverStream) {
+      st.driver = spawn_executor(self->system(), std::move(launch.second), pod, st.config.sink,
+                                 caf::actor_cast<caf::actor>(self));
+    } else {
+      per_pod[pod].push_back(std::move(launch.second));
+    }
+  }
+  if (!per_pod.empty())
+    st.log->info("launching {} ranks on {} pods (attempt {})", st.ranks.size(), per_pod.size(),
+                 st.attempt);
+  for (auto& [pod, launches] : per_pod) {
+    auto node = st.nodes.find(pod);
+    if (node == st.nodes.end()) continue;  // lost meanwhile: the loss fails the job
+    self->send(node->second.agent, launch_atom::value, std::move(launches), st.config.sink);
+  }
+}
+
+namespace {
 
 // --- ending ------------------------------------------------------------------
 
-void stop_ranks(SupervisorActor* self) {
+void stop_ranks(Actor* self) {
   auto& st = self->state;
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
 }
 
-void fail(SupervisorActor* self, JobEvent event, const std::string& reason) {
+}  // namespace
+
+void fail(Actor* self, JobEvent event, const std::string& reason) {
   auto& st = self->state;
   if (is_terminal(st.state()) || !apply(self, event)) return;
   st.failure = reason;
   st.log->error("job {} failed: {}", st.job().job_id, reason);
-  if (all_ranks_done(st)) {
+  if (all_done(st.ranks)) {
     finalize(self);
     return;
   }
   stop_ranks(self);
   self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
-                     static_cast<std::int32_t>(kStopTimer));
+                     static_cast<std::int32_t>(kFailStopTimer), std::int32_t{0});
 }
 
+namespace {
+
 // Hands the outcome to headnode's main and ends the supervisor.
-void release(SupervisorActor* self) {
+void release(Actor* self) {
   auto& st = self->state;
   if (st.released) return;
   st.released = true;
@@ -160,20 +160,20 @@ void release(SupervisorActor* self) {
   self->quit();
 }
 
-void deliver_outcome(SupervisorActor* self) {
+void deliver_outcome(Actor* self) {
   auto& st = self->state;
   if (st.finished) return;
   st.finished = true;
   if (st.config.linger.count() > 0) {
     self->delayed_send(self, st.config.linger, timeout_atom::value,
-                       static_cast<std::int32_t>(kLingerTimer));
+                       static_cast<std::int32_t>(kLingerTimer), std::int32_t{0});
     return;
   }
   release(self);
 }
 
 // Tells every worker how the job ended and waits (bounded) for them to leave.
-void finalize(SupervisorActor* self) {
+void finalize(Actor* self) {
   auto& st = self->state;
   if (st.finalizing) return;
   st.finalizing = true;
@@ -197,13 +197,31 @@ void finalize(SupervisorActor* self) {
     return;
   }
   self->delayed_send(self, kShutdownTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kShutdownTimer));
+                     static_cast<std::int32_t>(kShutdownTimer), std::int32_t{0});
 }
 
-void on_rank_exit(SupervisorActor* self, const RankExit& exit) {
+void on_rank_started(Actor* self, const RankStarted& started) {
   auto& st = self->state;
+  if (auto debug = decode_debug_stream(started.stream)) {
+    on_debug_started(self, started, *debug);
+    return;
+  }
+  auto it = st.ranks.find(started.stream);
+  if (started.attempt != st.attempt || it == st.ranks.end()) return;
+  it->second.started = true;
+  it->second.pid = started.pid;
+  on_user_code_progress(self);
+}
+
+void on_rank_exit(Actor* self, const RankExit& exit) {
+  auto& st = self->state;
+  if (auto debug = decode_debug_stream(exit.stream)) {
+    on_debug_exit(self, exit, *debug);
+    return;
+  }
   auto it = st.ranks.find(exit.stream);
-  if (it == st.ranks.end() || it->second.done) return;
+  // Reports of an earlier attempt (before a recover) are history.
+  if (exit.attempt != st.attempt || it == st.ranks.end() || it->second.done) return;
   RankRecord& r = it->second;
   r.done = true;
   r.code = exit.code;
@@ -217,17 +235,19 @@ void on_rank_exit(SupervisorActor* self, const RankExit& exit) {
     } else if (!status.success()) {
       fail(self, JobEvent::rank_failed,
            rank_label(exit.stream) + " on pod " + exit.pod + " ended with " + status.describe());
-    } else if (all_ranks_done(st) && apply(self, JobEvent::ranks_succeeded)) {
+    } else if (all_done(st.ranks) && apply(self, JobEvent::ranks_succeeded)) {
       finalize(self);
     }
-  } else if (all_ranks_done(st) && is_terminal(st.state())) {
-    finalize(self);
+  } else if (is_terminal(st.state())) {
+    if (all_done(st.ranks)) finalize(self);
+  } else {
+    on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
 }
 
 // --- joining and checks --------------------------------------------------------
 
-std::string missing_pods(const SupervisorState& st) {
+std::string missing_pods(const State& st) {
   std::string out;
   for (const auto& pod : st.expected_pods) {
     if (st.nodes.count(pod)) continue;
@@ -237,7 +257,7 @@ std::string missing_pods(const SupervisorState& st) {
   return out;
 }
 
-void run_checks(SupervisorActor* self) {
+void run_checks(Actor* self) {
   auto& st = self->state;
   if (!apply(self, JobEvent::all_joined)) return;
   if (st.job().mode == JobMode::driver && !st.job().working_dir.empty()) {
@@ -271,7 +291,7 @@ void run_checks(SupervisorActor* self) {
   }
 }
 
-std::string register_node(SupervisorActor* self, const NodeInfo& info, const caf::actor& agent) {
+std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& agent) {
   auto& st = self->state;
   if (st.state() != JobState::pending) {
     return "job " + st.job().job_id + " is in state " + std::string(to_string(st.state())) +
@@ -303,7 +323,7 @@ std::string register_node(SupervisorActor* self, const NodeInfo& info, const caf
   return "";
 }
 
-void on_node_down(SupervisorActor* self, const caf::down_msg& msg) {
+void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (st.agents_leaving.erase(msg.source) > 0) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
@@ -313,27 +333,36 @@ void on_node_down(SupervisorActor* self, const caf::down_msg& msg) {
     if (it->second.agent.address() != msg.source) continue;
     std::string pod = it->first;
     st.nodes.erase(it);
+    st.lost_pods.insert(pod);
     for (auto& [stream, r] : st.ranks) {
       if (r.pod == pod && !r.done) {
         r.done = true;
         r.note = "pod lost";
       }
     }
+    // Debug commands on that pod end too (their waiters get an answer).
+    std::vector<RankExit> lost;
+    for (const auto& [id, run] : st.runs)
+      for (const auto& [rank, r] : run.ranks)
+        if (r.pod == pod && !r.done)
+          lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
+    for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
     if (st.state() == JobState::pending) {
+      st.lost_pods.erase(pod);  // missing again, not lost
       st.log->warn("pod {} left before the job started ({}); waiting for it again", pod,
                    self->system().render(msg.reason));
       apply(self, JobEvent::node_lost);
     } else if (!is_terminal(st.state())) {
       fail(self, JobEvent::node_lost,
            "pod " + pod + " was lost (" + self->system().render(msg.reason) + ")");
-    } else if (all_ranks_done(st)) {
+    } else if (all_done(st.ranks)) {
       finalize(self);
     }
     return;
   }
 }
 
-std::string info_json(const SupervisorState& st) {
+std::string info_json(const State& st) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;
   j["state"] = to_string(st.state());
@@ -342,10 +371,14 @@ std::string info_json(const SupervisorState& st) {
   j["workers"] = st.job().workers;
   j["nproc_per_node"] = st.job().nproc_per_node;
   j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
+  j["attempt"] = st.attempt;
   if (!st.failure.empty()) j["failure"] = st.failure;
   j["pods"] = nlohmann::json::array();
   for (const auto& pod : st.expected_pods) {
-    nlohmann::json p{{"name", pod}, {"joined", st.nodes.count(pod) > 0}};
+    nlohmann::json p{{"name", pod},
+                     {"state", st.nodes.count(pod)       ? "joined"
+                               : st.lost_pods.count(pod) ? "lost"
+                                                         : "missing"}};
     if (auto it = st.nodes.find(pod); it != st.nodes.end()) {
       const NodeInfo& i = it->second.info;
       p["address"] = i.address;
@@ -358,7 +391,12 @@ std::string info_json(const SupervisorState& st) {
   }
   j["ranks"] = nlohmann::json::array();
   for (const auto& [stream, r] : st.ranks) {
-    nlohmann::json rj{{"stream", stream}, {"pod", r.pod}, {"state", r.done ? "exited" : "running"}};
+    nlohmann::json rj{{"stream", stream},
+                      {"pod", r.pod},
+                      {"pid", r.pid},
+                      {"state", r.done      ? "exited"
+                                : r.started ? "running"
+                                            : "starting"}};
     if (r.done) {
       rj["exit_code"] = r.code;
       rj["signal"] = r.signal;
@@ -366,10 +404,11 @@ std::string info_json(const SupervisorState& st) {
     }
     j["ranks"].push_back(rj);
   }
+  j["runs"] = nlohmann::json::parse(runs_json(st));
   return j.dump();
 }
 
-caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
+caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   for (int i = 0; i < st.job().workers; ++i)
@@ -387,14 +426,15 @@ caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
           return;
         }
         self->delayed_send(self, st.job().ready_timeout, timeout_atom::value,
-                           static_cast<std::int32_t>(kReadyTimer));
+                           static_cast<std::int32_t>(kReadyTimer), std::int32_t{0});
       },
       [self](register_atom, const NodeInfo& info, const caf::actor& agent) {
         return register_node(self, info, agent);
       },
       [self](check_atom) { run_checks(self); },
+      [self](const RankStarted& started) { on_rank_started(self, started); },
       [self](const RankExit& exit) { on_rank_exit(self, exit); },
-      [self](timeout_atom, std::int32_t kind) {
+      [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
         auto& st = self->state;
         switch (kind) {
           case kReadyTimer:
@@ -404,7 +444,7 @@ caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
                        ": missing " + missing_pods(st));
             }
             break;
-          case kStopTimer:
+          case kFailStopTimer:
             if (!st.finalizing) {
               st.log->warn("ranks did not all report after the stop; ending anyway");
               finalize(self);
@@ -420,6 +460,8 @@ caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
           case kLingerTimer:
             release(self);
             break;
+          default:
+            on_debug_timer(self, kind, arg);
         }
       },
       [self](cancel_atom, const std::string& why) {
@@ -437,13 +479,26 @@ caf::behavior job_supervisor(SupervisorActor* self, SupervisorConfig config) {
       [self](tail_atom a, std::int32_t stream, std::int64_t lines) {
         return self->delegate(self->state.config.sink, a, stream, lines);
       },
+      [self](debug_stop_atom) { return begin_stop(self); },
+      [self](stop_wait_atom) { return await_stop(self); },
+      [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
+        return start_run(self, ranks, command, forced);
+      },
+      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
+        return await_run(self, run, timeout_ms);
+      },
+      [self](recover_atom) { return recover(self); },
   };
 }
 
 }  // namespace
 
+}  // namespace atl::supervisor
+
+namespace atl {
+
 caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config) {
-  return sys.spawn(job_supervisor, std::move(config));
+  return sys.spawn(supervisor::job_supervisor, std::move(config));
 }
 
 }  // namespace atl

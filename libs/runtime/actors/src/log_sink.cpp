@@ -131,7 +131,8 @@ class LogWriter {
   void append(std::int32_t stream, const std::string& lines) {
     int fd = fd_for(stream);
     if (fd >= 0) write_all(fd, lines.data(), lines.size());
-    if (!echo_) return;
+    // Debug commands' output is for the atlctl that ran them, not the job's log.
+    if (!echo_ || decode_debug_stream(stream)) return;
     // Prefix each line without copying it: iovecs alternate prefix and line.
     const std::string prefix = stream_prefix(stream);
     iov_.clear();

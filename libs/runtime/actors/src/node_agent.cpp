@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include <caf/all.hpp>
-#include <set>
+#include <map>
 
 #include "atl/actors/executor.hpp"
 #include "atl/os/logging.hpp"
@@ -22,7 +22,7 @@ struct NodeAgentState {
   NodeAgentConfig config;
   caf::actor supervisor;
   std::shared_ptr<std::atomic<int>> exit_code;
-  std::set<caf::actor> executors;
+  std::map<caf::actor, std::int32_t> executors;  // -> debug run id, 0 for user code
   bool ending = false;
 };
 
@@ -37,8 +37,25 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
     self->quit();
     return;
   }
-  for (const auto& e : st.executors) self->send(e, stop_atom::value, grace_ms);
+  for (const auto& [e, run] : st.executors) self->send(e, stop_atom::value, grace_ms);
   self->delayed_send(self, std::chrono::milliseconds(grace_ms + 5000), timeout_atom::value);
+}
+
+// `run` 0 is the job's user code; other runs are atlctl's debug commands.
+void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<RankLaunch>& ranks,
+                     const caf::actor& sink) {
+  auto& st = self->state;
+  if (st.ending) return;
+  for (const auto& launch : ranks) {
+    auto exec = spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
+    self->monitor(exec);
+    st.executors.emplace(exec, run);
+  }
+}
+
+void stop_executors(NodeAgentActor* self, std::int32_t run, std::int64_t grace_ms) {
+  for (const auto& [e, r] : self->state.executors)
+    if (r == run) self->send(e, stop_atom::value, grace_ms);
 }
 
 caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,
@@ -100,17 +117,13 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         return answer;
       },
       [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
-        auto& st = self->state;
-        if (st.ending) return;
-        for (const auto& launch : ranks) {
-          auto exec =
-              spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
-          self->monitor(exec);
-          st.executors.insert(exec);
-        }
+        start_executors(self, 0, ranks, sink);
       },
-      [self](stop_atom, std::int64_t grace_ms) {
-        for (const auto& e : self->state.executors) self->send(e, stop_atom::value, grace_ms);
+      [self](run_atom, std::int32_t run, const std::vector<RankLaunch>& ranks,
+             const caf::actor& sink) { start_executors(self, run, ranks, sink); },
+      [self](stop_atom, std::int64_t grace_ms) { stop_executors(self, 0, grace_ms); },
+      [self](stop_atom, std::int32_t run, std::int64_t grace_ms) {
+        stop_executors(self, run, grace_ms);
       },
       [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
       [self](cancel_atom) {
@@ -119,7 +132,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       },
       [self](timeout_atom) {
         // Ranks that did not stop in time: exiting the executors kills their groups.
-        for (const auto& e : self->state.executors) self->send_exit(e, caf::exit_reason::kill);
+        for (const auto& [e, run] : self->state.executors)
+          self->send_exit(e, caf::exit_reason::kill);
         self->quit();
       },
   };

@@ -71,12 +71,75 @@ Expected<JobState> next_state(JobState from, JobEvent event) {
     case S::command:
       if (event == E::ranks_succeeded) return S::succeeded;
       if (event == E::rank_failed || event == E::node_lost) return S::failed;
+      if (event == E::debug_stop) return S::debugStop;
+      break;
+    case S::debugStop:
+      // Stopping again is harmless: the cluster is already parked.
+      if (event == E::debug_stop) return S::debugStop;
+      if (event == E::debug_run) return S::debugCommand;
+      if (event == E::recover) return S::command;
+      if (event == E::node_lost) return S::failed;
+      break;
+    case S::debugCommand:
+      if (event == E::debug_stop) return S::debugStop;
+      if (event == E::node_lost) return S::failed;
       break;
     default:
       break;
   }
   return make_error("event " + std::string(to_string(event)) + " is not allowed in state " +
                     std::string(to_string(from)));
+}
+
+std::string_view to_string(DebugCommand command) {
+  switch (command) {
+    case DebugCommand::stop:
+      return "stop";
+    case DebugCommand::run:
+      return "run";
+    case DebugCommand::check:
+      return "check";
+    case DebugCommand::burn:
+      return "burn";
+    case DebugCommand::recover:
+      return "recover";
+  }
+  return "unknown";
+}
+
+Status allow(DebugCommand command, JobState state, bool forced) {
+  using S = JobState;
+  const std::string name(to_string(command));
+  const std::string in_state = "job is in state " + std::string(to_string(state));
+  if (is_terminal(state)) return make_error(in_state + ": it has ended, " + name + " is refused");
+  if (state == S::pending || state == S::initializing || state == S::restarting) {
+    return make_error(in_state + ": user code is not running yet; retry " + name +
+                      " once the status is command");
+  }
+  switch (command) {
+    case DebugCommand::stop:
+      return Ok{};  // command, debugStop (again) and debugCommand all stop
+    case DebugCommand::recover:
+      if (state == S::debugStop) return Ok{};
+      if (state == S::debugCommand) {
+        return make_error(
+            in_state + ": a debug command is still active; run atlctl stop, then atlctl recover");
+      }
+      return make_error(in_state + ": recover only works from debugStop (run atlctl stop first)");
+    case DebugCommand::run:
+    case DebugCommand::check:
+    case DebugCommand::burn:
+      if (forced && command == DebugCommand::run) return Ok{};
+      if (state == S::debugStop) return Ok{};
+      if (state == S::debugCommand) {
+        return make_error(in_state +
+                          ": the previous run/check/burn must be ended with atlctl stop before " +
+                          name);
+      }
+      return make_error(in_state + ": " + name + " needs debugStop (run atlctl stop first" +
+                        (command == DebugCommand::run ? ", or use run -f)" : ")"));
+  }
+  return make_error("unknown command");
 }
 
 Expected<JobState> Lifecycle::apply(JobEvent event) {

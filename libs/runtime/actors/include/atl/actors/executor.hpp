@@ -13,7 +13,8 @@ namespace atl {
 
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
 // group, SIGKILL after the grace. It sends one RankExit to `report_to`, after
-// the sink acknowledged every line, then quits.
+// the sink acknowledged every line, then quits. It sends RankStarted (with the
+// pid) to `report_to` as soon as the process runs.
 caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to);
 

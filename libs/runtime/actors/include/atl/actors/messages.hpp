@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "atl/core/log_stream.hpp"
+
 namespace atl {
 
 // Atoms: at most 10 characters.
@@ -28,11 +30,14 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;            // sink -> exe
 using print_atom = caf::atom_constant<caf::atom("print")>;        // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;          // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;          // atlctl -> sink (last lines)
-
-// Log streams: rank N is stream N; the driver is kDriverStream.
-inline constexpr std::int32_t kDriverStream = -1;
-std::string stream_name(std::int32_t stream);    // "rank-3", "driver"
-std::string stream_prefix(std::int32_t stream);  // "[rank 3] ", "[driver] "
+// atlctl's debug commands; each answers (int32 code, string text), code as
+// atlctl's exit status (0 ok, 1 failed, 2 usage, 3 refused in this state).
+using debug_stop_atom = caf::atom_constant<caf::atom("dbg_stop")>;  // -> accepted or refused
+using stop_wait_atom = caf::atom_constant<caf::atom("stop_wait")>;  // -> when stopped
+using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when started
+using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
+using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
+using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
@@ -51,9 +56,10 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
            x.memory, x.shm);
 }
 
-// One process to run: a rank's entrypoint (or the driver).
+// One process to run: a rank's entrypoint, the driver, or a debug command.
 struct RankLaunch {
   std::int32_t stream = 0;
+  std::int32_t attempt = 0;      // user code: which start of it; debug: the run id
   std::string command;           // run with /bin/sh -c
   std::vector<std::string> env;  // "K=V", laid over the node's own environment
   std::string working_dir;       // empty: the node's working directory
@@ -61,12 +67,14 @@ struct RankLaunch {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
-  return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.command, x.env, x.working_dir);
+  return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.attempt, x.command, x.env,
+           x.working_dir);
 }
 
 // How a rank's process ended. `error` is set when it could not even start.
 struct RankExit {
   std::int32_t stream = 0;
+  std::int32_t attempt = 0;
   std::string pod;
   std::int32_t code = 0;
   std::int32_t signal = 0;
@@ -75,7 +83,21 @@ struct RankExit {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
-  return f(caf::meta::type_name("atl::RankExit"), x.stream, x.pod, x.code, x.signal, x.error);
+  return f(caf::meta::type_name("atl::RankExit"), x.stream, x.attempt, x.pod, x.code, x.signal,
+           x.error);
+}
+
+// Sent by an Executor once its process runs.
+struct RankStarted {
+  std::int32_t stream = 0;
+  std::int32_t attempt = 0;
+  std::string pod;
+  std::int32_t pid = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RankStarted& x) {
+  return f(caf::meta::type_name("atl::RankStarted"), x.stream, x.attempt, x.pod, x.pid);
 }
 
 }  // namespace atl

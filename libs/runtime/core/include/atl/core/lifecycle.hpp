@@ -28,15 +28,19 @@ enum class JobEvent {
   rank_failed,      // a rank (or the driver) exited non-zero or was killed
   node_lost,        // a worker's connection or process is gone
   cancelled,        // the head was told to end the job (signal)
+  debug_stop,       // atlctl stop: user code (or the debug command) stopped
+  debug_run,        // atlctl run/check/burn without -f
+  recover,          // atlctl recover: user code restarted from scratch
 };
 
 inline constexpr JobState kAllJobStates[] = {
     JobState::pending,      JobState::initializing, JobState::command,   JobState::debugStop,
     JobState::debugCommand, JobState::restarting,   JobState::succeeded, JobState::failed};
-inline constexpr JobEvent kAllJobEvents[] = {JobEvent::all_joined,      JobEvent::ready_timeout,
-                                             JobEvent::checks_passed,   JobEvent::check_failed,
-                                             JobEvent::ranks_succeeded, JobEvent::rank_failed,
-                                             JobEvent::node_lost,       JobEvent::cancelled};
+inline constexpr JobEvent kAllJobEvents[] = {
+    JobEvent::all_joined,   JobEvent::ready_timeout,   JobEvent::checks_passed,
+    JobEvent::check_failed, JobEvent::ranks_succeeded, JobEvent::rank_failed,
+    JobEvent::node_lost,    JobEvent::cancelled,       JobEvent::debug_stop,
+    JobEvent::debug_run,    JobEvent::recover};
 
 std::string_view to_string(JobState state);
 std::string_view to_string(JobEvent event);
@@ -45,6 +49,15 @@ bool is_terminal(JobState state);
 // The state `event` leads to from `from`, or an error naming both when the
 // event has no meaning there (the caller keeps its state).
 Expected<JobState> next_state(JobState from, JobEvent event);
+
+// What atlctl asks of the job; allow() holds the seed's rules for each.
+enum class DebugCommand { stop, run, check, burn, recover };
+
+std::string_view to_string(DebugCommand command);
+
+// Whether `command` may run in `state` (`forced`: run -f). The refusal is one
+// line naming the state and what to do instead.
+Status allow(DebugCommand command, JobState state, bool forced = false);
 
 // Holds the current state; apply() changes it only on a legal transition.
 class Lifecycle {

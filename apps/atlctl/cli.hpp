@@ -1,0 +1,81 @@
+// atlctl's shared pieces: exit codes, the command table entry, and the client
+// that asks the supervisor things (every request with a timeout).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/message.hpp>
+#include <caf/scoped_actor.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atl/core/host_port.hpp"
+
+namespace atlctl {
+
+namespace po = boost::program_options;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitRefused = 3;
+constexpr int kExitUnreachable = 4;
+
+[[noreturn]] void die(int code, const std::string& message);
+
+struct LogBytes {
+  std::string data;
+  std::int64_t next_offset = 0;
+};
+
+// A debug command's answer: atlctl's exit code and a text (message or JSON).
+struct Answer {
+  std::int32_t code = 0;
+  std::string text;
+};
+
+class SupervisorClient {
+ public:
+  // Exits with kExitUnreachable when the supervisor cannot be reached.
+  SupervisorClient(caf::actor_system& sys, const atl::HostPort& address);
+
+  // Each returns nothing when no answer came (last_error() says why).
+  std::optional<std::string> text(const caf::message& request);
+  std::optional<LogBytes> bytes(const caf::message& request);
+  std::optional<Answer> answer(const caf::message& request, std::chrono::milliseconds timeout);
+
+  // As above, but exits with kExitUnreachable when no answer came.
+  std::string text_or_die(const caf::message& request);
+  Answer answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
+
+  const std::string& last_error() const { return last_error_; }
+
+ private:
+  caf::actor_system& sys_;
+  caf::scoped_actor self_;
+  atl::HostPort address_;
+  caf::actor supervisor_;
+  std::string last_error_;
+};
+
+struct Command {
+  const char* usage;
+  void (*options)(po::options_description&);
+  int (*run)(SupervisorClient&, const po::variables_map&);
+  // Splits off words that are not options (run's CMD...); null: none allowed.
+  std::vector<std::string> (*split_words)(std::vector<std::string>& args) = nullptr;
+};
+
+// Writes each line of `data` prefixed as the stream's lines are ("[rank N] ").
+void print_prefixed(std::int32_t stream, const std::string& data);
+
+// Debug commands (debug_commands.cpp).
+extern const Command kStopCommand;
+extern const Command kRunCommand;
+extern const Command kRecoverCommand;
+
+}  // namespace atlctl

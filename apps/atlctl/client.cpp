@@ -1,0 +1,94 @@
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <iostream>
+
+#include "atl/core/log_stream.hpp"
+#include "cli.hpp"
+
+namespace atlctl {
+
+namespace {
+constexpr auto kRequestTimeout = std::chrono::seconds(15);
+}
+
+void die(int code, const std::string& message) {
+  std::cout.flush();
+  std::cerr << "atlctl: " << message << "\n";
+  std::exit(code);
+}
+
+void print_prefixed(std::int32_t stream, const std::string& data) {
+  std::string out;
+  const std::string prefix = atl::stream_prefix(stream);
+  size_t start = 0;
+  while (start < data.size()) {
+    size_t nl = data.find('\n', start);
+    size_t end = nl == std::string::npos ? data.size() : nl + 1;
+    out += prefix;
+    out.append(data, start, end - start);
+    start = end;
+  }
+  std::cout << out;
+}
+
+SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& address)
+    : sys_(sys), self_(sys), address_(address) {
+  auto found = caf::io::remote_actor(sys, address.host, address.port);
+  if (!found) {
+    die(kExitUnreachable,
+        "cannot reach the supervisor at " + address.to_string() + ": " + sys.render(found.error()));
+  }
+  supervisor_ = *found;
+}
+
+std::optional<std::string> SupervisorClient::text(const caf::message& request) {
+  std::optional<std::string> out;
+  self_->request(supervisor_, kRequestTimeout, request)
+      .receive([&](const std::string& s) { out = s; },
+               [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
+std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
+  std::optional<LogBytes> out;
+  self_->request(supervisor_, kRequestTimeout, request)
+      .receive(
+          [&](const std::string& s, std::int64_t next) {
+            out = LogBytes{s, next};
+          },
+          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
+std::optional<Answer> SupervisorClient::answer(const caf::message& request,
+                                               std::chrono::milliseconds timeout) {
+  std::optional<Answer> out;
+  self_->request(supervisor_, timeout, request)
+      .receive(
+          [&](std::int32_t code, const std::string& s) {
+            out = Answer{code, s};
+          },
+          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
+std::string SupervisorClient::text_or_die(const caf::message& request) {
+  auto out = text(request);
+  if (!out) {
+    die(kExitUnreachable,
+        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
+  }
+  return *out;
+}
+
+Answer SupervisorClient::answer_or_die(const caf::message& request,
+                                       std::chrono::milliseconds timeout) {
+  auto out = answer(request, timeout);
+  if (!out) {
+    die(kExitUnreachable,
+        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
+  }
+  return *out;
+}
+
+}  // namespace atlctl

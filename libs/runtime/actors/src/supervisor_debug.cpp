@@ -1,0 +1,271 @@
+// atlctl's debug commands on the JobSupervisor: stop, run, recover. The rules
+// of when each is allowed live in core (atl::allow); this file does the work.
+#include <nlohmann/json.hpp>
+
+#include "atl/core/rank_set.hpp"
+#include "atl/os/child_process.hpp"
+#include "supervisor_state.hpp"
+
+namespace atl::supervisor {
+
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(30);
+constexpr std::int32_t kRecoverStart = 0;  // kStartTimer's arg for a recover
+
+Result refused(const Status& status) { return {std::int32_t{3}, status.error()}; }
+Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
+Result ok(const std::string& text = "") { return {std::int32_t{0}, text}; }
+
+bool stop_complete(const State& st) {
+  if (st.stopping_run == 0) return all_done(st.ranks);
+  if (st.stopping_run > 0) {
+    auto it = st.runs.find(st.stopping_run);
+    return it == st.runs.end() || all_done(it->second.ranks);
+  }
+  return true;
+}
+
+void answer_stop_waiters(Actor* self, std::int32_t code, const std::string& text) {
+  auto& st = self->state;
+  for (auto& p : st.stop_waiters) p.deliver(code, text);
+  st.stop_waiters.clear();
+  st.stopping_run = -1;
+}
+
+void check_stop(Actor* self) {
+  if (!self->state.stop_waiters.empty() && stop_complete(self->state))
+    answer_stop_waiters(self, 0, "");
+}
+
+std::string pending_ranks(const std::map<std::int32_t, RankRecord>& ranks, bool want_started) {
+  std::string out;
+  for (const auto& [rank, r] : ranks) {
+    bool pending = want_started ? (!r.started && !r.done) : !r.done;
+    if (!pending) continue;
+    if (!out.empty()) out += ",";
+    out += std::to_string(rank);
+  }
+  return out;
+}
+
+nlohmann::json run_status(const DebugRun& run) {
+  nlohmann::json j{{"run", run.id}, {"done", all_done(run.ranks)}, {"tracked", run.tracked}};
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& [rank, r] : run.ranks) {
+    nlohmann::json rj{{"rank", rank},         {"stream", debug_stream(run.id, rank)},
+                      {"pod", r.pod},         {"pid", r.pid},
+                      {"started", r.started}, {"done", r.done}};
+    if (r.done) {
+      rj["code"] = r.code;
+      rj["signal"] = r.signal;
+      if (!r.note.empty()) rj["error"] = r.note;
+    }
+    j["ranks"].push_back(rj);
+  }
+  return j;
+}
+
+void maybe_answer_start(DebugRun& run) {
+  if (run.start_answered || !all_started(run.ranks)) return;
+  run.start_answered = true;
+  run.started_reply.deliver(std::int32_t{0}, run_status(run).dump());
+}
+
+void answer_run_waiters(DebugRun& run) {
+  std::string status = run_status(run).dump();
+  for (auto& p : run.waiters) p.deliver(std::int32_t{0}, status);
+  run.waiters.clear();
+}
+
+}  // namespace
+
+Result begin_stop(Actor* self) {
+  auto& st = self->state;
+  if (auto allowed = allow(DebugCommand::stop, st.state()); !allowed) return refused(allowed);
+  JobState before = st.state();
+  if (before == JobState::debugStop) return ok("already stopped");
+  apply(self, JobEvent::debug_stop);
+  auto grace = static_cast<std::int64_t>(st.job().grace.count());
+  if (before == JobState::command) {
+    st.stopping_run = 0;
+    for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
+    if (st.driver) self->send(st.driver, stop_atom::value, grace);
+  } else {  // debugCommand: end the tracked run; run -f commands keep going
+    st.stopping_run = st.tracked_run;
+    for (const auto& [pod, node] : st.nodes)
+      self->send(node.agent, stop_atom::value, st.tracked_run, grace);
+    st.tracked_run = 0;
+  }
+  self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
+                     static_cast<std::int32_t>(kDebugStopTimer), ++st.stop_generation);
+  return ok();
+}
+
+Result await_stop(Actor* self) {
+  auto& st = self->state;
+  if (stop_complete(st)) {
+    st.stopping_run = -1;
+    return ok();
+  }
+  auto promise = self->make_response_promise<std::int32_t, std::string>();
+  st.stop_waiters.push_back(promise);
+  return promise;
+}
+
+Result start_run(Actor* self, const std::string& rank_text, const std::string& command,
+                 bool forced) {
+  auto& st = self->state;
+  if (auto allowed = allow(DebugCommand::run, st.state(), forced); !allowed)
+    return refused(allowed);
+  if (st.job().mode == JobMode::driver) {
+    return usage("run needs an spmd job: this driver-mode job has no ranks");
+  }
+  if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
+  auto ranks = parse_rank_set(rank_text, static_cast<int>(st.launches.size()));
+  if (!ranks) return usage("-r: " + ranks.error());
+
+  DebugRun run;
+  run.id = st.next_run++;
+  run.tracked = !forced;
+  run.command = command;
+  std::map<std::string, std::vector<RankLaunch>> per_pod;
+  for (int rank : *ranks) {
+    // The rank's full environment and directory, as its user code has them.
+    RankLaunch launch = st.launches.at(rank);
+    launch.command = command;
+    launch.stream = debug_stream(run.id, rank);
+    launch.attempt = run.id;
+    std::string pod = pod_of_rank(st, rank);
+    run.ranks[rank] = RankRecord{pod};
+    per_pod[pod].push_back(std::move(launch));
+  }
+  for (auto& [pod, launches] : per_pod)
+    self->send(st.nodes.at(pod).agent, run_atom::value, run.id, std::move(launches),
+               st.config.sink);
+  if (run.tracked) {
+    apply(self, JobEvent::debug_run);
+    st.tracked_run = run.id;
+  }
+  st.log->info("debug run {} on ranks {}{}: {}", run.id, rank_text, forced ? " (-f)" : "", command);
+  run.started_reply = self->make_response_promise<std::int32_t, std::string>();
+  auto reply = run.started_reply;
+  auto id = run.id;
+  st.runs.emplace(id, std::move(run));
+  self->delayed_send(self, kStartTimeout, timeout_atom::value,
+                     static_cast<std::int32_t>(kStartTimer), id);
+  return reply;
+}
+
+Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
+  auto& st = self->state;
+  auto it = st.runs.find(id);
+  if (it == st.runs.end()) return usage("there is no run " + std::to_string(id));
+  if (all_done(it->second.ranks)) return ok(run_status(it->second).dump());
+  auto promise = self->make_response_promise<std::int32_t, std::string>();
+  it->second.waiters.push_back(promise);
+  self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
+                     timeout_atom::value, static_cast<std::int32_t>(kRunWaitTimer), id);
+  return promise;
+}
+
+Result recover(Actor* self) {
+  auto& st = self->state;
+  if (auto allowed = allow(DebugCommand::recover, st.state()); !allowed) return refused(allowed);
+  if (!stop_complete(st) || !all_done(st.ranks)) {
+    return refused(make_error("job is in state debugStop but ranks " +
+                              pending_ranks(st.ranks, false) +
+                              " are still stopping; retry recover in a moment"));
+  }
+  ++st.attempt;
+  apply(self, JobEvent::recover);
+  st.log->info("recovering: user code restarts from scratch (attempt {})", st.attempt);
+  launch_user_code(self);
+  st.recover_reply = self->make_response_promise<std::int32_t, std::string>();
+  st.recover_pending = true;
+  self->delayed_send(self, kStartTimeout, timeout_atom::value,
+                     static_cast<std::int32_t>(kStartTimer), kRecoverStart);
+  auto reply = st.recover_reply;
+  on_user_code_progress(self);  // nothing to start (no ranks) answers at once
+  return reply;
+}
+
+void on_user_code_progress(Actor* self) {
+  auto& st = self->state;
+  if (st.recover_pending && all_started(st.ranks)) {
+    st.recover_pending = false;
+    st.recover_reply.deliver(std::int32_t{0}, std::string());
+  }
+  check_stop(self);
+}
+
+void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id) {
+  auto it = self->state.runs.find(id.run);
+  if (it == self->state.runs.end()) return;
+  auto rank = it->second.ranks.find(id.rank);
+  if (rank == it->second.ranks.end()) return;
+  rank->second.started = true;
+  rank->second.pid = started.pid;
+  maybe_answer_start(it->second);
+}
+
+void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
+  auto it = self->state.runs.find(id.run);
+  if (it == self->state.runs.end()) return;
+  DebugRun& run = it->second;
+  auto rank = run.ranks.find(id.rank);
+  if (rank == run.ranks.end() || rank->second.done) return;
+  rank->second.done = true;
+  rank->second.code = exit.code;
+  rank->second.signal = exit.signal;
+  rank->second.note = exit.error;
+  maybe_answer_start(run);
+  if (all_done(run.ranks)) answer_run_waiters(run);
+  check_stop(self);
+}
+
+void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
+  auto& st = self->state;
+  switch (kind) {
+    case kDebugStopTimer:
+      if (arg == st.stop_generation && !st.stop_waiters.empty()) {
+        std::string late = st.stopping_run == 0
+                               ? pending_ranks(st.ranks, false)
+                               : pending_ranks(st.runs.at(st.stopping_run).ranks, false);
+        answer_stop_waiters(self, 1,
+                            "ranks " + late + " did not report their end within " +
+                                format_duration(st.job().grace + kStopSlack));
+      }
+      break;
+    case kRunWaitTimer:
+      if (auto it = st.runs.find(arg); it != st.runs.end()) answer_run_waiters(it->second);
+      break;
+    case kStartTimer:
+      if (arg == kRecoverStart && st.recover_pending) {
+        st.recover_pending = false;
+        st.recover_reply.deliver(std::int32_t{1}, "ranks " + pending_ranks(st.ranks, true) +
+                                                      " did not start within " +
+                                                      format_duration(kStartTimeout));
+      } else if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.start_answered) {
+        it->second.start_answered = true;
+        it->second.started_reply.deliver(
+            std::int32_t{1}, "ranks " + pending_ranks(it->second.ranks, true) +
+                                 " did not start within " + format_duration(kStartTimeout));
+      }
+      break;
+  }
+}
+
+std::string runs_json(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [id, run] : st.runs) {
+    j.push_back({{"run", id},
+                 {"command", run.command},
+                 {"tracked", run.tracked},
+                 {"ranks", run.ranks.size()},
+                 {"done", all_done(run.ranks)}});
+  }
+  return j.dump();
+}
+
+}  // namespace atl::supervisor

@@ -1,0 +1,119 @@
+// The JobSupervisor's state and the functions its two halves share: the job's
+// lifecycle (job_supervisor.cpp) and atlctl's debug commands (supervisor_debug.cpp).
+#pragma once
+
+#include <caf/all.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "atl/actors/job_supervisor.hpp"
+#include "atl/actors/messages.hpp"
+#include "atl/core/lifecycle.hpp"
+#include "atl/os/logging.hpp"
+
+namespace atl::supervisor {
+
+inline constexpr auto kStopSlack = std::chrono::seconds(10);
+
+enum TimerKind : std::int32_t {
+  kReadyTimer,
+  kFailStopTimer,   // ranks did not report after a failure: end anyway
+  kDebugStopTimer,  // ranks did not report after atlctl stop: answer anyway
+  kShutdownTimer,
+  kLingerTimer,
+  kRunWaitTimer,  // a run_wait long poll is due an answer
+  kStartTimer,    // ranks did not report started
+};
+
+struct Node {
+  NodeInfo info;
+  caf::actor agent;
+};
+
+struct RankRecord {
+  std::string pod;
+  std::int32_t pid = 0;
+  bool started = false;
+  bool done = false;
+  std::int32_t code = 0;
+  std::int32_t signal = 0;
+  std::string note;  // why it ended, when not by itself (or why it never started)
+};
+
+// atlctl commands are answered (int32 exit code for atlctl, text).
+using Promise = caf::typed_response_promise<std::int32_t, std::string>;
+using Result = caf::result<std::int32_t, std::string>;
+
+// One `atlctl run`: the command on some ranks, each with a stream of its own.
+struct DebugRun {
+  std::int32_t id = 0;
+  bool tracked = true;  // false for run -f: stop leaves it alone
+  std::string command;
+  std::map<std::int32_t, RankRecord> ranks;  // rank -> record
+  Promise started_reply;
+  bool start_answered = false;
+  std::vector<Promise> waiters;  // run_wait long polls
+};
+
+struct State {
+  SupervisorConfig config;
+  Lifecycle lifecycle;
+  std::string address;                     // HOST:PORT, for ATL_ADDRESS
+  std::vector<std::string> expected_pods;  // index = node rank
+  std::map<std::string, Node> nodes;       // joined (and not lost)
+  std::set<std::string> lost_pods;
+
+  // User code: the launch of each stream (rank, or the driver) and how the
+  // current attempt of it is doing. `attempt` grows with every recover.
+  std::map<std::int32_t, RankLaunch> launches;
+  std::map<std::int32_t, RankRecord> ranks;
+  std::int32_t attempt = 1;
+  caf::actor driver;
+  Promise recover_reply;
+  bool recover_pending = false;
+
+  // atlctl's debug commands.
+  std::map<std::int32_t, DebugRun> runs;
+  std::int32_t next_run = 1;
+  std::int32_t tracked_run = 0;    // the run that put the job in debugCommand
+  std::int32_t stopping_run = -1;  // what a pending stop waits for: 0 user code, else a run
+  std::vector<Promise> stop_waiters;
+  std::int32_t stop_generation = 0;
+
+  std::string failure;
+  bool finalizing = false;
+  bool finished = false;  // workers gone; maybe lingering
+  bool released = false;  // outcome handed over
+  std::set<caf::actor_addr> agents_leaving;
+  std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
+
+  const JobSpec& job() const { return config.job; }
+  JobState state() const { return lifecycle.state(); }
+};
+
+using Actor = caf::stateful_actor<State>;
+
+// Shared between the halves.
+bool apply(Actor* self, JobEvent event);
+void fail(Actor* self, JobEvent event, const std::string& reason);
+void launch_user_code(Actor* self);
+bool all_done(const std::map<std::int32_t, RankRecord>& ranks);
+bool all_started(const std::map<std::int32_t, RankRecord>& ranks);
+
+// Debug half: handlers and the hooks the lifecycle half calls.
+Result begin_stop(Actor* self);
+Result await_stop(Actor* self);
+Result start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
+Result await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
+Result recover(Actor* self);
+std::string pod_of_rank(const State& st, std::int32_t stream);
+void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id);
+void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id);
+void on_user_code_progress(Actor* self);  // a user rank started or ended
+void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
+std::string runs_json(const State& st);
+
+}  // namespace atl::supervisor

@@ -1,0 +1,27 @@
+// Log streams: every process atl runs has one, numbered. Rank N's user code is
+// stream N, the driver is -1, and rank N's part of debug run K (atlctl run)
+// has a stream of its own so runs never mix in one log.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace atl {
+
+inline constexpr std::int32_t kDriverStream = -1;
+inline constexpr std::int32_t kMaxRanksPerRun = 65536;
+
+std::int32_t debug_stream(std::int32_t run, std::int32_t rank);
+
+struct DebugStreamId {
+  std::int32_t run = 0;
+  std::int32_t rank = 0;
+};
+// The run and rank of a debug stream; nothing for user code and the driver.
+std::optional<DebugStreamId> decode_debug_stream(std::int32_t stream);
+
+std::string stream_name(std::int32_t stream);    // "rank-3", "driver", "run-2-rank-3"
+std::string stream_prefix(std::int32_t stream);  // "[rank 3] ", "[driver] "
+
+}  // namespace atl

@@ -1,0 +1,231 @@
+// The atlctl guide's debug workflow, as tests: every walkthrough of the seed
+// with its exact lines, against a real 2 workers x 2 ranks cluster.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "test_cluster.hpp"
+
+using namespace atl::test;
+
+namespace {
+
+const std::string kStopLines = "Stopping task in all workers...\nStop job task success.\n";
+const std::string kSent = "Send command to all workers success.\n";
+
+// A cluster whose user code records each start (per rank) and then waits.
+class DebugCluster {
+ public:
+  DebugCluster() {
+    std::string marker = c.dir() + "/attempts.";
+    head = &c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                          "--grace", "5s", "--",
+                          "echo start >> " + marker + "$RANK; echo user code up; sleep 300"});
+    address = c.head_address();
+    for (int rank = 0; rank < 4; ++rank)
+      EXPECT_TRUE(c.wait_for_output(*head, "[rank " + std::to_string(rank) + "] user code up"));
+  }
+  ~DebugCluster() {
+    if (head->process) head->process->signal(SIGTERM);
+    c.wait_exit(*head);
+    EXPECT_TRUE(c.no_strays_within());
+  }
+
+  CommandResult ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--address", address});
+    return c.atlctl(args);
+  }
+  std::string status() { return ctl({"status"}).output; }
+  int attempts(int rank) {
+    return count_lines(read_file(c.dir() + "/attempts." + std::to_string(rank)));
+  }
+
+  TestCluster c;
+  Started* head = nullptr;
+  std::string address;
+};
+
+}  // namespace
+
+TEST(DebugMode, SeedWalkthroughStopRunStopRecover) {
+  DebugCluster d;
+  EXPECT_EQ(d.status(), "Job status:  command\n");
+  auto stop = d.ctl({"stop"});
+  EXPECT_EQ(stop.exit_code, 0);
+  EXPECT_EQ(stop.output, kStopLines);
+  EXPECT_EQ(d.status(), "Job status:  debugStop\n");
+  // The seed's clean-up of leftovers, aimed at a name no other test uses.
+  auto run = d.ctl({"run",
+                    "ps -ef |grep atl-no-such-leftover |grep -v grep |grep -v tini "
+                    "|awk '{print $2}'|xargs -r kill -9"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, kSent);
+  EXPECT_EQ(d.status(), "Job status:  debugCommand\n");
+  EXPECT_EQ(d.ctl({"stop"}).output, kStopLines);
+  EXPECT_EQ(d.status(), "Job status:  debugStop\n");
+  auto recover = d.ctl({"recover"});
+  EXPECT_EQ(recover.exit_code, 0);
+  EXPECT_EQ(recover.output, "Task recovering...\nTask recover success.\n");
+  EXPECT_EQ(d.status(), "Job status:  command\n");
+  // Stopping user code is not a failure: the job is alive and well.
+  EXPECT_EQ(d.c.output(*d.head).find("job failed"), std::string::npos) << d.c.output(*d.head);
+}
+
+TEST(DebugMode, RunOnSelectedRanksShowsOnlyTheirOutput) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  auto run = d.ctl({"run", "-r", "0,2-3", "echo out-$RANK-$LOCAL_RANK-$WORLD_SIZE"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.output.rfind(kSent, 0), 0u) << run.output;
+  EXPECT_NE(run.output.find("[rank 0] out-0-0-4\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[rank 2] out-2-0-4\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("[rank 3] out-3-1-4\n"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("[rank 1]"), std::string::npos) << run.output;
+  EXPECT_EQ(count_lines(run.output), 4) << run.output;
+}
+
+TEST(DebugMode, FailedRanksAreSummarisedAndFailTheRun) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  auto run = d.ctl({"run", "exit $((RANK % 2))"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.output.find("rank 1 on " + d.c.worker_name(0) + " failed: exit code 1"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("rank 3 on " + d.c.worker_name(1) + " failed: exit code 1"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("rank 0 on"), std::string::npos) << run.output;
+}
+
+TEST(DebugMode, ASecondRunWithoutStopIsRefused) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  ASSERT_EQ(d.ctl({"run", "true"}).exit_code, 0);
+  auto again = d.ctl({"run", "true"});
+  EXPECT_EQ(again.exit_code, 3);
+  EXPECT_EQ(count_lines(again.output), 1) << again.output;
+  EXPECT_NE(again.output.find("debugCommand"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("atlctl stop"), std::string::npos) << again.output;
+  EXPECT_EQ(d.status(), "Job status:  debugCommand\n");
+}
+
+TEST(DebugMode, RunForceIsNotTrackedAndSurvivesStop) {
+  DebugCluster d;
+  std::string pids = d.c.dir() + "/forced.";
+  // In state command, without stopping the job; --detach returns at once.
+  auto run = d.ctl({"run", "-f", "--detach", "-r", "1",
+                    "echo forced $$ > " + pids + "$RANK; echo hello; exec sleep 30"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.output, kSent);
+  EXPECT_EQ(d.status(), "Job status:  command\n");  // -f changes no state
+  std::string pid_file = pids + "1";
+  for (int i = 0; i < 500 && read_file(pid_file).empty(); ++i) std::this_thread::sleep_for(20ms);
+  std::string line = read_file(pid_file);
+  ASSERT_FALSE(line.empty());
+  pid_t pid = std::stoi(line.substr(line.find(' ') + 1));
+  EXPECT_EQ(d.ctl({"stop"}).output, kStopLines);
+  EXPECT_EQ(::kill(pid, 0), 0) << "stop ended the untracked run -f process";
+  // Its output still streams, readable with logs --run.
+  auto logs = d.ctl({"logs", "--run", "1", "-r", "1"});
+  EXPECT_EQ(logs.output, "[rank 1] hello\n");
+  ::kill(pid, SIGKILL);  // the test cleans up what stop (rightly) left
+}
+
+TEST(DebugMode, RecoverOutsideDebugStopIsRefused) {
+  DebugCluster d;
+  auto recover = d.ctl({"recover"});
+  EXPECT_EQ(recover.exit_code, 3);
+  EXPECT_EQ(count_lines(recover.output), 1) << recover.output;
+  EXPECT_NE(recover.output.find("state command"), std::string::npos) << recover.output;
+  EXPECT_NE(recover.output.find("debugStop"), std::string::npos) << recover.output;
+  EXPECT_EQ(d.status(), "Job status:  command\n");
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  ASSERT_EQ(d.ctl({"run", "true"}).exit_code, 0);
+  EXPECT_EQ(d.ctl({"recover"}).exit_code, 3);  // debugCommand: stop first
+  EXPECT_EQ(d.status(), "Job status:  debugCommand\n");
+}
+
+TEST(DebugMode, RecoverRestartsUserCodeFromTheBeginning) {
+  DebugCluster d;
+  for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(d.attempts(rank), 1);
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  ASSERT_EQ(d.ctl({"recover"}).exit_code, 0);
+  // Each rank wrote its start marker a second time: it ran from the top.
+  for (int rank = 0; rank < 4; ++rank) {
+    for (int i = 0; i < 500 && d.attempts(rank) < 2; ++i) std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(d.attempts(rank), 2) << "rank " << rank;
+  }
+  auto json = d.ctl({"status", "--json"});
+  EXPECT_NE(json.output.find("\"attempt\": 2"), std::string::npos) << json.output;
+}
+
+TEST(DebugMode, TheMinimalLoopFromInsideAPod) {
+  DebugCluster d;
+  // As typed in a pod: no flags, ATL_ADDRESS from the environment.
+  auto& loop = d.c.start("loop", {"/bin/sh", "-c",
+                                  "export ATL_ADDRESS=" + d.address +
+                                      "; atlctl stop && atlctl run \"echo hi\" && atlctl stop "
+                                      "&& atlctl recover"});
+  EXPECT_EQ(d.c.wait_exit(loop), 0) << d.c.output(loop);
+  std::string out = d.c.output(loop);
+  EXPECT_EQ(out.rfind(kStopLines + kSent, 0), 0u) << out;
+  EXPECT_NE(out.find("Task recover success.\n"), std::string::npos) << out;
+  EXPECT_EQ(d.status(), "Job status:  command\n");
+}
+
+TEST(DebugMode, BadRankSetsAreRefusedNamingTheBadPart) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  for (auto [spec, named] : std::vector<std::pair<std::string, std::string>>{{"5-2", "5"},
+                                                                             {"3-1", "3-1"},
+                                                                             {"a", "'a'"},
+                                                                             {"1,,2", "1,,2"},
+                                                                             {"-1", "-1"},
+                                                                             {"4", "4"}}) {
+    auto run = d.ctl({"run", "-r", spec, "true"});
+    EXPECT_EQ(run.exit_code, 2) << spec << ": " << run.output;
+    EXPECT_EQ(count_lines(run.output), 1) << run.output;
+    EXPECT_NE(run.output.find(named), std::string::npos) << spec << ": " << run.output;
+  }
+  EXPECT_EQ(d.status(), "Job status:  debugStop\n");  // nothing changed
+}
+
+TEST(DebugMode, ConcurrentCommandsNeverCorruptState) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  // Two operators run at once: one wins, the other is refused.
+  std::vector<std::string> base = {atl::test::bin("atlctl"), "--address", d.address};
+  auto args = [&](std::vector<std::string> extra) {
+    auto all = base;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  auto& a = d.c.start("run-a", args({"run", "echo a"}));
+  auto& b = d.c.start("run-b", args({"run", "echo b"}));
+  int ca = d.c.wait_exit(a), cb = d.c.wait_exit(b);
+  EXPECT_EQ(std::min(ca, cb), 0) << d.c.output(a) << d.c.output(b);
+  EXPECT_EQ(std::max(ca, cb), 3) << d.c.output(a) << d.c.output(b);
+  EXPECT_EQ(d.status(), "Job status:  debugCommand\n");
+  // Two stops at once: both succeed, one state.
+  auto& s1 = d.c.start("stop-1", args({"stop"}));
+  auto& s2 = d.c.start("stop-2", args({"stop"}));
+  EXPECT_EQ(d.c.wait_exit(s1), 0) << d.c.output(s1);
+  EXPECT_EQ(d.c.wait_exit(s2), 0) << d.c.output(s2);
+  EXPECT_EQ(d.status(), "Job status:  debugStop\n");
+}
+
+TEST(DebugMode, RefusedBeforeUserCodeRuns) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--ready-timeout", "60s", "--", "true"});
+  std::string addr = c.head_address();
+  for (auto cmd : {"stop", "recover"}) {
+    auto r = c.atlctl({"--address", addr, cmd});
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("state pending"), std::string::npos) << r.output;
+  }
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+}
