@@ -65,16 +65,20 @@ void become_guard(pid_t parent) {
   set_disposition(SIGINT, SIG_IGN);
 }
 
+[[noreturn]] void exec_command(char** argv, char** envp, int report_fd);
+
 // In the guard: starts the command's process, waits for it and ends the same
-// way. Returns only in that new process, which then execs.
-void run_guarded(int report_fd) {
-  pid_t inner = ::fork();
+// way. Never returns.
+[[noreturn]] void run_guarded(char** argv, char** envp, int report_fd) {
+  // vfork: the guard is single-threaded, and the child only resets its own
+  // signal dispositions and execs (or _exits) without returning from here.
+  pid_t inner = ::vfork();
   if (inner < 0) child_fail(report_fd, 4);
   if (inner == 0) {
     set_disposition(SIGTERM, SIG_DFL);
     set_disposition(SIGINT, SIG_DFL);
     set_disposition(SIGUSR1, SIG_DFL);
-    return;
+    exec_command(argv, envp, report_fd);
   }
   ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
   int status = 0;
@@ -188,7 +192,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     // Keep only 0-2 and the report pipe (CLOEXEC): no actor sockets leak into user code.
     for (int fd = 3; fd < report[1]; ++fd) ::close(fd);
     ::syscall(SYS_close_range, report[1] + 1, ~0U, 0);
-    if (guarded) run_guarded(report[1]);  // returns in the process that execs
+    if (guarded) run_guarded(argv.data(), envp.data(), report[1]);
     exec_command(argv.data(), envp.data(), report[1]);
   }
 

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""bench/fanout: wall time of `atlctl run -r all true` on 8 and 32 local ranks
+against `mpirun --oversubscribe -np N true` (OpenMPI) in the same run, median
+of --runs each. The atl cluster is started once per size and parked in
+debugStop; each timed run is followed by an (untimed) `atlctl stop`.
+
+Usage: bench/fanout/run.py [--runs 10] [--out bench/results/fanout.md]
+"""
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+SIZES = ((8, 2, 4), (32, 4, 8))  # ranks, workers, ranks per worker
+
+
+def timed(cmd, env=None, limit=60):
+    """Seconds `cmd` took, or None if it hung past `limit` (its group is killed)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()}")
+    return took
+
+
+def atl_times(workers, per_node, runs, tmp):
+    head = subprocess.Popen(
+        [common.binary("headnode"), "--port", "0", "--workers", str(workers), "--nproc-per-node",
+         str(per_node), "--local-workers", str(workers), "--state-dir", os.path.join(tmp, "state"),
+         "--grace", "2s", "--", "sleep 600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        address_file = os.path.join(tmp, "state", "address")
+        ctl = [common.binary("atlctl"), "--address"]
+        deadline = time.time() + 60
+        while True:
+            if os.path.exists(address_file):
+                address = open(address_file).read().strip()
+                out = subprocess.run(ctl + [address, "status"], capture_output=True, text=True)
+                if out.stdout.strip() == "Job status:  command":
+                    break
+            if time.time() > deadline:
+                raise SystemExit("cluster did not come up")
+            time.sleep(0.1)
+        timed(ctl + [address, "stop"])
+        times = []
+        for _ in range(runs):
+            times.append(timed(ctl + [address, "run", "-r", "all", "true"]))
+            timed(ctl + [address, "stop"])
+        return times
+    finally:
+        head.terminate()
+        head.wait(timeout=60)
+
+
+MPI_LIMIT_S = 20
+
+
+def mpi_times(ranks, runs):
+    """mpirun's times; OpenMPI 4.1 sometimes hangs at exit here: those runs are
+    killed after MPI_LIMIT_S, counted, and left out of the median."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "--oversubscribe", "-np", str(ranks), "true"]
+    timed(cmd, env, MPI_LIMIT_S)  # warm the page cache
+    times, hangs = [], 0
+    while len(times) < runs and hangs < 3 * runs:
+        t = timed(cmd, env, MPI_LIMIT_S)
+        if t is None:
+            hangs += 1
+        else:
+            times.append(t)
+    return times, hangs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "fanout.md"))
+    args = ap.parse_args()
+    if not shutil.which("mpirun"):
+        raise SystemExit("mpirun not found: scripts/setup.sh --tests installs openmpi-bin")
+    version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True,
+                             env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")).stdout.splitlines()[0]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for ranks, workers, per_node in SIZES:
+            atl = atl_times(workers, per_node, args.runs, os.path.join(tmp, str(ranks)))
+            mpi, hangs = mpi_times(ranks, args.runs)
+            a, m = common.median(atl), common.median(mpi)
+            rows.append((ranks, workers, per_node, a, min(atl), max(atl), m, min(mpi), max(mpi),
+                         hangs))
+            print(f"{ranks} ranks: atl {a*1000:.0f} ms, mpirun {m*1000:.0f} ms, ratio {a/m:.2f}",
+                  flush=True)
+    lines = [
+        "# bench/fanout: `atlctl run -r all true` against `mpirun -np N true`",
+        "",
+        f"Machine: {common.machine()}; {version}.",
+        f"Command: `bench/fanout/run.py --runs {args.runs}` (median of {args.runs}; min-max in brackets).",
+        "atl: a running local cluster parked in debugStop; the time is the whole `atlctl run`",
+        "process (connect, start on every rank, wait for every exit, print). mpirun: the whole",
+        "`mpirun --oversubscribe -np N true` process, same machine, same run.",
+        "",
+        "| ranks | cluster | atl (ms) | mpirun (ms) | mpirun hangs | atl / mpirun |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for r, w, p, a, alo, ahi, m, mlo, mhi, hangs in rows:
+        lines.append(f"| {r} | {w} workers x {p} | {a*1000:.0f} [{alo*1000:.0f}-{ahi*1000:.0f}] | "
+                     f"{m*1000:.0f} [{mlo*1000:.0f}-{mhi*1000:.0f}] | {hangs} | **{a/m:.2f}x** |")
+    lines += ["",
+              f"Target: atl <= 0.5x mpirun. 'mpirun hangs': runs of mpirun that had not exited "
+              f"after {MPI_LIMIT_S} s (OpenMPI 4.1 on this VM; killed, left out of the median); "
+              "no atl run hung."]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
