@@ -27,6 +27,46 @@ Expected<std::pair<std::string, std::string>> parse_env_assignment(std::string_v
   return std::make_pair(std::string(key), std::string(text.substr(eq + 1)));
 }
 
+Expected<EnvMap> parse_env_spec(std::string_view text) {
+  if (text.empty()) return make_error("empty environment spec (expected k=v or \"k1=v1;k2=v2\")");
+  EnvMap env;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t semi = text.find(';', start);
+    std::string_view pair =
+        text.substr(start, semi == std::string_view::npos ? std::string_view::npos : semi - start);
+    if (pair.empty()) return make_error("empty pair in environment spec " + detail::quote(text));
+    auto kv = parse_env_assignment(pair);
+    if (!kv) return Error{kv.error()};
+    env[kv->first] = kv->second;
+    if (semi == std::string_view::npos) break;
+    start = semi + 1;
+  }
+  return env;
+}
+
+Expected<std::vector<std::string>> parse_worker_list(std::string_view text) {
+  std::vector<std::string> pods;
+  if (text == "all") return pods;
+  if (text.empty())
+    return make_error("empty worker list (use all or pod names separated by commas)");
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string_view pod = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    if (pod.empty()) return make_error("empty pod name in worker list " + detail::quote(text));
+    for (char c : pod) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+      if (!ok) return make_error("bad pod name " + detail::quote(pod) + " in worker list");
+    }
+    pods.emplace_back(pod);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return pods;
+}
+
 std::vector<std::string> to_env_strings(const EnvMap& env) {
   std::vector<std::string> out;
   out.reserve(env.size());

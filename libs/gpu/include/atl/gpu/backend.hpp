@@ -1,0 +1,55 @@
+// The GPU work behind burns and checks, behind one small interface: a CUDA
+// implementation (cuBLAS, CUDA runtime) when built with CUDA and a device is
+// present, and a CPU implementation so every caller runs and is tested anywhere.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::gpu {
+
+struct GemmConfig {
+  int size = 8192;   // m = n = k
+  bool bf16 = true;  // CUDA: bf16 inputs, fp32 accumulate; else fp32 (tf32 if allowed)
+  bool allow_tf32 = false;
+  int repeats = 3;  // identical GEMMs per round, compared element-wise
+};
+
+struct GemmResult {
+  int device = 0;
+  double tflops = 0;
+  std::int64_t differing = 0;  // elements differing between the repeats
+  std::int64_t nans = 0;
+  std::int64_t wrong = 0;  // elements off the exact reference (spot check)
+  bool ok() const { return differing == 0 && nans == 0 && wrong == 0; }
+};
+
+struct TransferResult {
+  int device = 0;
+  std::int64_t bytes = 0;
+  double h2d_gbps = 0;
+  double d2h_gbps = 0;
+  double bidir_gbps = 0;  // both directions at once, total
+  bool checksum_ok = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "cuda" or "cpu"
+  virtual int device_count() const = 0;
+  virtual Expected<GemmResult> gemm(int device, const GemmConfig& config) = 0;
+  virtual Expected<TransferResult> transfer(int device, std::int64_t bytes) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+// CUDA when compiled in and a device answers; otherwise the CPU backend.
+std::unique_ptr<Backend> make_backend();
+bool cuda_compiled_in();
+
+}  // namespace atl::gpu

@@ -1,0 +1,30 @@
+// What atlctl burn and check ask for: burn and check types, burn sizes as the
+// seed writes them ("512M", "1G": powers of 1024, like nccl-tests).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::gpu {
+
+enum class BurnType { gemm, transfer, local, global, batch };
+enum class CheckType { gpu, allreduce, all };
+
+Expected<BurnType> parse_burn_type(std::string_view text);
+Expected<CheckType> parse_check_type(std::string_view text);
+std::string_view to_string(BurnType type);
+std::string_view to_string(CheckType type);
+
+// "512M" -> 512 MiB, "1G" -> 1 GiB, "64K", plain bytes.
+Expected<std::int64_t> parse_burn_size(std::string_view text);
+// The seed's size label: 536870912 -> "512M", 1073741824 -> "1G".
+std::string format_burn_size(std::int64_t bytes);
+
+// The seed's allreduce sizes, dropping those that do not fit in `max_bytes`.
+std::vector<std::int64_t> allreduce_sizes(std::int64_t max_bytes);
+
+}  // namespace atl::gpu

@@ -1,0 +1,90 @@
+#include "atl/gpu/burn_types.hpp"
+
+#include <utility>
+
+namespace atl::gpu {
+
+Expected<BurnType> parse_burn_type(std::string_view text) {
+  static constexpr std::pair<std::string_view, BurnType> kTypes[] = {
+      {"gemm", BurnType::gemm},
+      {"transfer", BurnType::transfer},
+      {"local", BurnType::local},
+      {"global", BurnType::global},
+      {"batch", BurnType::batch}};
+  for (const auto& [name, type] : kTypes)
+    if (text == name) return type;
+  return make_error("bad burn type '" + std::string(text) +
+                    "': use gemm, transfer, local, global or batch");
+}
+
+Expected<CheckType> parse_check_type(std::string_view text) {
+  if (text == "gpu") return CheckType::gpu;
+  if (text == "allreduce") return CheckType::allreduce;
+  if (text == "all") return CheckType::all;
+  return make_error("bad check type '" + std::string(text) + "': use gpu, allreduce or all");
+}
+
+std::string_view to_string(BurnType type) {
+  switch (type) {
+    case BurnType::gemm:
+      return "gemm";
+    case BurnType::transfer:
+      return "transfer";
+    case BurnType::local:
+      return "local";
+    case BurnType::global:
+      return "global";
+    case BurnType::batch:
+      return "batch";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CheckType type) {
+  switch (type) {
+    case CheckType::gpu:
+      return "gpu";
+    case CheckType::allreduce:
+      return "allreduce";
+    case CheckType::all:
+      return "all";
+  }
+  return "unknown";
+}
+
+Expected<std::int64_t> parse_burn_size(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) {
+    return make_error("bad size '" + std::string(text) + "': expected e.g. 512M or 1G");
+  }
+  std::int64_t n = std::stoll(std::string(text.substr(0, digits)));
+  std::string_view unit = text.substr(digits);
+  std::int64_t factor = 0;
+  if (unit.empty() || unit == "B") factor = 1;
+  if (unit == "K") factor = 1LL << 10;
+  if (unit == "M") factor = 1LL << 20;
+  if (unit == "G") factor = 1LL << 30;
+  if (factor == 0) {
+    return make_error("bad size '" + std::string(text) +
+                      "': unit must be K, M or G (powers of 1024)");
+  }
+  return n * factor;
+}
+
+std::string format_burn_size(std::int64_t bytes) {
+  static constexpr std::pair<std::int64_t, const char*> kUnits[] = {
+      {1LL << 30, "G"}, {1LL << 20, "M"}, {1LL << 10, "K"}};
+  for (const auto& [factor, unit] : kUnits)
+    if (bytes >= factor && bytes % factor == 0) return std::to_string(bytes / factor) + unit;
+  return std::to_string(bytes);
+}
+
+std::vector<std::int64_t> allreduce_sizes(std::int64_t max_bytes) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t s : {512LL << 20, 1LL << 30, 2LL << 30, 4LL << 30})
+    if (s <= max_bytes) sizes.push_back(s);
+  return sizes;
+}
+
+}  // namespace atl::gpu

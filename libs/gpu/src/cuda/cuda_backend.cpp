@@ -1,0 +1,212 @@
+// The CUDA implementation: cuBLAS GEMM (bf16 inputs, fp32 accumulate, or
+// fp32/tf32) timed with CUDA events and checked like gpu-burn, and pinned
+// host <-> device copies. Plain C++ against the CUDA runtime and cuBLAS (no
+// nvcc needed); built only when CMake finds the CUDA toolkit.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <string>
+
+#include "atl/gpu/backend.hpp"
+#include "atl/gpu/metrics.hpp"
+#include "atl/gpu/verify.hpp"
+
+namespace atl::gpu {
+
+namespace {
+
+std::string cuda_error(const char* what, cudaError_t err) {
+  return std::string(what) + ": " + cudaGetErrorString(err);
+}
+
+#define ATL_CUDA(call)                                                   \
+  do {                                                                   \
+    cudaError_t err_ = (call);                                           \
+    if (err_ != cudaSuccess) return make_error(cuda_error(#call, err_)); \
+  } while (0)
+
+#define ATL_CUBLAS(call)                                                                \
+  do {                                                                                  \
+    cublasStatus_t st_ = (call);                                                        \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                   \
+      return make_error(std::string(#call) + ": cuBLAS status " + std::to_string(st_)); \
+  } while (0)
+
+// Device memory freed on scope exit, whatever path returns.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
+};
+struct PinnedBuffer {
+  void* ptr = nullptr;
+  ~PinnedBuffer() {
+    if (ptr) cudaFreeHost(ptr);
+  }
+};
+struct Events {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~Events() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+};
+struct Handle {
+  cublasHandle_t h = nullptr;
+  ~Handle() {
+    if (h) cublasDestroy(h);
+  }
+};
+
+// bf16 keeps the top 16 bits of an fp32: exact for the small integers we use.
+std::vector<std::uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v[i], sizeof bits);
+    out[i] = static_cast<std::uint16_t>(bits >> 16);
+  }
+  return out;
+}
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int devices) : devices_(devices) {}
+  std::string name() const override { return "cuda"; }
+  int device_count() const override { return devices_; }
+
+  Expected<GemmResult> gemm(int device, const GemmConfig& config) override {
+    if (device < 0 || device >= devices_)
+      return make_error("no CUDA device " + std::to_string(device));
+    ATL_CUDA(cudaSetDevice(device));
+    const int n = config.size;
+    const size_t elems = static_cast<size_t>(n) * n;
+    std::vector<float> a(elems), b(elems);
+    fill_exact_inputs(a, b, 42);
+    const size_t in_bytes = elems * (config.bf16 ? 2 : 4);
+    DeviceBuffer da, db, dc0, dc;
+    ATL_CUDA(cudaMalloc(&da.ptr, in_bytes));
+    ATL_CUDA(cudaMalloc(&db.ptr, in_bytes));
+    ATL_CUDA(cudaMalloc(&dc0.ptr, elems * 4));
+    ATL_CUDA(cudaMalloc(&dc.ptr, elems * 4));
+    // cuBLAS is column-major: C^T = B^T A^T, so pass B first to get row-major C = A B.
+    if (config.bf16) {
+      auto a16 = to_bf16(a), b16 = to_bf16(b);
+      ATL_CUDA(cudaMemcpy(da.ptr, a16.data(), in_bytes, cudaMemcpyHostToDevice));
+      ATL_CUDA(cudaMemcpy(db.ptr, b16.data(), in_bytes, cudaMemcpyHostToDevice));
+    } else {
+      ATL_CUDA(cudaMemcpy(da.ptr, a.data(), in_bytes, cudaMemcpyHostToDevice));
+      ATL_CUDA(cudaMemcpy(db.ptr, b.data(), in_bytes, cudaMemcpyHostToDevice));
+    }
+    Handle handle;
+    ATL_CUBLAS(cublasCreate(&handle.h));
+    const float alpha = 1.0f, beta = 0.0f;
+    const cudaDataType in_type = config.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cublasComputeType_t compute =
+        config.bf16 ? CUBLAS_COMPUTE_32F
+                    : (config.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
+    auto run = [&](void* out) {
+      return cublasGemmEx(handle.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, db.ptr, in_type, n,
+                          da.ptr, in_type, n, &beta, out, CUDA_R_32F, n, compute,
+                          CUBLAS_GEMM_DEFAULT);
+    };
+    ATL_CUBLAS(run(dc0.ptr));  // warm-up, and the result every repeat must match
+    Events ev;
+    ATL_CUDA(cudaEventCreate(&ev.start));
+    ATL_CUDA(cudaEventCreate(&ev.stop));
+    GemmResult result;
+    result.device = device;
+    std::vector<float> first(elems), got(elems);
+    ATL_CUDA(cudaMemcpy(first.data(), dc0.ptr, elems * 4, cudaMemcpyDeviceToHost));
+    float total_ms = 0;
+    for (int r = 0; r < config.repeats; ++r) {
+      ATL_CUDA(cudaEventRecord(ev.start));
+      ATL_CUBLAS(run(dc.ptr));
+      ATL_CUDA(cudaEventRecord(ev.stop));
+      ATL_CUDA(cudaEventSynchronize(ev.stop));
+      float ms = 0;
+      ATL_CUDA(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+      total_ms += ms;
+      ATL_CUDA(cudaMemcpy(got.data(), dc.ptr, elems * 4, cudaMemcpyDeviceToHost));
+      auto m = compare_results(first, got);
+      result.differing += m.differing;
+      result.nans += m.nans;
+    }
+    result.tflops = gemm_tflops(n, n, n, total_ms / 1000.0 / std::max(1, config.repeats));
+    int rows = std::min(n, 16);
+    std::vector<float> a_top(a.begin(), a.begin() + static_cast<long>(rows) * n);
+    std::vector<double> ref;
+    reference_gemm(a_top, b, ref, rows, n, n);
+    std::vector<float> top(first.begin(), first.begin() + static_cast<long>(rows) * n);
+    result.wrong = count_wrong(ref, top);
+    return result;
+  }
+
+  Expected<TransferResult> transfer(int device, std::int64_t bytes) override {
+    if (device < 0 || device >= devices_)
+      return make_error("no CUDA device " + std::to_string(device));
+    ATL_CUDA(cudaSetDevice(device));
+    const size_t n = static_cast<size_t>(bytes);
+    PinnedBuffer host, back;
+    DeviceBuffer dev, dev2;
+    ATL_CUDA(cudaMallocHost(&host.ptr, n));
+    ATL_CUDA(cudaMallocHost(&back.ptr, n));
+    ATL_CUDA(cudaMalloc(&dev.ptr, n));
+    ATL_CUDA(cudaMalloc(&dev2.ptr, n));
+    auto* h = static_cast<unsigned char*>(host.ptr);
+    for (size_t i = 0; i < n; ++i) h[i] = static_cast<unsigned char>(i * 131 + 7);
+    Events ev;
+    ATL_CUDA(cudaEventCreate(&ev.start));
+    ATL_CUDA(cudaEventCreate(&ev.stop));
+    auto timed = [&](auto&& body) -> Expected<double> {
+      ATL_CUDA(cudaEventRecord(ev.start));
+      body();
+      ATL_CUDA(cudaEventRecord(ev.stop));
+      ATL_CUDA(cudaEventSynchronize(ev.stop));
+      float ms = 0;
+      ATL_CUDA(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+      return ms / 1000.0;
+    };
+    TransferResult r;
+    r.device = device;
+    r.bytes = bytes;
+    auto h2d = timed([&] { cudaMemcpyAsync(dev.ptr, host.ptr, n, cudaMemcpyHostToDevice, 0); });
+    if (!h2d) return Error{h2d.error()};
+    auto d2h = timed([&] { cudaMemcpyAsync(back.ptr, dev.ptr, n, cudaMemcpyDeviceToHost, 0); });
+    if (!d2h) return Error{d2h.error()};
+    ATL_CUDA(cudaDeviceSynchronize());
+    r.h2d_gbps = algbw_gbps(bytes, *h2d);
+    r.d2h_gbps = algbw_gbps(bytes, *d2h);
+    r.checksum_ok = std::memcmp(host.ptr, back.ptr, n) == 0;
+    // Both directions at once on two streams.
+    cudaStream_t up = nullptr, down = nullptr;
+    ATL_CUDA(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));
+    ATL_CUDA(cudaStreamCreateWithFlags(&down, cudaStreamNonBlocking));
+    auto t0 = std::chrono::steady_clock::now();
+    cudaMemcpyAsync(dev2.ptr, host.ptr, n, cudaMemcpyHostToDevice, up);
+    cudaMemcpyAsync(back.ptr, dev.ptr, n, cudaMemcpyDeviceToHost, down);
+    cudaError_t s1 = cudaStreamSynchronize(up), s2 = cudaStreamSynchronize(down);
+    double both = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cudaStreamDestroy(up);
+    cudaStreamDestroy(down);
+    if (s1 != cudaSuccess) return make_error(cuda_error("bidirectional copy", s1));
+    if (s2 != cudaSuccess) return make_error(cuda_error("bidirectional copy", s2));
+    r.bidir_gbps = algbw_gbps(2 * bytes, both);
+    return r;
+  }
+
+ private:
+  int devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return nullptr;
+  return std::make_unique<CudaBackend>(count);
+}
+
+}  // namespace atl::gpu

@@ -1,0 +1,37 @@
+#include "atl/gpu/metrics.hpp"
+
+#include <cstdio>
+
+namespace atl::gpu {
+
+double algbw_gbps(std::int64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+double allreduce_busbw_gbps(std::int64_t bytes, double seconds, int ranks) {
+  if (ranks < 1) return 0;
+  return algbw_gbps(bytes, seconds) * 2.0 * (ranks - 1) / ranks;
+}
+
+double gemm_tflops(std::int64_t m, std::int64_t n, std::int64_t k, double seconds) {
+  return seconds > 0 ? 2.0 * static_cast<double>(m) * n * k / seconds / 1e12 : 0;
+}
+
+std::string format_allreduce_round(int round, std::int64_t bytes, double busbw, double algbw,
+                                   const std::string& master) {
+  std::string size;
+  if (bytes % (1LL << 30) == 0)
+    size = std::to_string(bytes >> 30) + "G";
+  else if (bytes % (1LL << 20) == 0)
+    size = std::to_string(bytes >> 20) + "M";
+  else
+    size = std::to_string(bytes);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Round %d: AllReduce Perf(GB/s): Size=%s, BusBW=%.2f GB/s, AlgBW=%.2f GB/s, "
+                "MasterAddr=%s",
+                round, size.c_str(), busbw, algbw, master.c_str());
+  return line;
+}
+
+}  // namespace atl::gpu

@@ -1,0 +1,49 @@
+#include "atl/gpu/verify.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace atl::gpu {
+
+Mismatches compare_results(const std::vector<float>& expected, const std::vector<float>& got) {
+  Mismatches m;
+  size_t n = std::min(expected.size(), got.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(got[i])) {
+      ++m.nans;
+    } else if (std::memcmp(&expected[i], &got[i], sizeof(float)) != 0) {
+      ++m.differing;  // bitwise: identical GEMMs must give identical bits
+    }
+  }
+  m.differing += static_cast<std::int64_t>(std::max(expected.size(), got.size()) - n);
+  return m;
+}
+
+void fill_exact_inputs(std::vector<float>& a, std::vector<float>& b, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick(-2, 2);
+  for (auto& x : a) x = static_cast<float>(pick(rng));
+  for (auto& x : b) x = static_cast<float>(pick(rng));
+}
+
+void reference_gemm(const std::vector<float>& a, const std::vector<float>& b,
+                    std::vector<double>& c, int m, int n, int k) {
+  c.assign(static_cast<size_t>(m) * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p) {
+      double av = a[static_cast<size_t>(i) * k + p];
+      const float* brow = &b[static_cast<size_t>(p) * n];
+      double* crow = &c[static_cast<size_t>(i) * n];
+      for (int j = 0; j < n; ++j) crow[j] += av * brow[j];
+    }
+}
+
+std::int64_t count_wrong(const std::vector<double>& reference, const std::vector<float>& got) {
+  std::int64_t wrong = 0;
+  for (size_t i = 0; i < reference.size() && i < got.size(); ++i)
+    wrong += static_cast<double>(got[i]) != reference[i];
+  return wrong;
+}
+
+}  // namespace atl::gpu

@@ -1,0 +1,114 @@
+// libs/gpu on its CPU path: the seed's formats and formulas, the checks that
+// must catch a bad GPU, and the CPU backend end to end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "atl/gpu/backend.hpp"
+#include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/metrics.hpp"
+#include "atl/gpu/verify.hpp"
+
+using namespace atl::gpu;
+
+TEST(BurnTypes, ParseAndRejectWithTheChoices) {
+  EXPECT_EQ(*parse_burn_type("gemm"), BurnType::gemm);
+  EXPECT_EQ(*parse_burn_type("batch"), BurnType::batch);
+  EXPECT_EQ(*parse_check_type("all"), CheckType::all);
+  auto bad = parse_burn_type("gemmm");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("'gemmm'"), std::string::npos);
+  EXPECT_NE(bad.error().find("transfer"), std::string::npos);
+  EXPECT_FALSE(parse_check_type("cpu").ok());
+}
+
+TEST(BurnSizes, SeedLabelsArePowersOf1024) {
+  EXPECT_EQ(*parse_burn_size("512M"), 512LL << 20);
+  EXPECT_EQ(*parse_burn_size("4G"), 4LL << 30);
+  EXPECT_EQ(*parse_burn_size("64K"), 64LL << 10);
+  EXPECT_EQ(format_burn_size(512LL << 20), "512M");
+  EXPECT_EQ(format_burn_size(1LL << 30), "1G");
+  EXPECT_EQ(format_burn_size(1000), "1000");
+  for (const char* bad : {"", "M", "1.5G", "12Mi", "-1G", "1T"})
+    EXPECT_FALSE(parse_burn_size(bad).ok()) << bad;
+  EXPECT_EQ(allreduce_sizes(8LL << 30),
+            (std::vector<std::int64_t>{512LL << 20, 1LL << 30, 2LL << 30, 4LL << 30}));
+  EXPECT_EQ(allreduce_sizes(1LL << 30), (std::vector<std::int64_t>{512LL << 20, 1LL << 30}));
+}
+
+TEST(Metrics, NcclTestsFormulas) {
+  // 1 GB in 1 s: algbw 1 GB/s; allreduce on 8 ranks moves 2*7/8 of it per rank.
+  EXPECT_DOUBLE_EQ(algbw_gbps(1000000000, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(allreduce_busbw_gbps(1000000000, 1.0, 8), 1.75);
+  EXPECT_DOUBLE_EQ(allreduce_busbw_gbps(1000000000, 0.5, 2), 2.0);
+  EXPECT_DOUBLE_EQ(allreduce_busbw_gbps(1000000000, 1.0, 1), 0.0);
+  EXPECT_DOUBLE_EQ(gemm_tflops(1000, 1000, 1000, 0.001), 2.0);
+  EXPECT_EQ(algbw_gbps(100, 0), 0);
+}
+
+TEST(Metrics, TheSeedsRoundLine) {
+  EXPECT_EQ(format_allreduce_round(1, 512LL << 20, 1.3449, 1.336, "jo-x-worker-0"),
+            "Round 1: AllReduce Perf(GB/s): Size=512M, BusBW=1.34 GB/s, AlgBW=1.34 GB/s, "
+            "MasterAddr=jo-x-worker-0");
+  EXPECT_NE(format_allreduce_round(2, 2LL << 30, 10, 5, "m").find("Size=2G,"), std::string::npos);
+}
+
+TEST(Verify, CatchesAPlantedWrongElementAndNaN) {
+  std::vector<float> a(1000, 1.5f), b = a;
+  EXPECT_TRUE(compare_results(a, b).ok());
+  b[617] = std::nextafter(1.5f, 2.0f);  // one ulp off
+  auto m = compare_results(a, b);
+  EXPECT_EQ(m.differing, 1);
+  b[3] = std::nanf("");
+  m = compare_results(a, b);
+  EXPECT_EQ(m.nans, 1);
+  EXPECT_FALSE(m.ok());
+  EXPECT_EQ(compare_results(a, std::vector<float>(999, 1.5f)).differing, 1);  // a missing element
+}
+
+TEST(Verify, ExactInputsGiveTheExactReference) {
+  const int n = 48;
+  std::vector<float> a(n * n), b(n * n);
+  fill_exact_inputs(a, b, 7);
+  for (float x : a) EXPECT_TRUE(x == std::round(x) && std::fabs(x) <= 2);
+  std::vector<double> ref;
+  reference_gemm(a, b, ref, n, n, n);
+  std::vector<float> got(ref.begin(), ref.end());
+  EXPECT_EQ(count_wrong(ref, got), 0);
+  got[5] += 1;
+  EXPECT_EQ(count_wrong(ref, got), 1);
+}
+
+TEST(CpuBackend, GemmIsCorrectRepeatableAndTimed) {
+  auto backend = make_cpu_backend(2);
+  EXPECT_EQ(backend->name(), "cpu");
+  GemmConfig config;
+  config.size = 96;
+  config.repeats = 3;
+  auto r = backend->gemm(0, config);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->ok()) << r->differing << " differing, " << r->nans << " NaN, " << r->wrong
+                       << " wrong";
+  EXPECT_GT(r->tflops, 0);
+  EXPECT_FALSE(backend->gemm(1, config).ok());
+  config.size = 0;
+  EXPECT_FALSE(backend->gemm(0, config).ok());
+}
+
+TEST(CpuBackend, TransferRoundTripsTheBytes) {
+  auto backend = make_cpu_backend();
+  auto r = backend->transfer(0, 1 << 20);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->checksum_ok);
+  EXPECT_GT(r->h2d_gbps, 0);
+  EXPECT_GT(r->d2h_gbps, 0);
+  EXPECT_GT(r->bidir_gbps, 0);
+  EXPECT_FALSE(backend->transfer(0, 1).ok());
+}
+
+TEST(Backends, WithoutADeviceTheCpuBackendServes) {
+  // No GPU on these machines: even a CUDA build must fall back, not fail.
+  auto backend = make_backend();
+  ASSERT_NE(backend, nullptr);
+  EXPECT_GE(backend->device_count(), 1);
+}
