@@ -37,7 +37,8 @@ Options parse(int argc, char** argv) {
       "Usage: atl-burn gemm|transfer|check [options]\n\n"
       "Burns or checks this node's GPUs (the CPU when there is none) and prints a\n"
       "verdict line per GPU. Exit 0 all passed, 1 a GPU failed, 2 bad usage.\n\nOptions");
-  desc.add_options()("help,h", "show this help")("what", po::value<std::string>(), "gemm, transfer or check")(
+  desc.add_options()("help,h", "show this help")("what", po::value<std::string>(),
+                                                 "gemm, transfer or check")(
       "duration,d", po::value<std::string>(), "how long to burn (default 20s)")(
       "size", po::value<int>(), "GEMM size m=n=k (default 8192 on GPU, 512 on CPU)")(
       "fp32", "fp32 GEMM instead of bf16")("tf32", "fp32 GEMM with TF32 tensor cores")(
@@ -109,7 +110,8 @@ int burn_gemm(atl::gpu::Backend& backend, const Options& o) {
       }
       sum += r->tflops;
       std::printf("%s GPU %d round %d (%s): gemm %.3f TFLOP/s, %s\n", o.pod.c_str(), dev, rounds,
-                  elapsed(t0, o.duration).c_str(), r->tflops, r->ok() ? "verified" : "WRONG RESULTS");
+                  elapsed(t0, o.duration).c_str(), r->tflops,
+                  r->ok() ? "verified" : "WRONG RESULTS");
       std::fflush(stdout);
       if (!r->ok()) {
         problem = std::to_string(r->differing) + " elements differ between identical GEMMs, " +
@@ -148,8 +150,9 @@ int burn_transfer(atl::gpu::Backend& backend, const Options& o) {
       if (!r->checksum_ok) problem = "data changed on the round trip";
     }
     std::printf("%s GPU %d (%s): transfer %s H2D %.1f GB/s, D2H %.1f GB/s over %d rounds: %s%s\n",
-                o.pod.c_str(), dev, backend.name().c_str(), atl::gpu::format_burn_size(o.bytes).c_str(),
-                rounds ? h2d / rounds : 0.0, rounds ? d2h / rounds : 0.0, rounds,
+                o.pod.c_str(), dev, backend.name().c_str(),
+                atl::gpu::format_burn_size(o.bytes).c_str(), rounds ? h2d / rounds : 0.0,
+                rounds ? d2h / rounds : 0.0, rounds,
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
     failed += !problem.empty();
   }
@@ -176,12 +179,16 @@ int check(atl::gpu::Backend& backend, const Options& o) {
     config.repeats = 2;
     std::string problem;
     auto g = backend.gemm(dev, config);
-    if (!g) problem = "gemm: " + g.error();
-    else if (!g->ok()) problem = "gemm gave wrong results";
+    if (!g)
+      problem = "gemm: " + g.error();
+    else if (!g->ok())
+      problem = "gemm gave wrong results";
     if (problem.empty()) {
       auto t = backend.transfer(dev, 16LL << 20);
-      if (!t) problem = "transfer: " + t.error();
-      else if (!t->checksum_ok) problem = "transfer changed the data";
+      if (!t)
+        problem = "transfer: " + t.error();
+      else if (!t->checksum_ok)
+        problem = "transfer changed the data";
     }
     std::printf("%s GPU %d (%s): check %s%s\n", o.pod.c_str(), dev, backend.name().c_str(),
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());

@@ -77,5 +77,7 @@ void print_prefixed(std::int32_t stream, const std::string& data);
 extern const Command kStopCommand;
 extern const Command kRunCommand;
 extern const Command kRecoverCommand;
+extern const Command kBurnCommand;
+extern const Command kCheckCommand;
 
 }  // namespace atlctl

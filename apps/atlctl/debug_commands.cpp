@@ -2,12 +2,17 @@
 // decides what is allowed; these print the seed's lines and map its answers
 // to exit codes.
 #include <caf/all.hpp>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "atl/actors/messages.hpp"
+#include "atl/core/duration.hpp"
+#include "atl/core/env.hpp"
 #include "atl/core/shell.hpp"
+#include "atl/gpu/burn_types.hpp"
 #include "cli.hpp"
 
 namespace atlctl {
@@ -38,6 +43,47 @@ int recover(SupervisorClient& client, const po::variables_map&) {
   checked(client.answer_or_die(caf::make_message(atl::recover_atom::value), kStartAnswer));
   std::cout << "Task recovering...\nTask recover success." << std::endl;
   return kExitOk;
+}
+
+// Why a rank of a run failed, or "" when it succeeded.
+std::string failure(const nlohmann::json& r) {
+  int code = r.value("code", 0), signal = r.value("signal", 0);
+  if (r.contains("error")) return "could not run: " + r["error"].get<std::string>();
+  if (signal != 0) return "killed by signal " + std::to_string(signal);
+  if (code != 0) return "exit code " + std::to_string(code);
+  return "";
+}
+
+// Follows a started run to its end, printing each rank's output as it comes;
+// returns the run's final status. Ctrl-C ends only atlctl: the ranks' commands
+// run on.
+nlohmann::json follow_run(SupervisorClient& client, const std::string& started_json,
+                          bool prefixed) {
+  auto status = nlohmann::json::parse(started_json);
+  const std::int32_t run_id = status["run"];
+  std::map<std::int32_t, std::int64_t> offsets;  // stream -> bytes printed
+  for (const auto& r : status["ranks"]) offsets[r["stream"].get<std::int32_t>()] = 0;
+  auto drain = [&] {
+    for (auto& [stream, offset] : offsets) {
+      while (auto got = client.bytes(
+                 caf::make_message(atl::read_atom::value, stream, offset, std::int64_t{1} << 20))) {
+        if (got->data.empty()) break;
+        if (prefixed)
+          print_prefixed(stream, got->data);
+        else
+          std::cout << got->data;
+        offset = got->next_offset;
+      }
+    }
+    std::cout.flush();
+  };
+  while (true) {
+    Answer a = checked(client.answer_or_die(
+        caf::make_message(atl::run_wait_atom::value, run_id, kRunPollMs), kQuickAnswer));
+    status = nlohmann::json::parse(a.text);
+    drain();  // a finished rank's output is complete before its end is reported
+    if (status["done"].get<bool>()) return status;
+  }
 }
 
 // run's words after the options are the command: "-r 0 ls -la" runs "ls -la".
@@ -80,42 +126,123 @@ int run(SupervisorClient& client, const po::variables_map& vm) {
   std::cout << "Send command to all workers success." << std::endl;
   if (vm.count("detach")) return kExitOk;
 
-  // Ctrl-C from here on ends only atlctl: the ranks' commands run on.
-  auto status = nlohmann::json::parse(started.text);
-  const std::int32_t run_id = status["run"];
-  std::map<std::int32_t, std::int64_t> offsets;  // stream -> bytes printed
-  for (const auto& r : status["ranks"]) offsets[r["stream"].get<std::int32_t>()] = 0;
-  auto drain = [&] {
-    for (auto& [stream, offset] : offsets) {
-      while (auto got = client.bytes(
-                 caf::make_message(atl::read_atom::value, stream, offset, std::int64_t{1} << 20))) {
-        if (got->data.empty()) break;
-        print_prefixed(stream, got->data);
-        offset = got->next_offset;
-      }
-    }
-    std::cout.flush();
-  };
-  while (true) {
-    Answer a = checked(client.answer_or_die(
-        caf::make_message(atl::run_wait_atom::value, run_id, kRunPollMs), kQuickAnswer));
-    status = nlohmann::json::parse(a.text);
-    drain();  // a finished rank's output is complete before its end is reported
-    if (status["done"].get<bool>()) break;
-  }
+  auto status = follow_run(client, started.text, /*prefixed=*/true);
   int failed = 0;
   for (const auto& r : status["ranks"]) {
-    int code = r["code"], signal = r["signal"];
-    if (code == 0 && signal == 0 && !r.contains("error")) continue;
+    std::string why = failure(r);
+    if (why.empty()) continue;
     ++failed;
-    std::string why = r.contains("error") ? "could not run: " + r["error"].get<std::string>()
-                      : signal != 0       ? "killed by signal " + std::to_string(signal)
-                                          : "exit code " + std::to_string(code);
     std::cout << "rank " << r["rank"].get<int>() << " on " << r["pod"].get<std::string>()
               << " failed: " << why << "\n";
   }
   std::cout.flush();
   return failed == 0 ? kExitOk : kExitFailed;
+}
+
+// --- burn and check ------------------------------------------------------------
+
+void burn_options(po::options_description& desc) {
+  desc.add_options()("type,t", po::value<std::string>()->default_value("gemm"),
+                     "gemm, transfer, local, global or batch")(
+      "duration,d", po::value<std::string>()->default_value("20s"), "how long: 20s, 5m, 10min")(
+      "envs,e", po::value<std::string>(), "environment for the burn: k=v or \"k1=v1,v1b;k2=v2\"")(
+      "workers,w", po::value<std::string>()->default_value("all"),
+      "all or pod names, comma separated")("output,o", po::value<std::string>(),
+                                           "write the log to FILE (overwritten) instead of stdout");
+}
+
+void check_options(po::options_description& desc) {
+  desc.add_options()("type,t", po::value<std::string>()->default_value("all"),
+                     "gpu, allreduce or all")("envs,e", po::value<std::string>(),
+                                              "environment for the check: k=v or \"k1=v1;k2=v2\"")(
+      "workers,w", po::value<std::string>()->default_value("all"),
+      "all or pod names, comma separated")("output,o", po::value<std::string>(),
+                                           "write the log to FILE (overwritten) instead of stdout");
+}
+
+// -o FILE: std::cout writes to the file while this lives (an exit() on the way
+// still flushes into it: the file outlives the stack that exit() skips).
+class OutputRedirect {
+ public:
+  explicit OutputRedirect(const po::variables_map& vm) {
+    if (!vm.count("output")) return;
+    const std::string path = vm["output"].as<std::string>();
+    file_.open(path, std::ios::trunc);
+    if (!file_) die(kExitUsage, "-o: cannot write " + path);
+    saved_ = std::cout.rdbuf(file_.rdbuf());
+  }
+  ~OutputRedirect() {
+    if (saved_) std::cout.rdbuf(saved_);
+  }
+  OutputRedirect(const OutputRedirect&) = delete;
+  OutputRedirect& operator=(const OutputRedirect&) = delete;
+
+ private:
+  std::ofstream file_;
+  std::streambuf* saved_ = nullptr;
+};
+
+// Runs atl-burn on one rank of each chosen node; its lines name pod and GPU.
+int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const std::string& kind,
+                  const std::string& tool_args, const std::string& note = "") {
+  std::string envs = vm.count("envs") ? vm["envs"].as<std::string>() : "";
+  if (!envs.empty()) {
+    if (auto parsed = atl::parse_env_spec(envs); !parsed) die(kExitUsage, "-e: " + parsed.error());
+  }
+  const std::string workers = vm["workers"].as<std::string>();
+  if (auto parsed = atl::parse_worker_list(workers); !parsed)
+    die(kExitUsage, "-w: " + parsed.error());
+  Answer started = checked(client.answer_or_die(
+      caf::make_message(atl::node_tool_atom::value, kind, tool_args, envs, workers), kStartAnswer));
+  if (!note.empty()) std::cerr << "atlctl: note: " << note << "\n";
+  OutputRedirect output(vm);
+  if (kind == "check") {
+    std::cout << (workers == "all" ? "All workers will be checked."
+                                   : "Workers " + workers + " will be checked.")
+              << std::endl;
+  }
+  auto status = follow_run(client, started.text, /*prefixed=*/false);
+  std::cout << "Check finished." << std::endl;
+  if (kind == "check") std::cout << "Check Quit." << std::endl;
+  std::string failed;
+  for (const auto& r : status["ranks"]) {
+    std::string why = failure(r);
+    if (why.empty()) continue;
+    failed += (failed.empty() ? "" : ", ") + r["pod"].get<std::string>() + " (" + why + ")";
+  }
+  std::cout.flush();
+  if (!failed.empty()) die(kExitFailed, kind + " failed on " + failed + ": see its FAIL lines");
+  return kExitOk;
+}
+
+int burn(SupervisorClient& client, const po::variables_map& vm) {
+  auto type = atl::gpu::parse_burn_type(vm["type"].as<std::string>());
+  if (!type) die(kExitUsage, "burn -t: " + type.error());
+  auto duration = atl::parse_duration(vm["duration"].as<std::string>());
+  if (!duration || duration->count() <= 0)
+    die(kExitUsage, "burn -d: " + (duration ? std::string("must be positive") : duration.error()));
+  if (*type == atl::gpu::BurnType::batch && vm["workers"].as<std::string>() == "all") {
+    die(kExitUsage, "burn -t batch needs the workers to burn together: give -w POD1,POD2,...");
+  }
+  if (*type != atl::gpu::BurnType::gemm && *type != atl::gpu::BurnType::transfer) {
+    die(kExitFailed, "burn -t " + std::string(atl::gpu::to_string(*type)) +
+                         ": allreduce burns are not built yet; gemm and transfer are");
+  }
+  return run_node_tool(
+      client, vm, "burn",
+      std::string(atl::gpu::to_string(*type)) + " -d " + atl::format_duration(*duration));
+}
+
+int check(SupervisorClient& client, const po::variables_map& vm) {
+  auto type = atl::gpu::parse_check_type(vm["type"].as<std::string>());
+  if (!type) die(kExitUsage, "check -t: " + type.error());
+  if (*type == atl::gpu::CheckType::allreduce) {
+    die(kExitFailed, "check -t allreduce: the allreduce check is not built yet; -t gpu is");
+  }
+  return run_node_tool(client, vm, "check", "check",
+                       *type == atl::gpu::CheckType::all
+                           ? "the allreduce check is not built yet: checking gpu only"
+                           : "");
 }
 
 }  // namespace
@@ -138,6 +265,26 @@ const Command kRunCommand{
     "all workers success.', then each rank's output as '[rank N] line', then a\n"
     "line per failed rank. Exit 0 only if every rank exited 0. Ctrl-C detaches.",
     run_options, run, split_run_words};
+
+const Command kBurnCommand{
+    "Usage: atlctl burn [-t gemm|transfer|local|global|batch] [-d DUR] [-e ENVS] [-w WORKERS] "
+    "[-o FILE]\n\n"
+    "Stress test: runs atl-burn on one rank of each chosen worker (all by default)\n"
+    "in a child process, with progress lines and a verdict per GPU, then 'Check\n"
+    "finished.' Needs debugStop and leaves debugCommand (end it with atlctl stop).\n"
+    "gemm: GEMMs, every round verified; transfer: host<->device copies with\n"
+    "checksums. Exit 1 names the node that failed. (The allreduce burns local,\n"
+    "global and batch are not built yet.)",
+    burn_options, burn};
+
+const Command kCheckCommand{
+    "Usage: atlctl check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]\n\n"
+    "Built-in checks on the chosen workers: the declared GPUs are there, a GEMM\n"
+    "with a known answer is right, copies round-trip. Prints 'All workers will be\n"
+    "checked.', a verdict per GPU, 'Check finished.' and 'Check Quit.'; exit 1\n"
+    "names the node that failed. Needs debugStop and leaves debugCommand. (The\n"
+    "allreduce check is not built yet.)",
+    check_options, check};
 
 const Command kRecoverCommand{
     "Usage: atlctl recover\n\n"

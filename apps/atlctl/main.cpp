@@ -31,6 +31,8 @@ const char* kTopHelp =
     "  stop                             stop user code (or the debug command): debugStop\n"
     "  run [-r RANKS] [-f] CMD...       run CMD on ranks (needs debugStop unless -f)\n"
     "  recover                          restart user code from scratch (from debugStop)\n"
+    "  burn [-t TYPE] [-d DUR] [-e ENVS] [-w WORKERS] [-o FILE]   GPU stress test\n"
+    "  check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]  built-in checks\n"
     "\n"
     "RANKS: all, 1,2,3, 1-8 or 0,2-4,7.\n"
     "States: pending, initializing, command, debugStop, debugCommand, restarting,\n"
@@ -263,6 +265,8 @@ int main(int argc, char** argv) {
       {"stop", kStopCommand},
       {"run", kRunCommand},
       {"recover", kRecoverCommand},
+      {"burn", kBurnCommand},
+      {"check", kCheckCommand},
   };
   auto it = commands.find(command);
   if (it == commands.end())

@@ -81,6 +81,11 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   // The node's own environment, with the rank's variables laid over it.
   EnvMap env = env_from_strings(os::current_environment());
   for (auto& [k, v] : env_from_strings(st.launch.env)) env[k] = v;
+  // atl's own tools (atlctl, atl-burn) sit beside this binary: ranks find them.
+  std::string bin_dir = os::executable_dir();
+  std::string& path = env["PATH"];
+  if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+  if (("" + path + ":").find(bin_dir + ":") != 0) path = bin_dir + ":" + path;
   os::SpawnRequest req;
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);

@@ -2,6 +2,7 @@
 // of when each is allowed live in core (atl::allow); this file does the work.
 #include <nlohmann/json.hpp>
 
+#include "atl/core/env.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/os/child_process.hpp"
 #include "supervisor_state.hpp"
@@ -113,6 +114,48 @@ Result await_stop(Actor* self) {
   return promise;
 }
 
+namespace {
+
+// Starts `command_for(rank)` on each of `ranks` with the rank's own environment
+// and directory (plus `extra_env`); answers once every one has started.
+template <class CommandFor>
+Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
+                  const EnvMap& extra_env, bool tracked, const std::string& label) {
+  auto& st = self->state;
+  DebugRun run;
+  run.id = st.next_run++;
+  run.tracked = tracked;
+  run.command = label;
+  std::map<std::string, std::vector<RankLaunch>> per_pod;
+  for (int rank : ranks) {
+    RankLaunch launch = st.launches.at(rank);
+    std::string pod = pod_of_rank(st, rank);
+    launch.command = command_for(rank, pod);
+    launch.stream = debug_stream(run.id, rank);
+    launch.attempt = run.id;
+    for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
+    run.ranks[rank] = RankRecord{pod};
+    per_pod[pod].push_back(std::move(launch));
+  }
+  for (auto& [pod, launches] : per_pod)
+    self->send(st.nodes.at(pod).agent, run_atom::value, run.id, std::move(launches),
+               st.config.sink);
+  if (run.tracked) {
+    apply(self, JobEvent::debug_run);
+    st.tracked_run = run.id;
+  }
+  st.log->info("debug run {}{}: {}", run.id, tracked ? "" : " (-f)", label);
+  run.started_reply = self->make_response_promise<std::int32_t, std::string>();
+  auto reply = run.started_reply;
+  auto id = run.id;
+  st.runs.emplace(id, std::move(run));
+  self->delayed_send(self, kStartTimeout, timeout_atom::value,
+                     static_cast<std::int32_t>(kStartTimer), id);
+  return reply;
+}
+
+}  // namespace
+
 Result start_run(Actor* self, const std::string& rank_text, const std::string& command,
                  bool forced) {
   auto& st = self->state;
@@ -124,37 +167,42 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
   if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
   auto ranks = parse_rank_set(rank_text, static_cast<int>(st.launches.size()));
   if (!ranks) return usage("-r: " + ranks.error());
+  return launch_run(
+      self, *ranks, [&](int, const std::string&) { return command; }, {}, !forced, command);
+}
 
-  DebugRun run;
-  run.id = st.next_run++;
-  run.tracked = !forced;
-  run.command = command;
-  std::map<std::string, std::vector<RankLaunch>> per_pod;
-  for (int rank : *ranks) {
-    // The rank's full environment and directory, as its user code has them.
-    RankLaunch launch = st.launches.at(rank);
-    launch.command = command;
-    launch.stream = debug_stream(run.id, rank);
-    launch.attempt = run.id;
-    std::string pod = pod_of_rank(st, rank);
-    run.ranks[rank] = RankRecord{pod};
-    per_pod[pod].push_back(std::move(launch));
+Result start_node_tool(Actor* self, const std::string& kind, const std::string& tool_args,
+                       const std::string& env_text, const std::string& worker_text) {
+  auto& st = self->state;
+  const DebugCommand command = kind == "check" ? DebugCommand::check : DebugCommand::burn;
+  if (auto allowed = allow(command, st.state()); !allowed) return refused(allowed);
+  if (st.job().mode == JobMode::driver) {
+    return usage(kind + " needs an spmd job: this driver-mode job has no ranks on its workers");
   }
-  for (auto& [pod, launches] : per_pod)
-    self->send(st.nodes.at(pod).agent, run_atom::value, run.id, std::move(launches),
-               st.config.sink);
-  if (run.tracked) {
-    apply(self, JobEvent::debug_run);
-    st.tracked_run = run.id;
+  EnvMap env;
+  if (!env_text.empty()) {
+    auto parsed = parse_env_spec(env_text);
+    if (!parsed) return usage("-e: " + parsed.error());
+    env = *parsed;
   }
-  st.log->info("debug run {} on ranks {}{}: {}", run.id, rank_text, forced ? " (-f)" : "", command);
-  run.started_reply = self->make_response_promise<std::int32_t, std::string>();
-  auto reply = run.started_reply;
-  auto id = run.id;
-  st.runs.emplace(id, std::move(run));
-  self->delayed_send(self, kStartTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kStartTimer), id);
-  return reply;
+  auto workers = parse_worker_list(worker_text);
+  if (!workers) return usage("-w: " + workers.error());
+  for (const auto& pod : *workers) {
+    if (!st.nodes.count(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
+  }
+  // One process per node: on its first rank, with that rank's environment.
+  std::vector<int> ranks;
+  for (size_t node = 0; node < st.expected_pods.size(); ++node) {
+    const std::string& pod = st.expected_pods[node];
+    bool chosen = workers->empty();
+    for (const auto& w : *workers) chosen |= w == pod;
+    if (chosen) ranks.push_back(static_cast<int>(node) * st.job().nproc_per_node);
+  }
+  auto command_for = [&](int, const std::string& pod) {
+    return "atl-burn " + tool_args + " --pod " + pod + " --expect-gpus " +
+           std::to_string(st.nodes.at(pod).info.gpus);
+  };
+  return launch_run(self, ranks, command_for, env, true, kind + " " + tool_args);
 }
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {

@@ -38,6 +38,7 @@ using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when s
 using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
+using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {

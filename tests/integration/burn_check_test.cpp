@@ -1,0 +1,119 @@
+// atlctl burn and check on the CPU path: atl-burn runs on one rank of each
+// worker in a child process, under the debug-state rules.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "test_cluster.hpp"
+
+using namespace atl::test;
+
+namespace {
+
+// Two workers; worker 1 may declare GPUs it does not have.
+struct BurnCluster {
+  explicit BurnCluster(std::vector<std::string> worker1_flags = {}) {
+    head = &c.start_head({"--workers", "2", "--grace", "5s", "--", "echo up; sleep 300"});
+    c.start_worker(0);
+    c.start_worker(1, worker1_flags);
+    EXPECT_TRUE(c.wait_for_status("command"));
+    EXPECT_EQ(ctl({"stop"}).exit_code, 0);
+  }
+  ~BurnCluster() {
+    head->process->signal(SIGTERM);
+    c.wait_exit(*head);
+    EXPECT_TRUE(c.no_strays_within());
+  }
+  CommandResult ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--address", c.head_address()});
+    return c.atlctl(args, 120s);
+  }
+  TestCluster c;
+  Started* head = nullptr;
+};
+
+}  // namespace
+
+TEST(BurnAndCheck, GemmBurnVerifiesEveryRoundOnEveryNode) {
+  BurnCluster b;
+  auto burn = b.ctl({"burn", "-t", "gemm", "-d", "3s"});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  for (int w = 0; w < 2; ++w) {
+    std::string pod = b.c.worker_name(w);
+    EXPECT_NE(burn.output.find(pod + " GPU 0 round 1 ("), std::string::npos) << burn.output;
+    EXPECT_NE(burn.output.find(pod + " GPU 0 (cpu): gemm "), std::string::npos) << burn.output;
+  }
+  EXPECT_EQ(burn.output.find("FAIL"), std::string::npos) << burn.output;
+  size_t verdicts = 0;
+  for (size_t at = burn.output.find(": PASS\n"); at != std::string::npos;
+       at = burn.output.find(": PASS\n", at + 1))
+    ++verdicts;
+  EXPECT_EQ(verdicts, 2u) << burn.output;  // one verdict per node
+  EXPECT_TRUE(burn.output.size() > 16 &&
+              burn.output.compare(burn.output.size() - 16, 16, "Check finished.\n") == 0)
+      << burn.output;
+  EXPECT_EQ(b.ctl({"status"}).output, "Job status:  debugCommand\n");
+  auto again = b.ctl({"burn", "-d", "1s"});
+  EXPECT_EQ(again.exit_code, 3) << again.output;  // stop first, as after run
+}
+
+TEST(BurnAndCheck, TransferBurnToAFileOnOneWorker) {
+  BurnCluster b;
+  std::string file = b.c.dir() + "/burn.log";
+  std::ofstream(file) << "old content that -o overwrites\n";
+  auto burn = b.ctl({"burn", "-t", "transfer", "-d", "1s", "-w", b.c.worker_name(1), "-e",
+                     "NCCL_DEBUG=WARN;X=a,b", "-o", file});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  std::string log = read_file(file);
+  EXPECT_EQ(log.find("old content"), std::string::npos);
+  EXPECT_NE(log.find(b.c.worker_name(1) + " GPU 0 (cpu): transfer 256M"), std::string::npos) << log;
+  EXPECT_NE(log.find("checksum ok"), std::string::npos) << log;
+  EXPECT_EQ(log.find(b.c.worker_name(0)), std::string::npos) << log;
+}
+
+TEST(BurnAndCheck, BadBurnRequestsAreRefused) {
+  BurnCluster b;
+  auto batch = b.ctl({"burn", "-t", "batch"});
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_NE(batch.output.find("-w"), std::string::npos) << batch.output;
+  for (auto args : std::vector<std::vector<std::string>>{{"burn", "-t", "gemmm"},
+                                                         {"burn", "-d", "5x"},
+                                                         {"burn", "-e", "a=1;;b=2"},
+                                                         {"burn", "-w", "no-such-pod"},
+                                                         {"check", "-t", "cpu"}}) {
+    auto r = b.ctl(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  EXPECT_EQ(b.ctl({"status"}).output, "Job status:  debugStop\n");  // nothing changed
+}
+
+TEST(BurnAndCheck, CheckPassesOnHealthyNodes) {
+  BurnCluster b;
+  auto check = b.ctl({"check", "-t", "gpu"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(check.output.rfind("All workers will be checked.\n", 0), 0u) << check.output;
+  EXPECT_NE(check.output.find(b.c.worker_name(0) + " GPU 0 (cpu): check PASS\n"),
+            std::string::npos);
+  EXPECT_NE(check.output.find(b.c.worker_name(1) + " GPU 0 (cpu): check PASS\n"),
+            std::string::npos);
+  EXPECT_TRUE(
+      check.output.size() > 28 &&
+      check.output.compare(check.output.size() - 28, 28, "Check finished.\nCheck Quit.\n") == 0)
+      << check.output;
+}
+
+TEST(BurnAndCheck, CheckFailsNamingTheNodeAndTheReason) {
+  // Worker 1 declares two GPUs that are not there.
+  BurnCluster b({"--gpus", "2"});
+  auto check = b.ctl({"check", "-t", "gpu"});
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_NE(check.output.find(b.c.worker_name(1) + ": check FAIL: the pod declares 2 GPUs"),
+            std::string::npos)
+      << check.output;
+  EXPECT_NE(check.output.find("check failed on " + b.c.worker_name(1)), std::string::npos)
+      << check.output;
+  EXPECT_EQ(check.output.find("check failed on " + b.c.worker_name(0)), std::string::npos)
+      << check.output;
+}
