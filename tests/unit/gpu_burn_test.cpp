@@ -112,3 +112,81 @@ TEST(Backends, WithoutADeviceTheCpuBackendServes) {
   ASSERT_NE(backend, nullptr);
   EXPECT_GE(backend->device_count(), 1);
 }
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "atl/gpu/ring_allreduce.hpp"
+
+namespace {
+
+// A port nothing listens on right now (bind 0, read it back, close).
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<atl::HostPort> loopback_peers(int n) {
+  std::vector<atl::HostPort> peers;
+  for (int i = 0; i < n; ++i) peers.push_back({"127.0.0.1", free_port()});
+  return peers;
+}
+
+}  // namespace
+
+TEST(TcpRing, ThreeMembersSumEveryElementExactly) {
+  auto peers = loopback_peers(3);
+  std::vector<atl::Expected<AllreduceRound>> results(3, atl::make_error("not run"));
+  std::vector<std::thread> members;
+  for (int i = 0; i < 3; ++i) {
+    members.emplace_back([&, i] {
+      auto ring = TcpRing::connect({i, peers, std::chrono::seconds(20)});
+      if (!ring) {
+        results[i] = atl::Error{ring.error()};
+        return;
+      }
+      auto first = (*ring)->allreduce(1 << 20, 1);
+      results[i] = first.ok() ? (*ring)->allreduce((1 << 20) + 12, 2) : first;  // uneven chunks too
+    });
+  }
+  for (auto& t : members) t.join();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(results[i].ok()) << "member " << i << ": " << results[i].error();
+    EXPECT_EQ(results[i]->wrong, 0) << "member " << i;
+    EXPECT_EQ(results[i]->bytes, (1 << 20) + 12);
+    EXPECT_GT(results[i]->seconds, 0);
+  }
+}
+
+TEST(TcpRing, ALostMemberIsAnErrorNotAHang) {
+  auto peers = loopback_peers(2);
+  atl::Expected<AllreduceRound> survivor = atl::make_error("not run");
+  std::thread lost([&] {
+    auto ring = TcpRing::connect({1, peers, std::chrono::seconds(20)});
+    // Joins the ring, then goes away before the allreduce.
+  });
+  auto ring = TcpRing::connect({0, peers, std::chrono::seconds(20)});
+  lost.join();
+  ASSERT_TRUE(ring.ok()) << ring.error();
+  survivor = (*ring)->allreduce(4 << 20, 1);
+  ASSERT_FALSE(survivor.ok());
+  EXPECT_NE(survivor.error().find("127.0.0.1:" + std::to_string(peers[1].port)), std::string::npos)
+      << survivor.error();
+}
+
+TEST(TcpRing, AnUnreachableMemberIsNamed) {
+  auto peers = loopback_peers(2);
+  auto ring = TcpRing::connect({0, peers, std::chrono::milliseconds(300)});
+  ASSERT_FALSE(ring.ok());
+  EXPECT_NE(ring.error().find(peers[1].to_string()), std::string::npos) << ring.error();
+}
