@@ -1,7 +1,7 @@
-// atl-burn: one node's burn or check, run as a child process of the node agent
-// (so a crash or hang of GPU code never takes the agent down). Prints progress
-// and one verdict line per GPU; exit 0 when every GPU passed, 1 when one
-// failed, 2 on bad usage. No CAF: it only needs libs/gpu.
+// atl-burn: one node's burn or check (or its part of an allreduce ring), run as a child process of
+// the node agent (so a crash or hang of GPU code never takes the agent down). Prints progress and
+// one verdict line per GPU; exit 0 when every GPU passed, 1 when one failed, 2 on bad usage. No
+// CAF: it only needs libs/gpu.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -9,8 +9,11 @@
 #include <string>
 
 #include "atl/core/duration.hpp"
+#include "atl/core/host_port.hpp"
 #include "atl/gpu/backend.hpp"
 #include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/metrics.hpp"
+#include "atl/gpu/ring_allreduce.hpp"
 
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
@@ -30,6 +33,11 @@ struct Options {
   std::int64_t bytes = 256LL << 20;
   std::string pod = "this node";
   int expect_gpus = -1;
+  // allreduce: this process's place in the ring, every member, the master's pod.
+  int index = 0;
+  std::vector<atl::HostPort> peers;
+  std::string master;
+  std::vector<std::int64_t> sizes;
 };
 
 Options parse(int argc, char** argv) {
@@ -44,7 +52,12 @@ Options parse(int argc, char** argv) {
       "fp32", "fp32 GEMM instead of bf16")("tf32", "fp32 GEMM with TF32 tensor cores")(
       "bytes", po::value<std::string>(), "transfer size (default 256M)")(
       "pod", po::value<std::string>(), "pod name for the output lines")(
-      "expect-gpus", po::value<int>(), "GPUs the pod declared (check: must match)");
+      "expect-gpus", po::value<int>(), "GPUs the pod declared (check: must match)")(
+      "index", po::value<int>(), "allreduce: this member's place in the ring")(
+      "peers", po::value<std::string>(), "allreduce: HOST:PORT of every member, in ring order")(
+      "master", po::value<std::string>(), "allreduce: the pod named as MasterAddr")(
+      "sizes", po::value<std::string>(),
+      "allreduce sizes, e.g. 512M,1G (default: the seed's, or 8M,32M on CPUs)");
   po::positional_options_description pos;
   pos.add("what", 1);
   po::variables_map vm;
@@ -61,8 +74,8 @@ Options parse(int argc, char** argv) {
   Options o;
   if (!vm.count("what")) usage_error("say what to do: gemm, transfer or check");
   o.what = vm["what"].as<std::string>();
-  if (o.what != "gemm" && o.what != "transfer" && o.what != "check")
-    usage_error("bad burn '" + o.what + "': use gemm, transfer or check");
+  if (o.what != "gemm" && o.what != "transfer" && o.what != "check" && o.what != "allreduce")
+    usage_error("bad burn '" + o.what + "': use gemm, transfer, check or allreduce");
   if (vm.count("duration")) {
     auto d = atl::parse_duration(vm["duration"].as<std::string>());
     if (!d || d->count() <= 0) usage_error("--duration: " + (d ? "must be positive" : d.error()));
@@ -81,6 +94,38 @@ Options parse(int argc, char** argv) {
   }
   if (vm.count("pod")) o.pod = vm["pod"].as<std::string>();
   if (vm.count("expect-gpus")) o.expect_gpus = vm["expect-gpus"].as<int>();
+  if (o.what == "allreduce") {
+    if (!vm.count("peers") || !vm.count("index"))
+      usage_error("allreduce needs --index and --peers");
+    std::string peers = vm["peers"].as<std::string>();
+    for (size_t start = 0; start <= peers.size();) {
+      size_t comma = peers.find(',', start);
+      auto hp = atl::parse_host_port(
+          peers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (!hp) usage_error("--peers: " + hp.error());
+      o.peers.push_back(*hp);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    o.index = vm["index"].as<int>();
+    if (o.index < 0 || o.index >= static_cast<int>(o.peers.size()))
+      usage_error("--index: must be below the number of peers (" + std::to_string(o.peers.size()) +
+                  ")");
+    o.master = vm.count("master") ? vm["master"].as<std::string>() : o.pod;
+  }
+  if (vm.count("sizes")) {
+    std::string text = vm["sizes"].as<std::string>();
+    for (size_t start = 0; start <= text.size();) {
+      size_t comma = text.find(',', start);
+      auto size = atl::gpu::parse_burn_size(
+          text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (!size || *size < 4)
+        usage_error("--sizes: " + (size ? std::string("too small") : size.error()));
+      o.sizes.push_back(*size);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   return o;
 }
 
@@ -197,10 +242,62 @@ int check(atl::gpu::Backend& backend, const Options& o) {
   return failed ? 1 : 0;
 }
 
+// Allreduce rounds over every size until the duration is over. The master
+// prints the seed's line per round and size; every member prints its verdict.
+int burn_allreduce(const Options& o) {
+  std::vector<std::int64_t> sizes = o.sizes;
+  if (sizes.empty()) sizes = {8LL << 20, 32LL << 20};  // the CPU path: TCP between nodes
+  if (o.peers.size() == 1) {
+    std::printf("%s: allreduce over 1 node: nothing to exchange: PASS\n", o.pod.c_str());
+    return 0;
+  }
+  auto ring = atl::gpu::TcpRing::connect({o.index, o.peers, std::chrono::seconds(30)});
+  if (!ring) {
+    std::printf("%s: allreduce FAIL: %s\n", o.pod.c_str(), ring.error().c_str());
+    return 1;
+  }
+  const int n = (*ring)->size();
+  auto t0 = Clock::now();
+  int round = 0;
+  std::int64_t wrong = 0;
+  std::string problem;
+  while (problem.empty()) {
+    // Member 0's clock decides for all: everyone runs the same rounds.
+    auto more = (*ring)->agree(round == 0 || Clock::now() - t0 < o.duration);
+    if (!more) {
+      problem = more.error();
+      break;
+    }
+    if (!*more) break;
+    ++round;
+    for (std::int64_t bytes : sizes) {
+      auto r = (*ring)->allreduce(bytes, round);
+      if (!r) {
+        problem = r.error();
+        break;
+      }
+      wrong += r->wrong;
+      if (o.index == 0) {
+        std::printf("%s\n", atl::gpu::format_allreduce_round(
+                                round, bytes, atl::gpu::allreduce_busbw_gbps(bytes, r->seconds, n),
+                                atl::gpu::algbw_gbps(bytes, r->seconds), o.master)
+                                .c_str());
+        std::fflush(stdout);
+      }
+      if (r->wrong) problem = std::to_string(r->wrong) + " wrong elements (#wrong)";
+    }
+  }
+  std::printf("%s: allreduce over %d nodes, %d rounds, #wrong %lld: %s%s\n", o.pod.c_str(), n,
+              round, static_cast<long long>(wrong),
+              problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
+  return problem.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  if (o.what == "allreduce") return burn_allreduce(o);
   auto backend = atl::gpu::make_backend();
   if (o.what == "gemm") return burn_gemm(*backend, o);
   if (o.what == "transfer") return burn_transfer(*backend, o);

@@ -184,7 +184,7 @@ class OutputRedirect {
 
 // Runs atl-burn on one rank of each chosen node; its lines name pod and GPU.
 int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const std::string& kind,
-                  const std::string& tool_args, const std::string& note = "") {
+                  const std::string& tools, const std::string& duration) {
   std::string envs = vm.count("envs") ? vm["envs"].as<std::string>() : "";
   if (!envs.empty()) {
     if (auto parsed = atl::parse_env_spec(envs); !parsed) die(kExitUsage, "-e: " + parsed.error());
@@ -193,8 +193,8 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
   if (auto parsed = atl::parse_worker_list(workers); !parsed)
     die(kExitUsage, "-w: " + parsed.error());
   Answer started = checked(client.answer_or_die(
-      caf::make_message(atl::node_tool_atom::value, kind, tool_args, envs, workers), kStartAnswer));
-  if (!note.empty()) std::cerr << "atlctl: note: " << note << "\n";
+      caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers),
+      kStartAnswer));
   OutputRedirect output(vm);
   if (kind == "check") {
     std::cout << (workers == "all" ? "All workers will be checked."
@@ -224,25 +224,28 @@ int burn(SupervisorClient& client, const po::variables_map& vm) {
   if (*type == atl::gpu::BurnType::batch && vm["workers"].as<std::string>() == "all") {
     die(kExitUsage, "burn -t batch needs the workers to burn together: give -w POD1,POD2,...");
   }
-  if (*type != atl::gpu::BurnType::gemm && *type != atl::gpu::BurnType::transfer) {
-    die(kExitFailed, "burn -t " + std::string(atl::gpu::to_string(*type)) +
-                         ": allreduce burns are not built yet; gemm and transfer are");
+  if (*type == atl::gpu::BurnType::global && vm["workers"].as<std::string>() != "all") {
+    die(kExitUsage, "burn -t global runs on all workers: use -t batch with -w");
   }
-  return run_node_tool(
-      client, vm, "burn",
-      std::string(atl::gpu::to_string(*type)) + " -d " + atl::format_duration(*duration));
+  if (*type == atl::gpu::BurnType::local) {
+    die(kExitFailed,
+        "burn -t local: the allreduce across one node's GPUs needs NCCL, which is not built "
+        "yet; global and batch run between nodes");
+  }
+  std::string tool = (*type == atl::gpu::BurnType::global || *type == atl::gpu::BurnType::batch)
+                         ? "allreduce"
+                         : std::string(atl::gpu::to_string(*type));
+  return run_node_tool(client, vm, "burn", tool, atl::format_duration(*duration));
 }
 
 int check(SupervisorClient& client, const po::variables_map& vm) {
   auto type = atl::gpu::parse_check_type(vm["type"].as<std::string>());
   if (!type) die(kExitUsage, "check -t: " + type.error());
-  if (*type == atl::gpu::CheckType::allreduce) {
-    die(kExitFailed, "check -t allreduce: the allreduce check is not built yet; -t gpu is");
-  }
-  return run_node_tool(client, vm, "check", "check",
-                       *type == atl::gpu::CheckType::all
-                           ? "the allreduce check is not built yet: checking gpu only"
-                           : "");
+  // One short verified round for the allreduce check.
+  const char* tools = *type == atl::gpu::CheckType::gpu         ? "check"
+                      : *type == atl::gpu::CheckType::allreduce ? "allreduce"
+                                                                : "check,allreduce";
+  return run_node_tool(client, vm, "check", tools, "1ms");
 }
 
 }  // namespace
@@ -273,8 +276,10 @@ const Command kBurnCommand{
     "in a child process, with progress lines and a verdict per GPU, then 'Check\n"
     "finished.' Needs debugStop and leaves debugCommand (end it with atlctl stop).\n"
     "gemm: GEMMs, every round verified; transfer: host<->device copies with\n"
-    "checksums. Exit 1 names the node that failed. (The allreduce burns local,\n"
-    "global and batch are not built yet.)",
+    "checksums; global: allreduce rounds among all workers, batch: among -w's;\n"
+    "the master prints 'Round N: AllReduce Perf(GB/s): Size=..., BusBW=...,\n"
+    "AlgBW=..., MasterAddr=POD'. Exit 1 names the node that failed. (local, the\n"
+    "allreduce across one node's GPUs, needs NCCL: not built yet.)",
     burn_options, burn};
 
 const Command kCheckCommand{
@@ -282,8 +287,8 @@ const Command kCheckCommand{
     "Built-in checks on the chosen workers: the declared GPUs are there, a GEMM\n"
     "with a known answer is right, copies round-trip. Prints 'All workers will be\n"
     "checked.', a verdict per GPU, 'Check finished.' and 'Check Quit.'; exit 1\n"
-    "names the node that failed. Needs debugStop and leaves debugCommand. (The\n"
-    "allreduce check is not built yet.)",
+    "names the node that failed. allreduce: a short verified allreduce among the\n"
+    "chosen workers. Needs debugStop and leaves debugCommand.",
     check_options, check};
 
 const Command kRecoverCommand{

@@ -80,6 +80,8 @@ HeadOptions parse_options(int argc, char** argv) {
       "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
       "grace", po::value<std::string>(),
       "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
+      "master-port", po::value<int>(),
+      "MASTER_PORT of the ranks (default 29500); allreduce burns use the ports above it")(
       "bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")(
       "advertise", po::value<std::string>(), "host workers and ranks use to reach the head")(
       "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
@@ -135,6 +137,11 @@ HeadOptions parse_options(int argc, char** argv) {
         value_or_die(atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
   if (vm.count("grace"))
     job.grace = value_or_die(atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+  if (vm.count("master-port")) {
+    job.master_port = vm["master-port"].as<int>();
+    if (job.master_port < 1 || job.master_port > 65000)
+      usage_error("--master-port: must be between 1 and 65000");
+  }
   if (vm.count("bind")) opt.bind = vm["bind"].as<std::string>();
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("port")) {

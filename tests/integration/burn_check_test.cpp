@@ -4,6 +4,9 @@
 #include <signal.h>
 
 #include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
 
 #include "test_cluster.hpp"
 
@@ -14,7 +17,10 @@ namespace {
 // Two workers; worker 1 may declare GPUs it does not have.
 struct BurnCluster {
   explicit BurnCluster(std::vector<std::string> worker1_flags = {}) {
-    head = &c.start_head({"--workers", "2", "--grace", "5s", "--", "echo up; sleep 300"});
+    // Allreduce rings listen above MASTER_PORT: a port range of this cluster's own.
+    std::string master_port = std::to_string(20000 + std::random_device{}() % 10000);
+    head = &c.start_head({"--workers", "2", "--grace", "5s", "--master-port", master_port, "--",
+                          "echo up; sleep 300"});
     c.start_worker(0);
     c.start_worker(1, worker1_flags);
     EXPECT_TRUE(c.wait_for_status("command"));
@@ -81,6 +87,7 @@ TEST(BurnAndCheck, BadBurnRequestsAreRefused) {
                                                          {"burn", "-d", "5x"},
                                                          {"burn", "-e", "a=1;;b=2"},
                                                          {"burn", "-w", "no-such-pod"},
+                                                         {"burn", "-t", "global", "-w", "x"},
                                                          {"check", "-t", "cpu"}}) {
     auto r = b.ctl(args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -116,4 +123,43 @@ TEST(BurnAndCheck, CheckFailsNamingTheNodeAndTheReason) {
       << check.output;
   EXPECT_EQ(check.output.find("check failed on " + b.c.worker_name(0)), std::string::npos)
       << check.output;
+}
+
+TEST(BurnAndCheck, GlobalAllreduceAcrossTwoWorkersInTheSeedsFormat) {
+  BurnCluster b;
+  auto burn = b.ctl({"burn", "-t", "global", "-d", "3s", "-e", "NCCL_DEBUG=WARN"});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  const std::regex round(
+      "Round [0-9]+: AllReduce Perf\\(GB/s\\): Size=(8|32)M, BusBW=[0-9]+\\.[0-9]{2} "
+      "GB/s, AlgBW=[0-9]+\\.[0-9]{2} GB/s, MasterAddr=" +
+      b.c.worker_name(0));
+  int rounds = 0;
+  std::istringstream lines(burn.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("Round ", 0) != 0) continue;
+    EXPECT_TRUE(std::regex_match(line, round)) << line;
+    ++rounds;
+  }
+  EXPECT_GE(rounds, 2) << burn.output;  // at least one round of each size
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_NE(burn.output.find(b.c.worker_name(w) + ": allreduce over 2 nodes"), std::string::npos)
+        << burn.output;
+  }
+  EXPECT_EQ(burn.output.find("FAIL"), std::string::npos) << burn.output;
+  EXPECT_NE(burn.output.find("#wrong 0: PASS"), std::string::npos) << burn.output;
+}
+
+TEST(BurnAndCheck, CheckAllRunsTheGpuAndAllreduceChecks) {
+  BurnCluster b;
+  auto check = b.ctl({"check"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(check.output.rfind("All workers will be checked.\n", 0), 0u) << check.output;
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_NE(check.output.find(b.c.worker_name(w) + " GPU 0 (cpu): check PASS"),
+              std::string::npos);
+    EXPECT_NE(check.output.find(b.c.worker_name(w) +
+                                ": allreduce over 2 nodes, 1 rounds, #wrong 0: PASS"),
+              std::string::npos)
+        << check.output;
+  }
 }

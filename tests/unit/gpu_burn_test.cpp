@@ -155,6 +155,11 @@ TEST(TcpRing, ThreeMembersSumEveryElementExactly) {
         results[i] = atl::Error{ring.error()};
         return;
       }
+      auto go = (*ring)->agree(i == 0);  // member 0 says yes; all must hear yes
+      if (!go || !*go) {
+        results[i] = atl::make_error("agree failed");
+        return;
+      }
       auto first = (*ring)->allreduce(1 << 20, 1);
       results[i] = first.ok() ? (*ring)->allreduce((1 << 20) + 12, 2) : first;  // uneven chunks too
     });

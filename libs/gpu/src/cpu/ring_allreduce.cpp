@@ -144,6 +144,18 @@ Status TcpRing::recv_all(void* data, size_t len) {
   return Ok{};
 }
 
+Expected<bool> TcpRing::agree(bool decision) {
+  unsigned char word = decision ? 1 : 0;
+  if (index() == 0) {
+    if (auto st = send_all(&word, 1); !st) return Error{st.error()};
+    if (auto st = recv_all(&word, 1); !st) return Error{st.error()};
+    return decision;
+  }
+  if (auto st = recv_all(&word, 1); !st) return Error{st.error()};
+  if (auto st = send_all(&word, 1); !st) return Error{st.error()};
+  return word == 1;
+}
+
 Expected<AllreduceRound> TcpRing::allreduce(std::int64_t bytes, int round) {
   const int n = size(), me = index();
   const std::int64_t count = bytes / static_cast<std::int64_t>(sizeof(float));

@@ -488,9 +488,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return await_run(self, run, timeout_ms);
       },
       [self](recover_atom) { return recover(self); },
-      [self](node_tool_atom, const std::string& kind, const std::string& args,
-             const std::string& envs, const std::string& workers) {
-        return start_node_tool(self, kind, args, envs, workers);
+      [self](node_tool_atom, const std::string& kind, const std::string& tools,
+             const std::string& duration, const std::string& envs, const std::string& workers) {
+        return start_node_tool(self, kind, tools, duration, envs, workers);
       },
   };
 }

@@ -171,8 +171,9 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
       self, *ranks, [&](int, const std::string&) { return command; }, {}, !forced, command);
 }
 
-Result start_node_tool(Actor* self, const std::string& kind, const std::string& tool_args,
-                       const std::string& env_text, const std::string& worker_text) {
+Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
+                       const std::string& duration, const std::string& env_text,
+                       const std::string& worker_text) {
   auto& st = self->state;
   const DebugCommand command = kind == "check" ? DebugCommand::check : DebugCommand::burn;
   if (auto allowed = allow(command, st.state()); !allowed) return refused(allowed);
@@ -198,11 +199,47 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     for (const auto& w : *workers) chosen |= w == pod;
     if (chosen) ranks.push_back(static_cast<int>(node) * st.job().nproc_per_node);
   }
+  // Allreduce members form a ring in node order; each listens on a port of
+  // its own above MASTER_PORT (distinct even when all nodes share a host).
+  std::vector<std::string> chosen_pods;
+  std::string peers;
+  for (int rank : ranks) {
+    const std::string pod = pod_of_rank(st, rank);
+    int node = rank / st.job().nproc_per_node;
+    if (!peers.empty()) peers += ",";
+    peers += st.nodes.at(pod).info.address + ":" + std::to_string(st.job().master_port + 1 + node);
+    chosen_pods.push_back(pod);
+  }
+  std::vector<std::string> steps;
+  for (size_t start = 0; start <= tools.size();) {
+    size_t comma = tools.find(',', start);
+    steps.push_back(
+        tools.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (const auto& step : steps) {
+    if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce")
+      return usage("unknown burn step '" + step + "'");
+  }
   auto command_for = [&](int, const std::string& pod) {
-    return "atl-burn " + tool_args + " --pod " + pod + " --expect-gpus " +
-           std::to_string(st.nodes.at(pod).info.gpus);
+    size_t index = 0;
+    while (chosen_pods[index] != pod) ++index;
+    // Every step runs even if an earlier one failed (allreduce peers wait for
+    // each other); the exit status is the worst of them.
+    std::string cmd = "s=0";
+    for (const auto& step : steps) {
+      cmd += "; atl-burn " + step + " -d " + duration + " --pod " + pod + " --expect-gpus " +
+             std::to_string(st.nodes.at(pod).info.gpus);
+      if (step == "allreduce") {
+        cmd += " --index " + std::to_string(index) + " --peers " + peers + " --master " +
+               chosen_pods.front();
+      }
+      cmd += " || s=1";
+    }
+    return cmd + "; exit $s";
   };
-  return launch_run(self, ranks, command_for, env, true, kind + " " + tool_args);
+  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration);
 }
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {

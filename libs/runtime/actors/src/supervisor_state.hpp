@@ -107,8 +107,9 @@ bool all_started(const std::map<std::int32_t, RankRecord>& ranks);
 Result begin_stop(Actor* self);
 Result await_stop(Actor* self);
 Result start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
-Result start_node_tool(Actor* self, const std::string& kind, const std::string& tool_args,
-                       const std::string& env_text, const std::string& worker_text);
+Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
+                       const std::string& duration, const std::string& env_text,
+                       const std::string& worker_text);
 Result await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
 Result recover(Actor* self);
 std::string pod_of_rank(const State& st, std::int32_t stream);

@@ -41,6 +41,10 @@ class TcpRing {
   // silent peer is an error, never a hang.
   Expected<AllreduceRound> allreduce(std::int64_t bytes, int round);
 
+  // Member 0's word (e.g. "another round?") passed once around the ring, so
+  // every member stops after the same round.
+  Expected<bool> agree(bool decision_of_member_0);
+
  private:
   explicit TcpRing(RingConfig config) : config_(std::move(config)) {}
   Status send_all(const void* data, size_t size);
