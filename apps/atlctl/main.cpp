@@ -88,6 +88,14 @@ void print_details(const nlohmann::json& info) {
               << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
               << cell(r, "state") << exit << "\n";
   }
+  if (!info["taint_candidates"].empty()) {
+    std::cout << "\nTaint candidates (failed their latest atlctl check):\n";
+    for (const auto& pod : info["taint_candidates"]) {
+      const auto& v = info["checks"][pod.get<std::string>()];
+      std::cout << "  " << pod.get<std::string>() << " (check run " << cell(v, "run") << ": "
+                << cell(v, "reason") << ")\n";
+    }
+  }
   if (!info["runs"].empty()) {
     std::cout << "\nDebug runs:\n"
               << "  " << std::setw(6) << "RUN" << std::setw(9) << "TRACKED" << std::setw(7)

@@ -123,6 +123,13 @@ TEST(BurnAndCheck, CheckFailsNamingTheNodeAndTheReason) {
       << check.output;
   EXPECT_EQ(check.output.find("check failed on " + b.c.worker_name(0)), std::string::npos)
       << check.output;
+  // The verdict is recorded: worker 1 is a taint candidate, worker 0 is not.
+  auto status = b.ctl({"status", "-v"});
+  EXPECT_NE(status.output.find("Taint candidates"), std::string::npos) << status.output;
+  auto json = b.ctl({"status", "--json"});
+  EXPECT_NE(json.output.find("\"taint_candidates\": [\n    \"" + b.c.worker_name(1) + "\"\n  ]"),
+            std::string::npos)
+      << json.output;
 }
 
 TEST(BurnAndCheck, GlobalAllreduceAcrossTwoWorkersInTheSeedsFormat) {

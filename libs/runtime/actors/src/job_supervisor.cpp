@@ -405,6 +405,10 @@ std::string info_json(const State& st) {
     j["ranks"].push_back(rj);
   }
   j["runs"] = nlohmann::json::parse(runs_json(st));
+  j["checks"] = nlohmann::json::parse(checks_json(st));
+  j["taint_candidates"] = nlohmann::json::array();
+  for (const auto& [pod, v] : st.check_verdicts)
+    if (!v.passed) j["taint_candidates"].push_back(pod);
   return j.dump();
 }
 

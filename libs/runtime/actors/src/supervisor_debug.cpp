@@ -120,11 +120,13 @@ namespace {
 // and directory (plus `extra_env`); answers once every one has started.
 template <class CommandFor>
 Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
-                  const EnvMap& extra_env, bool tracked, const std::string& label) {
+                  const EnvMap& extra_env, bool tracked, const std::string& label,
+                  bool is_check = false) {
   auto& st = self->state;
   DebugRun run;
   run.id = st.next_run++;
   run.tracked = tracked;
+  run.is_check = is_check;
   run.command = label;
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (int rank : ranks) {
@@ -239,7 +241,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     }
     return cmd + "; exit $s";
   };
-  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration);
+  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration,
+                    command == DebugCommand::check);
 }
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
@@ -304,6 +307,16 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
   rank->second.code = exit.code;
   rank->second.signal = exit.signal;
   rank->second.note = exit.error;
+  if (run.is_check) {
+    os::ExitStatus status{exit.code, exit.signal};
+    bool passed = exit.error.empty() && status.success();
+    std::string reason = !exit.error.empty() ? exit.error : status.describe();
+    self->state.check_verdicts[rank->second.pod] = {run.id, passed, passed ? "" : reason};
+    if (!passed) {
+      self->state.log->warn("pod {} failed check run {} ({}): a taint candidate", rank->second.pod,
+                            run.id, reason);
+    }
+  }
   maybe_answer_start(run);
   if (all_done(run.ranks)) answer_run_waiters(run);
   check_stop(self);
@@ -339,6 +352,15 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       }
       break;
   }
+}
+
+std::string checks_json(const State& st) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [pod, v] : st.check_verdicts) {
+    j[pod] = {{"run", v.run}, {"passed", v.passed}};
+    if (!v.passed) j[pod]["reason"] = v.reason;
+  }
+  return j.dump();
 }
 
 std::string runs_json(const State& st) {

@@ -50,7 +50,8 @@ using Result = caf::result<std::int32_t, std::string>;
 // One `atlctl run`: the command on some ranks, each with a stream of its own.
 struct DebugRun {
   std::int32_t id = 0;
-  bool tracked = true;  // false for run -f: stop leaves it alone
+  bool tracked = true;    // false for run -f: stop leaves it alone
+  bool is_check = false;  // atlctl check: its verdicts feed the taint candidates
   std::string command;
   std::map<std::int32_t, RankRecord> ranks;  // rank -> record
   Promise started_reply;
@@ -82,6 +83,15 @@ struct State {
   std::int32_t stopping_run = -1;  // what a pending stop waits for: 0 user code, else a run
   std::vector<Promise> stop_waiters;
   std::int32_t stop_generation = 0;
+
+  // The latest atlctl check verdict of each pod (run id, passed). A failed
+  // one makes the pod a platform taint candidate for the fault-tolerance policy.
+  struct CheckVerdict {
+    std::int32_t run = 0;
+    bool passed = true;
+    std::string reason;
+  };
+  std::map<std::string, CheckVerdict> check_verdicts;
 
   std::string failure;
   bool finalizing = false;
@@ -118,5 +128,6 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id);
 void on_user_code_progress(Actor* self);  // a user rank started or ended
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
 std::string runs_json(const State& st);
+std::string checks_json(const State& st);  // pod -> latest check verdict
 
 }  // namespace atl::supervisor
