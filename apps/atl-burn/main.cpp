@@ -13,6 +13,7 @@
 #include "atl/gpu/backend.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
+#include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/ring_allreduce.hpp"
 
 namespace po = boost::program_options;
@@ -234,6 +235,16 @@ int check(atl::gpu::Backend& backend, const Options& o) {
         problem = "transfer: " + t.error();
       else if (!t->checksum_ok)
         problem = "transfer changed the data";
+    }
+    if (problem.empty() && backend.name() == "cuda") {
+      auto nvml = atl::gpu::nvml_health(dev);
+      if (!nvml.available) {
+        std::printf("%s GPU %d: %s (ECC and retired pages not checked)\n", o.pod.c_str(), dev,
+                    nvml.note.c_str());
+      } else if (!nvml.ok()) {
+        problem = "NVML: " + std::to_string(nvml.ecc_uncorrected) + " uncorrected ECC errors" +
+                  (nvml.retired_pages_pending ? ", retired pages pending a reset" : "");
+      }
     }
     std::printf("%s GPU %d (%s): check %s%s\n", o.pod.c_str(), dev, backend.name().c_str(),
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());

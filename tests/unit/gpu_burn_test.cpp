@@ -7,6 +7,7 @@
 #include "atl/gpu/backend.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
+#include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/verify.hpp"
 
 using namespace atl::gpu;
@@ -104,6 +105,23 @@ TEST(CpuBackend, TransferRoundTripsTheBytes) {
   EXPECT_GT(r->d2h_gbps, 0);
   EXPECT_GT(r->bidir_gbps, 0);
   EXPECT_FALSE(backend->transfer(0, 1).ok());
+}
+
+TEST(CpuBackend, MemoryTestWritesEveryPatternAndReadsItBack) {
+  auto backend = make_cpu_backend();
+  auto r = backend->memory_test(0, 0.05);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_TRUE(r->ok());
+  EXPECT_EQ(r->patterns, 4);
+  EXPECT_GT(r->bytes, 1 << 20);
+  EXPECT_FALSE(backend->memory_test(0, 0).ok());
+  EXPECT_FALSE(backend->memory_test(0, 1.5).ok());
+}
+
+TEST(NvmlHealth, AbsentDriverIsReportedNotFatal) {
+  auto h = atl::gpu::nvml_health(0);
+  if (!h.available) EXPECT_FALSE(h.note.empty());
+  EXPECT_TRUE(h.ok() || h.available);  // only a real driver can report a bad GPU
 }
 
 TEST(Backends, WithoutADeviceTheCpuBackendServes) {

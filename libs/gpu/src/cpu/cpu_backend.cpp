@@ -111,6 +111,25 @@ class CpuBackend : public Backend {
     return r;
   }
 
+  // The CPU path tests a bounded buffer (at most 256 MiB): a node's RAM is
+  // shared with the ranks, unlike a parked GPU's memory.
+  Expected<MemoryTestResult> memory_test(int device, double fraction) override {
+    if (device != 0) return make_error("cpu backend has one device, not " + std::to_string(device));
+    if (fraction <= 0 || fraction > 1) return make_error("memory test: fraction must be in (0, 1]");
+    const std::int64_t bytes = static_cast<std::int64_t>((256LL << 20) * fraction) & ~3LL;
+    std::vector<std::uint32_t> words(static_cast<size_t>(bytes / 4));
+    MemoryTestResult r;
+    r.bytes = bytes;
+    for (std::uint32_t pattern : kMemoryPatterns) {
+      std::fill(words.begin(), words.end(), pattern);
+      // Read back through a volatile pointer so the check is not optimised away.
+      const volatile std::uint32_t* p = words.data();
+      for (size_t i = 0; i < words.size(); ++i) r.bad_words += p[i] != pattern;
+      ++r.patterns;
+    }
+    return r;
+  }
+
  private:
   int threads_;
 };

@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -194,6 +195,40 @@ class CudaBackend : public Backend {
     if (s1 != cudaSuccess) return make_error(cuda_error("bidirectional copy", s1));
     if (s2 != cudaSuccess) return make_error(cuda_error("bidirectional copy", s2));
     r.bidir_gbps = algbw_gbps(2 * bytes, both);
+    return r;
+  }
+
+  // cudaMemset each pattern over most of the free memory, copy it back in
+  // slices and compare: no kernel needed.
+  Expected<MemoryTestResult> memory_test(int device, double fraction) override {
+    if (device < 0 || device >= devices_)
+      return make_error("no CUDA device " + std::to_string(device));
+    if (fraction <= 0 || fraction > 1) return make_error("memory test: fraction must be in (0, 1]");
+    ATL_CUDA(cudaSetDevice(device));
+    size_t free_bytes = 0, total = 0;
+    ATL_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    size_t bytes = static_cast<size_t>(static_cast<double>(free_bytes) * fraction) & ~size_t{3};
+    DeviceBuffer buf;
+    while (bytes > (64u << 20) && cudaMalloc(&buf.ptr, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      bytes = bytes / 10 * 9 & ~size_t{3};  // fragmentation: settle for a little less
+    }
+    if (!buf.ptr) ATL_CUDA(cudaMalloc(&buf.ptr, bytes));
+    MemoryTestResult r;
+    r.device = device;
+    r.bytes = static_cast<std::int64_t>(bytes);
+    const size_t slice = 256u << 20;
+    std::vector<std::uint32_t> host(slice / 4);
+    for (std::uint32_t pattern : kMemoryPatterns) {
+      ATL_CUDA(cudaMemset(buf.ptr, pattern & 0xFF, bytes));  // every kMemoryPatterns byte repeats
+      for (size_t off = 0; off < bytes; off += slice) {
+        size_t len = std::min(slice, bytes - off);
+        ATL_CUDA(cudaMemcpy(host.data(), static_cast<char*>(buf.ptr) + off, len,
+                            cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < len / 4; ++i) r.bad_words += host[i] != pattern;
+      }
+      ++r.patterns;
+    }
     return r;
   }
 

@@ -38,6 +38,19 @@ struct TransferResult {
   bool checksum_ok = false;
 };
 
+struct MemoryTestResult {
+  int device = 0;
+  std::int64_t bytes = 0;      // how much was tested
+  std::int64_t bad_words = 0;  // 32-bit words that read back wrong, over all patterns
+  int patterns = 0;
+  bool ok() const { return bad_words == 0; }
+};
+
+// The patterns a memory test writes and reads back: all zeros, all ones,
+// alternating bits both ways.
+inline constexpr std::uint32_t kMemoryPatterns[] = {0x00000000u, 0xFFFFFFFFu, 0xAAAAAAAAu,
+                                                    0x55555555u};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -45,6 +58,8 @@ class Backend {
   virtual int device_count() const = 0;
   virtual Expected<GemmResult> gemm(int device, const GemmConfig& config) = 0;
   virtual Expected<TransferResult> transfer(int device, std::int64_t bytes) = 0;
+  // Writes each pattern over `fraction` of the free memory and reads it back.
+  virtual Expected<MemoryTestResult> memory_test(int device, double fraction) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
