@@ -1,5 +1,6 @@
 #include "atl/gpu/verify.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -44,6 +45,16 @@ std::int64_t count_wrong(const std::vector<double>& reference, const std::vector
   for (size_t i = 0; i < reference.size() && i < got.size(); ++i)
     wrong += static_cast<double>(got[i]) != reference[i];
   return wrong;
+}
+
+std::int64_t spot_check_gemm(const std::vector<float>& a, const std::vector<float>& b,
+                             const std::vector<float>& c, int n) {
+  const int rows = std::min(n, 16);
+  const auto cells = static_cast<long>(rows) * n;
+  std::vector<float> a_top(a.begin(), a.begin() + cells);
+  std::vector<double> ref;
+  reference_gemm(a_top, b, ref, rows, n, n);
+  return count_wrong(ref, std::vector<float>(c.begin(), c.begin() + cells));
 }
 
 }  // namespace atl::gpu

@@ -76,13 +76,7 @@ class CpuBackend : public Backend {
     }
     if (config.repeats == 1) result.nans = compare_results(first, first).nans;
     result.tflops = gemm_tflops(n, n, n, total / config.repeats);
-    // Spot check: the first rows against the exact double reference.
-    int rows = std::min(n, 16);
-    std::vector<float> a_top(a.begin(), a.begin() + static_cast<long>(rows) * n);
-    std::vector<double> ref;
-    reference_gemm(a_top, b, ref, rows, n, n);
-    std::vector<float> got(first.begin(), first.begin() + static_cast<long>(rows) * n);
-    result.wrong = count_wrong(ref, got);
+    result.wrong = spot_check_gemm(a, b, first, n);
     return result;
   }
 

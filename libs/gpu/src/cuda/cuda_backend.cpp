@@ -136,12 +136,7 @@ class CudaBackend : public Backend {
       result.nans += m.nans;
     }
     result.tflops = gemm_tflops(n, n, n, total_ms / 1000.0 / std::max(1, config.repeats));
-    int rows = std::min(n, 16);
-    std::vector<float> a_top(a.begin(), a.begin() + static_cast<long>(rows) * n);
-    std::vector<double> ref;
-    reference_gemm(a_top, b, ref, rows, n, n);
-    std::vector<float> top(first.begin(), first.begin() + static_cast<long>(rows) * n);
-    result.wrong = count_wrong(ref, top);
+    result.wrong = spot_check_gemm(a, b, first, n);
     return result;
   }
 

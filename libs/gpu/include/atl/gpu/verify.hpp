@@ -28,4 +28,9 @@ void reference_gemm(const std::vector<float>& a, const std::vector<float>& b,
 // Elements of `got` that are not exactly the reference.
 std::int64_t count_wrong(const std::vector<double>& reference, const std::vector<float>& got);
 
+// The spot check of an n x n GEMM result C = A B: its first rows (at most 16)
+// against the exact double reference. Returns the wrong elements.
+std::int64_t spot_check_gemm(const std::vector<float>& a, const std::vector<float>& b,
+                             const std::vector<float>& c, int n);
+
 }  // namespace atl::gpu
