@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "atl/cli/command_line.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/gpu/backend.hpp"
@@ -20,11 +21,6 @@ namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "atl-burn: " << message << "\n";
-  std::exit(2);
-}
 
 struct Options {
   std::string what;  // gemm, transfer, check
@@ -61,57 +57,52 @@ Options parse(int argc, char** argv) {
       "allreduce sizes, e.g. 512M,1G (default: the seed's, or 8M,32M on CPUs)");
   po::positional_options_description pos;
   pos.add("what", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    usage_error(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    std::exit(0);
-  }
+  po::variables_map vm = atl::cli::parse_or_exit(
+      "atl-burn", po::command_line_parser(argc, argv).positional(pos), desc);
   Options o;
-  if (!vm.count("what")) usage_error("say what to do: gemm, transfer or check");
+  if (!vm.count("what"))
+    atl::cli::usage_error("atl-burn", "say what to do: gemm, transfer or check");
   o.what = vm["what"].as<std::string>();
   if (o.what != "gemm" && o.what != "transfer" && o.what != "check" && o.what != "allreduce")
-    usage_error("bad burn '" + o.what + "': use gemm, transfer, check or allreduce");
+    atl::cli::usage_error("atl-burn",
+                          "bad burn '" + o.what + "': use gemm, transfer, check or allreduce");
   if (vm.count("duration")) {
     auto d = atl::parse_duration(vm["duration"].as<std::string>());
-    if (!d || d->count() <= 0) usage_error("--duration: " + (d ? "must be positive" : d.error()));
+    if (!d || d->count() <= 0)
+      atl::cli::usage_error("atl-burn", "--duration: " + (d ? "must be positive" : d.error()));
     o.duration = *d;
   }
   if (vm.count("size")) {
     o.size = vm["size"].as<int>();
-    if (o.size < 1) usage_error("--size: must be positive");
+    if (o.size < 1) atl::cli::usage_error("atl-burn", "--size: must be positive");
   }
   o.fp32 = vm.count("fp32") || vm.count("tf32");
   o.tf32 = vm.count("tf32") > 0;
   if (vm.count("bytes")) {
     auto b = atl::gpu::parse_burn_size(vm["bytes"].as<std::string>());
-    if (!b || *b < 2) usage_error("--bytes: " + (b ? std::string("too small") : b.error()));
+    if (!b || *b < 2)
+      atl::cli::usage_error("atl-burn", "--bytes: " + (b ? std::string("too small") : b.error()));
     o.bytes = *b;
   }
   if (vm.count("pod")) o.pod = vm["pod"].as<std::string>();
   if (vm.count("expect-gpus")) o.expect_gpus = vm["expect-gpus"].as<int>();
   if (o.what == "allreduce") {
     if (!vm.count("peers") || !vm.count("index"))
-      usage_error("allreduce needs --index and --peers");
+      atl::cli::usage_error("atl-burn", "allreduce needs --index and --peers");
     std::string peers = vm["peers"].as<std::string>();
     for (size_t start = 0; start <= peers.size();) {
       size_t comma = peers.find(',', start);
       auto hp = atl::parse_host_port(
           peers.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (!hp) usage_error("--peers: " + hp.error());
+      if (!hp) atl::cli::usage_error("atl-burn", "--peers: " + hp.error());
       o.peers.push_back(*hp);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
     o.index = vm["index"].as<int>();
     if (o.index < 0 || o.index >= static_cast<int>(o.peers.size()))
-      usage_error("--index: must be below the number of peers (" + std::to_string(o.peers.size()) +
-                  ")");
+      atl::cli::usage_error("atl-burn", "--index: must be below the number of peers (" +
+                                            std::to_string(o.peers.size()) + ")");
     o.master = vm.count("master") ? vm["master"].as<std::string>() : o.pod;
   }
   if (vm.count("sizes")) {
@@ -121,7 +112,8 @@ Options parse(int argc, char** argv) {
       auto size = atl::gpu::parse_burn_size(
           text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (!size || *size < 4)
-        usage_error("--sizes: " + (size ? std::string("too small") : size.error()));
+        atl::cli::usage_error("atl-burn",
+                              "--sizes: " + (size ? std::string("too small") : size.error()));
       o.sizes.push_back(*size);
       if (comma == std::string::npos) break;
       start = comma + 1;

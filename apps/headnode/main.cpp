@@ -16,6 +16,7 @@
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/log_sink.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/cli/command_line.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/shell.hpp"
 #include "atl/os/child_process.hpp"
@@ -39,17 +40,6 @@ struct HeadOptions {
   int local_workers = 0;
   atl::Millis linger{0};
 };
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "headnode: " << message << "\n";
-  std::exit(kExitUsage);
-}
-
-template <class T>
-T value_or_die(atl::Expected<T> e, const std::string& flag) {
-  if (!e) usage_error(flag + ": " + e.error());
-  return std::move(e).value();
-}
 
 HeadOptions parse_options(int argc, char** argv) {
   // Everything after a bare "--" is the entrypoint, verbatim.
@@ -90,78 +80,75 @@ HeadOptions parse_options(int argc, char** argv) {
       "local-workers", po::value<int>(), "also start N workernode processes on this machine")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(own_argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    usage_error(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    std::exit(0);
-  }
+  po::variables_map vm =
+      atl::cli::parse_or_exit("headnode", po::command_line_parser(own_argc, argv), desc);
 
   HeadOptions opt;
   if (vm.count("job")) {
     std::string path = vm["job"].as<std::string>();
     std::ifstream in(path);
-    if (!in) usage_error("cannot read job file " + path);
+    if (!in) atl::cli::usage_error("headnode", "cannot read job file " + path);
     std::stringstream text;
     text << in.rdbuf();
     auto spec = atl::parse_job_spec_json(text.str());
-    if (!spec) usage_error(path + ": " + spec.error());
+    if (!spec) atl::cli::usage_error("headnode", path + ": " + spec.error());
     opt.job = std::move(spec).value();
   }
   atl::JobSpec& job = opt.job;
   if (vm.count("job-id")) job.job_id = vm["job-id"].as<std::string>();
   if (vm.count("mode"))
-    job.mode = value_or_die(atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
+    job.mode = atl::cli::value_or_exit("headnode",
+                                       atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
   if (vm.count("entrypoint")) job.entrypoint = vm["entrypoint"].as<std::string>();
   if (!trailing.empty()) {
     if (vm.count("entrypoint"))
-      usage_error("give the entrypoint either with --entrypoint or after --, not both");
+      atl::cli::usage_error("headnode",
+                            "give the entrypoint either with --entrypoint or after --, not both");
     job.entrypoint = atl::command_from_words(trailing);
   }
   if (vm.count("workers")) job.workers = vm["workers"].as<int>();
   if (vm.count("nproc-per-node")) job.nproc_per_node = vm["nproc-per-node"].as<int>();
   if (vm.count("env")) {
     for (const auto& kv : vm["env"].as<std::vector<std::string>>()) {
-      auto parsed = value_or_die(atl::parse_env_assignment(kv), "--env");
+      auto parsed = atl::cli::value_or_exit("headnode", atl::parse_env_assignment(kv), "--env");
       job.env[parsed.first] = parsed.second;
     }
   }
   if (vm.count("working-dir")) job.working_dir = vm["working-dir"].as<std::string>();
   if (vm.count("ready-timeout"))
-    job.ready_timeout =
-        value_or_die(atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
+    job.ready_timeout = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["ready-timeout"].as<std::string>()), "--ready-timeout");
   if (vm.count("grace"))
-    job.grace = value_or_die(atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+    job.grace = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
   if (vm.count("master-port")) {
     job.master_port = vm["master-port"].as<int>();
     if (job.master_port < 1 || job.master_port > 65000)
-      usage_error("--master-port: must be between 1 and 65000");
+      atl::cli::usage_error("headnode", "--master-port: must be between 1 and 65000");
   }
   if (vm.count("bind")) opt.bind = vm["bind"].as<std::string>();
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("port")) {
     int port = vm["port"].as<int>();
-    if (port < 0 || port > 65535) usage_error("--port: must be between 0 and 65535");
+    if (port < 0 || port > 65535)
+      atl::cli::usage_error("headnode", "--port: must be between 0 and 65535");
     opt.port = static_cast<std::uint16_t>(port);
   }
   if (vm.count("local-workers")) {
     opt.local_workers = vm["local-workers"].as<int>();
     if (opt.local_workers < 0 || opt.local_workers > job.workers)
-      usage_error("--local-workers: must be between 0 and the number of workers (" +
-                  std::to_string(job.workers) + ")");
+      atl::cli::usage_error("headnode",
+                            "--local-workers: must be between 0 and the number of workers (" +
+                                std::to_string(job.workers) + ")");
   }
   if (vm.count("linger"))
-    opt.linger = value_or_die(atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
+    opt.linger = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
   if (job.job_id.empty()) {
     std::mt19937_64 rng(std::random_device{}());
     job.job_id = atl::make_job_id(rng);
   }
-  if (auto ok = atl::validate_job_spec(job); !ok) usage_error(ok.error());
+  if (auto ok = atl::validate_job_spec(job); !ok) atl::cli::usage_error("headnode", ok.error());
   opt.state_dir =
       vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
   if (opt.advertise.empty())

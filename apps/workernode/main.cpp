@@ -9,6 +9,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/node_agent.hpp"
+#include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
@@ -19,17 +20,6 @@
 namespace po = boost::program_options;
 
 namespace {
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::cerr << "workernode: " << message << "\n";
-  std::exit(atl::kNodeExitRejected);
-}
-
-template <class T>
-T value_or_die(atl::Expected<T> e, const std::string& flag) {
-  if (!e) usage_error(flag + ": " + e.error());
-  return std::move(e).value();
-}
 
 struct WorkerOptions {
   atl::HostPort head;
@@ -56,41 +46,35 @@ WorkerOptions parse_options(int argc, char** argv) {
       "address others reach this pod at (default: the one used towards the head)")(
       "connect-timeout", po::value<std::string>(),
       "how long to keep trying to reach the head (default 60s)");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    usage_error(e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    std::exit(0);
-  }
-  if (!vm.count("head")) usage_error("--head HOST:PORT is required");
-  if (!vm.count("name")) usage_error("--name POD is required");
+  po::variables_map vm =
+      atl::cli::parse_or_exit("workernode", po::command_line_parser(argc, argv), desc);
+  if (!vm.count("head")) atl::cli::usage_error("workernode", "--head HOST:PORT is required");
+  if (!vm.count("name")) atl::cli::usage_error("workernode", "--name POD is required");
   WorkerOptions opt;
-  opt.head = value_or_die(atl::parse_host_port(vm["head"].as<std::string>()), "--head");
+  opt.head = atl::cli::value_or_exit("workernode",
+                                     atl::parse_host_port(vm["head"].as<std::string>()), "--head");
   opt.name = vm["name"].as<std::string>();
-  if (opt.name.empty()) usage_error("--name: must not be empty");
+  if (opt.name.empty()) atl::cli::usage_error("workernode", "--name: must not be empty");
   opt.resources = atl::os::detect_resources();
   if (vm.count("cpus")) {
     opt.resources.cpus = vm["cpus"].as<int>();
-    if (opt.resources.cpus < 0) usage_error("--cpus: must not be negative");
+    if (opt.resources.cpus < 0) atl::cli::usage_error("workernode", "--cpus: must not be negative");
   }
   if (vm.count("gpus")) {
     opt.resources.gpus = vm["gpus"].as<int>();
-    if (opt.resources.gpus < 0) usage_error("--gpus: must not be negative");
+    if (opt.resources.gpus < 0) atl::cli::usage_error("workernode", "--gpus: must not be negative");
   }
   if (vm.count("memory"))
-    opt.resources.memory =
-        value_or_die(atl::parse_byte_size(vm["memory"].as<std::string>()), "--memory");
+    opt.resources.memory = atl::cli::value_or_exit(
+        "workernode", atl::parse_byte_size(vm["memory"].as<std::string>()), "--memory");
   if (vm.count("shm"))
-    opt.resources.shm = value_or_die(atl::parse_byte_size(vm["shm"].as<std::string>()), "--shm");
+    opt.resources.shm = atl::cli::value_or_exit(
+        "workernode", atl::parse_byte_size(vm["shm"].as<std::string>()), "--shm");
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("connect-timeout"))
-    opt.connect_timeout = value_or_die(atl::parse_duration(vm["connect-timeout"].as<std::string>()),
-                                       "--connect-timeout");
+    opt.connect_timeout = atl::cli::value_or_exit(
+        "workernode", atl::parse_duration(vm["connect-timeout"].as<std::string>()),
+        "--connect-timeout");
   return opt;
 }
 
