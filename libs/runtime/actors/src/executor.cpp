@@ -85,7 +85,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   std::string bin_dir = os::executable_dir();
   std::string& path = env["PATH"];
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
-  if (("" + path + ":").find(bin_dir + ":") != 0) path = bin_dir + ":" + path;
+  if (path.rfind(bin_dir + ":", 0) != 0) path = bin_dir + ":" + path;
   os::SpawnRequest req;
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);

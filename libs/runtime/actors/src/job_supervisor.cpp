@@ -122,18 +122,14 @@ void launch_user_code(Actor* self) {
   }
 }
 
-namespace {
-
 // --- ending ------------------------------------------------------------------
 
-void stop_ranks(Actor* self) {
+void stop_user_code(Actor* self) {
   auto& st = self->state;
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
 }
-
-}  // namespace
 
 void fail(Actor* self, JobEvent event, const std::string& reason) {
   auto& st = self->state;
@@ -144,7 +140,7 @@ void fail(Actor* self, JobEvent event, const std::string& reason) {
     finalize(self);
     return;
   }
-  stop_ranks(self);
+  stop_user_code(self);
   self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
                      static_cast<std::int32_t>(kFailStopTimer), std::int32_t{0});
 }
@@ -333,7 +329,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (it->second.agent.address() != msg.source) continue;
     std::string pod = it->first;
     st.nodes.erase(it);
-    st.lost_pods.insert(pod);
+    if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
     for (auto& [stream, r] : st.ranks) {
       if (r.pod == pod && !r.done) {
         r.done = true;
@@ -348,7 +344,6 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
           lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
     for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
     if (st.state() == JobState::pending) {
-      st.lost_pods.erase(pod);  // missing again, not lost
       st.log->warn("pod {} left before the job started ({}); waiting for it again", pod,
                    self->system().render(msg.reason));
       apply(self, JobEvent::node_lost);

@@ -90,8 +90,7 @@ Result begin_stop(Actor* self) {
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   if (before == JobState::command) {
     st.stopping_run = 0;
-    for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
-    if (st.driver) self->send(st.driver, stop_atom::value, grace);
+    stop_user_code(self);
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     st.stopping_run = st.tracked_run;
     for (const auto& [pod, node] : st.nodes)

@@ -110,6 +110,7 @@ using Actor = caf::stateful_actor<State>;
 bool apply(Actor* self, JobEvent event);
 void fail(Actor* self, JobEvent event, const std::string& reason);
 void launch_user_code(Actor* self);
+void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
 bool all_done(const std::map<std::int32_t, RankRecord>& ranks);
 bool all_started(const std::map<std::int32_t, RankRecord>& ranks);
 
