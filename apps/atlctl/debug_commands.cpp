@@ -227,11 +227,6 @@ int burn(SupervisorClient& client, const po::variables_map& vm) {
   if (*type == atl::gpu::BurnType::global && vm["workers"].as<std::string>() != "all") {
     die(kExitUsage, "burn -t global runs on all workers: use -t batch with -w");
   }
-  if (*type == atl::gpu::BurnType::local) {
-    die(kExitFailed,
-        "burn -t local: the allreduce across one node's GPUs needs NCCL, which is not built "
-        "yet; global and batch run between nodes");
-  }
   std::string tool = (*type == atl::gpu::BurnType::global || *type == atl::gpu::BurnType::batch)
                          ? "allreduce"
                          : std::string(atl::gpu::to_string(*type));
@@ -276,18 +271,22 @@ const Command kBurnCommand{
     "in a child process, with progress lines and a verdict per GPU, then 'Check\n"
     "finished.' Needs debugStop and leaves debugCommand (end it with atlctl stop).\n"
     "gemm: GEMMs, every round verified; transfer: host<->device copies with\n"
-    "checksums; global: allreduce rounds among all workers, batch: among -w's;\n"
-    "the master prints 'Round N: AllReduce Perf(GB/s): Size=..., BusBW=...,\n"
-    "AlgBW=..., MasterAddr=POD'. Exit 1 names the node that failed. (local, the\n"
-    "allreduce across one node's GPUs, needs NCCL: not built yet.)",
+    "checksums; local: NCCL allreduce among each node's own GPUs; global:\n"
+    "allreduce rounds among all workers (NCCL, one rank per GPU; a TCP ring\n"
+    "between nodes without GPUs), batch: among -w's. The master prints 'Round N:\n"
+    "AllReduce Perf(GB/s): Size=..., BusBW=..., AlgBW=..., MasterAddr=POD'. Two\n"
+    "ranks on one GPU are refused before NCCL starts. Exit 1 names the node\n"
+    "that failed.",
     burn_options, burn};
 
 const Command kCheckCommand{
     "Usage: atlctl check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]\n\n"
-    "Built-in checks on the chosen workers: the declared GPUs are there, a GEMM\n"
-    "with a known answer is right, copies round-trip. Prints 'All workers will be\n"
-    "checked.', a verdict per GPU, 'Check finished.' and 'Check Quit.'; exit 1\n"
-    "names the node that failed. allreduce: a short verified allreduce among the\n"
+    "Built-in checks on the chosen workers: the declared GPUs are there, a kernel\n"
+    "and a GEMM with known answers are right, copies round-trip, memory holds\n"
+    "its patterns, no ECC errors, pending retired pages or critical Xid events.\n"
+    "Prints 'All workers will be checked.', a verdict per GPU, 'Check finished.'\n"
+    "and 'Check Quit.'; exit 1 names the node that failed. allreduce: a short verified allreduce "
+    "among the\n"
     "chosen workers. Needs debugStop and leaves debugCommand.",
     check_options, check};
 

@@ -4,7 +4,6 @@
 #include <signal.h>
 
 #include <fstream>
-#include <random>
 #include <regex>
 #include <sstream>
 
@@ -14,15 +13,22 @@ using namespace atl::test;
 
 namespace {
 
-// Two workers; worker 1 may declare GPUs it does not have.
+// Two workers; worker 1 may declare GPUs it does not have, or run from
+// another program (`worker1_argv0`) with another environment.
 struct BurnCluster {
-  explicit BurnCluster(std::vector<std::string> worker1_flags = {}) {
-    // Allreduce rings listen above MASTER_PORT: a port range of this cluster's own.
-    std::string master_port = std::to_string(20000 + std::random_device{}() % 10000);
-    head = &c.start_head({"--workers", "2", "--grace", "5s", "--master-port", master_port, "--",
-                          "echo up; sleep 300"});
+  explicit BurnCluster(std::vector<std::string> worker1_flags = {},
+                       const std::string& worker1_argv0 = "",
+                       const std::vector<std::string>& worker1_env = {}) {
+    head = &c.start_head({"--workers", "2", "--grace", "5s", "--", "echo up; sleep 300"});
     c.start_worker(0);
-    c.start_worker(1, worker1_flags);
+    if (worker1_argv0.empty()) {
+      c.start_worker(1, worker1_flags);
+    } else {
+      std::vector<std::string> argv = {worker1_argv0, "--head", c.head_address(), "--name",
+                                       c.worker_name(1)};
+      argv.insert(argv.end(), worker1_flags.begin(), worker1_flags.end());
+      c.start("worker1", argv, worker1_env);
+    }
     EXPECT_TRUE(c.wait_for_status("command"));
     EXPECT_EQ(ctl({"stop"}).exit_code, 0);
   }
@@ -165,8 +171,43 @@ TEST(BurnAndCheck, CheckAllRunsTheGpuAndAllreduceChecks) {
     EXPECT_NE(check.output.find(b.c.worker_name(w) + " GPU 0 (cpu): check PASS"),
               std::string::npos);
     EXPECT_NE(check.output.find(b.c.worker_name(w) +
-                                ": allreduce over 2 nodes, 1 rounds, #wrong 0: PASS"),
+                                ": allreduce over 2 nodes (TCP ring), 1 rounds, #wrong 0: PASS"),
               std::string::npos)
         << check.output;
   }
+}
+
+TEST(BurnAndCheck, LocalNeedsGpusAndSaysSoOnEachNode) {
+  BurnCluster b;
+  auto burn = b.ctl({"burn", "-t", "local", "-d", "1s"});
+  EXPECT_EQ(burn.exit_code, 1) << burn.output;
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_NE(burn.output.find(b.c.worker_name(w) +
+                               ": allreduce FAIL: a local allreduce runs among a node's GPUs, "
+                               "and CUDA sees none here"),
+              std::string::npos)
+        << burn.output;
+  }
+}
+
+TEST(BurnAndCheck, AMemberThatNeverJoinsEndsTheAllreduceForEveryoneNamingIt) {
+  // Worker 1 runs a copy of workernode from a folder without atl-burn, and
+  // its PATH has none either: its allreduce step cannot start. Worker 0 must
+  // not wait for it until a timeout: the supervisor tells it at once.
+  char folder[] = "/tmp/atl-bare-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string bare = folder;
+  ASSERT_EQ(std::system(("cp " + bin("workernode") + " " + bare).c_str()), 0);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::system(("rm -rf " + dir).c_str()); }
+  } cleanup{bare};
+  BurnCluster b({}, bare + "/workernode", {"PATH=/usr/bin:/bin"});
+  auto burn = b.ctl({"burn", "-t", "global", "-d", "1s"});
+  EXPECT_EQ(burn.exit_code, 1) << burn.output;
+  EXPECT_NE(
+      burn.output.find(b.c.worker_name(0) + ": allreduce FAIL: " + b.c.worker_name(1) + " ended"),
+      std::string::npos)
+      << burn.output;
+  EXPECT_NE(burn.output.find("before joining the allreduce"), std::string::npos) << burn.output;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -85,13 +86,21 @@ std::vector<std::string> TestCluster::environment() const {
   return env;
 }
 
-Started& TestCluster::start(const std::string& name, std::vector<std::string> argv) {
+Started& TestCluster::start(const std::string& name, std::vector<std::string> argv,
+                            const std::vector<std::string>& env) {
   auto s = std::make_unique<Started>();
   s->name = name;
   s->output_path = dir_ + "/" + name + "-" + std::to_string(counter_++) + ".out";
   os::SpawnRequest req;
   req.argv = std::move(argv);
   req.env = environment();
+  for (const auto& e : env) {
+    std::string key = e.substr(0, e.find('=') + 1);
+    req.env.erase(std::remove_if(req.env.begin(), req.env.end(),
+                                 [&](const std::string& x) { return x.rfind(key, 0) == 0; }),
+                  req.env.end());
+    req.env.push_back(e);
+  }
   req.output = os::OutputMode::file;
   req.output_file = s->output_path;
   auto child = os::ChildProcess::spawn(req);

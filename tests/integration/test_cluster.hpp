@@ -42,7 +42,9 @@ class TestCluster {
   // The address the head printed; fails the test if none within the timeout.
   std::string head_address(std::chrono::milliseconds timeout = 30s);
   Started& start_worker(int index, std::vector<std::string> extra = {});
-  Started& start(const std::string& name, std::vector<std::string> argv);
+  // `env` entries ("K=V") replace the cluster environment's ones of the same name.
+  Started& start(const std::string& name, std::vector<std::string> argv,
+                 const std::vector<std::string>& env = {});
 
   // Waits for the process to exit; -1 if it did not within the timeout.
   int wait_exit(Started& p, std::chrono::milliseconds timeout = 120s);

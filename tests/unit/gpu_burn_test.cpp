@@ -6,6 +6,7 @@
 
 #include "atl/gpu/backend.hpp"
 #include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/device_math.hpp"
 #include "atl/gpu/metrics.hpp"
 #include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/verify.hpp"
@@ -118,10 +119,48 @@ TEST(CpuBackend, MemoryTestWritesEveryPatternAndReadsItBack) {
   EXPECT_FALSE(backend->memory_test(0, 1.5).ok());
 }
 
-TEST(NvmlHealth, AbsentDriverIsReportedNotFatal) {
-  auto h = atl::gpu::nvml_health(0);
-  if (!h.available) EXPECT_FALSE(h.note.empty());
-  EXPECT_TRUE(h.ok() || h.available);  // only a real driver can report a bad GPU
+TEST(NvmlHealth, AbsentDriverIsReportedNotFatalAndTheWorkStillRuns) {
+  int runs = 0;
+  auto h = atl::gpu::nvml_health("0000:00:00.0", [&] { ++runs; });
+  EXPECT_EQ(runs, 1);
+  if (!h.available) {
+    EXPECT_FALSE(h.note.empty());
+    EXPECT_TRUE(h.ok());  // only a real driver can report a bad GPU
+  }
+}
+
+TEST(KnownAnswer, CpuBackendComputesEveryValueRight) {
+  auto backend = make_cpu_backend(2);
+  auto r = backend->known_answer(0, 100000);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->elements, 100000);
+  EXPECT_EQ(r->wrong, 0);
+  EXPECT_FALSE(backend->known_answer(0, 0).ok());
+  EXPECT_FALSE(backend->known_answer(1, 10).ok());
+}
+
+TEST(KnownAnswer, CatchesAPlantedWrongValue) {
+  std::vector<std::uint32_t> got(1000);
+  for (std::uint32_t i = 0; i < got.size(); ++i)
+    got[i] = atl::gpu::known_answer(i, atl::gpu::kKnownAnswerSeed, atl::gpu::kKnownAnswerRounds);
+  EXPECT_EQ(atl::gpu::count_known_answer_errors(got), 0);
+  got[617] ^= 1u << 9;  // one flipped bit
+  EXPECT_EQ(atl::gpu::count_known_answer_errors(got), 1);
+  // Values differ from index to index: a stuck unit writing one value everywhere is caught.
+  EXPECT_NE(atl::gpu::known_answer(1, 7, 64), atl::gpu::known_answer(2, 7, 64));
+}
+
+TEST(DeviceMath, RingSumIsTheExactSumOfEveryInput) {
+  for (int world : {1, 2, 3, 8, 64, 1024}) {
+    for (std::int64_t i : {0LL, 1LL, 4LL, 123456789LL}) {
+      for (int round : {1, 2, 7}) {
+        double sum = 0;
+        for (int r = 0; r < world; ++r) sum += atl::gpu::ring_input(r, i, round);
+        EXPECT_EQ(static_cast<double>(atl::gpu::ring_sum(world, i, round)), sum)
+            << world << " " << i << " " << round;
+      }
+    }
+  }
 }
 
 TEST(Backends, WithoutADeviceTheCpuBackendServes) {

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <random>
 
+#include "atl/gpu/backend.hpp"
+#include "atl/gpu/device_math.hpp"
+
 namespace atl::gpu {
 
 Mismatches compare_results(const std::vector<float>& expected, const std::vector<float>& got) {
@@ -55,6 +58,14 @@ std::int64_t spot_check_gemm(const std::vector<float>& a, const std::vector<floa
   std::vector<double> ref;
   reference_gemm(a_top, b, ref, rows, n, n);
   return count_wrong(ref, std::vector<float>(c.begin(), c.begin() + cells));
+}
+
+std::int64_t count_known_answer_errors(const std::vector<std::uint32_t>& got) {
+  std::int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    wrong +=
+        got[i] != known_answer(static_cast<std::uint32_t>(i), kKnownAnswerSeed, kKnownAnswerRounds);
+  return wrong;
 }
 
 }  // namespace atl::gpu

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "atl/gpu/backend.hpp"
+#include "atl/gpu/device_math.hpp"
 #include "atl/gpu/metrics.hpp"
 #include "atl/gpu/verify.hpp"
 
@@ -53,6 +54,8 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
   int device_count() const override { return 1; }
+  std::string pci_bus_id(int) const override { return ""; }
+  std::string uuid(int) const override { return ""; }
 
   Expected<GemmResult> gemm(int device, const GemmConfig& config) override {
     if (device != 0) return make_error("cpu backend has one device, not " + std::to_string(device));
@@ -121,6 +124,30 @@ class CpuBackend : public Backend {
       for (size_t i = 0; i < words.size(); ++i) r.bad_words += p[i] != pattern;
       ++r.patterns;
     }
+    return r;
+  }
+
+  // Every core computes its share of the values; one thread recomputes them
+  // all in order and compares.
+  Expected<KnownAnswerResult> known_answer(int device, std::int64_t elements) override {
+    if (device != 0) return make_error("cpu backend has one device, not " + std::to_string(device));
+    if (elements < 1) return make_error("known answer: no elements to compute");
+    std::vector<std::uint32_t> out(static_cast<size_t>(elements));
+    std::vector<std::thread> pool;
+    const std::int64_t per = (elements + threads_ - 1) / threads_;
+    for (int t = 0; t < threads_; ++t) {
+      std::int64_t lo = t * per, hi = std::min(elements, lo + per);
+      if (lo >= hi) break;
+      pool.emplace_back([&out, lo, hi] {
+        for (std::int64_t i = lo; i < hi; ++i)
+          out[static_cast<size_t>(i)] = gpu::known_answer(static_cast<std::uint32_t>(i),
+                                                          kKnownAnswerSeed, kKnownAnswerRounds);
+      });
+    }
+    for (auto& th : pool) th.join();
+    KnownAnswerResult r;
+    r.elements = elements;
+    r.wrong = count_known_answer_errors(out);
     return r;
   }
 

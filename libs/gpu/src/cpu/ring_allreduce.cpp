@@ -46,8 +46,25 @@ bool wait_fd(int fd, short events, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-float ring_input(int rank, std::int64_t i, int round) {
-  return static_cast<float>((rank + 1) * ((i + round) % 5 + 1));
+Expected<RingListener> listen_for_ring(int port) {
+  RingListener l;
+  l.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l.fd < 0) return make_error(sys_error("socket"));
+  int one = 1;
+  setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_ANY);
+  any.sin_port = htons(static_cast<std::uint16_t>(port));
+  socklen_t len = sizeof any;
+  if (bind(l.fd, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0 || listen(l.fd, 4) != 0 ||
+      getsockname(l.fd, reinterpret_cast<sockaddr*>(&any), &len) != 0) {
+    std::string why = sys_error("cannot listen on port " + std::to_string(port));
+    close(l.fd);
+    return make_error(why);
+  }
+  l.port = ntohs(any.sin_port);
+  return l;
 }
 
 Expected<std::unique_ptr<TcpRing>> TcpRing::connect(const RingConfig& config) {
@@ -60,16 +77,14 @@ Expected<std::unique_ptr<TcpRing>> TcpRing::connect(const RingConfig& config) {
   const HostPort& next = config.peers[(config.index + 1) % n];
   const HostPort& prev = config.peers[(config.index + n - 1) % n];
 
-  ring->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(ring->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in any{};
-  any.sin_family = AF_INET;
-  any.sin_addr.s_addr = htonl(INADDR_ANY);
-  any.sin_port = htons(me.port);
-  if (bind(ring->listen_fd_, reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
-    return make_error(sys_error("cannot listen on port " + std::to_string(me.port)));
-  listen(ring->listen_fd_, 4);
+  if (config.listen_fd >= 0) {
+    ring->listen_fd_ = config.listen_fd;
+  } else {
+    auto listener = listen_for_ring(me.port);
+    if (!listener) return Error{listener.error()};
+    ring->listen_fd_ = listener->fd;
+  }
+  const int one = 1;
 
   // Connect to the next member (it may not listen yet) while accepting the previous one.
   auto deadline = Clock::now() + config.timeout;
@@ -193,11 +208,8 @@ Expected<AllreduceRound> TcpRing::allreduce(std::int64_t bytes, int round) {
   AllreduceRound result;
   result.bytes = count * static_cast<std::int64_t>(sizeof(float));
   result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (std::int64_t i = 0; i < count; ++i) {
-    double expected = 0;
-    for (int r = 0; r < n; ++r) expected += ring_input(r, i, round);
-    result.wrong += static_cast<double>(data[static_cast<size_t>(i)]) != expected;
-  }
+  for (std::int64_t i = 0; i < count; ++i)
+    result.wrong += data[static_cast<size_t>(i)] != ring_sum(n, i, round);
   return result;
 }
 

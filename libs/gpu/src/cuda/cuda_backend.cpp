@@ -11,7 +11,9 @@
 
 #include "atl/gpu/backend.hpp"
 #include "atl/gpu/metrics.hpp"
+#include "atl/gpu/rendezvous.hpp"
 #include "atl/gpu/verify.hpp"
+#include "kernels.hpp"
 
 namespace atl::gpu {
 
@@ -77,6 +79,16 @@ class CudaBackend : public Backend {
   explicit CudaBackend(int devices) : devices_(devices) {}
   std::string name() const override { return "cuda"; }
   int device_count() const override { return devices_; }
+  std::string pci_bus_id(int device) const override {
+    char id[32] = {};
+    if (cudaDeviceGetPCIBusId(id, sizeof id, device) != cudaSuccess) return "";
+    return id;
+  }
+  std::string uuid(int device) const override {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+    return format_gpu_uuid(reinterpret_cast<const unsigned char*>(prop.uuid.bytes));
+  }
 
   Expected<GemmResult> gemm(int device, const GemmConfig& config) override {
     if (device < 0 || device >= devices_)
@@ -224,6 +236,27 @@ class CudaBackend : public Backend {
       }
       ++r.patterns;
     }
+    return r;
+  }
+
+  Expected<KnownAnswerResult> known_answer(int device, std::int64_t elements) override {
+    if (device < 0 || device >= devices_)
+      return make_error("no CUDA device " + std::to_string(device));
+    if (elements < 1) return make_error("known answer: no elements to compute");
+    ATL_CUDA(cudaSetDevice(device));
+    DeviceBuffer out;
+    ATL_CUDA(cudaMalloc(&out.ptr, static_cast<size_t>(elements) * 4));
+    auto launched = static_cast<cudaError_t>(
+        kernels::known_answer(static_cast<std::uint32_t*>(out.ptr), elements, kKnownAnswerSeed,
+                              kKnownAnswerRounds, nullptr));
+    if (launched != cudaSuccess) return make_error(cuda_error("known-answer kernel", launched));
+    ATL_CUDA(cudaDeviceSynchronize());
+    std::vector<std::uint32_t> got(static_cast<size_t>(elements));
+    ATL_CUDA(cudaMemcpy(got.data(), out.ptr, got.size() * 4, cudaMemcpyDeviceToHost));
+    KnownAnswerResult r;
+    r.device = device;
+    r.elements = elements;
+    r.wrong = count_known_answer_errors(got);
     return r;
   }
 

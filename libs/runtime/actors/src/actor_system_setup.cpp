@@ -13,6 +13,7 @@ AtlSystemConfig::AtlSystemConfig() {
   add_message_type<RankLaunch>("atl::RankLaunch");
   add_message_type<RankExit>("atl::RankExit");
   add_message_type<RankStarted>("atl::RankStarted");
+  add_message_type<RankNote>("atl::RankNote");
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.
   set("scheduler.policy", caf::atom("sharing"));

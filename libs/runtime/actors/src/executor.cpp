@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <caf/all.hpp>
@@ -10,6 +11,7 @@
 
 #include "atl/core/env.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/control_channel.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/output_pump.hpp"
 
@@ -28,11 +30,15 @@ struct ExecutorState {
   bool exited = false;
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::thread pump;
+  int control_fd = -1;  // our end of the process's control channel
+  std::thread control_reader;
 
   ~ExecutorState() {
     // Reached when the actor quits for any reason: nothing outlives it.
     cancel->store(true);
     if (pump.joinable()) pump.join();
+    if (control_reader.joinable()) control_reader.join();
+    if (control_fd >= 0) ::close(control_fd);
   }
 };
 
@@ -70,6 +76,25 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
                  static_cast<std::int32_t>(status.signal));
 }
 
+// Runs on its own thread: every line the process writes on its control
+// channel goes to the executor as a RankNote (which forwards it, so the
+// supervisor can answer the executor).
+void read_control(int fd, RankNote header, caf::actor executor,
+                  std::shared_ptr<std::atomic<bool>> cancel) {
+  os::LineReader reader(fd);
+  std::string line;
+  while (!cancel->load()) {
+    auto r = reader.read(line, std::chrono::milliseconds(200));
+    if (r == os::LineReader::Result::line) {
+      RankNote note = header;
+      note.line = std::move(line);
+      caf::anon_send(executor, std::move(note));
+    } else if (r != os::LineReader::Result::timeout) {
+      return;  // every copy of the child's end is closed: the process is gone
+    }
+  }
+}
+
 caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to) {
   auto& st = self->state;
@@ -90,7 +115,21 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
+  os::ControlPair control;
+  if (st.launch.control) {
+    auto pair = os::make_control_pair();
+    if (pair) {
+      control = *pair;
+      req.control_fd = control.child;
+      req.env.push_back(std::string(os::kControlFdVariable) + "=" +
+                        std::to_string(os::kChildControlFd));
+    } else {
+      log->warn("{}: no control channel: {}", stream_name(st.launch.stream), pair.error());
+    }
+  }
   auto child = os::ChildProcess::spawn(req);
+  if (control.child >= 0) ::close(control.child);  // the child holds its own copy now
+  st.control_fd = control.parent;
   if (!child) {
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
     RankExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
@@ -104,8 +143,25 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
                         st.launch.stream, caf::actor_cast<caf::actor>(self), st.cancel);
+  if (st.control_fd >= 0) {
+    st.control_reader = std::thread(read_control, st.control_fd,
+                                    RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},
+                                    caf::actor_cast<caf::actor>(self), st.cancel);
+  }
 
   return {
+      // Process -> supervisor, sent from here so the answer finds this executor.
+      [self](RankNote& note) { self->send(self->state.report_to, std::move(note)); },
+      // Supervisor -> process.
+      [self](control_atom, const std::string& line) {
+        auto& st = self->state;
+        if (st.control_fd < 0 || st.exited) return;
+        if (auto sent = os::write_line(st.control_fd, line); !sent) {
+          component_logger("executor")
+              ->warn("{}: control line not delivered: {}", stream_name(st.launch.stream),
+                     sent.error());
+        }
+      },
       [self](stop_atom, std::int64_t grace_ms) {
         auto& st = self->state;
         if (st.exited) return;

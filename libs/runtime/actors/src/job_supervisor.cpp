@@ -433,6 +433,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](check_atom) { run_checks(self); },
       [self](const RankStarted& started) { on_rank_started(self, started); },
       [self](const RankExit& exit) { on_rank_exit(self, exit); },
+      [self](const RankNote& note) {
+        on_rank_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
+      },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
         auto& st = self->state;
         switch (kind) {

@@ -120,7 +120,7 @@ namespace {
 template <class CommandFor>
 Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
                   const EnvMap& extra_env, bool tracked, const std::string& label,
-                  bool is_check = false) {
+                  bool node_tool = false, bool is_check = false) {
   auto& st = self->state;
   DebugRun run;
   run.id = st.next_run++;
@@ -134,6 +134,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     launch.command = command_for(rank, pod);
     launch.stream = debug_stream(run.id, rank);
     launch.attempt = run.id;
+    launch.control = node_tool;  // atl-burn's allreduce meets its peers through us
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
     run.ranks[rank] = RankRecord{pod};
     per_pod[pod].push_back(std::move(launch));
@@ -200,17 +201,10 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     for (const auto& w : *workers) chosen |= w == pod;
     if (chosen) ranks.push_back(static_cast<int>(node) * st.job().nproc_per_node);
   }
-  // Allreduce members form a ring in node order; each listens on a port of
-  // its own above MASTER_PORT (distinct even when all nodes share a host).
+  // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
+  // member i is the i-th chosen node, member 0's pod is the MasterAddr.
   std::vector<std::string> chosen_pods;
-  std::string peers;
-  for (int rank : ranks) {
-    const std::string pod = pod_of_rank(st, rank);
-    int node = rank / st.job().nproc_per_node;
-    if (!peers.empty()) peers += ",";
-    peers += st.nodes.at(pod).info.address + ":" + std::to_string(st.job().master_port + 1 + node);
-    chosen_pods.push_back(pod);
-  }
+  for (int rank : ranks) chosen_pods.push_back(pod_of_rank(st, rank));
   std::vector<std::string> steps;
   for (size_t start = 0; start <= tools.size();) {
     size_t comma = tools.find(',', start);
@@ -220,7 +214,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     start = comma + 1;
   }
   for (const auto& step : steps) {
-    if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce")
+    if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce" &&
+        step != "local")
       return usage("unknown burn step '" + step + "'");
   }
   auto command_for = [&](int, const std::string& pod) {
@@ -230,17 +225,21 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     // each other); the exit status is the worst of them.
     std::string cmd = "s=0";
     for (const auto& step : steps) {
-      cmd += "; atl-burn " + step + " -d " + duration + " --pod " + pod + " --expect-gpus " +
-             std::to_string(st.nodes.at(pod).info.gpus);
+      if (step == "local") {  // each node on its own: no rendezvous
+        cmd += "; atl-burn allreduce --local -d " + duration + " --pod " + pod;
+      } else {
+        cmd += "; atl-burn " + step + " -d " + duration + " --pod " + pod + " --expect-gpus " +
+               std::to_string(st.nodes.at(pod).info.gpus);
+      }
       if (step == "allreduce") {
-        cmd += " --index " + std::to_string(index) + " --peers " + peers + " --master " +
-               chosen_pods.front();
+        cmd += " --index " + std::to_string(index) + " --host " + st.nodes.at(pod).info.address +
+               " --master " + chosen_pods.front();
       }
       cmd += " || s=1";
     }
     return cmd + "; exit $s";
   };
-  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration,
+  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration, true,
                     command == DebugCommand::check);
 }
 
@@ -315,6 +314,13 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
       self->state.log->warn("pod {} failed check run {} ({}): a taint candidate", rank->second.pod,
                             run.id, reason);
     }
+  }
+  if (!run.hellos.empty() && !run.hellos.count(id.rank)) {
+    os::ExitStatus status{exit.code, exit.signal};
+    abandon_rendezvous(self, run,
+                       rank->second.pod + " ended (" +
+                           (exit.error.empty() ? status.describe() : exit.error) +
+                           ") before joining the allreduce");
   }
   maybe_answer_start(run);
   if (all_done(run.ranks)) answer_run_waiters(run);

@@ -12,6 +12,7 @@
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/lifecycle.hpp"
+#include "atl/gpu/rendezvous.hpp"
 #include "atl/os/logging.hpp"
 
 namespace atl::supervisor {
@@ -57,6 +58,15 @@ struct DebugRun {
   Promise started_reply;
   bool start_answered = false;
   std::vector<Promise> waiters;  // run_wait long polls
+
+  // A burn or check allreduce: each member's hello, and the executor that
+  // forwarded it (the answer goes back the same way). Answered once.
+  struct Member {
+    gpu::RendezvousHello hello;
+    caf::actor executor;
+  };
+  std::map<std::int32_t, Member> hellos;  // rank -> member
+  bool rendezvous_answered = false;
 };
 
 struct State {
@@ -126,6 +136,10 @@ Result recover(Actor* self);
 std::string pod_of_rank(const State& st, std::int32_t stream);
 void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id);
 void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id);
+// A line a run's process wrote on its control channel (the allreduce rendezvous).
+void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor);
+// Tells members still waiting for the rendezvous that it will not happen.
+void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why);
 void on_user_code_progress(Actor* self);  // a user rank started or ended
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
 std::string runs_json(const State& st);

@@ -189,11 +189,22 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(report[1], 2);
-    // Keep only 0-2 and the report pipe (CLOEXEC): no actor sockets leak into user code.
-    for (int fd = 3; fd < report[1]; ++fd) ::close(fd);
-    ::syscall(SYS_close_range, report[1] + 1, ~0U, 0);
-    if (guarded) run_guarded(argv.data(), envp.data(), report[1]);
-    exec_command(argv.data(), envp.data(), report[1]);
+    // Keep only 0-2, the control channel at 3 and the report pipe (CLOEXEC):
+    // no actor sockets leak into user code.
+    int report_fd = report[1];
+    int first_closed = 3;
+    if (req.control_fd >= 0) {
+      if (report_fd == 3) report_fd = ::fcntl(report_fd, F_DUPFD_CLOEXEC, 4);
+      if (report_fd < 0) child_fail(report[1], 1);
+      bool placed = req.control_fd == 3 ? ::fcntl(3, F_SETFD, 0) == 0  // keep it across exec
+                                        : ::dup2(req.control_fd, 3) == 3;
+      if (!placed) child_fail(report_fd, 1);
+      first_closed = 4;
+    }
+    for (int fd = first_closed; fd < report_fd; ++fd) ::close(fd);
+    ::syscall(SYS_close_range, report_fd + 1, ~0U, 0);
+    if (guarded) run_guarded(argv.data(), envp.data(), report_fd);
+    exec_command(argv.data(), envp.data(), report_fd);
   }
 
   ::close(report[1]);

@@ -46,6 +46,17 @@ struct MemoryTestResult {
   bool ok() const { return bad_words == 0; }
 };
 
+struct KnownAnswerResult {
+  int device = 0;
+  std::int64_t elements = 0;
+  std::int64_t wrong = 0;  // elements that differ from the host's answer
+  bool ok() const { return wrong == 0; }
+};
+
+// The known-answer test's fixed parameters (device_math.hpp's known_answer).
+inline constexpr std::uint32_t kKnownAnswerSeed = 0x5eed1234u;
+inline constexpr int kKnownAnswerRounds = 64;
+
 // The patterns a memory test writes and reads back: all zeros, all ones,
 // alternating bits both ways.
 inline constexpr std::uint32_t kMemoryPatterns[] = {0x00000000u, 0xFFFFFFFFu, 0xAAAAAAAAu,
@@ -56,10 +67,17 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "cuda" or "cpu"
   virtual int device_count() const = 0;
+  // Where the device is and who it is: PCI address ("0000:3B:00.0", the form
+  // NVML and the kernel log use) and UUID ("GPU-8f6c..."); empty on the CPU.
+  virtual std::string pci_bus_id(int device) const = 0;
+  virtual std::string uuid(int device) const = 0;
   virtual Expected<GemmResult> gemm(int device, const GemmConfig& config) = 0;
   virtual Expected<TransferResult> transfer(int device, std::int64_t bytes) = 0;
   // Writes each pattern over `fraction` of the free memory and reads it back.
   virtual Expected<MemoryTestResult> memory_test(int device, double fraction) = 0;
+  // Runs atl's known-answer kernel over `elements` values on every SM (the
+  // CPU: every core) and compares each with the answer computed on the host.
+  virtual Expected<KnownAnswerResult> known_answer(int device, std::int64_t elements) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);

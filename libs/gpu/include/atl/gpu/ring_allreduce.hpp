@@ -11,6 +11,7 @@
 
 #include "atl/core/expected.hpp"
 #include "atl/core/host_port.hpp"
+#include "atl/gpu/device_math.hpp"
 
 namespace atl::gpu {
 
@@ -18,7 +19,16 @@ struct RingConfig {
   int index = 0;                             // this process's place in the ring
   std::vector<HostPort> peers;               // every member, in ring order (peers[index] is us)
   std::chrono::milliseconds timeout{30000};  // connect, and any wait for a peer's bytes
+  int listen_fd = -1;  // a listener from listen_for_ring (the ring owns it); -1: bind peers[index]
 };
+
+// A listening TCP socket on every interface, on `port` (0: any free one):
+// bound before the rendezvous, so the member can tell its port.
+struct RingListener {
+  int fd = -1;
+  int port = 0;
+};
+Expected<RingListener> listen_for_ring(int port = 0);
 
 struct AllreduceRound {
   std::int64_t bytes = 0;
@@ -53,9 +63,5 @@ class TcpRing {
   RingConfig config_;
   int listen_fd_ = -1, next_fd_ = -1, prev_fd_ = -1;
 };
-
-// The value member `rank` contributes at element `i` in round `round`: small
-// integers, so any summation order gives the exact total.
-float ring_input(int rank, std::int64_t i, int round);
 
 }  // namespace atl::gpu

@@ -33,4 +33,8 @@ std::int64_t count_wrong(const std::vector<double>& reference, const std::vector
 std::int64_t spot_check_gemm(const std::vector<float>& a, const std::vector<float>& b,
                              const std::vector<float>& c, int n);
 
+// Elements of a known-answer run (element i computed from index i) that are
+// not known_answer(i, kKnownAnswerSeed, kKnownAnswerRounds).
+std::int64_t count_known_answer_errors(const std::vector<std::uint32_t>& got);
+
 }  // namespace atl::gpu

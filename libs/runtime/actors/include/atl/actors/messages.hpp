@@ -39,6 +39,7 @@ using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when d
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
+using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
@@ -64,12 +65,13 @@ struct RankLaunch {
   std::string command;           // run with /bin/sh -c
   std::vector<std::string> env;  // "K=V", laid over the node's own environment
   std::string working_dir;       // empty: the node's working directory
+  bool control = false;          // give it a control channel (atl's own tools: burn, check)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
   return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.attempt, x.command, x.env,
-           x.working_dir);
+           x.working_dir, x.control);
 }
 
 // How a rank's process ended. `error` is set when it could not even start.
@@ -99,6 +101,20 @@ struct RankStarted {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankStarted& x) {
   return f(caf::meta::type_name("atl::RankStarted"), x.stream, x.attempt, x.pod, x.pid);
+}
+
+// A line a process wrote on its control channel, forwarded by its Executor to
+// the supervisor (which answers the Executor with control_atom + a line).
+struct RankNote {
+  std::int32_t stream = 0;
+  std::int32_t attempt = 0;
+  std::string pod;
+  std::string line;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RankNote& x) {
+  return f(caf::meta::type_name("atl::RankNote"), x.stream, x.attempt, x.pod, x.line);
 }
 
 }  // namespace atl

@@ -38,6 +38,9 @@ struct SpawnRequest {
   // dies (pdeathsig on a small guard process that leads the group): spawn from
   // a thread that lives as long as the child should.
   bool kill_with_parent = true;
+  // A descriptor the child finds at fd 3 (control_channel.hpp); -1: none.
+  // Everything else above stderr is closed in the child.
+  int control_fd = -1;
 };
 
 class ChildProcess {

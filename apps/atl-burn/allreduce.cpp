@@ -1,0 +1,265 @@
+// atl-burn allreduce: this node's part of an allreduce burn or check.
+//   --local       NCCL among this node's GPUs, all ranks in this process.
+//   (supervised)  started by the node agent with a control channel: say hello
+//                 to the supervisor (gpu/rendezvous.hpp), get the plan, then
+//                 NCCL with one rank per GPU over every member, or a TCP ring
+//                 when the members have no GPU.
+//   --peers       by hand, without a supervisor: a TCP ring over the given list.
+// Rounds run over every size until the duration is over (member 0's clock
+// decides for all); the master prints the seed's round line per size; every
+// element of every round is checked against the exact sum.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/metrics.hpp"
+#include "atl/gpu/nccl_allreduce.hpp"
+#include "atl/gpu/rendezvous.hpp"
+#include "atl/gpu/ring_allreduce.hpp"
+#include "atl/os/control_channel.hpp"
+#include "burn.hpp"
+
+namespace atl::burn {
+
+namespace {
+
+// The two transports behind one face for the round loop.
+struct Reducer {
+  virtual ~Reducer() = default;
+  virtual int world() const = 0;
+  virtual Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) = 0;
+  virtual Expected<bool> agree(bool decision) = 0;
+};
+
+struct TcpReducer : Reducer {
+  std::unique_ptr<gpu::TcpRing> ring;
+  int world() const override { return ring->size(); }
+  Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) override {
+    return ring->allreduce(bytes, round);
+  }
+  Expected<bool> agree(bool decision) override { return ring->agree(decision); }
+};
+
+struct NcclReducer : Reducer {
+  std::unique_ptr<gpu::NcclAllreduce> nccl;
+  int world() const override { return nccl->world(); }
+  Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) override {
+    return nccl->allreduce(bytes, round);
+  }
+  Expected<bool> agree(bool decision) override { return nccl->agree(decision); }
+};
+
+int fail(const Options& o, const std::string& why) {
+  std::printf("%s: allreduce FAIL: %s\n", o.pod.c_str(), why.c_str());
+  return 1;
+}
+
+std::string size_list(const std::vector<std::int64_t>& sizes) {
+  std::string out;
+  for (auto s : sizes) out += (out.empty() ? "" : ",") + gpu::format_burn_size(s);
+  return out;
+}
+
+std::vector<int> all_devices(const gpu::Backend& backend) {
+  std::vector<int> devices;
+  for (int d = 0; d < backend.device_count(); ++d) devices.push_back(d);
+  return devices;
+}
+
+// Rounds over every size until member 0 says stop.
+int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_t>& sizes,
+               bool is_master, const std::string& what) {
+  const int n = reducer.world();
+  auto t0 = Clock::now();
+  int round = 0;
+  std::int64_t wrong = 0;
+  std::string problem;
+  while (problem.empty()) {
+    auto more = reducer.agree(round == 0 || Clock::now() - t0 < o.duration);
+    if (!more) {
+      problem = more.error();
+      break;
+    }
+    if (!*more) break;
+    ++round;
+    for (std::int64_t bytes : sizes) {
+      auto r = reducer.allreduce(bytes, round);
+      if (!r) {
+        problem = r.error();
+        break;
+      }
+      wrong += r->wrong;
+      if (is_master) {
+        std::printf("%s\n", gpu::format_allreduce_round(
+                                round, bytes, gpu::allreduce_busbw_gbps(bytes, r->seconds, n),
+                                gpu::algbw_gbps(bytes, r->seconds), o.master)
+                                .c_str());
+        std::fflush(stdout);
+      }
+      if (r->wrong) problem = std::to_string(r->wrong) + " wrong elements (#wrong)";
+    }
+  }
+  std::printf("%s: allreduce %s, %d rounds, #wrong %lld: %s%s\n", o.pod.c_str(), what.c_str(),
+              round, static_cast<long long>(wrong),
+              problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
+  return problem.empty() ? 0 : 1;
+}
+
+int allreduce_local(gpu::Backend& backend, const Options& o, std::vector<std::int64_t> sizes) {
+  if (backend.name() != "cuda")
+    return fail(o, "a local allreduce runs among a node's GPUs, and CUDA sees none here");
+  if (!gpu::nccl_compiled_in()) return fail(o, "this build of atl has no NCCL");
+  auto devices = all_devices(backend);
+  std::int64_t free_bytes = gpu::least_free_device_memory(devices);
+  std::vector<std::int64_t> fit;
+  for (auto s : sizes) {
+    if (free_bytes == 0 || s + s / 10 <= free_bytes)
+      fit.push_back(s);
+    else
+      std::printf("%s: size %s skipped: a GPU has only %s free\n", o.pod.c_str(),
+                  gpu::format_burn_size(s).c_str(), gpu::format_burn_size(free_bytes).c_str());
+  }
+  if (fit.empty()) return fail(o, "no allreduce size fits in GPU memory");
+  gpu::NcclSetup setup;
+  setup.devices = devices;
+  setup.timeout = o.timeout;
+  auto nccl = gpu::NcclAllreduce::create(setup);
+  if (!nccl) return fail(o, nccl.error());
+  NcclReducer reducer;
+  reducer.nccl = std::move(*nccl);
+  Options local = o;
+  local.master = o.pod;
+  return run_rounds(reducer, local, fit, true,
+                    "among " + std::to_string(devices.size()) + " local GPUs (NCCL)");
+}
+
+// Says hello on the control channel and waits for the supervisor's plan.
+Expected<gpu::RendezvousReply> rendezvous(int fd, const gpu::RendezvousHello& hello,
+                                          Millis timeout) {
+  if (auto sent = os::write_line(fd, "rendezvous " + gpu::encode_hello(hello)); !sent)
+    return Error{sent.error()};
+  os::LineReader reader(fd);
+  std::string line;
+  switch (reader.read(line, timeout)) {
+    case os::LineReader::Result::line:
+      break;
+    case os::LineReader::Result::timeout:
+      return make_error("the other members did not join within " + format_duration(timeout));
+    default:
+      return make_error("the supervisor's control channel closed");
+  }
+  auto reply = gpu::decode_reply(line);
+  if (!reply) return Error{reply.error()};
+  if (!reply->error.empty()) return make_error(reply->error);
+  return reply;
+}
+
+}  // namespace
+
+int burn_allreduce(gpu::Backend& backend, const Options& o) {
+  const bool use_nccl = backend.name() == "cuda" && gpu::nccl_compiled_in();
+  std::vector<std::int64_t> sizes = o.sizes;
+  if (sizes.empty()) {
+    // The seed's sizes on GPUs; modest ones over TCP between CPU nodes.
+    sizes = use_nccl ? gpu::allreduce_sizes(INT64_MAX)
+                     : std::vector<std::int64_t>{8LL << 20, 32LL << 20};
+  }
+  if (o.local) return allreduce_local(backend, o, sizes);
+  if (backend.name() == "cuda" && !use_nccl) {
+    std::printf("%s: this build of atl has no NCCL: the GPUs are left out, a TCP ring runs\n",
+                o.pod.c_str());
+  }
+
+  auto control = os::control_fd_from_environment();
+  if (!control) {
+    // By hand: the ring as given.
+    if (o.peers.size() < 2) {
+      std::printf("%s: allreduce over 1 node: nothing to exchange: PASS\n", o.pod.c_str());
+      return 0;
+    }
+    auto ring = gpu::TcpRing::connect({o.index, o.peers, o.timeout});
+    if (!ring) return fail(o, ring.error());
+    TcpReducer reducer;
+    reducer.ring = std::move(*ring);
+    return run_rounds(reducer, o, sizes, o.index == 0,
+                      "over " + std::to_string(o.peers.size()) + " nodes (TCP ring)");
+  }
+
+  gpu::RendezvousHello hello;
+  hello.index = o.index;
+  hello.pod = o.pod;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  hello.host = host;
+  hello.sizes = sizes;
+  gpu::RingListener listener;
+  std::vector<int> devices;
+  if (use_nccl) {
+    hello.transport = std::string(gpu::kTransportNccl);
+    devices = all_devices(backend);
+    for (int d : devices) hello.gpus.push_back(backend.uuid(d));
+    hello.free_bytes = gpu::least_free_device_memory(devices);
+    if (o.index == 0) {
+      // Member 0 hosts NCCL's bootstrap root: the id is made here, in the
+      // process that stays to use it, and travels to the others through
+      // the supervisor.
+      auto id = gpu::nccl_make_unique_id();
+      if (!id) return fail(o, id.error());
+      hello.nccl_id = *id;
+    }
+  } else {
+    hello.transport = std::string(gpu::kTransportTcp);
+    auto l = gpu::listen_for_ring(0);
+    if (!l) return fail(o, l.error());
+    listener = *l;
+    hello.address =
+        (o.host.empty() ? std::string("127.0.0.1") : o.host) + ":" + std::to_string(listener.port);
+  }
+  auto plan = rendezvous(*control, hello, o.rendezvous_timeout);
+  if (!plan) {
+    if (listener.fd >= 0) ::close(listener.fd);
+    return fail(o, plan.error());
+  }
+  if (o.index == 0 && !plan->skipped.empty()) {
+    std::printf("%s: sizes %s skipped: some GPU lacks the free memory\n", o.pod.c_str(),
+                size_list(plan->skipped).c_str());
+  }
+  const int members = static_cast<int>(plan->peers.size());
+  if (!use_nccl) {
+    if (members < 2) {
+      ::close(listener.fd);
+      std::printf("%s: allreduce over 1 node: nothing to exchange: PASS\n", o.pod.c_str());
+      return 0;
+    }
+    std::vector<HostPort> peers;
+    for (const auto& p : plan->peers) {
+      auto hp = parse_host_port(p);
+      if (!hp) return fail(o, "the plan's peer " + p + ": " + hp.error());
+      peers.push_back(*hp);
+    }
+    gpu::RingConfig config{plan->first_rank, peers, o.timeout, listener.fd};
+    auto ring = gpu::TcpRing::connect(config);
+    if (!ring) return fail(o, ring.error());
+    TcpReducer reducer;
+    reducer.ring = std::move(*ring);
+    return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,
+                      "over " + std::to_string(members) + " nodes (TCP ring)");
+  }
+  gpu::NcclSetup setup;
+  setup.unique_id = plan->nccl_id;
+  setup.world = plan->world;
+  setup.first_rank = plan->first_rank;
+  setup.devices = devices;
+  setup.timeout = o.timeout;
+  auto nccl = gpu::NcclAllreduce::create(setup);
+  if (!nccl) return fail(o, nccl.error());
+  NcclReducer reducer;
+  reducer.nccl = std::move(*nccl);
+  return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,
+                    "of " + std::to_string(plan->world) + " ranks (NCCL, " +
+                        std::to_string(devices.size()) + " here)");
+}
+
+}  // namespace atl::burn

@@ -1,0 +1,44 @@
+// atl-burn's parts: the options every part reads, and one function per job.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atl/core/duration.hpp"
+#include "atl/core/host_port.hpp"
+#include "atl/gpu/backend.hpp"
+
+namespace atl::burn {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string what;  // gemm, transfer, check, allreduce
+  Millis duration{20000};
+  int size = 0;  // GEMM m=n=k; 0: backend default
+  bool fp32 = false, tf32 = false;
+  std::int64_t bytes = 256LL << 20;
+  std::string pod = "this node";
+  int expect_gpus = -1;
+  // allreduce
+  bool local = false;           // among this node's GPUs only (one process, every rank)
+  int index = 0;                // this member's place (rendezvous) or place in --peers
+  std::string host;             // the address other members reach this one at (TCP ring)
+  std::vector<HostPort> peers;  // without a control channel: the whole TCP ring
+  std::string master;
+  std::vector<std::int64_t> sizes;
+  Millis timeout{60000};              // the watchdog: any one collective or peer wait
+  Millis rendezvous_timeout{600000};  // how long to wait for the other members' hellos
+};
+
+// "12s/20s": time since t0 over the total.
+std::string elapsed(Clock::time_point t0, Millis total);
+
+int burn_gemm(gpu::Backend& backend, const Options& o);
+int burn_transfer(gpu::Backend& backend, const Options& o);
+int check(gpu::Backend& backend, const Options& o);
+int burn_allreduce(gpu::Backend& backend, const Options& o);
+
+}  // namespace atl::burn

@@ -1,0 +1,47 @@
+// Integer-valued formulas shared by the host and the CUDA kernels: what each
+// allreduce member contributes (so every sum is exact in float and checkable
+// element by element) and the known-answer kernel's function. Plain inline
+// code: the same lines compile for the CPU and, under nvcc, for the GPU.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define ATL_HOST_DEVICE __host__ __device__
+#else
+#define ATL_HOST_DEVICE
+#endif
+
+namespace atl::gpu {
+
+// The value rank `rank` contributes at element `i` in round `round`: small
+// integers, so any summation order gives the exact total (for up to ~2000
+// ranks: the largest sum stays far below float's 2^24 exact range).
+ATL_HOST_DEVICE inline float ring_input(int rank, std::int64_t i, int round) {
+  return static_cast<float>((rank + 1) * ((i + round) % 5 + 1));
+}
+
+// The exact allreduce sum of ring_input over ranks 0..world-1.
+ATL_HOST_DEVICE inline float ring_sum(int world, std::int64_t i, int round) {
+  return static_cast<float>(world * (world + 1) / 2 * ((i + round) % 5 + 1));
+}
+
+// The known-answer kernel's value for element i: `rounds` steps of an
+// xorshift-multiply mix (integer ALUs) followed by a chain of exact float
+// fused multiply-adds (the FP32 pipeline). Any difference from the host's
+// answer is a broken unit, not rounding.
+ATL_HOST_DEVICE inline std::uint32_t known_answer(std::uint32_t i, std::uint32_t seed, int rounds) {
+  std::uint32_t x = i * 2654435761u + seed;
+  for (int r = 0; r < rounds; ++r) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    x = x * 747796405u + 2891336453u;
+  }
+  // Values below 2^12 times 3 plus 1, repeated: every step is exact in float.
+  float f = static_cast<float>(x & 0xFFFu);
+  for (int r = 0; r < 4; ++r) f = f * 2.0f + 1.0f;
+  return x ^ static_cast<std::uint32_t>(f);
+}
+
+}  // namespace atl::gpu

@@ -1,0 +1,68 @@
+// atl's CUDA kernels: the known-answer check, and filling and verifying
+// allreduce buffers on the device (gigabytes per GPU: the host never touches
+// them). Grid-stride loops over 64-bit indices.
+#include <cuda_runtime.h>
+
+#include "atl/gpu/device_math.hpp"
+#include "kernels.hpp"
+
+namespace atl::gpu::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill every SM several times; the loops cover the rest.
+int blocks_for(std::int64_t n) {
+  int device = 0, sms = 80;
+  if (cudaGetDevice(&device) == cudaSuccess)
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  std::int64_t wanted = (n + kThreads - 1) / kThreads;
+  std::int64_t cap = static_cast<std::int64_t>(sms) * 8;
+  return static_cast<int>(wanted < cap ? (wanted > 0 ? wanted : 1) : cap);
+}
+
+__global__ void known_answer_kernel(std::uint32_t* out, std::int64_t n, std::uint32_t seed,
+                                    int rounds) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = gpu::known_answer(static_cast<std::uint32_t>(i), seed, rounds);
+}
+
+__global__ void fill_kernel(float* data, std::int64_t n, int rank, int round) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    data[i] = gpu::ring_input(rank, i, round);
+}
+
+__global__ void count_wrong_kernel(const float* data, std::int64_t n, int world, int round,
+                                   unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    mine += data[i] != gpu::ring_sum(world, i, round);
+  if (mine) atomicAdd(wrong, mine);
+}
+
+}  // namespace
+
+int known_answer(std::uint32_t* out, std::int64_t n, std::uint32_t seed, int rounds, void* stream) {
+  known_answer_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      out, n, seed, rounds);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int fill_ring_input(float* data, std::int64_t n, int rank, int round, void* stream) {
+  fill_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(data, n, rank,
+                                                                                 round);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int count_wrong_sums(const float* data, std::int64_t n, int world, int round,
+                     unsigned long long* wrong, void* stream) {
+  count_wrong_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      data, n, world, round, wrong);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace atl::gpu::kernels

@@ -1,0 +1,19 @@
+// atl's own CUDA kernels (kernels.cu, compiled by nvcc), callable from plain
+// C++: no CUDA types here, streams pass as void*, results as cudaError_t ints.
+#pragma once
+
+#include <cstdint>
+
+namespace atl::gpu::kernels {
+
+// out[i] = known_answer(i, seed, rounds) for i < n.
+int known_answer(std::uint32_t* out, std::int64_t n, std::uint32_t seed, int rounds, void* stream);
+
+// data[i] = ring_input(rank, i, round) for i < n.
+int fill_ring_input(float* data, std::int64_t n, int rank, int round, void* stream);
+
+// Adds to *wrong (device memory) the count of i < n with data[i] != ring_sum(world, i, round).
+int count_wrong_sums(const float* data, std::int64_t n, int world, int round,
+                     unsigned long long* wrong, void* stream);
+
+}  // namespace atl::gpu::kernels

@@ -1,0 +1,188 @@
+#include "atl/gpu/rendezvous.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "atl/gpu/burn_types.hpp"
+
+namespace atl::gpu {
+
+using nlohmann::json;
+
+namespace {
+
+Expected<json> parse_object(std::string_view line, const char* what) {
+  json j = json::parse(line.begin(), line.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(std::string("rendezvous ") + what + " is not a JSON object");
+  return j;
+}
+
+}  // namespace
+
+std::string encode_hello(const RendezvousHello& h) {
+  json j = {{"index", h.index},         {"pod", h.pod},         {"host", h.host},
+            {"transport", h.transport}, {"address", h.address}, {"gpus", h.gpus},
+            {"nccl_id", h.nccl_id},     {"sizes", h.sizes},     {"free_bytes", h.free_bytes}};
+  return j.dump();
+}
+
+Expected<RendezvousHello> decode_hello(std::string_view line) {
+  auto j = parse_object(line, "hello");
+  if (!j) return Error{j.error()};
+  RendezvousHello h;
+  try {
+    h.index = j->value("index", -1);
+    h.pod = j->value("pod", "");
+    h.host = j->value("host", "");
+    h.transport = j->value("transport", "");
+    h.address = j->value("address", "");
+    h.gpus = j->value("gpus", std::vector<std::string>{});
+    h.nccl_id = j->value("nccl_id", "");
+    h.sizes = j->value("sizes", std::vector<std::int64_t>{});
+    h.free_bytes = j->value("free_bytes", std::int64_t{0});
+  } catch (const json::exception&) {
+    return make_error("rendezvous hello has a field of the wrong type");
+  }
+  if (h.index < 0) return make_error("rendezvous hello has no member index");
+  if (h.transport != kTransportTcp && h.transport != kTransportNccl)
+    return make_error("rendezvous hello has an unknown transport '" + h.transport + "'");
+  return h;
+}
+
+std::string encode_reply(const RendezvousReply& r) {
+  json j = {{"error", r.error},    {"peers", r.peers},           {"nccl_id", r.nccl_id},
+            {"world", r.world},    {"first_rank", r.first_rank}, {"sizes", r.sizes},
+            {"skipped", r.skipped}};
+  return j.dump();
+}
+
+Expected<RendezvousReply> decode_reply(std::string_view line) {
+  auto j = parse_object(line, "reply");
+  if (!j) return Error{j.error()};
+  RendezvousReply r;
+  try {
+    r.error = j->value("error", "");
+    r.peers = j->value("peers", std::vector<std::string>{});
+    r.nccl_id = j->value("nccl_id", "");
+    r.world = j->value("world", 0);
+    r.first_rank = j->value("first_rank", 0);
+    r.sizes = j->value("sizes", std::vector<std::int64_t>{});
+    r.skipped = j->value("skipped", std::vector<std::int64_t>{});
+  } catch (const json::exception&) {
+    return make_error("rendezvous reply has a field of the wrong type");
+  }
+  if (r.error.empty() && (r.world < 1 || r.first_rank < 0 || r.first_rank >= r.world))
+    return make_error("rendezvous reply has no valid world and rank");
+  return r;
+}
+
+Expected<std::vector<RendezvousReply>> plan_rendezvous(std::vector<RendezvousHello> hellos) {
+  if (hellos.empty()) return make_error("no member said hello");
+  std::sort(hellos.begin(), hellos.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  const int n = static_cast<int>(hellos.size());
+  for (int i = 0; i < n; ++i) {
+    if (hellos[i].index != i) {
+      return make_error(i > 0 && hellos[i].index == hellos[i - 1].index
+                            ? "two members claim place " + std::to_string(hellos[i].index)
+                            : "member " + std::to_string(i) + " never said hello");
+    }
+  }
+  const auto& first = hellos.front();
+  for (const auto& h : hellos) {
+    if (h.transport != first.transport) {
+      const auto& tcp = h.transport == kTransportTcp ? h : first;
+      const auto& nccl = h.transport == kTransportTcp ? first : h;
+      return make_error("pods cannot allreduce together: " + tcp.pod +
+                        " has no usable GPU (TCP ring) while " + nccl.pod + " would use NCCL");
+    }
+    if (h.sizes != first.sizes)
+      return make_error(h.pod + " was asked for other sizes than " + first.pod);
+  }
+  std::vector<RendezvousReply> replies(static_cast<size_t>(n));
+  // Sizes every member can hold (in-place: one buffer of the size per GPU, plus
+  // a tenth for NCCL's own buffers).
+  std::int64_t least_free = 0;
+  for (const auto& h : hellos)
+    if (h.free_bytes > 0 && (least_free == 0 || h.free_bytes < least_free))
+      least_free = h.free_bytes;
+  std::vector<std::int64_t> sizes, skipped;
+  for (std::int64_t s : first.sizes) {
+    (least_free == 0 || s + s / 10 <= least_free ? sizes : skipped).push_back(s);
+  }
+  if (sizes.empty() && !first.sizes.empty()) {
+    return make_error("no allreduce size fits: the smallest, " +
+                      format_burn_size(first.sizes.front()) + ", needs more than the " +
+                      format_burn_size(least_free) + " free on some GPU");
+  }
+  if (first.transport == kTransportTcp) {
+    std::vector<std::string> peers;
+    for (const auto& h : hellos) {
+      if (h.address.empty()) return make_error(h.pod + " gave no ring address");
+      peers.push_back(h.address);
+    }
+    for (int i = 0; i < n; ++i) replies[i] = {"", peers, "", n, i, sizes, skipped};
+    return replies;
+  }
+  if (first.nccl_id.empty()) return make_error(first.pod + " (member 0) sent no NCCL id");
+  // Two ranks on one GPU make NCCL fail late ("Duplicate GPU detected"):
+  // refuse up front, naming both holders.
+  std::map<std::string, std::string> holder;
+  int world = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto& h = hellos[i];
+    if (h.gpus.empty()) return make_error(h.pod + " drives no GPU");
+    for (const auto& uuid : h.gpus) {
+      auto [it, fresh] = holder.emplace(uuid, h.pod);
+      if (!fresh) {
+        return make_error("two ranks on one GPU: " + it->second + " and " + h.pod + " both drive " +
+                          uuid + (h.host.empty() ? "" : " on host " + h.host) +
+                          "; give each pod its own GPUs (or -w pods that do not share)");
+      }
+    }
+    replies[i] = {"", {}, first.nccl_id, 0, world, sizes, skipped};
+    world += static_cast<int>(h.gpus.size());
+  }
+  for (auto& r : replies) r.world = world;
+  return replies;
+}
+
+std::string hex_encode(const void* data, size_t size) {
+  static const char* digits = "0123456789abcdef";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve(size * 2);
+  for (size_t i = 0; i < size; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
+Expected<std::vector<unsigned char>> hex_decode(std::string_view hex) {
+  if (hex.size() % 2) return make_error("hex text has an odd number of digits");
+  auto value = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::vector<unsigned char> out(hex.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int hi = value(hex[2 * i]), lo = value(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return make_error("'" + std::string(hex.substr(2 * i, 2)) + "' is not hex");
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+std::string format_gpu_uuid(const unsigned char* b) {
+  std::string hex = hex_encode(b, 16);
+  return "GPU-" + hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+}  // namespace atl::gpu
