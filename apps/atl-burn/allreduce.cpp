@@ -76,6 +76,16 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
   int round = 0;
   std::int64_t wrong = 0;
   std::string problem;
+  // One verified round that is not printed: NCCL connects its channels on
+  // first use, which no bandwidth figure should include.
+  if (!sizes.empty()) {
+    auto warm = reducer.allreduce(sizes.front(), 0);
+    if (!warm)
+      problem = warm.error();
+    else if (warm->wrong)
+      problem = std::to_string(warm->wrong) + " wrong elements (#wrong) in the warm-up";
+    if (warm) wrong += warm->wrong;
+  }
   while (problem.empty()) {
     auto more = reducer.agree(round == 0 || Clock::now() - t0 < o.duration);
     if (!more) {

@@ -67,9 +67,11 @@ int burn_transfer(gpu::Backend& backend, const Options& o) {
       h2d += r->h2d_gbps;
       d2h += r->d2h_gbps;
       both += r->bidir_gbps;
-      std::printf("%s GPU %d round %d (%s): H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s, %s\n",
-                  o.pod.c_str(), dev, rounds, elapsed(t0, o.duration).c_str(), r->h2d_gbps,
-                  r->d2h_gbps, r->bidir_gbps, r->checksum_ok ? "checksum ok" : "CHECKSUM MISMATCH");
+      std::printf(
+          "%s GPU %d round %d (%s): H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s, D2D %.1f "
+          "GB/s, %s\n",
+          o.pod.c_str(), dev, rounds, elapsed(t0, o.duration).c_str(), r->h2d_gbps, r->d2h_gbps,
+          r->bidir_gbps, r->d2d_gbps, r->checksum_ok ? "checksum ok" : "CHECKSUM MISMATCH");
       std::fflush(stdout);
       if (!r->checksum_ok) problem = "data changed on the round trip";
     }

@@ -1,12 +1,16 @@
 // atl-gpu-bench: libs/gpu's figures on this machine, as a markdown table:
-// bf16 (and tf32) GEMM TFLOP/s and pinned H2D/D2H/bidirectional copies, each
-// verified. Standalone on purpose (no CAF, no Boost): it builds on a bare GPU
-// machine with only CMake, a compiler and the CUDA toolkit.
+// the known-answer kernel, bf16 (and tf32) GEMM TFLOP/s, pinned H2D/D2H,
+// both ways at once and D2D copies, and an NCCL allreduce of world size 1
+// per size, each verified. Standalone on purpose (no CAF, no Boost): it
+// builds on a bare GPU machine with only CMake and the CUDA toolkit.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "atl/gpu/backend.hpp"
+#include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/metrics.hpp"
+#include "atl/gpu/nccl_allreduce.hpp"
 
 int main(int argc, char** argv) {
   int size = argc > 1 ? std::atoi(argv[1]) : 8192;
@@ -16,40 +20,70 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto backend = atl::gpu::make_backend();
-  std::printf("backend: %s, %d device(s)\n\n", backend->name().c_str(), backend->device_count());
+  std::printf("backend: %s, %d device(s), NCCL %s\n\n", backend->name().c_str(),
+              backend->device_count(), atl::gpu::nccl_compiled_in() ? "yes" : "no");
   std::printf("| device | measure | value | verified |\n|---:|---|---:|---|\n");
   int failures = 0;
-  for (int dev = 0; dev < backend->device_count(); ++dev) {
+  auto row = [&](int dev, const std::string& what, double value, bool ok) {
+    std::printf("| %d | %s | %.1f | %s |\n", dev, what.c_str(), value, ok ? "yes" : "NO");
+    failures += !ok;
+  };
+  auto error_row = [&](int dev, const std::string& what, const std::string& error) {
+    std::printf("| %d | %s | error: %s | no |\n", dev, what.c_str(), error.c_str());
+    ++failures;
+  };
+  const int devices = backend->device_count();
+  for (int dev = 0; dev < devices; ++dev) {
+    auto ka = backend->known_answer(dev, 16 << 20);
+    if (ka)
+      row(dev, "known-answer kernel, wrong of 16M", static_cast<double>(ka->wrong), ka->ok());
+    else
+      error_row(dev, "known-answer kernel", ka.error());
     for (bool bf16 : {true, false}) {
       atl::gpu::GemmConfig config;
       config.size = size;
       config.bf16 = bf16;
       config.allow_tf32 = !bf16;
       config.repeats = 5;
+      std::string what =
+          std::string(bf16 ? "bf16" : "tf32") + " GEMM " + std::to_string(size) + " (TFLOP/s)";
       auto g = backend->gemm(dev, config);
-      if (!g) {
-        std::printf("| %d | %s GEMM %d | error: %s | no |\n", dev, bf16 ? "bf16" : "tf32", size,
-                    g.error().c_str());
-        ++failures;
-        continue;
-      }
-      std::printf("| %d | %s GEMM %d (TFLOP/s) | %.1f | %s |\n", dev, bf16 ? "bf16" : "tf32", size,
-                  g->tflops, g->ok() ? "yes" : "NO");
-      failures += !g->ok();
+      if (g)
+        row(dev, what, g->tflops, g->ok());
+      else
+        error_row(dev, what, g.error());
     }
     auto t = backend->transfer(dev, bytes);
     if (!t) {
-      std::printf("| %d | copies | error: %s | no |\n", dev, t.error().c_str());
-      ++failures;
+      error_row(dev, "copies", t.error());
       continue;
     }
-    const char* ok = t->checksum_ok ? "yes" : "NO";
-    std::printf("| %d | H2D pinned %lld MiB (GB/s) | %.1f | %s |\n", dev, bytes >> 20, t->h2d_gbps,
-                ok);
-    std::printf("| %d | D2H pinned %lld MiB (GB/s) | %.1f | %s |\n", dev, bytes >> 20, t->d2h_gbps,
-                ok);
-    std::printf("| %d | both ways at once (GB/s) | %.1f | %s |\n", dev, t->bidir_gbps, ok);
-    failures += !t->checksum_ok;
+    std::string mib = std::to_string(bytes >> 20) + " MiB";
+    row(dev, "H2D pinned " + mib + " (GB/s)", t->h2d_gbps, t->checksum_ok);
+    row(dev, "D2H pinned " + mib + " (GB/s)", t->d2h_gbps, t->checksum_ok);
+    row(dev, "both ways at once (GB/s)", t->bidir_gbps, t->checksum_ok);
+    row(dev, "D2D " + mib + " (GB/s)", t->d2d_gbps, t->checksum_ok);
+  }
+  // NCCL, world size 1 on device 0: the seed's sizes, a warm-up first.
+  if (backend->name() == "cuda" && atl::gpu::nccl_compiled_in()) {
+    atl::gpu::NcclSetup setup;
+    setup.devices = {0};
+    auto nccl = atl::gpu::NcclAllreduce::create(setup);
+    if (!nccl) {
+      error_row(0, "NCCL allreduce, world 1", nccl.error());
+    } else {
+      const auto sizes = atl::gpu::allreduce_sizes(INT64_MAX);
+      (*nccl)->allreduce(sizes.front(), 0);
+      for (std::int64_t s : sizes) {
+        std::string what =
+            "NCCL allreduce " + atl::gpu::format_burn_size(s) + ", world 1 (AlgBW GB/s)";
+        auto r = (*nccl)->allreduce(s, 1);
+        if (r)
+          row(0, what, atl::gpu::algbw_gbps(s, r->seconds), r->wrong == 0);
+        else
+          error_row(0, what, r.error());
+      }
+    }
   }
   return failures ? 1 : 0;
 }

@@ -36,7 +36,32 @@ host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
 dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 h2d = timed(lambda: dev.copy_(host, non_blocking=True), 10)
 d2h = timed(lambda: host.copy_(dev, non_blocking=True), 10)
+dev2 = torch.empty_like(dev)
+d2d = timed(lambda: dev2.copy_(dev), 10)
+
+# NCCL allreduce of world size 1, as atl-gpu-bench measures it (AlgBW).
+allreduce = []
+try:
+    import torch.distributed as dist
+
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29533", rank=0, world_size=1)
+    for size in (512 << 20, 1 << 30, 2 << 30, 4 << 30):
+        t = torch.ones(size // 4, dtype=torch.float32, device="cuda")
+        allreduce.append((size, size / timed(lambda: dist.all_reduce(t), 5) / 1e9))
+        del t
+    dist.destroy_process_group()
+except Exception as e:  # no NCCL in this torch: say so in the table
+    allreduce_error = str(e).splitlines()[0] if str(e) else type(e).__name__
+else:
+    allreduce_error = None
+
 print("| device | measure (torch) | value |\n|---:|---|---:|")
 print(f"| 0 | bf16 matmul {n} (TFLOP/s) | {2 * n**3 / gemm / 1e12:.1f} |")
 print(f"| 0 | H2D pinned {nbytes >> 20} MiB (GB/s) | {nbytes / h2d / 1e9:.1f} |")
 print(f"| 0 | D2H pinned {nbytes >> 20} MiB (GB/s) | {nbytes / d2h / 1e9:.1f} |")
+print(f"| 0 | D2D {nbytes >> 20} MiB (GB/s) | {nbytes / d2d / 1e9:.1f} |")
+for size, gbps in allreduce:
+    label = f"{size >> 30}G" if size >= 1 << 30 else f"{size >> 20}M"
+    print(f"| 0 | NCCL all_reduce {label}, world 1 (AlgBW GB/s) | {gbps:.1f} |")
+if allreduce_error:
+    print(f"| 0 | NCCL all_reduce | not measured: {allreduce_error} |")

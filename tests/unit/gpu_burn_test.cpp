@@ -105,6 +105,7 @@ TEST(CpuBackend, TransferRoundTripsTheBytes) {
   EXPECT_GT(r->h2d_gbps, 0);
   EXPECT_GT(r->d2h_gbps, 0);
   EXPECT_GT(r->bidir_gbps, 0);
+  EXPECT_GT(r->d2d_gbps, 0);
   EXPECT_FALSE(backend->transfer(0, 1).ok());
 }
 

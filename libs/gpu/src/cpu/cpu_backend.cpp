@@ -98,6 +98,11 @@ class CpuBackend : public Backend {
     std::memcpy(back.data(), dev.data(), n);
     r.d2h_gbps = algbw_gbps(bytes, seconds_since(t0));
     r.checksum_ok = std::memcmp(host.data(), back.data(), n) == 0;
+    std::vector<unsigned char> dev2(n);
+    t0 = Clock::now();
+    std::memcpy(dev2.data(), dev.data(), n);
+    r.d2d_gbps = algbw_gbps(bytes, seconds_since(t0));
+    r.checksum_ok = r.checksum_ok && std::memcmp(host.data(), dev2.data(), n) == 0;
     // Both directions at once: two threads, one per half.
     const size_t half = n / 2;
     t0 = Clock::now();

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "atl/gpu/backend.hpp"
+#include "atl/gpu/hex.hpp"
 #include "atl/gpu/metrics.hpp"
-#include "atl/gpu/rendezvous.hpp"
 #include "atl/gpu/verify.hpp"
 #include "kernels.hpp"
 
@@ -188,6 +188,12 @@ class CudaBackend : public Backend {
     r.h2d_gbps = algbw_gbps(bytes, *h2d);
     r.d2h_gbps = algbw_gbps(bytes, *d2h);
     r.checksum_ok = std::memcmp(host.ptr, back.ptr, n) == 0;
+    auto d2d = timed([&] { cudaMemcpyAsync(dev2.ptr, dev.ptr, n, cudaMemcpyDeviceToDevice, 0); });
+    if (!d2d) return Error{d2d.error()};
+    r.d2d_gbps = algbw_gbps(bytes, *d2d);
+    std::memset(back.ptr, 0, n);
+    ATL_CUDA(cudaMemcpy(back.ptr, dev2.ptr, n, cudaMemcpyDeviceToHost));
+    r.checksum_ok = r.checksum_ok && std::memcmp(host.ptr, back.ptr, n) == 0;
     // Both directions at once on two streams.
     cudaStream_t up = nullptr, down = nullptr;
     ATL_CUDA(cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking));

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "atl/gpu/rendezvous.hpp"
+#include "atl/gpu/hex.hpp"
 #include "kernels.hpp"
 
 namespace atl::gpu {
@@ -98,14 +98,16 @@ class NcclImpl : public NcclAllreduce {
         return make_error(
             cuda_text(("setup on GPU " + std::to_string(r.device)).c_str(), cudaGetLastError()));
     }
-    // One group: several ranks in one process must join together.
+    // One group: several ranks in one process must join together. The
+    // configs outlive the non-blocking init.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    configs_.assign(ranks_.size(), config);
     ncclGroupStart();
     for (size_t k = 0; k < ranks_.size(); ++k) {
-      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-      config.blocking = 0;
       cudaSetDevice(ranks_[k].device);
-      ncclResult_t r = ncclCommInitRankConfig(&ranks_[k].comm, world, id,
-                                              setup_.first_rank + static_cast<int>(k), &config);
+      ncclResult_t r = ncclCommInitRankConfig(
+          &ranks_[k].comm, world, id, setup_.first_rank + static_cast<int>(k), &configs_[k]);
       if (r != ncclSuccess && r != ncclInProgress) {
         ncclGroupEnd();
         fail(std::string("ncclCommInitRankConfig: ") + ncclGetErrorString(r));
@@ -195,10 +197,21 @@ class NcclImpl : public NcclAllreduce {
         });
         !s)
       return Error{s.error()};
+    for (auto& r : ranks_) {
+      cudaSetDevice(r.device);
+      cudaEventRecord(r.stop, r.stream);
+    }
     if (!wait_streams("agreeing on another round")) return make_error(last_error_);
     float sum = 0;
-    cudaSetDevice(ranks_.front().device);
-    cudaMemcpy(&sum, ranks_.front().flag, sizeof sum, cudaMemcpyDeviceToHost);
+    auto& first = ranks_.front();
+    cudaSetDevice(first.device);
+    // The streams are non-blocking: copy on ours, not the default stream.
+    if (cudaError_t e =
+            cudaMemcpyAsync(&sum, first.flag, sizeof sum, cudaMemcpyDeviceToHost, first.stream);
+        e != cudaSuccess)
+      return make_error(cuda_text("agree copy", e));
+    if (cudaError_t e = cudaStreamSynchronize(first.stream); e != cudaSuccess)
+      return make_error(cuda_text("agree", e));
     return sum > 0.5f;
   }
 
@@ -305,6 +318,7 @@ class NcclImpl : public NcclAllreduce {
 
   NcclSetup setup_;
   std::vector<LocalRank> ranks_;
+  std::vector<ncclConfig_t> configs_;
   int world_ = 0;
   bool broken_ = false;
   std::string last_error_;

@@ -34,8 +34,9 @@ struct TransferResult {
   std::int64_t bytes = 0;
   double h2d_gbps = 0;
   double d2h_gbps = 0;
-  double bidir_gbps = 0;  // both directions at once, total
-  bool checksum_ok = false;
+  double bidir_gbps = 0;     // both directions at once, total
+  double d2d_gbps = 0;       // device to device on one GPU (bytes copied per second)
+  bool checksum_ok = false;  // every copy carried the bytes unchanged
 };
 
 struct MemoryTestResult {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "atl/core/expected.hpp"
+#include "atl/gpu/hex.hpp"
 
 namespace atl::gpu {
 
@@ -49,10 +50,5 @@ Expected<RendezvousReply> decode_reply(std::string_view line);
 // (by index), or why the allreduce may not start (mixed transports, a GPU
 // driven twice, a missing member or NCCL id, no size that fits).
 Expected<std::vector<RendezvousReply>> plan_rendezvous(std::vector<RendezvousHello> hellos);
-
-// "GPU-" and the 16 bytes as 8-4-4-4-12 hex digits, as nvidia-smi prints them.
-std::string format_gpu_uuid(const unsigned char* bytes16);
-std::string hex_encode(const void* data, size_t size);
-Expected<std::vector<unsigned char>> hex_decode(std::string_view hex);
 
 }  // namespace atl::gpu
