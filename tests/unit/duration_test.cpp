@@ -19,7 +19,9 @@ TEST(ParseDuration, RejectsMalformedWithTheText) {
                           "99999999999999999999s"}) {
     auto r = atl::parse_duration(bad);
     ASSERT_FALSE(r.ok()) << bad;
-    if (*bad) EXPECT_NE(r.error().find(bad), std::string::npos) << r.error();
+    if (*bad) {
+      EXPECT_NE(r.error().find(bad), std::string::npos) << r.error();
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/device_math.hpp"
 #include "atl/gpu/metrics.hpp"
+#include "atl/gpu/nccl_allreduce.hpp"
 #include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/verify.hpp"
 
@@ -252,4 +253,31 @@ TEST(TcpRing, AnUnreachableMemberIsNamed) {
   auto ring = TcpRing::connect({0, peers, std::chrono::milliseconds(300)});
   ASSERT_FALSE(ring.ok());
   EXPECT_NE(ring.error().find(peers[1].to_string()), std::string::npos) << ring.error();
+}
+
+TEST(Nccl, SetupErrorsAreNamedBeforeAnyCommunicatorExists) {
+  NcclSetup none;
+  auto empty = NcclAllreduce::create(none);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().find(nccl_compiled_in() ? "no GPU" : "no NCCL"), std::string::npos)
+      << empty.error();
+  if (!nccl_compiled_in()) return;
+  NcclSetup bad_id;
+  bad_id.devices = {0};
+  bad_id.unique_id = "abc";
+  auto bad = NcclAllreduce::create(bad_id);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find("unique id"), std::string::npos) << bad.error();
+}
+
+TEST(Nccl, WithoutAGpuCreateFailsWithAReasonAndNoHang) {
+  if (!nccl_compiled_in()) GTEST_SKIP() << "built without NCCL";
+  if (make_backend()->name() == "cuda") GTEST_SKIP() << "a GPU answers here";
+  NcclSetup setup;
+  setup.devices = {0};
+  setup.timeout = std::chrono::seconds(10);
+  auto r = NcclAllreduce::create(setup);
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(r.error().empty());
+  std::cout << "without a GPU: " << r.error() << "\n";
 }

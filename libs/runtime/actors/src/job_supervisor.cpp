@@ -104,7 +104,8 @@ void launch_user_code(Actor* self) {
   for (auto launch : st.launches) {
     launch.second.attempt = st.attempt;
     std::string pod = pod_of_rank(st, launch.first);
-    st.ranks[launch.first] = RankRecord{pod};
+    st.ranks[launch.first] = RankRecord{};
+    st.ranks[launch.first].pod = pod;
     if (launch.first == kDriverStream) {
       st.driver = spawn_executor(self->system(), std::move(launch.second), pod, st.config.sink,
                                  caf::actor_cast<caf::actor>(self));

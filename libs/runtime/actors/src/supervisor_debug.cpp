@@ -136,7 +136,8 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     launch.attempt = run.id;
     launch.control = node_tool;  // atl-burn's allreduce meets its peers through us
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
-    run.ranks[rank] = RankRecord{pod};
+    run.ranks[rank] = RankRecord{};
+    run.ranks[rank].pod = pod;
     per_pod[pod].push_back(std::move(launch));
   }
   for (auto& [pod, launches] : per_pod)
