@@ -44,11 +44,14 @@ class NcclImpl : public NcclAllreduce {
   ~NcclImpl() override {
     if (!broken_) {
       // Flush, then destroy; a finalize that does not end in time is aborted
-      // (fail() aborts every communicator and forgets it).
+      // (fail() aborts every communicator and forgets it). Several
+      // communicators of one thread finalize together, as one group.
+      ncclGroupStart();
       for (auto& r : ranks_) {
         cudaSetDevice(r.device);
         if (r.comm) ncclCommFinalize(r.comm);
       }
+      ncclGroupEnd();  // ncclInProgress for non-blocking communicators
       if (wait_comms("finalize")) {
         for (auto& r : ranks_) {
           cudaSetDevice(r.device);
