@@ -33,23 +33,21 @@ struct Reducer {
   virtual Expected<bool> agree(bool decision) = 0;
 };
 
-struct TcpReducer : Reducer {
-  std::unique_ptr<gpu::TcpRing> ring;
-  int world() const override { return ring->size(); }
-  Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) override {
-    return ring->allreduce(bytes, round);
-  }
-  Expected<bool> agree(bool decision) override { return ring->agree(decision); }
-};
+int world_of(const gpu::TcpRing& ring) { return ring.size(); }
+int world_of(const gpu::NcclAllreduce& nccl) { return nccl.world(); }
 
-struct NcclReducer : Reducer {
-  std::unique_ptr<gpu::NcclAllreduce> nccl;
-  int world() const override { return nccl->world(); }
+template <class Impl>
+struct ReducerOf : Reducer {
+  explicit ReducerOf(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+  int world() const override { return world_of(*impl); }
   Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) override {
-    return nccl->allreduce(bytes, round);
+    return impl->allreduce(bytes, round);
   }
-  Expected<bool> agree(bool decision) override { return nccl->agree(decision); }
+  Expected<bool> agree(bool decision) override { return impl->agree(decision); }
+  std::unique_ptr<Impl> impl;
 };
+using TcpReducer = ReducerOf<gpu::TcpRing>;
+using NcclReducer = ReducerOf<gpu::NcclAllreduce>;
 
 int fail(const Options& o, const std::string& why) {
   std::printf("%s: allreduce FAIL: %s\n", o.pod.c_str(), why.c_str());
@@ -137,8 +135,7 @@ int allreduce_local(gpu::Backend& backend, const Options& o, std::vector<std::in
   setup.timeout = o.timeout;
   auto nccl = gpu::NcclAllreduce::create(setup);
   if (!nccl) return fail(o, nccl.error());
-  NcclReducer reducer;
-  reducer.nccl = std::move(*nccl);
+  NcclReducer reducer(std::move(*nccl));
   Options local = o;
   local.master = o.pod;
   return run_rounds(reducer, local, fit, true,
@@ -191,8 +188,7 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     }
     auto ring = gpu::TcpRing::connect({o.index, o.peers, o.timeout});
     if (!ring) return fail(o, ring.error());
-    TcpReducer reducer;
-    reducer.ring = std::move(*ring);
+    TcpReducer reducer(std::move(*ring));
     return run_rounds(reducer, o, sizes, o.index == 0,
                       "over " + std::to_string(o.peers.size()) + " nodes (TCP ring)");
   }
@@ -252,8 +248,7 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     gpu::RingConfig config{plan->first_rank, peers, o.timeout, listener.fd};
     auto ring = gpu::TcpRing::connect(config);
     if (!ring) return fail(o, ring.error());
-    TcpReducer reducer;
-    reducer.ring = std::move(*ring);
+    TcpReducer reducer(std::move(*ring));
     return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,
                       "over " + std::to_string(members) + " nodes (TCP ring)");
   }
@@ -265,8 +260,7 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
   setup.timeout = o.timeout;
   auto nccl = gpu::NcclAllreduce::create(setup);
   if (!nccl) return fail(o, nccl.error());
-  NcclReducer reducer;
-  reducer.nccl = std::move(*nccl);
+  NcclReducer reducer(std::move(*nccl));
   return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,
                     "of " + std::to_string(plan->world) + " ranks (NCCL, " +
                         std::to_string(devices.size()) + " here)");

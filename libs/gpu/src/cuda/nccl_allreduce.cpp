@@ -242,14 +242,29 @@ class NcclImpl : public NcclAllreduce {
     return Ok{};
   }
 
-  // The watchdog: polls every communicator's state until none is in
-  // progress. An error or the deadline aborts them all.
-  bool wait_comms(const std::string& what) {
+  bool wait_comms(const std::string& what) { return watch(what, false); }
+  bool wait_streams(const std::string& what) { return watch(what, true); }
+
+  // The watchdog. Polls every communicator's state (and with `streams`, each
+  // stream's stop event: a peer that died leaves the kernels waiting forever,
+  // never erroring) until nothing is in progress. An error or the deadline
+  // aborts every communicator.
+  bool watch(const std::string& what, bool streams) {
     const auto deadline = Clock::now() + setup_.timeout;
     for (;;) {
       bool pending = false;
       for (auto& r : ranks_) {
         if (!r.comm) continue;
+        if (streams) {
+          cudaSetDevice(r.device);
+          cudaError_t e = cudaEventQuery(r.stop);
+          if (e == cudaErrorNotReady) {
+            pending = true;
+          } else if (e != cudaSuccess) {
+            fail(cuda_text(("GPU " + std::to_string(r.device) + " " + what).c_str(), e));
+            return false;
+          }
+        }
         ncclResult_t state = ncclSuccess;
         ncclCommGetAsyncError(r.comm, &state);
         if (state == ncclInProgress) {
@@ -266,40 +281,7 @@ class NcclImpl : public NcclAllreduce {
              std::to_string(setup_.timeout.count() / 1000) + "s (a peer is gone or stuck)");
         return false;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-
-  // Waits for every stream's stop event, watching the communicators meanwhile:
-  // a peer that died leaves the kernels waiting forever, never erroring.
-  bool wait_streams(const std::string& what) {
-    const auto deadline = Clock::now() + setup_.timeout;
-    for (;;) {
-      bool pending = false;
-      for (auto& r : ranks_) {
-        cudaSetDevice(r.device);
-        cudaError_t e = cudaEventQuery(r.stop);
-        if (e == cudaErrorNotReady) {
-          pending = true;
-        } else if (e != cudaSuccess) {
-          fail(cuda_text(("GPU " + std::to_string(r.device) + " " + what).c_str(), e));
-          return false;
-        }
-        ncclResult_t state = ncclSuccess;
-        ncclCommGetAsyncError(r.comm, &state);
-        if (state != ncclSuccess && state != ncclInProgress) {
-          fail("NCCL " + what + " failed on GPU " + std::to_string(r.device) + ": " +
-               ncclGetErrorString(state) + describe_last(r.comm));
-          return false;
-        }
-      }
-      if (!pending) return true;
-      if (Clock::now() > deadline) {
-        fail("NCCL " + what + " did not finish within " +
-             std::to_string(setup_.timeout.count() / 1000) + "s (a peer is gone or stuck)");
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(std::chrono::microseconds(streams ? 200 : 1000));
     }
   }
 
