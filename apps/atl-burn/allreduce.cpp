@@ -115,33 +115,6 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
   return problem.empty() ? 0 : 1;
 }
 
-int allreduce_local(gpu::Backend& backend, const Options& o, std::vector<std::int64_t> sizes) {
-  if (backend.name() != "cuda")
-    return fail(o, "a local allreduce runs among a node's GPUs, and CUDA sees none here");
-  if (!gpu::nccl_compiled_in()) return fail(o, "this build of atl has no NCCL");
-  auto devices = all_devices(backend);
-  std::int64_t free_bytes = gpu::least_free_device_memory(devices);
-  std::vector<std::int64_t> fit;
-  for (auto s : sizes) {
-    if (free_bytes == 0 || s + s / 10 <= free_bytes)
-      fit.push_back(s);
-    else
-      std::printf("%s: size %s skipped: a GPU has only %s free\n", o.pod.c_str(),
-                  gpu::format_burn_size(s).c_str(), gpu::format_burn_size(free_bytes).c_str());
-  }
-  if (fit.empty()) return fail(o, "no allreduce size fits in GPU memory");
-  gpu::NcclSetup setup;
-  setup.devices = devices;
-  setup.timeout = o.timeout;
-  auto nccl = gpu::NcclAllreduce::create(setup);
-  if (!nccl) return fail(o, nccl.error());
-  NcclReducer reducer(std::move(*nccl));
-  Options local = o;
-  local.master = o.pod;
-  return run_rounds(reducer, local, fit, true,
-                    "among " + std::to_string(devices.size()) + " local GPUs (NCCL)");
-}
-
 // Says hello on the control channel and waits for the supervisor's plan.
 Expected<gpu::RendezvousReply> rendezvous(int fd, const gpu::RendezvousHello& hello,
                                           Millis timeout) {
@@ -167,20 +140,21 @@ Expected<gpu::RendezvousReply> rendezvous(int fd, const gpu::RendezvousHello& he
 
 int burn_allreduce(gpu::Backend& backend, const Options& o) {
   const bool use_nccl = backend.name() == "cuda" && gpu::nccl_compiled_in();
+  if (o.local && backend.name() != "cuda")
+    return fail(o, "a local allreduce runs among a node's GPUs, and CUDA sees none here");
+  if (o.local && !use_nccl) return fail(o, "this build of atl has no NCCL");
   std::vector<std::int64_t> sizes = o.sizes;
   if (sizes.empty()) {
     // The seed's sizes on GPUs; modest ones over TCP between CPU nodes.
     sizes = use_nccl ? gpu::allreduce_sizes(INT64_MAX)
                      : std::vector<std::int64_t>{8LL << 20, 32LL << 20};
   }
-  if (o.local) return allreduce_local(backend, o, sizes);
   if (backend.name() == "cuda" && !use_nccl) {
     std::printf("%s: this build of atl has no NCCL: the GPUs are left out, a TCP ring runs\n",
                 o.pod.c_str());
   }
-
   auto control = os::control_fd_from_environment();
-  if (!control) {
+  if (!o.local && !control) {
     // By hand: the ring as given.
     if (o.peers.size() < 2) {
       std::printf("%s: allreduce over 1 node: nothing to exchange: PASS\n", o.pod.c_str());
@@ -194,7 +168,7 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
   }
 
   gpu::RendezvousHello hello;
-  hello.index = o.index;
+  hello.index = o.local ? 0 : o.index;
   hello.pod = o.pod;
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -207,7 +181,7 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     devices = all_devices(backend);
     for (int d : devices) hello.gpus.push_back(backend.uuid(d));
     hello.free_bytes = gpu::least_free_device_memory(devices);
-    if (o.index == 0) {
+    if (hello.index == 0) {
       // Member 0 hosts NCCL's bootstrap root: the id is made here, in the
       // process that stays to use it, and travels to the others through
       // the supervisor.
@@ -223,12 +197,21 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     hello.address =
         (o.host.empty() ? std::string("127.0.0.1") : o.host) + ":" + std::to_string(listener.port);
   }
-  auto plan = rendezvous(*control, hello, o.rendezvous_timeout);
+  // Local: this process is the only member, and plans for itself (the same
+  // refusals: a GPU listed twice, no size that fits).
+  Expected<gpu::RendezvousReply> plan = make_error("no plan");
+  if (o.local) {
+    auto alone = gpu::plan_rendezvous({hello});
+    plan = alone ? Expected<gpu::RendezvousReply>(alone->front())
+                 : Expected<gpu::RendezvousReply>(Error{alone.error()});
+  } else {
+    plan = rendezvous(*control, hello, o.rendezvous_timeout);
+  }
   if (!plan) {
     if (listener.fd >= 0) ::close(listener.fd);
     return fail(o, plan.error());
   }
-  if (o.index == 0 && !plan->skipped.empty()) {
+  if (plan->first_rank == 0 && !plan->skipped.empty()) {
     std::printf("%s: sizes %s skipped: some GPU lacks the free memory\n", o.pod.c_str(),
                 size_list(plan->skipped).c_str());
   }
