@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 size="${1:-8192}"
 bytes="${2:-268435456}"
-build="${OUT:-/tmp}/atl-gpu-build"
+build=/tmp/atl-gpu-build  # not under $OUT: build outputs need not travel back
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release > "$build.configure.log" 2>&1 || {
   cat "$build.configure.log"; exit 1; }
@@ -19,4 +19,8 @@ echo "$atl_table"
 echo
 echo "## torch reference"
 echo "$torch_table"
+if [ -n "${OUT:-}" ]; then
+  { echo "## atl-gpu-bench"; echo "$atl_table"; echo; echo "## torch reference"; echo "$torch_table"; } \
+    > "$OUT/gpu-tables.md"
+fi
 exit "${status:-0}"
