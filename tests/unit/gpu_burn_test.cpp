@@ -115,7 +115,7 @@ TEST(CpuBackend, MemoryTestWritesEveryPatternAndReadsItBack) {
   auto r = backend->memory_test(0, 0.05);
   ASSERT_TRUE(r.ok()) << r.error();
   EXPECT_TRUE(r->ok());
-  EXPECT_EQ(r->patterns, 4);
+  EXPECT_EQ(r->patterns, kMemoryPasses);
   EXPECT_GT(r->bytes, 1 << 20);
   EXPECT_FALSE(backend->memory_test(0, 0).ok());
   EXPECT_FALSE(backend->memory_test(0, 1.5).ok());
@@ -150,6 +150,22 @@ TEST(KnownAnswer, CatchesAPlantedWrongValue) {
   EXPECT_EQ(atl::gpu::count_known_answer_errors(got), 1);
   // Values differ from index to index: a stuck unit writing one value everywhere is caught.
   EXPECT_NE(atl::gpu::known_answer(1, 7, 64), atl::gpu::known_answer(2, 7, 64));
+}
+
+TEST(DeviceMath, MemoryPatternsCoverStuckBitsAndAliasedAddresses) {
+  EXPECT_EQ(memory_pattern(0, 5), 0u);
+  EXPECT_EQ(memory_pattern(1, 5), 0xFFFFFFFFu);
+  EXPECT_EQ(memory_pattern(2, 5) ^ memory_pattern(3, 5), 0xFFFFFFFFu);  // every bit both ways
+  // The last pass writes a different word at neighbouring and power-of-two-apart
+  // addresses, so two addresses that alias one cell read back wrong.
+  for (std::uint64_t i : {0ULL, 1ULL, 1023ULL, 1ULL << 20, 1ULL << 33}) {
+    EXPECT_NE(memory_pattern(kMemoryPasses - 1, i), memory_pattern(kMemoryPasses - 1, i + 1)) << i;
+    EXPECT_NE(memory_pattern(kMemoryPasses - 1, i), memory_pattern(kMemoryPasses - 1, i + 4096))
+        << i;
+    EXPECT_NE(memory_pattern(kMemoryPasses - 1, i),
+              memory_pattern(kMemoryPasses - 1, i + (1ULL << 32)))
+        << i;
+  }
 }
 
 TEST(DeviceMath, RingSumIsTheExactSumOfEveryInput) {

@@ -122,11 +122,11 @@ class CpuBackend : public Backend {
     std::vector<std::uint32_t> words(static_cast<size_t>(bytes / 4));
     MemoryTestResult r;
     r.bytes = bytes;
-    for (std::uint32_t pattern : kMemoryPatterns) {
-      std::fill(words.begin(), words.end(), pattern);
+    for (int pass = 0; pass < kMemoryPasses; ++pass) {
+      for (size_t i = 0; i < words.size(); ++i) words[i] = memory_pattern(pass, i);
       // Read back through a volatile pointer so the check is not optimised away.
       const volatile std::uint32_t* p = words.data();
-      for (size_t i = 0; i < words.size(); ++i) r.bad_words += p[i] != pattern;
+      for (size_t i = 0; i < words.size(); ++i) r.bad_words += p[i] != memory_pattern(pass, i);
       ++r.patterns;
     }
     return r;

@@ -44,7 +44,35 @@ __global__ void count_wrong_kernel(const float* data, std::int64_t n, int world,
   if (mine) atomicAdd(wrong, mine);
 }
 
+__global__ void fill_pattern_kernel(std::uint32_t* words, std::int64_t n, int pass) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    words[i] = gpu::memory_pattern(pass, static_cast<std::uint64_t>(i));
+}
+
+__global__ void count_pattern_kernel(const std::uint32_t* words, std::int64_t n, int pass,
+                                     unsigned long long* bad) {
+  unsigned long long mine = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    mine += words[i] != gpu::memory_pattern(pass, static_cast<std::uint64_t>(i));
+  if (mine) atomicAdd(bad, mine);
+}
+
 }  // namespace
+
+int fill_memory_pattern(std::uint32_t* words, std::int64_t n, int pass, void* stream) {
+  fill_pattern_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(words, n,
+                                                                                         pass);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int count_memory_errors(const std::uint32_t* words, std::int64_t n, int pass,
+                        unsigned long long* bad, void* stream) {
+  count_pattern_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      words, n, pass, bad);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int known_answer(std::uint32_t* out, std::int64_t n, std::uint32_t seed, int rounds, void* stream) {
   known_answer_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(

@@ -16,4 +16,11 @@ int fill_ring_input(float* data, std::int64_t n, int rank, int round, void* stre
 int count_wrong_sums(const float* data, std::int64_t n, int world, int round,
                      unsigned long long* wrong, void* stream);
 
+// words[i] = memory_pattern(pass, i) for i < n.
+int fill_memory_pattern(std::uint32_t* words, std::int64_t n, int pass, void* stream);
+
+// Adds to *bad (device memory) the count of i < n with words[i] != memory_pattern(pass, i).
+int count_memory_errors(const std::uint32_t* words, std::int64_t n, int pass,
+                        unsigned long long* bad, void* stream);
+
 }  // namespace atl::gpu::kernels

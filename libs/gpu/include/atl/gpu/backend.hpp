@@ -58,11 +58,6 @@ struct KnownAnswerResult {
 inline constexpr std::uint32_t kKnownAnswerSeed = 0x5eed1234u;
 inline constexpr int kKnownAnswerRounds = 64;
 
-// The patterns a memory test writes and reads back: all zeros, all ones,
-// alternating bits both ways.
-inline constexpr std::uint32_t kMemoryPatterns[] = {0x00000000u, 0xFFFFFFFFu, 0xAAAAAAAAu,
-                                                    0x55555555u};
-
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -74,7 +69,9 @@ class Backend {
   virtual std::string uuid(int device) const = 0;
   virtual Expected<GemmResult> gemm(int device, const GemmConfig& config) = 0;
   virtual Expected<TransferResult> transfer(int device, std::int64_t bytes) = 0;
-  // Writes each pattern over `fraction` of the free memory and reads it back.
+  // Writes each of device_math.hpp's memory patterns over `fraction` of the
+  // free memory and reads it back (on a GPU: kernels write and compare, only
+  // the count of bad words comes back).
   virtual Expected<MemoryTestResult> memory_test(int device, double fraction) = 0;
   // Runs atl's known-answer kernel over `elements` values on every SM (the
   // CPU: every core) and compares each with the answer computed on the host.

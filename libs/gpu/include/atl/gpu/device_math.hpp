@@ -44,4 +44,25 @@ ATL_HOST_DEVICE inline std::uint32_t known_answer(std::uint32_t i, std::uint32_t
   return x ^ static_cast<std::uint32_t>(f);
 }
 
+// A memory test's passes: the word written at index i in pass `pass`. Four
+// constant patterns (zeros, ones, alternating bits both ways: stuck and
+// coupled bits), then one that differs from address to address (address
+// lines that alias two locations).
+inline constexpr int kMemoryPasses = 5;
+ATL_HOST_DEVICE inline std::uint32_t memory_pattern(int pass, std::uint64_t i) {
+  switch (pass) {
+    case 0:
+      return 0x00000000u;
+    case 1:
+      return 0xFFFFFFFFu;
+    case 2:
+      return 0xAAAAAAAAu;
+    case 3:
+      return 0x55555555u;
+    default:
+      // The high half folded in: words 16 GiB apart differ too.
+      return static_cast<std::uint32_t>(i ^ (i >> 32)) * 2654435761u ^ 0x9E3779B9u;
+  }
+}
+
 }  // namespace atl::gpu
