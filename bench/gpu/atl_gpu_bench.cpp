@@ -11,6 +11,8 @@
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
 #include "atl/gpu/nccl_allreduce.hpp"
+#include "atl/gpu/nvml_health.hpp"
+#include "atl/gpu/xid.hpp"
 
 int main(int argc, char** argv) {
   int size = argc > 1 ? std::atoi(argv[1]) : 8192;
@@ -52,6 +54,40 @@ int main(int argc, char** argv) {
         row(dev, what, g->tflops, g->ok());
       else
         error_row(dev, what, g.error());
+    }
+    // The check's memory test and driver health, as atlctl check runs them.
+    const std::string pci = backend->pci_bus_id(dev);
+    atl::gpu::MemoryTestResult memory;
+    std::string memory_error;
+    auto health = atl::gpu::nvml_health(pci, [&] {
+      auto m = backend->memory_test(dev, 0.9);
+      if (m)
+        memory = *m;
+      else
+        memory_error = m.error();
+    });
+    if (memory_error.empty())
+      row(dev,
+          "memory test " + std::to_string(memory.bytes >> 20) + " MiB x" +
+              std::to_string(memory.patterns) + " passes, bad words",
+          static_cast<double>(memory.bad_words), memory.ok());
+    else
+      error_row(dev, "memory test", memory_error);
+    if (backend->name() == "cuda") {  // no driver to ask on the CPU path
+      if (health.available)
+        row(dev,
+            "NVML uncorrected ECC (Xid events watched: " +
+                std::string(health.xids_watched ? "yes" : "no") + ")",
+            static_cast<double>(health.ecc_uncorrected), health.ok());
+      else
+        error_row(dev, "NVML at " + pci, health.note);
+      auto xids = atl::gpu::read_kernel_xids();
+      int here = 0;
+      for (const auto& ev : xids.events) here += atl::gpu::same_pci_device(ev.pci, pci);
+      if (xids.readable)
+        row(dev, "Xid reports in the kernel log for " + pci, here, true);
+      else
+        std::printf("| %d | kernel log | %s | - |\n", dev, xids.note.c_str());
     }
     auto t = backend->transfer(dev, bytes);
     if (!t) {
