@@ -1,6 +1,12 @@
 // atl-burn gemm and transfer: rounds until the duration is over, every round
-// verified, a progress line per round and a verdict line per GPU.
+// verified, a progress line per round and a verdict line per GPU. Every GPU of
+// the node burns at once, each on a thread of its own (as gpu-burn does): a
+// node's power, cooling and PCIe are stressed together, and an 8-GPU burn
+// takes its duration, not eight times it.
+#include <algorithm>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
@@ -13,26 +19,50 @@ std::string elapsed(Clock::time_point t0, Millis total) {
   return std::to_string(secs) + "s/" + format_duration(total);
 }
 
+namespace {
+
+// Runs `burn(dev)` (true: that GPU passed) for every GPU at once; 1 if any failed.
+template <class Burn>
+int on_every_gpu(const gpu::Backend& backend, Burn burn) {
+  const int devices = backend.device_count();
+  std::vector<char> passed(static_cast<size_t>(devices), 0);
+  std::vector<std::thread> threads;
+  for (int dev = 0; dev < devices; ++dev)
+    threads.emplace_back([&, dev] { passed[static_cast<size_t>(dev)] = burn(dev); });
+  for (auto& t : threads) t.join();
+  for (char ok : passed)
+    if (!ok) return 1;
+  return 0;
+}
+
+}  // namespace
+
 // GEMM rounds until the duration is over; every round verified.
 int burn_gemm(gpu::Backend& backend, const Options& o) {
   gpu::GemmConfig config;
   config.size = o.size ? o.size : (backend.name() == "cuda" ? 8192 : 512);
   config.bf16 = !o.fp32;
   config.allow_tf32 = o.tf32;
-  int failed = 0;
-  for (int dev = 0; dev < backend.device_count(); ++dev) {
+  return on_every_gpu(backend, [&](int dev) {
+    gpu::GemmConfig mine = config;  // this GPU's thread adapts its own repeats
     auto t0 = Clock::now();
     int rounds = 0;
     double sum = 0;
     std::string problem;
     while (problem.empty() && (rounds == 0 || Clock::now() - t0 < o.duration)) {
-      auto r = backend.gemm(dev, config);
+      auto r = backend.gemm(dev, mine);
       ++rounds;
       if (!r) {
         problem = r.error();
         break;
       }
       sum += r->tflops;
+      // About a second of GEMMs per round from now on: the GPU stays busy
+      // between the progress lines.
+      if (r->tflops > 0) {
+        double one = 2.0 * mine.size * mine.size * mine.size / (r->tflops * 1e12);
+        mine.repeats = static_cast<int>(std::clamp(1.0 / one, 1.0, 10000.0));
+      }
       std::printf("%s GPU %d round %d (%s): gemm %.3f TFLOP/s, %s\n", o.pod.c_str(), dev, rounds,
                   elapsed(t0, o.duration).c_str(), r->tflops,
                   r->ok() ? "verified" : "WRONG RESULTS");
@@ -45,14 +75,13 @@ int burn_gemm(gpu::Backend& backend, const Options& o) {
     std::printf("%s GPU %d (%s): gemm %.3f TFLOP/s average over %d rounds: %s%s\n", o.pod.c_str(),
                 dev, backend.name().c_str(), rounds ? sum / rounds : 0.0, rounds,
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
-    failed += !problem.empty();
-  }
-  return failed ? 1 : 0;
+    std::fflush(stdout);
+    return problem.empty();
+  });
 }
 
 int burn_transfer(gpu::Backend& backend, const Options& o) {
-  int failed = 0;
-  for (int dev = 0; dev < backend.device_count(); ++dev) {
+  return on_every_gpu(backend, [&](int dev) {
     auto t0 = Clock::now();
     int rounds = 0;
     double h2d = 0, d2h = 0, both = 0;
@@ -79,9 +108,9 @@ int burn_transfer(gpu::Backend& backend, const Options& o) {
                 o.pod.c_str(), dev, backend.name().c_str(), gpu::format_burn_size(o.bytes).c_str(),
                 rounds ? h2d / rounds : 0.0, rounds ? d2h / rounds : 0.0, rounds,
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
-    failed += !problem.empty();
-  }
-  return failed ? 1 : 0;
+    std::fflush(stdout);
+    return problem.empty();
+  });
 }
 
 }  // namespace atl::burn

@@ -59,7 +59,29 @@ __global__ void count_pattern_kernel(const std::uint32_t* words, std::int64_t n,
   if (mine) atomicAdd(bad, mine);
 }
 
+__global__ void count_differences_kernel(const float* got, const float* ref, std::int64_t n,
+                                         unsigned long long* counts) {
+  unsigned long long differing = 0, nans = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float g = got[i];
+    if (isnan(g))
+      ++nans;
+    else if (__float_as_uint(g) != __float_as_uint(ref[i]))
+      ++differing;
+  }
+  if (differing) atomicAdd(&counts[0], differing);
+  if (nans) atomicAdd(&counts[1], nans);
+}
+
 }  // namespace
+
+int count_differences(const float* got, const float* ref, std::int64_t n,
+                      unsigned long long* counts, void* stream) {
+  count_differences_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      got, ref, n, counts);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int fill_memory_pattern(std::uint32_t* words, std::int64_t n, int pass, void* stream) {
   fill_pattern_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(words, n,

@@ -23,4 +23,9 @@ int fill_memory_pattern(std::uint32_t* words, std::int64_t n, int pass, void* st
 int count_memory_errors(const std::uint32_t* words, std::int64_t n, int pass,
                         unsigned long long* bad, void* stream);
 
+// Compares got[i] with ref[i] bit for bit for i < n: counts[0] += elements
+// that differ, counts[1] += NaNs in got (device memory, two counters).
+int count_differences(const float* got, const float* ref, std::int64_t n,
+                      unsigned long long* counts, void* stream);
+
 }  // namespace atl::gpu::kernels
