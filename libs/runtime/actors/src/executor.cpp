@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <caf/all.hpp>
 #include <memory>
@@ -121,8 +122,12 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
     if (pair) {
       control = *pair;
       req.control_fd = control.child;
-      req.env.push_back(std::string(os::kControlFdVariable) + "=" +
-                        std::to_string(os::kChildControlFd));
+      // Ours, whatever the rank's environment said.
+      const std::string key = std::string(os::kControlFdVariable) + "=";
+      req.env.erase(std::remove_if(req.env.begin(), req.env.end(),
+                                   [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
+                    req.env.end());
+      req.env.push_back(key + std::to_string(os::kChildControlFd));
     } else {
       log->warn("{}: no control channel: {}", stream_name(st.launch.stream), pair.error());
     }
