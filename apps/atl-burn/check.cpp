@@ -3,7 +3,10 @@
 // answer are right; copies round-trip; memory holds every pattern; the driver
 // reports no uncorrected ECC errors, no retired pages waiting for a reset and
 // no critical Xid (kernel log since boot, and NVML events during the check).
+// All GPUs of the node are checked at once.
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/nvml_health.hpp"
@@ -65,37 +68,51 @@ int check(gpu::Backend& backend, const Options& o) {
     if (!kernel_log.readable)
       std::printf("%s: %s: Xid history not checked\n", o.pod.c_str(), kernel_log.note.c_str());
   }
-  int failed = 0;
-  for (int dev = 0; dev < backend.device_count(); ++dev) {
+  // Every GPU at once (a thread each); each one's lines are printed together,
+  // in device order.
+  struct Verdict {
+    std::vector<std::string> lines;
     std::string problem;
-    if (!gpu) {
-      problem = exercise(backend, dev);
-    } else {
-      const std::string pci = backend.pci_bus_id(dev);
-      auto nvml = gpu::nvml_health(pci, [&] { problem = exercise(backend, dev); });
-      if (!nvml.available || !nvml.note.empty())
-        std::printf("%s GPU %d: %s\n", o.pod.c_str(), dev, nvml.note.c_str());
-      for (int xid : nvml.xids) {
-        std::printf("%s GPU %d: %s during the check\n", o.pod.c_str(), dev,
-                    describe_xid(xid).c_str());
-        if (problem.empty() && gpu::xid_is_critical(xid))
-          problem = describe_xid(xid) + " during the check";
+  };
+  std::vector<Verdict> verdicts(static_cast<size_t>(backend.device_count()));
+  std::vector<std::thread> threads;
+  for (int dev = 0; dev < backend.device_count(); ++dev) {
+    threads.emplace_back([&, dev] {
+      Verdict& v = verdicts[static_cast<size_t>(dev)];
+      const std::string prefix = o.pod + " GPU " + std::to_string(dev) + ": ";
+      if (!gpu) {
+        v.problem = exercise(backend, dev);
+        return;
       }
-      if (problem.empty() && nvml.available && nvml.ecc_uncorrected)
-        problem = "NVML: " + std::to_string(nvml.ecc_uncorrected) + " uncorrected ECC errors";
-      if (problem.empty() && nvml.available && nvml.retired_pages_pending)
-        problem = "NVML: retired pages are waiting for a GPU reset";
+      const std::string pci = backend.pci_bus_id(dev);
+      auto nvml = gpu::nvml_health(pci, [&] { v.problem = exercise(backend, dev); });
+      if (!nvml.available || !nvml.note.empty()) v.lines.push_back(prefix + nvml.note);
+      for (int xid : nvml.xids) {
+        v.lines.push_back(prefix + describe_xid(xid) + " during the check");
+        if (v.problem.empty() && gpu::xid_is_critical(xid))
+          v.problem = describe_xid(xid) + " during the check";
+      }
+      if (v.problem.empty() && nvml.available && nvml.ecc_uncorrected)
+        v.problem = "NVML: " + std::to_string(nvml.ecc_uncorrected) + " uncorrected ECC errors";
+      if (v.problem.empty() && nvml.available && nvml.retired_pages_pending)
+        v.problem = "NVML: retired pages are waiting for a GPU reset";
       for (const auto& ev : kernel_log.events) {
         if (!gpu::same_pci_device(ev.pci, pci) || !gpu::xid_is_critical(ev.xid)) continue;
-        std::printf("%s GPU %d: kernel log: %s\n", o.pod.c_str(), dev, ev.text.c_str());
-        if (problem.empty()) problem = describe_xid(ev.xid) + " in the kernel log since boot";
+        v.lines.push_back(prefix + "kernel log: " + ev.text);
+        if (v.problem.empty()) v.problem = describe_xid(ev.xid) + " in the kernel log since boot";
       }
-    }
-    std::printf("%s GPU %d (%s): check %s%s\n", o.pod.c_str(), dev, backend.name().c_str(),
+    });
+  }
+  for (auto& t : threads) t.join();
+  int failed = 0;
+  for (size_t dev = 0; dev < verdicts.size(); ++dev) {
+    for (const auto& line : verdicts[dev].lines) std::printf("%s\n", line.c_str());
+    const std::string& problem = verdicts[dev].problem;
+    std::printf("%s GPU %zu (%s): check %s%s\n", o.pod.c_str(), dev, backend.name().c_str(),
                 problem.empty() ? "PASS" : "FAIL: ", problem.c_str());
-    std::fflush(stdout);
     failed += !problem.empty();
   }
+  std::fflush(stdout);
   return failed ? 1 : 0;
 }
 
