@@ -212,3 +212,13 @@ TEST(BurnAndCheck, AMemberThatNeverJoinsEndsTheAllreduceForEveryoneNamingIt) {
       << burn.output;
   EXPECT_NE(burn.output.find("before joining the allreduce"), std::string::npos) << burn.output;
 }
+
+TEST(BurnAndCheck, BatchOfOneWorkerMeetsOnlyItself) {
+  BurnCluster b;
+  auto burn = b.ctl({"burn", "-t", "batch", "-w", b.c.worker_name(1), "-d", "1s"});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  EXPECT_NE(burn.output.find(b.c.worker_name(1) + ": allreduce over 1 node: nothing to exchange"),
+            std::string::npos)
+      << burn.output;
+  EXPECT_EQ(burn.output.find(b.c.worker_name(0)), std::string::npos) << burn.output;
+}
