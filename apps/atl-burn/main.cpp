@@ -7,6 +7,7 @@
 #include <string>
 
 #include "atl/cli/command_line.hpp"
+#include "atl/core/split.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "burn.hpp"
 
@@ -22,17 +23,6 @@ atl::Millis positive_duration(const po::variables_map& vm, const char* name) {
   if (!d || d->count() <= 0)
     usage(std::string("--") + name + ": " + (d ? std::string("must be positive") : d.error()));
   return *d;
-}
-
-// "a,b,c" -> each item through `parse_item`.
-template <class ParseItem>
-void for_each_item(const std::string& text, ParseItem parse_item) {
-  for (size_t start = 0; start <= text.size();) {
-    size_t comma = text.find(',', start);
-    parse_item(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
 }
 
 Options parse(int argc, char** argv) {
@@ -96,21 +86,23 @@ Options parse(int argc, char** argv) {
   }
   if (vm.count("host")) o.host = vm["host"].as<std::string>();
   if (vm.count("peers")) {
-    for_each_item(vm["peers"].as<std::string>(), [&](const std::string& item) {
+    const std::string peers = vm["peers"].as<std::string>();
+    for (std::string_view item : atl::split_list(peers)) {
       auto hp = atl::parse_host_port(item);
       if (!hp) usage("--peers: " + hp.error());
       o.peers.push_back(*hp);
-    });
+    }
     if (o.index >= static_cast<int>(o.peers.size()))
       usage("--index: must be below the number of peers (" + std::to_string(o.peers.size()) + ")");
   }
   o.master = vm.count("master") ? vm["master"].as<std::string>() : o.pod;
   if (vm.count("sizes")) {
-    for_each_item(vm["sizes"].as<std::string>(), [&](const std::string& item) {
+    const std::string sizes = vm["sizes"].as<std::string>();
+    for (std::string_view item : atl::split_list(sizes)) {
       auto size = atl::gpu::parse_burn_size(item);
       if (!size || *size < 4) usage("--sizes: " + (size ? std::string("too small") : size.error()));
       o.sizes.push_back(*size);
-    });
+    }
   }
   return o;
 }

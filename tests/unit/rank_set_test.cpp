@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "atl/core/split.hpp"
+
 using Ranks = std::vector<int>;
 
 TEST(ParseRankSet, SeedForms) {
@@ -37,3 +39,11 @@ INSTANTIATE_TEST_SUITE_P(Malformed, ParseRankSetRejects,
                                          BadRankSet{"1,", "1,"}, BadRankSet{",1", ",1"},
                                          BadRankSet{"1-", "1-"}, BadRankSet{"0x1", "0x1"},
                                          BadRankSet{"ALL", "ALL"}, BadRankSet{" 1", " 1"}));
+
+TEST(SplitList, KeepsEveryItemEmptyOnesIncluded) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(atl::split_list("a,b,,c"), (V{"a", "b", "", "c"}));
+  EXPECT_EQ(atl::split_list(""), V{""});
+  EXPECT_EQ(atl::split_list("a,"), (V{"a", ""}));
+  EXPECT_EQ(atl::split_list("k1=v;k2=w", ';'), (V{"k1=v", "k2=w"}));
+}

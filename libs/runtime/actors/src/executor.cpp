@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <caf/all.hpp>
 #include <memory>
@@ -113,25 +112,19 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
   if (path.rfind(bin_dir + ":", 0) != 0) path = bin_dir + ":" + path;
   os::SpawnRequest req;
-  req.argv = {"/bin/sh", "-c", st.launch.command};
-  req.env = to_env_strings(env);
-  req.working_dir = st.launch.working_dir;
   os::ControlPair control;
   if (st.launch.control) {
-    auto pair = os::make_control_pair();
-    if (pair) {
+    if (auto pair = os::make_control_pair()) {
       control = *pair;
       req.control_fd = control.child;
-      // Ours, whatever the rank's environment said.
-      const std::string key = std::string(os::kControlFdVariable) + "=";
-      req.env.erase(std::remove_if(req.env.begin(), req.env.end(),
-                                   [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
-                    req.env.end());
-      req.env.push_back(key + std::to_string(os::kChildControlFd));
+      env[os::kControlFdVariable] = std::to_string(os::kChildControlFd);  // ours, whatever ENVS say
     } else {
       log->warn("{}: no control channel: {}", stream_name(st.launch.stream), pair.error());
     }
   }
+  req.argv = {"/bin/sh", "-c", st.launch.command};
+  req.env = to_env_strings(env);
+  req.working_dir = st.launch.working_dir;
   auto child = os::ChildProcess::spawn(req);
   if (control.child >= 0) ::close(control.child);  // the child holds its own copy now
   st.control_fd = control.parent;

@@ -4,6 +4,7 @@
 
 #include "atl/core/env.hpp"
 #include "atl/core/rank_set.hpp"
+#include "atl/core/split.hpp"
 #include "atl/os/child_process.hpp"
 #include "supervisor_state.hpp"
 
@@ -206,18 +207,11 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   // member i is the i-th chosen node, member 0's pod is the MasterAddr.
   std::vector<std::string> chosen_pods;
   for (int rank : ranks) chosen_pods.push_back(pod_of_rank(st, rank));
-  std::vector<std::string> steps;
-  for (size_t start = 0; start <= tools.size();) {
-    size_t comma = tools.find(',', start);
-    steps.push_back(
-        tools.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  for (const auto& step : steps) {
+  const std::vector<std::string_view> steps = split_list(tools);
+  for (std::string_view step : steps) {
     if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce" &&
         step != "local")
-      return usage("unknown burn step '" + step + "'");
+      return usage("unknown burn step '" + std::string(step) + "'");
   }
   auto command_for = [&](int, const std::string& pod) {
     size_t index = 0;
@@ -225,12 +219,12 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     // Every step runs even if an earlier one failed (allreduce peers wait for
     // each other); the exit status is the worst of them.
     std::string cmd = "s=0";
-    for (const auto& step : steps) {
+    for (std::string_view step : steps) {
       if (step == "local") {  // each node on its own: no rendezvous
         cmd += "; atl-burn allreduce --local -d " + duration + " --pod " + pod;
       } else {
-        cmd += "; atl-burn " + step + " -d " + duration + " --pod " + pod + " --expect-gpus " +
-               std::to_string(st.nodes.at(pod).info.gpus);
+        cmd += "; atl-burn " + std::string(step) + " -d " + duration + " --pod " + pod +
+               " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
       }
       if (step == "allreduce") {
         cmd += " --index " + std::to_string(index) + " --host " + st.nodes.at(pod).info.address +

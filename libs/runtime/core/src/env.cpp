@@ -1,5 +1,6 @@
 #include "atl/core/env.hpp"
 
+#include "atl/core/split.hpp"
 #include "parse_util.hpp"
 
 namespace atl {
@@ -50,19 +51,13 @@ Expected<std::vector<std::string>> parse_worker_list(std::string_view text) {
   if (text == "all") return pods;
   if (text.empty())
     return make_error("empty worker list (use all or pod names separated by commas)");
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string_view pod = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (std::string_view pod : split_list(text)) {
     if (pod.empty()) return make_error("empty pod name in worker list " + detail::quote(text));
     for (char c : pod) {
       bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
       if (!ok) return make_error("bad pod name " + detail::quote(pod) + " in worker list");
     }
     pods.emplace_back(pod);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   return pods;
 }

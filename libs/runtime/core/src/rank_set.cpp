@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "atl/core/split.hpp"
 #include "parse_util.hpp"
 
 namespace atl {
@@ -31,11 +32,7 @@ Expected<std::vector<int>> parse_rank_set(std::string_view text, int world_size)
     return ranks;
   }
   if (text.empty()) return make_error("empty rank set (use all, 1,2,3, 1-8 or 0,2-4,7)");
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string_view part = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (std::string_view part : split_list(text)) {
     if (part.empty()) {
       return make_error("empty element in rank set " + detail::quote(text));
     }
@@ -55,8 +52,6 @@ Expected<std::vector<int>> parse_rank_set(std::string_view text, int world_size)
       }
       for (int r = *lo; r <= *hi; ++r) ranks.push_back(r);
     }
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
