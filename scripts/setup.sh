@@ -6,12 +6,12 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev libboost-program-options-dev libspdlog-dev libfmt-dev
-  nlohmann-json3-dev libsqlite3-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev
   python3 procps iproute2
 )
 # Test-only extras: a real PyTorch for the DDP test, OpenMPI for the fan-out bench.
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch openmpi-bin clang-format)
+  packages+=(python3-torch openmpi-bin clang-format clang libfuzzer-14-dev)
 fi
 
 sudo=""

@@ -2,6 +2,7 @@
 #include <caf/io/all.hpp>
 #include <iostream>
 
+#include "atl/actors/actor_system_setup.hpp"
 #include "atl/core/log_stream.hpp"
 #include "cli.hpp"
 
@@ -33,7 +34,7 @@ void print_prefixed(std::int32_t stream, const std::string& data) {
 
 SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& address)
     : sys_(sys), self_(sys), address_(address) {
-  auto found = caf::io::remote_actor(sys, address.host, address.port);
+  auto found = atl::connect_actor(sys, address.host, address.port);
   if (!found) {
     die(kExitUnreachable,
         "cannot reach the supervisor at " + address.to_string() + ": " + sys.render(found.error()));

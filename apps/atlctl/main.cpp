@@ -20,10 +20,12 @@ using namespace atlctl;
 namespace {
 
 const char* kTopHelp =
-    "Usage: atlctl [--address HOST:PORT] COMMAND [options]\n"
+    "Usage: atlctl [--address HOST:PORT] [--tls-dir DIR | --insecure] COMMAND [options]\n"
     "\n"
     "Acts on the whole job through its supervisor. The address comes from\n"
-    "--address, else from $ATL_ADDRESS (set in every rank and the driver).\n"
+    "--address, else from $ATL_ADDRESS (set in every rank and the driver); the\n"
+    "job's TLS credentials (ca.pem, cert.pem, key.pem) from --tls-dir, else from\n"
+    "$ATL_TLS_DIR (also set in every rank and the driver).\n"
     "\n"
     "Commands:\n"
     "  status [-v] [--json]             print 'Job status:  <state>' (-v: pods and ranks)\n"
@@ -240,6 +242,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string address_text;
   if (const char* env = std::getenv("ATL_ADDRESS")) address_text = env;
+  std::string tls_dir;
+  bool insecure = false;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -252,6 +256,13 @@ int main(int argc, char** argv) {
       address_text = args[++i];
     } else if (a.rfind("--address=", 0) == 0) {
       address_text = a.substr(10);
+    } else if (a == "--tls-dir") {
+      if (i + 1 >= args.size()) die(kExitUsage, "--tls-dir needs DIR");
+      tls_dir = args[++i];
+    } else if (a.rfind("--tls-dir=", 0) == 0) {
+      tls_dir = a.substr(10);
+    } else if (a == "--insecure") {
+      insecure = true;
     } else if (!a.empty() && a[0] == '-') {
       die(kExitUsage, "unknown option '" + a + "' (see atlctl --help)");
     } else {
@@ -286,7 +297,11 @@ int main(int argc, char** argv) {
   auto address = atl::parse_host_port(address_text);
   if (!address) die(kExitUsage, "--address: " + address.error());
 
-  atl::AtlSystemConfig cfg;
+  auto tls = atl::os::resolve_tls_credentials(tls_dir, insecure);
+  if (!tls) die(kExitUsage, tls.error());
+  if (insecure) std::cerr << "atlctl: warning: --insecure: TLS is off\n";
+
+  atl::AtlSystemConfig cfg{*tls};
   caf::actor_system sys{cfg};
   SupervisorClient client(sys, *address);
   return it->second.run(client, vm);

@@ -23,6 +23,7 @@
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
+#include "atl/os/tls_credentials.hpp"
 
 namespace po = boost::program_options;
 
@@ -39,6 +40,8 @@ struct HeadOptions {
   std::string state_dir;
   int local_workers = 0;
   atl::Millis linger{0};
+  std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
+  bool insecure = false;
 };
 
 HeadOptions parse_options(int argc, char** argv) {
@@ -79,7 +82,11 @@ HeadOptions parse_options(int argc, char** argv) {
       "where logs and the address go (default ./atl-state/<job-id>)")(
       "local-workers", po::value<int>(), "also start N workernode processes on this machine")(
       "linger", po::value<std::string>(),
-      "keep answering atlctl this long after the job ended (default 0s)");
+      "keep answering atlctl this long after the job ended (default 0s)")(
+      "tls-dir", po::value<std::string>(),
+      "the job's TLS credentials (ca.pem, cert.pem, key.pem), e.g. a mounted Secret "
+      "(default: made for this job in <state-dir>/tls)")(
+      "insecure", "no TLS: anyone who reaches the port controls the job (prints a warning)");
   po::variables_map vm =
       atl::cli::parse_or_exit("headnode", po::command_line_parser(own_argc, argv), desc);
 
@@ -153,6 +160,10 @@ HeadOptions parse_options(int argc, char** argv) {
       vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
   if (opt.advertise.empty())
     opt.advertise = (opt.bind == "0.0.0.0" || opt.bind == "::") ? atl::os::host_name() : opt.bind;
+  if (vm.count("tls-dir")) opt.tls_dir = vm["tls-dir"].as<std::string>();
+  opt.insecure = vm.count("insecure") > 0;
+  if (opt.insecure && !opt.tls_dir.empty())
+    atl::cli::usage_error("headnode", "--tls-dir and --insecure exclude each other");
   return opt;
 }
 
@@ -166,6 +177,33 @@ void make_dirs(const std::string& path) {
     partial += part + "/";
     ::mkdir(partial.c_str(), 0755);
   }
+}
+
+// The state dir must take files before anything starts: a job whose logs
+// cannot be written is refused, not run blind.
+void prepare_state_dir(const HeadOptions& opt) {
+  make_dirs(opt.state_dir + "/logs");
+  for (const std::string& dir : {opt.state_dir, opt.state_dir + "/logs"}) {
+    if (auto ok = atl::os::check_writable_dir(dir); !ok)
+      atl::cli::usage_error("headnode", "--state-dir: " + ok.error());
+  }
+}
+
+// The job's credentials: mounted (--tls-dir), kept from an earlier run of this
+// job in the same state dir (so its workers still trust a restarted head), or
+// made now. Exits 2 naming the file when they are unusable.
+std::optional<atl::os::TlsFiles> head_credentials(const HeadOptions& opt) {
+  if (opt.insecure) {
+    std::cerr << "headnode: warning: --insecure: TLS is off; anyone who reaches this port can "
+                 "run commands in the job and read its environment\n";
+    return std::nullopt;
+  }
+  std::string dir = opt.tls_dir.empty() ? opt.state_dir + "/tls" : opt.tls_dir;
+  auto files = atl::os::load_tls_credentials(dir);
+  if (!files && opt.tls_dir.empty() && ::access(atl::os::tls_files_in(dir).ca.c_str(), F_OK) != 0)
+    files = atl::os::generate_tls_credentials(dir, opt.job.job_id);
+  if (!files) atl::cli::usage_error("headnode", "--tls-dir: " + files.error());
+  return std::move(files).value();
 }
 
 // Starts the --local-workers processes; they die with this one (pdeathsig).
@@ -212,22 +250,24 @@ void reap_local_workers(std::vector<atl::os::ChildProcess>& workers) {
 
 int main(int argc, char** argv) {
   HeadOptions opt = parse_options(argc, argv);
+  prepare_state_dir(opt);
+  auto tls = head_credentials(opt);
+  atl::os::export_tls_choice(tls);  // the driver and local workers inherit it
   atl::os::TerminationSignals::block_in_this_thread();
   auto log = atl::component_logger("headnode");
-  make_dirs(opt.state_dir + "/logs");
 
   int code = kExitFailed;
   std::vector<atl::os::ChildProcess> local_workers;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
-    atl::AtlSystemConfig cfg;
+    atl::AtlSystemConfig cfg{tls};
     caf::actor_system sys{cfg};
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
     auto supervisor =
         atl::spawn_job_supervisor(sys, {opt.job, opt.advertise, sink, opt.linger, outcome});
-    auto port = caf::io::publish(supervisor, opt.port, opt.bind.c_str(), true);
+    auto port = atl::publish_actor(sys, supervisor, opt.port, opt.bind);
     if (!port) {
       std::cerr << "headnode: cannot listen on " << opt.bind << ":" << opt.port << ": "
                 << sys.render(port.error()) << "\n";

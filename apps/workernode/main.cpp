@@ -16,6 +16,7 @@
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
+#include "atl/os/tls_credentials.hpp"
 
 namespace po = boost::program_options;
 
@@ -27,6 +28,7 @@ struct WorkerOptions {
   std::string advertise;
   atl::NodeResources resources;
   atl::Millis connect_timeout = std::chrono::seconds(60);
+  std::optional<atl::os::TlsFiles> tls;
 };
 
 WorkerOptions parse_options(int argc, char** argv) {
@@ -45,7 +47,10 @@ WorkerOptions parse_options(int argc, char** argv) {
       "advertise", po::value<std::string>(),
       "address others reach this pod at (default: the one used towards the head)")(
       "connect-timeout", po::value<std::string>(),
-      "how long to keep trying to reach the head (default 60s)");
+      "how long to keep trying to reach the head (default 60s)")(
+      "tls-dir", po::value<std::string>(),
+      "the job's TLS credentials: ca.pem, cert.pem, key.pem (default: $ATL_TLS_DIR)")(
+      "insecure", "no TLS (only for a head started with --insecure; prints a warning)");
   po::variables_map vm =
       atl::cli::parse_or_exit("workernode", po::command_line_parser(argc, argv), desc);
   if (!vm.count("head")) atl::cli::usage_error("workernode", "--head HOST:PORT is required");
@@ -75,6 +80,15 @@ WorkerOptions parse_options(int argc, char** argv) {
     opt.connect_timeout = atl::cli::value_or_exit(
         "workernode", atl::parse_duration(vm["connect-timeout"].as<std::string>()),
         "--connect-timeout");
+  bool insecure = vm.count("insecure") > 0;
+  opt.tls = atl::cli::value_or_exit(
+      "workernode",
+      atl::os::resolve_tls_credentials(vm.count("tls-dir") ? vm["tls-dir"].as<std::string>() : "",
+                                       insecure),
+      "--tls-dir");
+  if (insecure)
+    std::cerr << "workernode: warning: --insecure: TLS is off; this pod's control connection "
+                 "is unauthenticated\n";
   return opt;
 }
 
@@ -82,19 +96,20 @@ WorkerOptions parse_options(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   WorkerOptions opt = parse_options(argc, argv);
+  atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();
   auto log = atl::component_logger("workernode");
   auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
-    atl::AtlSystemConfig cfg;
+    atl::AtlSystemConfig cfg{opt.tls};
     caf::actor_system sys{cfg};
     // Pods may start before the head: keep trying until the deadline.
     auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
     caf::actor supervisor;
     std::string last_error;
     while (true) {
-      auto found = caf::io::remote_actor(sys, opt.head.host, opt.head.port);
+      auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
       if (found) {
         supervisor = *found;
         break;

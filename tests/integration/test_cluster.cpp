@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include "atl/os/tls_credentials.hpp"
 
 namespace atl::test {
 
@@ -79,6 +82,8 @@ std::string TestCluster::worker_name(int i) const {
 std::vector<std::string> TestCluster::environment() const {
   auto env = os::current_environment();
   env.push_back("ATL_TEST_TAG=" + tag_);
+  // The head makes the job's credentials there; workers and atlctl use them.
+  env.push_back("ATL_TLS_DIR=" + state_dir() + "/tls");
   // Ranks and drivers find atlctl on PATH, as in a pod.
   for (auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) e = "PATH=" + std::string(ATL_BIN_DIR) + ":" + e.substr(5);
@@ -187,6 +192,12 @@ bool TestCluster::wait_for_status(const std::string& state, std::chrono::millise
     std::this_thread::sleep_for(50ms);
   }
   return false;
+}
+
+void TestCluster::make_credentials() {
+  ::mkdir(state_dir().c_str(), 0755);
+  auto made = os::generate_tls_credentials(state_dir() + "/tls", job_id_);
+  if (!made) ADD_FAILURE() << made.error();
 }
 
 std::vector<int> TestCluster::live_tagged_processes() const {

@@ -64,6 +64,10 @@ class TestCluster {
 
   std::vector<std::string> environment() const;
 
+  // Makes the job's credentials where the head would (state_dir()/tls), for
+  // tests that run workernode or atlctl without a head.
+  void make_credentials();
+
  private:
   std::string dir_;
   std::string tag_;

@@ -73,6 +73,7 @@ TEST(WorkernodeRejects, BadFlags) {
 
 TEST(WorkernodeRejects, AnUnreachableHeadWithExitThree) {
   TestCluster c;
+  c.make_credentials();
   // Port 1 on loopback: nothing listens there.
   auto r =
       run(c, "workernode", {"--head", "127.0.0.1:1", "--name", "w", "--connect-timeout", "1s"});
@@ -95,6 +96,7 @@ TEST(WorkernodeRejects, AnUnknownPodIsRefusedByTheHead) {
 
 TEST(AtlctlRejects, BadUsage) {
   TestCluster c;
+  c.make_credentials();
   struct Case {
     std::vector<std::string> args;
     int code;

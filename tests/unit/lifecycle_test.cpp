@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -80,6 +81,20 @@ TEST(Lifecycle, StateNamesAreTheSeeds) {
   EXPECT_EQ(atl::to_string(S::command), "command");
   EXPECT_EQ(atl::to_string(S::debugStop), "debugStop");
   EXPECT_EQ(atl::to_string(S::debugCommand), "debugCommand");
+}
+
+// Every state and event has a name of its own (log lines and errors show them).
+TEST(Lifecycle, EveryStateAndEventHasADistinctName) {
+  std::set<std::string> names;
+  for (S s : atl::kAllJobStates) {
+    EXPECT_NE(atl::to_string(s), "unknown");
+    names.insert(std::string(atl::to_string(s)));
+  }
+  for (E e : atl::kAllJobEvents) {
+    EXPECT_NE(atl::to_string(e), "unknown");
+    names.insert(std::string(atl::to_string(e)));
+  }
+  EXPECT_EQ(names.size(), std::size(atl::kAllJobStates) + std::size(atl::kAllJobEvents));
 }
 
 using C = atl::DebugCommand;

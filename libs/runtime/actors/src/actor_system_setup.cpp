@@ -2,13 +2,26 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
 #include "atl/actors/messages.hpp"
 
 namespace atl {
 
-AtlSystemConfig::AtlSystemConfig() {
+bool openssl_error_queue_fix_linked();  // openssl_error_queue.cpp
+
+AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
   load<caf::io::middleman>();
+  if (tls) {
+    // All three set: CAF's session then requires and verifies the peer's
+    // certificate on both sides (SSL_VERIFY_PEER | FAIL_IF_NO_PEER_CERT).
+    if (!openssl_error_queue_fix_linked()) throw std::logic_error("TLS without its fix");
+    load<caf::openssl::manager>();
+    openssl_certificate = tls->cert;
+    openssl_key = tls->key;
+    openssl_cafile = tls->ca;
+    secure_ = true;
+  }
   add_message_type<NodeInfo>("atl::NodeInfo");
   add_message_type<RankLaunch>("atl::RankLaunch");
   add_message_type<RankExit>("atl::RankExit");
@@ -20,6 +33,18 @@ AtlSystemConfig::AtlSystemConfig() {
   // Without heartbeats a frozen or partitioned peer is never reported down.
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   set("middleman.connection-timeout", caf::timespan{std::chrono::seconds(20)});
+}
+
+caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::actor& actor,
+                                           std::uint16_t port, const std::string& bind) {
+  if (sys.has_openssl_manager()) return caf::openssl::publish(actor, port, bind.c_str(), true);
+  return caf::io::publish(actor, port, bind.c_str(), true);
+}
+
+caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
+                                        std::uint16_t port) {
+  if (sys.has_openssl_manager()) return caf::openssl::remote_actor(sys, host, port);
+  return caf::io::remote_actor(sys, host, port);
 }
 
 }  // namespace atl

@@ -44,6 +44,12 @@ std::string_view to_string(JobEvent event) {
       return "node_lost";
     case JobEvent::cancelled:
       return "cancelled";
+    case JobEvent::debug_stop:
+      return "debug_stop";
+    case JobEvent::debug_run:
+      return "debug_run";
+    case JobEvent::recover:
+      return "recover";
   }
   return "unknown";
 }

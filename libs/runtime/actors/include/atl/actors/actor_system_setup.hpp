@@ -1,14 +1,39 @@
 // The actor-system configuration every atl process uses: message types, the
-// io middleman, and heartbeats (which must be on for *every* node or none).
+// io middleman, heartbeats (on for *every* node or none) and mutual TLS.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/expected.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "atl/os/tls_credentials.hpp"
 
 namespace atl {
 
 class AtlSystemConfig : public caf::actor_system_config {
  public:
-  AtlSystemConfig();
+  // With credentials, every connection is mutual TLS: both ends present a
+  // certificate signed by the job's CA and verify the other's, so no byte
+  // from a stranger reaches CAF's BASP parser. Without (--insecure), plain TCP.
+  explicit AtlSystemConfig(const std::optional<os::TlsFiles>& tls);
+
+  bool secure() const { return secure_; }
+
+ private:
+  bool secure_ = false;
 };
+
+// Publishes `actor` at bind:port (0 = any free port) over TLS when the system
+// has credentials; returns the bound port.
+caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::actor& actor,
+                                           std::uint16_t port, const std::string& bind);
+
+// Connects to the actor published at host:port, over TLS when the system has
+// credentials (a peer without the job's certificate fails the handshake).
+caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
+                                        std::uint16_t port);
 
 }  // namespace atl

@@ -1,0 +1,45 @@
+// A job's TLS credentials: its own CA and the one certificate every atl process
+// of the job presents. Made by the head, or mounted from a Kubernetes Secret.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::os {
+
+// The three PEM files in a credentials folder. Trust is exactly "signed by
+// ca.pem": certificates name no host, so any pod of the job may hold them.
+struct TlsFiles {
+  std::string dir;
+  std::string ca;    // dir/ca.pem   the job's CA certificate (what peers must be signed by)
+  std::string cert;  // dir/cert.pem this process's certificate, signed by the CA
+  std::string key;   // dir/key.pem  its private key (0600)
+};
+
+TlsFiles tls_files_in(const std::string& dir);
+
+// Makes a fresh CA (its key is never written) and a certificate signed by it
+// (ECDSA P-256), writing ca.pem, cert.pem and key.pem with mode 0600 into
+// `dir` (created 0700). Refuses to overwrite existing files.
+Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id);
+
+// Checks that `dir` holds the three files, that they parse, that the key
+// matches the certificate and that the certificate verifies against the CA
+// (dates included). The error names the file and what is wrong with it.
+Expected<TlsFiles> load_tls_credentials(const std::string& dir);
+
+// Where a node process (workernode, atlctl) takes its credentials from:
+// `dir_flag` (--tls-dir), else $ATL_TLS_DIR. `insecure_flag` (--insecure), or
+// $ATL_INSECURE=1 set by an insecure job for its ranks, means plain TCP
+// (nullopt). Neither is an error naming both ways: TLS is never silently off.
+Expected<std::optional<TlsFiles>> resolve_tls_credentials(const std::string& dir_flag,
+                                                          bool insecure_flag);
+
+// Puts the choice into this process's environment (ATL_TLS_DIR, absolute, or
+// ATL_INSECURE=1), which every rank, driver and local worker inherits, so that
+// `atlctl` in them needs no flags. Call before any thread starts.
+void export_tls_choice(const std::optional<TlsFiles>& tls);
+
+}  // namespace atl::os

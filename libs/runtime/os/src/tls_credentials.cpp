@@ -1,0 +1,224 @@
+#include "atl/os/tls_credentials.hpp"
+
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+namespace atl::os {
+
+namespace {
+
+struct Free {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+  void operator()(X509* p) const { X509_free(p); }
+  void operator()(X509_STORE* p) const { X509_STORE_free(p); }
+  void operator()(X509_STORE_CTX* p) const { X509_STORE_CTX_free(p); }
+  void operator()(BIO* p) const { BIO_free(p); }
+  void operator()(BIGNUM* p) const { BN_free(p); }
+  void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); }
+};
+template <class T>
+using Owned = std::unique_ptr<T, Free>;
+
+constexpr long kValiditySeconds = 10L * 366 * 24 * 3600;  // a job's lifetime, generously
+constexpr long kClockSkewSeconds = 3600;                  // pods' clocks may differ
+
+// OpenSSL's queued errors as one line (it queues several per failure).
+std::string ssl_errors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+Owned<EVP_PKEY> make_key() {
+  return Owned<EVP_PKEY>(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+}
+
+bool add_extension(X509* cert, X509* issuer, int nid, const char* value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  Owned<X509_EXTENSION> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+  return ext && X509_add_ext(cert, ext.get(), -1) == 1;
+}
+
+// A certificate for `key`, named CN=`name`, signed by `issuer_key` (itself when
+// `issuer` is null: the CA).
+Owned<X509> make_certificate(EVP_PKEY* key, const std::string& name, X509* issuer,
+                             EVP_PKEY* issuer_key) {
+  Owned<X509> cert(X509_new());
+  if (!cert || X509_set_version(cert.get(), 2) != 1) return nullptr;
+  Owned<BIGNUM> serial(BN_new());
+  if (!serial || BN_rand(serial.get(), 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
+      !BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())))
+    return nullptr;
+  if (!X509_gmtime_adj(X509_getm_notBefore(cert.get()), -kClockSkewSeconds) ||
+      !X509_gmtime_adj(X509_getm_notAfter(cert.get()), kValiditySeconds))
+    return nullptr;
+  X509_NAME* subject = X509_get_subject_name(cert.get());
+  if (X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_ASC,
+                                 reinterpret_cast<const unsigned char*>("atl"), -1, -1, 0) != 1 ||
+      X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
+                                 reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1,
+                                 0) != 1)
+    return nullptr;
+  X509* signer = issuer ? issuer : cert.get();
+  if (X509_set_issuer_name(cert.get(), X509_get_subject_name(signer)) != 1 ||
+      X509_set_pubkey(cert.get(), key) != 1)
+    return nullptr;
+  bool is_ca = issuer == nullptr;
+  bool ok =
+      add_extension(cert.get(), signer, NID_basic_constraints,
+                    is_ca ? "critical,CA:TRUE,pathlen:0" : "critical,CA:FALSE") &&
+      add_extension(cert.get(), signer, NID_key_usage,
+                    is_ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature") &&
+      add_extension(cert.get(), signer, NID_subject_key_identifier, "hash") &&
+      (is_ca || (add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth") &&
+                 add_extension(cert.get(), signer, NID_authority_key_identifier, "keyid:always")));
+  if (!ok || X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) return nullptr;
+  return cert;
+}
+
+// Opens `path` for writing as a new file only this user can read.
+Expected<FILE*> create_private_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error("cannot create " + path + ": " + std::strerror(errno));
+  FILE* f = ::fdopen(fd, "w");
+  if (!f) {
+    ::close(fd);
+    return make_error("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return f;
+}
+
+template <class Write>
+Status write_pem(const std::string& path, Write write) {
+  auto f = create_private_file(path);
+  if (!f) return make_error(f.error());
+  bool ok = write(*f) == 1;
+  bool closed = std::fclose(*f) == 0;
+  if (!ok || !closed) {
+    ::unlink(path.c_str());
+    return make_error("cannot write " + path +
+                      (ok ? ": " + std::string(std::strerror(errno)) : ": " + ssl_errors()));
+  }
+  return Ok{};
+}
+
+Expected<Owned<X509>> read_certificate(const std::string& path) {
+  Owned<BIO> in(BIO_new_file(path.c_str(), "r"));
+  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
+  Owned<X509> cert(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
+  if (!cert) return make_error(path + ": not a PEM certificate (" + ssl_errors() + ")");
+  return cert;
+}
+
+int no_passphrase(char*, int, int, void*) { return 0; }
+
+}  // namespace
+
+TlsFiles tls_files_in(const std::string& dir) {
+  return TlsFiles{dir, dir + "/ca.pem", dir + "/cert.pem", dir + "/key.pem"};
+}
+
+Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return make_error("cannot create " + dir + ": " + std::strerror(errno));
+  TlsFiles files = tls_files_in(dir);
+  ERR_clear_error();
+  auto ca_key = make_key();
+  auto key = make_key();
+  if (!ca_key || !key) return make_error("cannot make a key: " + ssl_errors());
+  auto ca = make_certificate(ca_key.get(), "atl job " + job_id + " CA", nullptr, ca_key.get());
+  if (!ca) return make_error("cannot make the job's CA certificate: " + ssl_errors());
+  auto cert = make_certificate(key.get(), "atl job " + job_id, ca.get(), ca_key.get());
+  if (!cert) return make_error("cannot make the job's certificate: " + ssl_errors());
+  // The key first: a folder with a certificate but no key is unusable, not half-trusted.
+  auto wrote = write_pem(files.key, [&](FILE* f) {
+    return PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  });
+  if (!wrote) return make_error(wrote.error());
+  for (auto [path, c] : {std::pair{files.cert, cert.get()}, std::pair{files.ca, ca.get()}}) {
+    wrote = write_pem(path, [c = c](FILE* f) { return PEM_write_X509(f, c); });
+    if (!wrote) return make_error(wrote.error());
+  }
+  return files;
+}
+
+Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
+  TlsFiles files = tls_files_in(dir);
+  ERR_clear_error();
+  auto ca = read_certificate(files.ca);
+  if (!ca) return make_error(ca.error());
+  auto cert = read_certificate(files.cert);
+  if (!cert) return make_error(cert.error());
+  Owned<BIO> in(BIO_new_file(files.key.c_str(), "r"));
+  if (!in) return make_error("cannot read " + files.key + ": " + std::strerror(errno));
+  Owned<EVP_PKEY> key(PEM_read_bio_PrivateKey(in.get(), nullptr, no_passphrase, nullptr));
+  if (!key)
+    return make_error(files.key + ": not an unencrypted PEM private key (" + ssl_errors() + ")");
+  if (X509_check_private_key(cert->get(), key.get()) != 1)
+    return make_error(files.key + ": does not match the certificate " + files.cert);
+  Owned<X509_STORE> store(X509_STORE_new());
+  Owned<X509_STORE_CTX> ctx(X509_STORE_CTX_new());
+  if (!store || !ctx || X509_STORE_add_cert(store.get(), ca->get()) != 1 ||
+      X509_STORE_CTX_init(ctx.get(), store.get(), cert->get(), nullptr) != 1)
+    return make_error("cannot check " + files.cert + ": " + ssl_errors());
+  if (X509_verify_cert(ctx.get()) != 1) {
+    return make_error(files.cert + ": not valid under " + files.ca + " (" +
+                      X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())) + ")");
+  }
+  return files;
+}
+
+Expected<std::optional<TlsFiles>> resolve_tls_credentials(const std::string& dir_flag,
+                                                          bool insecure_flag) {
+  if (insecure_flag && !dir_flag.empty())
+    return make_error("--tls-dir and --insecure exclude each other");
+  if (insecure_flag) return std::optional<TlsFiles>{};
+  std::string dir = dir_flag;
+  if (dir.empty()) {
+    if (const char* env = std::getenv("ATL_TLS_DIR")) dir = env;
+  }
+  if (dir.empty()) {
+    const char* insecure_env = std::getenv("ATL_INSECURE");
+    if (insecure_env && std::string(insecure_env) == "1") return std::optional<TlsFiles>{};
+    return make_error(
+        "no TLS credentials: give --tls-dir DIR (the job's ca.pem, cert.pem, key.pem) or set "
+        "ATL_TLS_DIR; --insecure turns TLS off");
+  }
+  auto files = load_tls_credentials(dir);
+  if (!files) return make_error(files.error());
+  return std::optional<TlsFiles>(std::move(files).value());
+}
+
+void export_tls_choice(const std::optional<TlsFiles>& tls) {
+  if (!tls) {
+    ::unsetenv("ATL_TLS_DIR");
+    ::setenv("ATL_INSECURE", "1", 1);
+    return;
+  }
+  char resolved[PATH_MAX];
+  std::string dir = ::realpath(tls->dir.c_str(), resolved) ? std::string(resolved) : tls->dir;
+  ::setenv("ATL_TLS_DIR", dir.c_str(), 1);
+  ::unsetenv("ATL_INSECURE");
+}
+
+}  // namespace atl::os
