@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
         supervisor = *found;
         break;
       }
-      last_error = sys.render(found.error());
+      last_error = atl::describe_connect_error(sys, found.error());
       if (std::chrono::steady_clock::now() >= deadline) {
         std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
                   << atl::format_duration(opt.connect_timeout) << ": " << last_error << "\n";

@@ -47,4 +47,15 @@ caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::strin
   return caf::io::remote_actor(sys, host, port);
 }
 
+std::string describe_connect_error(caf::actor_system& sys, const caf::error& err) {
+  std::string text = sys.render(err);
+  if (err == caf::sec::disconnect_during_handshake) {
+    text += sys.has_openssl_manager()
+                ? " (the peer refused this process's TLS certificate or does not speak TLS: "
+                  "check --tls-dir / ATL_TLS_DIR)"
+                : " (the peer may require TLS: this process runs with --insecure)";
+  }
+  return text;
+}
+
 }  // namespace atl

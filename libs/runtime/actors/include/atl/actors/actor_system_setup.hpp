@@ -36,4 +36,7 @@ caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::ac
 caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
                                         std::uint16_t port);
 
+// connect_actor's error as one line; a failed TLS handshake says what to check.
+std::string describe_connect_error(caf::actor_system& sys, const caf::error& err);
+
 }  // namespace atl

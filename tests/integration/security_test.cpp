@@ -1,0 +1,297 @@
+// The control plane against strangers: only holders of the job's certificate
+// get a byte of BASP out of (or into) a node, and hostile bytes from anyone
+// else leave every node up and the job running.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "atl/os/tls_credentials.hpp"
+#include "test_cluster.hpp"
+
+namespace atl::test {
+namespace {
+
+std::uint16_t port_of(const std::string& address) {
+  return static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+int tcp_connect(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+void send_all(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the peer hung up: that is an answer too
+    sent += static_cast<size_t>(n);
+  }
+}
+
+// What a TLS client got out of a node: application bytes are BASP's greeting,
+// which a node sends first to every peer it accepted.
+struct TlsProbe {
+  bool handshake = false;
+  size_t app_bytes = 0;
+};
+
+// Connects with `cert`/`key` (none when empty), never verifying the node, so
+// that only the node's own verification can stop us.
+TlsProbe tls_probe(std::uint16_t port, const std::string& cert, const std::string& key) {
+  TlsProbe out;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  if (!cert.empty()) {
+    EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()), 1);
+    EXPECT_EQ(SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM), 1);
+  }
+  int fd = tcp_connect(port);
+  if (fd >= 0) {
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    out.handshake = SSL_connect(ssl) == 1;
+    char buf[4096];
+    int n = 0;
+    // TLS 1.3: the node checks our certificate after our SSL_connect returned,
+    // so the verdict (greeting or alert) comes with the first read.
+    while (out.handshake && (n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
+      out.app_bytes += static_cast<size_t>(n);
+      if (out.app_bytes > 0) break;
+    }
+    SSL_free(ssl);
+    ::close(fd);
+  }
+  SSL_CTX_free(ctx);
+  ERR_clear_error();
+  return out;
+}
+
+long rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// The bytes that crashed CAF 0.17's BASP parser (SIGSEGV in
+// basp::instance::handle): 8 zero bytes, 8 bytes 0xff, 64 zero bytes.
+std::string crash_packet() {
+  return std::string(8, '\0') + std::string(8, '\xff') + std::string(64, '\0');
+}
+
+// A BASP-sized header whose payload length says 0xffffffff (CAF allocated 4 GiB).
+std::string huge_length_header() {
+  std::string h(32, '\0');
+  h[0] = 1;  // operation
+  for (int i = 4; i < 8; ++i) h[static_cast<size_t>(i)] = '\xff';
+  return h;
+}
+
+// Throws hostile bytes at a port: the crash packet, the length bomb and
+// `random_headers` random 32-byte headers, each on a connection of its own.
+void attack(std::uint16_t port, int random_headers) {
+  std::mt19937 rng(12345);
+  std::vector<std::string> payloads = {crash_packet(), huge_length_header()};
+  for (int i = 0; i < random_headers; ++i) {
+    std::string h(32, '\0');
+    for (auto& c : h) c = static_cast<char>(rng());
+    payloads.push_back(h);
+  }
+  for (const auto& p : payloads) {
+    int fd = tcp_connect(port);
+    if (fd < 0) continue;
+    send_all(fd, p);
+    ::close(fd);
+  }
+}
+
+// A fake head or supervisor: accepts connections on a free port and answers
+// each with `payloads` in turn, until stopped.
+class HostileServer {
+ public:
+  HostileServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    ::listen(fd_, 64);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    timeval tv{0, 200000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    thread_ = std::thread([this] {
+      std::mt19937 rng(777);
+      while (!stop_) {
+        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        ++accepted_;
+        std::string bytes = accepted_ % 2 ? crash_packet() : huge_length_header();
+        for (int i = 0; i < 8; ++i) {
+          std::string h(32, '\0');
+          for (auto& ch : h) ch = static_cast<char>(rng());
+          bytes += h;
+        }
+        send_all(c, bytes);
+        ::close(c);
+      }
+    });
+  }
+  ~HostileServer() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// Credentials of another job: a CA the head has never seen.
+std::string other_credentials(TestCluster& c) {
+  std::string dir = c.dir() + "/other-tls";
+  auto made = os::generate_tls_credentials(dir, "jo-someoneelse");
+  EXPECT_TRUE(made.ok()) << (made ? "" : made.error());
+  return dir;
+}
+
+TEST(Security, TheHeadTalksOnlyToHoldersOfTheJobsCertificate) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--", "sleep 600"});
+  std::uint16_t port = port_of(c.head_address());
+  auto& worker = c.start_worker(0);
+  ASSERT_TRUE(c.wait_for_status("command"));
+  const std::string mine = c.state_dir() + "/tls";
+  const std::string other = other_credentials(c);
+
+  // The positive control: the job's own certificate gets BASP's greeting.
+  auto good = tls_probe(port, mine + "/cert.pem", mine + "/key.pem");
+  EXPECT_TRUE(good.handshake);
+  EXPECT_GT(good.app_bytes, 0u);
+  // No certificate, or one from another CA: not one byte of BASP.
+  EXPECT_EQ(tls_probe(port, "", "").app_bytes, 0u);
+  EXPECT_EQ(tls_probe(port, other + "/cert.pem", other + "/key.pem").app_bytes, 0u);
+
+  // atlctl as a stranger: every command is refused at the handshake.
+  for (const auto& cmd :
+       std::vector<std::vector<std::string>>{{"status"}, {"stop"}, {"run", "-f", "id"}, {"logs"}}) {
+    for (const auto& creds :
+         std::vector<std::vector<std::string>>{{"--tls-dir", other}, {"--insecure"}}) {
+      std::vector<std::string> args = {"--address", c.head_address()};
+      args.insert(args.end(), creds.begin(), creds.end());
+      args.insert(args.end(), cmd.begin(), cmd.end());
+      auto r = c.atlctl(args);
+      EXPECT_EQ(r.exit_code, 4) << r.output;
+      EXPECT_NE(r.output.find("cannot reach the supervisor"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("Job status"), std::string::npos) << r.output;
+    }
+  }
+  // A workernode with another job's credentials cannot register a pod.
+  auto& intruder = c.start("intruder",
+                           {bin("workernode"), "--head", c.head_address(), "--name",
+                            c.worker_name(0), "--connect-timeout", "1s"},
+                           {"ATL_TLS_DIR=" + other});
+  EXPECT_EQ(c.wait_exit(intruder), 3) << c.output(intruder);
+  EXPECT_NE(c.output(intruder).find("refused this process's TLS certificate"), std::string::npos)
+      << c.output(intruder);
+
+  // The job never noticed: still running, and the real atlctl still works.
+  EXPECT_TRUE(c.wait_for_status("command", 10s));
+  auto stop = c.atlctl({"--address", c.head_address(), "stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  EXPECT_TRUE(c.wait_for_status("debugStop"));
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+  EXPECT_EQ(c.wait_exit(worker), 1);
+}
+
+TEST(Security, HostileBytesLeaveTheHeadUpAndCostNoMemory) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--", "sleep 600"});
+  std::uint16_t port = port_of(c.head_address());
+  c.start_worker(0);
+  ASSERT_TRUE(c.wait_for_status("command"));
+  long before = rss_kib(head.process->pid());
+  attack(port, 1000);
+  long after = rss_kib(head.process->pid());
+  // Still alive, still the same job, and no 4 GiB buffer (or anything near).
+  EXPECT_FALSE(head.process->try_wait().has_value()) << c.output(head);
+  EXPECT_TRUE(c.wait_for_status("command", 10s));
+  EXPECT_LT(after - before, 64 * 1024) << before << " KiB -> " << after << " KiB";
+  auto r = c.atlctl({"--address", c.head_address(), "run", "-f", "echo still-here"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("still-here"), std::string::npos) << r.output;
+}
+
+TEST(Security, AWorkerFacingAHostileHeadEndsWithALineNotACrash) {
+  TestCluster c;
+  c.make_credentials();
+  HostileServer fake;
+  auto& worker =
+      c.start("worker", {bin("workernode"), "--head", "127.0.0.1:" + std::to_string(fake.port()),
+                         "--name", "w", "--connect-timeout", "2s"});
+  EXPECT_EQ(c.wait_exit(worker), 3) << c.output(worker);
+  EXPECT_EQ(count_lines(c.output(worker)), 1) << c.output(worker);
+  EXPECT_GT(fake.accepted(), 1);  // it kept trying, through every answer
+}
+
+TEST(Security, AtlctlFacingAHostileServerEndsWithALineNotACrash) {
+  TestCluster c;
+  c.make_credentials();
+  HostileServer fake;
+  for (int i = 0; i < 4; ++i) {
+    auto r = c.atlctl({"--address", "127.0.0.1:" + std::to_string(fake.port()), "status"});
+    EXPECT_EQ(r.exit_code, 4) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+}
+
+// Ranks inherit the node's choice (ATL_TLS_DIR, or ATL_INSECURE=1), so
+// `atlctl` inside them needs no flags either way.
+TEST(Security, RanksReachTheSupervisorWithoutFlagsWithTlsAndWithout) {
+  for (bool insecure : {false, true}) {
+    TestCluster c;
+    std::vector<std::string> args = {"--workers", "1", "--local-workers", "1"};
+    if (insecure) args.push_back("--insecure");
+    args.insert(args.end(), {"--", "atlctl status"});
+    auto& head = c.start_head(args);
+    EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+    EXPECT_NE(c.output(head).find("[rank 0] Job status:  command"), std::string::npos)
+        << c.output(head);
+    EXPECT_EQ(c.output(head).find("warning: --insecure") != std::string::npos, insecure)
+        << c.output(head);
+  }
+}
+
+}  // namespace
+}  // namespace atl::test
