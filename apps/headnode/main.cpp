@@ -265,8 +265,13 @@ int main(int argc, char** argv) {
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
-    auto supervisor =
-        atl::spawn_job_supervisor(sys, {opt.job, opt.advertise, sink, opt.linger, outcome});
+    atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
+    if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
+      config.testing_throw_on_info = std::string(t) == "info";
+    auto supervisor = atl::spawn_job_supervisor(sys, std::move(config));
+    // However the supervisor ends (an exception included), main hears of it:
+    // an outcome it did not hand over is a failure, never a wait forever.
+    supervisor->attach_functor([outcome](const caf::error&) { atl::settle_outcome(*outcome, 1); });
     auto port = atl::publish_actor(sys, supervisor, opt.port, opt.bind);
     if (!port) {
       std::cerr << "headnode: cannot listen on " << opt.bind << ":" << opt.port << ": "
@@ -287,7 +292,10 @@ int main(int argc, char** argv) {
                      std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
-    watchdog = std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), code);
+    // Ranks were stopped (with the grace) before the outcome; what is left is
+    // the actor system's teardown: bounded, so the head never hangs here.
+    watchdog =
+        std::make_unique<atl::os::ShutdownWatchdog>(opt.job.grace + std::chrono::seconds(5), code);
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
     sys.middleman().unpublish(supervisor, *port);
   }

@@ -117,12 +117,13 @@ Started& TestCluster::start(const std::string& name, std::vector<std::string> ar
   return *started_.back();
 }
 
-Started& TestCluster::start_head(std::vector<std::string> args) {
+Started& TestCluster::start_head(std::vector<std::string> args,
+                                 const std::vector<std::string>& env) {
   std::vector<std::string> argv = {bin("headnode"), "--port",      "0",        "--job-id",
                                    job_id_,         "--state-dir", state_dir()};
   // Flags go before a "--" entrypoint separator if there is one.
   argv.insert(argv.end(), args.begin(), args.end());
-  head_ = &start("headnode", argv);
+  head_ = &start("headnode", argv, env);
   return *head_;
 }
 

@@ -38,7 +38,7 @@ class TestCluster {
   std::string worker_name(int i) const;
 
   // headnode --port 0 --job-id <id> --state-dir <dir>/state ARGS...
-  Started& start_head(std::vector<std::string> args);
+  Started& start_head(std::vector<std::string> args, const std::vector<std::string>& env = {});
   // The address the head printed; fails the test if none within the timeout.
   std::string head_address(std::chrono::milliseconds timeout = 30s);
   Started& start_worker(int index, std::vector<std::string> extra = {});

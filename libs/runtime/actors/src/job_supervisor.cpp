@@ -69,7 +69,12 @@ void start_command(Actor* self) {
   }
   std::vector<NodeSlot> slots;
   for (const auto& pod : st.expected_pods) {
-    const NodeInfo& info = st.nodes.at(pod).info;
+    auto node = st.nodes.find(pod);
+    if (node == st.nodes.end()) {  // lost between the checks and now
+      fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
+      return;
+    }
+    const NodeInfo& info = node->second.info;
     slots.push_back(NodeSlot{pod, info.address, info.interface, info.gpus});
   }
   auto layout = layout_ranks(slots, job.nproc_per_node);
@@ -92,8 +97,8 @@ void start_command(Actor* self) {
 
 std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (stream == kDriverStream) return head_pod_name(st.job().job_id);
-  int node = stream / st.job().nproc_per_node;
-  return st.expected_pods.at(static_cast<size_t>(node));
+  auto node = static_cast<size_t>(stream / st.job().nproc_per_node);
+  return node < st.expected_pods.size() ? st.expected_pods[node] : std::string();
 }
 
 // (Re)starts every rank's user code from scratch, as attempt `st.attempt`.
@@ -109,6 +114,7 @@ void launch_user_code(Actor* self) {
     if (launch.first == kDriverStream) {
       st.driver = spawn_executor(self->system(), std::move(launch.second), pod, st.config.sink,
                                  caf::actor_cast<caf::actor>(self));
+      self->monitor(st.driver);  // an executor that dies is the driver's failure
     } else {
       per_pod[pod].push_back(std::move(launch.second));
     }
@@ -153,8 +159,42 @@ void release(Actor* self) {
   auto& st = self->state;
   if (st.released) return;
   st.released = true;
-  st.config.outcome->set_value(st.state() == JobState::succeeded ? 0 : 1);
+  answer_owed_replies(self, "the job ended (" + std::string(to_string(st.state())) +
+                                ") before this command finished");
+  settle_outcome(*st.config.outcome, st.state() == JobState::succeeded ? 0 : 1);
   self->quit();
+}
+
+std::string describe(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+// The supervisor's state may be half-updated: do only what cannot make it
+// worse. Say why, tell every worker to stop its ranks and leave, answer every
+// waiting atlctl, hand over "failed". headnode then exits 1.
+caf::error on_exception(Actor* self, const std::exception_ptr& e) {
+  auto& st = self->state;
+  std::string reason = "internal error in the supervisor: " + describe(e);
+  st.log->critical("job {} failed: {}", st.job().job_id, reason);
+  if (!is_terminal(st.state())) {
+    apply(self, JobEvent::head_failed);
+    st.failure = reason;
+  }
+  self->send(st.config.sink, print_atom::value, "job failed: " + reason);
+  self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
+  for (const auto& [pod, node] : st.nodes)
+    self->send(node.agent, shutdown_atom::value, std::int32_t{1});
+  if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
+  answer_owed_replies(self, "the supervisor failed: " + reason);
+  st.released = true;
+  settle_outcome(*st.config.outcome, 1);
+  return caf::exit_reason::unhandled_exception;
 }
 
 void deliver_outcome(Actor* self) {
@@ -322,6 +362,22 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
+  if (msg.source == st.config.sink.address()) {
+    fail(self, JobEvent::head_failed,
+         "the head's log writer ended (" + self->system().render(msg.reason) + ")");
+    return;
+  }
+  if (st.driver && msg.source == st.driver.address()) {
+    st.driver = caf::actor{};
+    if (msg.reason != caf::exit_reason::normal) {
+      // It never reported: its process's fate is unknown, so the driver failed.
+      RankExit lost{
+          kDriverStream, st.attempt, head_pod_name(st.job().job_id),
+          255,           0,          "its executor ended: " + self->system().render(msg.reason)};
+      on_rank_exit(self, lost);
+    }
+    return;
+  }
   if (st.agents_leaving.erase(msg.source) > 0) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
     return;
@@ -356,6 +412,24 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     }
     return;
   }
+}
+
+// A rank's report counts only from the node of the pod it names (its agent's,
+// or this node for the driver): a peer cannot speak for another pod, and a
+// lost pod's late reports are dropped.
+bool sent_from_pod(Actor* self, const std::string& pod) {
+  auto& st = self->state;
+  const auto& sender = self->current_sender();
+  bool ok = false;
+  if (sender) {
+    if (pod == head_pod_name(st.job().job_id)) {
+      ok = sender->node() == self->node();
+    } else if (auto it = st.nodes.find(pod); it != st.nodes.end()) {
+      ok = it->second.agent.node() == sender->node();
+    }
+  }
+  if (!ok) st.log->warn("dropped a report about pod '{}' from a node that is not its own", pod);
+  return ok;
 }
 
 std::string info_json(const State& st) {
@@ -414,6 +488,10 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   for (int i = 0; i < st.job().workers; ++i)
     st.expected_pods.push_back(worker_pod_name(st.job().job_id, i));
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
+  self->set_exception_handler(
+      [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });
+  self->monitor(st.config.sink);
+  self->send(st.config.sink, watch_atom::value);
 
   return {
       [self](start_atom, std::uint16_t port) {
@@ -432,10 +510,15 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return register_node(self, info, agent);
       },
       [self](check_atom) { run_checks(self); },
-      [self](const RankStarted& started) { on_rank_started(self, started); },
-      [self](const RankExit& exit) { on_rank_exit(self, exit); },
+      [self](const RankStarted& started) {
+        if (sent_from_pod(self, started.pod)) on_rank_started(self, started);
+      },
+      [self](const RankExit& exit) {
+        if (sent_from_pod(self, exit.pod)) on_rank_exit(self, exit);
+      },
       [self](const RankNote& note) {
-        on_rank_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
+        if (sent_from_pod(self, note.pod))
+          on_rank_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
         auto& st = self->state;
@@ -475,7 +558,14 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         fail(self, JobEvent::cancelled, "cancelled: " + why);
       },
       [self](status_atom) { return std::string(to_string(self->state.state())); },
-      [self](info_atom) { return info_json(self->state); },
+      [self](disk_error_atom, const std::string& what) {
+        fail(self, JobEvent::head_failed, "logs are incomplete: " + what);
+      },
+      [self](info_atom) {
+        if (self->state.config.testing_throw_on_info)
+          throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
+        return info_json(self->state);
+      },
       [self](read_atom a, std::int32_t stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.sink, a, stream, offset, max);
       },
@@ -503,6 +593,14 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
 }  // namespace atl::supervisor
 
 namespace atl {
+
+void settle_outcome(std::promise<int>& outcome, int code) {
+  try {
+    outcome.set_value(code);
+  } catch (const std::future_error&) {
+    // Already settled: the first word stands.
+  }
+}
 
 caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config) {
   return sys.spawn(supervisor::job_supervisor, std::move(config));

@@ -2,19 +2,23 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,55 +29,137 @@ namespace atl {
 
 namespace {
 
-void write_all(int fd, const char* data, size_t size) {
+// Writes everything or returns the errno that stopped it. `give_up`, when
+// given, is asked while a full pipe (nobody reading) blocks the write.
+int write_all(int fd, const char* data, size_t size,
+              const std::function<bool()>& give_up = nullptr) {
   while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
+    if (give_up) {
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, 100) == 0) {
+        if (give_up()) return EAGAIN;
+        continue;
+      }
+    }
+    // After poll, at most PIPE_BUF bytes, ending at a line's end where one
+    // fits: a pipe with room for those takes them at once (never blocking,
+    // never split), so other writers of the same stdout never land mid-line.
+    size_t len = size;
+    if (give_up && len > PIPE_BUF) {
+      std::string_view head(data, PIPE_BUF);
+      size_t nl = head.rfind('\n');
+      len = nl == std::string_view::npos ? PIPE_BUF : nl + 1;
+    }
+    ssize_t n = ::write(fd, data, len);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return errno;
     }
     data += n;
     size -= static_cast<size_t>(n);
   }
-}
-
-// writev in batches of IOV_MAX, resuming after short writes.
-void write_all_iov(int fd, std::vector<iovec>& iov) {
-  size_t first = 0;
-  while (first < iov.size()) {
-    int count = static_cast<int>(std::min<size_t>(IOV_MAX, iov.size() - first));
-    ssize_t n = ::writev(fd, iov.data() + first, count);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    auto left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (left > 0) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
+  return 0;
 }
 
 std::string log_path(const std::string& dir, std::int32_t stream) {
   return dir + "/" + stream_name(stream) + ".log";
 }
 
+// The head's stdout echo, on a thread of its own so that a reader that stalls
+// (nobody reads the pod's stdout) never holds up the files, the acks, or the
+// control plane: past kEchoBudget bytes queued, chunks are not echoed (counted,
+// and said once the reader catches up). Lines from `print` are never dropped.
+class EchoWriter {
+ public:
+  static constexpr size_t kEchoBudget = 16 << 20;
+
+  EchoWriter() {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~EchoWriter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+
+  void push(std::string text, std::int64_t lines, bool droppable) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (droppable && queued_ + text.size() > kEchoBudget) {
+        dropped_lines_ += lines;
+        return;
+      }
+      if (dropped_lines_ > 0) {
+        queue_.push_back("[atl] " + std::to_string(dropped_lines_) +
+                         " lines were not echoed here (stdout was not read fast enough); the "
+                         "log files have every line\n");
+        queued_ += queue_.back().size();
+        dropped_lines_ = 0;
+      }
+      queued_ += text.size();
+      queue_.push_back(std::move(text));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void run() {
+    while (true) {
+      std::string text;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // closing and drained
+        text = std::move(queue_.front());
+        queue_.pop_front();
+        queued_ -= text.size();
+      }
+      // Once the head ends, a stalled reader gets 2 s more, not forever.
+      auto give_up = [this] {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!closing_) return false;
+        if (closing_since_ == std::chrono::steady_clock::time_point{})
+          closing_since_ = std::chrono::steady_clock::now();
+        return std::chrono::steady_clock::now() - closing_since_ > std::chrono::seconds(2);
+      };
+      if (write_all(STDOUT_FILENO, text.data(), text.size(), give_up) == EAGAIN) return;
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::string> queue_;
+  size_t queued_ = 0;
+  std::int64_t dropped_lines_ = 0;
+  bool closing_ = false;
+  std::chrono::steady_clock::time_point closing_since_{};
+  std::thread thread_;
+};
+
 // One chunk of lines to append and echo, or one line to print.
 struct WriteJob {
   std::int32_t stream = 0;
   std::string text;
+  std::int32_t lines = 0;
   caf::actor ack_to;  // set for chunks: acked once written
   bool print_only = false;
 };
 
-// Owns the thread that does the blocking writes (files, stdout), so the actor
-// never blocks a scheduler thread. The queue is bounded by the executors'
-// ack windows: a chunk is acked only after it was written and echoed.
+// Owns the thread that does the blocking file writes, so the actor never
+// blocks a scheduler thread. The queue is bounded by the executors' ack
+// windows: a chunk is acked once it is in its file. A write error is never
+// silent: `on_error` hears of the first one per file (and the stream's later
+// chunks are not written).
 class LogWriter {
  public:
-  LogWriter(std::string dir, bool echo) : dir_(std::move(dir)), echo_(echo) {
+  using ErrorReport = std::function<void(const std::string&)>;
+
+  LogWriter(std::string dir, bool echo, ErrorReport on_error)
+      : dir_(std::move(dir)), echo_(echo), on_error_(std::move(on_error)) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -85,7 +171,7 @@ class LogWriter {
     wake_.notify_one();
     thread_.join();
     for (auto& [stream, fd] : fds_)
-      if (fd >= 0) ::close(fd);
+      if (fd >= 0 && ::close(fd) != 0) report(stream, "cannot close", errno);
   }
 
   void push(WriteJob job) {
@@ -108,13 +194,18 @@ class LogWriter {
         queue_.pop_front();
       }
       if (job.print_only) {
-        job.text += '\n';
-        write_all(STDOUT_FILENO, job.text.data(), job.text.size());
+        echo_thread_.push(std::move(job.text) + "\n", 1, false);
         continue;
       }
-      append(job.stream, job.text);
+      append(job.stream, job.text, job.lines);
       if (job.ack_to) caf::anon_send(job.ack_to, ack_atom::value);
     }
+  }
+
+  void report(std::int32_t stream, const char* what, int err) {
+    std::string line = std::string(what) + " " + log_path(dir_, stream) + ": " + std::strerror(err);
+    component_logger("logs")->error("{}", line);
+    if (on_error_) on_error_(line);
   }
 
   int fd_for(std::int32_t stream) {
@@ -123,34 +214,41 @@ class LogWriter {
     // A new head process starts its logs afresh; within one process they only grow.
     std::string path = log_path(dir_, stream);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) component_logger("logs")->error("cannot open {}: {}", path, std::strerror(errno));
+    if (fd < 0) report(stream, "cannot open", errno);
     fds_[stream] = fd;
     return fd;
   }
 
-  void append(std::int32_t stream, const std::string& lines) {
-    int fd = fd_for(stream);
-    if (fd >= 0) write_all(fd, lines.data(), lines.size());
+  void append(std::int32_t stream, const std::string& lines, std::int32_t count) {
+    int& fd = fds_[stream] = fd_for(stream);
+    if (fd >= 0) {
+      if (int err = write_all(fd, lines.data(), lines.size()); err != 0) {
+        report(stream, "cannot write", err);
+        ::close(fd);
+        fd = -1;  // one report per file; the job is failing anyway
+      }
+    }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
     if (!echo_ || decode_debug_stream(stream)) return;
-    // Prefix each line without copying it: iovecs alternate prefix and line.
     const std::string prefix = stream_prefix(stream);
-    iov_.clear();
+    std::string out;
+    out.reserve(lines.size() + static_cast<size_t>(count + 1) * prefix.size());
     size_t start = 0;
     while (start < lines.size()) {
       size_t nl = lines.find('\n', start);
       size_t end = nl == std::string::npos ? lines.size() : nl + 1;
-      iov_.push_back({const_cast<char*>(prefix.data()), prefix.size()});
-      iov_.push_back({const_cast<char*>(lines.data()) + start, end - start});
+      out += prefix;
+      out.append(lines, start, end - start);
       start = end;
     }
-    write_all_iov(STDOUT_FILENO, iov_);
+    echo_thread_.push(std::move(out), count, true);
   }
 
   std::string dir_;
   bool echo_;
+  ErrorReport on_error_;
   std::map<std::int32_t, int> fds_;
-  std::vector<iovec> iov_;
+  EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<WriteJob> queue_;
@@ -158,30 +256,57 @@ class LogWriter {
   std::thread thread_;
 };
 
+// atlctl may ask for any size: a read is served in pieces of at most this.
+constexpr std::int64_t kMaxReadBytes = 4 << 20;
+
 struct LogSinkState {
   std::string dir;
+  // Who hears of write errors (the supervisor); shared with the writer thread.
+  std::shared_ptr<std::mutex> watcher_mutex = std::make_shared<std::mutex>();
+  std::shared_ptr<caf::actor> watcher = std::make_shared<caf::actor>();
   std::unique_ptr<LogWriter> writer;  // destroyed (drained, joined) when the actor ends
 };
 
 using LogSinkActor = caf::stateful_actor<LogSinkState>;
 
 caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
-  self->state.dir = dir;
-  self->state.writer = std::make_unique<LogWriter>(std::move(dir), echo);
+  auto& st = self->state;
+  st.dir = dir;
+  st.writer = std::make_unique<LogWriter>(
+      std::move(dir), echo,
+      [mutex = st.watcher_mutex, watcher = st.watcher](const std::string& line) {
+        std::lock_guard<std::mutex> lock(*mutex);
+        if (*watcher) caf::anon_send(*watcher, disk_error_atom::value, line);
+      });
+  self->set_exception_handler([](caf::scheduled_actor*, std::exception_ptr& e) -> caf::error {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      component_logger("logs")->critical("log writer failed: {}", x.what());
+    } catch (...) {
+      component_logger("logs")->critical("log writer failed");
+    }
+    return caf::exit_reason::unhandled_exception;  // the supervisor monitors us
+  });
   return {
-      [self](log_atom, std::int32_t stream, std::string& lines, std::int32_t) {
-        self->state.writer->push(WriteJob{stream, std::move(lines),
+      [self](watch_atom) {
+        std::lock_guard<std::mutex> lock(*self->state.watcher_mutex);
+        *self->state.watcher = caf::actor_cast<caf::actor>(self->current_sender());
+      },
+      [self](log_atom, std::int32_t stream, std::string& lines, std::int32_t count) {
+        self->state.writer->push(WriteJob{stream, std::move(lines), count,
                                           caf::actor_cast<caf::actor>(self->current_sender())});
       },
       [self](print_atom, std::string& line) {
-        self->state.writer->push(WriteJob{0, std::move(line), caf::actor{}, true});
+        self->state.writer->push(WriteJob{0, std::move(line), 1, caf::actor{}, true});
       },
       [self](read_atom, std::int32_t stream, std::int64_t offset,
              std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
         std::string data;
         int fd = ::open(log_path(self->state.dir, stream).c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) return {data, offset};
-        data.resize(static_cast<size_t>(std::max<std::int64_t>(0, max_bytes)));
+        data.resize(static_cast<size_t>(std::clamp<std::int64_t>(max_bytes, 0, kMaxReadBytes)));
+        offset = std::max<std::int64_t>(offset, 0);
         ssize_t n = ::pread(fd, data.data(), data.size(), offset);
         ::close(fd);
         data.resize(n > 0 ? static_cast<size_t>(n) : 0);

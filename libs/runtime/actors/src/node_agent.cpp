@@ -22,7 +22,12 @@ struct NodeAgentState {
   NodeAgentConfig config;
   caf::actor supervisor;
   std::shared_ptr<std::atomic<int>> exit_code;
-  std::map<caf::actor, std::int32_t> executors;  // -> debug run id, 0 for user code
+  struct Running {
+    std::int32_t run = 0;  // debug run id, 0 for user code
+    std::int32_t stream = 0;
+    std::int32_t attempt = 0;
+  };
+  std::map<caf::actor, Running> executors;
   bool ending = false;
 };
 
@@ -37,7 +42,7 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
     self->quit();
     return;
   }
-  for (const auto& [e, run] : st.executors) self->send(e, stop_atom::value, grace_ms);
+  for (const auto& [e, running] : st.executors) self->send(e, stop_atom::value, grace_ms);
   self->delayed_send(self, std::chrono::milliseconds(grace_ms + 5000), timeout_atom::value);
 }
 
@@ -49,13 +54,13 @@ void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<R
   for (const auto& launch : ranks) {
     auto exec = spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
     self->monitor(exec);
-    st.executors.emplace(exec, run);
+    st.executors.emplace(exec, NodeAgentState::Running{run, launch.stream, launch.attempt});
   }
 }
 
 void stop_executors(NodeAgentActor* self, std::int32_t run, std::int64_t grace_ms) {
   for (const auto& [e, r] : self->state.executors)
-    if (r == run) self->send(e, stop_atom::value, grace_ms);
+    if (r.run == run) self->send(e, stop_atom::value, grace_ms);
 }
 
 caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,
@@ -67,6 +72,21 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
   auto log = component_logger("node");
 
   self->monitor(st.supervisor);
+  self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& e) -> caf::error {
+    std::string what = "an exception that is not a std::exception";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    component_logger("node")->critical("node agent failed: {}: ending this node", what);
+    // Executors end their process groups when they quit: nothing outlives us.
+    for (const auto& [exec, running] : self->state.executors)
+      self->send_exit(exec, caf::exit_reason::kill);
+    self->state.exit_code->store(1);
+    return caf::exit_reason::unhandled_exception;
+  });
   self->set_down_handler([self](const caf::down_msg& msg) {
     auto& st = self->state;
     if (msg.source == st.supervisor.address()) {
@@ -77,7 +97,18 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       end_node(self, kNodeExitHeadLost, kOrphanGraceMs);
       return;
     }
-    st.executors.erase(caf::actor_cast<caf::actor>(msg.source));
+    auto it = st.executors.find(caf::actor_cast<caf::actor>(msg.source));
+    if (it == st.executors.end()) return;
+    if (msg.reason != caf::exit_reason::normal && !st.ending) {
+      // An executor that died (no thread for its pump, an exception) never
+      // reported its rank: report it failed, or the job would wait forever.
+      std::string why =
+          "its executor on " + st.config.info.pod + " ended: " + self->system().render(msg.reason);
+      component_logger("node")->error("stream {}: {}", it->second.stream, why);
+      self->send(st.supervisor,
+                 RankExit{it->second.stream, it->second.attempt, st.config.info.pod, 255, 0, why});
+    }
+    st.executors.erase(it);
     if (st.ending && st.executors.empty()) self->quit();
   });
 
@@ -132,7 +163,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       },
       [self](timeout_atom) {
         // Ranks that did not stop in time: exiting the executors kills their groups.
-        for (const auto& [e, run] : self->state.executors)
+        for (const auto& [e, running] : self->state.executors)
           self->send_exit(e, caf::exit_reason::kill);
         self->quit();
       },

@@ -375,4 +375,23 @@ std::string runs_json(const State& st) {
   return j.dump();
 }
 
+void answer_owed_replies(Actor* self, const std::string& why) {
+  auto& st = self->state;
+  const std::int32_t failed = 1;
+  answer_stop_waiters(self, failed, why);
+  if (st.recover_pending) {
+    st.recover_pending = false;
+    if (st.recover_reply.pending()) st.recover_reply.deliver(failed, why);
+  }
+  for (auto& [id, run] : st.runs) {
+    if (!run.start_answered) {
+      run.start_answered = true;
+      if (run.started_reply.pending()) run.started_reply.deliver(failed, why);
+    }
+    for (auto& p : run.waiters)
+      if (p.pending()) p.deliver(failed, why);
+    run.waiters.clear();
+  }
+}
+
 }  // namespace atl::supervisor

@@ -142,6 +142,9 @@ void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor)
 void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why);
 void on_user_code_progress(Actor* self);  // a user rank started or ended
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
+// Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
+// job ended, or the supervisor is going down, before its command finished.
+void answer_owed_replies(Actor* self, const std::string& why);
 std::string runs_json(const State& st);
 std::string checks_json(const State& st);  // pod -> latest check verdict
 

@@ -50,6 +50,8 @@ std::string_view to_string(JobEvent event) {
       return "debug_run";
     case JobEvent::recover:
       return "recover";
+    case JobEvent::head_failed:
+      return "head_failed";
   }
   return "unknown";
 }
@@ -61,8 +63,8 @@ bool is_terminal(JobState state) {
 Expected<JobState> next_state(JobState from, JobEvent event) {
   using S = JobState;
   using E = JobEvent;
-  // A cancelled job fails from any live state.
-  if (event == E::cancelled && !is_terminal(from)) return S::failed;
+  // A cancelled job, or one whose head cannot go on, fails from any live state.
+  if ((event == E::cancelled || event == E::head_failed) && !is_terminal(from)) return S::failed;
   switch (from) {
     case S::pending:
       if (event == E::all_joined) return S::initializing;

@@ -20,13 +20,24 @@ struct SupervisorConfig {
   caf::actor sink;                             // the head's LogSink
   std::chrono::milliseconds linger{0};         // keep answering atlctl this long after the end
   std::shared_ptr<std::promise<int>> outcome;  // 0 succeeded, 1 failed
+  // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
+  // handler (status -v/--json) throws, to prove that an exception fails the
+  // job and ends the head, never hangs it.
+  bool testing_throw_on_info = false;
 };
+
+// Hands `code` over once; a later call (the supervisor ending after it already
+// released the outcome) does nothing.
+void settle_outcome(std::promise<int>& outcome, int code);
 
 // Messages it takes (besides the workers' and executors'):
 //   (start_atom, uint16 port)  once published: starts the ready timeout
 //   (status_atom) -> string     the state name, as `atlctl status` prints it
 //   (info_atom) -> string       JSON: state, pods, ranks, failure reason
 //   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
+//   (disk_error_atom, string)   from the LogSink: a log cannot be written; the job fails
+// An exception in a handler fails the job (one line naming it), shuts the
+// workers down and settles the outcome as 1: the head never hangs on it.
 //   (read_atom, ...) / (tail_atom, ...) forwarded to the LogSink
 caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config);
 

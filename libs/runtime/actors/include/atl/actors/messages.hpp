@@ -30,6 +30,8 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;            // sink -> exe
 using print_atom = caf::atom_constant<caf::atom("print")>;        // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;          // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;          // atlctl -> sink (last lines)
+using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
+using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as
 // atlctl's exit status (0 ok, 1 failed, 2 usage, 3 refused in this state).
 using debug_stop_atom = caf::atom_constant<caf::atom("dbg_stop")>;  // -> accepted or refused

@@ -28,6 +28,7 @@ enum class JobEvent {
   rank_failed,      // a rank (or the driver) exited non-zero or was killed
   node_lost,        // a worker's connection or process is gone
   cancelled,        // the head was told to end the job (signal)
+  head_failed,      // the head cannot go on: an internal error, a log it cannot write
   debug_stop,       // atlctl stop: user code (or the debug command) stopped
   debug_run,        // atlctl run/check/burn without -f
   recover,          // atlctl recover: user code restarted from scratch
@@ -40,7 +41,7 @@ inline constexpr JobEvent kAllJobEvents[] = {
     JobEvent::all_joined,   JobEvent::ready_timeout,   JobEvent::checks_passed,
     JobEvent::check_failed, JobEvent::ranks_succeeded, JobEvent::rank_failed,
     JobEvent::node_lost,    JobEvent::cancelled,       JobEvent::debug_stop,
-    JobEvent::debug_run,    JobEvent::recover};
+    JobEvent::debug_run,    JobEvent::recover,         JobEvent::head_failed};
 
 std::string_view to_string(JobState state);
 std::string_view to_string(JobEvent event);

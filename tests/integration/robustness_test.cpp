@@ -1,0 +1,100 @@
+// The head never hangs, never dies silently and never loses a line without
+// saying so: an exception in the supervisor, an unwritable state dir, a full
+// disk and a stdout nobody reads, each on real processes.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "test_cluster.hpp"
+
+namespace atl::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TEST(Robustness, ASupervisorExceptionEndsTheHeadWithExitOneNamingIt) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--grace", "1s", "--", "sleep 600"},
+                            {"ATL_TESTING_SUPERVISOR_THROW=info"});
+  auto& worker = c.start_worker(0);
+  ASSERT_TRUE(c.wait_for_output(head, "launching 1 ranks")) << c.output(head);
+  auto thrown_at = Clock::now();
+  auto r = c.atlctl({"--address", c.head_address(), "status", "--json"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
+  // The bound: --grace (1 s) + 5 s, with room for a loaded 2-core machine.
+  EXPECT_LT(Clock::now() - thrown_at, 15s);
+  EXPECT_NE(c.output(head).find("job failed: internal error in the supervisor: injected"),
+            std::string::npos)
+      << c.output(head);
+  EXPECT_NE(c.output(head).find("Job status:  failed"), std::string::npos) << c.output(head);
+  int w = c.wait_exit(worker, 60s);
+  EXPECT_TRUE(w == 1 || w == 3) << w << "\n" << c.output(worker);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(Robustness, AnUnwritableStateDirIsRefusedBeforeAnythingStarts) {
+  TestCluster c;
+  std::string blocker = c.dir() + "/a-file";
+  std::ofstream(blocker) << "not a folder\n";
+  auto& head = c.start("headnode", {bin("headnode"), "--port", "0", "--state-dir",
+                                    blocker + "/state", "--workers", "1", "--", "true"});
+  EXPECT_EQ(c.wait_exit(head), 2);
+  EXPECT_EQ(count_lines(c.output(head)), 1) << c.output(head);
+  EXPECT_NE(c.output(head).find("--state-dir"), std::string::npos) << c.output(head);
+  EXPECT_EQ(c.output(head).find("listening on"), std::string::npos) << c.output(head);
+}
+
+// Unmounts a tmpfs on scope exit (before the cluster removes its files).
+struct TmpfsMount {
+  std::string path;
+  bool mounted = false;
+  ~TmpfsMount() {
+    if (mounted) ::umount2(path.c_str(), MNT_DETACH);
+  }
+};
+
+TEST(Robustness, AFullDiskFailsTheJobNamingTheFile) {
+  TestCluster c;
+  TmpfsMount disk{c.dir() + "/small"};
+  ::mkdir(disk.path.c_str(), 0755);
+  if (::mount("tmpfs", disk.path.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here: " << std::strerror(errno);
+  disk.mounted = true;
+  auto& head =
+      c.start("headnode", {bin("headnode"), "--port", "0", "--state-dir", disk.path + "/state",
+                           "--workers", "1", "--local-workers", "1", "--",
+                           "seq 1 400000 | sed 's/$/ some padding to fill the disk/'"});
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("job failed: logs are incomplete: cannot write " + disk.path +
+                     "/state/logs/rank-0.log: No space left on device"),
+            std::string::npos)
+      << out.substr(out.size() > 3000 ? out.size() - 3000 : 0);
+}
+
+// A stdout nobody reads may hold up only the echo: the files get every line,
+// and the job ends on time with its own exit status.
+TEST(Robustness, AStalledStdoutReaderHoldsUpNeitherTheLogsNorTheEnd) {
+  TestCluster c;
+  const int lines = 200000;
+  std::string cmd = "'" + bin("headnode") + "' --port 0 --state-dir '" + c.state_dir() +
+                    "' --workers 1 --local-workers 1 -- 'seq 1 " + std::to_string(lines) +
+                    "' > >(sleep 600); echo head-exit=$?";
+  auto started = Clock::now();
+  auto& shell = c.start("bash", {"/bin/bash", "-c", cmd});
+  EXPECT_EQ(c.wait_exit(shell, 120s), 0) << c.output(shell);
+  EXPECT_NE(c.output(shell).find("head-exit=0"), std::string::npos) << c.output(shell);
+  // Ended by itself, not by the shutdown watchdog.
+  EXPECT_EQ(c.output(shell).find("shutdown took longer"), std::string::npos) << c.output(shell);
+  EXPECT_LT(Clock::now() - started, 60s);
+  EXPECT_EQ(count_lines(read_file(c.state_dir() + "/logs/rank-0.log")), lines);
+}
+
+}  // namespace
+}  // namespace atl::test
