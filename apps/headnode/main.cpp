@@ -160,6 +160,8 @@ HeadOptions parse_options(int argc, char** argv) {
       vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
   if (opt.advertise.empty())
     opt.advertise = (opt.bind == "0.0.0.0" || opt.bind == "::") ? atl::os::host_name() : opt.bind;
+  if (auto ok = atl::os::check_resolvable(opt.bind); !ok)
+    atl::cli::usage_error("headnode", "--bind: " + ok.error());
   if (vm.count("tls-dir")) opt.tls_dir = vm["tls-dir"].as<std::string>();
   opt.insecure = vm.count("insecure") > 0;
   if (opt.insecure && !opt.tls_dir.empty())

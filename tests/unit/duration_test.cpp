@@ -27,6 +27,11 @@ TEST(ParseDuration, RejectsMalformedWithTheText) {
 
 TEST(ParseDuration, RejectsOverflow) {
   EXPECT_FALSE(atl::parse_duration("999999999999999999h").ok());
+  // Long before INT64 milliseconds: a clock's now() + this must not overflow.
+  EXPECT_FALSE(atl::parse_duration("2562048h").ok());
+  EXPECT_NE(atl::parse_duration("8785h").error().find("at most"), std::string::npos);
+  EXPECT_TRUE(atl::parse_duration("8784h").ok());
+  EXPECT_EQ(*atl::parse_duration("8784h"), atl::kMaxDuration);
 }
 
 TEST(FormatDuration, PicksTheLargestExactUnit) {

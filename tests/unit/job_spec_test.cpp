@@ -4,6 +4,8 @@
 
 #include <regex>
 
+#include "param_name.hpp"
+
 using namespace std::chrono_literals;
 
 TEST(JobSpecJson, ReadsEveryField) {
@@ -81,7 +83,55 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"ready_timeout": -5})", "'ready_timeout'"},
         BadField{R"({"master_port": 70000})", "'master_port'"},
         BadField{R"({"grace": "1y"})", "'grace'"}, BadField{R"({"wrokers": 2})", "'wrokers'"},
-        BadField{R"([1, 2])", "top level"}, BadField{R"({"workers": 2)", "not valid JSON"}));
+        BadField{R"([1, 2])", "top level"}, BadField{R"({"workers": 2)", "not valid JSON"},
+        BadField{R"({"workers": 2, "workers": 3})", "'workers' is given twice"},
+        BadField{R"({"spec": {"cpus": 1, "cpus": 2}})", "'cpus' is given twice"},
+        BadField{R"({"workers": 100001})", "'workers'"},
+        BadField{R"({"nproc_per_node": 1025})", "'nproc_per_node'"},
+        BadField{R"({"grace": 99999999999})", "'grace'"},
+        BadField{R"({"ready_timeout": "2562048h"})", "'ready_timeout'"}),
+    [](const testing::TestParamInfo<BadField>& info) {
+      return atl::test::param_name(info.index, info.param.field);
+    });
+
+TEST(JobSpecJson, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep = "{\"env\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto spec = atl::parse_job_spec_json(deep);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.error().find("nested deeper"), std::string::npos) << spec.error();
+  // Brackets inside strings are text, not nesting.
+  EXPECT_TRUE(atl::parse_job_spec_json(R"({"entrypoint": "echo [[[[[[[[[[[[[[[[[[[[[[["})").ok());
+}
+
+TEST(JobSpecJson, ErrorsEchoAShortPrintableValue) {
+  std::string big = "{\"workers\": \"" + std::string(5 << 20, 'x') + "\"}";
+  auto spec = atl::parse_job_spec_json(big);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_LT(spec.error().size(), 300u) << spec.error().substr(0, 300);
+  std::string bad_utf8 = "{\"workers\": \"caf\xe9\"}";
+  auto st = atl::parse_job_spec_json(bad_utf8);
+  ASSERT_FALSE(st.ok());  // invalid UTF-8: refused by the parser, never thrown
+  std::string odd = "{\"mode\": \"sp\\u0001md\"}";
+  auto mode = atl::parse_job_spec_json(odd);
+  ASSERT_FALSE(mode.ok());
+  EXPECT_NE(mode.error().find("\\x01"), std::string::npos) << mode.error();
+}
+
+TEST(ValidateJobSpec, FlagsMeetTheSameBoundsAsJson) {
+  atl::JobSpec spec;
+  spec.job_id = "jo-x";
+  spec.entrypoint = "true";
+  spec.workers = 2000000000;
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'workers'"), std::string::npos);
+  spec.workers = 50000;
+  spec.nproc_per_node = 50000;
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("nproc_per_node"), std::string::npos);
+  spec.nproc_per_node = 1000;  // 50 million ranks: each bound alone holds, the product does not
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("ranks a job may have"), std::string::npos);
+  spec.workers = 8;
+  spec.grace = atl::kMaxDuration + atl::Millis(1);
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'grace'"), std::string::npos);
+}
 
 TEST(ValidateJobSpec, NamesTheProblem) {
   atl::JobSpec spec;

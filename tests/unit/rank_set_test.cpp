@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "atl/core/split.hpp"
+#include "param_name.hpp"
 
 using Ranks = std::vector<int>;
 
@@ -38,7 +39,10 @@ INSTANTIATE_TEST_SUITE_P(Malformed, ParseRankSetRejects,
                                          BadRankSet{"0-9", "9"}, BadRankSet{"", "empty"},
                                          BadRankSet{"1,", "1,"}, BadRankSet{",1", ",1"},
                                          BadRankSet{"1-", "1-"}, BadRankSet{"0x1", "0x1"},
-                                         BadRankSet{"ALL", "ALL"}, BadRankSet{" 1", " 1"}));
+                                         BadRankSet{"ALL", "ALL"}, BadRankSet{" 1", " 1"}),
+                         [](const testing::TestParamInfo<BadRankSet>& info) {
+                           return atl::test::param_name(info.index, info.param.text);
+                         });
 
 TEST(SplitList, KeepsEveryItemEmptyOnesIncluded) {
   using V = std::vector<std::string_view>;

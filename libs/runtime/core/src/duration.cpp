@@ -19,8 +19,9 @@ Expected<Millis> parse_duration(std::string_view text) {
       {"m", 60000}, {"min", 60000}, {"h", 3600000}, {"hr", 3600000}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
-      if (*number > INT64_MAX / factor)
-        return make_error("duration " + quote(text) + " is too long");
+      if (*number > kMaxDuration.count() / factor)
+        return make_error("duration " + quote(text) + " is too long (at most " +
+                          format_duration(kMaxDuration) + ")");
       return Millis(*number * factor);
     }
   }

@@ -1,6 +1,9 @@
 #include "atl/core/job_spec.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
 
 #include "atl/core/byte_size.hpp"
 #include "parse_util.hpp"
@@ -19,10 +22,43 @@ Expected<JobMode> parse_job_mode(std::string_view text) {
 
 namespace {
 
+// Specs are small; these bound what a hostile or broken file can cost.
+constexpr size_t kMaxSpecBytes = 1 << 20;
+constexpr int kMaxSpecDepth = 16;
+
+// The value as JSON, cut short for an error line (invalid UTF-8 replaced).
+std::string short_dump(const json& v) {
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return detail::quote(text);
+}
+
 // Each reader takes the JSON value of field `name` and stores it or says why not.
 Error field_error(std::string_view name, std::string_view what, const json& v) {
   return make_error("job spec: field '" + std::string(name) + "' " + std::string(what) + ", got " +
-                    v.dump());
+                    short_dump(v));
+}
+
+// How deep arrays and objects nest, counted outside strings, before parsing
+// (a recursive walk of 100k levels would overflow the stack).
+int nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 Status read_int(const json& v, std::string_view name, int min, int max, int& out) {
@@ -57,6 +93,9 @@ Status read_size(const json& v, std::string_view name, std::int64_t& out) {
 
 Status read_duration(const json& v, std::string_view name, Millis& out) {
   if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+    if (v.get<std::int64_t>() >
+        std::chrono::duration_cast<std::chrono::seconds>(kMaxDuration).count())
+      return field_error(name, "is too long (at most " + format_duration(kMaxDuration) + ")", v);
     out = std::chrono::seconds(v.get<std::int64_t>());
     return Ok{};
   }
@@ -72,7 +111,8 @@ Status read_env(const json& v, std::string_view name, EnvMap& out) {
   for (const auto& [key, value] : v.items()) {
     std::string field = std::string(name) + "." + key;
     if (!is_valid_env_name(key)) {
-      return make_error("job spec: field '" + field + "' is not a valid environment variable name");
+      return make_error("job spec: field " + detail::quote(field) +
+                        " is not a valid environment variable name");
     }
     if (value.is_string()) {
       out[key] = value.get<std::string>();
@@ -98,14 +138,32 @@ Status read_object(const json& v, std::string_view name, Reader&& reader) {
 Error unknown_field(std::string_view parent, std::string_view key) {
   std::string full =
       parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
-  return make_error("job spec: unknown field '" + full + "'");
+  return make_error("job spec: unknown field " + detail::quote(full));
 }
 
 }  // namespace
 
 Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) {
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (json_text.size() > kMaxSpecBytes)
+    return make_error("job spec: " + std::to_string(json_text.size()) + " bytes; at most " +
+                      std::to_string(kMaxSpecBytes) + " are taken");
+  if (nesting_depth(json_text) > kMaxSpecDepth)
+    return make_error("job spec: nested deeper than " + std::to_string(kMaxSpecDepth) + " levels");
+  // A key given twice is refused, not silently "last one wins".
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+        !keys.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json doc = json::parse(json_text, track, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return make_error("job spec: not valid JSON");
+  if (!duplicate.empty())
+    return make_error("job spec: field " + detail::quote(duplicate) + " is given twice");
   auto st = read_object(doc, "<top level>", [&](const std::string& key, const json& v) -> Status {
     if (key == "job_id") return read_string(v, key, spec.job_id);
     if (key == "mode") {
@@ -117,8 +175,8 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       return Ok{};
     }
     if (key == "entrypoint") return read_string(v, key, spec.entrypoint);
-    if (key == "workers") return read_int(v, key, 0, 100000, spec.workers);
-    if (key == "nproc_per_node") return read_int(v, key, 1, 1024, spec.nproc_per_node);
+    if (key == "workers") return read_int(v, key, 0, kMaxWorkers, spec.workers);
+    if (key == "nproc_per_node") return read_int(v, key, 1, kMaxRanksPerNode, spec.nproc_per_node);
     if (key == "env") return read_env(v, key, spec.env);
     if (key == "runtime_env") {
       return read_object(v, key, [&](const std::string& k, const json& rv) -> Status {
@@ -173,9 +231,19 @@ Status validate_job_spec(const JobSpec& spec) {
   if (spec.mode == JobMode::spmd && spec.workers < 1) {
     return make_error("job spec: field 'workers' must be at least 1 in spmd mode");
   }
-  if (spec.workers < 0) return make_error("job spec: field 'workers' must not be negative");
-  if (spec.nproc_per_node < 1)
-    return make_error("job spec: field 'nproc_per_node' must be at least 1");
+  if (spec.workers < 0 || spec.workers > kMaxWorkers)
+    return make_error("job spec: field 'workers' must be between 0 and " +
+                      std::to_string(kMaxWorkers));
+  if (spec.nproc_per_node < 1 || spec.nproc_per_node > kMaxRanksPerNode)
+    return make_error("job spec: field 'nproc_per_node' must be between 1 and " +
+                      std::to_string(kMaxRanksPerNode));
+  if (static_cast<std::int64_t>(spec.workers) * spec.nproc_per_node > kMaxWorldSize)
+    return make_error(
+        "job spec: workers x nproc_per_node (" +
+        std::to_string(static_cast<std::int64_t>(spec.workers) * spec.nproc_per_node) +
+        ") is more than the " + std::to_string(kMaxWorldSize) + " ranks a job may have");
+  if (spec.node_spec.cpus < 0 || spec.node_spec.gpus < 0 || spec.node_spec.gpus > 1024)
+    return make_error("job spec: field 'spec.cpus'/'spec.gpus' out of range");
   if (spec.node_spec.gpus > 0 && spec.node_spec.gpus % spec.nproc_per_node != 0) {
     return make_error("job spec: field 'spec.gpus' (" + std::to_string(spec.node_spec.gpus) +
                       ") must be a multiple of nproc_per_node (" +
@@ -186,6 +254,11 @@ Status validate_job_spec(const JobSpec& spec) {
   }
   if (spec.ready_timeout.count() <= 0) {
     return make_error("job spec: field 'ready_timeout' must be positive");
+  }
+  for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout}, {"grace", spec.grace}}) {
+    if (d.count() < 0 || d > kMaxDuration)
+      return make_error(std::string("job spec: field '") + name + "' must be between 0 and " +
+                        format_duration(kMaxDuration));
   }
   return Ok{};
 }

@@ -165,4 +165,15 @@ std::string host_name() {
   return buf;
 }
 
+Status check_resolvable(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  if (rc != 0) return make_error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
+  return Ok{};
+}
+
 }  // namespace atl::os

@@ -12,6 +12,10 @@ namespace atl {
 
 using Millis = std::chrono::milliseconds;
 
+// The longest duration atl takes anywhere (a year): longer ones are typos, and
+// anything near INT64 milliseconds overflows a clock's time_point.
+inline constexpr Millis kMaxDuration = std::chrono::hours(24 * 366);
+
 Expected<Millis> parse_duration(std::string_view text);
 
 // Shortest exact rendering: 1500ms -> "1500ms", 300000ms -> "5m".

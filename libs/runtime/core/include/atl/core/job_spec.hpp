@@ -13,6 +13,11 @@
 
 namespace atl {
 
+// Bounds every spec must keep, whether it came from JSON or from flags.
+inline constexpr int kMaxWorkers = 100000;
+inline constexpr int kMaxRanksPerNode = 1024;
+inline constexpr std::int64_t kMaxWorldSize = 1 << 20;
+
 enum class JobMode { spmd, driver };
 
 std::string_view to_string(JobMode mode);

@@ -28,4 +28,7 @@ Status check_writable_dir(const std::string& dir);
 
 std::string host_name();
 
+// Whether `host` (a name or an address) resolves to an address to bind or reach.
+Status check_resolvable(const std::string& host);
+
 }  // namespace atl::os
