@@ -36,6 +36,8 @@ TEST(Xid, IgnoresWhatIsNotAnXidReport) {
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:garbage): 79, pid=1"));       // no address
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:3b:00) 79, pid=1"));     // no "):"
   EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:0000:3b:00): 99999999, x"));  // absurd
+  // A domain too long for any integer (found by fuzzing: stoul threw).
+  EXPECT_FALSE(parse_xid_line("NVRM: Xid (PCI:000055555555555555555555:18:00): 48, pid=1"));
 }
 
 TEST(Xid, CriticalOnesAreTheHardwaresNotTheProgramsFaults) {

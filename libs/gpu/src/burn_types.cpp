@@ -1,5 +1,8 @@
 #include "atl/gpu/burn_types.hpp"
 
+#include "atl/core/quote.hpp"
+#include <cstdint>
+
 #include <utility>
 
 namespace atl::gpu {
@@ -13,15 +16,15 @@ Expected<BurnType> parse_burn_type(std::string_view text) {
       {"batch", BurnType::batch}};
   for (const auto& [name, type] : kTypes)
     if (text == name) return type;
-  return make_error("bad burn type '" + std::string(text) +
-                    "': use gemm, transfer, local, global or batch");
+  return make_error("bad burn type " + quote(text) +
+                    ": use gemm, transfer, local, global or batch");
 }
 
 Expected<CheckType> parse_check_type(std::string_view text) {
   if (text == "gpu") return CheckType::gpu;
   if (text == "allreduce") return CheckType::allreduce;
   if (text == "all") return CheckType::all;
-  return make_error("bad check type '" + std::string(text) + "': use gpu, allreduce or all");
+  return make_error("bad check type " + quote(text) + ": use gpu, allreduce or all");
 }
 
 std::string_view to_string(BurnType type) {
@@ -56,7 +59,7 @@ Expected<std::int64_t> parse_burn_size(std::string_view text) {
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   if (digits == 0 || digits > 12) {
-    return make_error("bad size '" + std::string(text) + "': expected e.g. 512M or 1G");
+    return make_error("bad size " + quote(text) + ": expected e.g. 512M or 1G");
   }
   std::int64_t n = std::stoll(std::string(text.substr(0, digits)));
   std::string_view unit = text.substr(digits);
@@ -66,9 +69,9 @@ Expected<std::int64_t> parse_burn_size(std::string_view text) {
   if (unit == "M") factor = 1LL << 20;
   if (unit == "G") factor = 1LL << 30;
   if (factor == 0) {
-    return make_error("bad size '" + std::string(text) +
-                      "': unit must be K, M or G (powers of 1024)");
+    return make_error("bad size " + quote(text) + ": unit must be K, M or G (powers of 1024)");
   }
+  if (n > INT64_MAX / factor) return make_error("size " + quote(text) + " is too large");
   return n * factor;
 }
 

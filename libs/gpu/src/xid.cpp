@@ -48,7 +48,8 @@ const XidInfo* find_xid(int xid) {
 // "0000:3B:00.0" -> {domain 0, "3b:00"}.
 std::optional<std::pair<unsigned long, std::string>> split_pci(std::string_view pci) {
   auto first = pci.find(':');
-  if (first == std::string_view::npos || first == 0) return std::nullopt;
+  // A PCI domain is 16 bits (4 hex digits; some tools print 8): longer is not one.
+  if (first == std::string_view::npos || first == 0 || first > 8) return std::nullopt;
   std::string domain(pci.substr(0, first));
   if (domain.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return std::nullopt;
   std::string rest(pci.substr(first + 1));

@@ -14,8 +14,25 @@ Expected<HostPort> parse_host_port(std::string_view text) {
     return make_error("bad port in address " + detail::quote(text) + ": expected 1-65535");
   }
   std::string_view host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
+  bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  // A name or IPv4 address: letters, digits, '.', '-', '_'; an IPv6 address
+  // (hex digits, ':' and '.') only in brackets, as in [::1]:6380.
+  auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '-' || c == '_';
+  };
+  auto v6_char = [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+           c == ':' || c == '.';
+  };
+  bool ok = !host.empty() && host.size() <= 253;
+  for (char c : host) ok = ok && (bracketed ? v6_char(c) : name_char(c));
+  if (bracketed && host.find(':') == std::string_view::npos) ok = false;
+  if (!ok) {
+    return make_error("bad host in address " + detail::quote(text) +
+                      ": expected a name, an IPv4 address or [IPv6]");
+  }
   return HostPort{std::string(host), static_cast<std::uint16_t>(*port)};
 }
 

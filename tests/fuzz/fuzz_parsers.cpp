@@ -1,0 +1,120 @@
+// libFuzzer targets for every parser that takes outside input. One binary;
+// ATL_FUZZ_TARGET picks the parser (tests/fuzz/run.sh runs each in turn).
+// A target fails by crashing, by a sanitizer report, or by an assert below:
+// a parse that succeeds must give a value that the same parser takes again.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "atl/core/byte_size.hpp"
+#include "atl/core/duration.hpp"
+#include "atl/core/env.hpp"
+#include "atl/core/host_port.hpp"
+#include "atl/core/job_spec.hpp"
+#include "atl/core/rank_set.hpp"
+#include "atl/gpu/burn_types.hpp"
+#include "atl/gpu/rendezvous.hpp"
+#include "atl/gpu/xid.hpp"
+
+namespace {
+
+[[noreturn]] void broken(const char* what) {
+  std::fprintf(stderr, "fuzz invariant broken: %s\n", what);
+  std::abort();
+}
+
+void one_line_error(const std::string& error) {
+  if (error.empty()) broken("an error without a message");
+  if (error.find('\n') != std::string::npos) broken("an error of more than one line");
+  if (error.size() > 4096) broken("an error line of more than 4 KiB");
+}
+
+template <class T>
+void check_error(const atl::Expected<T>& r) {
+  if (!r) one_line_error(r.error());
+}
+
+void fuzz_spec(std::string_view in) {
+  auto spec = atl::parse_job_spec_json(in);
+  check_error(spec);
+  if (spec) check_error(atl::Expected<atl::Ok>(atl::validate_job_spec(*spec)));
+}
+
+void fuzz_ranks(std::string_view in) {
+  // The first byte picks the world size, the rest is the rank set.
+  int world = in.empty() ? 1 : static_cast<unsigned char>(in[0]) * 40 + 1;
+  auto ranks = atl::parse_rank_set(in.empty() ? in : in.substr(1), world);
+  check_error(ranks);
+  if (ranks)
+    for (int r : *ranks)
+      if (r < 0 || r >= world) broken("a rank outside the world");
+}
+
+void fuzz_envs(std::string_view in) {
+  check_error(atl::parse_env_spec(in));
+  check_error(atl::parse_env_assignment(in));
+  check_error(atl::parse_worker_list(in));
+}
+
+void fuzz_duration(std::string_view in) {
+  auto d = atl::parse_duration(in);
+  check_error(d);
+  if (d) {
+    if (d->count() < 0 || *d > atl::kMaxDuration) broken("a duration out of bounds");
+    auto again = atl::parse_duration(atl::format_duration(*d));
+    if (!again || *again != *d) broken("format_duration does not round-trip");
+  }
+}
+
+void fuzz_size(std::string_view in) {
+  auto s = atl::parse_byte_size(in);
+  check_error(s);
+  if (s && *s < 0) broken("a negative size");
+  check_error(atl::gpu::parse_burn_size(in));
+}
+
+void fuzz_host_port(std::string_view in) {
+  auto hp = atl::parse_host_port(in);
+  check_error(hp);
+  if (hp) {
+    auto again = atl::parse_host_port(hp->to_string());
+    if (!again || again->host != hp->host || again->port != hp->port)
+      broken("host:port does not round-trip");
+  }
+}
+
+void fuzz_control(std::string_view in) {
+  check_error(atl::gpu::decode_hello(in));
+  check_error(atl::gpu::decode_reply(in));
+  (void)atl::gpu::parse_xid_line(in);
+}
+
+using Target = void (*)(std::string_view);
+
+Target chosen() {
+  static Target target = [] {
+    const char* name = std::getenv("ATL_FUZZ_TARGET");
+    std::string n = name ? name : "";
+    if (n == "spec") return &fuzz_spec;
+    if (n == "ranks") return &fuzz_ranks;
+    if (n == "envs") return &fuzz_envs;
+    if (n == "duration") return &fuzz_duration;
+    if (n == "size") return &fuzz_size;
+    if (n == "hostport") return &fuzz_host_port;
+    if (n == "control") return &fuzz_control;
+    std::fprintf(stderr,
+                 "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport or control\n");
+    std::exit(2);
+  }();
+  return target;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  chosen()(std::string_view(reinterpret_cast<const char*>(data), size));
+  return 0;
+}
