@@ -2,6 +2,7 @@
 // saying so: an exception in the supervisor, an unwritable state dir, a full
 // disk and a stdout nobody reads, each on real processes.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "test_cluster.hpp"
 
@@ -94,6 +96,57 @@ TEST(Robustness, AStalledStdoutReaderHoldsUpNeitherTheLogsNorTheEnd) {
   EXPECT_EQ(c.output(shell).find("shutdown took longer"), std::string::npos) << c.output(shell);
   EXPECT_LT(Clock::now() - started, 60s);
   EXPECT_EQ(count_lines(read_file(c.state_dir() + "/logs/rank-0.log")), lines);
+}
+
+// `setsid` leaves the rank's process group and session: only the guard (a
+// child subreaper) still finds such a process. Each way a rank can end must
+// take its escapees along.
+const char* kEscape = "setsid sleep 600 & echo escaped";
+
+TEST(Robustness, SetsidEscapeesEndWithTheJob) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--", std::string(kEscape) + "; exit 0"});
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("[rank 0] escaped"), std::string::npos) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within()) << "still alive: " << c.live_tagged_processes().size();
+}
+
+TEST(Robustness, SetsidEscapeesEndWithAtlctlStop) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--", std::string(kEscape) + "; sleep 600"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] escaped")) << c.output(head);
+  auto stop = c.atlctl({"--address", c.head_address(), "stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  // Left alive: the head, its local worker. Nothing of the rank.
+  int pid_of_head = head.process->pid();
+  auto deadline = Clock::now() + 20s;
+  auto rank_processes = [&] {
+    int n = 0;
+    for (int pid : c.live_tagged_processes()) {
+      std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+      if (pid != pid_of_head && cmd.find("workernode") == std::string::npos &&
+          cmd.find("headnode") == std::string::npos)
+        ++n;
+    }
+    return n;
+  };
+  while (rank_processes() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(rank_processes(), 0);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(Robustness, SetsidEscapeesEndWithASigkilledWorkernode) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--", std::string(kEscape) + "; sleep 600"});
+  auto& worker = c.start_worker(0);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] escaped")) << c.output(head);
+  worker.process->signal(SIGKILL);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within()) << "still alive: " << c.live_tagged_processes().size();
 }
 
 }  // namespace

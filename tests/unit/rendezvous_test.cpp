@@ -58,6 +58,11 @@ TEST(Rendezvous, BadMessagesAreRefusedWithAReason) {
   ASSERT_FALSE(bad_transport.ok());
   EXPECT_NE(bad_transport.error().find("carrier-pigeon"), std::string::npos);
   EXPECT_FALSE(decode_hello(R"({"index":"zero","transport":"tcp"})").ok());
+  // Numbers that do not fit are refused, not converted (found by fuzzing).
+  EXPECT_FALSE(decode_hello(R"({"index":1.7e43,"transport":"tcp"})").ok());
+  EXPECT_FALSE(decode_hello(R"({"index":4294967296,"transport":"tcp"})").ok());
+  EXPECT_FALSE(decode_hello(R"({"index":0,"transport":"tcp","sizes":[1e30]})").ok());
+  EXPECT_FALSE(decode_reply(R"({"world":99999999999,"first_rank":0})").ok());
   EXPECT_FALSE(decode_hello(R"({"index":0,"transport":"tcp","sizes":"big"})").ok());
   EXPECT_FALSE(decode_reply("{").ok());
   EXPECT_FALSE(decode_reply(R"({"world":2,"first_rank":2})").ok());  // rank outside the world

@@ -1,9 +1,9 @@
 #include "atl/gpu/burn_types.hpp"
 
-#include "atl/core/quote.hpp"
 #include <cstdint>
-
 #include <utility>
+
+#include "atl/core/quote.hpp"
 
 namespace atl::gpu {
 

@@ -1,9 +1,11 @@
 #include "atl/gpu/rendezvous.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "atl/core/quote.hpp"
 #include "atl/gpu/burn_types.hpp"
 
 namespace atl::gpu {
@@ -17,6 +19,35 @@ Expected<json> parse_object(std::string_view line, const char* what) {
   if (j.is_discarded() || !j.is_object())
     return make_error(std::string("rendezvous ") + what + " is not a JSON object");
   return j;
+}
+
+// Integer fields are taken only as integers in range: nlohmann's value<int>()
+// converts 1e43 or 2^40 with undefined behaviour (found by fuzzing).
+template <class Int>
+Int checked_int(const json& j, const char* key, Int fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_number_integer()) throw json::type_error::create(302, "not an integer", nullptr);
+  if (it->is_number_unsigned()
+          ? it->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<Int>::max())
+          : (it->get<std::int64_t>() < std::numeric_limits<Int>::min() ||
+             it->get<std::int64_t>() > std::numeric_limits<Int>::max()))
+    throw json::type_error::create(302, "out of range", nullptr);
+  return static_cast<Int>(it->get<std::int64_t>());
+}
+
+std::vector<std::int64_t> checked_ints(const json& j, const char* key) {
+  std::vector<std::int64_t> out;
+  auto it = j.find(key);
+  if (it == j.end()) return out;
+  if (!it->is_array()) throw json::type_error::create(302, "not an array", nullptr);
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)))
+      throw json::type_error::create(302, "not an int64", nullptr);
+    out.push_back(v.get<std::int64_t>());
+  }
+  return out;
 }
 
 }  // namespace
@@ -33,21 +64,21 @@ Expected<RendezvousHello> decode_hello(std::string_view line) {
   if (!j) return Error{j.error()};
   RendezvousHello h;
   try {
-    h.index = j->value("index", -1);
+    h.index = checked_int(*j, "index", -1);
     h.pod = j->value("pod", "");
     h.host = j->value("host", "");
     h.transport = j->value("transport", "");
     h.address = j->value("address", "");
     h.gpus = j->value("gpus", std::vector<std::string>{});
     h.nccl_id = j->value("nccl_id", "");
-    h.sizes = j->value("sizes", std::vector<std::int64_t>{});
-    h.free_bytes = j->value("free_bytes", std::int64_t{0});
+    h.sizes = checked_ints(*j, "sizes");
+    h.free_bytes = checked_int(*j, "free_bytes", std::int64_t{0});
   } catch (const json::exception&) {
     return make_error("rendezvous hello has a field of the wrong type");
   }
   if (h.index < 0) return make_error("rendezvous hello has no member index");
   if (h.transport != kTransportTcp && h.transport != kTransportNccl)
-    return make_error("rendezvous hello has an unknown transport '" + h.transport + "'");
+    return make_error("rendezvous hello has an unknown transport " + quote(h.transport));
   return h;
 }
 
@@ -66,10 +97,10 @@ Expected<RendezvousReply> decode_reply(std::string_view line) {
     r.error = j->value("error", "");
     r.peers = j->value("peers", std::vector<std::string>{});
     r.nccl_id = j->value("nccl_id", "");
-    r.world = j->value("world", 0);
-    r.first_rank = j->value("first_rank", 0);
-    r.sizes = j->value("sizes", std::vector<std::int64_t>{});
-    r.skipped = j->value("skipped", std::vector<std::int64_t>{});
+    r.world = checked_int(*j, "world", 0);
+    r.first_rank = checked_int(*j, "first_rank", 0);
+    r.sizes = checked_ints(*j, "sizes");
+    r.skipped = checked_ints(*j, "skipped");
   } catch (const json::exception&) {
     return make_error("rendezvous reply has a field of the wrong type");
   }

@@ -28,6 +28,7 @@ struct ExecutorState {
   caf::actor report_to;
   pid_t pid = -1;
   bool exited = false;
+  bool tree_killed = false;  // the guard was told to kill everything (SIGUSR2)
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::thread pump;
   int control_fd = -1;  // our end of the process's control channel
@@ -169,8 +170,16 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
       [self](kill_atom) {
         auto& st = self->state;
         if (st.exited) return;
-        component_logger("executor")
-            ->warn("{} outlived its grace period: SIGKILL", stream_name(st.launch.stream));
+        if (!st.tree_killed) {
+          component_logger("executor")
+              ->warn("{} outlived its grace period: SIGKILL", stream_name(st.launch.stream));
+          // The guard sweeps the whole tree (setsid escapees too); the
+          // group's SIGKILL follows in case the guard itself is stuck.
+          st.tree_killed = true;
+          ::kill(st.pid, SIGUSR2);
+          self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
+          return;
+        }
         ::kill(-st.pid, SIGKILL);
       },
       [self](exited_atom, std::int32_t code, std::int32_t sig) {

@@ -19,12 +19,12 @@ Expected<HostPort> parse_host_port(std::string_view text) {
   // A name or IPv4 address: letters, digits, '.', '-', '_'; an IPv6 address
   // (hex digits, ':' and '.') only in brackets, as in [::1]:6380.
   auto name_char = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
   };
   auto v6_char = [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
-           c == ':' || c == '.';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' ||
+           c == '.';
   };
   bool ok = !host.empty() && host.size() <= 253;
   for (char c : host) ok = ok && (bracketed ? v6_char(c) : name_char(c));

@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 extern char** environ;
 
@@ -51,18 +54,126 @@ void set_disposition(int sig, void (*handler)(int)) {
 
 void kill_own_group(int) { ::kill(0, SIGKILL); }
 
+// --- The guard's sweep. It runs in a forked child of a threaded process (and
+// in signal handlers), so: raw syscalls and stack buffers only, no malloc.
+
+struct LinuxDirent64 {
+  ino64_t d_ino;
+  off64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+volatile pid_t g_inner = 0;  // the command: reaped by the guard's main loop only
+rlimit g_core_limit{};       // the command's core limit (the guard's own soft limit is 0)
+
+// Reads ppid and process group of `pid` from /proc/<pid>/stat.
+bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
+  char path[32] = "/proc/";
+  char digits[16];
+  int n = 0;
+  for (pid_t v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  int at = 6;
+  while (n > 0) path[at++] = digits[--n];
+  const char* tail = "/stat";
+  for (int i = 0; tail[i]; ++i) path[at++] = tail[i];
+  path[at] = 0;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t got = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  buf[got] = 0;
+  // "pid (comm) S ppid pgrp ...": comm may hold anything, so from the last ')'.
+  char* p = nullptr;
+  for (char* c = buf; *c; ++c)
+    if (*c == ')') p = c;
+  if (!p || p[1] != ' ' || !p[2]) return false;
+  *state = p[2];
+  p += 3;
+  long fields[2] = {0, 0};
+  for (long& f : fields) {
+    while (*p == ' ') ++p;
+    if (*p < '0' || *p > '9') return false;
+    while (*p >= '0' && *p <= '9') f = f * 10 + (*p++ - '0');
+  }
+  *ppid = static_cast<pid_t>(fields[0]);
+  *pgrp = static_cast<pid_t>(fields[1]);
+  return true;
+}
+
+// SIGKILLs every process that is our child (the guard is a subreaper, so an
+// orphan anywhere below us becomes one, setsid or not) or in our group, and
+// reaps the children (but never the command: the main loop waits for it).
+// Returns how many were still there.
+int kill_descendants() {
+  pid_t self = ::getpid();
+  pid_t group = ::getpgrp();
+  int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  int found = 0;
+  char buf[4096];
+  long n;
+  while ((n = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
+      off += d->d_reclen;
+      pid_t pid = 0;
+      const char* c = d->d_name;
+      for (; *c >= '0' && *c <= '9'; ++c) pid = pid * 10 + (*c - '0');
+      if (*c != 0 || pid <= 0 || pid == self) continue;
+      pid_t ppid = 0, pgrp = 0;
+      char state = 0;
+      if (!read_stat(pid, &ppid, &pgrp, &state)) continue;
+      bool mine = ppid == self;
+      if (!mine && (pgrp != group || state == 'Z')) continue;  // others reap their zombies
+      ++found;
+      ::kill(pid, SIGKILL);
+      if (mine && pid != g_inner) ::waitpid(pid, nullptr, WNOHANG);
+    }
+  }
+  ::close(dir);
+  return found;
+}
+
+// Until nothing below us is left (bounded: 10 s).
+void sweep() {
+  for (int round = 0; round < 400 && kill_descendants() > 0; ++round) {
+    timespec pause{0, 25 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+// The node agent died (pdeathsig): nothing of this rank may outlive it.
+void on_parent_death(int) {
+  sweep();
+  _exit(128 + SIGKILL);
+}
+
+// ChildProcess::kill_tree(): end the command and everything it started now.
+void on_kill_tree(int) { sweep(); }
+
 // The child forks once more: this first process stays as a guard in the new
 // group while the second execs the command. pdeathsig only reaches a direct
-// child, so the guard turns "my parent died" into SIGKILL for the whole group:
-// no rank, nor anything it started, outlives a SIGKILLed node agent.
+// child, so the guard turns "my parent died" into SIGKILL for everything
+// below it; being a child subreaper, it also inherits whatever the rank
+// orphans (setsid daemons included) and kills that too when the rank ends.
 void become_guard(pid_t parent) {
-  set_disposition(SIGUSR1, kill_own_group);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  set_disposition(SIGUSR1, on_parent_death);
+  set_disposition(SIGUSR2, on_kill_tree);
   ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
   if (::getppid() != parent) kill_own_group(0);  // the parent died before prctl took
   // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
   // to report how it ended.
   set_disposition(SIGTERM, SIG_IGN);
   set_disposition(SIGINT, SIG_IGN);
+  // The guard never dumps core: a crashed rank's core file is the user's evidence.
+  ::getrlimit(RLIMIT_CORE, &g_core_limit);
+  rlimit no_core{0, g_core_limit.rlim_max};
+  ::setrlimit(RLIMIT_CORE, &no_core);
 }
 
 [[noreturn]] void exec_command(char** argv, char** envp, int report_fd);
@@ -78,12 +189,18 @@ void become_guard(pid_t parent) {
     set_disposition(SIGTERM, SIG_DFL);
     set_disposition(SIGINT, SIG_DFL);
     set_disposition(SIGUSR1, SIG_DFL);
+    set_disposition(SIGUSR2, SIG_DFL);
+    // The command dumps core as the node would have let it.
+    ::setrlimit(RLIMIT_CORE, &g_core_limit);
     exec_command(argv, envp, report_fd);
   }
+  g_inner = inner;
   ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
   int status = 0;
   while (::waitpid(inner, &status, 0) < 0 && errno == EINTR) {
   }
+  // The rank ended: whatever it left behind, in its group or not, goes too.
+  sweep();
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     set_disposition(sig, SIG_DFL);
@@ -223,6 +340,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   ChildProcess child;
   child.pid_ = pid;
   child.own_group_ = req.new_process_group;
+  child.guarded_ = req.kill_with_parent && req.new_process_group;
   child.output_fd_ = out_pipe[0];
   if (n == static_cast<ssize_t>(sizeof payload)) {
     child.wait();
@@ -243,6 +361,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     output_fd_ = o.output_fd_;
     pidfd_ = o.pidfd_;
     own_group_ = o.own_group_;
+    guarded_ = o.guarded_;
     status_ = o.status_;
     o.pid_ = -1;
     o.output_fd_ = -1;
@@ -259,6 +378,19 @@ ChildProcess::~ChildProcess() {
 void ChildProcess::close_output() {
   if (output_fd_ >= 0) ::close(output_fd_);
   output_fd_ = -1;
+}
+
+void ChildProcess::kill_tree() {
+  if (pid_ <= 0 || status_) return;
+  if (guarded_) {
+    // The guard kills everything below it, setsid escapees included, then
+    // ends as the command did. Bounded: then the whole group the hard way.
+    ::kill(pid_, SIGUSR2);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!try_wait() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  signal(SIGKILL);
 }
 
 void ChildProcess::signal(int sig) const {

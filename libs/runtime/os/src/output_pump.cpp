@@ -27,7 +27,7 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
 
   while (child.output_fd() >= 0 || !child.reaped()) {
     if (cancel.load()) {
-      child.signal(SIGKILL);
+      child.kill_tree();
       child.close_output();
       return child.wait();
     }

@@ -65,6 +65,11 @@ class ChildProcess {
   // No-op once reaped, so a recycled pid is never hit.
   void signal(int sig) const;
 
+  // Ends the command and everything it started, in its group or not (setsid
+  // daemons): a guarded child's guard sweeps its subtree (it is a child
+  // subreaper), then the group gets SIGKILL. Blocks at most ~3 s.
+  void kill_tree();
+
   std::optional<ExitStatus> try_wait();
   ExitStatus wait();
 
@@ -74,6 +79,7 @@ class ChildProcess {
   int output_fd_ = -1;
   int pidfd_ = -1;
   bool own_group_ = false;
+  bool guarded_ = false;
   std::optional<ExitStatus> status_;
 };
 
