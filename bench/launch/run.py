@@ -16,11 +16,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
 
 
-def one_run(workers):
+def one_run(workers, tls):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [common.binary("headnode"), "--port", "0", "--workers", str(workers),
-               "--local-workers", str(workers), "--state-dir", os.path.join(tmp, "state"),
-               "--", f"date +%s.%N > {tmp}/started.$RANK"]
+               "--local-workers", str(workers), "--state-dir", os.path.join(tmp, "state")]
+        if not tls:
+            cmd.append("--insecure")
+        cmd += ["--", f"date +%s.%N > {tmp}/started.$RANK"]
         t0 = time.time()
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t_end = time.time()
@@ -40,24 +42,35 @@ def main():
     args = ap.parse_args()
     rows = []
     for workers in (1, 4, 16):
-        runs = [one_run(workers) for _ in range(args.runs)]
-        running = common.median([r[0] for r in runs])
-        end = common.median([r[1] for r in runs])
-        rows.append((workers, running, end, min(r[1] for r in runs), max(r[1] for r in runs)))
-        print(f"{workers:>3} workers: all ranks running {running*1000:.0f} ms, job end {end*1000:.0f} ms",
-              flush=True)
+        for tls in (True, False):
+            # Interleaved would be fairer still; runs alternate per setting instead.
+            runs = [one_run(workers, tls) for _ in range(args.runs)]
+            running = common.median([r[0] for r in runs])
+            end = common.median([r[1] for r in runs])
+            rows.append((workers, tls, running, end, min(r[1] for r in runs),
+                         max(r[1] for r in runs)))
+            print(f"{workers:>3} workers, TLS {'on ' if tls else 'off'}: all ranks running "
+                  f"{running*1000:.0f} ms, job end {end*1000:.0f} ms", flush=True)
     lines = [
         "# bench/launch: head start to ranks running and to job end",
         "",
         f"Machine: {common.machine()}.",
         f"Command: `bench/launch/run.py --runs {args.runs}` (median of {args.runs} runs; "
         "local workers, 1 rank each, entrypoint records its start time).",
+        "TLS on is the default (mutual TLS, a fresh job CA made by the head: ECDSA P-256);",
+        "off is `--insecure`.",
         "",
-        "| workers | all ranks running (ms) | job end (ms) | job end min–max (ms) |",
-        "|---:|---:|---:|---:|",
+        "| workers | TLS | all ranks running (ms) | job end (ms) | job end min–max (ms) |",
+        "|---:|---|---:|---:|---:|",
     ]
-    for w, running, end, lo, hi in rows:
-        lines.append(f"| {w} | {running*1000:.0f} | {end*1000:.0f} | {lo*1000:.0f}–{hi*1000:.0f} |")
+    for w, tls, running, end, lo, hi in rows:
+        lines.append(f"| {w} | {'on' if tls else 'off'} | {running*1000:.0f} | {end*1000:.0f} | "
+                     f"{lo*1000:.0f}–{hi*1000:.0f} |")
+    by = {(w, t): end for w, t, _, end, _, _ in rows}
+    lines.append("")
+    lines.append("TLS on / off, job end: " + ", ".join(
+        f"{w} workers {by[(w, True)] / by[(w, False)]:.2f}x" for w in (1, 4, 16)) +
+        " (target: no more than 1.2x).")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

@@ -43,12 +43,14 @@ def direct(cmd, tmp):
     return took, count_lines(out)
 
 
-def through_atl(cmd, tmp, run):
-    state = os.path.join(tmp, f"state-{run}")
+def through_atl(cmd, tmp, run, tls=True):
+    state = os.path.join(tmp, f"state-{run}-{'tls' if tls else 'plain'}")
     t0 = time.time()
-    proc = subprocess.run([common.binary("headnode"), "--port", "0", "--workers", "1",
-                           "--local-workers", "1", "--state-dir", state, "--", cmd],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = [common.binary("headnode"), "--port", "0", "--workers", "1",
+            "--local-workers", "1", "--state-dir", state]
+    if not tls:
+        argv.append("--insecure")
+    proc = subprocess.run(argv + ["--", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     took = time.time() - t0
     if proc.returncode != 0:
         raise SystemExit(f"atl run failed ({proc.returncode})")
@@ -65,18 +67,20 @@ def main():
     args = ap.parse_args()
     lines = args.mb * 1_000_000 // LINE_BYTES
     cmd = generator(lines)
-    d_times, a_times = [], []
+    d_times, a_times, p_times = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
             took, n = direct(cmd, tmp)
             assert n == lines, f"direct wrote {n} lines, expected {lines}"
             d_times.append(took)
-            took, n = through_atl(cmd, tmp, run)
-            if n != lines:
-                raise SystemExit(f"atl lost lines: {n} of {lines}")
-            a_times.append(took)
-            print(f"direct {d_times[-1]:.2f} s, atl {a_times[-1]:.2f} s", flush=True)
-    d, a = common.median(d_times), common.median(a_times)
+            for tls, times in ((True, a_times), (False, p_times)):
+                took, n = through_atl(cmd, tmp, run, tls)
+                if n != lines:
+                    raise SystemExit(f"atl lost lines: {n} of {lines}")
+                times.append(took)
+            print(f"direct {d_times[-1]:.2f} s, atl TLS {a_times[-1]:.2f} s, "
+                  f"atl --insecure {p_times[-1]:.2f} s", flush=True)
+    d, a, p = common.median(d_times), common.median(a_times), common.median(p_times)
     ratios = sorted(x / y for x, y in zip(a_times, d_times))
     mb = lines * LINE_BYTES / 1e6
     report = [
@@ -92,9 +96,11 @@ def main():
         "| path | wall (s) | MB/s | lines in log |",
         "|---|---:|---:|---:|",
         f"| command > file | {d:.2f} | {mb/d:.0f} | {lines:,} |",
-        f"| through atl | {a:.2f} | {mb/a:.0f} | {lines:,} (none lost) |",
+        f"| through atl, TLS (default) | {a:.2f} | {mb/a:.0f} | {lines:,} (none lost) |",
+        f"| through atl, --insecure | {p:.2f} | {mb/p:.0f} | {lines:,} (none lost) |",
         "",
-        f"Ratio atl / direct: **{a/d:.2f}x** (target <= 1.5x); per-run ratios "
+        f"Ratio atl (TLS) / direct: **{a/d:.2f}x** (target <= 1.5x); TLS / --insecure: {a/p:.2f}x; "
+        "per-run ratios with TLS "
         f"{ratios[0]:.2f}x to {ratios[-1]:.2f}x (file writes to a shared disk make single runs noisy).",
     ]
     with open(args.out, "w") as f:

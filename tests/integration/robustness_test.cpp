@@ -98,6 +98,20 @@ TEST(Robustness, AStalledStdoutReaderHoldsUpNeitherTheLogsNorTheEnd) {
   EXPECT_EQ(count_lines(read_file(c.state_dir() + "/logs/rank-0.log")), lines);
 }
 
+// tqdm-style progress (no '\n' for a long time) shows up in the log and the
+// echo within about a second, and the line's end continues it unprefixed.
+TEST(Robustness, AnUnfinishedLineShowsUpWithinASecondAndStaysOneLine) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--",
+                             "printf 'progress 50%%'; sleep 8; printf ' 100%%\\n'"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] progress 50%", 6s)) << c.output(head);
+  EXPECT_NE(read_file(c.state_dir() + "/logs/rank-0.log").find("progress 50%"), std::string::npos);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("[rank 0] progress 50% 100%\n"), std::string::npos)
+      << c.output(head);
+  EXPECT_EQ(read_file(c.state_dir() + "/logs/rank-0.log"), "progress 50% 100%\n");
+}
+
 // `setsid` leaves the rank's process group and session: only the guard (a
 // child subreaper) still finds such a process. Each way a rank can end must
 // take its escapees along.

@@ -52,3 +52,16 @@ TEST(LineChunker, ByteByByteFeedingLosesNothing) {
   EXPECT_EQ(out, input);
   EXPECT_EQ(lines, 500);
 }
+
+TEST(LineChunker, TakePartialHandsOverAnUnfinishedLineAsItIs) {
+  atl::os::LineChunker c;
+  c.feed("done\n 10%\r 20%");
+  auto chunk = c.take_partial();
+  EXPECT_EQ(chunk.data, "done\n 10%\r 20%");  // no '\n' made up
+  EXPECT_EQ(chunk.lines, 1);
+  EXPECT_EQ(c.buffered_bytes(), 0u);
+  c.feed("\r100%\n");
+  auto rest = c.take(1 << 20);
+  EXPECT_EQ(rest.data, "\r100%\n");
+  EXPECT_EQ(rest.lines, 1);
+}

@@ -233,12 +233,16 @@ class LogWriter {
     const std::string prefix = stream_prefix(stream);
     std::string out;
     out.reserve(lines.size() + static_cast<size_t>(count + 1) * prefix.size());
+    // A chunk may end mid-line (an unfinished line sent after 1 s): the next
+    // one continues it, without a prefix in the middle.
+    bool& at_line_start = at_line_start_.try_emplace(stream, true).first->second;
     size_t start = 0;
     while (start < lines.size()) {
       size_t nl = lines.find('\n', start);
       size_t end = nl == std::string::npos ? lines.size() : nl + 1;
-      out += prefix;
+      if (at_line_start) out += prefix;
       out.append(lines, start, end - start);
+      at_line_start = nl != std::string::npos;
       start = end;
     }
     echo_thread_.push(std::move(out), count, true);
@@ -248,6 +252,7 @@ class LogWriter {
   bool echo_;
   ErrorReport on_error_;
   std::map<std::int32_t, int> fds_;
+  std::map<std::int32_t, bool> at_line_start_;  // per stream: did the last echo end a line
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;

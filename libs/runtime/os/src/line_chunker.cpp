@@ -82,4 +82,14 @@ LineChunk LineChunker::take_rest() {
   return chunk;
 }
 
+LineChunk LineChunker::take_partial() {
+  LineChunk chunk = take(buffer_.size() + 1);
+  if (!buffer_.empty()) {
+    chunk.data += buffer_;
+    buffer_.clear();
+    complete_end_ = complete_lines_ = scan_from_ = 0;
+  }
+  return chunk;
+}
+
 }  // namespace atl::os

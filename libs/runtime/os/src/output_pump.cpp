@@ -18,11 +18,12 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
   LineChunker chunker;
   bool sink_alive = true;
   auto deliver = [&](LineChunk&& chunk) {
-    if (chunk.lines == 0) return;
+    if (chunk.data.empty()) return;
     if (sink_alive) sink_alive = sink(std::move(chunk));
   };
   const size_t read_size = options.chunk_bytes;
   std::optional<Clock::time_point> exited_at;
+  Clock::time_point partial_since{};  // an unfinished line waits from then ({}: none)
   bool group_killed = false;
 
   while (child.output_fd() >= 0 || !child.reaped()) {
@@ -59,6 +60,16 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
         deliver(chunker.take_rest());
         child.close_output();
       }
+    }
+    if (chunker.buffered_bytes() > chunker.complete_bytes()) {
+      if (partial_since == Clock::time_point{}) {
+        partial_since = Clock::now();
+      } else if (Clock::now() - partial_since >= options.partial_flush) {
+        deliver(chunker.take_partial());
+        partial_since = Clock::time_point{};
+      }
+    } else {
+      partial_since = Clock::time_point{};
     }
     if (exited_at && child.output_fd() >= 0) {
       // The main process is gone but someone still holds the pipe open.

@@ -9,8 +9,8 @@
 namespace atl::os {
 
 struct LineChunk {
-  std::string data;  // whole lines, each ending in '\n'
-  int lines = 0;
+  std::string data;  // whole lines, each ending in '\n' (take_partial: the tail may not)
+  int lines = 0;     // complete lines in data
 };
 
 class LineChunker {
@@ -30,6 +30,9 @@ class LineChunker {
   LineChunk take(std::size_t max_bytes);
   // At end of stream: everything left, a final unterminated line given a '\n'.
   LineChunk take_rest();
+  // Everything buffered as it is, an unfinished line included (no '\n' added):
+  // progress bars that redraw with '\r' must show up without waiting for one.
+  LineChunk take_partial();
 
  private:
   void scan();

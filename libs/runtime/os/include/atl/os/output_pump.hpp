@@ -17,6 +17,8 @@ struct PumpOptions {
   // After the main process exited, how long to wait for the pipe to close
   // (background children may hold it) before killing the group.
   std::chrono::milliseconds drain_timeout{2000};
+  // An unfinished line (tqdm's '\r' redraws) is sent as it is after this long.
+  std::chrono::milliseconds partial_flush{1000};
 };
 
 // Delivers one chunk; blocks while the receiver has no credit. Returns false
