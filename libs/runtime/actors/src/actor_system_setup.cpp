@@ -10,6 +10,14 @@ namespace atl {
 
 bool openssl_error_queue_fix_linked();  // openssl_error_queue.cpp
 
+void add_atl_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<NodeInfo>("atl::NodeInfo");
+  cfg.add_message_type<RankLaunch>("atl::RankLaunch");
+  cfg.add_message_type<RankExit>("atl::RankExit");
+  cfg.add_message_type<RankStarted>("atl::RankStarted");
+  cfg.add_message_type<RankNote>("atl::RankNote");
+}
+
 AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
   load<caf::io::middleman>();
   if (tls) {
@@ -22,11 +30,7 @@ AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
     openssl_cafile = tls->ca;
     secure_ = true;
   }
-  add_message_type<NodeInfo>("atl::NodeInfo");
-  add_message_type<RankLaunch>("atl::RankLaunch");
-  add_message_type<RankExit>("atl::RankExit");
-  add_message_type<RankStarted>("atl::RankStarted");
-  add_message_type<RankNote>("atl::RankNote");
+  add_atl_message_types(*this);
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.
   set("scheduler.policy", caf::atom("sharing"));

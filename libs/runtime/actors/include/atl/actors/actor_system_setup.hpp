@@ -13,6 +13,10 @@
 
 namespace atl {
 
+// Registers atl's message types with a config (AtlSystemConfig does; tests
+// with CAF's deterministic scheduler use their own config).
+void add_atl_message_types(caf::actor_system_config& cfg);
+
 class AtlSystemConfig : public caf::actor_system_config {
  public:
   // With credentials, every connection is mutual TLS: both ends present a

@@ -1,0 +1,220 @@
+// The JobSupervisor under CAF's deterministic scheduler: races that real
+// processes hit only by luck (a node lost while the last one registers, late
+// reports of an earlier attempt, two operators at once, an exception in a
+// handler) played message by message. Fake agents and a fake sink stand in
+// for the other processes; the supervisor is the real one.
+#define CAF_SUITE supervisor_races
+#include <caf/test/dsl.hpp>
+#include <caf/test/unit_test_impl.hpp>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/job_supervisor.hpp"
+#include "atl/actors/messages.hpp"
+
+using namespace atl;
+
+namespace {
+
+struct RaceConfig : caf::actor_system_config {
+  RaceConfig() { add_atl_message_types(*this); }
+};
+
+// What a fake node agent was told.
+struct AgentLog {
+  int launches = 0;
+  int stops = 0;
+  std::vector<std::int32_t> shutdowns;
+};
+
+caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
+  return {
+      [](check_atom, const std::string&) { return std::string(); },
+      [log](launch_atom, const std::vector<RankLaunch>&, const caf::actor&) { ++log->launches; },
+      [log](stop_atom, std::int64_t) { ++log->stops; },
+      [self, log](shutdown_atom, std::int32_t code) {
+        log->shutdowns.push_back(code);
+        self->quit();
+      },
+  };
+}
+
+caf::behavior fake_sink() {
+  return {
+      [](watch_atom) {},
+      [](print_atom, const std::string&) {},
+  };
+}
+
+struct fixture : test_coordinator_fixture<RaceConfig> {
+  std::shared_ptr<std::promise<int>> outcome = std::make_shared<std::promise<int>>();
+  std::future<int> result = outcome->get_future();
+  caf::actor sink = sys.spawn(fake_sink);
+  caf::actor sup;
+
+  // Every queued message, but no timer: time stands still unless a test moves it.
+  void step() { sched.run(); }
+
+  void start(int workers, bool throw_on_info = false) {
+    JobSpec job;
+    job.job_id = "jo-race";
+    job.entrypoint = "true";
+    job.workers = workers;
+    SupervisorConfig config{job, "127.0.0.1", sink, std::chrono::milliseconds(0), outcome};
+    config.testing_throw_on_info = throw_on_info;
+    sup = spawn_job_supervisor(sys, std::move(config));
+    self->send(sup, start_atom::value, std::uint16_t{1});
+    step();
+  }
+
+  std::pair<caf::actor, std::shared_ptr<AgentLog>> agent() {
+    auto log = std::make_shared<AgentLog>();
+    return {sys.spawn(fake_agent, log), log};
+  }
+
+  void join(int index, const caf::actor& a) {
+    NodeInfo info;
+    info.pod = worker_pod_name("jo-race", index);
+    info.address = "127.0.0.1";
+    self->send(sup, register_atom::value, info, a);
+  }
+
+  // The supervisor's answer to status (registration answers, also strings,
+  // are taken out of the mailbox first).
+  std::string status() {
+    for (bool more = true; more;)
+      self->receive([](const std::string&) {},
+                    caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+    self->send(sup, status_atom::value);
+    step();
+    std::string out = "(no answer)";
+    self->receive([&](const std::string& s) { out = s; },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  }
+
+  bool settled(int expected) {
+    if (result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    return result.get() == expected;
+  }
+
+  void rank_exit(int rank, int attempt, int code) {
+    self->send(sup, RankExit{rank, attempt, worker_pod_name("jo-race", rank), code, 0, ""});
+  }
+  void rank_started(int rank, int attempt) {
+    self->send(sup, RankStarted{rank, attempt, worker_pod_name("jo-race", rank), 100 + rank});
+  }
+};
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(supervisor_races, fixture)
+
+CAF_TEST(a node lost between the last registration and the checks fails the job) {
+  start(2);
+  auto [a0, log0] = agent();
+  auto [a1, log1] = agent();
+  join(0, a0);
+  step();
+  join(1, a1);
+  // Only the registration: the supervisor has queued its own check message.
+  sched.run_once();
+  anon_send_exit(a0, caf::exit_reason::kill);
+  step();
+  CAF_CHECK(settled(1));               // failed (and, with no --linger, the supervisor is gone)
+  CAF_CHECK_EQUAL(log1->launches, 0);  // nothing started on a half cluster
+  CAF_REQUIRE_EQUAL(log1->shutdowns.size(), 1u);
+  CAF_CHECK_EQUAL(log1->shutdowns[0], 1);
+}
+
+CAF_TEST(reports of an earlier attempt are history) {
+  start(2);
+  auto [a0, log0] = agent();
+  auto [a1, log1] = agent();
+  join(0, a0);
+  join(1, a1);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  CAF_CHECK_EQUAL(log0->launches, 1);
+  rank_started(0, 1);
+  rank_started(1, 1);
+  // A failure report from attempt 0 (before a recover) must not fail attempt 1.
+  rank_exit(0, 0, 9);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  rank_exit(0, 1, 0);
+  rank_exit(1, 1, 0);
+  step();
+  CAF_CHECK(settled(0));  // succeeded: the stale failure did not count
+}
+
+CAF_TEST(two operators stopping at once both get an answer) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op1{sys, true};
+  caf::scoped_actor op2{sys, true};
+  op1->send(sup, debug_stop_atom::value);
+  op2->send(sup, debug_stop_atom::value);
+  step();
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  op1->send(sup, stop_wait_atom::value);
+  op2->send(sup, stop_wait_atom::value);
+  step();
+  rank_exit(0, 1, 143);  // the rank ends by SIGTERM: a stop, not a failure
+  step();
+  int answered = 0;
+  for (auto* op : {&op1, &op2}) {
+    // dbg_stop's answer, then stop_wait's.
+    for (int i = 0; i < 2; ++i)
+      (*op)->receive([&](std::int32_t code, const std::string&) { answered += code == 0; },
+                     caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  CAF_CHECK_EQUAL(answered, 4);
+  CAF_CHECK_EQUAL(status(), "debugStop");
+}
+
+CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  op->send(sup, stop_wait_atom::value);
+  step();
+  // The node is lost before the rank reports: the job fails, the wait ends.
+  anon_send_exit(a0, caf::exit_reason::kill);
+  step();
+  std::vector<std::int32_t> codes;
+  for (int i = 0; i < 2; ++i)
+    op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_REQUIRE_EQUAL(codes.size(), 2u);
+  CAF_CHECK_EQUAL(codes[0], 0);  // the stop was accepted
+  CAF_CHECK_EQUAL(codes[1], 1);  // the wait: the job ended first
+  CAF_CHECK(settled(1));
+}
+
+CAF_TEST(an exception in a handler fails the job and shuts the workers down) {
+  start(1, /*throw_on_info=*/true);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  self->send(sup, info_atom::value);
+  step();
+  CAF_CHECK(settled(1));
+  CAF_REQUIRE_EQUAL(log0->shutdowns.size(), 1u);
+  CAF_CHECK_EQUAL(log0->shutdowns[0], 1);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
