@@ -54,7 +54,8 @@ void status_options(po::options_description& desc) {
 std::string cell(const nlohmann::json& j, const char* key) {
   if (!j.contains(key)) return "-";
   const auto& v = j[key];
-  return v.is_string() ? v.get<std::string>() : v.dump();
+  return v.is_string() ? v.get<std::string>()
+                       : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void print_details(const nlohmann::json& info) {

@@ -40,6 +40,22 @@ TEST(Robustness, ASupervisorExceptionEndsTheHeadWithExitOneNamingIt) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A command that is not valid UTF-8 is the user's business: status --json
+// still answers (bytes replaced), and the job goes on.
+TEST(Robustness, InvalidUtf8InACommandDoesNotBreakStatus) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_status("command"));
+  auto run = c.atlctl({"--address", c.head_address(), "run", "-f", "echo caf\xe9"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  auto json = c.atlctl({"--address", c.head_address(), "status", "--json"});
+  EXPECT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_NE(json.output.find("\"state\": \"command\""), std::string::npos) << json.output;
+  EXPECT_TRUE(c.wait_for_status("command"));
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+}
+
 TEST(Robustness, AnUnwritableStateDirIsRefusedBeforeAnythingStarts) {
   TestCluster c;
   std::string blocker = c.dir() + "/a-file";

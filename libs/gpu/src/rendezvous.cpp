@@ -56,7 +56,7 @@ std::string encode_hello(const RendezvousHello& h) {
   json j = {{"index", h.index},         {"pod", h.pod},         {"host", h.host},
             {"transport", h.transport}, {"address", h.address}, {"gpus", h.gpus},
             {"nccl_id", h.nccl_id},     {"sizes", h.sizes},     {"free_bytes", h.free_bytes}};
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Expected<RendezvousHello> decode_hello(std::string_view line) {
@@ -86,7 +86,7 @@ std::string encode_reply(const RendezvousReply& r) {
   json j = {{"error", r.error},    {"peers", r.peers},           {"nccl_id", r.nccl_id},
             {"world", r.world},    {"first_rank", r.first_rank}, {"sizes", r.sizes},
             {"skipped", r.skipped}};
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Expected<RendezvousReply> decode_reply(std::string_view line) {

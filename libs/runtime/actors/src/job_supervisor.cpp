@@ -479,7 +479,7 @@ std::string info_json(const State& st) {
   j["taint_candidates"] = nlohmann::json::array();
   for (const auto& [pod, v] : st.check_verdicts)
     if (!v.passed) j["taint_candidates"].push_back(pod);
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {

@@ -71,11 +71,14 @@ nlohmann::json run_status(const DebugRun& run) {
 void maybe_answer_start(DebugRun& run) {
   if (run.start_answered || !all_started(run.ranks)) return;
   run.start_answered = true;
-  run.started_reply.deliver(std::int32_t{0}, run_status(run).dump());
+  run.started_reply.deliver(
+      std::int32_t{0},
+      run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void answer_run_waiters(DebugRun& run) {
-  std::string status = run_status(run).dump();
+  std::string status =
+      run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   for (auto& p : run.waiters) p.deliver(std::int32_t{0}, status);
   run.waiters.clear();
 }
@@ -242,7 +245,9 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   auto it = st.runs.find(id);
   if (it == st.runs.end()) return usage("there is no run " + std::to_string(id));
-  if (all_done(it->second.ranks)) return ok(run_status(it->second).dump());
+  if (all_done(it->second.ranks))
+    return ok(
+        run_status(it->second).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   it->second.waiters.push_back(promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
@@ -360,7 +365,7 @@ std::string checks_json(const State& st) {
     j[pod] = {{"run", v.run}, {"passed", v.passed}};
     if (!v.passed) j[pod]["reason"] = v.reason;
   }
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string runs_json(const State& st) {
@@ -372,7 +377,7 @@ std::string runs_json(const State& st) {
                  {"ranks", run.ranks.size()},
                  {"done", all_done(run.ranks)}});
   }
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void answer_owed_replies(Actor* self, const std::string& why) {
