@@ -101,6 +101,17 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return result.get() == expected;
   }
 
+  // A one-worker job whose only rank runs (attempt 1); returns its agent.
+  caf::actor one_rank_running() {
+    start(1);
+    auto a0 = agent().first;
+    join(0, a0);
+    step();
+    rank_started(0, 1);
+    step();
+    return a0;
+  }
+
   void rank_exit(int rank, int attempt, int code) {
     self->send(sup, RankExit{rank, attempt, worker_pod_name("jo-race", rank), code, 0, ""});
   }
@@ -152,12 +163,7 @@ CAF_TEST(reports of an earlier attempt are history) {
 }
 
 CAF_TEST(two operators stopping at once both get an answer) {
-  start(1);
-  auto [a0, log0] = agent();
-  join(0, a0);
-  step();
-  rank_started(0, 1);
-  step();
+  auto a0 = one_rank_running();
   caf::scoped_actor op1{sys, true};
   caf::scoped_actor op2{sys, true};
   op1->send(sup, debug_stop_atom::value);
@@ -181,12 +187,7 @@ CAF_TEST(two operators stopping at once both get an answer) {
 }
 
 CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
-  start(1);
-  auto [a0, log0] = agent();
-  join(0, a0);
-  step();
-  rank_started(0, 1);
-  step();
+  auto a0 = one_rank_running();
   caf::scoped_actor op{sys, true};
   op->send(sup, debug_stop_atom::value);
   step();
