@@ -45,7 +45,8 @@ for t in "${targets[@]}"; do
   work="$out/corpus-$t"
   mkdir -p "$work"
   log="$out/$t.log"
-  if ATL_FUZZ_TARGET="$t" "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  # A fixed seed (ATL_FUZZ_SEED, default 1): the same run on every machine.
+  if ATL_FUZZ_TARGET="$t" "$binary" -max_total_time="$seconds" -seed="${ATL_FUZZ_SEED:-1}" -rss_limit_mb=2048 \
       -max_len=65536 -timeout=10 -artifact_prefix="$out/crash-$t-" -print_final_stats=1 \
       "$work" "$seeds" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
