@@ -129,6 +129,11 @@ int kill_descendants() {
       if (!read_stat(pid, &ppid, &pgrp, &state)) continue;
       bool mine = ppid == self;
       if (!mine && (pgrp != group || state == 'Z')) continue;  // others reap their zombies
+      if (state == 'Z') {
+        // Dead already: reap it (the command is left to the main loop's waitpid).
+        if (pid != g_inner) ::waitpid(pid, nullptr, WNOHANG);
+        continue;
+      }
       ++found;
       ::kill(pid, SIGKILL);
       if (mine && pid != g_inner) ::waitpid(pid, nullptr, WNOHANG);
