@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,14 @@ F next_definition(const char* name) {
     std::abort();
   }
   return reinterpret_cast<F>(f);
+}
+
+// CAF's multiplexer keeps a handshaking socket registered for writing, so
+// while a handshake waits for the peer it calls SSL_connect/accept in a busy
+// loop. Giving the core away between tries lets the peer (often a process
+// on the same cores) answer sooner; it never blocks.
+void yield_while_handshaking(SSL* ssl, int ret) {
+  if (ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_WANT_READ) sched_yield();
 }
 
 }  // namespace
@@ -45,13 +54,17 @@ int SSL_write(SSL* ssl, const void* buf, int num) {
 int SSL_connect(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_connect");
   ERR_clear_error();
-  return real(ssl);
+  int ret = real(ssl);
+  yield_while_handshaking(ssl, ret);
+  return ret;
 }
 
 int SSL_accept(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_accept");
   ERR_clear_error();
-  return real(ssl);
+  int ret = real(ssl);
+  yield_while_handshaking(ssl, ret);
+  return ret;
 }
 
 }  // extern "C"
