@@ -51,6 +51,16 @@ caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::strin
   return caf::io::remote_actor(sys, host, port);
 }
 
+std::string describe_exception(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
 std::string describe_connect_error(caf::actor_system& sys, const caf::error& err) {
   std::string text = sys.render(err);
   if (err == caf::sec::disconnect_during_handshake) {

@@ -28,7 +28,7 @@ struct ExecutorState {
   caf::actor report_to;
   pid_t pid = -1;
   bool exited = false;
-  bool tree_killed = false;  // the guard was told to kill everything (SIGUSR2)
+  bool tree_killed = false;  // the guard was told to kill everything
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::thread pump;
   int control_fd = -1;  // our end of the process's control channel
@@ -176,7 +176,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
           // The guard sweeps the whole tree (setsid escapees too); the
           // group's SIGKILL follows in case the guard itself is stuck.
           st.tree_killed = true;
-          ::kill(st.pid, SIGUSR2);
+          os::ask_guard_to_kill_tree(st.pid);
           self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
           return;
         }

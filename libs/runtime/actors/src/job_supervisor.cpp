@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/core/rank_layout.hpp"
 #include "atl/os/child_process.hpp"
@@ -165,22 +166,12 @@ void release(Actor* self) {
   self->quit();
 }
 
-std::string describe(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "an exception that is not a std::exception";
-  }
-}
-
 // The supervisor's state may be half-updated: do only what cannot make it
 // worse. Say why, tell every worker to stop its ranks and leave, answer every
 // waiting atlctl, hand over "failed". headnode then exits 1.
 caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   auto& st = self->state;
-  std::string reason = "internal error in the supervisor: " + describe(e);
+  std::string reason = "internal error in the supervisor: " + describe_exception(e);
   st.log->critical("job {} failed: {}", st.job().job_id, reason);
   if (!is_terminal(st.state())) {
     apply(self, JobEvent::head_failed);

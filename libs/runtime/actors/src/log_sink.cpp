@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/os/logging.hpp"
 
@@ -284,13 +285,7 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         if (*watcher) caf::anon_send(*watcher, disk_error_atom::value, line);
       });
   self->set_exception_handler([](caf::scheduled_actor*, std::exception_ptr& e) -> caf::error {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      component_logger("logs")->critical("log writer failed: {}", x.what());
-    } catch (...) {
-      component_logger("logs")->critical("log writer failed");
-    }
+    component_logger("logs")->critical("log writer failed: {}", describe_exception(e));
     return caf::exit_reason::unhandled_exception;  // the supervisor monitors us
   });
   return {

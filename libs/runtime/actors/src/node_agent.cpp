@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <map>
 
+#include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
@@ -73,14 +74,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
 
   self->monitor(st.supervisor);
   self->set_exception_handler([self](caf::scheduled_actor*, std::exception_ptr& e) -> caf::error {
-    std::string what = "an exception that is not a std::exception";
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      what = x.what();
-    } catch (...) {
-    }
-    component_logger("node")->critical("node agent failed: {}: ending this node", what);
+    component_logger("node")->critical("node agent failed: {}: ending this node",
+                                       describe_exception(e));
     // Executors end their process groups when they quit: nothing outlives us.
     for (const auto& [exec, running] : self->state.executors)
       self->send_exit(exec, caf::exit_reason::kill);

@@ -31,8 +31,11 @@ F next_definition(const char* name) {
 // while a handshake waits for the peer it calls SSL_connect/accept in a busy
 // loop. Giving the core away between tries lets the peer (often a process
 // on the same cores) answer sooner; it never blocks.
-void yield_while_handshaking(SSL* ssl, int ret) {
+int handshake_step(int (*real)(SSL*), SSL* ssl) {
+  ERR_clear_error();
+  int ret = real(ssl);
   if (ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_WANT_READ) sched_yield();
+  return ret;
 }
 
 }  // namespace
@@ -53,18 +56,12 @@ int SSL_write(SSL* ssl, const void* buf, int num) {
 
 int SSL_connect(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_connect");
-  ERR_clear_error();
-  int ret = real(ssl);
-  yield_while_handshaking(ssl, ret);
-  return ret;
+  return handshake_step(real, ssl);
 }
 
 int SSL_accept(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_accept");
-  ERR_clear_error();
-  int ret = real(ssl);
-  yield_while_handshaking(ssl, ret);
-  return ret;
+  return handshake_step(real, ssl);
 }
 
 }  // extern "C"

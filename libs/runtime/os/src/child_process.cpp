@@ -385,12 +385,19 @@ void ChildProcess::close_output() {
   output_fd_ = -1;
 }
 
+// The guard's "kill everything below you now" signal (its handler: on_kill_tree).
+constexpr int kKillTreeSignal = SIGUSR2;
+
+void ask_guard_to_kill_tree(pid_t guard) {
+  if (guard > 0) ::kill(guard, kKillTreeSignal);
+}
+
 void ChildProcess::kill_tree() {
   if (pid_ <= 0 || status_) return;
   if (guarded_) {
     // The guard kills everything below it, setsid escapees included, then
     // ends as the command did. Bounded: then the whole group the hard way.
-    ::kill(pid_, SIGUSR2);
+    ask_guard_to_kill_tree(pid_);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (!try_wait() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

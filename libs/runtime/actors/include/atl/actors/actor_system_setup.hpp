@@ -6,6 +6,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -39,6 +40,9 @@ caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::ac
 // credentials (a peer without the job's certificate fails the handshake).
 caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
                                         std::uint16_t port);
+
+// What an actor's exception handler says about the exception it caught.
+std::string describe_exception(const std::exception_ptr& e);
 
 // connect_actor's error as one line; a failed TLS handshake says what to check.
 std::string describe_connect_error(caf::actor_system& sys, const caf::error& err);

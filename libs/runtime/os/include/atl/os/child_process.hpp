@@ -83,6 +83,10 @@ class ChildProcess {
   std::optional<ExitStatus> status_;
 };
 
+// Tells the guard leading a guarded child's group (its pid) to kill the
+// command and everything below it now; returns at once (kill_tree() waits).
+void ask_guard_to_kill_tree(pid_t guard);
+
 // The calling process's environment as "K=V" strings.
 std::vector<std::string> current_environment();
 
