@@ -14,7 +14,9 @@ TEST(JobSpecJson, ReadsEveryField) {
     "workers": 3, "nproc_per_node": 2, "env": {"A": "1", "N": 4},
     "runtime_env": {"env_vars": {"A": "2"}, "working_dir": "/tmp"},
     "spec": {"cpus": 8, "gpus": 2, "memory": "16Gi", "shm": 1024},
-    "ready_timeout": "5m", "master_port": 29600, "grace": 3
+    "ready_timeout": "5m", "master_port": 29600, "grace": 3,
+    "max_restarts": 4, "restart_on_failure": true,
+    "heartbeat_interval": "200ms", "heartbeat_timeout": "2s"
   })");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_EQ(spec->job_id, "jo-abc");
@@ -33,6 +35,10 @@ TEST(JobSpecJson, ReadsEveryField) {
   EXPECT_EQ(spec->ready_timeout, 5min);
   EXPECT_EQ(spec->master_port, 29600);
   EXPECT_EQ(spec->grace, 3s);
+  EXPECT_EQ(spec->max_restarts, 4);
+  EXPECT_TRUE(spec->restart_on_failure);
+  EXPECT_EQ(spec->heartbeat.interval, 200ms);
+  EXPECT_EQ(spec->heartbeat.timeout, 2s);
   EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
 }
 
@@ -44,6 +50,10 @@ TEST(JobSpecJson, AbsentFieldsKeepTheBase) {
   EXPECT_EQ(spec->workers, 7);
   EXPECT_EQ(spec->master_port, 29500);
   EXPECT_EQ(spec->ready_timeout, 300s);
+  EXPECT_EQ(spec->max_restarts, 10);
+  EXPECT_FALSE(spec->restart_on_failure);
+  EXPECT_EQ(spec->heartbeat.interval, 500ms);
+  EXPECT_EQ(spec->heartbeat.timeout, 3s);
 }
 
 struct BadField {
@@ -89,7 +99,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"workers": 100001})", "'workers'"},
         BadField{R"({"nproc_per_node": 1025})", "'nproc_per_node'"},
         BadField{R"({"grace": 99999999999})", "'grace'"},
-        BadField{R"({"ready_timeout": "2562048h"})", "'ready_timeout'"}),
+        BadField{R"({"ready_timeout": "2562048h"})", "'ready_timeout'"},
+        BadField{R"({"max_restarts": -1})", "'max_restarts'"},
+        BadField{R"({"max_restarts": 10001})", "'max_restarts'"},
+        BadField{R"({"max_restarts": "ten"})", "'max_restarts'"},
+        BadField{R"({"restart_on_failure": "yes"})", "'restart_on_failure'"},
+        BadField{R"({"heartbeat_interval": "often"})", "'heartbeat_interval'"},
+        BadField{R"({"heartbeat_timeout": [3]})", "'heartbeat_timeout'"}),
     [](const testing::TestParamInfo<BadField>& info) {
       return atl::test::param_name(info.index, info.param.field);
     });
@@ -131,6 +147,15 @@ TEST(ValidateJobSpec, FlagsMeetTheSameBoundsAsJson) {
   spec.workers = 8;
   spec.grace = atl::kMaxDuration + atl::Millis(1);
   EXPECT_NE(atl::validate_job_spec(spec).error().find("'grace'"), std::string::npos);
+  spec.grace = 1s;
+  spec.heartbeat = {1s, 1500ms};  // one late heartbeat would be a loss
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("at least twice the interval"),
+            std::string::npos);
+  spec.heartbeat = {1s, 2h};
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("at most 1h"), std::string::npos);
+  spec.heartbeat = {};
+  spec.max_restarts = -3;
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'max_restarts'"), std::string::npos);
 }
 
 TEST(ValidateJobSpec, NamesTheProblem) {

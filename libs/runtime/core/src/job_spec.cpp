@@ -78,6 +78,12 @@ Status read_string(const json& v, std::string_view name, std::string& out) {
   return Ok{};
 }
 
+Status read_bool(const json& v, std::string_view name, bool& out) {
+  if (!v.is_boolean()) return field_error(name, "must be true or false", v);
+  out = v.get<bool>();
+  return Ok{};
+}
+
 Status read_size(const json& v, std::string_view name, std::int64_t& out) {
   if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
     out = v.get<std::int64_t>();
@@ -197,6 +203,10 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
     if (key == "grace") return read_duration(v, key, spec.grace);
     if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
+    if (key == "max_restarts") return read_int(v, key, 0, kMaxRestarts, spec.max_restarts);
+    if (key == "restart_on_failure") return read_bool(v, key, spec.restart_on_failure);
+    if (key == "heartbeat_interval") return read_duration(v, key, spec.heartbeat.interval);
+    if (key == "heartbeat_timeout") return read_duration(v, key, spec.heartbeat.timeout);
     return unknown_field("", key);
   });
   if (!st) return Error{st.error()};
@@ -255,6 +265,13 @@ Status validate_job_spec(const JobSpec& spec) {
   if (spec.ready_timeout.count() <= 0) {
     return make_error("job spec: field 'ready_timeout' must be positive");
   }
+  if (spec.max_restarts < 0 || spec.max_restarts > kMaxRestarts)
+    return make_error("job spec: field 'max_restarts' must be between 0 and " +
+                      std::to_string(kMaxRestarts));
+  if (auto hb = validate_heartbeats(spec.heartbeat); !hb)
+    return make_error("job spec: field 'heartbeat_timeout'/'heartbeat_interval': " + hb.error());
+  if (spec.heartbeat.timeout > std::chrono::hours(1))
+    return make_error("job spec: field 'heartbeat_timeout' must be at most 1h");
   for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout}, {"grace", spec.grace}}) {
     if (d.count() < 0 || d > kMaxDuration)
       return make_error(std::string("job spec: field '") + name + "' must be between 0 and " +

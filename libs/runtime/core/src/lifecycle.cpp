@@ -52,6 +52,8 @@ std::string_view to_string(JobEvent event) {
       return "recover";
     case JobEvent::head_failed:
       return "head_failed";
+    case JobEvent::restart:
+      return "restart";
   }
   return "unknown";
 }
@@ -78,19 +80,29 @@ Expected<JobState> next_state(JobState from, JobEvent event) {
       break;
     case S::command:
       if (event == E::ranks_succeeded) return S::succeeded;
+      // A fault with restarts left restarts; without, it fails the job.
+      if (event == E::restart) return S::restarting;
       if (event == E::rank_failed || event == E::node_lost) return S::failed;
       if (event == E::debug_stop) return S::debugStop;
+      break;
+    case S::restarting:
+      // Ranks stop, pods are awaited (a lost one again too), the pre-flight
+      // runs again; then user code starts from scratch.
+      if (event == E::checks_passed) return S::command;
+      if (event == E::restart || event == E::node_lost) return S::restarting;
+      if (event == E::check_failed || event == E::ready_timeout) return S::failed;
       break;
     case S::debugStop:
       // Stopping again is harmless: the cluster is already parked.
       if (event == E::debug_stop) return S::debugStop;
       if (event == E::debug_run) return S::debugCommand;
       if (event == E::recover) return S::command;
-      if (event == E::node_lost) return S::failed;
+      // No user code runs: a lost (or deleted) pod is awaited, at no cost.
+      if (event == E::node_lost) return S::debugStop;
       break;
     case S::debugCommand:
       if (event == E::debug_stop) return S::debugStop;
-      if (event == E::node_lost) return S::failed;
+      if (event == E::node_lost) return S::debugCommand;
       break;
     default:
       break;

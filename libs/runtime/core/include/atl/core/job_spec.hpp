@@ -10,6 +10,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/expected.hpp"
+#include "atl/core/failure_detector.hpp"
 
 namespace atl {
 
@@ -17,6 +18,7 @@ namespace atl {
 inline constexpr int kMaxWorkers = 100000;
 inline constexpr int kMaxRanksPerNode = 1024;
 inline constexpr std::int64_t kMaxWorldSize = 1 << 20;
+inline constexpr int kMaxRestarts = 10000;
 
 enum class JobMode { spmd, driver };
 
@@ -44,6 +46,11 @@ struct JobSpec {
   Millis ready_timeout = std::chrono::seconds(300);
   int master_port = 29500;
   Millis grace = std::chrono::seconds(10);
+  // Fault tolerance (restart_policy.hpp): restarts a fault may cost before
+  // the job fails; whether a rank exiting non-zero is such a fault too.
+  int max_restarts = 10;
+  bool restart_on_failure = false;
+  HeartbeatOptions heartbeat;  // node <-> head liveness (failure_detector.hpp)
 };
 
 inline constexpr int kDefaultMasterPort = 29500;

@@ -32,6 +32,7 @@ enum class JobEvent {
   debug_stop,       // atlctl stop: user code (or the debug command) stopped
   debug_run,        // atlctl run/check/burn without -f
   recover,          // atlctl recover: user code restarted from scratch
+  restart,          // a counted fault: every rank stops, the job starts again
 };
 
 inline constexpr JobState kAllJobStates[] = {
@@ -41,7 +42,8 @@ inline constexpr JobEvent kAllJobEvents[] = {
     JobEvent::all_joined,   JobEvent::ready_timeout,   JobEvent::checks_passed,
     JobEvent::check_failed, JobEvent::ranks_succeeded, JobEvent::rank_failed,
     JobEvent::node_lost,    JobEvent::cancelled,       JobEvent::debug_stop,
-    JobEvent::debug_run,    JobEvent::recover,         JobEvent::head_failed};
+    JobEvent::debug_run,    JobEvent::recover,         JobEvent::head_failed,
+    JobEvent::restart};
 
 std::string_view to_string(JobState state);
 std::string_view to_string(JobEvent event);

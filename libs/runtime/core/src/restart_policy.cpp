@@ -1,0 +1,88 @@
+#include "atl/core/restart_policy.hpp"
+
+namespace atl {
+
+std::string_view to_string(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::pod_lost:
+      return "pod_lost";
+    case FaultKind::pod_hung:
+      return "pod_hung";
+    case FaultKind::pod_deleted:
+      return "pod_deleted";
+    case FaultKind::preflight_failed:
+      return "preflight_failed";
+    case FaultKind::rank_failed:
+      return "rank_failed";
+    case FaultKind::head_restarted:
+      return "head_restarted";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(FaultResponse response) {
+  switch (response) {
+    case FaultResponse::restart:
+      return "restart";
+    case FaultResponse::fail:
+      return "fail";
+    case FaultResponse::carry_on:
+      return "carry_on";
+  }
+  return "unknown";
+}
+
+FaultResponse RestartPolicy::respond(JobState state, const Fault& fault) {
+  using S = JobState;
+  switch (state) {
+    case S::pending:
+      // Before the job ever started, a pod that leaves is just missing again.
+      return fault.kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::carry_on;
+    case S::initializing:
+      // The first pre-flight: a node that fails it, or leaves during it, is a
+      // setup problem the user must see at once, not a reason to loop.
+      return FaultResponse::fail;
+    case S::debugStop:
+    case S::debugCommand:
+      // User code is parked: nothing to restart, and the seed says a delete
+      // here costs nothing. The pod comes back and is awaited.
+      return FaultResponse::carry_on;
+    case S::restarting:
+      // A restart is already under way: ranks are stopping and pods are
+      // awaited. Only a failed pre-flight of the new attempt costs another.
+      if (fault.kind != FaultKind::preflight_failed) return FaultResponse::carry_on;
+      break;
+    case S::command:
+      if (fault.kind == FaultKind::rank_failed && !options_.restart_on_failure)
+        return FaultResponse::fail;
+      break;
+    case S::succeeded:
+    case S::failed:
+      return FaultResponse::carry_on;  // it has ended: nothing changes
+  }
+  history_.push_back(fault);
+  if (spent()) return FaultResponse::fail;
+  ++used_;
+  return FaultResponse::restart;
+}
+
+bool RestartPolicy::count(const Fault& fault) {
+  history_.push_back(fault);
+  if (spent()) return false;
+  ++used_;
+  return true;
+}
+
+std::vector<std::string> RestartPolicy::attempt_lines() const {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < history_.size(); ++i)
+    lines.push_back("attempt " + std::to_string(i + 1) + ": " + history_[i].detail);
+  return lines;
+}
+
+void RestartPolicy::restore(int used, std::vector<Fault> history) {
+  used_ = used;
+  history_ = std::move(history);
+}
+
+}  // namespace atl
