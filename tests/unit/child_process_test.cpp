@@ -157,6 +157,55 @@ TEST(ChildProcess, AStopSignalReachesTheCommandAndItsStatusComesBack) {
   EXPECT_EQ(child->wait().signal, SIGTERM);
 }
 
+TEST(Lease, AnExpiredLeaseKillsTheCommandAndWhatItStarted) {
+  auto lease = atl::os::Lease::create(std::chrono::milliseconds(300));
+  ASSERT_TRUE(lease.ok()) << lease.error();
+  auto req = shell("setsid sleep 300 & echo $!; wait");
+  req.lease = lease->get();
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  std::string line;
+  char ch;
+  while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') line += ch;
+  pid_t escapee = std::stoi(line);
+  // Never renewed: the guard kills the tree, setsid escapee included.
+  auto st = child->wait();
+  EXPECT_EQ(st.signal, SIGKILL) << st.describe();
+  for (int i = 0; i < 500 && alive(escapee); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(escapee));
+}
+
+TEST(Lease, ARenewedLeaseLetsTheCommandFinish) {
+  auto lease = atl::os::Lease::create(std::chrono::milliseconds(400));
+  ASSERT_TRUE(lease.ok());
+  auto req = shell("sleep 1.2; exit 4");
+  req.lease = lease->get();
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok());
+  while (!child->try_wait()) {
+    (*lease)->renew();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(child->status()->code, 4) << child->status()->describe();
+  EXPECT_FALSE((*lease)->expired());
+  (*lease)->revoke();
+  EXPECT_TRUE((*lease)->expired());
+}
+
+TEST(Lease, ARevokedLeaseKillsAtOnce) {
+  auto lease = atl::os::Lease::create(std::chrono::seconds(60));
+  ASSERT_TRUE(lease.ok());
+  auto req = shell("sleep 300");
+  req.lease = lease->get();
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok());
+  (*lease)->revoke();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(child->wait().signal, SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
 TEST(OutputPump, DeliversEveryLineInOrderAndTheStatus) {
   Collected out;
   auto st = run_pumped("seq 1 20000; exit 4", out);

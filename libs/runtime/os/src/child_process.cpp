@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -157,6 +159,43 @@ void on_parent_death(int) {
   _exit(128 + SIGKILL);
 }
 
+static_assert(std::atomic<std::int64_t>::is_always_lock_free, "the lease is shared across processes");
+
+std::int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// Waits for the command, and with a lease, kills its tree once the lease runs
+// out. Returns the command's wait status.
+int wait_for_command(pid_t inner, const Lease* lease) {
+  int status = 0;
+  if (lease) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, inner, 0));
+    while (true) {
+      if (pidfd >= 0) {
+        pollfd p{pidfd, POLLIN, 0};
+        if (::poll(&p, 1, 100) > 0) break;  // the command ended
+      } else {
+        // No pidfd (an old kernel): look every 20 ms.
+        if (::waitpid(inner, &status, WNOHANG) == inner) return status;
+        timespec pause{0, 20 * 1000 * 1000};
+        ::nanosleep(&pause, nullptr);
+      }
+      if (lease->expired()) {
+        // The node froze or lost its head: nothing of this rank may go on.
+        sweep();
+        break;
+      }
+    }
+    if (pidfd >= 0) ::close(pidfd);
+  }
+  while (::waitpid(inner, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // ChildProcess::kill_tree(): end the command and everything it started now.
 void on_kill_tree(int) { sweep(); }
 
@@ -185,7 +224,7 @@ void become_guard(pid_t parent) {
 
 // In the guard: starts the command's process, waits for it and ends the same
 // way. Never returns.
-[[noreturn]] void run_guarded(char** argv, char** envp, int report_fd) {
+[[noreturn]] void run_guarded(char** argv, char** envp, int report_fd, const Lease* lease) {
   // vfork: the guard is single-threaded, and the child only resets its own
   // signal dispositions and execs (or _exits) without returning from here.
   pid_t inner = ::vfork();
@@ -201,9 +240,7 @@ void become_guard(pid_t parent) {
   }
   g_inner = inner;
   ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
-  int status = 0;
-  while (::waitpid(inner, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = wait_for_command(inner, lease);
   // The rank ended: whatever it left behind, in its group or not, goes too.
   sweep();
   if (WIFSIGNALED(status)) {
@@ -325,7 +362,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     }
     for (int fd = first_closed; fd < report_fd; ++fd) ::close(fd);
     ::syscall(SYS_close_range, report_fd + 1, ~0U, 0);
-    if (guarded) run_guarded(argv.data(), envp.data(), report_fd);
+    if (guarded) run_guarded(argv.data(), envp.data(), report_fd, req.lease);
     exec_command(argv.data(), envp.data(), report_fd);
   }
 
@@ -436,6 +473,25 @@ ExitStatus ChildProcess::wait() {
   } while (r < 0 && errno == EINTR);
   status_ = r == pid_ ? decode_wait_status(st) : ExitStatus{255, 0};
   return *status_;
+}
+
+Expected<std::shared_ptr<Lease>> Lease::create(std::chrono::milliseconds timeout) {
+  void* page = ::mmap(nullptr, sizeof(std::atomic<std::int64_t>), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return make_error(std::string("lease: mmap: ") + strerror(errno));
+  auto* stamp = new (page) std::atomic<std::int64_t>(monotonic_ns());
+  return std::shared_ptr<Lease>(new Lease(stamp, timeout));
+}
+
+Lease::~Lease() { ::munmap(stamp_, sizeof(std::atomic<std::int64_t>)); }
+
+void Lease::renew() { stamp_->store(monotonic_ns(), std::memory_order_relaxed); }
+
+void Lease::revoke() { stamp_->store(INT64_MIN / 2, std::memory_order_relaxed); }
+
+bool Lease::expired() const {
+  std::int64_t age = monotonic_ns() - stamp_->load(std::memory_order_relaxed);
+  return age > static_cast<std::int64_t>(timeout_.count()) * 1000000;
 }
 
 std::vector<std::string> current_environment() {

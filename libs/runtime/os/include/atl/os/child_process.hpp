@@ -4,6 +4,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +31,33 @@ enum class OutputMode {
   inherit,  // the parent's stdout/stderr
 };
 
+// A node's liveness lease, shared with the guards of the children it starts
+// (one page of shared memory, inherited across fork). The node renews it while
+// it is alive and in touch with its head; a guard that finds it older than the
+// timeout kills its command and everything below it, as if the node had died.
+// So a frozen (SIGSTOPped, hung) node's ranks die by themselves within the
+// timeout: the head may start a new attempt elsewhere without a split brain.
+class Lease {
+ public:
+  static Expected<std::shared_ptr<Lease>> create(std::chrono::milliseconds timeout);
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  void renew();   // stamps now (CLOCK_MONOTONIC)
+  void revoke();  // guards find it expired at their next look
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // For the guard (async-signal-safe): whether the lease has run out.
+  bool expired() const;
+
+ private:
+  Lease(std::atomic<std::int64_t>* stamp, std::chrono::milliseconds timeout)
+      : stamp_(stamp), timeout_(timeout) {}
+  std::atomic<std::int64_t>* stamp_;  // nanoseconds of CLOCK_MONOTONIC at the last renew
+  std::chrono::milliseconds timeout_;
+};
+
 struct SpawnRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // the complete environment, "K=V"
@@ -41,6 +72,10 @@ struct SpawnRequest {
   // A descriptor the child finds at fd 3 (control_channel.hpp); -1: none.
   // Everything else above stderr is closed in the child.
   int control_fd = -1;
+  // Guarded children only: the guard kills the command's tree when this lease
+  // expires (it looks every 100 ms). The Lease must outlive the spawn call;
+  // the guard keeps its own mapping of it.
+  const Lease* lease = nullptr;
 };
 
 class ChildProcess {
