@@ -4,6 +4,7 @@
 // handler) played message by message. Fake agents and a fake sink stand in
 // for the other processes; the supervisor is the real one.
 #define CAF_SUITE supervisor_races
+#include <algorithm>
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>
 #include <future>
@@ -28,12 +29,19 @@ struct AgentLog {
   int launches = 0;
   int stops = 0;
   std::vector<std::int32_t> shutdowns;
+  std::vector<std::string> last_env;
 };
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
   return {
       [](check_atom, const std::string&) { return std::string(); },
-      [log](launch_atom, const std::vector<RankLaunch>&, const caf::actor&) { ++log->launches; },
+      [log](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor&) {
+        ++log->launches;
+        if (!ranks.empty()) log->last_env = ranks.front().env;
+      },
+      [](heartbeat_atom) {},
+      [self](fence_atom, const std::string&) { self->quit(); },
+      [self](delete_atom) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
       [self, log](shutdown_atom, std::int32_t code) {
         log->shutdowns.push_back(code);
@@ -55,11 +63,21 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   caf::actor sink = sys.spawn(fake_sink);
   caf::actor sup;
 
+  // The supervisor's heartbeat tick re-arms itself: the base fixture's final
+  // run() (timers included) would never end while it lives.
+  ~fixture() override {
+    if (sup) caf::anon_send_exit(sup, caf::exit_reason::kill);
+    sched.run();
+  }
+
   // Every queued message, but no timer: time stands still unless a test moves it.
   void step() { sched.run(); }
 
-  void start(int workers, bool throw_on_info = false) {
+  void start(int workers, bool throw_on_info = false, int max_restarts = 10) {
     JobSpec job;
+    job.max_restarts = max_restarts;
+    // The detector reads the real clock; these tests play messages, not time.
+    job.heartbeat = {std::chrono::minutes(10), std::chrono::hours(1)};
     job.job_id = "jo-race";
     job.entrypoint = "true";
     job.workers = workers;
@@ -87,6 +105,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::string status() {
     for (bool more = true; more;)
       self->receive([](const std::string&) {},
+                    [](const std::string&, std::int64_t, std::int64_t) {},
                     caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
     self->send(sup, status_atom::value);
     step();
@@ -193,8 +212,11 @@ CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
   step();
   op->send(sup, stop_wait_atom::value);
   step();
-  // The node is lost before the rank reports: the job fails, the wait ends.
-  anon_send_exit(a0, caf::exit_reason::kill);
+  // The head is told to end (SIGTERM) before the rank reports: the job fails,
+  // and the wait ends with the job's end, not never.
+  self->send(sup, cancel_atom::value, std::string("SIGTERM"));
+  step();
+  rank_exit(0, 1, 143);
   step();
   std::vector<std::int32_t> codes;
   for (int i = 0; i < 2; ++i)
@@ -204,6 +226,110 @@ CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
   CAF_CHECK_EQUAL(codes[0], 0);  // the stop was accepted
   CAF_CHECK_EQUAL(codes[1], 1);  // the wait: the job ended first
   CAF_CHECK(settled(1));
+}
+
+CAF_TEST(a node lost in debugStop is awaited and a waiting stop is answered) {
+  auto a0 = one_rank_running();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  op->send(sup, stop_wait_atom::value);
+  step();
+  anon_send_exit(a0, caf::exit_reason::kill);
+  step();
+  std::vector<std::int32_t> codes;
+  for (int i = 0; i < 2; ++i)
+    op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_REQUIRE_EQUAL(codes.size(), 2u);
+  CAF_CHECK_EQUAL(codes[1], 0);  // its ranks are gone with it: stopped
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  CAF_CHECK(!settled(1));
+  // The pod comes back (recreated) and may be used again.
+  auto [b0, logb] = agent();
+  join(0, b0);
+  step();
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  CAF_CHECK_EQUAL(logb->launches, 0);
+}
+
+CAF_TEST(a lost node in command restarts the job once its pod is back) {
+  start(2);
+  auto [a0, log0] = agent();
+  auto [a1, log1] = agent();
+  join(0, a0);
+  join(1, a1);
+  step();
+  rank_started(0, 1);
+  rank_started(1, 1);
+  step();
+  anon_send_exit(a0, caf::exit_reason::kill);
+  step();
+  CAF_CHECK_EQUAL(status(), "restarting");
+  CAF_CHECK_EQUAL(log1->stops, 1);  // the survivor's ranks are stopped
+  // A late report of the old attempt from the survivor ends it; no relaunch
+  // while pod 0 is missing.
+  rank_exit(1, 1, 143);
+  step();
+  CAF_CHECK_EQUAL(status(), "restarting");
+  CAF_CHECK_EQUAL(log1->launches, 1);
+  auto [b0, logb] = agent();
+  join(0, b0);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  CAF_CHECK_EQUAL(logb->launches, 1);
+  CAF_CHECK_EQUAL(log1->launches, 2);
+  CAF_REQUIRE_EQUAL(logb->last_env.empty(), false);
+  CAF_CHECK(std::count(logb->last_env.begin(), logb->last_env.end(), "ATL_RESTART_COUNT=1") == 1);
+  // Attempt 1's reports are history now; attempt 2 decides.
+  rank_exit(1, 1, 9);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  rank_exit(0, 2, 0);
+  rank_exit(1, 2, 0);
+  step();
+  CAF_CHECK(settled(0));
+}
+
+CAF_TEST(a spent budget fails the job listing every attempt) {
+  start(1, false, /*max_restarts=*/1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  anon_send_exit(a0, caf::exit_reason::kill);
+  step();
+  CAF_CHECK_EQUAL(status(), "restarting");
+  auto [b0, logb] = agent();
+  join(0, b0);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  anon_send_exit(b0, caf::exit_reason::kill);
+  step();
+  CAF_CHECK(settled(1));
+}
+
+CAF_TEST(delete refuses an unknown pod and changes nothing) {
+  auto a0 = one_rank_running();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, delete_atom::value, std::string("jo-race-worker-0,jo-race-worker-7"));
+  step();
+  std::int32_t code = -1;
+  std::string text;
+  op->receive(
+      [&](std::int32_t c, const std::string& t) {
+        code = c;
+        text = t;
+      },
+      caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(code, 2);
+  CAF_CHECK(text.find("jo-race-worker-7") != std::string::npos);
+  CAF_CHECK_EQUAL(status(), "command");
+  op->send(sup, delete_atom::value, std::string("jo-race-worker-0"));
+  step();
+  op->receive([&](std::int32_t c, const std::string&) { code = c; },
+              caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(code, 0);
+  CAF_CHECK_EQUAL(status(), "restarting");
 }
 
 CAF_TEST(an exception in a handler fails the job and shuts the workers down) {

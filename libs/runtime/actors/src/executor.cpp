@@ -97,7 +97,8 @@ void read_control(int fd, RankNote header, caf::actor executor,
 }
 
 caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::string pod,
-                                caf::actor sink, caf::actor report_to) {
+                                caf::actor sink, caf::actor report_to,
+                                std::shared_ptr<os::Lease> lease) {
   auto& st = self->state;
   st.launch = std::move(launch);
   st.pod = std::move(pod);
@@ -126,6 +127,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
+  req.lease = lease.get();
   auto child = os::ChildProcess::spawn(req);
   if (control.child >= 0) ::close(control.child);  // the child holds its own copy now
   st.control_fd = control.parent;
@@ -199,9 +201,9 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
 }  // namespace
 
 caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
-                          caf::actor sink, caf::actor report_to) {
+                          caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease) {
   return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
-                   std::move(report_to));
+                   std::move(report_to), std::move(lease));
 }
 
 }  // namespace atl

@@ -1,10 +1,13 @@
 #include "atl/actors/job_supervisor.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
+#include "atl/core/quote.hpp"
 #include "atl/core/rank_layout.hpp"
+#include "atl/core/split.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
@@ -15,6 +18,12 @@ namespace {
 
 constexpr auto kCheckTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(10);
+// How often expiries are looked for: a silent node is declared lost at most
+// this long after its timeout.
+constexpr auto kDetectorTick = std::chrono::milliseconds(100);
+// A restart whose pre-flight failed tries again after this pause.
+constexpr auto kRetryPause = std::chrono::seconds(1);
+constexpr size_t kMaxEvents = 10000;
 
 }  // namespace
 
@@ -26,9 +35,19 @@ bool apply(Actor* self, JobEvent event) {
     st.log->debug("ignored: {}", next.error());
     return false;
   }
-  if (*next != before)
+  if (*next != before) {
     st.log->info("job {}: {} -> {}", st.job().job_id, to_string(before), to_string(*next));
+    record(self, "state", std::string(to_string(before)) + " -> " + std::string(to_string(*next)));
+  }
   return true;
+}
+
+void record(Actor* self, const std::string& kind, const std::string& text) {
+  auto& events = self->state.events;
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  events.push_back(
+      {std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), kind, text});
+  if (events.size() > kMaxEvents) events.erase(events.begin());  // bounded: the oldest go
 }
 
 bool all_done(const std::map<std::int32_t, RankRecord>& ranks) {
@@ -46,6 +65,8 @@ bool all_started(const std::map<std::int32_t, RankRecord>& ranks) {
 namespace {
 
 void finalize(Actor* self);
+void on_fault(Actor* self, const Fault& fault);
+void maybe_relaunch(Actor* self);
 
 std::string rank_label(std::int32_t stream) {
   return stream == kDriverStream ? "the driver" : "rank " + std::to_string(stream);
@@ -53,27 +74,31 @@ std::string rank_label(std::int32_t stream) {
 
 // --- command -----------------------------------------------------------------
 
-void start_command(Actor* self) {
+// Every stream's launch for the pods joined now: at each (re)start, since a
+// recreated pod may have a new address. False when the job failed instead.
+bool plan_user_code(Actor* self) {
   auto& st = self->state;
-  if (!apply(self, JobEvent::checks_passed)) return;
   const JobSpec& job = st.job();
   AtlEndpoint atl{st.address, job.job_id};
+  const std::string restarts = std::to_string(st.restarts.used());
+  st.launches.clear();
   if (job.mode == JobMode::driver) {
     RankLaunch launch;
     launch.stream = kDriverStream;
     launch.command = job.entrypoint;
-    launch.env = to_env_strings(build_driver_env(job, atl, head_pod_name(job.job_id)));
+    EnvMap env = build_driver_env(job, atl, head_pod_name(job.job_id));
+    env["ATL_RESTART_COUNT"] = restarts;
+    launch.env = to_env_strings(env);
     launch.working_dir = job.working_dir;
     st.launches[kDriverStream] = std::move(launch);
-    launch_user_code(self);
-    return;
+    return true;
   }
   std::vector<NodeSlot> slots;
   for (const auto& pod : st.expected_pods) {
     auto node = st.nodes.find(pod);
     if (node == st.nodes.end()) {  // lost between the checks and now
       fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
-      return;
+      return false;
     }
     const NodeInfo& info = node->second.info;
     slots.push_back(NodeSlot{pod, info.address, info.interface, info.gpus});
@@ -81,17 +106,35 @@ void start_command(Actor* self) {
   auto layout = layout_ranks(slots, job.nproc_per_node);
   if (!layout) {
     fail(self, JobEvent::rank_failed, "cannot place ranks: " + layout.error());
-    return;
+    return false;
   }
   for (const auto& placement : *layout) {
     RankLaunch launch;
     launch.stream = placement.rank;
     launch.command = job.entrypoint;
-    launch.env = to_env_strings(build_rank_env(job, slots, *layout, placement, atl));
+    EnvMap env = build_rank_env(job, slots, *layout, placement, atl);
+    env["ATL_RESTART_COUNT"] = restarts;
+    launch.env = to_env_strings(env);
     launch.working_dir = job.working_dir;
     st.launches[placement.rank] = std::move(launch);
   }
-  launch_user_code(self);
+  return true;
+}
+
+// initializing -> command, or restarting -> command: user code starts from scratch.
+void start_command(Actor* self) {
+  auto& st = self->state;
+  bool restart = st.state() == JobState::restarting;
+  if (!apply(self, JobEvent::checks_passed)) return;
+  if (restart) {
+    ++st.attempt;
+    std::string line = "job restarted: attempt " + std::to_string(st.attempt) + " (restart " +
+                       std::to_string(st.restarts.used()) + "/" +
+                       std::to_string(st.restarts.budget()) + ")";
+    record(self, "restart", line);
+    self->send(st.config.sink, print_atom::value, line);
+  }
+  if (plan_user_code(self)) launch_user_code(self);
 }
 
 }  // namespace
@@ -173,6 +216,7 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   auto& st = self->state;
   std::string reason = "internal error in the supervisor: " + describe_exception(e);
   st.log->critical("job {} failed: {}", st.job().job_id, reason);
+  st.config.ending->store(true);
   if (!is_terminal(st.state())) {
     apply(self, JobEvent::head_failed);
     st.failure = reason;
@@ -211,8 +255,14 @@ void finalize(Actor* self) {
       r.note = "abandoned";
     }
   }
+  st.config.ending->store(true);
   bool ok = st.state() == JobState::succeeded;
-  if (!ok) self->send(st.config.sink, print_atom::value, "job failed: " + st.failure);
+  if (!ok) {
+    self->send(st.config.sink, print_atom::value, "job failed: " + st.failure);
+    // One line per attempt a fault ended, with its reason.
+    for (const auto& line : st.restarts.attempt_lines())
+      self->send(st.config.sink, print_atom::value, "  " + line);
+  }
   self->send(st.config.sink, print_atom::value,
              "Job status:  " + std::string(to_string(st.state())));
   st.log->info("job {} {}", st.job().job_id, to_string(st.state()));
@@ -258,16 +308,21 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   os::ExitStatus status{exit.code, exit.signal};
   if (st.state() == JobState::command) {
     if (!exit.error.empty()) {
-      fail(self, JobEvent::rank_failed,
-           rank_label(exit.stream) + " on pod " + exit.pod + " could not start: " + exit.error);
+      // A failure, or with restart_on_failure a fault (the policy decides).
+      on_fault(self, {FaultKind::rank_failed, exit.pod,
+                      rank_label(exit.stream) + " on pod " + exit.pod +
+                          " could not start: " + exit.error});
     } else if (!status.success()) {
-      fail(self, JobEvent::rank_failed,
-           rank_label(exit.stream) + " on pod " + exit.pod + " ended with " + status.describe());
+      on_fault(self, {FaultKind::rank_failed, exit.pod,
+                      rank_label(exit.stream) + " on pod " + exit.pod + " ended with " +
+                          status.describe()});
     } else if (all_done(st.ranks) && apply(self, JobEvent::ranks_succeeded)) {
       finalize(self);
     }
   } else if (is_terminal(st.state())) {
     if (all_done(st.ranks)) finalize(self);
+  } else if (st.state() == JobState::restarting) {
+    maybe_relaunch(self);  // the faulted attempt's ranks are stopping
   } else {
     on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
@@ -285,44 +340,78 @@ std::string missing_pods(const State& st) {
   return out;
 }
 
-void run_checks(Actor* self) {
+// The pre-flight of round `round` ended: passed (`problem` empty) or not.
+void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
+                    const std::string& problem) {
   auto& st = self->state;
-  if (!apply(self, JobEvent::all_joined)) return;
+  if (round != st.check_round || !st.preflight_running) return;  // superseded
+  st.preflight_running = false;
+  if (st.state() == JobState::initializing) {
+    if (problem.empty()) {
+      start_command(self);
+    } else {
+      fail(self, JobEvent::check_failed, problem);
+    }
+  } else if (st.state() == JobState::restarting) {
+    if (problem.empty()) {
+      start_command(self);
+    } else {
+      on_fault(self, {FaultKind::preflight_failed, pod, problem});
+    }
+  }
+}
+
+// Checks every joined node (and the head's working dir for a driver) before
+// user code starts, the first time and at each restart.
+void preflight(Actor* self) {
+  auto& st = self->state;
+  const std::int32_t round = ++st.check_round;
+  st.preflight_running = true;
   if (st.job().mode == JobMode::driver && !st.job().working_dir.empty()) {
     if (auto ok = os::check_writable_dir(st.job().working_dir); !ok) {
-      fail(self, JobEvent::check_failed,
-           "head pod " + head_pod_name(st.job().job_id) + ": " + ok.error());
+      std::string head = head_pod_name(st.job().job_id);
+      preflight_done(self, round, head, "head pod " + head + ": " + ok.error());
       return;
     }
   }
   if (st.nodes.empty()) {
-    start_command(self);
+    preflight_done(self, round, "", "");
     return;
   }
   auto passed = std::make_shared<size_t>(0);
+  const size_t expected = st.nodes.size();
   for (const auto& [pod, node] : st.nodes) {
     self->request(node.agent, kCheckTimeout, check_atom::value, st.job().working_dir)
         .then(
-            [self, pod = pod, passed](const std::string& problem) {
-              auto& st = self->state;
-              if (st.state() != JobState::initializing) return;
+            [self, round, pod = pod, passed, expected](const std::string& problem) {
               if (!problem.empty()) {
-                fail(self, JobEvent::check_failed, "pod " + pod + " failed its check: " + problem);
-              } else if (++*passed == st.nodes.size()) {
-                start_command(self);
+                preflight_done(self, round, pod, "pod " + pod + " failed its check: " + problem);
+              } else if (++*passed == expected) {
+                preflight_done(self, round, "", "");
               }
             },
-            [self, pod = pod](const caf::error& err) {
-              fail(self, JobEvent::check_failed,
-                   "pod " + pod + " did not answer its check: " + self->system().render(err));
+            [self, round, pod = pod](const caf::error& err) {
+              preflight_done(
+                  self, round, pod,
+                  "pod " + pod + " did not answer its check: " + self->system().render(err));
             });
   }
 }
 
+void run_checks(Actor* self) {
+  if (!apply(self, JobEvent::all_joined)) return;
+  preflight(self);
+}
+
 std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& agent) {
   auto& st = self->state;
-  if (st.state() != JobState::pending) {
-    return "job " + st.job().job_id + " is in state " + std::string(to_string(st.state())) +
+  // Pods join before the job starts, and a lost or deleted pod rejoins (as
+  // Kubernetes recreates it) while the job restarts or is parked in debug.
+  const JobState state = st.state();
+  bool open = state == JobState::pending || state == JobState::restarting ||
+              state == JobState::debugStop || state == JobState::debugCommand;
+  if (!open || st.finalizing) {
+    return "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
            " and takes no new workers";
   }
   bool expected = false;
@@ -342,13 +431,202 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
   }
   self->monitor(agent);
   st.nodes[info.pod] = Node{info, agent};
-  st.log->info("pod {} joined from {} ({} cpus, {} gpus) [{}/{}]", info.pod, info.address,
-               info.cpus, info.gpus, st.nodes.size(), st.expected_pods.size());
+  st.detector.watch(info.pod, std::chrono::steady_clock::now());
+  bool rejoined = st.lost_pods.erase(info.pod) > 0;
+  st.log->info("pod {} {} from {} ({} cpus, {} gpus) [{}/{}]", info.pod,
+               rejoined ? "rejoined" : "joined", info.address, info.cpus, info.gpus,
+               st.nodes.size(), st.expected_pods.size());
+  if (state != JobState::pending)
+    record(self, "pod", "pod " + info.pod + " rejoined from " + info.address);
   if (st.nodes.size() == st.expected_pods.size()) {
     // After this reply is sent: the check request must not overtake it.
     self->send(self, check_atom::value);
   }
   return "";
+}
+
+// --- faults and restarts -------------------------------------------------------
+
+// Pre-flight and relaunch once the faulted attempt's ranks are all gone and
+// every pod is back.
+void maybe_relaunch(Actor* self) {
+  auto& st = self->state;
+  if (st.state() != JobState::restarting || st.preflight_running || st.retry_pending) return;
+  if (!all_done(st.ranks)) return;
+  if (st.nodes.size() < st.expected_pods.size()) return;
+  preflight(self);
+}
+
+void begin_restart(Actor* self, const Fault& fault) {
+  auto& st = self->state;
+  apply(self, JobEvent::restart);
+  std::string line = "job restarting (restart " + std::to_string(st.restarts.used()) + "/" +
+                     std::to_string(st.restarts.budget()) + "): " + fault.detail;
+  st.log->warn("{}", line);
+  record(self, "restart", line);
+  self->send(st.config.sink, print_atom::value, line);
+  ++st.check_round;  // a pre-flight under way is moot
+  st.preflight_running = false;
+  const std::int32_t restart = st.restarts.used();
+  if (!all_done(st.ranks)) {
+    stop_user_code(self);
+    self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
+                       static_cast<std::int32_t>(kRestartStopTimer), restart);
+  }
+  // Pods must be back (and pass the pre-flight) within the ready timeout.
+  self->delayed_send(self, st.job().ready_timeout, timeout_atom::value,
+                     static_cast<std::int32_t>(kReadyTimer), restart);
+  if (fault.kind == FaultKind::preflight_failed) {
+    st.retry_pending = true;  // the same check at once would fail the same way
+    self->delayed_send(self, kRetryPause, timeout_atom::value,
+                       static_cast<std::int32_t>(kRestartRetryTimer), restart);
+    return;
+  }
+  maybe_relaunch(self);
+}
+
+JobEvent failure_event(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::preflight_failed:
+      return JobEvent::check_failed;
+    case FaultKind::rank_failed:
+      return JobEvent::rank_failed;
+    default:
+      return JobEvent::node_lost;
+  }
+}
+
+// Every fault goes through the RestartPolicy: restart, fail, or carry on.
+void on_fault(Actor* self, const Fault& fault) {
+  auto& st = self->state;
+  const size_t counted_before = st.restarts.history().size();
+  const JobState state = st.state();
+  switch (st.restarts.respond(state, fault)) {
+    case FaultResponse::restart:
+      record(self, "fault", fault.detail);
+      begin_restart(self, fault);
+      return;
+    case FaultResponse::carry_on:
+      if (!is_terminal(state)) {
+        record(self, "fault",
+               fault.detail + " (no restart in state " + std::string(to_string(state)) + ")");
+        st.log->warn("{}: nothing to restart in state {}", fault.detail, to_string(state));
+      }
+      return;
+    case FaultResponse::fail:
+      break;
+  }
+  record(self, "fault", fault.detail);
+  if (st.restarts.history().size() > counted_before) {
+    fail(self, failure_event(fault.kind),
+         fault.detail + "; the restart budget is spent (" + std::to_string(st.restarts.used()) +
+             "/" + std::to_string(st.restarts.budget()) + " restarts used)");
+  } else {
+    fail(self, failure_event(fault.kind), fault.detail);
+  }
+}
+
+// `pod` is gone (lost, silent or deleted): its ranks and debug runs end, and
+// the fault takes its course. The pod may join again later, as a new process.
+void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
+  auto& st = self->state;
+  auto it = st.nodes.find(pod);
+  if (it == st.nodes.end()) return;
+  self->demonitor(it->second.agent);
+  st.nodes.erase(it);
+  st.detector.forget(pod);
+  if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
+  for (auto& [stream, r] : st.ranks) {
+    if (r.pod == pod && !r.done) {
+      r.done = true;
+      r.note = "pod lost";
+    }
+  }
+  // Debug commands on that pod end too (their waiters get an answer).
+  std::vector<RankExit> lost;
+  for (const auto& [id, run] : st.runs)
+    for (const auto& [rank, r] : run.ranks)
+      if (r.pod == pod && !r.done)
+        lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
+  for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
+  if (st.preflight_running && st.state() == JobState::restarting) {
+    ++st.check_round;  // the pod is awaited again; the pre-flight reruns when it is back
+    st.preflight_running = false;
+  }
+  if (st.state() == JobState::pending) {
+    st.log->warn("{} before the job started; waiting for it again", fault.detail);
+    apply(self, JobEvent::node_lost);
+  } else if (!is_terminal(st.state())) {
+    on_fault(self, fault);
+    // In debug states the pod is awaited; a stop waiting for its ranks is done.
+    if (st.state() == JobState::debugStop || st.state() == JobState::debugCommand)
+      on_user_code_progress(self);
+  } else if (all_done(st.ranks)) {
+    finalize(self);
+  }
+}
+
+// Every kDetectorTick: heartbeats out once per interval, silent nodes expire.
+void on_heartbeat_tick(Actor* self) {
+  auto& st = self->state;
+  if (st.finalizing) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
+    st.last_heartbeat_sent = now;
+    for (const auto& [pod, node] : st.nodes) self->send(node.agent, heartbeat_atom::value);
+  }
+  for (const auto& pod : st.detector.expire(now)) {
+    auto it = st.nodes.find(pod);
+    if (it == st.nodes.end()) continue;
+    std::string detail = "pod " + pod + " stopped answering (no heartbeat for " +
+                         format_duration(st.job().heartbeat.timeout) + ")";
+    // Fenced: if it ever wakes up it kills its ranks and leaves (its lease
+    // has run out by then, so they are dead already).
+    self->send(it->second.agent, fence_atom::value, detail);
+    lose_pod(self, pod, {FaultKind::pod_hung, pod, detail});
+  }
+  self->delayed_send(self, kDetectorTick, timeout_atom::value,
+                     static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
+}
+
+// atlctl delete -p PODS|all: refused as a whole (nothing deleted) when a pod
+// is unknown or not there; else each pod leaves and is recreated.
+Result delete_pods(Actor* self, const std::string& spec) {
+  auto& st = self->state;
+  const JobState state = st.state();
+  if (is_terminal(state) || st.finalizing)
+    return {std::int32_t{3}, "job is in state " + std::string(to_string(state)) +
+                                 ": it has ended, delete is refused"};
+  std::vector<std::string> pods;
+  if (spec == "all") {
+    for (const auto& [pod, node] : st.nodes) pods.push_back(pod);
+  } else {
+    for (std::string_view item : split_list(spec)) {
+      std::string name(item);
+      if (name.empty()) return {std::int32_t{2}, "-p/--pods: empty pod name in " + quote(spec)};
+      bool known = false;
+      for (const auto& p : st.expected_pods) known |= p == name;
+      if (!known)
+        return {std::int32_t{2},
+                "unknown pod " + quote(name) + ": job " + st.job().job_id + " has " +
+                    (st.expected_pods.empty()
+                         ? std::string("no worker pods")
+                         : st.expected_pods.front() + " .. " + st.expected_pods.back())};
+      if (!st.nodes.count(name))
+        return {std::int32_t{3}, "pod " + name + " is not in the job now (" +
+                                     (st.lost_pods.count(name) ? "lost" : "not joined yet") +
+                                     "); nothing was deleted"};
+      if (std::find(pods.begin(), pods.end(), name) == pods.end()) pods.push_back(name);
+    }
+  }
+  if (pods.empty()) return {std::int32_t{3}, "no worker pod is in the job now; nothing to delete"};
+  for (const auto& pod : pods) {
+    std::string detail = "pod " + pod + " was deleted (atlctl delete)";
+    record(self, "delete", detail);
+    self->send(st.nodes.at(pod).agent, delete_atom::value);
+    lose_pod(self, pod, {FaultKind::pod_deleted, pod, detail});
+  }
+  return {std::int32_t{0}, std::string()};
 }
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
@@ -373,34 +651,12 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
     return;
   }
-  for (auto it = st.nodes.begin(); it != st.nodes.end(); ++it) {
-    if (it->second.agent.address() != msg.source) continue;
-    std::string pod = it->first;
-    st.nodes.erase(it);
-    if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
-    for (auto& [stream, r] : st.ranks) {
-      if (r.pod == pod && !r.done) {
-        r.done = true;
-        r.note = "pod lost";
-      }
-    }
-    // Debug commands on that pod end too (their waiters get an answer).
-    std::vector<RankExit> lost;
-    for (const auto& [id, run] : st.runs)
-      for (const auto& [rank, r] : run.ranks)
-        if (r.pod == pod && !r.done)
-          lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
-    for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
-    if (st.state() == JobState::pending) {
-      st.log->warn("pod {} left before the job started ({}); waiting for it again", pod,
-                   self->system().render(msg.reason));
-      apply(self, JobEvent::node_lost);
-    } else if (!is_terminal(st.state())) {
-      fail(self, JobEvent::node_lost,
-           "pod " + pod + " was lost (" + self->system().render(msg.reason) + ")");
-    } else if (all_done(st.ranks)) {
-      finalize(self);
-    }
+  for (const auto& [pod, node] : st.nodes) {
+    if (node.agent.address() != msg.source) continue;
+    std::string name = pod;  // lose_pod erases the entry
+    lose_pod(self, name,
+             {FaultKind::pod_lost, name,
+              "pod " + name + " was lost (" + self->system().render(msg.reason) + ")"});
     return;
   }
 }
@@ -423,6 +679,17 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
   return ok;
 }
 
+}  // namespace
+
+std::string events_json(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& e : st.events)
+    j.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}});
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
 std::string info_json(const State& st) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;
@@ -433,6 +700,10 @@ std::string info_json(const State& st) {
   j["nproc_per_node"] = st.job().nproc_per_node;
   j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
   j["attempt"] = st.attempt;
+  j["restarts"] = st.restarts.used();
+  j["max_restarts"] = st.restarts.budget();
+  j["restart_on_failure"] = st.restarts.options().restart_on_failure;
+  j["attempts"] = st.restarts.attempt_lines();
   if (!st.failure.empty()) j["failure"] = st.failure;
   j["pods"] = nlohmann::json::array();
   for (const auto& pod : st.expected_pods) {
@@ -476,6 +747,8 @@ std::string info_json(const State& st) {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
+  st.restarts = RestartPolicy({st.job().max_restarts, st.job().restart_on_failure});
+  st.detector = FailureDetector(st.job().heartbeat.timeout);
   for (int i = 0; i < st.job().workers; ++i)
     st.expected_pods.push_back(worker_pod_name(st.job().job_id, i));
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
@@ -490,6 +763,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
                      to_string(st.job().mode), st.expected_pods.size());
+        record(self, "state",
+               "job " + st.job().job_id + " submitted: waiting for " +
+                   std::to_string(st.expected_pods.size()) + " workers");
+        self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
+                   std::int32_t{0});
         if (st.expected_pods.empty()) {
           self->send(self, check_atom::value);
           return;
@@ -497,10 +775,28 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         self->delayed_send(self, st.job().ready_timeout, timeout_atom::value,
                            static_cast<std::int32_t>(kReadyTimer), std::int32_t{0});
       },
-      [self](register_atom, const NodeInfo& info, const caf::actor& agent) {
-        return register_node(self, info, agent);
+      [self](register_atom, const NodeInfo& info,
+             const caf::actor& agent) -> caf::result<std::string, std::int64_t, std::int64_t> {
+        const HeartbeatOptions& hb = self->state.job().heartbeat;
+        return {register_node(self, info, agent), std::int64_t{hb.interval.count()},
+                std::int64_t{hb.timeout.count()}};
       },
-      [self](check_atom) { run_checks(self); },
+      [self](heartbeat_atom, const std::string& pod) {
+        auto& st = self->state;
+        // Only from the pod's own node: a fenced pod's late words do not count.
+        auto it = st.nodes.find(pod);
+        const auto& sender = self->current_sender();
+        if (it != st.nodes.end() && sender && it->second.agent.node() == sender->node())
+          st.detector.heard(pod, std::chrono::steady_clock::now());
+      },
+      [self](check_atom) {
+        auto& st = self->state;
+        if (st.state() == JobState::pending) {
+          run_checks(self);
+        } else if (st.state() == JobState::restarting) {
+          maybe_relaunch(self);
+        }
+      },
       [self](const RankStarted& started) {
         if (sent_from_pod(self, started.pod)) on_rank_started(self, started);
       },
@@ -515,10 +811,39 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         auto& st = self->state;
         switch (kind) {
           case kReadyTimer:
-            if (st.state() == JobState::pending) {
+            if (st.state() == JobState::pending && arg == 0) {
               fail(self, JobEvent::ready_timeout,
                    "workers not ready after " + format_duration(st.job().ready_timeout) +
                        ": missing " + missing_pods(st));
+            } else if (st.state() == JobState::restarting && arg == st.restarts.used()) {
+              std::string missing = missing_pods(st);
+              fail(self, JobEvent::ready_timeout,
+                   "restart " + std::to_string(arg) + " not ready after " +
+                       format_duration(st.job().ready_timeout) +
+                       (missing.empty() ? ": ranks of the faulted attempt still stopping"
+                                        : ": pods not back: " + missing));
+            }
+            break;
+          case kHeartbeatTimer:
+            on_heartbeat_tick(self);
+            break;
+          case kRestartStopTimer:
+            if (st.state() == JobState::restarting && arg == st.restarts.used() &&
+                !all_done(st.ranks)) {
+              st.log->warn("ranks of the faulted attempt did not all report; going on");
+              for (auto& [stream, r] : st.ranks) {
+                if (!r.done) {
+                  r.done = true;
+                  r.note = "did not report after the stop";
+                }
+              }
+              maybe_relaunch(self);
+            }
+            break;
+          case kRestartRetryTimer:
+            if (arg == st.restarts.used()) {
+              st.retry_pending = false;
+              maybe_relaunch(self);
             }
             break;
           case kFailStopTimer:
@@ -572,6 +897,8 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return await_run(self, run, timeout_ms);
       },
       [self](recover_atom) { return recover(self); },
+      [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
+      [self](events_atom) { return events_json(self->state); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers) {
         return start_node_tool(self, kind, tools, duration, envs, workers);

@@ -7,6 +7,8 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
+#include "atl/core/failure_detector.hpp"
+#include "atl/os/child_process.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 
@@ -30,15 +32,24 @@ struct NodeAgentState {
   };
   std::map<caf::actor, Running> executors;
   bool ending = false;
+  // Liveness, once joined: heartbeats both ways at the head's interval; the
+  // head silent for its timeout means it is lost. The lease tells this node's
+  // ranks' guards that we are alive and in touch (renewed at each heartbeat).
+  std::chrono::milliseconds heartbeat_interval{0};
+  FailureDetector head{std::chrono::seconds(3)};
+  std::shared_ptr<os::Lease> lease;
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
+
+constexpr const char* kHead = "head";
 
 // Stops every rank and quits once they are all gone (or after a deadline).
 void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
   auto& st = self->state;
   if (!st.ending) st.exit_code->store(code);
   st.ending = true;
+  st.head.forget(kHead);
   if (st.executors.empty()) {
     self->quit();
     return;
@@ -53,7 +64,8 @@ void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<R
   auto& st = self->state;
   if (st.ending) return;
   for (const auto& launch : ranks) {
-    auto exec = spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor);
+    auto exec =
+        spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor, st.lease);
     self->monitor(exec);
     st.executors.emplace(exec, NodeAgentState::Running{run, launch.stream, launch.attempt});
   }
@@ -62,6 +74,31 @@ void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<R
 void stop_executors(NodeAgentActor* self, std::int32_t run, std::int64_t grace_ms) {
   for (const auto& [e, r] : self->state.executors)
     if (r.run == run) self->send(e, stop_atom::value, grace_ms);
+}
+
+// The head said this pod is gone (silent too long, or deleted): its ranks die
+// now (the revoked lease makes every guard kill its tree) and the node leaves.
+void leave_at_once(NodeAgentActor* self, int code) {
+  auto& st = self->state;
+  if (st.lease) st.lease->revoke();
+  end_node(self, code, 0);
+}
+
+// Every heartbeat interval: the head silent too long is lost; else our
+// heartbeat goes out and the lease is renewed.
+void heartbeat_tick(NodeAgentActor* self) {
+  auto& st = self->state;
+  if (st.ending) return;
+  if (!st.head.expire(std::chrono::steady_clock::now()).empty()) {
+    component_logger("node")->error(
+        "lost the head at {}:{}: no word from it for {}: killing this node's ranks and leaving",
+        st.config.head_host, st.config.head_port, format_duration(st.head.timeout()));
+    leave_at_once(self, kNodeExitHeadLost);
+    return;
+  }
+  if (st.lease) st.lease->renew();
+  self->send(st.supervisor, heartbeat_atom::value, st.config.info.pod);
+  self->delayed_send(self, st.heartbeat_interval, tick_atom::value);
 }
 
 caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,
@@ -110,12 +147,32 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
   self->request(st.supervisor, kRegisterTimeout, register_atom::value, st.config.info,
                 caf::actor_cast<caf::actor>(self))
       .then(
-          [self](const std::string& refusal) {
+          [self](const std::string& refusal, std::int64_t interval_ms, std::int64_t timeout_ms) {
             auto log = component_logger("node");
-            if (refusal.empty()) {
-              log->info("joined the job as {}", self->state.config.info.pod);
+            auto& st = self->state;
+            if (refusal.empty() && !st.ending) {
+              log->info("joined the job as {}", st.config.info.pod);
+              HeartbeatOptions hb{std::chrono::milliseconds(interval_ms),
+                                  std::chrono::milliseconds(timeout_ms)};
+              if (auto ok = validate_heartbeats(hb); !ok) {
+                log->error("the head sent unusable heartbeat settings: {}", ok.error());
+                end_node(self, kNodeExitRejected, 0);
+                return;
+              }
+              auto lease = os::Lease::create(hb.timeout);
+              if (!lease) {
+                log->error("cannot make this node's lease: {}", lease.error());
+                end_node(self, kNodeExitHeadLost, 0);
+                return;
+              }
+              st.lease = std::move(lease).value();
+              st.heartbeat_interval = hb.interval;
+              st.head = FailureDetector(hb.timeout);
+              st.head.watch(kHead, std::chrono::steady_clock::now());
+              heartbeat_tick(self);
               return;
             }
+            if (refusal.empty()) return;
             log->error("the head refused this node: {}", refusal);
             end_node(self, kNodeExitRejected, 0);
           },
@@ -152,6 +209,19 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         stop_executors(self, run, grace_ms);
       },
       [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
+      [self](heartbeat_atom) { self->state.head.heard(kHead, std::chrono::steady_clock::now()); },
+      [self](tick_atom) { heartbeat_tick(self); },
+      [self](fence_atom, const std::string& why) {
+        component_logger("node")->error(
+            "the head declared this pod lost ({}): killing its "
+            "ranks and leaving",
+            why);
+        leave_at_once(self, kNodeExitHeadLost);
+      },
+      [self](delete_atom) {
+        component_logger("node")->warn("deleted (atlctl delete): killing its ranks and leaving");
+        leave_at_once(self, kNodeExitDeleted);
+      },
       [self](cancel_atom) {
         component_logger("node")->warn("signalled: stopping ranks and leaving the job");
         end_node(self, kNodeExitSignalled, kOrphanGraceMs);

@@ -11,7 +11,9 @@
 
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
+#include "atl/core/restart_policy.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/logging.hpp"
 
@@ -25,8 +27,18 @@ enum TimerKind : std::int32_t {
   kDebugStopTimer,  // ranks did not report after atlctl stop: answer anyway
   kShutdownTimer,
   kLingerTimer,
-  kRunWaitTimer,  // a run_wait long poll is due an answer
-  kStartTimer,    // ranks did not report started
+  kRunWaitTimer,       // a run_wait long poll is due an answer
+  kStartTimer,         // ranks did not report started
+  kHeartbeatTimer,     // every heartbeat interval: send ours, expire silent nodes
+  kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
+  kRestartRetryTimer,  // a failed pre-flight of a restart: try again
+};
+
+// One line of the job's timeline (atlctl events).
+struct TimelineEvent {
+  std::int64_t unix_ms = 0;
+  std::string kind;  // state, fault, restart, pod, delete, taint
+  std::string text;
 };
 
 struct Node {
@@ -103,6 +115,15 @@ struct State {
   };
   std::map<std::string, CheckVerdict> check_verdicts;
 
+  // Fault tolerance: the restart budget, the nodes' liveness, the timeline.
+  RestartPolicy restarts;
+  FailureDetector detector{std::chrono::seconds(3)};
+  std::int32_t check_round = 0;  // replies of an older pre-flight are ignored
+  bool preflight_running = false;
+  bool retry_pending = false;  // a failed pre-flight's pause before the next
+  std::chrono::steady_clock::time_point last_heartbeat_sent;
+  std::vector<TimelineEvent> events;
+
   std::string failure;
   bool finalizing = false;
   bool finished = false;  // workers gone; maybe lingering
@@ -118,6 +139,7 @@ using Actor = caf::stateful_actor<State>;
 
 // Shared between the halves.
 bool apply(Actor* self, JobEvent event);
+void record(Actor* self, const std::string& kind, const std::string& text);
 void fail(Actor* self, JobEvent event, const std::string& reason);
 void launch_user_code(Actor* self);
 void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
@@ -146,6 +168,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
 std::string runs_json(const State& st);
+std::string events_json(const State& st);
 std::string checks_json(const State& st);  // pod -> latest check verdict
 
 }  // namespace atl::supervisor

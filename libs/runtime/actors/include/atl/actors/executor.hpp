@@ -5,9 +5,14 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "atl/actors/messages.hpp"
+
+namespace atl::os {
+class Lease;
+}
 
 namespace atl {
 
@@ -15,7 +20,10 @@ namespace atl {
 // group, SIGKILL after the grace. It sends one RankExit to `report_to`, after
 // the sink acknowledged every line, then quits. It sends RankStarted (with the
 // pid) to `report_to` as soon as the process runs.
+// With a `lease` (a worker node's), the process's guard kills its tree when the
+// lease runs out: the node froze or lost its head.
 caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
-                          caf::actor sink, caf::actor report_to);
+                          caf::actor sink, caf::actor report_to,
+                          std::shared_ptr<os::Lease> lease = nullptr);
 
 }  // namespace atl

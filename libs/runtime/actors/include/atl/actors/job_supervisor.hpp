@@ -3,6 +3,7 @@
 // ranks to the end and tears the cluster down. Lifecycle rules live in core.
 #pragma once
 
+#include <atomic>
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <chrono>
@@ -20,6 +21,9 @@ struct SupervisorConfig {
   caf::actor sink;                             // the head's LogSink
   std::chrono::milliseconds linger{0};         // keep answering atlctl this long after the end
   std::shared_ptr<std::promise<int>> outcome;  // 0 succeeded, 1 failed
+  // Set once the job is ending (workers are told to leave): from then on a
+  // worker that exits is not recreated (headnode --local-workers reads it).
+  std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);
   // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
   // handler (status -v/--json) throws, to prove that an exception fails the
   // job and ends the head, never hangs it.
@@ -36,6 +40,12 @@ void settle_outcome(std::promise<int>& outcome, int code);
 //   (info_atom) -> string       JSON: state, pods, ranks, failure reason
 //   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
 //   (disk_error_atom, string)   from the LogSink: a log cannot be written; the job fails
+//   (events_atom) -> string     JSON: the job's timeline (atlctl events)
+//   (delete_atom, string pods) -> (int32, string)  atlctl delete: those pods leave and
+//                               are recreated; in command the job restarts (one restart)
+// Workers send (heartbeat_atom, string pod) every heartbeat interval and get
+// (heartbeat_atom) back; a node silent for the timeout is lost, fenced and,
+// in command, the job restarts (RestartPolicy decides) from scratch.
 // An exception in a handler fails the job (one line naming it), shuts the
 // workers down and settles the outcome as 1: the head never hangs on it.
 //   (read_atom, ...) / (tail_atom, ...) forwarded to the LogSink

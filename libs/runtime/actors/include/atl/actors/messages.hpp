@@ -42,6 +42,11 @@ using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when r
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
+using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
+using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
+using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
+using events_atom = caf::atom_constant<caf::atom("events")>;  // atlctl -> supervisor
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {

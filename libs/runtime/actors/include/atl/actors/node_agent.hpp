@@ -22,7 +22,8 @@ struct NodeAgentConfig {
 
 // Exit codes a workernode ends with (besides the job's 0/1).
 inline constexpr int kNodeExitRejected = 2;  // the head refused this pod
-inline constexpr int kNodeExitHeadLost = 3;  // the head went away mid-job
+inline constexpr int kNodeExitHeadLost = 3;  // the head went away (or declared this pod lost)
+inline constexpr int kNodeExitDeleted = 4;   // atlctl delete: the pod is to be recreated
 inline constexpr int kNodeExitSignalled = 143;
 
 // `exit_code` receives the code the workernode process should end with.
