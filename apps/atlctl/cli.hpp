@@ -79,5 +79,7 @@ extern const Command kRunCommand;
 extern const Command kRecoverCommand;
 extern const Command kBurnCommand;
 extern const Command kCheckCommand;
+extern const Command kDebugCommand;
+extern const Command kDeleteCommand;
 
 }  // namespace atlctl

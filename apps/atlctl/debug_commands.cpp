@@ -39,6 +39,20 @@ int stop(SupervisorClient& client, const po::variables_map&) {
   return kExitOk;
 }
 
+void delete_options(po::options_description& desc) {
+  desc.add_options()("pods,p", po::value<std::string>(),
+                     "pods to delete: POD, POD1,POD2 or all (see status -v for names)");
+}
+
+int delete_pods(SupervisorClient& client, const po::variables_map& vm) {
+  if (!vm.count("pods")) die(kExitUsage, "delete: -p PODS is required (POD[,POD...] or all)");
+  const std::string pods = vm["pods"].as<std::string>();
+  if (pods.empty()) die(kExitUsage, "delete: -p: must not be empty");
+  checked(client.answer_or_die(caf::make_message(atl::delete_atom::value, pods), kQuickAnswer));
+  std::cout << "Send delete worker pod command to specified workers successfully." << std::endl;
+  return kExitOk;
+}
+
 int recover(SupervisorClient& client, const po::variables_map&) {
   checked(client.answer_or_die(caf::make_message(atl::recover_atom::value), kStartAnswer));
   std::cout << "Task recovering...\nTask recover success." << std::endl;
@@ -253,6 +267,24 @@ const Command kStopCommand{
     "'Stopping task in all workers...' then 'Stop job task success.' Never uses\n"
     "the restart budget.",
     no_options, stop};
+
+const Command kDebugCommand{
+    "Usage: atlctl debug\n\n"
+    "Puts the job in the debug state as atlctl stop does (user code stopped,\n"
+    "state debugStop), e.g. before atlctl delete so that the delete does not use\n"
+    "the restart budget. Prints what stop prints.",
+    no_options, stop};
+
+const Command kDeleteCommand{
+    "Usage: atlctl delete -p POD[,POD...]|all\n\n"
+    "Deletes worker pods: each kills its ranks and exits, and is recreated under\n"
+    "the same name (by Kubernetes; by headnode --local-workers locally). In state\n"
+    "command the job then restarts from scratch and one restart of the budget is\n"
+    "used; from debugStop/debugCommand (atlctl debug first) none is, and the job\n"
+    "stays parked until atlctl recover. An unknown or absent pod refuses the whole\n"
+    "command: nothing is deleted. Prints 'Send delete worker pod command to\n"
+    "specified workers successfully.'",
+    delete_options, delete_pods};
 
 const Command kRunCommand{
     "Usage: atlctl run [-r RANKS] [-f] [--detach] CMD...\n\n"

@@ -3,6 +3,7 @@
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
 #include <caf/all.hpp>
 #include <cstdlib>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -35,6 +36,9 @@ const char* kTopHelp =
     "  recover                          restart user code from scratch (from debugStop)\n"
     "  burn [-t TYPE] [-d DUR] [-e ENVS] [-w WORKERS] [-o FILE]   GPU stress test\n"
     "  check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]  built-in checks\n"
+    "  debug                            as stop: park the job in debugStop\n"
+    "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
+    "  events [--json]                  the job's timeline: states, faults, restarts\n"
     "\n"
     "RANKS: all, 1,2,3, 1-8 or 0,2-4,7.\n"
     "States: pending, initializing, command, debugStop, debugCommand, restarting,\n"
@@ -62,6 +66,10 @@ void print_details(const nlohmann::json& info) {
   std::cout << "Job " << cell(info, "job_id") << " (" << cell(info, "mode") << ", "
             << cell(info, "workers") << " workers x " << cell(info, "nproc_per_node")
             << " ranks), attempt " << cell(info, "attempt") << "\n";
+  std::cout << "Restarts: " << cell(info, "restarts") << "/" << cell(info, "max_restarts")
+            << " used" << (info.value("restart_on_failure", false) ? " (restart on failure)" : "")
+            << "\n";
+  for (const auto& line : info["attempts"]) std::cout << "  " << line.get<std::string>() << "\n";
   if (info.contains("failure")) std::cout << "Failure: " << cell(info, "failure") << "\n";
   std::cout << "\nPods:\n"
             << std::left << "  " << std::setw(34) << "NAME" << std::setw(9) << "STATE"
@@ -211,6 +219,33 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   return kExitOk;
 }
 
+// --- events --------------------------------------------------------------------
+
+void events_options(po::options_description& desc) {
+  desc.add_options()("json", "print the events as a JSON array");
+}
+
+int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
+  auto events =
+      nlohmann::json::parse(client.text_or_die(caf::make_message(atl::events_atom::value)));
+  if (vm.count("json")) {
+    std::cout << events.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& e : events) {
+    auto ms = e["time_ms"].get<std::int64_t>();
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::cout << when << "." << std::setfill('0') << std::setw(3) << ms % 1000 << std::setfill(' ')
+              << "Z  " << std::left << std::setw(8) << e["kind"].get<std::string>()
+              << e["text"].get<std::string>() << "\n";
+  }
+  return kExitOk;
+}
+
 // --- dispatch ------------------------------------------------------------------
 
 // Parses a command's own flags before any connection: --help and usage errors
@@ -287,6 +322,13 @@ int main(int argc, char** argv) {
       {"recover", kRecoverCommand},
       {"burn", kBurnCommand},
       {"check", kCheckCommand},
+      {"debug", kDebugCommand},
+      {"delete", kDeleteCommand},
+      {"events",
+       {"Usage: atlctl events [--json]\n\n"
+        "Prints the job's timeline, oldest first: state changes, faults with their\n"
+        "reasons, restarts, deleted and rejoined pods. Times are UTC.",
+        events_options, cmd_events}},
   };
   auto it = commands.find(command);
   if (it == commands.end())

@@ -24,6 +24,7 @@
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
 #include "atl/os/tls_credentials.hpp"
+#include "local_pods.hpp"
 
 namespace po = boost::program_options;
 
@@ -39,6 +40,7 @@ struct HeadOptions {
   std::uint16_t port = 6380;
   std::string state_dir;
   int local_workers = 0;
+  atl::Millis pod_restart_delay = std::chrono::seconds(1);
   atl::Millis linger{0};
   std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
   bool insecure = false;
@@ -80,7 +82,17 @@ HeadOptions parse_options(int argc, char** argv) {
       "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
       "state-dir", po::value<std::string>(),
       "where logs and the address go (default ./atl-state/<job-id>)")(
-      "local-workers", po::value<int>(), "also start N workernode processes on this machine")(
+      "local-workers", po::value<int>(),
+      "also start N workernode processes on this machine (recreated when they exit)")(
+      "pod-restart-delay", po::value<std::string>(),
+      "how long a local worker that exited waits before it is started again (default 1s)")(
+      "max-restarts", po::value<int>(),
+      "restarts a fault may cost before the job fails (default 10; 0 = never restart)")(
+      "restart-on-failure", "a rank exiting non-zero restarts the job too (uses the budget)")(
+      "heartbeat-interval", po::value<std::string>(),
+      "how often head and workers send each other a heartbeat (default 500ms)")(
+      "heartbeat-timeout", po::value<std::string>(),
+      "silence after which a worker (or the head, for a worker) is lost (default 3s)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
       "tls-dir", po::value<std::string>(),
@@ -148,6 +160,20 @@ HeadOptions parse_options(int argc, char** argv) {
                             "--local-workers: must be between 0 and the number of workers (" +
                                 std::to_string(job.workers) + ")");
   }
+  if (vm.count("pod-restart-delay"))
+    opt.pod_restart_delay = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["pod-restart-delay"].as<std::string>()),
+        "--pod-restart-delay");
+  if (vm.count("max-restarts")) job.max_restarts = vm["max-restarts"].as<int>();
+  if (vm.count("restart-on-failure")) job.restart_on_failure = true;
+  if (vm.count("heartbeat-interval"))
+    job.heartbeat.interval = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["heartbeat-interval"].as<std::string>()),
+        "--heartbeat-interval");
+  if (vm.count("heartbeat-timeout"))
+    job.heartbeat.timeout = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["heartbeat-timeout"].as<std::string>()),
+        "--heartbeat-timeout");
   if (vm.count("linger"))
     opt.linger = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
@@ -208,46 +234,6 @@ std::optional<atl::os::TlsFiles> head_credentials(const HeadOptions& opt) {
   return std::move(files).value();
 }
 
-// Starts the --local-workers processes; they die with this one (pdeathsig).
-std::vector<atl::os::ChildProcess> start_local_workers(const HeadOptions& opt, std::uint16_t port) {
-  std::vector<atl::os::ChildProcess> workers;
-  std::string binary = atl::os::executable_dir() + "/workernode";
-  for (int i = 0; i < opt.local_workers; ++i) {
-    atl::os::SpawnRequest req;
-    req.argv = {binary,
-                "--head",
-                opt.advertise + ":" + std::to_string(port),
-                "--name",
-                atl::worker_pod_name(opt.job.job_id, i),
-                "--connect-timeout",
-                "30s"};
-    req.env = atl::os::current_environment();
-    req.output = atl::os::OutputMode::inherit;
-    auto child = atl::os::ChildProcess::spawn(req);
-    if (!child) {
-      std::cerr << "headnode: cannot start local worker: " << child.error() << "\n";
-      for (auto& w : workers) w.signal(SIGKILL);
-      std::exit(kExitFailed);
-    }
-    workers.push_back(std::move(child).value());
-  }
-  return workers;
-}
-
-void reap_local_workers(std::vector<atl::os::ChildProcess>& workers) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  for (auto& w : workers) {
-    while (!w.try_wait() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (!w.reaped()) {
-      atl::component_logger("headnode")
-          ->warn("local worker pid {} did not exit: killing it", w.pid());
-      w.signal(SIGKILL);
-      w.wait();
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,7 +245,7 @@ int main(int argc, char** argv) {
   auto log = atl::component_logger("headnode");
 
   int code = kExitFailed;
-  std::vector<atl::os::ChildProcess> local_workers;
+  std::unique_ptr<atl::headnode::LocalPods> local_pods;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
     atl::AtlSystemConfig cfg{tls};
@@ -268,6 +254,7 @@ int main(int argc, char** argv) {
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
     atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
+    auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
     auto supervisor = atl::spawn_job_supervisor(sys, std::move(config));
@@ -287,7 +274,16 @@ int main(int argc, char** argv) {
     std::cout << "listening on " << address << std::endl;
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
     caf::anon_send(supervisor, atl::start_atom::value, *port);
-    local_workers = start_local_workers(opt, *port);
+    if (opt.local_workers > 0) {
+      atl::headnode::LocalPodsConfig pods{address, {}, opt.pod_restart_delay, ending};
+      for (int i = 0; i < opt.local_workers; ++i)
+        pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
+      local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));
+      if (auto started = local_pods->start(); !started) {
+        std::cerr << "headnode: " << started.error() << "\n";
+        std::exit(kExitFailed);
+      }
+    }
 
     atl::os::TerminationSignals signals([&](int sig) {
       caf::anon_send(supervisor, atl::cancel_atom::value,
@@ -301,7 +297,7 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
     sys.middleman().unpublish(supervisor, *port);
   }
-  reap_local_workers(local_workers);
+  if (local_pods) local_pods->stop_and_reap();
   std::cout.flush();
   return code;
 }

@@ -183,7 +183,8 @@ TEST(JobLifecycle, LogsTailAndRankSelection) {
 
 TEST(JobLifecycle, LostWorkerFailsTheJobNamingThePod) {
   TestCluster c;
-  auto& head = c.start_head({"--workers", "2", "--", "echo up; sleep 300"});
+  // No restarts: the loss itself is what this test is about.
+  auto& head = c.start_head({"--workers", "2", "--max-restarts", "0", "--", "echo up; sleep 300"});
   auto& w0 = c.start_worker(0);
   auto& w1 = c.start_worker(1);
   ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up"));

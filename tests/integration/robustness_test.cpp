@@ -171,7 +171,8 @@ TEST(Robustness, SetsidEscapeesEndWithAtlctlStop) {
 
 TEST(Robustness, SetsidEscapeesEndWithASigkilledWorkernode) {
   TestCluster c;
-  auto& head = c.start_head({"--workers", "1", "--", std::string(kEscape) + "; sleep 600"});
+  auto& head = c.start_head(
+      {"--workers", "1", "--max-restarts", "0", "--", std::string(kEscape) + "; sleep 600"});
   auto& worker = c.start_worker(0);
   ASSERT_TRUE(c.wait_for_output(head, "[rank 0] escaped")) << c.output(head);
   worker.process->signal(SIGKILL);

@@ -201,6 +201,60 @@ void TestCluster::make_credentials() {
   if (!made) ADD_FAILURE() << made.error();
 }
 
+namespace {
+
+std::vector<std::string> command_line(int pid) {
+  std::string raw = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::vector<std::string> args;
+  std::string cur;
+  for (char ch : raw) {
+    if (ch == 0) {
+      args.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  return args;
+}
+
+int parent_of(int pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string state;
+  int ppid = -1;
+  rest >> state >> ppid;
+  return state == "Z" ? -1 : ppid;
+}
+
+bool is_workernode_of(const std::vector<std::string>& args, const std::string& pod) {
+  if (args.empty() || args[0].size() < 10 || args[0].rfind("/workernode") != args[0].size() - 11)
+    return false;
+  return std::find(args.begin(), args.end(), pod) != args.end();
+}
+
+}  // namespace
+
+int TestCluster::worker_pid(int index) const {
+  const std::string pod = worker_name(index);
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return -1;
+  int found = -1;
+  while (dirent* e = ::readdir(proc)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0 || !is_workernode_of(command_line(pid), pod)) continue;
+    // A rank's guard is a fork of workernode (same command line): the
+    // workernode itself is the one whose parent is not.
+    int ppid = parent_of(pid);
+    if (ppid <= 0 || is_workernode_of(command_line(ppid), pod)) continue;
+    found = pid;
+  }
+  ::closedir(proc);
+  return found;
+}
+
 std::vector<int> TestCluster::live_tagged_processes() const {
   std::vector<int> pids;
   const std::string needle = "ATL_TEST_TAG=" + tag_;

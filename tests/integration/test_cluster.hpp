@@ -57,6 +57,10 @@ class TestCluster {
   // Runs `atlctl status` until it prints `state` (or the timeout passes).
   bool wait_for_status(const std::string& state, std::chrono::milliseconds timeout = 60s);
 
+  // The pid of the workernode process of pod `index` (started by the head with
+  // --local-workers, or by start_worker); -1 when there is none now.
+  int worker_pid(int index) const;
+
   // Processes carrying this cluster's tag in their environment (zombies excluded).
   std::vector<int> live_tagged_processes() const;
   // Waits until none is left; the test asserts on the result.

@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -159,7 +159,8 @@ void on_parent_death(int) {
   _exit(128 + SIGKILL);
 }
 
-static_assert(std::atomic<std::int64_t>::is_always_lock_free, "the lease is shared across processes");
+static_assert(std::atomic<std::int64_t>::is_always_lock_free,
+              "the lease is shared across processes");
 
 std::int64_t monotonic_ns() {
   timespec now{};

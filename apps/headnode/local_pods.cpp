@@ -1,0 +1,106 @@
+#include "local_pods.hpp"
+
+#include <signal.h>
+
+#include "atl/actors/node_agent.hpp"
+#include "atl/core/duration.hpp"
+#include "atl/os/logging.hpp"
+
+namespace atl::headnode {
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(20);
+
+}  // namespace
+
+LocalPods::~LocalPods() { stop_and_reap(std::chrono::seconds(0)); }
+
+Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name) const {
+  os::SpawnRequest req;
+  req.argv = {os::executable_dir() + "/workernode",
+              "--head",
+              config_.head_address,
+              "--name",
+              name,
+              "--connect-timeout",
+              "30s"};
+  req.env = os::current_environment();
+  req.output = os::OutputMode::inherit;
+  auto child = os::ChildProcess::spawn(req);
+  if (!child) return make_error("cannot start local worker " + name + ": " + child.error());
+  return std::make_unique<os::ChildProcess>(std::move(child).value());
+}
+
+Status LocalPods::start() {
+  for (const auto& name : config_.pod_names) {
+    auto child = spawn(name);
+    if (!child) {
+      for (auto& p : pods_) p.process->signal(SIGKILL);
+      return Error{child.error()};
+    }
+    pods_.push_back(Pod{name, std::move(child).value(), {}, 1});
+  }
+  // The first pods were spawned by this thread (main, which outlives them);
+  // the watcher spawns the recreated ones and reaps them all before it ends.
+  watcher_ = std::thread([this] { watch(); });
+  return Ok{};
+}
+
+void LocalPods::watch() {
+  auto log = component_logger("headnode");
+  while (!stopping_.load()) {
+    auto now = std::chrono::steady_clock::now();
+    for (auto& pod : pods_) {
+      if (pod.process) {
+        auto status = pod.process->try_wait();
+        if (!status) continue;
+        pod.process.reset();
+        if (config_.ending->load() || stopping_.load()) continue;
+        if (status->signal == 0 && status->code == kNodeExitRejected) {
+          // The head refused it: starting it again would be refused again.
+          log->error("local worker {} was refused by the head; not recreating it", pod.name);
+          continue;
+        }
+        log->warn("local worker {} exited ({}); recreating it in {}", pod.name, status->describe(),
+                  format_duration(config_.restart_delay));
+        pod.restart_at = now + config_.restart_delay;
+        pod.starts = -pod.starts;  // negative: a restart is due
+      } else if (pod.starts < 0 && now >= pod.restart_at && !config_.ending->load()) {
+        auto child = spawn(pod.name);
+        if (!child) {
+          log->error("{}", child.error());
+          pod.restart_at = now + std::chrono::seconds(1);
+          continue;
+        }
+        pod.process = std::move(child).value();
+        pod.starts = -pod.starts + 1;
+      }
+    }
+    std::this_thread::sleep_for(kPoll);
+  }
+  reap_all();
+}
+
+void LocalPods::reap_all() {
+  for (auto& pod : pods_) {
+    if (!pod.process) continue;
+    while (!pod.process->try_wait() && std::chrono::steady_clock::now() < deadline_)
+      std::this_thread::sleep_for(kPoll);
+    if (!pod.process->reaped()) {
+      component_logger("headnode")
+          ->warn("local worker {} (pid {}) did not exit: killing it", pod.name, pod.process->pid());
+      pod.process->signal(SIGKILL);
+      pod.process->wait();
+    }
+  }
+}
+
+void LocalPods::stop_and_reap(std::chrono::milliseconds timeout) {
+  deadline_ = std::chrono::steady_clock::now() + timeout;
+  stopping_.store(true);
+  // The watcher reaps before it ends: the pods it spawned die with its thread.
+  if (watcher_.joinable()) watcher_.join();
+}
+
+}  // namespace atl::headnode

@@ -1,0 +1,59 @@
+// LocalPods: headnode --local-workers plays the platform's part on one
+// machine. It starts the worker pods as workernode processes and, as
+// Kubernetes recreates a lost or deleted pod under the same name, starts a pod
+// that exits again after the pod-restart delay, until the job is ending.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "atl/core/expected.hpp"
+#include "atl/os/child_process.hpp"
+
+namespace atl::headnode {
+
+struct LocalPodsConfig {
+  std::string head_address;                   // HOST:PORT for --head
+  std::vector<std::string> pod_names;         // one workernode each
+  std::chrono::milliseconds restart_delay;    // before a pod that exited is started again
+  std::shared_ptr<std::atomic<bool>> ending;  // set by the supervisor: recreate no more
+};
+
+class LocalPods {
+ public:
+  explicit LocalPods(LocalPodsConfig config) : config_(std::move(config)) {}
+  ~LocalPods();
+  LocalPods(const LocalPods&) = delete;
+  LocalPods& operator=(const LocalPods&) = delete;
+
+  // Starts every pod, then a thread that recreates those that exit. An error
+  // when one cannot be started (those started are killed).
+  Status start();
+
+  // Stops recreating, waits (bounded) for every pod to exit, kills the rest.
+  void stop_and_reap(std::chrono::milliseconds timeout = std::chrono::seconds(15));
+
+ private:
+  struct Pod {
+    std::string name;
+    std::unique_ptr<os::ChildProcess> process;  // null while waiting to be recreated
+    std::chrono::steady_clock::time_point restart_at;
+    int starts = 0;
+  };
+  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name) const;
+  void watch();     // the thread: reaps and recreates; it also spawns, so its pods die with it
+  void reap_all();  // waits for every pod until deadline_, then kills
+
+  LocalPodsConfig config_;
+  std::vector<Pod> pods_;
+  std::atomic<bool> stopping_{false};
+  std::chrono::steady_clock::time_point deadline_;  // written before stopping_ is set
+  std::thread watcher_;
+};
+
+}  // namespace atl::headnode
