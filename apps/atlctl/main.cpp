@@ -13,7 +13,9 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/byte_size.hpp"
+#include "atl/core/quote.hpp"
 #include "atl/core/rank_set.hpp"
+#include "atl/core/taints.hpp"
 #include "cli.hpp"
 
 using namespace atlctl;
@@ -39,6 +41,7 @@ const char* kTopHelp =
     "  debug                            as stop: park the job in debugStop\n"
     "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
     "  events [--json]                  the job's timeline: states, faults, restarts\n"
+    "  taint -a list|set|remove [-n NODES|all]  keep ranks off nodes\n"
     "\n"
     "RANKS: all, 1,2,3, 1-8 or 0,2-4,7.\n"
     "States: pending, initializing, command, debugStop, debugCommand, restarting,\n"
@@ -73,14 +76,15 @@ void print_details(const nlohmann::json& info) {
   if (info.contains("failure")) std::cout << "Failure: " << cell(info, "failure") << "\n";
   std::cout << "\nPods:\n"
             << std::left << "  " << std::setw(34) << "NAME" << std::setw(9) << "STATE"
-            << std::setw(17) << "ADDRESS" << std::setw(6) << "CPUS" << std::setw(6) << "GPUS"
-            << std::setw(10) << "MEMORY"
+            << std::setw(12) << "ROLE" << std::setw(16) << "NODE" << std::setw(17) << "ADDRESS"
+            << std::setw(6) << "CPUS" << std::setw(6) << "GPUS" << std::setw(10) << "MEMORY"
             << "SHM\n";
   for (const auto& p : info["pods"]) {
     auto size = [&](const char* key) {
       return p.contains(key) ? atl::format_byte_size(p[key].get<std::int64_t>()) : "-";
     };
     std::cout << "  " << std::setw(34) << cell(p, "name") << std::setw(9) << cell(p, "state")
+              << std::setw(12) << cell(p, "role") << std::setw(16) << cell(p, "node")
               << std::setw(17) << cell(p, "address") << std::setw(6) << cell(p, "cpus")
               << std::setw(6) << cell(p, "gpus") << std::setw(10) << size("memory") << size("shm")
               << "\n";
@@ -99,13 +103,11 @@ void print_details(const nlohmann::json& info) {
               << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
               << cell(r, "state") << exit << "\n";
   }
-  if (!info["taint_candidates"].empty()) {
-    std::cout << "\nTaint candidates (failed their latest atlctl check):\n";
-    for (const auto& pod : info["taint_candidates"]) {
-      const auto& v = info["checks"][pod.get<std::string>()];
-      std::cout << "  " << pod.get<std::string>() << " (check run " << cell(v, "run") << ": "
-                << cell(v, "reason") << ")\n";
-    }
+  if (!info["taints"].empty()) {
+    std::cout << "\nTainted nodes (no ranks are placed there):\n";
+    for (const auto& t : info["taints"])
+      std::cout << "  " << cell(t, "node") << " (" << cell(t, "source") << ": " << cell(t, "reason")
+                << ")\n";
   }
   if (!info["runs"].empty()) {
     std::cout << "\nDebug runs:\n"
@@ -219,6 +221,61 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   return kExitOk;
 }
 
+std::string utc_time(std::int64_t unix_ms) {
+  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  char ms[8];
+  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(unix_ms % 1000));
+  return std::string(when) + ms;
+}
+
+// --- taint ---------------------------------------------------------------------
+
+void taint_options(po::options_description& desc) {
+  desc.add_options()("action,a", po::value<std::string>(), "list, set or remove")(
+      "nodes,n", po::value<std::string>(), "NODE[,NODE...] or all (set and remove)");
+}
+
+int cmd_taint(SupervisorClient& client, const po::variables_map& vm) {
+  if (!vm.count("action")) die(kExitUsage, "taint: -a list|set|remove is required");
+  const std::string action = vm["action"].as<std::string>();
+  const std::string nodes = vm.count("nodes") ? vm["nodes"].as<std::string>() : "";
+  if (action != "list" && action != "set" && action != "remove")
+    die(kExitUsage, "taint: -a: unknown action " + atl::quote(action) + " (list, set or remove)");
+  if (action == "list" && vm.count("nodes"))
+    die(kExitUsage, "taint: -n is only for set and remove");
+  if (action != "list" && !vm.count("nodes"))
+    die(kExitUsage, "taint: -a " + action + " needs -n NODE[,NODE...] or -n all");
+  if (action != "list") {
+    if (auto parsed = atl::parse_node_list(nodes); !parsed)
+      die(kExitUsage, "taint: -n: " + parsed.error());
+  }
+  Answer answer = client.answer_or_die(caf::make_message(atl::taint_atom::value, action, nodes),
+                                       std::chrono::seconds(10));
+  if (answer.code != 0) die(answer.code, "taint: " + answer.text);
+  if (action != "list") {
+    std::cout << (action == "set" ? "Set taint on nodes: " : "Removed taint from nodes: ") << nodes
+              << "\n";
+    return kExitOk;
+  }
+  auto taints = nlohmann::json::parse(answer.text);
+  if (taints.empty()) {
+    std::cout << "No tainted nodes.\n";
+    return kExitOk;
+  }
+  std::cout << std::left << std::setw(20) << "NODE" << std::setw(10) << "SOURCE" << std::setw(26)
+            << "SINCE"
+            << "REASON\n";
+  for (const auto& t : taints)
+    std::cout << std::setw(20) << cell(t, "node") << std::setw(10) << cell(t, "source")
+              << std::setw(26) << utc_time(t["since_ms"].get<std::int64_t>()) << cell(t, "reason")
+              << "\n";
+  return kExitOk;
+}
+
 // --- events --------------------------------------------------------------------
 
 void events_options(po::options_description& desc) {
@@ -232,17 +289,9 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
     std::cout << events.dump(2) << "\n";
     return kExitOk;
   }
-  for (const auto& e : events) {
-    auto ms = e["time_ms"].get<std::int64_t>();
-    std::time_t secs = static_cast<std::time_t>(ms / 1000);
-    std::tm tm{};
-    ::gmtime_r(&secs, &tm);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::cout << when << "." << std::setfill('0') << std::setw(3) << ms % 1000 << std::setfill(' ')
-              << "Z  " << std::left << std::setw(8) << e["kind"].get<std::string>()
-              << e["text"].get<std::string>() << "\n";
-  }
+  for (const auto& e : events)
+    std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(8)
+              << e["kind"].get<std::string>() << e["text"].get<std::string>() << "\n";
   return kExitOk;
 }
 
@@ -324,6 +373,15 @@ int main(int argc, char** argv) {
       {"check", kCheckCommand},
       {"debug", kDebugCommand},
       {"delete", kDeleteCommand},
+      {"taint",
+       {"Usage: atlctl taint -a list|set|remove [-n NODE[,NODE...]|all]\n\n"
+        "Marks nodes (the machines pods run on: NODE in status -v) so that no rank\n"
+        "is placed there from the next (re)start on; a pod on a tainted node idles.\n"
+        "list shows user- and platform-set taints (a failed pre-flight or check, a\n"
+        "node lost twice in a row). Taints belong to this job and survive its\n"
+        "restarts. An unknown node, or removing one that is not tainted, refuses\n"
+        "the whole command.",
+        taint_options, cmd_taint}},
       {"events",
        {"Usage: atlctl events [--json]\n\n"
         "Prints the job's timeline, oldest first: state changes, faults with their\n"

@@ -16,13 +16,17 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 
 LocalPods::~LocalPods() { stop_and_reap(std::chrono::seconds(0)); }
 
-Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name) const {
+Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name,
+                                                             int index) const {
   os::SpawnRequest req;
+  // Each local pod on a node of its own, so that a taint marks just it.
   req.argv = {os::executable_dir() + "/workernode",
               "--head",
               config_.head_address,
               "--name",
               name,
+              "--node",
+              "local-" + std::to_string(index),
               "--connect-timeout",
               "30s"};
   req.env = os::current_environment();
@@ -33,13 +37,14 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
 }
 
 Status LocalPods::start() {
-  for (const auto& name : config_.pod_names) {
-    auto child = spawn(name);
+  for (size_t i = 0; i < config_.pod_names.size(); ++i) {
+    const std::string& name = config_.pod_names[i];
+    auto child = spawn(name, static_cast<int>(i));
     if (!child) {
       for (auto& p : pods_) p.process->signal(SIGKILL);
       return Error{child.error()};
     }
-    pods_.push_back(Pod{name, std::move(child).value(), {}, 1});
+    pods_.push_back(Pod{name, static_cast<int>(i), std::move(child).value(), {}, 1});
   }
   // The first pods were spawned by this thread (main, which outlives them);
   // the watcher spawns the recreated ones and reaps them all before it ends.
@@ -67,7 +72,7 @@ void LocalPods::watch() {
         pod.restart_at = now + config_.restart_delay;
         pod.starts = -pod.starts;  // negative: a restart is due
       } else if (pod.starts < 0 && now >= pod.restart_at && !config_.ending->load()) {
-        auto child = spawn(pod.name);
+        auto child = spawn(pod.name, pod.index);
         if (!child) {
           log->error("{}", child.error());
           pod.restart_at = now + std::chrono::seconds(1);

@@ -19,7 +19,7 @@ namespace atl::headnode {
 
 struct LocalPodsConfig {
   std::string head_address;                   // HOST:PORT for --head
-  std::vector<std::string> pod_names;         // one workernode each
+  std::vector<std::string> pod_names;         // one workernode each, on node local-<i>
   std::chrono::milliseconds restart_delay;    // before a pod that exited is started again
   std::shared_ptr<std::atomic<bool>> ending;  // set by the supervisor: recreate no more
 };
@@ -41,11 +41,12 @@ class LocalPods {
  private:
   struct Pod {
     std::string name;
+    int index = 0;
     std::unique_ptr<os::ChildProcess> process;  // null while waiting to be recreated
     std::chrono::steady_clock::time_point restart_at;
     int starts = 0;
   };
-  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name) const;
+  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name, int index) const;
   void watch();     // the thread: reaps and recreates; it also spawns, so its pods die with it
   void reap_all();  // waits for every pod until deadline_, then kills
 

@@ -69,6 +69,8 @@ HeadOptions parse_options(int argc, char** argv) {
       "spmd (default: once per rank) or driver (once on the head)")(
       "entrypoint", po::value<std::string>(), "command to run (or give it after --)")(
       "workers", po::value<int>(), "number of worker pods (default 1)")(
+      "spare-workers", po::value<int>(),
+      "extra worker pods that idle and replace a lost or tainted one (default 0)")(
       "nproc-per-node", po::value<int>(), "ranks per worker (default 1)")(
       "env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")(
       "working-dir", po::value<std::string>(), "working directory of the ranks")(
@@ -126,6 +128,7 @@ HeadOptions parse_options(int argc, char** argv) {
     job.entrypoint = atl::command_from_words(trailing);
   }
   if (vm.count("workers")) job.workers = vm["workers"].as<int>();
+  if (vm.count("spare-workers")) job.spare_workers = vm["spare-workers"].as<int>();
   if (vm.count("nproc-per-node")) job.nproc_per_node = vm["nproc-per-node"].as<int>();
   if (vm.count("env")) {
     for (const auto& kv : vm["env"].as<std::vector<std::string>>()) {
@@ -155,10 +158,11 @@ HeadOptions parse_options(int argc, char** argv) {
   }
   if (vm.count("local-workers")) {
     opt.local_workers = vm["local-workers"].as<int>();
-    if (opt.local_workers < 0 || opt.local_workers > job.workers)
+    if (opt.local_workers < 0 || opt.local_workers > atl::total_worker_pods(job))
       atl::cli::usage_error("headnode",
-                            "--local-workers: must be between 0 and the number of workers (" +
-                                std::to_string(job.workers) + ")");
+                            "--local-workers: must be between 0 and the number of workers and "
+                            "spares (" +
+                                std::to_string(atl::total_worker_pods(job)) + ")");
   }
   if (vm.count("pod-restart-delay"))
     opt.pod_restart_delay = atl::cli::value_or_exit(

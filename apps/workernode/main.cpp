@@ -26,6 +26,7 @@ struct WorkerOptions {
   atl::HostPort head;
   std::string name;
   std::string advertise;
+  std::string node;
   atl::NodeResources resources;
   atl::Millis connect_timeout = std::chrono::seconds(60);
   std::optional<atl::os::TlsFiles> tls;
@@ -40,6 +41,8 @@ WorkerOptions parse_options(int argc, char** argv) {
   desc.add_options()("help,h", "show this help")("head", po::value<std::string>(),
                                                  "address of the head (HOST:PORT)")(
       "name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")(
+      "node", po::value<std::string>(),
+      "the machine this pod runs on, as taints name it (default $NODE_NAME, else the host name)")(
       "cpus", po::value<int>(), "CPUs to offer (default: what the machine has)")(
       "gpus", po::value<int>(), "GPUs to offer (default: /dev/nvidiaN count)")(
       "memory", po::value<std::string>(), "memory to offer, e.g. 64Gi (default: the limit)")(
@@ -60,6 +63,15 @@ WorkerOptions parse_options(int argc, char** argv) {
                                      atl::parse_host_port(vm["head"].as<std::string>()), "--head");
   opt.name = vm["name"].as<std::string>();
   if (opt.name.empty()) atl::cli::usage_error("workernode", "--name: must not be empty");
+  if (vm.count("node")) {
+    opt.node = vm["node"].as<std::string>();
+    if (opt.node.empty() || opt.node == "all" || opt.node.find(',') != std::string::npos)
+      atl::cli::usage_error("workernode", "--node: must be a name (not empty, no ',', not 'all')");
+  } else if (const char* env = std::getenv("NODE_NAME"); env && *env) {
+    opt.node = env;  // the Kubernetes downward API's spec.nodeName
+  } else {
+    opt.node = atl::os::host_name();
+  }
   opt.resources = atl::os::detect_resources();
   if (vm.count("cpus")) {
     opt.resources.cpus = vm["cpus"].as<int>();
@@ -126,6 +138,7 @@ int main(int argc, char** argv) {
     node.head_host = opt.head.host;
     node.head_port = opt.head.port;
     node.info.pod = opt.name;
+    node.info.node = opt.node;
     auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
     if (!local) {
       std::cerr << "workernode: " << local.error() << "\n";

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -129,13 +130,19 @@ TEST(BurnAndCheck, CheckFailsNamingTheNodeAndTheReason) {
       << check.output;
   EXPECT_EQ(check.output.find("check failed on " + b.c.worker_name(0)), std::string::npos)
       << check.output;
-  // The verdict is recorded: worker 1 is a taint candidate, worker 0 is not.
+  // The verdict taints worker 1's node (platform), not worker 0's.
   auto status = b.ctl({"status", "-v"});
-  EXPECT_NE(status.output.find("Taint candidates"), std::string::npos) << status.output;
-  auto json = b.ctl({"status", "--json"});
-  EXPECT_NE(json.output.find("\"taint_candidates\": [\n    \"" + b.c.worker_name(1) + "\"\n  ]"),
-            std::string::npos)
-      << json.output;
+  EXPECT_NE(status.output.find("Tainted nodes"), std::string::npos) << status.output;
+  auto list = b.ctl({"taint", "-a", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  EXPECT_NE(list.output.find("test-node-1         platform"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("failed atlctl check"), std::string::npos) << list.output;
+  EXPECT_EQ(list.output.find("test-node-0"), std::string::npos) << list.output;
+  auto json = nlohmann::json::parse(b.ctl({"status", "--json"}).output, nullptr, false);
+  ASSERT_TRUE(json.is_object());
+  ASSERT_EQ(json["taints"].size(), 1u) << json.dump();
+  EXPECT_EQ(json["taints"][0]["node"], "test-node-1");
+  EXPECT_EQ(json["taints"][0]["source"], "platform");
 }
 
 TEST(BurnAndCheck, GlobalAllreduceAcrossTwoWorkersInTheSeedsFormat) {

@@ -215,5 +215,71 @@ TEST(FaultTolerance, BadDeleteArgumentsAreRefusedAndChangeNothing) {
   EXPECT_EQ(c.wait_exit(head), 1);
 }
 
+TEST(FaultTolerance, ATaintedNodeIsAvoidedAndASpareTakesOver) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--spare-workers", "1", "--local-workers", "3",
+                             "--linger", "60s", "--", entrypoint(1)});
+  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 0))) << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
+  auto info = status_json(c);
+  EXPECT_EQ(info["pods"][0]["role"], "active") << info.dump();
+  EXPECT_EQ(info["pods"][2]["role"], "spare") << info.dump();
+  EXPECT_EQ(info["pods"][2]["node"], "local-2") << info.dump();
+  auto set = c.atlctl({"--address", c.head_address(), "taint", "-a", "set", "-n", "local-0"});
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  EXPECT_EQ(set.output, "Set taint on nodes: local-0\n");
+  // The taint takes effect at the next start: kill pod 1 to cause one.
+  ASSERT_EQ(::kill(c.worker_pid(1), SIGKILL), 0);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded")) << c.output(head);
+  info = status_json(c);
+  EXPECT_EQ(info["restarts"], 1);
+  EXPECT_EQ(info["pods"][0]["role"], "quarantined") << info.dump();
+  for (const auto& r : info["ranks"]) EXPECT_NE(r["pod"], c.worker_name(0)) << info.dump();
+  auto list = c.atlctl({"--address", c.head_address(), "taint", "-a", "list"});
+  EXPECT_NE(list.output.find("local-0             user      "), std::string::npos) << list.output;
+  auto v = c.atlctl({"--address", c.head_address(), "status", "-v"});
+  EXPECT_NE(v.output.find("quarantined"), std::string::npos) << v.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(FaultTolerance, BadTaintArgumentsAreRefusedAndChangeNothing) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--", entrypoint(99)});
+  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
+  const std::string addr = c.head_address();
+  ASSERT_EQ(c.atlctl({"--address", addr, "taint", "-a", "set", "-n", "local-1"}).exit_code, 0);
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"taint"}, "-a list|set|remove is required"},
+           {{"taint", "-a", "paint"}, "unknown action 'paint'"},
+           {{"taint", "-a", "set"}, "needs -n"},
+           {{"taint", "-a", "list", "-n", "local-0"}, "only for set and remove"},
+           {{"taint", "-a", "set", "-n", "local-0,nope"}, "unknown node 'nope'"},
+           {{"taint", "-a", "set", "-n", "local-0,,local-1"}, "empty node name"},
+           {{"taint", "-a", "remove", "-n", "local-0,local-1"}, "'local-0' is not tainted"},
+           {{"taint", "-a", "remove", "-n", ""}, "empty node list"},
+       }) {
+    std::vector<std::string> args = {"--address", addr};
+    args.insert(args.end(), bad.args.begin(), bad.args.end());
+    auto r = c.atlctl(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(bad.says), std::string::npos) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  auto info = status_json(c);
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-1");
+  auto removed = c.atlctl({"--address", addr, "taint", "-a", "remove", "-n", "all"});
+  EXPECT_EQ(removed.exit_code, 0) << removed.output;
+  EXPECT_EQ(c.atlctl({"--address", addr, "taint", "-a", "list"}).output, "No tainted nodes.\n");
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+}
+
 }  // namespace
 }  // namespace atl::test

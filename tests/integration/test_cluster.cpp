@@ -147,6 +147,9 @@ std::string TestCluster::head_address(std::chrono::milliseconds timeout) {
 Started& TestCluster::start_worker(int index, std::vector<std::string> extra) {
   std::vector<std::string> argv = {bin("workernode"), "--head", head_address(), "--name",
                                    worker_name(index)};
+  // Each its own node (as --local-workers pods are), unless the test says.
+  if (std::find(extra.begin(), extra.end(), "--node") == extra.end())
+    argv.insert(argv.end(), {"--node", "test-node-" + std::to_string(index)});
   argv.insert(argv.end(), extra.begin(), extra.end());
   return start("worker" + std::to_string(index), argv);
 }

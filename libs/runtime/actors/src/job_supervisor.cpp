@@ -42,11 +42,14 @@ bool apply(Actor* self, JobEvent event) {
   return true;
 }
 
+std::int64_t unix_ms_now() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+}
+
 void record(Actor* self, const std::string& kind, const std::string& text) {
   auto& events = self->state.events;
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  events.push_back(
-      {std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), kind, text});
+  events.push_back({unix_ms_now(), kind, text});
   if (events.size() > kMaxEvents) events.erase(events.begin());  // bounded: the oldest go
 }
 
@@ -74,7 +77,40 @@ std::string rank_label(std::int32_t stream) {
 
 // --- command -----------------------------------------------------------------
 
-// Every stream's launch for the pods joined now: at each (re)start, since a
+}  // namespace
+
+Status select_active(Actor* self) {
+  auto& st = self->state;
+  std::vector<PodView> pods;
+  for (size_t i = 0; i < st.expected_pods.size(); ++i) {
+    const std::string& name = st.expected_pods[i];
+    auto node = st.nodes.find(name);
+    pods.push_back({name, static_cast<int>(i),
+                    node == st.nodes.end() ? std::string() : node->second.info.node,
+                    node != st.nodes.end()});
+  }
+  auto choice = choose_active(pods, st.job().workers, st.taints);
+  if (!choice) return Error{choice.error()};
+  if (choice->active != st.active) {
+    std::string list;
+    for (const auto& p : choice->active) list += (list.empty() ? "" : ", ") + p;
+    st.log->info("active pods: {}", list);
+  }
+  st.active = std::move(choice->active);
+  return Ok{};
+}
+
+void taint_platform(Actor* self, const std::string& pod, const std::string& reason) {
+  auto& st = self->state;
+  auto node = st.pod_nodes.find(pod);
+  if (node == st.pod_nodes.end() || st.taints.tainted(node->second)) return;
+  st.taints.mark(node->second, reason, unix_ms_now());
+  std::string line = "node " + node->second + " tainted by the platform: " + reason;
+  st.log->warn("{}", line);
+  record(self, "taint", line);
+}
+
+// Every stream's launch for the active pods: at each (re)start, since a
 // recreated pod may have a new address. False when the job failed instead.
 bool plan_user_code(Actor* self) {
   auto& st = self->state;
@@ -94,7 +130,7 @@ bool plan_user_code(Actor* self) {
     return true;
   }
   std::vector<NodeSlot> slots;
-  for (const auto& pod : st.expected_pods) {
+  for (const auto& pod : st.active) {
     auto node = st.nodes.find(pod);
     if (node == st.nodes.end()) {  // lost between the checks and now
       fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
@@ -121,6 +157,8 @@ bool plan_user_code(Actor* self) {
   return true;
 }
 
+namespace {
+
 // initializing -> command, or restarting -> command: user code starts from scratch.
 void start_command(Actor* self) {
   auto& st = self->state;
@@ -142,7 +180,7 @@ void start_command(Actor* self) {
 std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (stream == kDriverStream) return head_pod_name(st.job().job_id);
   auto node = static_cast<size_t>(stream / st.job().nproc_per_node);
-  return node < st.expected_pods.size() ? st.expected_pods[node] : std::string();
+  return node < st.active.size() ? st.active[node] : std::string();
 }
 
 // (Re)starts every rank's user code from scratch, as attempt `st.attempt`.
@@ -346,6 +384,9 @@ void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
   auto& st = self->state;
   if (round != st.check_round || !st.preflight_running) return;  // superseded
   st.preflight_running = false;
+  // A node that fails the pre-flight gets a platform taint: the next attempt
+  // (or a spare) avoids it.
+  if (!problem.empty()) taint_platform(self, pod, "failed the pre-flight: " + problem);
   if (st.state() == JobState::initializing) {
     if (problem.empty()) {
       start_command(self);
@@ -374,13 +415,14 @@ void preflight(Actor* self) {
       return;
     }
   }
-  if (st.nodes.empty()) {
+  if (st.active.empty()) {
     preflight_done(self, round, "", "");
     return;
   }
   auto passed = std::make_shared<size_t>(0);
-  const size_t expected = st.nodes.size();
-  for (const auto& [pod, node] : st.nodes) {
+  const size_t expected = st.active.size();
+  for (const auto& pod : st.active) {
+    const Node& node = st.nodes.at(pod);  // select_active chose joined pods only
     self->request(node.agent, kCheckTimeout, check_atom::value, st.job().working_dir)
         .then(
             [self, round, pod = pod, passed, expected](const std::string& problem) {
@@ -400,6 +442,10 @@ void preflight(Actor* self) {
 
 void run_checks(Actor* self) {
   if (!apply(self, JobEvent::all_joined)) return;
+  if (auto chosen = select_active(self); !chosen) {
+    fail(self, JobEvent::check_failed, "cannot start: " + chosen.error());
+    return;
+  }
   preflight(self);
 }
 
@@ -407,10 +453,9 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
   auto& st = self->state;
   // Pods join before the job starts, and a lost or deleted pod rejoins (as
   // Kubernetes recreates it) while the job restarts or is parked in debug.
+  // Spares may join at any time until the job ends.
   const JobState state = st.state();
-  bool open = state == JobState::pending || state == JobState::restarting ||
-              state == JobState::debugStop || state == JobState::debugCommand;
-  if (!open || st.finalizing) {
+  if (is_terminal(state) || st.finalizing) {
     return "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
            " and takes no new workers";
   }
@@ -431,17 +476,17 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
   }
   self->monitor(agent);
   st.nodes[info.pod] = Node{info, agent};
+  st.pod_nodes[info.pod] = info.node;
   st.detector.watch(info.pod, std::chrono::steady_clock::now());
   bool rejoined = st.lost_pods.erase(info.pod) > 0;
-  st.log->info("pod {} {} from {} ({} cpus, {} gpus) [{}/{}]", info.pod,
-               rejoined ? "rejoined" : "joined", info.address, info.cpus, info.gpus,
+  st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
+               rejoined ? "rejoined" : "joined", info.address, info.node, info.cpus, info.gpus,
                st.nodes.size(), st.expected_pods.size());
   if (state != JobState::pending)
     record(self, "pod", "pod " + info.pod + " rejoined from " + info.address);
-  if (st.nodes.size() == st.expected_pods.size()) {
-    // After this reply is sent: the check request must not overtake it.
+  // After this reply is sent: the check request must not overtake it.
+  if (state == JobState::restarting || st.nodes.size() == st.expected_pods.size())
     self->send(self, check_atom::value);
-  }
   return "";
 }
 
@@ -453,7 +498,11 @@ void maybe_relaunch(Actor* self) {
   auto& st = self->state;
   if (st.state() != JobState::restarting || st.preflight_running || st.retry_pending) return;
   if (!all_done(st.ranks)) return;
-  if (st.nodes.size() < st.expected_pods.size()) return;
+  // Enough pods on untainted nodes (spares included)? Else keep waiting.
+  if (auto chosen = select_active(self); !chosen) {
+    st.log->info("restart waits: {}", chosen.error());
+    return;
+  }
   preflight(self);
 }
 
@@ -535,6 +584,21 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   self->demonitor(it->second.agent);
   st.nodes.erase(it);
   st.detector.forget(pod);
+  // A spare (no ranks now) is simply awaited again; so is any pod before the start.
+  bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
+  if (!active && st.state() != JobState::pending && !is_terminal(st.state())) {
+    st.lost_pods.insert(pod);
+    record(self, "pod", fault.detail + " (a spare: no restart)");
+    st.log->warn("{} (a spare: no restart)", fault.detail);
+    return;
+  }
+  if (active && fault.kind != FaultKind::pod_deleted && !is_terminal(st.state())) {
+    // The same node lost twice in a row is not to be trusted again.
+    const std::string& node = st.pod_nodes[pod];
+    if (!node.empty() && node == st.last_lost_node)
+      taint_platform(self, pod, "lost twice in a row (" + fault.detail + ")");
+    st.last_lost_node = node;
+  }
   if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
   for (auto& [stream, r] : st.ranks) {
     if (r.pod == pod && !r.done) {
@@ -587,6 +651,38 @@ void on_heartbeat_tick(Actor* self) {
   }
   self->delayed_send(self, kDetectorTick, timeout_atom::value,
                      static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
+}
+
+// atlctl taint -a list|set|remove [-n NODES|all]: marks on the machines pods
+// run on. A bad argument refuses the whole command and changes nothing.
+Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text) {
+  auto& st = self->state;
+  if (action == "list") {
+    if (!node_text.empty()) return {std::int32_t{2}, "-n is only for set and remove"};
+    return {std::int32_t{0}, taints_json(st)};
+  }
+  if (action != "set" && action != "remove")
+    return {std::int32_t{2}, "-a: unknown action " + quote(action) + " (list, set or remove)"};
+  auto nodes = parse_node_list(node_text);
+  if (!nodes) return {std::int32_t{2}, "-n: " + nodes.error()};
+  if (is_terminal(st.state()) || st.finalizing)
+    return {std::int32_t{3}, "job is in state " + std::string(to_string(st.state())) +
+                                 ": it has ended, taint is refused"};
+  Status done = Ok{};
+  if (action == "set") {
+    std::vector<std::string> known;
+    for (const auto& [pod, node] : st.pod_nodes)
+      if (std::find(known.begin(), known.end(), node) == known.end()) known.push_back(node);
+    std::sort(known.begin(), known.end());
+    done = st.taints.set(*nodes, known, TaintSource::user, "set by atlctl taint", unix_ms_now());
+  } else {
+    done = st.taints.remove(*nodes);
+  }
+  if (!done) return {std::int32_t{2}, done.error()};
+  std::string line = "taint " + action + " on " + node_text + " (atlctl taint)";
+  st.log->info("{}", line);
+  record(self, "taint", line);
+  return {std::int32_t{0}, std::string()};
 }
 
 // atlctl delete -p PODS|all: refused as a whole (nothing deleted) when a pod
@@ -681,6 +777,16 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
 
 }  // namespace
 
+std::string taints_json(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [node, t] : st.taints.all())
+    j.push_back({{"node", node},
+                 {"source", to_string(t.source)},
+                 {"reason", t.reason},
+                 {"since_ms", t.since_unix_ms}});
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string events_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& e : st.events)
@@ -711,6 +817,12 @@ std::string info_json(const State& st) {
                      {"state", st.nodes.count(pod)       ? "joined"
                                : st.lost_pods.count(pod) ? "lost"
                                                          : "missing"}};
+    bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
+    if (auto node = st.pod_nodes.find(pod); node != st.pod_nodes.end()) {
+      p["node"] = node->second;
+      p["tainted"] = st.taints.tainted(node->second);
+      p["role"] = st.taints.tainted(node->second) ? "quarantined" : active ? "active" : "spare";
+    }
     if (auto it = st.nodes.find(pod); it != st.nodes.end()) {
       const NodeInfo& i = it->second.info;
       p["address"] = i.address;
@@ -738,9 +850,8 @@ std::string info_json(const State& st) {
   }
   j["runs"] = nlohmann::json::parse(runs_json(st));
   j["checks"] = nlohmann::json::parse(checks_json(st));
-  j["taint_candidates"] = nlohmann::json::array();
-  for (const auto& [pod, v] : st.check_verdicts)
-    if (!v.passed) j["taint_candidates"].push_back(pod);
+  j["spare_workers"] = st.job().spare_workers;
+  j["taints"] = nlohmann::json::parse(taints_json(st));
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -749,7 +860,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   st.config = std::move(config);
   st.restarts = RestartPolicy({st.job().max_restarts, st.job().restart_on_failure});
   st.detector = FailureDetector(st.job().heartbeat.timeout);
-  for (int i = 0; i < st.job().workers; ++i)
+  for (int i = 0; i < total_worker_pods(st.job()); ++i)
     st.expected_pods.push_back(worker_pod_name(st.job().job_id, i));
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
@@ -898,6 +1009,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       },
       [self](recover_atom) { return recover(self); },
       [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
+      [self](taint_atom, const std::string& action, const std::string& nodes) {
+        return taint_nodes(self, action, nodes);
+      },
       [self](events_atom) { return events_json(self->state); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers) {

@@ -126,6 +126,14 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
                   const EnvMap& extra_env, bool tracked, const std::string& label,
                   bool node_tool = false, bool is_check = false) {
   auto& st = self->state;
+  // A pod deleted or lost while parked: refuse before anything starts.
+  for (int rank : ranks) {
+    std::string pod = pod_of_rank(st, rank);
+    if (!st.nodes.count(pod) || !st.launches.count(rank))
+      return refused(
+          make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
+                     " is not in the job now (lost or deleted); retry once it is back"));
+  }
   DebugRun run;
   run.id = st.next_run++;
   run.tracked = tracked;
@@ -200,8 +208,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   }
   // One process per node: on its first rank, with that rank's environment.
   std::vector<int> ranks;
-  for (size_t node = 0; node < st.expected_pods.size(); ++node) {
-    const std::string& pod = st.expected_pods[node];
+  for (size_t node = 0; node < st.active.size(); ++node) {
+    const std::string& pod = st.active[node];
     bool chosen = workers->empty();
     for (const auto& w : *workers) chosen |= w == pod;
     if (chosen) ranks.push_back(static_cast<int>(node) * st.job().nproc_per_node);
@@ -263,6 +271,12 @@ Result recover(Actor* self) {
                               pending_ranks(st.ranks, false) +
                               " are still stopping; retry recover in a moment"));
   }
+  // Pods deleted or lost while parked may be back with new addresses, or be
+  // replaced by spares: the layout is made anew (no restart is counted).
+  if (auto chosen = select_active(self); !chosen)
+    return refused(make_error("job is in state debugStop but cannot recover yet: " +
+                              chosen.error() + "; retry recover once the pods are back"));
+  if (!plan_user_code(self)) return {std::int32_t{1}, st.failure};
   ++st.attempt;
   apply(self, JobEvent::recover);
   st.log->info("recovering: user code restarts from scratch (attempt {})", st.attempt);
@@ -310,10 +324,9 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
     bool passed = exit.error.empty() && status.success();
     std::string reason = !exit.error.empty() ? exit.error : status.describe();
     self->state.check_verdicts[rank->second.pod] = {run.id, passed, passed ? "" : reason};
-    if (!passed) {
-      self->state.log->warn("pod {} failed check run {} ({}): a taint candidate", rank->second.pod,
-                            run.id, reason);
-    }
+    if (!passed)
+      taint_platform(self, rank->second.pod,
+                     "failed atlctl check (run " + std::to_string(run.id) + "): " + reason);
   }
   if (!run.hellos.empty() && !run.hellos.count(id.rank)) {
     os::ExitStatus status{exit.code, exit.signal};

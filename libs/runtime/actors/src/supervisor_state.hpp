@@ -14,6 +14,7 @@
 #include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
 #include "atl/core/restart_policy.hpp"
+#include "atl/core/taints.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/logging.hpp"
 
@@ -85,7 +86,8 @@ struct State {
   SupervisorConfig config;
   Lifecycle lifecycle;
   std::string address;                     // HOST:PORT, for ATL_ADDRESS
-  std::vector<std::string> expected_pods;  // index = node rank
+  std::vector<std::string> expected_pods;  // every worker pod: workers + spares
+  std::vector<std::string> active;         // pods with ranks this attempt; index = node rank
   std::map<std::string, Node> nodes;       // joined (and not lost)
   std::set<std::string> lost_pods;
 
@@ -123,6 +125,9 @@ struct State {
   bool retry_pending = false;  // a failed pre-flight's pause before the next
   std::chrono::steady_clock::time_point last_heartbeat_sent;
   std::vector<TimelineEvent> events;
+  TaintSet taints;
+  std::map<std::string, std::string> pod_nodes;  // every pod ever joined -> its node
+  std::string last_lost_node;                    // a node lost twice in a row is tainted
 
   std::string failure;
   bool finalizing = false;
@@ -138,6 +143,12 @@ struct State {
 using Actor = caf::stateful_actor<State>;
 
 // Shared between the halves.
+std::int64_t unix_ms_now();
+// Picks the active pods (choose_active) into st.active; the error says why not.
+Status select_active(Actor* self);
+bool plan_user_code(Actor* self);  // every stream's launch for st.active; false: the job failed
+// A platform taint on `pod`'s node, with the reason (a failed check, ...).
+void taint_platform(Actor* self, const std::string& pod, const std::string& reason);
 bool apply(Actor* self, JobEvent event);
 void record(Actor* self, const std::string& kind, const std::string& text);
 void fail(Actor* self, JobEvent event, const std::string& reason);
@@ -169,6 +180,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
 void answer_owed_replies(Actor* self, const std::string& why);
 std::string runs_json(const State& st);
 std::string events_json(const State& st);
+std::string taints_json(const State& st);
 std::string checks_json(const State& st);  // pod -> latest check verdict
 
 }  // namespace atl::supervisor

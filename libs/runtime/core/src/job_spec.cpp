@@ -203,6 +203,7 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
     if (key == "grace") return read_duration(v, key, spec.grace);
     if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
+    if (key == "spare_workers") return read_int(v, key, 0, kMaxWorkers, spec.spare_workers);
     if (key == "max_restarts") return read_int(v, key, 0, kMaxRestarts, spec.max_restarts);
     if (key == "restart_on_failure") return read_bool(v, key, spec.restart_on_failure);
     if (key == "heartbeat_interval") return read_duration(v, key, spec.heartbeat.interval);
@@ -265,6 +266,10 @@ Status validate_job_spec(const JobSpec& spec) {
   if (spec.ready_timeout.count() <= 0) {
     return make_error("job spec: field 'ready_timeout' must be positive");
   }
+  if (spec.spare_workers < 0 ||
+      static_cast<std::int64_t>(spec.workers) + spec.spare_workers > kMaxWorkers)
+    return make_error("job spec: field 'spare_workers' must be between 0 and " +
+                      std::to_string(kMaxWorkers) + " - workers");
   if (spec.max_restarts < 0 || spec.max_restarts > kMaxRestarts)
     return make_error("job spec: field 'max_restarts' must be between 0 and " +
                       std::to_string(kMaxRestarts));

@@ -46,6 +46,7 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <->
 using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
+using taint_atom = caf::atom_constant<caf::atom("taint")>;    // atlctl -> supervisor
 using events_atom = caf::atom_constant<caf::atom("events")>;  // atlctl -> supervisor
 
 // What a worker tells the supervisor when it joins.
@@ -53,6 +54,7 @@ struct NodeInfo {
   std::string pod;
   std::string address;    // how other nodes reach it (MASTER_ADDR)
   std::string interface;  // network interface of `address`
+  std::string node;       // the machine it runs on (taints mark nodes)
   std::int32_t cpus = 0;
   std::int32_t gpus = 0;
   std::int64_t memory = 0;
@@ -61,8 +63,8 @@ struct NodeInfo {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
-  return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.cpus, x.gpus,
-           x.memory, x.shm);
+  return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.node, x.cpus,
+           x.gpus, x.memory, x.shm);
 }
 
 // One process to run: a rank's entrypoint, the driver, or a debug command.

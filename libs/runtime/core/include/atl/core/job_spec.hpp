@@ -38,6 +38,7 @@ struct JobSpec {
   JobMode mode = JobMode::spmd;
   std::string entrypoint;
   int workers = 1;
+  int spare_workers = 0;  // extra pods that idle and replace a lost or tainted one
   int nproc_per_node = 1;
   EnvMap env;               // the form's plain variables
   EnvMap runtime_env_vars;  // runtime_env.env_vars: override `env`
@@ -66,6 +67,9 @@ Status validate_job_id(std::string_view id);
 
 // "jo-" followed by 16 random lowercase letters and digits.
 std::string make_job_id(std::mt19937_64& rng);
+
+// Every worker pod of the job: the active ones and the spares.
+inline int total_worker_pods(const JobSpec& spec) { return spec.workers + spec.spare_workers; }
 
 // Pod names of the job, as the platform gives them.
 std::string head_pod_name(std::string_view job_id);
