@@ -54,6 +54,7 @@ caf::behavior fake_sink() {
   return {
       [](watch_atom) {},
       [](print_atom, const std::string&) {},
+      [](attempt_atom, std::int32_t) {},
   };
 }
 

@@ -71,6 +71,15 @@ TEST(FaultTolerance, AKilledWorkerRestartsTheJobFromScratch) {
   auto parsed = nlohmann::json::parse(json.output, nullptr, false);
   ASSERT_TRUE(parsed.is_array()) << json.output;
   EXPECT_GE(parsed.size(), 5u);
+  // Each attempt kept its own log; rank-N.log is the current attempt's.
+  const std::string logs = c.state_dir() + "/logs/";
+  EXPECT_NE(read_file(logs + "attempt-1/rank-0.log").find("restart=0"), std::string::npos);
+  EXPECT_NE(read_file(logs + "attempt-2/rank-0.log").find("restart=1"), std::string::npos);
+  EXPECT_EQ(read_file(logs + "attempt-2/rank-0.log").find("restart=0"), std::string::npos);
+  EXPECT_NE(read_file(logs + "rank-1.log").find("restart=1"), std::string::npos);
+  auto shown = c.atlctl({"--address", c.head_address(), "logs", "-r", "0"});
+  EXPECT_NE(shown.output.find("[rank 0] attempt-start rank=0 restart=1"), std::string::npos)
+      << shown.output;
   head.process->signal(SIGTERM);  // ends the linger
   EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
   EXPECT_TRUE(c.no_strays_within());

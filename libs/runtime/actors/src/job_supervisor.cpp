@@ -187,6 +187,8 @@ std::string pod_of_rank(const State& st, std::int32_t stream) {
 void launch_user_code(Actor* self) {
   auto& st = self->state;
   st.ranks.clear();
+  // Each attempt's output in files of its own (before any line of it).
+  self->send(st.config.sink, attempt_atom::value, st.attempt);
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (auto launch : st.launches) {
     launch.second.attempt = st.attempt;

@@ -148,6 +148,7 @@ struct WriteJob {
   std::int32_t lines = 0;
   caf::actor ack_to;  // set for chunks: acked once written
   bool print_only = false;
+  std::int32_t attempt = 0;  // > 0: from now on streams go to attempt-<attempt>/
 };
 
 // Owns the thread that does the blocking file writes, so the actor never
@@ -198,6 +199,10 @@ class LogWriter {
         echo_thread_.push(std::move(job.text) + "\n", 1, false);
         continue;
       }
+      if (job.attempt > 0) {
+        begin_attempt(job.attempt);
+        continue;
+      }
       append(job.stream, job.text, job.lines);
       if (job.ack_to) caf::anon_send(job.ack_to, ack_atom::value);
     }
@@ -209,13 +214,34 @@ class LogWriter {
     if (on_error_) on_error_(line);
   }
 
+  // Each attempt of the job writes its own files (attempt-K/rank-N.log);
+  // rank-N.log is a link to the current attempt's. Nothing is truncated: an
+  // earlier attempt's (or an earlier head's) lines stay where they were.
+  void begin_attempt(std::int32_t attempt) {
+    for (auto& [stream, fd] : fds_)
+      if (fd >= 0 && ::close(fd) != 0) report(stream, "cannot close", errno);
+    fds_.clear();
+    at_line_start_.clear();
+    attempt_dir_ = "attempt-" + std::to_string(attempt);
+    std::string path = dir_ + "/" + attempt_dir_;
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(0, "cannot create", errno);
+  }
+
   int fd_for(std::int32_t stream) {
     auto it = fds_.find(stream);
     if (it != fds_.end()) return it->second;
-    // A new head process starts its logs afresh; within one process they only grow.
-    std::string path = log_path(dir_, stream);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (attempt_dir_.empty()) begin_attempt(1);
+    std::string name = stream_name(stream) + ".log";
+    std::string path = dir_ + "/" + attempt_dir_ + "/" + name;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) report(stream, "cannot open", errno);
+    // Point <stream>.log at it: a new link moved over the old one, atomically.
+    std::string link = log_path(dir_, stream);
+    std::string tmp = link + ".new";
+    ::unlink(tmp.c_str());
+    if (::symlink((attempt_dir_ + "/" + name).c_str(), tmp.c_str()) != 0 ||
+        ::rename(tmp.c_str(), link.c_str()) != 0)
+      report(stream, "cannot link", errno);
     fds_[stream] = fd;
     return fd;
   }
@@ -252,6 +278,7 @@ class LogWriter {
   std::string dir_;
   bool echo_;
   ErrorReport on_error_;
+  std::string attempt_dir_;  // "attempt-K": where the streams' files are now
   std::map<std::int32_t, int> fds_;
   std::map<std::int32_t, bool> at_line_start_;  // per stream: did the last echo end a line
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
@@ -299,6 +326,9 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
       },
       [self](print_atom, std::string& line) {
         self->state.writer->push(WriteJob{0, std::move(line), 1, caf::actor{}, true});
+      },
+      [self](attempt_atom, std::int32_t attempt) {
+        if (attempt > 0) self->state.writer->push(WriteJob{0, "", 0, caf::actor{}, false, attempt});
       },
       [self](read_atom, std::int32_t stream, std::int64_t offset,
              std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {

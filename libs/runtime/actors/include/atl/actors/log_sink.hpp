@@ -1,6 +1,7 @@
 // LogSink: the head's writer of rank output. Appends each stream's lines to
-// <logs_dir>/<stream>.log, echoes them on stdout as "[rank N] line", acks each
-// chunk (the executors' flow control), and serves reads for `atlctl logs`.
+// <logs_dir>/attempt-K/<stream>.log (<stream>.log links to the current
+// attempt's), echoes them on stdout as "[rank N] line", acks each chunk (the
+// executors' flow control), and serves reads for `atlctl logs`.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -12,6 +13,8 @@ namespace atl {
 // Blocking file and stdout writes happen on a thread the actor owns. Messages:
 //   (log_atom, int32 stream, string lines, int32 count) -> ack_atom to sender once written
 //   (print_atom, string line)                           -> a line on stdout
+//   (attempt_atom, int32 k)  from now on <logs_dir>/attempt-k/<stream>.log, with
+//                            <logs_dir>/<stream>.log a link to it (nothing truncated)
 //   (read_atom, int32 stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
 //   (tail_atom, int32 stream, int64 lines)              -> (string bytes, int64 end_offset)
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);

@@ -47,7 +47,8 @@ using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> a
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;    // atlctl -> supervisor
-using events_atom = caf::atom_constant<caf::atom("events")>;  // atlctl -> supervisor
+using attempt_atom = caf::atom_constant<caf::atom("attempt")>;  // supervisor -> sink
+using events_atom = caf::atom_constant<caf::atom("events")>;    // atlctl -> supervisor
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
