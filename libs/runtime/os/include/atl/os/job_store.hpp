@@ -1,0 +1,65 @@
+// JobStore: the supervisor's durable state in SQLite (<state-dir>/state.db,
+// WAL): the job's state, attempt and restart count, each counted fault, the
+// taints and the timeline. A head killed and started again on the same state
+// dir reads it back and resumes the job.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atl/core/expected.hpp"
+#include "atl/core/restart_policy.hpp"
+#include "atl/core/taints.hpp"
+
+struct sqlite3;
+
+namespace atl::os {
+
+struct StoredEvent {
+  std::int64_t unix_ms = 0;
+  std::string kind;
+  std::string text;
+};
+
+struct JobRecord {
+  std::string state;  // as to_string(JobState) wrote it
+  int attempt = 0;    // the last attempt started
+  int restarts = 0;   // restarts used
+  std::vector<Fault> faults;
+  std::map<std::string, Taint> taints;
+  std::vector<StoredEvent> events;
+};
+
+// Fault kinds as stored (to_string) and read back; an unknown name is an error.
+Expected<FaultKind> parse_fault_kind(const std::string& text);
+
+class JobStore {
+ public:
+  // Opens (creating it and its tables if needed) the database at `path`.
+  static Expected<std::unique_ptr<JobStore>> open(const std::string& path);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // The job's record, or nothing when this job was never stored here.
+  Expected<std::optional<JobRecord>> load(const std::string& job_id);
+
+  // Replaces the job's state, counters, faults and taints in one transaction
+  // (events are appended separately).
+  Status save(const std::string& job_id, const JobRecord& record);
+  Status add_event(const std::string& job_id, const StoredEvent& event);
+
+  // Forgets everything about the job but its events (a job submitted anew).
+  Status reset(const std::string& job_id);
+
+ private:
+  explicit JobStore(sqlite3* db) : db_(db) {}
+  Status exec(const std::string& sql);
+  sqlite3* db_;
+};
+
+}  // namespace atl::os

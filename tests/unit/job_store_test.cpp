@@ -1,0 +1,100 @@
+// JobStore on a real SQLite file: what is saved is what a new process reads.
+#include "atl/os/job_store.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/atl-store-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+atl::os::JobRecord sample() {
+  atl::os::JobRecord r;
+  r.state = "restarting";
+  r.attempt = 3;
+  r.restarts = 2;
+  r.faults = {{atl::FaultKind::pod_lost, "w1", "pod w1 was lost"},
+              {atl::FaultKind::pod_hung, "w0", "pod w0 stopped answering"}};
+  r.taints["local-1"] = {atl::TaintSource::platform, "lost twice in a row", 42};
+  r.taints["local-2"] = {atl::TaintSource::user, "set by atlctl taint", 43};
+  return r;
+}
+
+}  // namespace
+
+TEST(JobStore, WhatIsSavedIsReadBackByANewOpen) {
+  TempDir dir;
+  std::string path = dir.path + "/state.db";
+  {
+    auto store = atl::os::JobStore::open(path);
+    ASSERT_TRUE(store.ok()) << store.error();
+    auto none = (*store)->load("jo-a");
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+    ASSERT_TRUE((*store)->save("jo-a", sample()).ok());
+    ASSERT_TRUE((*store)->add_event("jo-a", {1, "state", "pending -> initializing"}).ok());
+    ASSERT_TRUE((*store)->add_event("jo-a", {2, "fault", "pod w1 was lost"}).ok());
+    ASSERT_TRUE((*store)->add_event("jo-b", {3, "state", "another job"}).ok());
+  }
+  auto store = atl::os::JobStore::open(path);
+  ASSERT_TRUE(store.ok());
+  auto loaded = (*store)->load("jo-a");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_TRUE(loaded->has_value());
+  const auto& r = **loaded;
+  EXPECT_EQ(r.state, "restarting");
+  EXPECT_EQ(r.attempt, 3);
+  EXPECT_EQ(r.restarts, 2);
+  ASSERT_EQ(r.faults.size(), 2u);
+  EXPECT_EQ(r.faults[1].kind, atl::FaultKind::pod_hung);
+  EXPECT_EQ(r.faults[1].detail, "pod w0 stopped answering");
+  ASSERT_EQ(r.taints.size(), 2u);
+  EXPECT_EQ(r.taints.at("local-1").source, atl::TaintSource::platform);
+  EXPECT_EQ(r.taints.at("local-2").since_unix_ms, 43);
+  ASSERT_EQ(r.events.size(), 2u) << "only this job's events, in order";
+  EXPECT_EQ(r.events[1].text, "pod w1 was lost");
+}
+
+TEST(JobStore, SaveReplacesFaultsAndTaintsAndResetForgetsTheJob) {
+  TempDir dir;
+  auto store = atl::os::JobStore::open(dir.path + "/state.db");
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->save("jo-a", sample()).ok());
+  atl::os::JobRecord fewer = sample();
+  fewer.faults.resize(1);
+  fewer.taints.erase("local-1");
+  ASSERT_TRUE((*store)->save("jo-a", fewer).ok());
+  auto r = (*store)->load("jo-a");
+  EXPECT_EQ((*r)->faults.size(), 1u);
+  EXPECT_EQ((*r)->taints.size(), 1u);
+  ASSERT_TRUE((*store)->reset("jo-a").ok());
+  EXPECT_FALSE((*store)->load("jo-a")->has_value());
+}
+
+TEST(JobStore, AnUnwritablePlaceOrAFileThatIsNotADatabaseIsAnError) {
+  auto missing = atl::os::JobStore::open("/nonexistent/dir/state.db");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("/nonexistent/dir/state.db"), std::string::npos);
+  TempDir dir;
+  std::string junk = dir.path + "/state.db";
+  std::ofstream(junk) << "this is not a database, just text that is long enough to matter\n";
+  auto bad = atl::os::JobStore::open(junk);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find(junk), std::string::npos) << bad.error();
+}
+
+TEST(JobStore, AnUnknownFaultKindIsRefusedOnRead) {
+  EXPECT_FALSE(atl::os::parse_fault_kind("gremlins").ok());
+  for (auto k : {atl::FaultKind::pod_lost, atl::FaultKind::head_restarted})
+    EXPECT_EQ(*atl::os::parse_fault_kind(std::string(atl::to_string(k))), k);
+}
