@@ -20,6 +20,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/shell.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/job_store.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
@@ -248,6 +249,15 @@ int main(int argc, char** argv) {
   atl::os::TerminationSignals::block_in_this_thread();
   auto log = atl::component_logger("headnode");
 
+  // The job's durable state: a head restarted on this state dir resumes it.
+  auto opened = atl::os::JobStore::open(opt.state_dir + "/state.db");
+  if (!opened) atl::cli::usage_error("headnode", "--state-dir: " + opened.error());
+  std::shared_ptr<atl::os::JobStore> store = std::move(opened).value();
+  auto found = store->load(opt.job.job_id);
+  if (!found) atl::cli::usage_error("headnode", "--state-dir: " + found.error());
+  std::shared_ptr<const atl::os::JobRecord> resumed;
+  if (found->has_value()) resumed = std::make_shared<atl::os::JobRecord>(std::move(**found));
+
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
@@ -258,6 +268,8 @@ int main(int argc, char** argv) {
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
     atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
+    config.store = std::move(store);
+    config.resumed = std::move(resumed);
     auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";

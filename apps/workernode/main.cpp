@@ -5,6 +5,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -104,6 +106,26 @@ WorkerOptions parse_options(int argc, char** argv) {
   return opt;
 }
 
+// The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
+// --connect-timeout: pods may start before the head, and a restarted head
+// comes back on the same address. Nothing (and one line) when it never does.
+std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const WorkerOptions& opt) {
+  auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
+  auto pause = std::chrono::milliseconds(200);
+  while (true) {
+    auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
+    if (found) return *found;
+    std::string error = atl::describe_connect_error(sys, found.error());
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
+                << atl::format_duration(opt.connect_timeout) << ": " << error << "\n";
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,44 +139,47 @@ int main(int argc, char** argv) {
     atl::AtlSystemConfig cfg{opt.tls};
     caf::actor_system sys{cfg};
     // Pods may start before the head: keep trying until the deadline.
-    auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
-    caf::actor supervisor;
-    std::string last_error;
-    while (true) {
-      auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
-      if (found) {
-        supervisor = *found;
-        break;
-      }
-      last_error = atl::describe_connect_error(sys, found.error());
-      if (std::chrono::steady_clock::now() >= deadline) {
-        std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
-                  << atl::format_duration(opt.connect_timeout) << ": " << last_error << "\n";
-        return atl::kNodeExitHeadLost;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
     atl::NodeAgentConfig node;
     node.head_host = opt.head.host;
     node.head_port = opt.head.port;
     node.info.pod = opt.name;
     node.info.node = opt.node;
-    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
-    if (!local) {
-      std::cerr << "workernode: " << local.error() << "\n";
-      return atl::kNodeExitHeadLost;
-    }
-    node.info.address = opt.advertise.empty() ? *local : opt.advertise;
-    node.info.interface = atl::os::interface_of_address(*local);
     node.info.cpus = opt.resources.cpus;
     node.info.gpus = opt.resources.gpus;
     node.info.memory = opt.resources.memory;
     node.info.shm = opt.resources.shm;
-    auto agent = atl::spawn_node_agent(sys, supervisor, node, exit_code);
-    atl::os::TerminationSignals signals(
-        [&](int) { caf::anon_send(agent, atl::cancel_atom::value); });
-    caf::scoped_actor self{sys};
-    self->wait_for(agent);
+    std::atomic<bool> signalled{false};
+    caf::actor agent;
+    std::mutex agent_mutex;
+    atl::os::TerminationSignals signals([&](int) {
+      signalled.store(true);
+      std::lock_guard<std::mutex> lock(agent_mutex);
+      if (agent) caf::anon_send(agent, atl::cancel_atom::value);
+    });
+    // Join the head; when it goes away (a restarted head comes back on the
+    // same address), join again, with backoff, for up to --connect-timeout.
+    while (true) {
+      auto supervisor = connect_with_backoff(sys, opt);
+      if (!supervisor) return atl::kNodeExitHeadLost;
+      auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
+      if (!local) {
+        std::cerr << "workernode: " << local.error() << "\n";
+        return atl::kNodeExitHeadLost;
+      }
+      node.info.address = opt.advertise.empty() ? *local : opt.advertise;
+      node.info.interface = atl::os::interface_of_address(*local);
+      node.head_lost = std::make_shared<std::atomic<bool>>(false);
+      {
+        std::lock_guard<std::mutex> lock(agent_mutex);
+        agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
+        if (signalled.load()) caf::anon_send(agent, atl::cancel_atom::value);
+      }
+      caf::scoped_actor self{sys};
+      self->wait_for(agent);
+      if (signalled.load() || !node.head_lost->load()) break;
+      log->warn("the head at {} is gone: trying to rejoin for up to {}", opt.head.to_string(),
+                atl::format_duration(opt.connect_timeout));
+    }
     watchdog =
         std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), exit_code->load());
   }

@@ -290,5 +290,68 @@ TEST(FaultTolerance, BadTaintArgumentsAreRefusedAndChangeNothing) {
   EXPECT_EQ(c.wait_exit(head), 1);
 }
 
+TEST(FaultTolerance, ARestartedHeadResumesTheJobWithItsCountsTaintsAndEvents) {
+  TestCluster c;
+  c.use_fixed_head_port();  // the restarted head comes back where the workers look
+  const std::vector<std::string> args = {"--workers", "2",  "--spare-workers",
+                                         "1",         "--", entrypoint(99)};
+  auto& head1 = c.start_head(args);
+  c.start_worker(0);
+  c.start_worker(1);
+  c.start_worker(2);
+  ASSERT_TRUE(c.wait_for_output(head1, start_line(0, 0))) << c.output(head1);
+  ASSERT_TRUE(c.wait_for_output(head1, start_line(1, 0))) << c.output(head1);
+  auto set = c.atlctl({"--address", c.head_address(), "taint", "-a", "set", "-n", "test-node-2"});
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  head1.process->signal(SIGKILL);
+  ASSERT_NE(c.wait_exit(head1), -1);
+  // The same state dir and job id: the job resumes; the head's death costs one
+  // restart; the workers find the new head by themselves.
+  auto& head2 = c.start_head(args);
+  ASSERT_TRUE(
+      c.wait_for_output(head2, "job resumed: the head restarted (attempt 1 was in command)"))
+      << c.output(head2);
+  ASSERT_TRUE(c.wait_for_output(head2, start_line(0, 1), 90s)) << c.output(head2);
+  ASSERT_TRUE(c.wait_for_output(head2, start_line(1, 1), 90s)) << c.output(head2);
+  auto info = status_json(c);
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  EXPECT_EQ(info["attempt"], 2) << info.dump();
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "test-node-2");
+  EXPECT_EQ(info["pods"][2]["role"], "quarantined") << info.dump();
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  // The first head's timeline is there too, then the resume.
+  auto first = events.output.find("pending -> initializing");
+  auto resumed = events.output.find("job resumed");
+  EXPECT_NE(first, std::string::npos) << events.output;
+  EXPECT_NE(resumed, std::string::npos) << events.output;
+  EXPECT_LT(first, resumed) << events.output;
+  EXPECT_NE(events.output.find("taint set on test-node-2"), std::string::npos) << events.output;
+  // Attempt 1's log is intact beside attempt 2's.
+  EXPECT_NE(read_file(c.state_dir() + "/logs/attempt-1/rank-0.log").find("restart=0"),
+            std::string::npos);
+  head2.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head2), 1) << c.output(head2);
+  EXPECT_TRUE(c.no_strays_within(30s));
+}
+
+TEST(FaultTolerance, ARunThatEndedIsSubmittedAnewWithoutItsTaints) {
+  TestCluster c;
+  const std::vector<std::string> args = {"--workers", "1",  "--local-workers",
+                                         "1",         "--", "echo run $ATL_RESTART_COUNT"};
+  auto& head1 = c.start_head(args);
+  ASSERT_EQ(c.wait_exit(head1), 0) << c.output(head1);
+  auto& head2 = c.start_head(args);
+  ASSERT_EQ(c.wait_exit(head2), 0) << c.output(head2);
+  std::string out = c.output(head2);
+  EXPECT_NE(out.find("[rank 0] run 0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("job resumed"), std::string::npos) << out;
+  // Its first run's log is kept (attempt-1), the new run's is attempt-2.
+  EXPECT_NE(read_file(c.state_dir() + "/logs/attempt-1/rank-0.log").find("run 0"),
+            std::string::npos);
+  EXPECT_NE(read_file(c.state_dir() + "/logs/attempt-2/rank-0.log").find("run 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace atl::test

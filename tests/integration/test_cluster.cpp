@@ -1,9 +1,12 @@
 #include "test_cluster.hpp"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,12 +122,29 @@ Started& TestCluster::start(const std::string& name, std::vector<std::string> ar
 
 Started& TestCluster::start_head(std::vector<std::string> args,
                                  const std::vector<std::string>& env) {
-  std::vector<std::string> argv = {bin("headnode"), "--port",      "0",        "--job-id",
-                                   job_id_,         "--state-dir", state_dir()};
+  std::vector<std::string> argv = {bin("headnode"), "--port", std::to_string(head_port_),
+                                   "--job-id",      job_id_,  "--state-dir",
+                                   state_dir()};
+  address_.clear();
   // Flags go before a "--" entrypoint separator if there is one.
   argv.insert(argv.end(), args.begin(), args.end());
   head_ = &start("headnode", argv, env);
   return *head_;
+}
+
+void TestCluster::use_fixed_head_port() {
+  // A port the kernel just handed out and we let go: free for the head.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ADD_FAILURE() << "no free port";
+  }
+  head_port_ = ntohs(addr.sin_port);
+  ::close(fd);
 }
 
 std::string TestCluster::head_address(std::chrono::milliseconds timeout) {

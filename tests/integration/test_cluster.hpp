@@ -34,10 +34,14 @@ class TestCluster {
 
   const std::string& dir() const { return dir_; }
   const std::string& job_id() const { return job_id_; }
+  void use_fixed_head_port();
   std::string state_dir() const { return dir_ + "/state"; }
   std::string worker_name(int i) const;
 
-  // headnode --port 0 --job-id <id> --state-dir <dir>/state ARGS...
+  // headnode --port <head port> --job-id <id> --state-dir <dir>/state ARGS...
+  // (port 0, any free one, unless use_fixed_head_port() picked one: a
+  // restarted head then comes back where its workers look for it). Each call
+  // starts a new head; head_address() follows the latest.
   Started& start_head(std::vector<std::string> args, const std::vector<std::string>& env = {});
   // The address the head printed; fails the test if none within the timeout.
   std::string head_address(std::chrono::milliseconds timeout = 30s);
@@ -80,6 +84,7 @@ class TestCluster {
   Started* head_ = nullptr;
   std::vector<std::unique_ptr<Started>> started_;
   int counter_ = 0;
+  int head_port_ = 0;
 };
 
 std::string bin(const std::string& name);

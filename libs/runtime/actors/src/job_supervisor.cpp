@@ -9,6 +9,7 @@
 #include "atl/core/rank_layout.hpp"
 #include "atl/core/split.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/job_store.hpp"
 #include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
 
@@ -38,8 +39,35 @@ bool apply(Actor* self, JobEvent event) {
   if (*next != before) {
     st.log->info("job {}: {} -> {}", st.job().job_id, to_string(before), to_string(*next));
     record(self, "state", std::string(to_string(before)) + " -> " + std::string(to_string(*next)));
+    persist(self);
   }
   return true;
+}
+
+namespace {
+
+void store_failed(Actor* self, const std::string& why) {
+  auto& st = self->state;
+  if (st.store_failed) return;
+  st.store_failed = true;  // once: the job goes on, its durable record is behind
+  st.log->error(
+      "the job's durable state cannot be written (a head restart would not resume "
+      "it): {}",
+      why);
+}
+
+}  // namespace
+
+void persist(Actor* self) {
+  auto& st = self->state;
+  if (!st.config.store) return;
+  os::JobRecord r;
+  r.state = std::string(to_string(st.state()));
+  r.attempt = st.attempt;
+  r.restarts = st.restarts.used();
+  r.faults = st.restarts.history();
+  r.taints = st.taints.all();
+  if (auto ok = st.config.store->save(st.job().job_id, r); !ok) store_failed(self, ok.error());
 }
 
 std::int64_t unix_ms_now() {
@@ -50,6 +78,11 @@ std::int64_t unix_ms_now() {
 void record(Actor* self, const std::string& kind, const std::string& text) {
   auto& events = self->state.events;
   events.push_back({unix_ms_now(), kind, text});
+  if (const auto& store = self->state.config.store) {
+    if (auto ok = store->add_event(self->state.job().job_id, {events.back().unix_ms, kind, text});
+        !ok)
+      store_failed(self, ok.error());
+  }
   if (events.size() > kMaxEvents) events.erase(events.begin());  // bounded: the oldest go
 }
 
@@ -105,6 +138,7 @@ void taint_platform(Actor* self, const std::string& pod, const std::string& reas
   auto node = st.pod_nodes.find(pod);
   if (node == st.pod_nodes.end() || st.taints.tainted(node->second)) return;
   st.taints.mark(node->second, reason, unix_ms_now());
+  persist(self);
   std::string line = "node " + node->second + " tainted by the platform: " + reason;
   st.log->warn("{}", line);
   record(self, "taint", line);
@@ -189,6 +223,7 @@ void launch_user_code(Actor* self) {
   st.ranks.clear();
   // Each attempt's output in files of its own (before any line of it).
   self->send(st.config.sink, attempt_atom::value, st.attempt);
+  persist(self);
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (auto launch : st.launches) {
     launch.second.attempt = st.attempt;
@@ -681,6 +716,7 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
     done = st.taints.remove(*nodes);
   }
   if (!done) return {std::int32_t{2}, done.error()};
+  persist(self);
   std::string line = "taint " + action + " on " + node_text + " (atlctl taint)";
   st.log->info("{}", line);
   record(self, "taint", line);
@@ -857,6 +893,54 @@ std::string info_json(const State& st) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// At start: a record of this job in the durable state means the head was
+// restarted. A run that ended there makes this a new submission (counters and
+// taints dropped, log attempts numbered on); one that was running resumes
+// with its restarts, taints and timeline, and the head's death costs one
+// restart when user code was running. False: the budget is spent, the job failed.
+bool resume(Actor* self) {
+  auto& st = self->state;
+  const std::string waiting = "waiting for " + std::to_string(st.expected_pods.size()) + " workers";
+  if (!st.config.resumed) {
+    record(self, "state", "job " + st.job().job_id + " submitted: " + waiting);
+    persist(self);
+    return true;
+  }
+  const os::JobRecord& r = *st.config.resumed;
+  st.attempt = r.attempt + 1;  // log directories of earlier attempts stay as they are
+  if (r.state == "succeeded" || r.state == "failed") {
+    if (auto ok = st.config.store->reset(st.job().job_id); !ok) store_failed(self, ok.error());
+    record(self, "state",
+           "job " + st.job().job_id + " submitted anew (its last run " + r.state + "): " + waiting);
+    persist(self);
+    return true;
+  }
+  for (const auto& e : r.events) st.events.push_back({e.unix_ms, e.kind, e.text});
+  st.taints.restore(r.taints);
+  st.restarts.restore(r.restarts, r.faults);
+  const bool was_running =
+      r.state == "command" || r.state == "restarting" || r.state == "initializing";
+  std::string line =
+      "the head restarted (attempt " + std::to_string(r.attempt) + " was in " + r.state + ")";
+  if (was_running) {
+    Fault fault{FaultKind::head_restarted, "", line};
+    record(self, "fault", line);
+    if (!st.restarts.count(fault)) {
+      fail(self, JobEvent::head_failed,
+           line + "; the restart budget is spent (" + std::to_string(st.restarts.used()) + "/" +
+               std::to_string(st.restarts.budget()) + " restarts used)");
+      return false;
+    }
+    line += ": restart " + std::to_string(st.restarts.used()) + "/" +
+            std::to_string(st.restarts.budget());
+  }
+  st.log->warn("job {} resumed: {}; {}", st.job().job_id, line, waiting);
+  record(self, "restart", "job resumed: " + line + "; " + waiting);
+  self->send(st.config.sink, print_atom::value, "job resumed: " + line);
+  persist(self);
+  return true;
+}
+
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
@@ -876,9 +960,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
                      to_string(st.job().mode), st.expected_pods.size());
-        record(self, "state",
-               "job " + st.job().job_id + " submitted: waiting for " +
-                   std::to_string(st.expected_pods.size()) + " workers");
+        if (!resume(self)) return;
         self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
                    std::int32_t{0});
         if (st.expected_pods.empty()) {

@@ -93,6 +93,7 @@ void heartbeat_tick(NodeAgentActor* self) {
     component_logger("node")->error(
         "lost the head at {}:{}: no word from it for {}: killing this node's ranks and leaving",
         st.config.head_host, st.config.head_port, format_duration(st.head.timeout()));
+    if (st.config.head_lost) st.config.head_lost->store(true);
     leave_at_once(self, kNodeExitHeadLost);
     return;
   }
@@ -125,6 +126,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       if (!st.ending) {
         component_logger("node")->error("lost the head at {}:{}: ending this node",
                                         st.config.head_host, st.config.head_port);
+        if (st.config.head_lost) st.config.head_lost->store(true);
       }
       end_node(self, kNodeExitHeadLost, kOrphanGraceMs);
       return;
@@ -178,6 +180,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           },
           [self](const caf::error& err) {
             component_logger("node")->error("registration failed: {}", self->system().render(err));
+            if (self->state.config.head_lost) self->state.config.head_lost->store(true);
             end_node(self, kNodeExitHeadLost, 0);
           });
 

@@ -128,6 +128,7 @@ struct State {
   TaintSet taints;
   std::map<std::string, std::string> pod_nodes;  // every pod ever joined -> its node
   std::string last_lost_node;                    // a node lost twice in a row is tainted
+  bool store_failed = false;                     // said once: the durable state is behind
 
   std::string failure;
   bool finalizing = false;
@@ -151,6 +152,7 @@ bool plan_user_code(Actor* self);  // every stream's launch for st.active; false
 void taint_platform(Actor* self, const std::string& pod, const std::string& reason);
 bool apply(Actor* self, JobEvent event);
 void record(Actor* self, const std::string& kind, const std::string& text);
+void persist(Actor* self);  // state, attempt, restarts, faults, taints -> the JobStore
 void fail(Actor* self, JobEvent event, const std::string& reason);
 void launch_user_code(Actor* self);
 void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver

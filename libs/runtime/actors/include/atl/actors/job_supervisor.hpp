@@ -13,6 +13,11 @@
 
 #include "atl/core/job_spec.hpp"
 
+namespace atl::os {
+class JobStore;
+struct JobRecord;
+}  // namespace atl::os
+
 namespace atl {
 
 struct SupervisorConfig {
@@ -24,6 +29,10 @@ struct SupervisorConfig {
   // Set once the job is ending (workers are told to leave): from then on a
   // worker that exits is not recreated (headnode --local-workers reads it).
   std::shared_ptr<std::atomic<bool>> ending = std::make_shared<std::atomic<bool>>(false);
+  // Durable state (null: none is kept). `resumed`: this job's record found in
+  // it at start: a head restarted on the same state dir carries on from it.
+  std::shared_ptr<os::JobStore> store = nullptr;
+  std::shared_ptr<const os::JobRecord> resumed = nullptr;
   // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
   // handler (status -v/--json) throws, to prove that an exception fails the
   // job and ends the head, never hangs it.

@@ -18,6 +18,9 @@ struct NodeAgentConfig {
   NodeInfo info;
   std::string head_host;
   std::uint16_t head_port = 0;
+  // Set when the node ended because the head went away (its connection
+  // dropped, or it fell silent): workernode then tries to join it again.
+  std::shared_ptr<std::atomic<bool>> head_lost;
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).
