@@ -16,17 +16,21 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 
 LocalPods::~LocalPods() { stop_and_reap(std::chrono::seconds(0)); }
 
-Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name,
-                                                             int index) const {
+Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name, int index,
+                                                             int generation) const {
   os::SpawnRequest req;
-  // Each local pod on a node of its own, so that a taint marks just it.
+  // Each local pod on a node of its own, so that a taint marks just it; a
+  // recreated pod lands on a new one (local-<i>-<k>), as Kubernetes places a
+  // recreated pod away from a tainted or failed machine.
+  std::string node = "local-" + std::to_string(index);
+  if (generation > 1) node += "-" + std::to_string(generation - 1);
   req.argv = {os::executable_dir() + "/workernode",
               "--head",
               config_.head_address,
               "--name",
               name,
               "--node",
-              "local-" + std::to_string(index),
+              node,
               "--connect-timeout",
               "30s"};
   req.env = os::current_environment();
@@ -39,7 +43,7 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
 Status LocalPods::start() {
   for (size_t i = 0; i < config_.pod_names.size(); ++i) {
     const std::string& name = config_.pod_names[i];
-    auto child = spawn(name, static_cast<int>(i));
+    auto child = spawn(name, static_cast<int>(i), 1);
     if (!child) {
       for (auto& p : pods_) p.process->signal(SIGKILL);
       return Error{child.error()};
@@ -72,7 +76,7 @@ void LocalPods::watch() {
         pod.restart_at = now + config_.restart_delay;
         pod.starts = -pod.starts;  // negative: a restart is due
       } else if (pod.starts < 0 && now >= pod.restart_at && !config_.ending->load()) {
-        auto child = spawn(pod.name, pod.index);
+        auto child = spawn(pod.name, pod.index, -pod.starts + 1);
         if (!child) {
           log->error("{}", child.error());
           pod.restart_at = now + std::chrono::seconds(1);

@@ -46,7 +46,9 @@ class LocalPods {
     std::chrono::steady_clock::time_point restart_at;
     int starts = 0;
   };
-  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name, int index) const;
+  // `generation`: 1 for the first start of the pod, k+1 for its k-th recreation.
+  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name, int index,
+                                                    int generation) const;
   void watch();     // the thread: reaps and recreates; it also spawns, so its pods die with it
   void reap_all();  // waits for every pod until deadline_, then kills
 
