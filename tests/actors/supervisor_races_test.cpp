@@ -30,6 +30,7 @@ struct AgentLog {
   int stops = 0;
   std::vector<std::int32_t> shutdowns;
   std::vector<std::string> last_env;
+  int runs = 0;
 };
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
@@ -40,6 +41,9 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
         if (!ranks.empty()) log->last_env = ranks.front().env;
       },
       [](heartbeat_atom) {},
+      [log](run_atom, std::int32_t, const std::vector<RankLaunch>&, const caf::actor&) {
+        ++log->runs;
+      },
       [self](fence_atom, const std::string&) { self->quit(); },
       [self](delete_atom) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
@@ -98,6 +102,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     NodeInfo info;
     info.pod = worker_pod_name("jo-race", index);
     info.address = "127.0.0.1";
+    info.node = "node-" + std::to_string(index);
     self->send(sup, register_atom::value, info, a);
   }
 
@@ -343,6 +348,31 @@ CAF_TEST(an exception in a handler fails the job and shuts the workers down) {
   CAF_CHECK(settled(1));
   CAF_REQUIRE_EQUAL(log0->shutdowns.size(), 1u);
   CAF_CHECK_EQUAL(log0->shutdowns[0], 1);
+}
+
+CAF_TEST(a node that fails atlctl check is tainted by the platform) {
+  auto a0 = one_rank_running();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  rank_exit(0, 1, 143);
+  step();
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
+           std::string("1ms"), std::string(""), std::string("all"));
+  step();
+  // The check's process on rank 0 (run 1) ends with a failure.
+  self->send(sup, RankExit{debug_stream(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
+  step();
+  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
+  step();
+  std::string taints;
+  for (int i = 0; i < 3; ++i)
+    op->receive([&](std::int32_t, const std::string& text) { taints += text; },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK(taints.find("\"node\":\"node-0\"") != std::string::npos);
+  CAF_CHECK(taints.find("\"source\":\"platform\"") != std::string::npos);
+  CAF_CHECK(taints.find("failed atlctl check") != std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

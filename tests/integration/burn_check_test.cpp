@@ -118,33 +118,6 @@ TEST(BurnAndCheck, CheckPassesOnHealthyNodes) {
       << check.output;
 }
 
-TEST(BurnAndCheck, CheckFailsNamingTheNodeAndTheReason) {
-  // Worker 1 declares two GPUs that are not there.
-  BurnCluster b({"--gpus", "2"});
-  auto check = b.ctl({"check", "-t", "gpu"});
-  EXPECT_EQ(check.exit_code, 1) << check.output;
-  EXPECT_NE(check.output.find(b.c.worker_name(1) + ": check FAIL: the pod declares 2 GPUs"),
-            std::string::npos)
-      << check.output;
-  EXPECT_NE(check.output.find("check failed on " + b.c.worker_name(1)), std::string::npos)
-      << check.output;
-  EXPECT_EQ(check.output.find("check failed on " + b.c.worker_name(0)), std::string::npos)
-      << check.output;
-  // The verdict taints worker 1's node (platform), not worker 0's.
-  auto status = b.ctl({"status", "-v"});
-  EXPECT_NE(status.output.find("Tainted nodes"), std::string::npos) << status.output;
-  auto list = b.ctl({"taint", "-a", "list"});
-  EXPECT_EQ(list.exit_code, 0) << list.output;
-  EXPECT_NE(list.output.find("test-node-1         platform"), std::string::npos) << list.output;
-  EXPECT_NE(list.output.find("failed atlctl check"), std::string::npos) << list.output;
-  EXPECT_EQ(list.output.find("test-node-0"), std::string::npos) << list.output;
-  auto json = nlohmann::json::parse(b.ctl({"status", "--json"}).output, nullptr, false);
-  ASSERT_TRUE(json.is_object());
-  ASSERT_EQ(json["taints"].size(), 1u) << json.dump();
-  EXPECT_EQ(json["taints"][0]["node"], "test-node-1");
-  EXPECT_EQ(json["taints"][0]["source"], "platform");
-}
-
 TEST(BurnAndCheck, GlobalAllreduceAcrossTwoWorkersInTheSeedsFormat) {
   BurnCluster b;
   // ENVS reach the burn processes, but cannot take atl's control channel away.

@@ -353,5 +353,53 @@ TEST(FaultTolerance, ARunThatEndedIsSubmittedAnewWithoutItsTaints) {
             std::string::npos);
 }
 
+TEST(FaultTolerance, APodDeclaringGpusItHasNotIsRefusedAtThePreflightAndTainted) {
+  // Worker 1 declares two GPUs; this machine has no /dev/nvidiaN. With a spare,
+  // the job goes on without it; the failed node is tainted by the platform.
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "2", "--spare-workers", "1", "--linger", "60s", "--", entrypoint(0)});
+  c.start_worker(0);
+  c.start_worker(1, {"--gpus", "2"});
+  c.start_worker(2);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded")) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("pod " + c.worker_name(1) +
+                     " failed its check: the pod declares 2 GPUs but 0 GPU devices"),
+            std::string::npos)
+      << out;
+  auto list = c.atlctl({"--address", c.head_address(), "taint", "-a", "list"});
+  EXPECT_NE(list.output.find("test-node-1         platform"), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("failed the pre-flight"), std::string::npos) << list.output;
+  auto info = status_json(c);
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  for (const auto& r : info["ranks"]) EXPECT_NE(r["pod"], c.worker_name(1)) << info.dump();
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0);
+}
+
+TEST(FaultTolerance, WithoutASpareAFailedPreflightFailsTheJobAtOnce) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--", entrypoint(0)});
+  c.start_worker(0);
+  c.start_worker(1, {"--gpus", "1"});
+  EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
+  EXPECT_NE(c.output(head).find("the pod declares 1 GPUs but 0 GPU devices"), std::string::npos)
+      << c.output(head);
+}
+
+TEST(FaultTolerance, APodUnlikeTheJobsSpecIsNamedWithTheField) {
+  TestCluster c;
+  std::ofstream(c.dir() + "/job.json") << R"({"spec": {"cpus": 3}})";
+  auto& head = c.start_head({"--job", c.dir() + "/job.json", "--workers", "1", "--", "true"});
+  c.start_worker(0, {"--cpus", "2"});
+  EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
+  EXPECT_NE(c.output(head).find("pod " + c.worker_name(0) +
+                                " does not match the job's spec: cpus: the pod has 2, the job's "
+                                "spec asks for 3"),
+            std::string::npos)
+      << c.output(head);
+}
+
 }  // namespace
 }  // namespace atl::test

@@ -200,3 +200,23 @@ TEST(JobId, LooksLikeThePlatforms) {
   EXPECT_EQ(atl::worker_pod_name(id, 3), id + "-worker-3");
   EXPECT_EQ(atl::head_pod_name(id), id + "-head-0");
 }
+
+TEST(NodeMatchesSpec, OnlyStatedFieldsMustBeEqualAndTheErrorNamesTheField) {
+  atl::NodeResources node{8, 2, 64LL << 30, 16LL << 30};
+  EXPECT_TRUE(atl::check_node_matches_spec({}, node).ok()) << "a spec stating nothing";
+  EXPECT_TRUE(atl::check_node_matches_spec(node, node).ok());
+  EXPECT_TRUE(atl::check_node_matches_spec({8, 0, 0, 0}, node).ok());
+  struct Case {
+    atl::NodeResources spec;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{{4, 0, 0, 0}, "cpus: the pod has 8, the job's spec asks for 4"},
+        Case{{0, 4, 0, 0}, "gpus: the pod has 2, the job's spec asks for 4"},
+        Case{{0, 0, 32LL << 30, 0}, "memory: the pod has 64Gi"},
+        Case{{0, 0, 0, 8LL << 30}, "shm: the pod has 16Gi, the job's spec asks for 8Gi"}}) {
+    auto st = atl::check_node_matches_spec(c.spec, node);
+    ASSERT_FALSE(st.ok()) << c.says;
+    EXPECT_NE(st.error().find(c.says), std::string::npos) << st.error();
+  }
+}

@@ -20,6 +20,7 @@ const std::map<std::pair<S, E>, S> kLegal = {
     {{S::initializing, E::checks_passed}, S::command},
     {{S::initializing, E::check_failed}, S::failed},
     {{S::initializing, E::node_lost}, S::failed},
+    {{S::initializing, E::restart}, S::restarting},
     {{S::initializing, E::cancelled}, S::failed},
     {{S::initializing, E::head_failed}, S::failed},
     {{S::command, E::ranks_succeeded}, S::succeeded},

@@ -69,7 +69,7 @@ TEST(RestartPolicy, EveryKindInEveryStateHasOneAnswer) {
           want = kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::carry_on;
           break;
         case S::initializing:
-          want = FaultResponse::fail;
+          want = kind == FaultKind::preflight_failed ? FaultResponse::restart : FaultResponse::fail;
           break;
         case S::command:
           want = kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::restart;

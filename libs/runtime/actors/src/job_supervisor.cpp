@@ -427,8 +427,12 @@ void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
   if (st.state() == JobState::initializing) {
     if (problem.empty()) {
       start_command(self);
-    } else {
+    } else if (!st.pod_nodes.count(pod) || !select_active(self)) {
+      // Nothing can take the failed node's place: say so now, not after the
+      // ready timeout.
       fail(self, JobEvent::check_failed, problem);
+    } else {
+      on_fault(self, {FaultKind::preflight_failed, pod, problem});
     }
   } else if (st.state() == JobState::restarting) {
     if (problem.empty()) {
@@ -455,6 +459,17 @@ void preflight(Actor* self) {
   if (st.active.empty()) {
     preflight_done(self, round, "", "");
     return;
+  }
+  // Every worker as the spec says (seed 002: mixed specs are not supported).
+  for (const auto& pod : st.active) {
+    const NodeInfo& i = st.nodes.at(pod).info;
+    if (auto same = check_node_matches_spec(st.job().node_spec,
+                                            NodeResources{i.cpus, i.gpus, i.memory, i.shm});
+        !same) {
+      preflight_done(self, round, pod,
+                     "pod " + pod + " does not match the job's spec: " + same.error());
+      return;
+    }
   }
   auto passed = std::make_shared<size_t>(0);
   const size_t expected = st.active.size();

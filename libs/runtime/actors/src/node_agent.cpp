@@ -192,6 +192,15 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
         }
         if (auto st = os::check_writable_dir(dir); !st) return st.error();
+        // The GPUs this pod declares are really there (the driver's device
+        // nodes: no CUDA needed).
+        const int declared = self->state.config.info.gpus;
+        if (declared > 0) {
+          int found = os::count_gpu_devices();
+          if (found < declared)
+            return "the pod declares " + std::to_string(declared) + " GPUs but " +
+                   std::to_string(found) + " GPU devices (/dev/nvidiaN) are there";
+        }
         // Reaching the head: a round trip to the supervisor over this node's
         // own connection, the path every later message takes.
         auto answer = self->make_response_promise<std::string>();

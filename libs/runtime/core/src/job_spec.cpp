@@ -285,6 +285,20 @@ Status validate_job_spec(const JobSpec& spec) {
   return Ok{};
 }
 
+Status check_node_matches_spec(const NodeResources& spec, const NodeResources& node) {
+  auto differs = [](const char* field, std::int64_t want, std::int64_t have, bool bytes) {
+    auto show = [&](std::int64_t v) { return bytes ? format_byte_size(v) : std::to_string(v); };
+    return make_error(std::string(field) + ": the pod has " + show(have) +
+                      ", the job's spec asks for " + show(want));
+  };
+  if (spec.cpus > 0 && node.cpus != spec.cpus) return differs("cpus", spec.cpus, node.cpus, false);
+  if (spec.gpus > 0 && node.gpus != spec.gpus) return differs("gpus", spec.gpus, node.gpus, false);
+  if (spec.memory > 0 && node.memory != spec.memory)
+    return differs("memory", spec.memory, node.memory, true);
+  if (spec.shm > 0 && node.shm != spec.shm) return differs("shm", spec.shm, node.shm, true);
+  return Ok{};
+}
+
 std::string make_job_id(std::mt19937_64& rng) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::uniform_int_distribution<int> pick(0, 35);

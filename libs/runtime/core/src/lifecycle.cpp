@@ -76,6 +76,8 @@ Expected<JobState> next_state(JobState from, JobEvent event) {
       break;
     case S::initializing:
       if (event == E::checks_passed) return S::command;
+      // A node failed the first pre-flight and a spare can take its place.
+      if (event == E::restart) return S::restarting;
       if (event == E::check_failed || event == E::node_lost) return S::failed;
       break;
     case S::command:

@@ -39,9 +39,11 @@ FaultResponse RestartPolicy::respond(JobState state, const Fault& fault) {
       // Before the job ever started, a pod that leaves is just missing again.
       return fault.kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::carry_on;
     case S::initializing:
-      // The first pre-flight: a node that fails it, or leaves during it, is a
-      // setup problem the user must see at once, not a reason to loop.
-      return FaultResponse::fail;
+      // The first pre-flight: a node that failed it is tainted and (the
+      // supervisor asks only when a spare can take its place) costs a restart.
+      // A node that leaves during it is a setup problem to see at once.
+      if (fault.kind != FaultKind::preflight_failed) return FaultResponse::fail;
+      break;
     case S::debugStop:
     case S::debugCommand:
       // User code is parked: nothing to restart, and the seed says a delete

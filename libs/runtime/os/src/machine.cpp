@@ -43,7 +43,9 @@ int detect_cpus() {
   return cpus;
 }
 
-int detect_gpus() {
+}  // namespace
+
+int count_gpu_devices() {
   int count = 0;
   if (DIR* dir = opendir("/dev")) {
     while (dirent* e = readdir(dir)) {
@@ -57,6 +59,8 @@ int detect_gpus() {
   }
   return count;
 }
+
+namespace {
 
 std::int64_t detect_memory() {
   std::int64_t total = 0;
@@ -89,7 +93,7 @@ std::int64_t detect_shm() {
 NodeResources detect_resources() {
   NodeResources r;
   r.cpus = detect_cpus();
-  r.gpus = detect_gpus();
+  r.gpus = count_gpu_devices();
   r.memory = detect_memory();
   r.shm = detect_shm();
   return r;

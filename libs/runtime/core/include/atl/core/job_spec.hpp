@@ -68,6 +68,11 @@ Status validate_job_id(std::string_view id);
 // "jo-" followed by 16 random lowercase letters and digits.
 std::string make_job_id(std::mt19937_64& rng);
 
+// A pod's resources against the job's spec (seed 002: every worker is the
+// same; mixed specs are not supported): each field the spec states (not 0)
+// must be equal. The error names the field and both values.
+Status check_node_matches_spec(const NodeResources& spec, const NodeResources& node);
+
 // Every worker pod of the job: the active ones and the spares.
 inline int total_worker_pods(const JobSpec& spec) { return spec.workers + spec.spare_workers; }
 

@@ -28,6 +28,10 @@ Status check_writable_dir(const std::string& dir);
 
 std::string host_name();
 
+// GPU device nodes the driver made (/dev/nvidia0, /dev/nvidia1, ...): what a
+// pod really has, without CUDA or NVML.
+int count_gpu_devices();
+
 // Whether `host` (a name or an address) resolves to an address to bind or reach.
 Status check_resolvable(const std::string& host);
 
