@@ -401,5 +401,20 @@ TEST(FaultTolerance, APodUnlikeTheJobsSpecIsNamedWithTheField) {
       << c.output(head);
 }
 
+TEST(FaultTolerance, APodOthersCannotReachFailsTheNetworkPreflight) {
+  // Worker 1 advertises an address that is not its own (TEST-NET-1): no rank
+  // could ever reach it there, and the pre-flight says so before any starts.
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--", "echo never"});
+  c.start_worker(0);
+  c.start_worker(1, {"--advertise", "192.0.2.1"});
+  EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("pod " + c.worker_name(1) + " cannot listen for the network check"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("never"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace atl::test

@@ -101,6 +101,7 @@ bool all_started(const std::map<std::int32_t, RankRecord>& ranks) {
 namespace {
 
 void finalize(Actor* self);
+void node_checks(Actor* self, std::int32_t round);
 void on_fault(Actor* self, const Fault& fault);
 void maybe_relaunch(Actor* self);
 
@@ -443,7 +444,71 @@ void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
   }
 }
 
-// Checks every joined node (and the head's working dir for a driver) before
+bool stale(Actor* self, std::int32_t round) {
+  return round != self->state.check_round || !self->state.preflight_running;
+}
+
+// The network: node k connects over TCP to node k+1 (a ring) on the address
+// its ranks will use; then the nodes' own checks.
+void ring_connect(Actor* self, std::int32_t round,
+                  std::shared_ptr<std::map<std::string, std::int32_t>> ports) {
+  auto& st = self->state;
+  const size_t n = st.active.size();
+  auto pending = std::make_shared<size_t>(n);
+  for (size_t k = 0; k < n; ++k) {
+    const std::string& from = st.active[k];
+    const std::string& to = st.active[(k + 1) % n];
+    const std::string host = st.nodes.at(to).info.address;
+    const std::int32_t port = ports->at(to);
+    const std::string where = host + ":" + std::to_string(port);
+    self->request(st.nodes.at(from).agent, kCheckTimeout, reach_atom::value, host, port)
+        .then(
+            [self, round, from, to, where, pending](const std::string& problem) {
+              if (stale(self, round)) return;
+              if (!problem.empty()) {
+                preflight_done(self, round, to,
+                               "pod " + from + " cannot reach pod " + to + " at " + where +
+                                   " over TCP: " + problem);
+              } else if (--*pending == 0) {
+                node_checks(self, round);
+              }
+            },
+            [self, round, from](const caf::error& err) {
+              if (stale(self, round)) return;
+              preflight_done(self, round, from,
+                             "pod " + from + " did not answer the network check: " +
+                                 self->system().render(err));
+            });
+  }
+}
+
+void ring_probe(Actor* self, std::int32_t round) {
+  auto& st = self->state;
+  auto ports = std::make_shared<std::map<std::string, std::int32_t>>();
+  auto pending = std::make_shared<size_t>(st.active.size());
+  for (const auto& pod : st.active) {
+    self->request(st.nodes.at(pod).agent, kCheckTimeout, probe_atom::value)
+        .then(
+            [self, round, pod, ports, pending](std::int32_t port, const std::string& error) {
+              if (stale(self, round)) return;
+              if (!error.empty()) {
+                preflight_done(self, round, pod,
+                               "pod " + pod + " cannot listen for the network check: " + error);
+                return;
+              }
+              (*ports)[pod] = port;
+              if (--*pending == 0) ring_connect(self, round, ports);
+            },
+            [self, round, pod](const caf::error& err) {
+              if (stale(self, round)) return;
+              preflight_done(self, round, pod,
+                             "pod " + pod + " did not answer the network check: " +
+                                 self->system().render(err));
+            });
+  }
+}
+
+// Checks every active node (and the head's working dir for a driver) before
 // user code starts, the first time and at each restart.
 void preflight(Actor* self) {
   auto& st = self->state;
@@ -471,6 +536,17 @@ void preflight(Actor* self) {
       return;
     }
   }
+  if (st.active.size() >= 2) {
+    ring_probe(self, round);
+    return;
+  }
+  node_checks(self, round);
+}
+
+// Each active node's own checks: working dir writable, declared GPUs there,
+// the head reachable over the node's own connection.
+void node_checks(Actor* self, std::int32_t round) {
+  auto& st = self->state;
   auto passed = std::make_shared<size_t>(0);
   const size_t expected = st.active.size();
   for (const auto& pod : st.active) {

@@ -4,6 +4,8 @@
 
 #include <caf/all.hpp>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
@@ -11,6 +13,7 @@
 #include "atl/os/child_process.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "atl/os/reach_probe.hpp"
 
 namespace atl {
 
@@ -38,6 +41,7 @@ struct NodeAgentState {
   std::chrono::milliseconds heartbeat_interval{0};
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
+  std::optional<os::ProbeListener> probe;  // the pre-flight's network check, while it runs
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
@@ -185,7 +189,26 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           });
 
   return {
+      [self](probe_atom) -> caf::result<std::int32_t, std::string> {
+        auto& st = self->state;
+        st.probe.reset();
+        auto listener = os::ProbeListener::open(st.config.info.address);
+        if (!listener) return {std::int32_t{-1}, listener.error()};
+        std::int32_t port = listener->port();
+        st.probe = std::move(listener).value();
+        return {port, std::string()};
+      },
+      [self](reach_atom, const std::string& host, std::int32_t port) -> caf::result<std::string> {
+        // Up to kReachTimeout: on a thread of its own, not a scheduler's.
+        auto answer = self->make_response_promise<std::string>();
+        std::thread([answer, host, port]() mutable {
+          auto reached = os::probe_connect(host, static_cast<std::uint16_t>(port), kReachTimeout);
+          answer.deliver(reached ? std::string() : reached.error());
+        }).detach();
+        return answer;
+      },
       [self](check_atom, const std::string& working_dir) -> caf::result<std::string> {
+        self->state.probe.reset();  // the network check is over
         std::string dir = working_dir;
         if (dir.empty()) {
           char cwd[4096];

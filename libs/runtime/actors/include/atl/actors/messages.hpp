@@ -48,6 +48,8 @@ using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> super
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;    // atlctl -> supervisor
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;  // supervisor -> sink
+using probe_atom = caf::atom_constant<caf::atom("probe")>;      // supervisor -> agent: listen
+using reach_atom = caf::atom_constant<caf::atom("reach")>;      // supervisor -> agent: connect
 using events_atom = caf::atom_constant<caf::atom("events")>;    // atlctl -> supervisor
 
 // What a worker tells the supervisor when it joins.

@@ -1,0 +1,37 @@
+// The pre-flight's network check: each worker listens on the address its
+// ranks will use, and its successor in a ring connects to it over TCP (N
+// connections for N workers, not N^2).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::os {
+
+// A listening TCP socket on `address` (any free port); closed with the object.
+// No accept is needed: the kernel completes a peer's connect by itself.
+class ProbeListener {
+ public:
+  static Expected<ProbeListener> open(const std::string& address);
+  ProbeListener(ProbeListener&& other) noexcept;
+  ProbeListener& operator=(ProbeListener&& other) noexcept;
+  ProbeListener(const ProbeListener&) = delete;
+  ProbeListener& operator=(const ProbeListener&) = delete;
+  ~ProbeListener();
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  ProbeListener() = default;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Connects to host:port within `timeout`; the error says what failed.
+Status probe_connect(const std::string& host, std::uint16_t port,
+                     std::chrono::milliseconds timeout);
+
+}  // namespace atl::os

@@ -1,0 +1,97 @@
+#include "atl/os/reach_probe.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace atl::os {
+
+namespace {
+
+Expected<addrinfo*> resolve(const std::string& host, std::uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) return make_error("cannot resolve " + host + ": " + ::gai_strerror(rc));
+  return found;
+}
+
+}  // namespace
+
+Expected<ProbeListener> ProbeListener::open(const std::string& address) {
+  auto found = resolve(address, 0, true);
+  if (!found) return Error{found.error()};
+  int fd = ::socket((*found)->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int err = errno;
+  if (fd >= 0 && ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0 &&
+      ::listen(fd, 64) == 0) {
+    ::freeaddrinfo(*found);
+    sockaddr_storage bound{};
+    socklen_t len = sizeof bound;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    ProbeListener l;
+    l.fd_ = fd;
+    l.port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    return l;
+  }
+  err = errno;
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(*found);
+  return make_error("cannot listen on " + address + ": " + std::strerror(err));
+}
+
+ProbeListener::ProbeListener(ProbeListener&& other) noexcept { *this = std::move(other); }
+
+ProbeListener& ProbeListener::operator=(ProbeListener&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    port_ = other.port_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ProbeListener::~ProbeListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status probe_connect(const std::string& host, std::uint16_t port,
+                     std::chrono::milliseconds timeout) {
+  auto found = resolve(host, port, false);
+  if (!found) return Error{found.error()};
+  std::string where = host + ":" + std::to_string(port);
+  int fd = ::socket((*found)->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(*found);
+    return make_error(std::string("socket: ") + std::strerror(errno));
+  }
+  int rc = ::connect(fd, (*found)->ai_addr, (*found)->ai_addrlen);
+  ::freeaddrinfo(*found);
+  int err = rc == 0 ? 0 : errno;
+  if (rc != 0 && err == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    if (ready == 0) {
+      ::close(fd);
+      return make_error("no answer from " + where + " within " + std::to_string(timeout.count()) +
+                        " ms");
+    }
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  }
+  ::close(fd);
+  if (err != 0) return make_error("cannot connect to " + where + ": " + std::strerror(err));
+  return Ok{};
+}
+
+}  // namespace atl::os
