@@ -377,4 +377,27 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   CAF_CHECK(taints.find("failed atlctl check") != std::string::npos);
 }
 
+CAF_TEST(a node lost twice in a row is not tainted when no spare could replace it) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  for (int round = 0; round < 2; ++round) {
+    anon_send_exit(a0, caf::exit_reason::kill);
+    step();
+    CAF_CHECK_EQUAL(status(), "restarting");
+    a0 = agent().first;
+    join(0, a0);  // the same pod back on the same node
+    step();
+    CAF_CHECK_EQUAL(status(), "command");
+  }
+  caf::scoped_actor op{sys, true};
+  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
+  step();
+  std::string taints = "(none)";
+  op->receive([&](std::int32_t, const std::string& text) { taints = text; },
+              caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(taints, "[]");
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

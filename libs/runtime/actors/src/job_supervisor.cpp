@@ -703,6 +703,17 @@ void on_fault(Actor* self, const Fault& fault) {
   }
 }
 
+// Whether enough joined pods on untainted nodes other than `node` remain for
+// the job's N active ones.
+bool spare_available(const State& st, const std::string& node) {
+  int usable = 0;
+  for (const auto& [pod, n] : st.nodes) {
+    const std::string& on = n.info.node;
+    if (on != node && !st.taints.tainted(on)) ++usable;
+  }
+  return usable >= st.job().workers;
+}
+
 // `pod` is gone (lost, silent or deleted): its ranks and debug runs end, and
 // the fault takes its course. The pod may join again later, as a new process.
 void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
@@ -721,10 +732,18 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     return;
   }
   if (active && fault.kind != FaultKind::pod_deleted && !is_terminal(st.state())) {
-    // The same node lost twice in a row is not to be trusted again.
-    const std::string& node = st.pod_nodes[pod];
-    if (!node.empty() && node == st.last_lost_node)
-      taint_platform(self, pod, "lost twice in a row (" + fault.detail + ")");
+    // The same node lost twice in a row is not to be trusted again, when a
+    // spare can take its place: a taint that leaves too few pods would stop
+    // the job where the node might well have come back.
+    const std::string node = st.pod_nodes[pod];
+    if (!node.empty() && node == st.last_lost_node) {
+      if (spare_available(st, node)) {
+        taint_platform(self, pod, "lost twice in a row (" + fault.detail + ")");
+      } else {
+        st.log->warn("node {} lost twice in a row; not tainted: no spare could take its place",
+                     node);
+      }
+    }
     st.last_lost_node = node;
   }
   if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
