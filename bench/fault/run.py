@@ -136,6 +136,14 @@ def starts_of(tmp, restart):
     return [float(open(p).read()) for p in glob.glob(os.path.join(tmp, f"start.*.{restart}"))]
 
 
+def wait_for_starts(tmp, restart, count, timeout=60):
+    """Whether `count` ranks of restart `restart` started within the timeout."""
+    deadline = time.time() + timeout
+    while len(starts_of(tmp, restart)) < count and time.time() < deadline:
+        time.sleep(0.01)
+    return len(starts_of(tmp, restart)) >= count
+
+
 def crash_phase(rounds):
     with tempfile.TemporaryDirectory() as tmp:
         entry = (f"{stamp(tmp)}; "
@@ -147,10 +155,7 @@ def crash_phase(rounds):
         try:
             for k in range(rounds + 1):
                 # Attempt k is fully up and has written all its lines.
-                deadline = time.time() + 60
-                while len(starts_of(tmp, k)) < PODS * RANKS_PER_POD and time.time() < deadline:
-                    time.sleep(0.01)
-                if len(starts_of(tmp, k)) < PODS * RANKS_PER_POD:
+                if not wait_for_starts(tmp, k, PODS * RANKS_PER_POD):
                     print(f"round {k}: attempt did not come up", flush=True)
                     break
                 if k > 0:
@@ -196,10 +201,11 @@ def hang_phase(rounds):
         detect = []
         try:
             for k in range(rounds):
-                deadline = time.time() + 60
-                while len(starts_of(tmp, k)) < PODS and time.time() < deadline:
-                    time.sleep(0.01)
+                ok = wait_for_starts(tmp, k, PODS)
                 pid = worker_pid(job.job_id, random.randrange(PODS))
+                if not ok or pid is None:
+                    print(f"hang round {k + 1}: the attempt did not come up", flush=True)
+                    break
                 stopped_at = time.time()
                 os.kill(pid, signal.SIGSTOP)
                 t = first_after(job.log, "stopped answering", stopped_at, 30)

@@ -139,6 +139,23 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return a0;
   }
 
+  // atlctl stop as it asks: dbg_stop, then stop_wait.
+  void stop_and_wait(caf::scoped_actor& op) {
+    op->send(sup, debug_stop_atom::value);
+    step();
+    op->send(sup, stop_wait_atom::value);
+    step();
+  }
+
+  // The exit codes of the answers waiting in `op`'s mailbox (at most `n`).
+  std::vector<std::int32_t> answers(caf::scoped_actor& op, int n) {
+    std::vector<std::int32_t> codes;
+    for (int i = 0; i < n; ++i)
+      op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+    return codes;
+  }
+
   void rank_exit(int rank, int attempt, int code) {
     self->send(sup, RankExit{rank, attempt, worker_pod_name("jo-race", rank), code, 0, ""});
   }
@@ -216,20 +233,14 @@ CAF_TEST(two operators stopping at once both get an answer) {
 CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
   auto a0 = one_rank_running();
   caf::scoped_actor op{sys, true};
-  op->send(sup, debug_stop_atom::value);
-  step();
-  op->send(sup, stop_wait_atom::value);
-  step();
+  stop_and_wait(op);
   // The head is told to end (SIGTERM) before the rank reports: the job fails,
   // and the wait ends with the job's end, not never.
   self->send(sup, cancel_atom::value, std::string("SIGTERM"));
   step();
   rank_exit(0, 1, 143);
   step();
-  std::vector<std::int32_t> codes;
-  for (int i = 0; i < 2; ++i)
-    op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
-                caf::after(std::chrono::seconds(0)) >> [] {});
+  auto codes = answers(op, 2);
   CAF_REQUIRE_EQUAL(codes.size(), 2u);
   CAF_CHECK_EQUAL(codes[0], 0);  // the stop was accepted
   CAF_CHECK_EQUAL(codes[1], 1);  // the wait: the job ended first
@@ -239,16 +250,10 @@ CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
 CAF_TEST(a node lost in debugStop is awaited and a waiting stop is answered) {
   auto a0 = one_rank_running();
   caf::scoped_actor op{sys, true};
-  op->send(sup, debug_stop_atom::value);
-  step();
-  op->send(sup, stop_wait_atom::value);
-  step();
+  stop_and_wait(op);
   anon_send_exit(a0, caf::exit_reason::kill);
   step();
-  std::vector<std::int32_t> codes;
-  for (int i = 0; i < 2; ++i)
-    op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
-                caf::after(std::chrono::seconds(0)) >> [] {});
+  auto codes = answers(op, 2);
   CAF_REQUIRE_EQUAL(codes.size(), 2u);
   CAF_CHECK_EQUAL(codes[1], 0);  // its ranks are gone with it: stopped
   CAF_CHECK_EQUAL(status(), "debugStop");

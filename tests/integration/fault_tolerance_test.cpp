@@ -25,6 +25,14 @@ std::string start_line(int rank, int restart) {
          " restart=" + std::to_string(restart);
 }
 
+// Waits until ranks 0..count-1 printed their start line of restart `restart`.
+bool ranks_started(TestCluster& c, const Started& head, int count, int restart,
+                   std::chrono::milliseconds timeout = 60s) {
+  for (int rank = 0; rank < count; ++rank)
+    if (!c.wait_for_output(head, start_line(rank, restart), timeout)) return false;
+  return true;
+}
+
 nlohmann::json status_json(TestCluster& c) {
   auto r = c.atlctl({"--address", c.head_address(), "status", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -49,14 +57,12 @@ TEST(FaultTolerance, AKilledWorkerRestartsTheJobFromScratch) {
   TestCluster c;
   auto& head = c.start_head(
       {"--workers", "2", "--local-workers", "2", "--linger", "60s", "--", entrypoint(1)});
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 0))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
   int worker = c.worker_pid(1);
   ASSERT_GT(worker, 0);
   ASSERT_EQ(::kill(worker, SIGKILL), 0);
   // Both ranks run again from the start, told it is restart 1; then end 0.
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 1))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 1))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 1)) << c.output(head);
   ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded")) << c.output(head);
   auto info = status_json(c);
   EXPECT_EQ(info["restarts"], 1);
@@ -89,8 +95,7 @@ TEST(FaultTolerance, AFrozenWorkerIsDetectedFencedAndItsRanksDie) {
   TestCluster c;
   auto& head = c.start_head(
       {"--workers", "2", "--local-workers", "2", "--heartbeat-timeout", "2s", "--", entrypoint(1)});
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 0))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
   int rank1 = pid_in(c.output(head), start_line(1, 0));
   ASSERT_GT(rank1, 0);
   int worker = c.worker_pid(1);
@@ -158,13 +163,11 @@ TEST(FaultTolerance, ARankFailureRestartsOnlyWhenAskedTo) {
 TEST(FaultTolerance, DeleteInCommandCostsARestartAndAfterStopItDoesNot) {
   TestCluster c;
   auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--", entrypoint(99)});
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 0))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
   auto del = c.atlctl({"--address", c.head_address(), "delete", "-p", c.worker_name(0)});
   EXPECT_EQ(del.exit_code, 0) << del.output;
   EXPECT_EQ(del.output, "Send delete worker pod command to specified workers successfully.\n");
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 1))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 1))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 1)) << c.output(head);
   ASSERT_TRUE(c.wait_for_status("command"));
   auto debug = c.atlctl({"--address", c.head_address(), "debug"});
   ASSERT_EQ(debug.exit_code, 0) << debug.output;
@@ -228,8 +231,7 @@ TEST(FaultTolerance, ATaintedNodeIsAvoidedAndASpareTakesOver) {
   TestCluster c;
   auto& head = c.start_head({"--workers", "2", "--spare-workers", "1", "--local-workers", "3",
                              "--linger", "60s", "--", entrypoint(1)});
-  ASSERT_TRUE(c.wait_for_output(head, start_line(0, 0))) << c.output(head);
-  ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
+  ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
   auto info = status_json(c);
   EXPECT_EQ(info["pods"][0]["role"], "active") << info.dump();
   EXPECT_EQ(info["pods"][2]["role"], "spare") << info.dump();
@@ -299,8 +301,7 @@ TEST(FaultTolerance, ARestartedHeadResumesTheJobWithItsCountsTaintsAndEvents) {
   c.start_worker(0);
   c.start_worker(1);
   c.start_worker(2);
-  ASSERT_TRUE(c.wait_for_output(head1, start_line(0, 0))) << c.output(head1);
-  ASSERT_TRUE(c.wait_for_output(head1, start_line(1, 0))) << c.output(head1);
+  ASSERT_TRUE(ranks_started(c, head1, 2, 0)) << c.output(head1);
   auto set = c.atlctl({"--address", c.head_address(), "taint", "-a", "set", "-n", "test-node-2"});
   ASSERT_EQ(set.exit_code, 0) << set.output;
   head1.process->signal(SIGKILL);
