@@ -39,7 +39,9 @@ WorkerOptions parse_options(int argc, char** argv) {
       "Usage: workernode --head HOST:PORT --name POD [options]\n\n"
       "Joins the job whose head listens at HOST:PORT and runs its ranks on this\n"
       "machine. Exits 0 when the job succeeded, 1 when it failed, 2 when the head\n"
-      "refused this pod or on bad usage, 3 when the head is unreachable or lost.\n\nOptions");
+      "refused this pod or on bad usage, 3 when the head is unreachable or lost (after\n"
+      "trying to rejoin it for --connect-timeout) or declared this pod lost, 4 when\n"
+      "the pod was deleted (atlctl delete).\n\nOptions");
   desc.add_options()("help,h", "show this help")("head", po::value<std::string>(),
                                                  "address of the head (HOST:PORT)")(
       "name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")(

@@ -35,18 +35,27 @@ TEST_P(HeadnodeRejects, WithExitTwoAndTheReason) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadFlags, HeadnodeRejects,
-    testing::Values(BadUsage{{"--workers", "abc", "--", "true"}, "--workers"},
-                    BadUsage{{"--mode", "mpi", "--", "true"}, "--mode"},
-                    BadUsage{{"--ready-timeout", "5x", "--", "true"}, "--ready-timeout"},
-                    BadUsage{{"--env", "1BAD=x", "--", "true"}, "--env"},
-                    BadUsage{{"--workers", "2"}, "entrypoint"},
-                    BadUsage{{"--workers", "0", "--", "true"}, "workers"},
-                    BadUsage{{"--job-id", "Bad_Id", "--", "true"}, "job id"},
-                    BadUsage{{"--port", "70000", "--", "true"}, "--port"},
-                    BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
-                    BadUsage{{"--bogus", "--", "true"}, "bogus"},
-                    BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"},
-                             "--local-workers"}));
+    testing::Values(
+        BadUsage{{"--workers", "abc", "--", "true"}, "--workers"},
+        BadUsage{{"--mode", "mpi", "--", "true"}, "--mode"},
+        BadUsage{{"--ready-timeout", "5x", "--", "true"}, "--ready-timeout"},
+        BadUsage{{"--env", "1BAD=x", "--", "true"}, "--env"},
+        BadUsage{{"--workers", "2"}, "entrypoint"},
+        BadUsage{{"--workers", "0", "--", "true"}, "workers"},
+        BadUsage{{"--job-id", "Bad_Id", "--", "true"}, "job id"},
+        BadUsage{{"--port", "70000", "--", "true"}, "--port"},
+        BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
+        BadUsage{{"--bogus", "--", "true"}, "bogus"},
+        BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"}, "--local-workers"},
+        BadUsage{{"--workers", "1", "--spare-workers", "1", "--local-workers", "3", "--", "true"},
+                 "--local-workers"},
+        BadUsage{{"--spare-workers", "-1", "--", "true"}, "spare_workers"},
+        BadUsage{{"--max-restarts", "-1", "--", "true"}, "max_restarts"},
+        BadUsage{{"--max-restarts", "x", "--", "true"}, "max-restarts"},
+        BadUsage{{"--heartbeat-timeout", "100ms", "--", "true"}, "at least twice the interval"},
+        BadUsage{{"--heartbeat-interval", "0s", "--", "true"}, "interval"},
+        BadUsage{{"--heartbeat-timeout", "soon", "--", "true"}, "--heartbeat-timeout"},
+        BadUsage{{"--pod-restart-delay", "later", "--", "true"}, "--pod-restart-delay"}));
 
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;
@@ -64,7 +73,10 @@ TEST(WorkernodeRejects, BadFlags) {
            {"--name", "w"},
            {"--head", "127.0.0.1:1"},
            {"--head", "nohost", "--name", "w"},
-           {"--head", "127.0.0.1:1", "--name", "w", "--memory", "lots"}}) {
+           {"--head", "127.0.0.1:1", "--name", "w", "--memory", "lots"},
+           {"--head", "127.0.0.1:1", "--name", "w", "--node", ""},
+           {"--head", "127.0.0.1:1", "--name", "w", "--node", "a,b"},
+           {"--head", "127.0.0.1:1", "--name", "w", "--node", "all"}}) {
     auto r = run(c, "workernode", args);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_EQ(count_lines(r.output), 1) << r.output;
