@@ -405,4 +405,31 @@ CAF_TEST(a node lost twice in a row is not tainted when no spare could replace i
   CAF_CHECK_EQUAL(taints, "[]");
 }
 
+CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it) {
+  start(1, false, 10);
+  NodeInfo info;
+  info.pod = worker_pod_name("jo-race", 0);
+  info.address = "127.0.0.1";
+  info.node = "gpu-node";
+  info.gpus = 2;
+  auto [a0, log0] = agent();
+  self->send(sup, register_atom::value, info, a0);
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{2});  // all there
+  step();
+  CAF_CHECK_EQUAL(status(), "command");
+  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});  // one gone
+  step();
+  CAF_CHECK_EQUAL(status(), "restarting");
+  caf::scoped_actor op{sys, true};
+  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
+  step();
+  std::string taints;
+  op->receive([&](std::int32_t, const std::string& text) { taints = text; },
+              caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK(taints.find("\"node\":\"gpu-node\"") != std::string::npos);
+  CAF_CHECK(taints.find("lost a GPU (it declared 2, 1 are there)") != std::string::npos);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -448,11 +448,25 @@ bool stale(Actor* self, std::int32_t round) {
   return round != self->state.check_round || !self->state.preflight_running;
 }
 
+// The next step of a pre-flight runs after answers came back: every active
+// pod must still be there (a loss supersedes the round; this is the guard).
+bool all_active_present(Actor* self, std::int32_t round) {
+  auto& st = self->state;
+  for (const auto& pod : st.active) {
+    if (!st.nodes.count(pod)) {
+      preflight_done(self, round, pod, "pod " + pod + " left during the pre-flight");
+      return false;
+    }
+  }
+  return true;
+}
+
 // The network: node k connects over TCP to node k+1 (a ring) on the address
 // its ranks will use; then the nodes' own checks.
 void ring_connect(Actor* self, std::int32_t round,
                   std::shared_ptr<std::map<std::string, std::int32_t>> ports) {
   auto& st = self->state;
+  if (!all_active_present(self, round)) return;
   const size_t n = st.active.size();
   auto pending = std::make_shared<size_t>(n);
   for (size_t k = 0; k < n; ++k) {
@@ -547,6 +561,7 @@ void preflight(Actor* self) {
 // the head reachable over the node's own connection.
 void node_checks(Actor* self, std::int32_t round) {
   auto& st = self->state;
+  if (!all_active_present(self, round)) return;
   auto passed = std::make_shared<size_t>(0);
   const size_t expected = st.active.size();
   for (const auto& pod : st.active) {
@@ -760,8 +775,10 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
       if (r.pod == pod && !r.done)
         lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
   for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
-  if (st.preflight_running && st.state() == JobState::restarting) {
-    ++st.check_round;  // the pod is awaited again; the pre-flight reruns when it is back
+  if (st.preflight_running) {
+    // Moot: in restarting the pod is awaited and the pre-flight reruns when it
+    // is back; in initializing the loss decides.
+    ++st.check_round;
     st.preflight_running = false;
   }
   if (st.state() == JobState::pending) {
@@ -1086,13 +1103,28 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return {register_node(self, info, agent), std::int64_t{hb.interval.count()},
                 std::int64_t{hb.timeout.count()}};
       },
-      [self](heartbeat_atom, const std::string& pod) {
+      [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
         auto& st = self->state;
         // Only from the pod's own node: a fenced pod's late words do not count.
         auto it = st.nodes.find(pod);
         const auto& sender = self->current_sender();
-        if (it != st.nodes.end() && sender && it->second.agent.node() == sender->node())
-          st.detector.heard(pod, std::chrono::steady_clock::now());
+        if (it == st.nodes.end() || !sender || it->second.agent.node() != sender->node()) return;
+        st.detector.heard(pod, std::chrono::steady_clock::now());
+        const std::int32_t declared = it->second.info.gpus;
+        // Once a pre-flight found them there: before, the pre-flight speaks.
+        const JobState state = st.state();
+        bool checked = state == JobState::command || state == JobState::debugStop ||
+                       state == JobState::debugCommand;
+        if (checked && gpus_present >= 0 && gpus_present < declared) {
+          // A GPU fell off the bus: the node is not to be used again, and the
+          // pod leaves (to be recreated elsewhere); in command the job restarts.
+          std::string detail = "pod " + pod + " lost a GPU (it declared " +
+                               std::to_string(declared) + ", " + std::to_string(gpus_present) +
+                               " are there)";
+          taint_platform(self, pod, detail);
+          self->send(it->second.agent, delete_atom::value);
+          lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
+        }
       },
       [self](check_atom) {
         auto& st = self->state;

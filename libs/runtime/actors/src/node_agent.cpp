@@ -102,7 +102,10 @@ void heartbeat_tick(NodeAgentActor* self) {
     return;
   }
   if (st.lease) st.lease->renew();
-  self->send(st.supervisor, heartbeat_atom::value, st.config.info.pod);
+  // With the heartbeat: how many of the GPUs this pod declared are still
+  // there (-1: it declared none), so the head notices one that disappears.
+  const std::int32_t gpus = st.config.info.gpus > 0 ? os::count_gpu_devices() : -1;
+  self->send(st.supervisor, heartbeat_atom::value, st.config.info.pod, gpus);
   self->delayed_send(self, st.heartbeat_interval, tick_atom::value);
 }
 

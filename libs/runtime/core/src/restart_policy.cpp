@@ -10,6 +10,8 @@ std::string_view to_string(FaultKind kind) {
       return "pod_hung";
     case FaultKind::pod_deleted:
       return "pod_deleted";
+    case FaultKind::gpu_lost:
+      return "gpu_lost";
     case FaultKind::preflight_failed:
       return "preflight_failed";
     case FaultKind::rank_failed:

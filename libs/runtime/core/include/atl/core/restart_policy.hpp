@@ -17,6 +17,7 @@ enum class FaultKind {
   pod_lost,          // its process or connection is gone
   pod_hung,          // silent for the heartbeat timeout
   pod_deleted,       // atlctl delete
+  gpu_lost,          // fewer GPU devices than the pod declared, while it ran
   preflight_failed,  // a node failed the checks before a (re)start
   rank_failed,       // a rank exited non-zero (a fault only with restart_on_failure)
   head_restarted,    // the head itself died and was started again
