@@ -91,6 +91,25 @@ TEST(FaultTolerance, AKilledWorkerRestartsTheJobFromScratch) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(FaultTolerance, LogsFollowAcrossARestart) {
+  // Attempt 2's log is shorter than attempt 1's: a follower that kept attempt
+  // 1's offset would never see it.
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--restart-on-failure", "--linger", "30s", "--",
+       "[ $ATL_RESTART_COUNT -ge 1 ] && { echo second; exit 0; }; "
+       "for i in $(seq 1 300); do echo padding line $i; done; sleep 1; exit 3"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] padding line 1\n")) << c.output(head);
+  auto& follower =
+      c.start("atlctl-follow", {bin("atlctl"), "--address", c.head_address(), "logs", "-f"});
+  EXPECT_EQ(c.wait_exit(follower, 60s), 0) << c.output(follower);
+  std::string out = c.output(follower);
+  EXPECT_NE(out.find("[rank 0] padding line 300\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("[rank 0] second\n"), std::string::npos) << out;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+}
+
 TEST(FaultTolerance, AFrozenWorkerIsDetectedFencedAndItsRanksDie) {
   TestCluster c;
   auto& head = c.start_head(

@@ -337,6 +337,11 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         if (fd < 0) return {data, offset};
         data.resize(static_cast<size_t>(std::clamp<std::int64_t>(max_bytes, 0, kMaxReadBytes)));
         offset = std::max<std::int64_t>(offset, 0);
+        // Within an attempt a log only grows: an offset past its end was
+        // taken in an earlier attempt's file, so a follower starts this one
+        // from its beginning (atlctl logs -f across a restart).
+        struct stat st {};
+        if (::fstat(fd, &st) == 0 && offset > st.st_size) offset = 0;
         ssize_t n = ::pread(fd, data.data(), data.size(), offset);
         ::close(fd);
         data.resize(n > 0 ? static_cast<size_t>(n) : 0);
