@@ -12,12 +12,23 @@ namespace atl {
 
 using nlohmann::json;
 
-std::string_view to_string(JobMode mode) { return mode == JobMode::spmd ? "spmd" : "driver"; }
+std::string_view to_string(JobMode mode) {
+  switch (mode) {
+    case JobMode::spmd:
+      return "spmd";
+    case JobMode::driver:
+      return "driver";
+    case JobMode::ray:
+      return "ray";
+  }
+  return "unknown";
+}
 
 Expected<JobMode> parse_job_mode(std::string_view text) {
   if (text == "spmd") return JobMode::spmd;
   if (text == "driver") return JobMode::driver;
-  return make_error("bad mode " + detail::quote(text) + ": expected spmd or driver");
+  if (text == "ray") return JobMode::ray;
+  return make_error("bad mode " + detail::quote(text) + ": expected spmd, driver or ray");
 }
 
 namespace {
@@ -188,7 +199,16 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       return read_object(v, key, [&](const std::string& k, const json& rv) -> Status {
         if (k == "env_vars") return read_env(rv, "runtime_env.env_vars", spec.runtime_env_vars);
         if (k == "working_dir") return read_string(rv, "runtime_env.working_dir", spec.working_dir);
-        return unknown_field("runtime_env", k);
+        // Ray applies the rest of a runtime_env itself (pip, conda, py_modules,
+        // ...): taken as they are in ray mode ("mode" sorts before
+        // "runtime_env", so it is known here), refused elsewhere.
+        if (spec.mode == JobMode::ray) {
+          spec.ray_runtime_env[k] = rv.dump();
+          return Ok{};
+        }
+        return make_error("job spec: field " + detail::quote("runtime_env." + k) +
+                          " is only taken in mode ray (Ray applies it); this job's mode is " +
+                          std::string(to_string(spec.mode)));
       });
     }
     if (key == "spec") {
@@ -203,6 +223,7 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
     if (key == "grace") return read_duration(v, key, spec.grace);
     if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
+    if (key == "ray_port") return read_int(v, key, 1, 65535, spec.ray_port);
     if (key == "spare_workers") return read_int(v, key, 0, kMaxWorkers, spec.spare_workers);
     if (key == "max_restarts") return read_int(v, key, 0, kMaxRestarts, spec.max_restarts);
     if (key == "restart_on_failure") return read_bool(v, key, spec.restart_on_failure);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <string_view>
@@ -20,7 +21,9 @@ inline constexpr int kMaxRanksPerNode = 1024;
 inline constexpr std::int64_t kMaxWorldSize = 1 << 20;
 inline constexpr int kMaxRestarts = 10000;
 
-enum class JobMode { spmd, driver };
+// spmd: the entrypoint once per rank; driver: once on the head, with atl's
+// address; ray: a Ray cluster over the job's pods, the entrypoint its driver.
+enum class JobMode { spmd, driver, ray };
 
 std::string_view to_string(JobMode mode);
 Expected<JobMode> parse_job_mode(std::string_view text);
@@ -52,6 +55,10 @@ struct JobSpec {
   int max_restarts = 10;
   bool restart_on_failure = false;
   HeartbeatOptions heartbeat;  // node <-> head liveness (failure_detector.hpp)
+  // Ray mode: the head's GCS port, and the runtime_env keys Ray applies itself
+  // (pip, conda, py_modules, ...), each as its JSON text.
+  int ray_port = 6379;
+  std::map<std::string, std::string> ray_runtime_env;
 };
 
 inline constexpr int kDefaultMasterPort = 29500;

@@ -1,0 +1,62 @@
+// Ray mode: the command lines that make a Ray cluster of the job's pods and
+// the driver's environment. Pure: the supervisor runs what these return.
+//
+// The head pod runs `ray start --head --block`, each worker pod
+// `ray start --address=HEAD:PORT --block` (once the head answers), all with
+// the job's spec as their resources and bound to the pod's own address; the
+// entrypoint runs on the head as the Ray driver, after Ray's own API says
+// every node is alive.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atl/core/env.hpp"
+#include "atl/core/job_spec.hpp"
+#include "atl/core/rank_layout.hpp"
+
+namespace atl {
+
+// The share of a node's memory Ray's object store gets (seed 002) unless the
+// job's env sets RAY_OBJECT_STORE_MEMORY.
+inline constexpr double kObjectStoreShare = 0.30;
+
+struct RayPod {
+  std::string pod;
+  std::string address;
+};
+
+// `ray start` flags for the job's node spec: --num-cpus, --num-gpus, --memory
+// and --object-store-memory for the fields the spec states.
+std::vector<std::string> ray_resource_flags(const JobSpec& job);
+
+std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
+                             const std::string& host);
+
+// Waits (bounded by `wait`) until the head's GCS answers, then joins it.
+std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
+                               const std::string& head_host, const std::string& host,
+                               std::chrono::seconds wait);
+
+// RAY_JOB_CONFIG_JSON_ENV_VAR's value: {"runtime_env": {...}} with the job's
+// env_vars, working_dir and the keys only Ray applies.
+std::string ray_job_config_json(const JobSpec& job);
+
+// The driver's environment: the job's env (runtime_env wins), ATL_*,
+// RAY_ADDRESS and the job config.
+EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod,
+                      const std::string& head_host);
+
+// The driver's command: `python` checks with Ray's API that the head and
+// every worker are alive (naming the pods that are not, and exiting 3), then
+// the entrypoint runs in its place.
+std::string ray_driver_command(const JobSpec& job, const std::string& python,
+                               const std::string& head_host, const std::vector<RayPod>& workers,
+                               std::chrono::seconds wait);
+
+// Exit status of the driver command when the cluster never became ready.
+inline constexpr int kRayNotReadyExit = 3;
+
+}  // namespace atl

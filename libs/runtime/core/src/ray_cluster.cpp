@@ -1,0 +1,122 @@
+#include "atl/core/ray_cluster.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "atl/core/shell.hpp"
+
+namespace atl {
+
+namespace {
+
+std::string head_address(const JobSpec& job, const std::string& head_host) {
+  return head_host + ":" + std::to_string(job.ray_port);
+}
+
+}  // namespace
+
+std::vector<std::string> ray_resource_flags(const JobSpec& job) {
+  std::vector<std::string> flags;
+  const NodeResources& r = job.node_spec;
+  if (r.cpus > 0) flags.insert(flags.end(), {"--num-cpus", std::to_string(r.cpus)});
+  if (r.gpus > 0) flags.insert(flags.end(), {"--num-gpus", std::to_string(r.gpus)});
+  if (r.memory > 0) flags.insert(flags.end(), {"--memory", std::to_string(r.memory)});
+  auto store = job.env.find("RAY_OBJECT_STORE_MEMORY");
+  if (store != job.env.end()) {
+    flags.insert(flags.end(), {"--object-store-memory", store->second});
+  } else if (r.memory > 0) {
+    auto bytes = static_cast<std::int64_t>(static_cast<double>(r.memory) * kObjectStoreShare);
+    flags.insert(flags.end(), {"--object-store-memory", std::to_string(bytes)});
+  }
+  return flags;
+}
+
+std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
+                             const std::string& host) {
+  // Bound to the pod's own address, never 0.0.0.0: Ray's ports are
+  // unauthenticated. The dashboard stays on that address too.
+  std::vector<std::string> argv = {ray_bin,
+                                   "start",
+                                   "--head",
+                                   "--block",
+                                   "--port",
+                                   std::to_string(job.ray_port),
+                                   "--node-ip-address",
+                                   host,
+                                   "--dashboard-host",
+                                   host,
+                                   "--disable-usage-stats"};
+  auto flags = ray_resource_flags(job);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return "exec " + shell_join(argv);
+}
+
+std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
+                               const std::string& head_host, const std::string& host,
+                               std::chrono::seconds wait) {
+  const std::string head = head_address(job, head_host);
+  std::vector<std::string> argv = {ray_bin,     "start",
+                                   "--address", head,
+                                   "--block",   "--node-ip-address",
+                                   host,        "--disable-usage-stats"};
+  auto flags = ray_resource_flags(job);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  // The head may still be starting: ask its GCS until it answers.
+  std::string check = shell_join({ray_bin, "health-check", "--address", head});
+  return "deadline=$(($(date +%s) + " + std::to_string(wait.count()) + ")); until " + check +
+         " >/dev/null 2>&1; do if [ $(date +%s) -ge $deadline ]; then echo \"Ray's head at " +
+         head + " did not answer within " + std::to_string(wait.count()) +
+         "s\" >&2; exit 3; fi; sleep 0.2; done; exec " + shell_join(argv);
+}
+
+std::string ray_job_config_json(const JobSpec& job) {
+  nlohmann::json runtime_env = nlohmann::json::object();
+  for (const auto& [key, text] : job.ray_runtime_env)
+    runtime_env[key] = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json vars = nlohmann::json::object();
+  for (const auto& [k, v] : job.runtime_env_vars) vars[k] = v;
+  if (!vars.empty()) runtime_env["env_vars"] = vars;
+  if (!job.working_dir.empty()) runtime_env["working_dir"] = job.working_dir;
+  return nlohmann::json{{"runtime_env", runtime_env}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod,
+                      const std::string& head_host) {
+  EnvMap env = build_driver_env(job, atl, head_pod);
+  env["RAY_ADDRESS"] = head_address(job, head_host);
+  env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = ray_job_config_json(job);
+  return env;
+}
+
+std::string ray_driver_command(const JobSpec& job, const std::string& python,
+                               const std::string& head_host, const std::vector<RayPod>& workers,
+                               std::chrono::seconds wait) {
+  nlohmann::json pods = nlohmann::json::object();
+  for (const auto& w : workers) pods[w.address] = w.pod;
+  // Ray's own view: alive nodes by address. The head is the driver's own.
+  std::string script =
+      "import json, sys, time\n"
+      "import ray\n"
+      "pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])\n"
+      "ray.init(address=sys.argv[4], logging_level='ERROR', log_to_driver=False)\n"
+      "deadline = time.time() + wait\n"
+      "while True:\n"
+      "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}\n"
+      "    missing = [pod for addr, pod in sorted(pods.items()) if addr not in alive]\n"
+      "    if head not in alive: missing.insert(0, 'the head')\n"
+      "    if not missing: break\n"
+      "    if time.time() > deadline:\n"
+      "        print('Ray cluster not ready after %gs: not alive in Ray: %s' % (wait, ', "
+      "'.join(missing)), file=sys.stderr)\n"
+      "        sys.exit(" +
+      std::to_string(kRayNotReadyExit) +
+      ")\n"
+      "    time.sleep(0.2)\n"
+      "ray.shutdown()\n"
+      "print('[atl] Ray cluster ready: %d nodes' % (len(pods) + 1), flush=True)\n";
+  return shell_join({python, "-c", script, pods.dump(), head_host, std::to_string(wait.count()),
+                     head_address(job, head_host)}) +
+         " && exec /bin/sh -c " + shell_quote(job.entrypoint);
+}
+
+}  // namespace atl

@@ -1,0 +1,100 @@
+#include "atl/core/ray_cluster.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+atl::JobSpec ray_job() {
+  auto spec = atl::parse_job_spec_json(R"({
+    "job_id": "jo-ray", "mode": "ray", "entrypoint": "python3 tune.py --trials 4",
+    "workers": 2, "env": {"A": "1"},
+    "runtime_env": {"env_vars": {"B": "2"}, "working_dir": "/work", "pip": ["ray[tune]"],
+                    "py_modules": ["/mods/x"]},
+    "spec": {"cpus": 4, "gpus": 0, "memory": "10Gi"}, "ray_port": 6400
+  })");
+  EXPECT_TRUE(spec.ok()) << spec.error();
+  return *spec;
+}
+
+// The shell must accept the line as written (sh -n: parse only).
+bool parses(const std::string& command) {
+  std::string quoted = "'";
+  for (char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  return std::system(("/bin/sh -n -c " + quoted).c_str()) == 0;
+}
+
+}  // namespace
+
+TEST(RayCluster, ModeRayTakesTheRuntimeEnvKeysOnlyRayApplies) {
+  auto job = ray_job();
+  EXPECT_EQ(job.mode, atl::JobMode::ray);
+  EXPECT_EQ(job.ray_port, 6400);
+  EXPECT_EQ(job.ray_runtime_env.at("pip"), R"(["ray[tune]"])");
+  auto spmd = atl::parse_job_spec_json(R"({"runtime_env": {"pip": ["x"]}})");
+  ASSERT_FALSE(spmd.ok());
+  EXPECT_NE(spmd.error().find("only taken in mode ray"), std::string::npos) << spmd.error();
+  EXPECT_EQ(*atl::parse_job_mode("ray"), atl::JobMode::ray);
+  EXPECT_NE(atl::parse_job_mode("rey").error().find("spmd, driver or ray"), std::string::npos);
+}
+
+TEST(RayCluster, ResourcesComeFromTheSpecWithThirtyPercentForTheObjectStore) {
+  auto job = ray_job();
+  auto flags = atl::ray_resource_flags(job);
+  std::vector<std::string> want = {
+      "--num-cpus", "4", "--memory", "10737418240", "--object-store-memory", "3221225472"};
+  EXPECT_EQ(flags, want);
+  job.env["RAY_OBJECT_STORE_MEMORY"] = "1000000000";  // the job's override
+  flags = atl::ray_resource_flags(job);
+  EXPECT_EQ(flags.back(), "1000000000");
+  atl::JobSpec bare;
+  EXPECT_TRUE(atl::ray_resource_flags(bare).empty()) << "nothing stated, Ray detects";
+}
+
+TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
+  auto job = ray_job();
+  auto head = atl::ray_head_command(job, "/opt/ray/bin/ray", "10.0.0.1");
+  EXPECT_EQ(head.rfind("exec /opt/ray/bin/ray start --head --block --port 6400 "
+                       "--node-ip-address 10.0.0.1 --dashboard-host 10.0.0.1",
+                       0),
+            0u)
+      << head;
+  EXPECT_EQ(head.find("0.0.0.0"), std::string::npos);
+  EXPECT_TRUE(parses(head));
+  auto worker = atl::ray_worker_command(job, "ray", "10.0.0.1", "10.0.0.2", 60s);
+  EXPECT_NE(worker.find("ray health-check --address 10.0.0.1:6400"), std::string::npos) << worker;
+  EXPECT_NE(worker.find("exec ray start --address 10.0.0.1:6400 --block --node-ip-address "
+                        "10.0.0.2"),
+            std::string::npos)
+      << worker;
+  EXPECT_TRUE(parses(worker));
+}
+
+TEST(RayCluster, TheDriverGetsRayAddressAndTheRuntimeEnv) {
+  auto job = ray_job();
+  auto env = atl::ray_driver_env(job, {"10.0.0.1:6380", "jo-ray"}, "jo-ray-head-0", "10.0.0.1");
+  EXPECT_EQ(env.at("RAY_ADDRESS"), "10.0.0.1:6400");
+  EXPECT_EQ(env.at("A"), "1");
+  EXPECT_EQ(env.at("B"), "2");
+  EXPECT_EQ(env.at("ATL_ADDRESS"), "10.0.0.1:6380");
+  auto config = nlohmann::json::parse(env.at("RAY_JOB_CONFIG_JSON_ENV_VAR"));
+  const auto& re = config["runtime_env"];
+  EXPECT_EQ(re["env_vars"]["B"], "2");
+  EXPECT_EQ(re["working_dir"], "/work");
+  EXPECT_EQ(re["pip"][0], "ray[tune]");
+  EXPECT_EQ(re["py_modules"][0], "/mods/x");
+  auto driver = atl::ray_driver_command(
+      job, "/usr/bin/python3", "10.0.0.1",
+      {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, 60s);
+  EXPECT_NE(driver.find("&& exec /bin/sh -c 'python3 tune.py --trials 4'"), std::string::npos)
+      << driver;
+  EXPECT_NE(driver.find(R"({"10.0.0.2":"jo-ray-worker-0","10.0.0.3":"jo-ray-worker-1"})"),
+            std::string::npos)
+      << driver;
+  EXPECT_TRUE(parses(driver));
+}
