@@ -45,6 +45,8 @@ struct HeadOptions {
   atl::Millis linger{0};
   std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
   bool insecure = false;
+  std::string ray_bin = "ray";         // ray mode: `ray` of the image
+  std::string ray_python = "python3";  // the Python beside it (has the ray module)
 };
 
 HeadOptions parse_options(int argc, char** argv) {
@@ -67,8 +69,9 @@ HeadOptions parse_options(int argc, char** argv) {
                                                  "JSON job spec file")(
       "job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")(
       "mode", po::value<std::string>(),
-      "spmd (default: once per rank) or driver (once on the head)")(
-      "entrypoint", po::value<std::string>(), "command to run (or give it after --)")(
+      "spmd (default: once per rank), driver (once on the head) or ray (a Ray cluster "
+      "over the pods, the entrypoint its driver)")("entrypoint", po::value<std::string>(),
+                                                   "command to run (or give it after --)")(
       "workers", po::value<int>(), "number of worker pods (default 1)")(
       "spare-workers", po::value<int>(),
       "extra worker pods that idle and replace a lost or tainted one (default 0)")(
@@ -78,6 +81,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
       "grace", po::value<std::string>(),
       "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
+      "ray-port", po::value<int>(), "ray mode: port of Ray's head (GCS) (default 6379)")(
+      "ray-bin", po::value<std::string>(),
+      "ray mode: the image's `ray` command (default: ray on PATH)")(
       "master-port", po::value<int>(),
       "MASTER_PORT of the ranks (default 29500); allreduce burns use the ports above it")(
       "bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")(
@@ -144,6 +150,12 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("grace"))
     job.grace = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+  if (vm.count("ray-port")) {
+    job.ray_port = vm["ray-port"].as<int>();
+    if (job.ray_port < 1 || job.ray_port > 65535)
+      atl::cli::usage_error("headnode", "--ray-port: must be between 1 and 65535");
+  }
+  if (vm.count("ray-bin")) opt.ray_bin = vm["ray-bin"].as<std::string>();
   if (vm.count("master-port")) {
     job.master_port = vm["master-port"].as<int>();
     if (job.master_port < 1 || job.master_port > 65000)
@@ -187,6 +199,20 @@ HeadOptions parse_options(int argc, char** argv) {
     job.job_id = atl::make_job_id(rng);
   }
   if (auto ok = atl::validate_job_spec(job); !ok) atl::cli::usage_error("headnode", ok.error());
+  if (job.mode == atl::JobMode::ray) {
+    // Ray comes from the image: say so now if it is not there.
+    std::string version = atl::shell_join({opt.ray_bin, "--version"}) + " >/dev/null 2>&1";
+    if (std::system(version.c_str()) != 0)
+      atl::cli::usage_error("headnode", "--mode ray: '" + opt.ray_bin +
+                                            " --version' does not run: install Ray in the image "
+                                            "or give its path with --ray-bin");
+    // The Python that runs the readiness check and has the ray module: the
+    // one beside `ray` when it is given as a path (a virtualenv), else python3.
+    auto slash = opt.ray_bin.rfind('/');
+    if (slash != std::string::npos &&
+        ::access((opt.ray_bin.substr(0, slash) + "/python3").c_str(), X_OK) == 0)
+      opt.ray_python = opt.ray_bin.substr(0, slash) + "/python3";
+  }
   opt.state_dir =
       vm.count("state-dir") ? vm["state-dir"].as<std::string>() : "./atl-state/" + job.job_id;
   if (opt.advertise.empty())
@@ -270,6 +296,8 @@ int main(int argc, char** argv) {
     atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
     config.store = std::move(store);
     config.resumed = std::move(resumed);
+    config.ray_bin = opt.ray_bin;
+    config.ray_python = opt.ray_python;
     auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";

@@ -55,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--heartbeat-timeout", "100ms", "--", "true"}, "at least twice the interval"},
         BadUsage{{"--heartbeat-interval", "0s", "--", "true"}, "interval"},
         BadUsage{{"--heartbeat-timeout", "soon", "--", "true"}, "--heartbeat-timeout"},
-        BadUsage{{"--pod-restart-delay", "later", "--", "true"}, "--pod-restart-delay"}));
+        BadUsage{{"--pod-restart-delay", "later", "--", "true"}, "--pod-restart-delay"},
+        BadUsage{{"--mode", "ray", "--ray-bin", "/nonexistent/ray", "--", "true"}, "--ray-bin"},
+        BadUsage{{"--mode", "ray", "--ray-port", "0", "--", "true"}, "--ray-port"}));
 
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;

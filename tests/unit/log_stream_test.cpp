@@ -9,6 +9,9 @@ TEST(LogStream, UserCodeAndDriver) {
   EXPECT_EQ(atl::stream_prefix(atl::kDriverStream), "[driver] ");
   EXPECT_FALSE(atl::decode_debug_stream(0).has_value());
   EXPECT_FALSE(atl::decode_debug_stream(atl::kDriverStream).has_value());
+  EXPECT_FALSE(atl::decode_debug_stream(atl::kRayHeadStream).has_value());
+  EXPECT_EQ(atl::stream_name(atl::kRayHeadStream), "ray-head");
+  EXPECT_EQ(atl::stream_prefix(atl::kRayHeadStream), "[ray-head] ");
 }
 
 TEST(LogStream, DebugStreamsRoundTripAndNeverCollide) {

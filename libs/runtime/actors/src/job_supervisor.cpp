@@ -7,6 +7,7 @@
 #include "atl/actors/executor.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_layout.hpp"
+#include "atl/core/ray_cluster.hpp"
 #include "atl/core/split.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/job_store.hpp"
@@ -145,6 +146,48 @@ void taint_platform(Actor* self, const std::string& pod, const std::string& reas
   record(self, "taint", line);
 }
 
+// How long Ray's nodes and the driver wait for the cluster to come up.
+constexpr auto kRayReadyWait = std::chrono::seconds(120);
+
+// Ray mode: `ray start --head` on this pod, `ray start --address` on each
+// active worker pod (its "rank", stream = node rank), and the entrypoint as
+// the driver once Ray's API sees every node.
+bool plan_ray(Actor* self) {
+  auto& st = self->state;
+  const JobSpec& job = st.job();
+  AtlEndpoint atl{st.address, job.job_id};
+  const std::string head_pod = head_pod_name(job.job_id);
+  const std::string head_host = st.config.advertised_host;
+  const std::string restarts = std::to_string(st.restarts.used());
+  std::vector<RayPod> workers;
+  for (size_t k = 0; k < st.active.size(); ++k) {
+    const NodeInfo& info = st.nodes.at(st.active[k]).info;
+    workers.push_back({info.pod, info.address});
+    RankLaunch launch;
+    launch.stream = static_cast<std::int32_t>(k);
+    launch.command =
+        ray_worker_command(job, st.config.ray_bin, head_host, info.address, kRayReadyWait);
+    EnvMap env = build_driver_env(job, atl, info.pod);
+    env["ATL_RESTART_COUNT"] = restarts;
+    launch.env = to_env_strings(env);
+    st.launches[launch.stream] = std::move(launch);
+  }
+  RankLaunch head;
+  head.stream = kRayHeadStream;
+  head.command = ray_head_command(job, st.config.ray_bin, head_host);
+  EnvMap head_env = build_driver_env(job, atl, head_pod);
+  head.env = to_env_strings(head_env);
+  st.launches[kRayHeadStream] = std::move(head);
+  RankLaunch driver;
+  driver.stream = kDriverStream;
+  driver.command = ray_driver_command(job, st.config.ray_python, head_host, workers, kRayReadyWait);
+  EnvMap env = ray_driver_env(job, atl, head_pod, head_host);
+  env["ATL_RESTART_COUNT"] = restarts;
+  driver.env = to_env_strings(env);
+  st.launches[kDriverStream] = std::move(driver);
+  return true;
+}
+
 // Every stream's launch for the active pods: at each (re)start, since a
 // recreated pod may have a new address. False when the job failed instead.
 bool plan_user_code(Actor* self) {
@@ -153,6 +196,7 @@ bool plan_user_code(Actor* self) {
   AtlEndpoint atl{st.address, job.job_id};
   const std::string restarts = std::to_string(st.restarts.used());
   st.launches.clear();
+  if (job.mode == JobMode::ray) return plan_ray(self);
   if (job.mode == JobMode::driver) {
     RankLaunch launch;
     launch.stream = kDriverStream;
@@ -213,8 +257,10 @@ void start_command(Actor* self) {
 }  // namespace
 
 std::string pod_of_rank(const State& st, std::int32_t stream) {
-  if (stream == kDriverStream) return head_pod_name(st.job().job_id);
-  auto node = static_cast<size_t>(stream / st.job().nproc_per_node);
+  if (stream < 0) return head_pod_name(st.job().job_id);  // the driver, Ray's head
+  // Ray mode has one stream per pod (its Ray node); spmd has nproc_per_node.
+  auto node = static_cast<size_t>(st.job().mode == JobMode::ray ? stream
+                                                                : stream / st.job().nproc_per_node);
   return node < st.active.size() ? st.active[node] : std::string();
 }
 
@@ -231,10 +277,12 @@ void launch_user_code(Actor* self) {
     std::string pod = pod_of_rank(st, launch.first);
     st.ranks[launch.first] = RankRecord{};
     st.ranks[launch.first].pod = pod;
-    if (launch.first == kDriverStream) {
-      st.driver = spawn_executor(self->system(), std::move(launch.second), pod, st.config.sink,
-                                 caf::actor_cast<caf::actor>(self));
-      self->monitor(st.driver);  // an executor that dies is the driver's failure
+    if (launch.first < 0) {
+      // The head pod's own processes: the driver (and in ray mode Ray's head).
+      caf::actor exec = spawn_executor(self->system(), std::move(launch.second), pod,
+                                       st.config.sink, caf::actor_cast<caf::actor>(self));
+      self->monitor(exec);  // an executor that dies is its process's failure
+      (launch.first == kDriverStream ? st.driver : st.ray_head) = exec;
     } else {
       per_pod[pod].push_back(std::move(launch.second));
     }
@@ -256,6 +304,7 @@ void stop_user_code(Actor* self) {
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
+  if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);
 }
 
 void fail(Actor* self, JobEvent event, const std::string& reason) {
@@ -367,6 +416,31 @@ void on_rank_started(Actor* self, const RankStarted& started) {
   on_user_code_progress(self);
 }
 
+// Ray mode in command: the driver decides the job; a Ray node that ends
+// before it is its pod's fault (the whole cluster restarts, within the budget).
+void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status) {
+  auto& st = self->state;
+  std::string how = exit.error.empty() ? status.describe() : "could not start: " + exit.error;
+  if (exit.stream == kDriverStream) {
+    if (exit.error.empty() && status.success()) {
+      if (apply(self, JobEvent::ranks_succeeded)) {
+        // Ray's processes everywhere are stopped; the job ends once they are.
+        stop_user_code(self);
+        if (all_done(st.ranks)) finalize(self);
+      }
+      return;
+    }
+    std::string detail = "the Ray driver ended with " + how;
+    if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit)
+      detail = "the Ray cluster did not become ready (see the driver's log)";
+    on_fault(self, {FaultKind::rank_failed, exit.pod, detail});
+    return;
+  }
+  std::string who =
+      exit.stream == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
+  on_fault(self, {FaultKind::pod_lost, exit.pod, who + " ended with " + how});
+}
+
 void on_rank_exit(Actor* self, const RankExit& exit) {
   auto& st = self->state;
   if (auto debug = decode_debug_stream(exit.stream)) {
@@ -382,7 +456,9 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   r.signal = exit.signal;
   r.note = exit.error;
   os::ExitStatus status{exit.code, exit.signal};
-  if (st.state() == JobState::command) {
+  if (st.state() == JobState::command && st.job().mode == JobMode::ray) {
+    on_ray_exit(self, exit, status);
+  } else if (st.state() == JobState::command) {
     if (!exit.error.empty()) {
       // A failure, or with restart_on_failure a fault (the policy decides).
       on_fault(self, {FaultKind::rank_failed, exit.pod,
@@ -897,13 +973,14 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
          "the head's log writer ended (" + self->system().render(msg.reason) + ")");
     return;
   }
-  if (st.driver && msg.source == st.driver.address()) {
-    st.driver = caf::actor{};
+  for (auto* head_exec : {&st.driver, &st.ray_head}) {
+    if (!*head_exec || msg.source != head_exec->address()) continue;
+    const std::int32_t stream = head_exec == &st.driver ? kDriverStream : kRayHeadStream;
+    *head_exec = caf::actor{};
     if (msg.reason != caf::exit_reason::normal) {
-      // It never reported: its process's fate is unknown, so the driver failed.
-      RankExit lost{
-          kDriverStream, st.attempt, head_pod_name(st.job().job_id),
-          255,           0,          "its executor ended: " + self->system().render(msg.reason)};
+      // It never reported: its process's fate is unknown, so it failed.
+      RankExit lost{stream, st.attempt, head_pod_name(st.job().job_id),
+                    255,    0,          "its executor ended: " + self->system().render(msg.reason)};
       on_rank_exit(self, lost);
     }
     return;

@@ -180,7 +180,11 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
     return usage("run needs an spmd job: this driver-mode job has no ranks");
   }
   if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
-  auto ranks = parse_rank_set(rank_text, static_cast<int>(st.launches.size()));
+  // The ranks (in ray mode: one per pod, its Ray node), not the head's own
+  // processes (driver, Ray's head), whose streams are negative.
+  int world = 0;
+  for (const auto& [stream, launch] : st.launches) world += stream >= 0;
+  auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return usage("-r: " + ranks.error());
   return launch_run(
       self, *ranks, [&](int, const std::string&) { return command; }, {}, !forced, command);

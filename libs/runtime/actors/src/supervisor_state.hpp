@@ -97,6 +97,7 @@ struct State {
   std::map<std::int32_t, RankRecord> ranks;
   std::int32_t attempt = 1;
   caf::actor driver;
+  caf::actor ray_head;  // ray mode: `ray start --head` on this pod
   Promise recover_reply;
   bool recover_pending = false;
 

@@ -8,13 +8,14 @@ std::int32_t debug_stream(std::int32_t run, std::int32_t rank) {
 }
 
 std::optional<DebugStreamId> decode_debug_stream(std::int32_t stream) {
-  if (stream > -2) return std::nullopt;
+  if (stream > debug_stream(1, 0)) return std::nullopt;  // runs start at 1
   std::int32_t code = -2 - stream;
   return DebugStreamId{code / kMaxRanksPerRun, code % kMaxRanksPerRun};
 }
 
 std::string stream_name(std::int32_t stream) {
   if (stream == kDriverStream) return "driver";
+  if (stream == kRayHeadStream) return "ray-head";
   if (auto debug = decode_debug_stream(stream)) {
     return "run-" + std::to_string(debug->run) + "-rank-" + std::to_string(debug->rank);
   }
@@ -23,6 +24,7 @@ std::string stream_name(std::int32_t stream) {
 
 std::string stream_prefix(std::int32_t stream) {
   if (stream == kDriverStream) return "[driver] ";
+  if (stream == kRayHeadStream) return "[ray-head] ";
   if (auto debug = decode_debug_stream(stream))
     return "[rank " + std::to_string(debug->rank) + "] ";
   return "[rank " + std::to_string(stream) + "] ";

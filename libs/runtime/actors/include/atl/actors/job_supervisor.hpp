@@ -33,6 +33,9 @@ struct SupervisorConfig {
   // it at start: a head restarted on the same state dir carries on from it.
   std::shared_ptr<os::JobStore> store = nullptr;
   std::shared_ptr<const os::JobRecord> resumed = nullptr;
+  // Ray mode: the `ray` command of the image, and the Python that has `ray`.
+  std::string ray_bin = "ray";
+  std::string ray_python = "python3";
   // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
   // handler (status -v/--json) throws, to prove that an exception fails the
   // job and ends the head, never hangs it.

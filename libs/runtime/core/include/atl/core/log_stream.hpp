@@ -10,6 +10,7 @@
 namespace atl {
 
 inline constexpr std::int32_t kDriverStream = -1;
+inline constexpr std::int32_t kRayHeadStream = -2;  // ray mode: Ray's head on the head pod
 inline constexpr std::int32_t kMaxRanksPerRun = 65536;
 
 std::int32_t debug_stream(std::int32_t run, std::int32_t rank);

@@ -1,0 +1,158 @@
+// Ray mode with a real Ray (2.60 from PyPI, in a virtualenv made once per
+// build directory): a head and two workers, each in a network namespace of
+// its own (Ray wants one address per node). Skipped, saying why, where Ray
+// cannot be installed or namespaces cannot be made.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "netns_hosts.hpp"
+#include "test_cluster.hpp"
+
+namespace atl::test {
+namespace {
+
+// The virtualenv with Ray; made on first use (pip, under a lock: tests may
+// run in parallel). Empty, with the reason, when it cannot be made.
+std::string ray_venv(std::string& why_not) {
+  const std::string dir = std::string(ATL_BIN_DIR) + "/../ray-venv";
+  if (::access((dir + "/bin/ray").c_str(), X_OK) == 0) return dir;
+  std::string make = "flock " + dir + ".lock sh -c '[ -x " + dir +
+                     "/bin/ray ] || { python3 -m venv " + dir + " && " + dir +
+                     "/bin/pip install -q \"ray[default]==2.60.0\"; }' > " + dir + ".log 2>&1";
+  if (std::system(make.c_str()) != 0 || ::access((dir + "/bin/ray").c_str(), X_OK) != 0) {
+    why_not = "Ray could not be installed from PyPI (see " + dir + ".log)";
+    return "";
+  }
+  return dir;
+}
+
+// Processes of this cluster whose command line has `needle` and whose
+// environment has `env` (e.g. a pod's raylet).
+std::vector<int> find_processes(const std::string& needle, const std::string& env) {
+  std::vector<int> pids;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string cmd = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string environ = read_file("/proc/" + std::to_string(pid) + "/environ");
+    if (cmd.find(needle) != std::string::npos && environ.find(env) != std::string::npos)
+      pids.push_back(pid);
+  }
+  if (proc) ::closedir(proc);
+  return pids;
+}
+
+struct RayCluster {
+  Hosts hosts{3};
+  std::string venv;
+  std::string why_not;
+  TestCluster c;
+  Started* head = nullptr;
+
+  RayCluster() {
+    if (!hosts.why_not().empty()) {
+      why_not = hosts.why_not();
+      return;
+    }
+    venv = ray_venv(why_not);
+  }
+
+  std::vector<std::string> env() const {
+    std::string path = "PATH=" + venv + "/bin";
+    for (const auto& e : c.environment())
+      if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+    return {path, "RAY_DISABLE_USAGE_STATS=1"};
+  }
+
+  // Starts the head (ray mode, the example's spec) and two workers.
+  void start(const std::string& entrypoint, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {bin("headnode"),
+                                     "--port",
+                                     "0",
+                                     "--job-id",
+                                     c.job_id(),
+                                     "--state-dir",
+                                     c.state_dir(),
+                                     "--bind",
+                                     hosts.address(0),
+                                     "--job",
+                                     std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
+                                     "--ray-bin",
+                                     venv + "/bin/ray"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--", entrypoint});
+    head = &c.start("headnode", concat(hosts.on(0), argv), env());
+    ASSERT_TRUE(c.wait_for_output(*head, "listening on ")) << c.output(*head);
+    std::string out = c.output(*head);
+    auto at = out.find("listening on ") + 13;
+    std::string address = out.substr(at, out.find('\n', at) - at);
+    for (int w = 0; w < 2; ++w)
+      c.start("worker" + std::to_string(w),
+              concat(hosts.on(w + 1),
+                     {bin("workernode"), "--head", address, "--name", c.worker_name(w), "--node",
+                      "host-" + std::to_string(w + 1), "--cpus", "1", "--memory", "2Gi"}),
+              env());
+  }
+};
+
+const std::string kProgram = "python3 " + std::string(ATL_SOURCE_DIR) + "/examples/ray/program.py";
+
+TEST(RayMode, AProgramUsesEveryNodeAndTheJobEndsCleanly) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start(kProgram);
+  ASSERT_EQ(r.c.wait_exit(*r.head, 240s), 0) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] nodes alive: 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] tasks ran on: " + r.hosts.address(1) + ", " + r.hosts.address(2)),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  // Every Ray process of the job (raylets, GCS, workers) is gone.
+  EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
+}
+
+TEST(RayMode, ADriverThatFailsFailsTheJob) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start("python3 -c 'import ray; ray.init(); raise SystemExit(1)'");
+  EXPECT_EQ(r.c.wait_exit(*r.head, 240s), 1) << r.c.output(*r.head);
+  EXPECT_NE(r.c.output(*r.head).find("the Ray driver ended with exit code 1"), std::string::npos)
+      << r.c.output(*r.head);
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
+TEST(RayMode, AKilledRayletRestartsTheClusterAndTheDriver) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  // The first driver to get a ready cluster parks (leaving a marker); the one
+  // after the restart runs the program.
+  const std::string marker = r.c.dir() + "/parked";
+  r.start("if [ ! -e " + marker + " ]; then touch " + marker + "; sleep 600; fi; " + kProgram,
+          {"--grace", "5s"});
+  for (int i = 0; i < 1800 && ::access(marker.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(::access(marker.c_str(), F_OK), 0) << r.c.output(*r.head);
+  std::vector<int> raylets;
+  for (int i = 0; i < 100 && raylets.empty(); ++i) {
+    raylets = find_processes("raylet", "ATL_POD_NAME=" + r.c.worker_name(1));
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(raylets.empty()) << "no raylet of " << r.c.worker_name(1);
+  for (int pid : raylets) ::kill(pid, SIGKILL);
+  EXPECT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("): Ray on pod " + r.c.worker_name(1) + " ended with"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
+}  // namespace
+}  // namespace atl::test
