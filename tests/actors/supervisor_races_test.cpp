@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -128,6 +129,18 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return result.get() == expected;
   }
 
+  // A two-worker job, both joined (and launched): the agents and their logs.
+  std::tuple<caf::actor, std::shared_ptr<AgentLog>, caf::actor, std::shared_ptr<AgentLog>>
+  two_joined() {
+    start(2);
+    auto [a0, log0] = agent();
+    auto [a1, log1] = agent();
+    join(0, a0);
+    join(1, a1);
+    step();
+    return {a0, log0, a1, log1};
+  }
+
   // A one-worker job whose only rank runs (attempt 1); returns its agent.
   caf::actor one_rank_running() {
     start(1);
@@ -186,12 +199,7 @@ CAF_TEST(a node lost between the last registration and the checks fails the job)
 }
 
 CAF_TEST(reports of an earlier attempt are history) {
-  start(2);
-  auto [a0, log0] = agent();
-  auto [a1, log1] = agent();
-  join(0, a0);
-  join(1, a1);
-  step();
+  auto [a0, log0, a1, log1] = two_joined();
   CAF_CHECK_EQUAL(status(), "command");
   CAF_CHECK_EQUAL(log0->launches, 1);
   rank_started(0, 1);
@@ -267,12 +275,7 @@ CAF_TEST(a node lost in debugStop is awaited and a waiting stop is answered) {
 }
 
 CAF_TEST(a lost node in command restarts the job once its pod is back) {
-  start(2);
-  auto [a0, log0] = agent();
-  auto [a1, log1] = agent();
-  join(0, a0);
-  join(1, a1);
-  step();
+  auto [a0, log0, a1, log1] = two_joined();
   rank_started(0, 1);
   rank_started(1, 1);
   step();
