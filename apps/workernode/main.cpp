@@ -160,7 +160,20 @@ int main(int argc, char** argv) {
     });
     // Join the head; when it goes away (a restarted head comes back on the
     // same address), join again, with backoff, for up to --connect-timeout.
+    // Rejoins are bounded too: since the first failed one, for --connect-timeout,
+    // with the same backoff (a head that refuses for now is asked again later).
+    std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
+    auto pause = std::chrono::milliseconds(200);
     while (true) {
+      if (rejoin_deadline) {
+        if (std::chrono::steady_clock::now() >= *rejoin_deadline) {
+          std::cerr << "workernode: could not rejoin the head at " << opt.head.to_string()
+                    << " within " << atl::format_duration(opt.connect_timeout) << "\n";
+          return atl::kNodeExitHeadLost;
+        }
+        std::this_thread::sleep_for(pause);
+        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
+      }
       auto supervisor = connect_with_backoff(sys, opt);
       if (!supervisor) return atl::kNodeExitHeadLost;
       auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
@@ -171,6 +184,7 @@ int main(int argc, char** argv) {
       node.info.address = opt.advertise.empty() ? *local : opt.advertise;
       node.info.interface = atl::os::interface_of_address(*local);
       node.head_lost = std::make_shared<std::atomic<bool>>(false);
+      node.joined = std::make_shared<std::atomic<bool>>(false);
       {
         std::lock_guard<std::mutex> lock(agent_mutex);
         agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
@@ -179,8 +193,15 @@ int main(int argc, char** argv) {
       caf::scoped_actor self{sys};
       self->wait_for(agent);
       if (signalled.load() || !node.head_lost->load()) break;
-      log->warn("the head at {} is gone: trying to rejoin for up to {}", opt.head.to_string(),
-                atl::format_duration(opt.connect_timeout));
+      if (node.joined->load() || !rejoin_deadline) {
+        // It was in the job (or this is the first try): a fresh window.
+        rejoin_deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
+        pause = std::chrono::milliseconds(200);
+      }
+      log->warn(
+          "the head at {} is gone or refused this pod for now: trying to rejoin for up "
+          "to {}",
+          opt.head.to_string(), atl::format_duration(opt.connect_timeout));
     }
     watchdog =
         std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), exit_code->load());

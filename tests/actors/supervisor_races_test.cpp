@@ -114,7 +114,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::string status() {
     for (bool more = true; more;)
       self->receive([](const std::string&) {},
-                    [](const std::string&, std::int64_t, std::int64_t) {},
+                    [](const std::string&, bool, std::int64_t, std::int64_t) {},
                     caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
     self->send(sup, status_atom::value);
     step();

@@ -436,5 +436,25 @@ TEST(FaultTolerance, APodOthersCannotReachFailsTheNetworkPreflight) {
   EXPECT_EQ(out.find("never"), std::string::npos) << out;
 }
 
+TEST(FaultTolerance, APodJoiningWhileItsNameIsTakenRetriesThenGivesUp) {
+  // A one-sided partition looks like this to a pod: it thinks the head is
+  // gone while the head still counts it. It must ask again, not give up at
+  // once; here the name stays taken, so it gives up after --connect-timeout.
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--", entrypoint(99)});
+  c.start_worker(0);
+  ASSERT_TRUE(ranks_started(c, head, 1, 0)) << c.output(head);
+  auto& twin = c.start_worker(0, {"--connect-timeout", "2s"});
+  EXPECT_EQ(c.wait_exit(twin, 30s), 3) << c.output(twin);
+  std::string out = c.output(twin);
+  EXPECT_NE(out.find("refused this node for now"), std::string::npos) << out;
+  EXPECT_NE(out.find("could not rejoin the head"), std::string::npos) << out;
+  auto info = status_json(c);
+  EXPECT_EQ(info["state"], "command");
+  EXPECT_EQ(info["restarts"], 0);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1);
+}
+
 }  // namespace
 }  // namespace atl::test

@@ -668,7 +668,9 @@ void run_checks(Actor* self) {
   preflight(self);
 }
 
-std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& agent) {
+// A refusal, or "" when the pod joined. `retry`: the refusal is temporary
+// (the pod still counts as joined: its old self is about to be declared lost).
+std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& agent, bool& retry) {
   auto& st = self->state;
   // Pods join before the job starts, and a lost or deleted pod rejoins (as
   // Kubernetes recreates it) while the job restarts or is parked in debug.
@@ -687,6 +689,7 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
     return "unknown pod '" + info.pod + "': job " + st.job().job_id + " expects " + range;
   }
   if (st.nodes.count(info.pod)) {
+    retry = true;
     return "pod " + info.pod + " already joined from " + st.nodes.at(info.pod).info.address;
   }
   if (info.gpus < st.job().node_spec.gpus) {
@@ -1174,10 +1177,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         self->delayed_send(self, st.job().ready_timeout, timeout_atom::value,
                            static_cast<std::int32_t>(kReadyTimer), std::int32_t{0});
       },
-      [self](register_atom, const NodeInfo& info,
-             const caf::actor& agent) -> caf::result<std::string, std::int64_t, std::int64_t> {
+      [self](register_atom, const NodeInfo& info, const caf::actor& agent)
+          -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
         const HeartbeatOptions& hb = self->state.job().heartbeat;
-        return {register_node(self, info, agent), std::int64_t{hb.interval.count()},
+        bool retry = false;
+        std::string refusal = register_node(self, info, agent, retry);
+        return {refusal, retry, std::int64_t{hb.interval.count()},
                 std::int64_t{hb.timeout.count()}};
       },
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {

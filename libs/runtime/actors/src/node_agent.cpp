@@ -156,11 +156,13 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
   self->request(st.supervisor, kRegisterTimeout, register_atom::value, st.config.info,
                 caf::actor_cast<caf::actor>(self))
       .then(
-          [self](const std::string& refusal, std::int64_t interval_ms, std::int64_t timeout_ms) {
+          [self](const std::string& refusal, bool retry, std::int64_t interval_ms,
+                 std::int64_t timeout_ms) {
             auto log = component_logger("node");
             auto& st = self->state;
             if (refusal.empty() && !st.ending) {
               log->info("joined the job as {}", st.config.info.pod);
+              if (st.config.joined) st.config.joined->store(true);
               HeartbeatOptions hb{std::chrono::milliseconds(interval_ms),
                                   std::chrono::milliseconds(timeout_ms)};
               if (auto ok = validate_heartbeats(hb); !ok) {
@@ -182,6 +184,14 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               return;
             }
             if (refusal.empty()) return;
+            if (retry) {
+              // The head still counts this pod's earlier self (a one-sided
+              // partition): it declares it lost within its timeout; join again.
+              log->warn("the head refused this node for now ({}): joining again", refusal);
+              if (st.config.head_lost) st.config.head_lost->store(true);
+              end_node(self, kNodeExitHeadLost, 0);
+              return;
+            }
             log->error("the head refused this node: {}", refusal);
             end_node(self, kNodeExitRejected, 0);
           },

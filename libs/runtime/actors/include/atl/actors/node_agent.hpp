@@ -21,6 +21,7 @@ struct NodeAgentConfig {
   // Set when the node ended because the head went away (its connection
   // dropped, or it fell silent): workernode then tries to join it again.
   std::shared_ptr<std::atomic<bool>> head_lost;
+  std::shared_ptr<std::atomic<bool>> joined;  // set once the head took this node
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).
