@@ -65,11 +65,18 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
             0u)
       << head;
   EXPECT_EQ(head.find("0.0.0.0"), std::string::npos);
+  // Each node its own temp dir, short enough for the sockets inside.
+  const std::string head_tmp = atl::ray_temp_dir("jo-ray", "h");
+  EXPECT_NE(head.find("--temp-dir " + head_tmp), std::string::npos) << head;
+  EXPECT_LT(head_tmp.size(), 30u);
+  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "w0"));
+  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-other", "h"));
   EXPECT_TRUE(parses(head));
-  auto worker = atl::ray_worker_command(job, "ray", "10.0.0.1", "10.0.0.2", 60s);
+  auto worker = atl::ray_worker_command(job, "ray", "10.0.0.1", "10.0.0.2", 60s, 1);
+  EXPECT_NE(worker.find("--temp-dir " + atl::ray_temp_dir("jo-ray", "w1")), std::string::npos);
   EXPECT_NE(worker.find("ray health-check --address 10.0.0.1:6400"), std::string::npos) << worker;
   EXPECT_NE(worker.find("exec ray start --address 10.0.0.1:6400 --block --node-ip-address "
-                        "10.0.0.2"),
+                        "10.0.0.2 --temp-dir"),
             std::string::npos)
       << worker;
   EXPECT_TRUE(parses(worker));

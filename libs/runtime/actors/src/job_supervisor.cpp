@@ -165,8 +165,8 @@ bool plan_ray(Actor* self) {
     workers.push_back({info.pod, info.address});
     RankLaunch launch;
     launch.stream = static_cast<std::int32_t>(k);
-    launch.command =
-        ray_worker_command(job, st.config.ray_bin, head_host, info.address, kRayReadyWait);
+    launch.command = ray_worker_command(job, st.config.ray_bin, head_host, info.address,
+                                        kRayReadyWait, static_cast<int>(k));
     EnvMap env = build_driver_env(job, atl, info.pod);
     env["ATL_RESTART_COUNT"] = restarts;
     launch.env = to_env_strings(env);

@@ -1,5 +1,6 @@
 #include "atl/core/ray_cluster.hpp"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "atl/core/shell.hpp"
@@ -13,6 +14,14 @@ std::string head_address(const JobSpec& job, const std::string& head_host) {
 }
 
 }  // namespace
+
+std::string ray_temp_dir(const std::string& job_id, const std::string& node) {
+  std::uint32_t h = 2166136261u;  // FNV-1a of the job id
+  for (unsigned char c : job_id) h = (h ^ c) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", h);
+  return "/tmp/atl-ray-" + std::string(hex) + "-" + node;
+}
 
 std::vector<std::string> ray_resource_flags(const JobSpec& job) {
   std::vector<std::string> flags;
@@ -44,6 +53,8 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                                    host,
                                    "--dashboard-host",
                                    host,
+                                   "--temp-dir",
+                                   ray_temp_dir(job.job_id, "h"),
                                    "--disable-usage-stats"};
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -52,12 +63,18 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
 
 std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
                                const std::string& head_host, const std::string& host,
-                               std::chrono::seconds wait) {
+                               std::chrono::seconds wait, int worker) {
   const std::string head = head_address(job, head_host);
-  std::vector<std::string> argv = {ray_bin,     "start",
-                                   "--address", head,
-                                   "--block",   "--node-ip-address",
-                                   host,        "--disable-usage-stats"};
+  std::vector<std::string> argv = {ray_bin,
+                                   "start",
+                                   "--address",
+                                   head,
+                                   "--block",
+                                   "--node-ip-address",
+                                   host,
+                                   "--temp-dir",
+                                   ray_temp_dir(job.job_id, "w" + std::to_string(worker)),
+                                   "--disable-usage-stats"};
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
   // The head may still be starting: ask its GCS until it answers.

@@ -32,13 +32,19 @@ struct RayPod {
 // and --object-store-memory for the fields the spec states.
 std::vector<std::string> ray_resource_flags(const JobSpec& job);
 
+// Each Ray node's own temp dir (sessions, sockets, logs): pods sharing a
+// filesystem (tests, several pods on one machine) never share one, and a
+// job's are told apart. Short: socket paths inside must stay under 108 bytes.
+// `node` is "h" for the head, "w<k>" for worker k.
+std::string ray_temp_dir(const std::string& job_id, const std::string& node);
+
 std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                              const std::string& host);
 
 // Waits (bounded by `wait`) until the head's GCS answers, then joins it.
 std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
                                const std::string& head_host, const std::string& host,
-                               std::chrono::seconds wait);
+                               std::chrono::seconds wait, int worker = 0);
 
 // RAY_JOB_CONFIG_JSON_ENV_VAR's value: {"runtime_env": {...}} with the job's
 // env_vars, working_dir and the keys only Ray applies.

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""bench/ray: a 1+2 Ray cluster (head + two workers, each in a network
+namespace of its own) running examples/ray/program.py, two ways on the same
+machine in the same run:
+
+  atl      headnode --mode ray + two workernodes: atl starts Ray everywhere,
+           gates on Ray's API, runs the driver, stops Ray at the end.
+  by hand  `ray start --head --block`, `ray start --address ... --block` on
+           each worker (once the head answers), then `ray job submit`.
+
+Measured from the first command: the driver running (it stamps the time
+first thing) and the whole job's end. Needs root (ip netns) and Ray
+(--ray-bin, default build/ray-venv/bin/ray, which the tests make).
+
+Usage: bench/ray/run.py [--runs 3] [--ray-bin PATH] [--out bench/results/ray.md]
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+PROGRAM = os.path.join(common.ROOT, "examples", "ray", "program.py")
+JOB = os.path.join(common.ROOT, "examples", "ray", "job.json")
+
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+
+
+class Hosts:
+    """Three namespaces on a bridge: 10.78.<net>.1 (head), .2, .3."""
+
+    def __init__(self, count=3):
+        tag = str(random.randint(1000, 9999))
+        self.net = str(random.randint(1, 250))
+        self.bridge = f"atlbb{tag}"
+        self.ns = [f"atlb{tag}h{k}" for k in range(count)]
+        self.links = [f"b{tag}h{k}" for k in range(count)]
+        if sh(f"ip link add {self.bridge} type bridge") != 0:
+            raise SystemExit("bench/ray needs root (ip netns, bridges)")
+        sh(f"ip addr add 10.78.{self.net}.254/24 dev {self.bridge}; ip link set {self.bridge} up")
+        for k in range(count):
+            ok = all(sh(c) == 0 for c in [
+                f"ip netns add {self.ns[k]}",
+                f"ip link add {self.links[k]} type veth peer name eth0 netns {self.ns[k]}",
+                f"ip link set {self.links[k]} master {self.bridge}",
+                f"ip link set {self.links[k]} up",
+                f"ip -n {self.ns[k]} addr add {self.addr(k)}/24 dev eth0",
+                f"ip -n {self.ns[k]} link set eth0 up",
+                f"ip -n {self.ns[k]} link set lo up"])
+            if not ok:
+                self.close()
+                raise SystemExit(f"cannot set up namespace {self.ns[k]}")
+
+    def addr(self, k):
+        return f"10.78.{self.net}.{k + 1}"
+
+    def on(self, k):
+        return ["ip", "netns", "exec", self.ns[k]]
+
+    def close(self):
+        for ns in self.ns:
+            sh(f"ip netns del {ns}")
+        for link in self.links:
+            sh(f"ip link del {link}")
+        sh(f"ip link del {self.bridge}")
+
+
+def wait_file(path, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return float(open(path).read())
+        time.sleep(0.01)
+    return None
+
+
+def env_with(ray_bin):
+    env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
+    env["PATH"] = os.path.dirname(ray_bin) + ":" + env["PATH"]
+    return env
+
+
+def run_atl(hosts, ray_bin):
+    """(driver running, job end) in seconds from headnode's start."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stamp = os.path.join(tmp, "driver")
+        env = env_with(ray_bin)
+        job_id = "jo-benchray" + "".join(random.choice("abcdef") for _ in range(6))
+        t0 = time.time()
+        head = subprocess.Popen(
+            hosts.on(0) + [common.binary("headnode"), "--port", "0", "--job-id", job_id,
+                           "--state-dir", f"{tmp}/s", "--bind", hosts.addr(0), "--job", JOB,
+                           "--ray-bin", ray_bin, "--",
+                           f"date +%s.%N > {stamp}; python3 {PROGRAM}"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+        address = None
+        for line in head.stdout:
+            if line.startswith("listening on "):
+                address = line.split()[2]
+                break
+        workers = [subprocess.Popen(
+            hosts.on(k) + [common.binary("workernode"), "--head", address, "--name",
+                           f"{job_id}-worker-{k - 1}", "--cpus", "1", "--memory", "2Gi"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for k in (1, 2)]
+        out = head.stdout.read()
+        code = head.wait()
+        t_end = time.time()
+        for w in workers:
+            w.wait(timeout=60)
+        driver = wait_file(stamp, 1)
+        if code != 0 or driver is None or "RAY PROGRAM OK" not in out:
+            raise SystemExit(f"atl run failed (exit {code})")
+        return driver - t0, t_end - t0
+
+
+def run_by_hand(hosts, ray_bin):
+    """The same cluster and program with Ray's own commands."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stamp = os.path.join(tmp, "driver")
+        env = env_with(ray_bin)
+        head_addr = f"{hosts.addr(0)}:6379"
+        t0 = time.time()
+        procs = [subprocess.Popen(
+            hosts.on(0) + [ray_bin, "start", "--head", "--block", "--port", "6379",
+                           "--node-ip-address", hosts.addr(0), "--dashboard-host", hosts.addr(0),
+                           "--num-cpus", "1", "--disable-usage-stats"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+        for k in (1, 2):
+            wait = (f"until {ray_bin} health-check --address {head_addr} >/dev/null 2>&1; "
+                    f"do sleep 0.2; done; exec {ray_bin} start --address {head_addr} --block "
+                    f"--node-ip-address {hosts.addr(k)} --num-cpus 1 --disable-usage-stats")
+            procs.append(subprocess.Popen(hosts.on(k) + ["sh", "-c", wait],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          env=env))
+        # ray job submit needs the head's job server: ask until it answers.
+        runtime_env = json.dumps({"env_vars": {"GREETING": "hello from runtime_env"}})
+        submit = None
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            submit = subprocess.run(
+                hosts.on(0) + [ray_bin, "job", "submit", "--address",
+                               f"http://{hosts.addr(0)}:8265", "--runtime-env-json", runtime_env,
+                               "--", "sh", "-c", f"date +%s.%N > {stamp}; python3 {PROGRAM}"],
+                capture_output=True, text=True, env=env)
+            if "RAY PROGRAM OK" in submit.stdout or os.path.exists(stamp):
+                break
+            time.sleep(0.5)
+        t_end = time.time()
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for k in range(3):
+            subprocess.run(hosts.on(k) + [ray_bin, "stop", "--force"], capture_output=True)
+        driver = wait_file(stamp, 1)
+        if driver is None or "RAY PROGRAM OK" not in submit.stdout:
+            raise SystemExit("ray job submit run failed:\n" + submit.stdout[-2000:])
+        return driver - t0, t_end - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--ray-bin", default=os.path.join(common.ROOT, "build", "ray-venv", "bin",
+                                                      "ray"))
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "ray.md"))
+    args = ap.parse_args()
+    if not os.access(args.ray_bin, os.X_OK):
+        raise SystemExit(f"{args.ray_bin}: no Ray (run the ray_mode test once, or --ray-bin)")
+    version = subprocess.run([args.ray_bin, "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    hosts = Hosts()
+    atl, hand = [], []
+    try:
+        for i in range(args.runs):  # alternating: both see the same machine state
+            atl.append(run_atl(hosts, args.ray_bin))
+            print(f"run {i + 1} atl: driver {atl[-1][0]:.2f} s, end {atl[-1][1]:.2f} s", flush=True)
+            hand.append(run_by_hand(hosts, args.ray_bin))
+            print(f"run {i + 1} by hand: driver {hand[-1][0]:.2f} s, end {hand[-1][1]:.2f} s",
+                  flush=True)
+    finally:
+        hosts.close()
+    med = lambda xs, k: common.median([x[k] for x in xs])  # noqa: E731
+    lines = [
+        "# bench/ray: a 1+2 Ray cluster running examples/ray/program.py",
+        "",
+        f"Machine: {common.machine()}; {version}.",
+        f"Command: `bench/ray/run.py --runs {args.runs}` (medians; the two ways alternate). "
+        "Head and two workers each in a network namespace of their own; 1 CPU per node.",
+        "",
+        "| way | submitted -> driver running (s) | submitted -> job end (s) |",
+        "|---|---:|---:|",
+        f"| atl (`headnode --mode ray` + 2 `workernode`) | {med(atl, 0):.2f} | {med(atl, 1):.2f} |",
+        f"| by hand (`ray start` x3, then `ray job submit`) | {med(hand, 0):.2f} | "
+        f"{med(hand, 1):.2f} |",
+        "",
+        "atl's end includes stopping Ray everywhere (every pod's processes gone); by hand the",
+        "clock stops when `ray job submit` returns, before `ray stop`.",
+    ]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
