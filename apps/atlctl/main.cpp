@@ -165,11 +165,12 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
     for (int rank : *ranks) streams.push_back(atl::debug_stream(run, rank));
-  } else if (info["mode"] == "driver") {
+  } else if (info["mode"] == "driver" || (info["mode"] == "ray" && !vm.count("ranks"))) {
     if (vm.count("ranks")) die(kExitUsage, "logs: a driver-mode job has no ranks: drop -r");
     streams.push_back(atl::kDriverStream);
   } else {
-    int world = info["world_size"].get<int>();
+    // Ray mode with -r: rank k is worker pod k's Ray node.
+    int world = info["mode"] == "ray" ? info["workers"].get<int>() : info["world_size"].get<int>();
     auto ranks =
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());

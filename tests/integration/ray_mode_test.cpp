@@ -53,6 +53,7 @@ struct RayCluster {
   std::string why_not;
   TestCluster c;
   Started* head = nullptr;
+  std::string address;  // the head's HOST:PORT
 
   RayCluster() {
     if (!hosts.why_not().empty()) {
@@ -90,7 +91,7 @@ struct RayCluster {
     ASSERT_TRUE(c.wait_for_output(*head, "listening on ")) << c.output(*head);
     std::string out = c.output(*head);
     auto at = out.find("listening on ") + 13;
-    std::string address = out.substr(at, out.find('\n', at) - at);
+    address = out.substr(at, out.find('\n', at) - at);
     for (int w = 0; w < 2; ++w)
       c.start("worker" + std::to_string(w),
               concat(hosts.on(w + 1),
@@ -120,8 +121,17 @@ TEST(RayMode, AProgramUsesEveryNodeAndTheJobEndsCleanly) {
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
   RayCluster r;
   if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
-  r.start("python3 -c 'import ray; ray.init(); raise SystemExit(1)'");
-  EXPECT_EQ(r.c.wait_exit(*r.head, 240s), 1) << r.c.output(*r.head);
+  r.start("python3 -c 'import ray; ray.init(); print(\"driver here\"); raise SystemExit(1)'",
+          {"--linger", "120s"});
+  ASSERT_TRUE(r.c.wait_for_output(*r.head, "Job status:  failed", 240s)) << r.c.output(*r.head);
+  // atlctl logs: the driver's by default, a pod's Ray node with -r.
+  auto driver = r.c.atlctl({"--address", r.address, "logs"});
+  EXPECT_NE(driver.output.find("[driver] driver here"), std::string::npos) << driver.output;
+  auto node = r.c.atlctl({"--address", r.address, "logs", "-r", "1"});
+  EXPECT_NE(node.output.find("[rank 1] "), std::string::npos) << node.output;
+  EXPECT_EQ(node.output.find("[driver]"), std::string::npos) << node.output;
+  r.head->process->signal(SIGTERM);  // ends the linger
+  EXPECT_EQ(r.c.wait_exit(*r.head, 60s), 1) << r.c.output(*r.head);
   EXPECT_NE(r.c.output(*r.head).find("the Ray driver ended with exit code 1"), std::string::npos)
       << r.c.output(*r.head);
   EXPECT_TRUE(r.c.no_strays_within(60s));
