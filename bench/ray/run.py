@@ -100,7 +100,7 @@ def run_atl(hosts, ray_bin):
         head = subprocess.Popen(
             hosts.on(0) + [common.binary("headnode"), "--port", "0", "--job-id", job_id,
                            "--state-dir", f"{tmp}/s", "--bind", hosts.addr(0), "--job", JOB,
-                           "--ray-bin", ray_bin, "--",
+                           "--ray-bin", ray_bin, "--ready-timeout", "60s", "--",
                            f"date +%s.%N > {stamp}; python3 {PROGRAM}"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
         address = None
@@ -108,10 +108,13 @@ def run_atl(hosts, ray_bin):
             if line.startswith("listening on "):
                 address = line.split()[2]
                 break
+        # The workers use the credentials the head made for the job.
+        worker_env = dict(env, ATL_TLS_DIR=f"{tmp}/s/tls")
         workers = [subprocess.Popen(
             hosts.on(k) + [common.binary("workernode"), "--head", address, "--name",
                            f"{job_id}-worker-{k - 1}", "--cpus", "1", "--memory", "2Gi"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env) for k in (1, 2)]
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=worker_env)
+            for k in (1, 2)]
         out = head.stdout.read()
         code = head.wait()
         t_end = time.time()
@@ -119,7 +122,7 @@ def run_atl(hosts, ray_bin):
             w.wait(timeout=60)
         driver = wait_file(stamp, 1)
         if code != 0 or driver is None or "RAY PROGRAM OK" not in out:
-            raise SystemExit(f"atl run failed (exit {code})")
+            raise SystemExit(f"atl run failed (exit {code}):\n" + out[-3000:])
         return driver - t0, t_end - t0
 
 
@@ -133,16 +136,29 @@ def run_by_hand(hosts, ray_bin):
         procs = [subprocess.Popen(
             hosts.on(0) + [ray_bin, "start", "--head", "--block", "--port", "6379",
                            "--node-ip-address", hosts.addr(0), "--dashboard-host", hosts.addr(0),
-                           "--num-cpus", "1", "--disable-usage-stats"],
+                           "--num-cpus", "1", "--disable-usage-stats",
+                           "--temp-dir", f"{tmp}/ray-h"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
         for k in (1, 2):
             wait = (f"until {ray_bin} health-check --address {head_addr} >/dev/null 2>&1; "
                     f"do sleep 0.2; done; exec {ray_bin} start --address {head_addr} --block "
-                    f"--node-ip-address {hosts.addr(k)} --num-cpus 1 --disable-usage-stats")
+                    f"--node-ip-address {hosts.addr(k)} --num-cpus 1 --disable-usage-stats "
+                    f"--temp-dir {tmp}/ray-w{k}")
             procs.append(subprocess.Popen(hosts.on(k) + ["sh", "-c", wait],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                           env=env))
-        # ray job submit needs the head's job server: ask until it answers.
+        # As a user would: wait until Ray shows all three nodes (what atl's
+        # gate does), then submit (asking until the job server answers).
+        python = os.path.join(os.path.dirname(ray_bin), "python3")
+        count = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+                 "print(sum(n['Alive'] for n in ray.nodes()))")
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            alive = subprocess.run(hosts.on(0) + [python, "-c", count, head_addr],
+                                   capture_output=True, text=True, env=env).stdout.strip()
+            if alive == "3":
+                break
+            time.sleep(0.2)
         runtime_env = json.dumps({"env_vars": {"GREETING": "hello from runtime_env"}})
         submit = None
         deadline = time.time() + 120
@@ -207,8 +223,10 @@ def main():
         f"| by hand (`ray start` x3, then `ray job submit`) | {med(hand, 0):.2f} | "
         f"{med(hand, 1):.2f} |",
         "",
-        "atl's end includes stopping Ray everywhere (every pod's processes gone); by hand the",
-        "clock stops when `ray job submit` returns, before `ray stop`.",
+        "Both wait for Ray to show all three nodes before the driver starts (atl's gate; by hand",
+        "a `ray.nodes()` poll, then `ray job submit`). atl's end includes stopping Ray on every",
+        "pod (SIGTERM: Ray drains, SIGKILL after `--grace`, 10 s by default) until every process",
+        "is gone; by hand the clock stops when `ray job submit` returns, before `ray stop`.",
     ]
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
