@@ -114,8 +114,8 @@ std::string rank_label(std::int32_t stream) {
 
 }  // namespace
 
-Status select_active(Actor* self) {
-  auto& st = self->state;
+// Every worker pod as choose_active sees it: index, node, joined or not.
+std::vector<PodView> pod_views(const State& st) {
   std::vector<PodView> pods;
   for (size_t i = 0; i < st.expected_pods.size(); ++i) {
     const std::string& name = st.expected_pods[i];
@@ -124,7 +124,12 @@ Status select_active(Actor* self) {
                     node == st.nodes.end() ? std::string() : node->second.info.node,
                     node != st.nodes.end()});
   }
-  auto choice = choose_active(pods, st.job().workers, st.taints);
+  return pods;
+}
+
+Status select_active(Actor* self) {
+  auto& st = self->state;
+  auto choice = choose_active(pod_views(st), st.job().workers, st.taints);
   if (!choice) return Error{choice.error()};
   if (choice->active != st.active) {
     std::string list;
@@ -797,15 +802,12 @@ void on_fault(Actor* self, const Fault& fault) {
   }
 }
 
-// Whether enough joined pods on untainted nodes other than `node` remain for
-// the job's N active ones.
+// Whether the job could still start with `node` tainted (the same choice
+// select_active makes, on a copy of the taints).
 bool spare_available(const State& st, const std::string& node) {
-  int usable = 0;
-  for (const auto& [pod, n] : st.nodes) {
-    const std::string& on = n.info.node;
-    if (on != node && !st.taints.tainted(on)) ++usable;
-  }
-  return usable >= st.job().workers;
+  TaintSet with_node = st.taints;
+  with_node.mark(node, "", 0);
+  return choose_active(pod_views(st), st.job().workers, with_node).ok();
 }
 
 // `pod` is gone (lost, silent or deleted): its ranks and debug runs end, and
