@@ -13,6 +13,8 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/byte_size.hpp"
+#include "atl/core/env.hpp"
+#include "atl/core/job_spec.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/taints.hpp"
@@ -32,7 +34,7 @@ const char* kTopHelp =
     "\n"
     "Commands:\n"
     "  status [-v] [--json]             print 'Job status:  <state>' (-v: pods and ranks)\n"
-    "  logs [-r RANKS] [-f] [--tail N] [--run N]  print the ranks' output\n"
+    "  logs [-r RANKS|-p PODS] [-f] [--tail N] [--run N]  print the ranks' output\n"
     "  stop                             stop user code (or the debug command): debugStop\n"
     "  run [-r RANKS] [-f] CMD...       run CMD on ranks (needs debugStop unless -f)\n"
     "  recover                          restart user code from scratch (from debugStop)\n"
@@ -148,13 +150,46 @@ void logs_options(po::options_description& desc) {
                      "ranks to show: all (default), 1,2,3, 1-8, 0,2-4,7")(
       "follow,f", "keep printing new lines until the job ends")(
       "tail", po::value<long>(), "start with the last N lines of each rank")(
-      "run", po::value<int>(), "show debug run N's output instead (see status -v)");
+      "run", po::value<int>(), "show debug run N's output instead (see status -v)")(
+      "pod,p", po::value<std::string>(),
+      "show what runs on these pods (POD[,POD...] or all): their ranks; in ray mode each pod's Ray "
+      "node, and on the head pod Ray's head and the driver");
+}
+
+// The streams of the processes on `pod_list`'s pods in this attempt (from the
+// supervisor's info); a usage error for a pod not in the job, refused for one
+// that runs nothing now.
+std::vector<std::int32_t> pod_streams(const nlohmann::json& info, const std::string& pod_list) {
+  auto pods = atl::parse_worker_list(pod_list);
+  if (!pods) die(kExitUsage, "logs: --pod: " + pods.error());
+  std::vector<std::int32_t> streams;
+  if (pods->empty()) {  // all: every process of the job, head pod included
+    for (const auto& r : info["ranks"]) streams.push_back(r["stream"].get<std::int32_t>());
+    return streams;
+  }
+  const std::string head = atl::head_pod_name(info["job_id"].get<std::string>());
+  for (const auto& pod : *pods) {
+    bool known = pod == head;
+    for (const auto& p : info["pods"]) known |= p["name"] == pod;
+    if (!known) die(kExitUsage, "logs: --pod: '" + pod + "' is not a pod of this job");
+    size_t before = streams.size();
+    for (const auto& r : info["ranks"])
+      if (r["pod"] == pod) streams.push_back(r["stream"].get<std::int32_t>());
+    if (streams.size() == before)
+      die(kExitRefused, "logs: --pod: " + pod +
+                            " runs nothing in this attempt (a spare, lost, or not started yet)");
+  }
+  return streams;
 }
 
 int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
   std::vector<std::int32_t> streams;
-  if (vm.count("run")) {
+  if (vm.count("pod")) {
+    if (vm.count("run") || vm.count("ranks"))
+      die(kExitUsage, "logs: --pod cannot be combined with -r or --run");
+    streams = pod_streams(info, vm["pod"].as<std::string>());
+  } else if (vm.count("run")) {
     int run = vm["run"].as<int>();
     const nlohmann::json* found = nullptr;
     for (const auto& r : info["runs"])
@@ -363,9 +398,10 @@ int main(int argc, char** argv) {
        {"Usage: atlctl status [-v] [--json]\n\nPrints 'Job status:  <state>'.", status_options,
         cmd_status}},
       {"logs",
-       {"Usage: atlctl logs [-r RANKS] [-f] [--tail N]\n\n"
-        "Prints the ranks' output (the driver's in driver mode), each line\n"
-        "prefixed with '[rank N] '. With --run N: debug run N's output (atlctl run).",
+       {"Usage: atlctl logs [-r RANKS | -p PODS] [-f] [--tail N] [--run N]\n\n"
+        "Prints the ranks' output (the driver's in driver and ray mode), each line\n"
+        "prefixed with '[rank N] '. With --run N: debug run N's output (atlctl run).\n"
+        "With -p: everything running on those pods (in ray mode their Ray nodes).",
         logs_options, cmd_logs}},
       {"stop", kStopCommand},
       {"run", kRunCommand},

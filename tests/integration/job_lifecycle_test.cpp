@@ -181,6 +181,41 @@ TEST(JobLifecycle, LogsTailAndRankSelection) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// atlctl logs -p: what runs on the named pods (here their ranks).
+TEST(JobLifecycle, LogsOfAPodAreItsRanks) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--linger", "60s", "--", "echo r$RANK"});
+  std::string addr = c.head_address();
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded"));
+  auto second = c.atlctl({"--address", addr, "logs", "--pod", c.worker_name(1)});
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.output, "[rank 2] r2\n[rank 3] r3\n");
+  auto both =
+      c.atlctl({"--address", addr, "logs", "-p", c.worker_name(0) + "," + c.worker_name(1)});
+  EXPECT_EQ(both.output, "[rank 0] r0\n[rank 1] r1\n[rank 2] r2\n[rank 3] r3\n");
+  auto all = c.atlctl({"--address", addr, "logs", "-p", "all"});
+  EXPECT_EQ(all.output, both.output);
+  // Negative: a pod not in the job, one that runs nothing (the head in spmd
+  // mode), a bad name, and -p with -r.
+  auto stranger = c.atlctl({"--address", addr, "logs", "-p", "other-worker-0"});
+  EXPECT_EQ(stranger.exit_code, 2);
+  EXPECT_NE(stranger.output.find("'other-worker-0' is not a pod of this job"), std::string::npos)
+      << stranger.output;
+  auto idle = c.atlctl({"--address", addr, "logs", "-p", c.job_id() + "-head-0"});
+  EXPECT_EQ(idle.exit_code, 3) << idle.output;
+  EXPECT_NE(idle.output.find("runs nothing in this attempt"), std::string::npos) << idle.output;
+  auto bad = c.atlctl({"--address", addr, "logs", "-p", "Bad_Name"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(count_lines(bad.output), 1) << bad.output;
+  auto mixed = c.atlctl({"--address", addr, "logs", "-p", c.worker_name(0), "-r", "0"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.output.find("cannot be combined"), std::string::npos) << mixed.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 0);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(JobLifecycle, LostWorkerFailsTheJobNamingThePod) {
   TestCluster c;
   // No restarts: the loss itself is what this test is about.

@@ -105,3 +105,24 @@ TEST(RayCluster, TheDriverGetsRayAddressAndTheRuntimeEnv) {
       << driver;
   EXPECT_TRUE(parses(driver));
 }
+
+// Every combination of a small cluster (head + 2 workers: 3 Ray nodes, each
+// up or ended) and the driver, against the rule written out by hand.
+TEST(RayCluster, RecoverRestartsTheDriverAloneOnlyOnAnIntactCluster) {
+  using atl::RayRecovery;
+  for (bool driver_ended : {false, true}) {
+    for (int up = 0; up <= 3; ++up) {
+      const int ended = 3 - up;
+      atl::RayProcesses p{driver_ended, up, ended};
+      RayRecovery want = !driver_ended ? RayRecovery::driver_stopping
+                         : ended == 0  ? RayRecovery::driver_only
+                         : up == 0     ? RayRecovery::whole_cluster
+                                       : RayRecovery::cluster_stopping;
+      EXPECT_EQ(atl::ray_recovery(p), want) << "driver_ended=" << driver_ended << " up=" << up;
+      EXPECT_EQ(atl::ray_cluster_broken(p), up > 0 && ended > 0) << "up=" << up;
+    }
+  }
+  // A node lost with its pod counts as ended: no driver-only recover.
+  EXPECT_EQ(atl::ray_recovery({true, 2, 1}), RayRecovery::cluster_stopping);
+  EXPECT_EQ(atl::ray_recovery({true, 0, 0}), RayRecovery::whole_cluster);
+}

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <caf/all.hpp>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -45,10 +46,27 @@ struct ExecutorState {
 
 using ExecutorActor = caf::stateful_actor<ExecutorState>;
 
+// A process's scratch dir (Ray's sessions and sockets) goes with it. Only an
+// absolute path below a top-level directory: never "/" or a relative path.
+void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
+  std::filesystem::path path(dir);
+  if (!path.is_absolute() || std::distance(path.begin(), path.end()) < 3) {
+    component_logger("executor")
+        ->warn("{}: scratch dir '{}' not removed: not an absolute path below a top-level directory",
+               stream_name(stream), dir);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec)
+    component_logger("executor")
+        ->warn("{}: cannot remove scratch dir {}: {}", stream_name(stream), dir, ec.message());
+}
+
 // Runs on the pump thread: moves output to the sink (at most kAckWindow chunks
 // unacknowledged), then tells the executor how the process ended.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
-                  std::int32_t stream, caf::actor executor,
+                  std::int32_t stream, std::string scratch_dir, caf::actor executor,
                   std::shared_ptr<std::atomic<bool>> cancel) {
   caf::scoped_actor io{sys};
   int outstanding = 0;
@@ -73,6 +91,8 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   os::ExitStatus status = os::pump_output(*child, deliver, *cancel);
   while (outstanding > 0 && await_ack()) {
   }
+  // The guard has swept the tree: nothing can write into the scratch dir now.
+  if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
   caf::anon_send(executor, exited_atom::value, static_cast<std::int32_t>(status.code),
                  static_cast<std::int32_t>(status.signal));
 }
@@ -143,7 +163,8 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
-                        st.launch.stream, caf::actor_cast<caf::actor>(self), st.cancel);
+                        st.launch.stream, st.launch.scratch_dir, caf::actor_cast<caf::actor>(self),
+                        st.cancel);
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},

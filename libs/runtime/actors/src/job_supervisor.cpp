@@ -172,6 +172,7 @@ bool plan_ray(Actor* self) {
     launch.stream = static_cast<std::int32_t>(k);
     launch.command = ray_worker_command(job, st.config.ray_bin, head_host, info.address,
                                         kRayReadyWait, static_cast<int>(k));
+    launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
     EnvMap env = build_driver_env(job, atl, info.pod);
     env["ATL_RESTART_COUNT"] = restarts;
     launch.env = to_env_strings(env);
@@ -180,6 +181,7 @@ bool plan_ray(Actor* self) {
   RankLaunch head;
   head.stream = kRayHeadStream;
   head.command = ray_head_command(job, st.config.ray_bin, head_host);
+  head.scratch_dir = ray_temp_dir(job.job_id, "h");
   EnvMap head_env = build_driver_env(job, atl, head_pod);
   head.env = to_env_strings(head_env);
   st.launches[kRayHeadStream] = std::move(head);
@@ -269,19 +271,24 @@ std::string pod_of_rank(const State& st, std::int32_t stream) {
   return node < st.active.size() ? st.active[node] : std::string();
 }
 
-// (Re)starts every rank's user code from scratch, as attempt `st.attempt`.
-void launch_user_code(Actor* self) {
+void launch_user_code(Actor* self, LaunchScope scope) {
   auto& st = self->state;
-  st.ranks.clear();
+  const bool driver_only = scope == LaunchScope::driver_only;
+  if (!driver_only) {
+    st.ranks.clear();
+    st.ray_cluster_torn_down = false;
+  }
   // Each attempt's output in files of its own (before any line of it).
   self->send(st.config.sink, attempt_atom::value, st.attempt);
   persist(self);
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (auto launch : st.launches) {
+    if (driver_only && launch.first != kDriverStream) continue;
     launch.second.attempt = st.attempt;
     std::string pod = pod_of_rank(st, launch.first);
     st.ranks[launch.first] = RankRecord{};
     st.ranks[launch.first].pod = pod;
+    st.ranks[launch.first].attempt = st.attempt;
     if (launch.first < 0) {
       // The head pod's own processes: the driver (and in ray mode Ray's head).
       caf::actor exec = spawn_executor(self->system(), std::move(launch.second), pod,
@@ -415,7 +422,7 @@ void on_rank_started(Actor* self, const RankStarted& started) {
     return;
   }
   auto it = st.ranks.find(started.stream);
-  if (started.attempt != st.attempt || it == st.ranks.end()) return;
+  if (it == st.ranks.end() || started.attempt != it->second.attempt) return;
   it->second.started = true;
   it->second.pid = started.pid;
   on_user_code_progress(self);
@@ -454,7 +461,7 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   }
   auto it = st.ranks.find(exit.stream);
   // Reports of an earlier attempt (before a recover) are history.
-  if (exit.attempt != st.attempt || it == st.ranks.end() || it->second.done) return;
+  if (it == st.ranks.end() || exit.attempt != it->second.attempt || it->second.done) return;
   RankRecord& r = it->second;
   r.done = true;
   r.code = exit.code;
@@ -481,9 +488,44 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   } else if (st.state() == JobState::restarting) {
     maybe_relaunch(self);  // the faulted attempt's ranks are stopping
   } else {
+    if (st.job().mode == JobMode::ray && exit.stream != kDriverStream)
+      on_ray_node_gone_while_parked(
+          self, (exit.stream == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod +
+                    " ended with " + (exit.error.empty() ? status.describe() : exit.error));
     on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
 }
+
+}  // namespace
+
+RayProcesses ray_processes(const State& st) {
+  RayProcesses p;
+  for (const auto& [stream, r] : st.ranks) {
+    if (stream == kDriverStream) {
+      p.driver_ended = r.done;
+    } else {
+      (r.done ? p.nodes_ended : p.nodes_up) += 1;
+    }
+  }
+  if (!st.ranks.count(kDriverStream)) p.driver_ended = true;
+  return p;
+}
+
+void on_ray_node_gone_while_parked(Actor* self, const std::string& why) {
+  auto& st = self->state;
+  if (!ray_cluster_broken(ray_processes(st))) return;  // nothing left running, or already said
+  if (st.ray_cluster_torn_down) return;
+  st.ray_cluster_torn_down = true;
+  std::string line = why +
+                     " while the job was stopped: the rest of the Ray cluster is stopped; "
+                     "recover starts Ray and the driver again";
+  st.log->warn("{}", line);
+  record(self, "fault", line);
+  self->send(st.config.sink, print_atom::value, line);
+  stop_user_code(self);
+}
+
+namespace {
 
 // --- joining and checks --------------------------------------------------------
 
@@ -868,8 +910,10 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   } else if (!is_terminal(st.state())) {
     on_fault(self, fault);
     // In debug states the pod is awaited; a stop waiting for its ranks is done.
-    if (st.state() == JobState::debugStop || st.state() == JobState::debugCommand)
+    if (st.state() == JobState::debugStop || st.state() == JobState::debugCommand) {
+      if (st.job().mode == JobMode::ray) on_ray_node_gone_while_parked(self, fault.detail);
       on_user_code_progress(self);
+    }
   } else if (all_done(st.ranks)) {
     finalize(self);
   }
@@ -984,8 +1028,13 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     *head_exec = caf::actor{};
     if (msg.reason != caf::exit_reason::normal) {
       // It never reported: its process's fate is unknown, so it failed.
-      RankExit lost{stream, st.attempt, head_pod_name(st.job().job_id),
-                    255,    0,          "its executor ended: " + self->system().render(msg.reason)};
+      auto record = st.ranks.find(stream);
+      RankExit lost{stream,
+                    record == st.ranks.end() ? st.attempt : record->second.attempt,
+                    head_pod_name(st.job().job_id),
+                    255,
+                    0,
+                    "its executor ended: " + self->system().render(msg.reason)};
       on_rank_exit(self, lost);
     }
     return;

@@ -1,5 +1,6 @@
 // atlctl's debug commands on the JobSupervisor: stop, run, recover. The rules
 // of when each is allowed live in core (atl::allow); this file does the work.
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "atl/core/env.hpp"
@@ -19,8 +20,20 @@ Result refused(const Status& status) { return {std::int32_t{3}, status.error()};
 Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
 Result ok(const std::string& text = "") { return {std::int32_t{0}, text}; }
 
+// What a stop of user code ends: every rank, or in ray mode the driver alone
+// (the Ray cluster stays up for debugging).
+bool stops_with_user_code(const State& st, std::int32_t stream) {
+  return st.job().mode != JobMode::ray || stream == kDriverStream;
+}
+
+bool user_code_stopped(const State& st) {
+  for (const auto& [stream, r] : st.ranks)
+    if (stops_with_user_code(st, stream) && !r.done) return false;
+  return true;
+}
+
 bool stop_complete(const State& st) {
-  if (st.stopping_run == 0) return all_done(st.ranks);
+  if (st.stopping_run == 0) return user_code_stopped(st);
   if (st.stopping_run > 0) {
     auto it = st.runs.find(st.stopping_run);
     return it == st.runs.end() || all_done(it->second.ranks);
@@ -40,15 +53,22 @@ void check_stop(Actor* self) {
     answer_stop_waiters(self, 0, "");
 }
 
-std::string pending_ranks(const std::map<std::int32_t, RankRecord>& ranks, bool want_started) {
+// "ranks 0,3" (or "the driver") still starting (`want_started`) or running.
+std::string pending_ranks(const std::map<std::int32_t, RankRecord>& ranks, bool want_started,
+                          const std::function<bool(std::int32_t)>& counts = nullptr) {
   std::string out;
+  bool driver = false;
   for (const auto& [rank, r] : ranks) {
     bool pending = want_started ? (!r.started && !r.done) : !r.done;
-    if (!pending) continue;
-    if (!out.empty()) out += ",";
-    out += std::to_string(rank);
+    if (!pending || (counts && !counts(rank))) continue;
+    if (rank == kDriverStream) {
+      driver = true;
+      continue;
+    }
+    out += (out.empty() ? "" : ",") + (rank == kRayHeadStream ? "ray-head" : std::to_string(rank));
   }
-  return out;
+  if (out.empty()) return driver ? "the driver" : "ranks (none)";
+  return (driver ? "the driver and ranks " : "ranks ") + out;
 }
 
 nlohmann::json run_status(const DebugRun& run) {
@@ -94,7 +114,11 @@ Result begin_stop(Actor* self) {
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   if (before == JobState::command) {
     st.stopping_run = 0;
-    stop_user_code(self);
+    if (st.job().mode == JobMode::ray) {
+      if (st.driver) self->send(st.driver, stop_atom::value, grace);  // Ray stays up
+    } else {
+      stop_user_code(self);
+    }
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     st.stopping_run = st.tracked_run;
     for (const auto& [pod, node] : st.nodes)
@@ -270,21 +294,40 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
 Result recover(Actor* self) {
   auto& st = self->state;
   if (auto allowed = allow(DebugCommand::recover, st.state()); !allowed) return refused(allowed);
-  if (!stop_complete(st) || !all_done(st.ranks)) {
-    return refused(make_error("job is in state debugStop but ranks " +
-                              pending_ranks(st.ranks, false) +
+  // Ray mode: the driver alone starts again on a Ray cluster still up.
+  LaunchScope scope = LaunchScope::everything;
+  if (st.job().mode == JobMode::ray) {
+    switch (ray_recovery(ray_processes(st))) {
+      case RayRecovery::driver_only:
+        scope = LaunchScope::driver_only;
+        break;
+      case RayRecovery::whole_cluster:
+        break;
+      case RayRecovery::driver_stopping:
+      case RayRecovery::cluster_stopping:
+        return refused(make_error("job is in state debugStop but " +
+                                  pending_ranks(st.ranks, false) +
+                                  " are still stopping; retry recover in a moment"));
+    }
+  } else if (!stop_complete(st) || !all_done(st.ranks)) {
+    return refused(make_error("job is in state debugStop but " + pending_ranks(st.ranks, false) +
                               " are still stopping; retry recover in a moment"));
   }
-  // Pods deleted or lost while parked may be back with new addresses, or be
-  // replaced by spares: the layout is made anew (no restart is counted).
-  if (auto chosen = select_active(self); !chosen)
-    return refused(make_error("job is in state debugStop but cannot recover yet: " +
-                              chosen.error() + "; retry recover once the pods are back"));
-  if (!plan_user_code(self)) return {std::int32_t{1}, st.failure};
+  if (scope == LaunchScope::everything) {
+    // Pods deleted or lost while parked may be back with new addresses, or be
+    // replaced by spares: the layout is made anew (no restart is counted).
+    if (auto chosen = select_active(self); !chosen)
+      return refused(make_error("job is in state debugStop but cannot recover yet: " +
+                                chosen.error() + "; retry recover once the pods are back"));
+    if (!plan_user_code(self)) return {std::int32_t{1}, st.failure};
+  }
   ++st.attempt;
   apply(self, JobEvent::recover);
-  st.log->info("recovering: user code restarts from scratch (attempt {})", st.attempt);
-  launch_user_code(self);
+  st.log->info(scope == LaunchScope::driver_only
+                   ? "recovering: the driver starts again on the running Ray cluster (attempt {})"
+                   : "recovering: user code restarts from scratch (attempt {})",
+               st.attempt);
+  launch_user_code(self, scope);
   st.recover_reply = self->make_response_promise<std::int32_t, std::string>();
   st.recover_pending = true;
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
@@ -350,10 +393,13 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
     case kDebugStopTimer:
       if (arg == st.stop_generation && !st.stop_waiters.empty()) {
         std::string late = st.stopping_run == 0
-                               ? pending_ranks(st.ranks, false)
+                               ? pending_ranks(st.ranks, false,
+                                               [&](std::int32_t stream) {
+                                                 return stops_with_user_code(st, stream);
+                                               })
                                : pending_ranks(st.runs.at(st.stopping_run).ranks, false);
         answer_stop_waiters(self, 1,
-                            "ranks " + late + " did not report their end within " +
+                            late + " did not report their end within " +
                                 format_duration(st.job().grace + kStopSlack));
       }
       break;
@@ -363,14 +409,14 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
     case kStartTimer:
       if (arg == kRecoverStart && st.recover_pending) {
         st.recover_pending = false;
-        st.recover_reply.deliver(std::int32_t{1}, "ranks " + pending_ranks(st.ranks, true) +
+        st.recover_reply.deliver(std::int32_t{1}, pending_ranks(st.ranks, true) +
                                                       " did not start within " +
                                                       format_duration(kStartTimeout));
       } else if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.start_answered) {
         it->second.start_answered = true;
-        it->second.started_reply.deliver(
-            std::int32_t{1}, "ranks " + pending_ranks(it->second.ranks, true) +
-                                 " did not start within " + format_duration(kStartTimeout));
+        it->second.started_reply.deliver(std::int32_t{1}, pending_ranks(it->second.ranks, true) +
+                                                              " did not start within " +
+                                                              format_duration(kStartTimeout));
       }
       break;
   }

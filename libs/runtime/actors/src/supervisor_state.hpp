@@ -13,6 +13,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
+#include "atl/core/ray_cluster.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/gpu/rendezvous.hpp"
@@ -49,6 +50,8 @@ struct Node {
 
 struct RankRecord {
   std::string pod;
+  std::int32_t attempt =
+      0;  // the start its reports must carry (ray mode: the driver's can be newer)
   std::int32_t pid = 0;
   bool started = false;
   bool done = false;
@@ -97,7 +100,8 @@ struct State {
   std::map<std::int32_t, RankRecord> ranks;
   std::int32_t attempt = 1;
   caf::actor driver;
-  caf::actor ray_head;  // ray mode: `ray start --head` on this pod
+  caf::actor ray_head;                 // ray mode: `ray start --head` on this pod
+  bool ray_cluster_torn_down = false;  // ray mode: a node ended while parked; the rest stops
   Promise recover_reply;
   bool recover_pending = false;
 
@@ -155,7 +159,15 @@ bool apply(Actor* self, JobEvent event);
 void record(Actor* self, const std::string& kind, const std::string& text);
 void persist(Actor* self);  // state, attempt, restarts, faults, taints -> the JobStore
 void fail(Actor* self, JobEvent event, const std::string& reason);
-void launch_user_code(Actor* self);
+// Starts user code as attempt `st.attempt`: every stream from scratch, or in
+// ray mode (recover on an intact Ray cluster) the driver alone.
+enum class LaunchScope { everything, driver_only };
+void launch_user_code(Actor* self, LaunchScope scope = LaunchScope::everything);
+// Ray mode: how the driver and the Ray nodes of the current attempt are.
+RayProcesses ray_processes(const State& st);
+// Ray mode in a debug state: a Ray node ended (or its pod went), so the rest
+// of the cluster is stopped; recover will start it all again.
+void on_ray_node_gone_while_parked(Actor* self, const std::string& why);
 void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
 bool all_done(const std::map<std::int32_t, RankRecord>& ranks);
 bool all_started(const std::map<std::int32_t, RankRecord>& ranks);

@@ -136,4 +136,11 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
          " && exec /bin/sh -c " + shell_quote(job.entrypoint);
 }
 
+RayRecovery ray_recovery(const RayProcesses& p) {
+  if (!p.driver_ended) return RayRecovery::driver_stopping;
+  if (p.nodes_ended == 0 && p.nodes_up > 0) return RayRecovery::driver_only;
+  if (p.nodes_up == 0) return RayRecovery::whole_cluster;
+  return RayRecovery::cluster_stopping;
+}
+
 }  // namespace atl

@@ -78,12 +78,13 @@ struct RankLaunch {
   std::vector<std::string> env;  // "K=V", laid over the node's own environment
   std::string working_dir;       // empty: the node's working directory
   bool control = false;          // give it a control channel (atl's own tools: burn, check)
+  std::string scratch_dir;  // absolute; removed once the process's tree is gone (Ray's temp dir)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
   return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.attempt, x.command, x.env,
-           x.working_dir, x.control);
+           x.working_dir, x.control, x.scratch_dir);
 }
 
 // How a rank's process ended. `error` is set when it could not even start.

@@ -65,4 +65,28 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
 // Exit status of the driver command when the cluster never became ready.
 inline constexpr int kRayNotReadyExit = 3;
 
+// `atlctl stop` in ray mode stops the driver only: the Ray cluster stays up
+// for debugging (`atlctl run` on its pods). What `atlctl recover` then does,
+// from how the driver and the Ray nodes (head and workers) are.
+enum class RayRecovery {
+  driver_only,       // every Ray node still up: start the driver again on it
+  whole_cluster,     // every Ray node gone: Ray and the driver from scratch
+  driver_stopping,   // refuse: the driver has not ended yet
+  cluster_stopping,  // refuse: some Ray nodes ended, the rest are being stopped
+};
+
+struct RayProcesses {
+  bool driver_ended = false;
+  int nodes_up = 0;     // started or starting, not ended
+  int nodes_ended = 0;  // ended, or lost with their pod
+};
+
+RayRecovery ray_recovery(const RayProcesses& p);
+
+// While the job is stopped, a Ray node that ends breaks the cluster: the rest
+// is stopped, and recover starts it all again.
+inline bool ray_cluster_broken(const RayProcesses& p) {
+  return p.nodes_ended > 0 && p.nodes_up > 0;
+}
+
 }  // namespace atl
