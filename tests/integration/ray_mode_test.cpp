@@ -9,6 +9,7 @@
 
 #include <thread>
 
+#include "atl/core/ray_cluster.hpp"
 #include "netns_hosts.hpp"
 #include "test_cluster.hpp"
 
@@ -19,11 +20,14 @@ namespace {
 // run in parallel). Empty, with the reason, when it cannot be made.
 std::string ray_venv(std::string& why_not) {
   const std::string dir = std::string(ATL_BIN_DIR) + "/../ray-venv";
-  if (::access((dir + "/bin/ray").c_str(), X_OK) == 0) return dir;
-  std::string make = "flock " + dir + ".lock sh -c '[ -x " + dir +
-                     "/bin/ray ] || { python3 -m venv " + dir + " && " + dir +
-                     "/bin/pip install -q \"ray[default]==2.60.0\"; }' > " + dir + ".log 2>&1";
-  if (std::system(make.c_str()) != 0 || ::access((dir + "/bin/ray").c_str(), X_OK) != 0) {
+  // Made with Ray Tune's extras; the marker says the install completed.
+  const std::string marker = dir + "/.atl-ray-2.60-tune";
+  if (::access(marker.c_str(), F_OK) == 0) return dir;
+  std::string make = "flock " + dir + ".lock sh -c '[ -e " + marker + " ] || { { [ -x " + dir +
+                     "/bin/pip ] || python3 -m venv " + dir + "; } && " + dir +
+                     "/bin/pip install -q \"ray[default,tune]==2.60.0\" && touch " + marker +
+                     "; }' > " + dir + ".log 2>&1";
+  if (std::system(make.c_str()) != 0 || ::access(marker.c_str(), F_OK) != 0) {
     why_not = "Ray could not be installed from PyPI (see " + dir + ".log)";
     return "";
   }
@@ -45,6 +49,13 @@ std::vector<int> find_processes(const std::string& needle, const std::string& en
   }
   if (proc) ::closedir(proc);
   return pids;
+}
+
+// Every Ray node's temp dir of the job (sessions, sockets, logs) is gone.
+bool temp_dirs_gone(const std::string& job_id) {
+  for (const char* node : {"h", "w0", "w1"})
+    if (::access(atl::ray_temp_dir(job_id, node).c_str(), F_OK) == 0) return false;
+  return true;
 }
 
 struct RayCluster {
@@ -114,8 +125,10 @@ TEST(RayMode, AProgramUsesEveryNodeAndTheJobEndsCleanly) {
   // STRICT_SPREAD: two bundles on two different nodes (the program checks).
   EXPECT_NE(out.find("[driver] tasks ran on: "), std::string::npos) << out;
   EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
-  // Every Ray process of the job (raylets, GCS, workers) is gone.
+  // Every Ray process of the job (raylets, GCS, workers) is gone, and so are
+  // the nodes' temp dirs.
   EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
 }
 
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
@@ -161,6 +174,104 @@ TEST(RayMode, AKilledRayletRestartsTheClusterAndTheDriver) {
       << out;
   EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
   EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
+// atlctl stop ends the driver alone: the Ray cluster stays up (its raylets
+// keep running, `logs -p` shows each pod's Ray node); recover starts the
+// driver again on that same cluster. A Ray node that dies while the job is
+// stopped takes the rest of the cluster down; recover then starts it all.
+TEST(RayMode, StopKeepsRayUpAndRecoverRunsTheDriverOnIt) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  // The driver counts its starts in a file: the first two park, the third
+  // runs the program.
+  const std::string count = r.c.dir() + "/starts";
+  r.start("n=$(cat " + count + " 2>/dev/null || echo 0); echo $((n + 1)) > " + count +
+              "; if [ $n -lt 2 ]; then exec sleep 600; fi; " + kProgram,
+          {"--grace", "5s", "--nproc-per-node", "2"});  // Ray ignores it; check must too
+  auto wait_starts = [&](const std::string& n) {
+    for (int i = 0; i < 1800 && read_file(count) != n + "\n"; ++i)
+      std::this_thread::sleep_for(100ms);
+    return read_file(count) == n + "\n";
+  };
+  ASSERT_TRUE(wait_starts("1")) << r.c.output(*r.head);
+  std::vector<int> raylets;
+  for (int w = 0; w < 2; ++w) {
+    auto found = find_processes("raylet", "ATL_POD_NAME=" + r.c.worker_name(w));
+    ASSERT_FALSE(found.empty()) << "no raylet of " << r.c.worker_name(w);
+    raylets.insert(raylets.end(), found.begin(), found.end());
+  }
+  auto stop = r.c.atlctl({"--address", r.address, "stop"});
+  ASSERT_EQ(stop.exit_code, 0) << stop.output;
+  auto status = r.c.atlctl({"--address", r.address, "status"});
+  EXPECT_NE(status.output.find("Job status:  debugStop"), std::string::npos) << status.output;
+  for (int pid : raylets) EXPECT_EQ(::kill(pid, 0), 0) << "raylet " << pid << " was stopped";
+  // Each pod's Ray output: the workers' Ray nodes, the head's Ray head and driver.
+  auto pod = r.c.atlctl({"--address", r.address, "logs", "-p", r.c.worker_name(1)});
+  EXPECT_EQ(pod.exit_code, 0) << pod.output;
+  EXPECT_NE(pod.output.find("[rank 1] "), std::string::npos) << pod.output;
+  auto head = r.c.atlctl({"--address", r.address, "logs", "-p", r.c.job_id() + "-head-0"});
+  EXPECT_NE(head.output.find("[ray-head] "), std::string::npos) << head.output;
+  EXPECT_NE(head.output.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos)
+      << head.output;
+  // atlctl check runs on the pods beside their Ray nodes (one per pod).
+  auto check = r.c.atlctl({"--address", r.address, "check"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  for (int w = 0; w < 2; ++w)
+    EXPECT_NE(check.output.find(r.c.worker_name(w) + ": allreduce over 2 nodes"), std::string::npos)
+        << check.output;
+  ASSERT_EQ(r.c.atlctl({"--address", r.address, "stop"}).exit_code, 0);  // ends debugCommand
+  auto recover = r.c.atlctl({"--address", r.address, "recover"});
+  ASSERT_EQ(recover.exit_code, 0) << recover.output;
+  ASSERT_TRUE(wait_starts("2")) << r.c.output(*r.head);
+  for (int pid : raylets) EXPECT_EQ(::kill(pid, 0), 0) << "raylet " << pid << " was restarted";
+
+  // Parked again, a raylet dies: the rest of the cluster is stopped.
+  ASSERT_EQ(r.c.atlctl({"--address", r.address, "stop"}).exit_code, 0);
+  for (int pid : find_processes("raylet", "ATL_POD_NAME=" + r.c.worker_name(1)))
+    ::kill(pid, SIGKILL);
+  ASSERT_TRUE(
+      r.c.wait_for_output(*r.head, "while the job was stopped: the rest of the Ray cluster", 120s))
+      << r.c.output(*r.head);
+  // Recover waits for the teardown, then starts Ray and the driver anew.
+  int code = 3;
+  for (int i = 0; i < 120 && code == 3; ++i) {
+    auto again = r.c.atlctl({"--address", r.address, "recover"});
+    code = again.exit_code;
+    if (code == 3) {
+      EXPECT_NE(again.output.find("still stopping"), std::string::npos) << again.output;
+      std::this_thread::sleep_for(500ms);
+    }
+  }
+  ASSERT_EQ(code, 0);
+  EXPECT_EQ(r.c.wait_exit(*r.head, 240s), 0) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  EXPECT_EQ(out.find("job restarted"), std::string::npos) << out;  // debug never counts
+  for (int pid : raylets) EXPECT_NE(::kill(pid, 0), 0) << "raylet " << pid << " outlived recover";
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+}
+
+// A Ray Tune search (ray[tune], a synthetic objective): 4 trials, one CPU
+// each, side by side on every node of the cluster, workers included.
+TEST(RayMode, ARayTuneSearchRunsItsTrialsOnTheWorkers) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start("TUNE_STORAGE=" + r.c.dir() + "/tune python3 " + std::string(ATL_SOURCE_DIR) +
+          "/examples/ray/tune_search.py");
+  ASSERT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("[driver] trials finished: 4 of 4"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] best x: 3"), std::string::npos) << out;
+  auto at = out.find("[driver] trials ran on: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  std::string nodes = out.substr(at, out.find('\n', at) - at);
+  EXPECT_NE(nodes.find(r.hosts.address(1)), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find(r.hosts.address(2)), std::string::npos) << nodes;
+  EXPECT_NE(out.find("[driver] TUNE SEARCH OK"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
 }
 
 }  // namespace

@@ -240,7 +240,9 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     const std::string& pod = st.active[node];
     bool chosen = workers->empty();
     for (const auto& w : *workers) chosen |= w == pod;
-    if (chosen) ranks.push_back(static_cast<int>(node) * st.job().nproc_per_node);
+    // Its first rank (in ray mode a pod has one: its Ray node).
+    const int per_node = st.job().mode == JobMode::ray ? 1 : st.job().nproc_per_node;
+    if (chosen) ranks.push_back(static_cast<int>(node) * per_node);
   }
   // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
   // member i is the i-th chosen node, member 0's pod is the MasterAddr.
