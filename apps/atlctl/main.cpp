@@ -101,8 +101,9 @@ void print_details(const nlohmann::json& info) {
                        : r["signal"].get<int>() ? "signal " + cell(r, "signal")
                                                 : cell(r, "exit_code");
     if (r.contains("note")) exit += " (" + cell(r, "note") + ")";
-    std::cout << "  " << std::setw(7) << (stream < 0 ? "driver" : std::to_string(stream))
-              << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
+    std::cout << "  " << std::setw(7)
+              << (stream < 0 ? atl::stream_name(stream) : std::to_string(stream)) << std::setw(34)
+              << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
               << cell(r, "state") << exit << "\n";
   }
   if (!info["taints"].empty()) {
@@ -195,7 +196,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     for (const auto& r : info["runs"])
       if (r["run"].get<int>() == run) found = &r;
     if (!found) die(kExitUsage, "logs: --run: there is no debug run " + std::to_string(run));
-    int world = info["world_size"].get<int>();
+    // A run's targets: spmd's ranks, else one per worker pod.
+    int world = info["mode"] == "spmd" ? info["world_size"].get<int>() : info["workers"].get<int>();
     auto ranks =
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());

@@ -89,6 +89,42 @@ TEST(JobLifecycle, DriverModeRunsOnceOnTheHeadWithAtlAddress) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Driver mode is a first-class job: the driver gets seed 002's cluster-level
+// variables, and atlctl run/check target the worker pods (-r indexes pods).
+TEST(JobLifecycle, DriverModeHasClusterVariablesAndDebugCommandsTargetThePods) {
+  TestCluster c;
+  auto& head = c.start_head({"--mode", "driver", "--workers", "2", "--local-workers", "2",
+                             "--linger", "60s", "--",
+                             "echo master=$MASTER_ADDR:$MASTER_PORT nccl=$NCCL_SOCKET_IFNAME "
+                             "gloo=$GLOO_SOCKET_IFNAME; exec sleep 600"});
+  std::string addr = c.head_address();
+  ASSERT_TRUE(c.wait_for_output(head, "[driver] master=")) << c.output(head);
+  std::string host = addr.substr(0, addr.rfind(':'));
+  EXPECT_NE(c.output(head).find("[driver] master=" + host + ":29500 nccl=lo gloo=lo"),
+            std::string::npos)
+      << c.output(head);
+  ASSERT_EQ(c.atlctl({"--address", addr, "stop"}).exit_code, 0);
+  auto run =
+      c.atlctl({"--address", addr, "run", "-r", "1", "echo on $ATL_POD_NAME to $MASTER_ADDR"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("on " + c.worker_name(1) + " to " + host), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find(c.worker_name(0)), std::string::npos) << run.output;
+  auto logs = c.atlctl({"--address", addr, "logs", "--run", "1", "-r", "1"});
+  EXPECT_NE(logs.output.find("on " + c.worker_name(1)), std::string::npos) << logs.output;
+  ASSERT_EQ(c.atlctl({"--address", addr, "stop"}).exit_code, 0);       // debugCommand -> debugStop
+  auto bad = c.atlctl({"--address", addr, "run", "-r", "2", "true"});  // two pods: 0 and 1
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  auto check = c.atlctl({"--address", addr, "check", "-t", "gpu"});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  for (int w = 0; w < 2; ++w)
+    EXPECT_NE(check.output.find(c.worker_name(w) + " GPU 0 (cpu): check PASS"), std::string::npos)
+        << check.output;
+  head.process->signal(SIGTERM);
+  EXPECT_NE(c.wait_exit(head), -1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(JobLifecycle, DriverModeSucceedsWithTheDriversExitCode) {
   TestCluster c;
   auto& head = c.start_head({"--mode", "driver", "--workers", "0", "--", "true"});

@@ -87,9 +87,28 @@ TEST(RankEnv, RuntimeEnvOverridesEnvButNotTheRankIdentity) {
 TEST(DriverEnv, HasTheAddressAndUserVariables) {
   atl::JobSpec j = job();
   j.env = {{"A", "1"}};
-  auto env = atl::build_driver_env(j, {"h:7", "jo-x"}, "jo-x-head-0");
+  auto env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-head-0", "", ""});
   EXPECT_EQ(env["ATL_ADDRESS"], "h:7");
   EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-head-0");
   EXPECT_EQ(env["A"], "1");
   EXPECT_EQ(env.count("RANK"), 0u);
+  EXPECT_EQ(env.count("MASTER_ADDR"), 0u);  // no site given: nothing invented
+  EXPECT_EQ(env.count("NCCL_SOCKET_IFNAME"), 0u);
+}
+
+// Seed 002's cluster-level variables for the driver: the head as master, the
+// pod's interface for NCCL and Gloo; the user may override them, never ATL_*.
+TEST(DriverEnv, HasTheClusterLevelVariablesUsersMayOverride) {
+  atl::JobSpec j = job();
+  auto env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-head-0", "eth0", "10.0.0.1"});
+  EXPECT_EQ(env["MASTER_ADDR"], "10.0.0.1");
+  EXPECT_EQ(env["MASTER_PORT"], std::to_string(j.master_port));
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "eth0");
+  EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth0");
+  j.env = {{"NCCL_SOCKET_IFNAME", "ib0"}, {"MASTER_PORT", "1234"}, {"ATL_POD_NAME", "fake"}};
+  env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-head-0", "eth0", "10.0.0.1"});
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "ib0");
+  EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth0");
+  EXPECT_EQ(env["MASTER_PORT"], "1234");
+  EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-head-0");
 }

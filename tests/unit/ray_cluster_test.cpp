@@ -84,7 +84,8 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
 
 TEST(RayCluster, TheDriverGetsRayAddressAndTheRuntimeEnv) {
   auto job = ray_job();
-  auto env = atl::ray_driver_env(job, {"10.0.0.1:6380", "jo-ray"}, "jo-ray-head-0", "10.0.0.1");
+  auto env =
+      atl::ray_driver_env(job, {"10.0.0.1:6380", "jo-ray"}, {"jo-ray-head-0", "eth0", "10.0.0.1"});
   EXPECT_EQ(env.at("RAY_ADDRESS"), "10.0.0.1:6400");
   EXPECT_EQ(env.at("A"), "1");
   EXPECT_EQ(env.at("B"), "2");

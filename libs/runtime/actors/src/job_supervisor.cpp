@@ -151,6 +151,17 @@ void taint_platform(Actor* self, const std::string& pod, const std::string& reas
   record(self, "taint", line);
 }
 
+ProcessSite head_site(const State& st) {
+  return {head_pod_name(st.job().job_id), os::interface_of_address(st.config.advertised_host),
+          st.config.advertised_host};
+}
+
+ProcessSite pod_site(const State& st, const std::string& pod) {
+  auto node = st.nodes.find(pod);
+  return {pod, node == st.nodes.end() ? std::string() : node->second.info.interface,
+          st.config.advertised_host};
+}
+
 // How long Ray's nodes and the driver wait for the cluster to come up.
 constexpr auto kRayReadyWait = std::chrono::seconds(120);
 
@@ -161,7 +172,6 @@ bool plan_ray(Actor* self) {
   auto& st = self->state;
   const JobSpec& job = st.job();
   AtlEndpoint atl{st.address, job.job_id};
-  const std::string head_pod = head_pod_name(job.job_id);
   const std::string head_host = st.config.advertised_host;
   const std::string restarts = std::to_string(st.restarts.used());
   std::vector<RayPod> workers;
@@ -173,7 +183,7 @@ bool plan_ray(Actor* self) {
     launch.command = ray_worker_command(job, st.config.ray_bin, head_host, info.address,
                                         kRayReadyWait, static_cast<int>(k));
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
-    EnvMap env = build_driver_env(job, atl, info.pod);
+    EnvMap env = build_process_env(job, atl, pod_site(st, info.pod));
     env["ATL_RESTART_COUNT"] = restarts;
     launch.env = to_env_strings(env);
     st.launches[launch.stream] = std::move(launch);
@@ -182,13 +192,13 @@ bool plan_ray(Actor* self) {
   head.stream = kRayHeadStream;
   head.command = ray_head_command(job, st.config.ray_bin, head_host);
   head.scratch_dir = ray_temp_dir(job.job_id, "h");
-  EnvMap head_env = build_driver_env(job, atl, head_pod);
+  EnvMap head_env = build_process_env(job, atl, head_site(st));
   head.env = to_env_strings(head_env);
   st.launches[kRayHeadStream] = std::move(head);
   RankLaunch driver;
   driver.stream = kDriverStream;
   driver.command = ray_driver_command(job, st.config.ray_python, head_host, workers, kRayReadyWait);
-  EnvMap env = ray_driver_env(job, atl, head_pod, head_host);
+  EnvMap env = ray_driver_env(job, atl, head_site(st));
   env["ATL_RESTART_COUNT"] = restarts;
   driver.env = to_env_strings(env);
   st.launches[kDriverStream] = std::move(driver);
@@ -208,7 +218,7 @@ bool plan_user_code(Actor* self) {
     RankLaunch launch;
     launch.stream = kDriverStream;
     launch.command = job.entrypoint;
-    EnvMap env = build_driver_env(job, atl, head_pod_name(job.job_id));
+    EnvMap env = build_process_env(job, atl, head_site(st));
     env["ATL_RESTART_COUNT"] = restarts;
     launch.env = to_env_strings(env);
     launch.working_dir = job.working_dir;
@@ -263,11 +273,13 @@ void start_command(Actor* self) {
 
 }  // namespace
 
+int streams_per_pod(const State& st) {
+  return st.job().mode == JobMode::spmd ? st.job().nproc_per_node : 1;
+}
+
 std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (stream < 0) return head_pod_name(st.job().job_id);  // the driver, Ray's head
-  // Ray mode has one stream per pod (its Ray node); spmd has nproc_per_node.
-  auto node = static_cast<size_t>(st.job().mode == JobMode::ray ? stream
-                                                                : stream / st.job().nproc_per_node);
+  auto node = static_cast<size_t>(stream / streams_per_pod(st));
   return node < st.active.size() ? st.active[node] : std::string();
 }
 
@@ -373,7 +385,7 @@ void deliver_outcome(Actor* self) {
   auto& st = self->state;
   if (st.finished) return;
   st.finished = true;
-  if (st.config.linger.count() > 0) {
+  if (st.config.linger.count() > 0 && !st.cancelled) {
     self->delayed_send(self, st.config.linger, timeout_atom::value,
                        static_cast<std::int32_t>(kLingerTimer), std::int32_t{0});
     return;
@@ -1341,6 +1353,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           release(self);  // a signal ends the linger
           return;
         }
+        // Cancelled (the pod is being deleted): the outcome is handed over
+        // without lingering.
+        self->state.cancelled = true;
         fail(self, JobEvent::cancelled, "cancelled: " + why);
       },
       [self](status_atom) { return std::string(to_string(self->state.state())); },

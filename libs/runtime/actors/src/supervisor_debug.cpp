@@ -2,8 +2,10 @@
 // of when each is allowed live in core (atl::allow); this file does the work.
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "atl/core/env.hpp"
+#include "atl/core/rank_layout.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/split.hpp"
 #include "atl/os/child_process.hpp"
@@ -143,6 +145,24 @@ Result await_stop(Actor* self) {
 
 namespace {
 
+// What a debug command on target `rank` starts from (env, directory): the
+// rank's own launch, or in driver mode the worker pod's site.
+std::optional<RankLaunch> debug_base(const State& st, int rank) {
+  if (st.job().mode != JobMode::driver) {
+    auto it = st.launches.find(rank);
+    if (it == st.launches.end()) return std::nullopt;
+    return it->second;
+  }
+  std::string pod = pod_of_rank(st, rank);
+  if (pod.empty()) return std::nullopt;
+  RankLaunch launch;
+  launch.stream = rank;
+  launch.env =
+      to_env_strings(build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod)));
+  launch.working_dir = st.job().working_dir;
+  return launch;
+}
+
 // Starts `command_for(rank)` on each of `ranks` with the rank's own environment
 // and directory (plus `extra_env`); answers once every one has started.
 template <class CommandFor>
@@ -153,7 +173,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
-    if (!st.nodes.count(pod) || !st.launches.count(rank))
+    if (!st.nodes.count(pod) || !debug_base(st, rank))
       return refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
@@ -165,7 +185,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   run.command = label;
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (int rank : ranks) {
-    RankLaunch launch = st.launches.at(rank);
+    RankLaunch launch = *debug_base(st, rank);
     std::string pod = pod_of_rank(st, rank);
     launch.command = command_for(rank, pod);
     launch.stream = debug_stream(run.id, rank);
@@ -200,14 +220,10 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
   auto& st = self->state;
   if (auto allowed = allow(DebugCommand::run, st.state(), forced); !allowed)
     return refused(allowed);
-  if (st.job().mode == JobMode::driver) {
-    return usage("run needs an spmd job: this driver-mode job has no ranks");
-  }
   if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
-  // The ranks (in ray mode: one per pod, its Ray node), not the head's own
-  // processes (driver, Ray's head), whose streams are negative.
-  int world = 0;
-  for (const auto& [stream, launch] : st.launches) world += stream >= 0;
+  // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
+  // driver mode: the pod), never the head's own processes (driver, Ray's head).
+  const int world = static_cast<int>(st.active.size()) * streams_per_pod(st);
   auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return usage("-r: " + ranks.error());
   return launch_run(
@@ -220,9 +236,6 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   auto& st = self->state;
   const DebugCommand command = kind == "check" ? DebugCommand::check : DebugCommand::burn;
   if (auto allowed = allow(command, st.state()); !allowed) return refused(allowed);
-  if (st.job().mode == JobMode::driver) {
-    return usage(kind + " needs an spmd job: this driver-mode job has no ranks on its workers");
-  }
   EnvMap env;
   if (!env_text.empty()) {
     auto parsed = parse_env_spec(env_text);
@@ -240,9 +253,7 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     const std::string& pod = st.active[node];
     bool chosen = workers->empty();
     for (const auto& w : *workers) chosen |= w == pod;
-    // Its first rank (in ray mode a pod has one: its Ray node).
-    const int per_node = st.job().mode == JobMode::ray ? 1 : st.job().nproc_per_node;
-    if (chosen) ranks.push_back(static_cast<int>(node) * per_node);
+    if (chosen) ranks.push_back(static_cast<int>(node) * streams_per_pod(st));  // its first
   }
   // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
   // member i is the i-th chosen node, member 0's pod is the MasterAddr.

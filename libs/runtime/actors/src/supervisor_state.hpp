@@ -137,8 +137,9 @@ struct State {
 
   std::string failure;
   bool finalizing = false;
-  bool finished = false;  // workers gone; maybe lingering
-  bool released = false;  // outcome handed over
+  bool finished = false;   // workers gone; maybe lingering
+  bool cancelled = false;  // a signal ended the job: no linger
+  bool released = false;   // outcome handed over
   std::set<caf::actor_addr> agents_leaving;
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 
@@ -181,7 +182,14 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
                        const std::string& worker_text);
 Result await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
 Result recover(Actor* self);
+// Streams per worker pod: spmd nproc_per_node ranks; ray mode one (its Ray
+// node); driver mode one (the pod as a target of atlctl run/check/burn).
+int streams_per_pod(const State& st);
 std::string pod_of_rank(const State& st, std::int32_t stream);
+// The sites of the head pod's processes and of a worker pod's non-rank
+// processes (Ray nodes, debug commands in driver mode): MASTER_ADDR is the head.
+ProcessSite head_site(const State& st);
+ProcessSite pod_site(const State& st, const std::string& pod);
 void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id);
 void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id);
 // A line a run's process wrote on its control channel (the allreduce rendezvous).

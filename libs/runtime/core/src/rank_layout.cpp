@@ -78,10 +78,18 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
   return env;
 }
 
-EnvMap build_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod) {
+EnvMap build_process_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& site) {
   EnvMap env;
+  if (!site.master_addr.empty()) {
+    env["MASTER_ADDR"] = site.master_addr;
+    env["MASTER_PORT"] = std::to_string(job.master_port);
+  }
+  if (!site.interface.empty()) {
+    env["NCCL_SOCKET_IFNAME"] = site.interface;
+    env["GLOO_SOCKET_IFNAME"] = site.interface;
+  }
   apply_user_env(job, env);
-  set_atl_identity(atl, head_pod, env);
+  set_atl_identity(atl, site.pod, env);
   return env;
 }
 

@@ -97,10 +97,9 @@ std::string ray_job_config_json(const JobSpec& job) {
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod,
-                      const std::string& head_host) {
-  EnvMap env = build_driver_env(job, atl, head_pod);
-  env["RAY_ADDRESS"] = head_address(job, head_host);
+EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& head) {
+  EnvMap env = build_process_env(job, atl, head);
+  env["RAY_ADDRESS"] = head_address(job, head.master_addr);
   env["RAY_JOB_CONFIG_JSON_ENV_VAR"] = ray_job_config_json(job);
   return env;
 }

@@ -43,7 +43,19 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
                       const AtlEndpoint& atl);
 
-// The driver's environment in driver mode: user variables plus ATL_*.
-EnvMap build_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod);
+// Where a process that is not a rank runs (the driver, a Ray node, a debug
+// command in driver mode): its pod, the interface its traffic leaves by, and
+// the job's master (the head pod's address, seed 002's MASTER_ADDR).
+struct ProcessSite {
+  std::string pod;
+  std::string interface;    // NCCL_/GLOO_SOCKET_IFNAME; empty: left unset
+  std::string master_addr;  // MASTER_ADDR; empty: left unset
+};
+
+// The environment of a process that is not a rank: the cluster-level
+// variables (MASTER_ADDR, MASTER_PORT, NCCL_/GLOO_SOCKET_IFNAME) a user may
+// override, the user's variables, then ATL_*. Visible devices are the pod's
+// own (inherited from the node's environment).
+EnvMap build_process_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& site);
 
 }  // namespace atl

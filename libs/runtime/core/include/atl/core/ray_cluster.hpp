@@ -52,8 +52,8 @@ std::string ray_job_config_json(const JobSpec& job);
 
 // The driver's environment: the job's env (runtime_env wins), ATL_*,
 // RAY_ADDRESS and the job config.
-EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const std::string& head_pod,
-                      const std::string& head_host);
+// `head` is the head pod's site; its master_addr is the head's address.
+EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& head);
 
 // The driver's command: `python` checks with Ray's API that the head and
 // every worker are alive (naming the pods that are not, and exiting 3), then
