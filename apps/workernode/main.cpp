@@ -15,6 +15,7 @@
 #include "atl/core/byte_size.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
+#include "atl/core/resources.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
@@ -30,6 +31,7 @@ struct WorkerOptions {
   std::string advertise;
   std::string node;
   atl::NodeResources resources;
+  atl::Resources custom;  // --resources
   atl::Millis connect_timeout = std::chrono::seconds(60);
   std::optional<atl::os::TlsFiles> tls;
 };
@@ -51,6 +53,8 @@ WorkerOptions parse_options(int argc, char** argv) {
       "gpus", po::value<int>(), "GPUs to offer (default: /dev/nvidiaN count)")(
       "memory", po::value<std::string>(), "memory to offer, e.g. 64Gi (default: the limit)")(
       "shm", po::value<std::string>(), "shared memory, e.g. 16Gi (default: size of /dev/shm)")(
+      "resources", po::value<std::string>(),
+      "custom resources for placement groups, as JSON: '{\"disk_ssd\": 1}'")(
       "advertise", po::value<std::string>(),
       "address others reach this pod at (default: the one used towards the head)")(
       "connect-timeout", po::value<std::string>(),
@@ -91,6 +95,17 @@ WorkerOptions parse_options(int argc, char** argv) {
   if (vm.count("shm"))
     opt.resources.shm = atl::cli::value_or_exit(
         "workernode", atl::parse_byte_size(vm["shm"].as<std::string>()), "--shm");
+  if (vm.count("resources")) {
+    opt.custom = atl::cli::value_or_exit(
+        "workernode", atl::parse_resources(vm["resources"].as<std::string>()), "--resources");
+    for (const char* standard : {atl::kCpu, atl::kGpu, atl::kMemory, atl::kShm})
+      if (opt.custom.count(standard))
+        atl::cli::usage_error("workernode", std::string("--resources: ") + standard +
+                                                " is set by --" +
+                                                (std::string(standard) == atl::kCpu   ? "cpus"
+                                                 : std::string(standard) == atl::kGpu ? "gpus"
+                                                                                      : standard));
+  }
   if (vm.count("advertise")) opt.advertise = vm["advertise"].as<std::string>();
   if (vm.count("connect-timeout"))
     opt.connect_timeout = atl::cli::value_or_exit(
@@ -150,6 +165,7 @@ int main(int argc, char** argv) {
     node.info.gpus = opt.resources.gpus;
     node.info.memory = opt.resources.memory;
     node.info.shm = opt.resources.shm;
+    node.info.resources = opt.custom;
     std::atomic<bool> signalled{false};
     caf::actor agent;
     std::mutex agent_mutex;

@@ -89,6 +89,24 @@ TEST(RestartPolicy, EveryKindInEveryStateHasOneAnswer) {
   }
 }
 
+// Driver mode: a worker that goes while the driver runs does not restart the
+// job (the driver goes on, as Ray's does); everything else is as in spmd.
+TEST(RestartPolicy, WithoutWorkerLossRestartsOnlyThoseFaultsCarryOn) {
+  for (S state : atl::kAllJobStates) {
+    for (FaultKind kind : kAllKinds) {
+      RestartPolicy spmd({5, true});
+      RestartPolicy driver({5, true, false});
+      FaultResponse want = spmd.respond(state, {kind, "w0", "x"});
+      bool worker_loss = kind == FaultKind::pod_lost || kind == FaultKind::pod_hung ||
+                         kind == FaultKind::pod_deleted || kind == FaultKind::gpu_lost;
+      if (state == S::command && worker_loss) want = FaultResponse::carry_on;
+      EXPECT_EQ(driver.respond(state, {kind, "w0", "x"}), want)
+          << atl::to_string(state) << " + " << atl::to_string(kind);
+      EXPECT_EQ(driver.used(), want == FaultResponse::restart ? 1 : 0);
+    }
+  }
+}
+
 TEST(RestartPolicy, DebugStatesNeverCount) {
   RestartPolicy p({1, false});
   for (S state : {S::debugStop, S::debugCommand}) {

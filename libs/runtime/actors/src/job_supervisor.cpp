@@ -290,6 +290,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     st.ranks.clear();
     st.ray_cluster_torn_down = false;
   }
+  clear_groups(self, "user code started again (attempt " + std::to_string(st.attempt) + ")");
   // Each attempt's output in files of its own (before any line of it).
   self->send(st.config.sink, attempt_atom::value, st.attempt);
   persist(self);
@@ -398,6 +399,7 @@ void finalize(Actor* self) {
   auto& st = self->state;
   if (st.finalizing) return;
   st.finalizing = true;
+  clear_groups(self, "the job ended");
   for (auto& [stream, r] : st.ranks) {
     if (!r.done) {
       r.done = true;
@@ -479,6 +481,9 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   r.code = exit.code;
   r.signal = exit.signal;
   r.note = exit.error;
+  // A driver's placement groups are its own (Ray: the job's): they go with it.
+  if (exit.stream == kDriverStream && st.job().mode == JobMode::driver)
+    clear_groups(self, "the driver ended");
   os::ExitStatus status{exit.code, exit.signal};
   if (st.state() == JobState::command && st.job().mode == JobMode::ray) {
     on_ray_exit(self, exit, status);
@@ -758,6 +763,7 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
   self->monitor(agent);
   st.nodes[info.pod] = Node{info, agent};
   st.pod_nodes[info.pod] = info.node;
+  refresh_placement(self);  // groups waiting for resources may fit now
   st.detector.watch(info.pod, std::chrono::steady_clock::now());
   bool rejoined = st.lost_pods.erase(info.pod) > 0;
   st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
@@ -837,7 +843,11 @@ void on_fault(Actor* self, const Fault& fault) {
       begin_restart(self, fault);
       return;
     case FaultResponse::carry_on:
-      if (!is_terminal(state)) {
+      if (state == JobState::command) {  // driver mode: the driver goes on
+        record(self, "fault",
+               fault.detail + " (driver mode: the driver goes on, the pod is awaited)");
+        st.log->warn("{}: the driver goes on; the pod is awaited", fault.detail);
+      } else if (!is_terminal(state)) {
         record(self, "fault",
                fault.detail + " (no restart in state " + std::string(to_string(state)) + ")");
         st.log->warn("{}: nothing to restart in state {}", fault.detail, to_string(state));
@@ -873,6 +883,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   self->demonitor(it->second.agent);
   st.nodes.erase(it);
   st.detector.forget(pod);
+  on_pod_lost_placement(self, pod);  // its bundles are placed again first
   // A spare (no ranks now) is simply awaited again; so is any pod before the start.
   bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
   if (!active && st.state() != JobState::pending && !is_terminal(st.state())) {
@@ -940,6 +951,13 @@ void on_heartbeat_tick(Actor* self) {
     st.last_heartbeat_sent = now;
     for (const auto& [pod, node] : st.nodes) self->send(node.agent, heartbeat_atom::value);
   }
+  // Deadlines of pending groups, taints and spares changing: placement catches up.
+  for (const auto& [id, g] : st.groups.groups()) {
+    if (g.state == GroupState::pending || g.state == GroupState::rescheduling) {
+      refresh_placement(self);
+      break;
+    }
+  }
   for (const auto& pod : st.detector.expire(now)) {
     auto it = st.nodes.find(pod);
     if (it == st.nodes.end()) continue;
@@ -981,6 +999,7 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
   }
   if (!done) return {std::int32_t{2}, done.error()};
   persist(self);
+  refresh_placement(self);
   std::string line = "taint " + action + " on " + node_text + " (atlctl taint)";
   st.log->info("{}", line);
   record(self, "taint", line);
@@ -1214,7 +1233,8 @@ bool resume(Actor* self) {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
-  st.restarts = RestartPolicy({st.job().max_restarts, st.job().restart_on_failure});
+  st.restarts = RestartPolicy(
+      {st.job().max_restarts, st.job().restart_on_failure, st.job().mode != JobMode::driver});
   st.detector = FailureDetector(st.job().heartbeat.timeout);
   for (int i = 0; i < total_worker_pods(st.job()); ++i)
     st.expected_pods.push_back(worker_pod_name(st.job().job_id, i));
@@ -1344,6 +1364,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           case kLingerTimer:
             release(self);
             break;
+          case kGroupWaitTimer:
+            on_group_timer(self, arg);
+            break;
           default:
             on_debug_timer(self, kind, arg);
         }
@@ -1387,6 +1410,15 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return taint_nodes(self, action, nodes);
       },
       [self](events_atom) { return events_json(self->state); },
+      [self](pg_create_atom, const std::string& name, const std::string& strategy,
+             const std::string& bundles, std::int64_t timeout_ms) {
+        return create_group(self, name, strategy, bundles, timeout_ms);
+      },
+      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) {
+        return await_group(self, id, timeout_ms);
+      },
+      [self](pg_remove_atom, std::int64_t id) { return remove_group(self, id); },
+      [self](cluster_atom) { return cluster_json(self->state); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers) {
         return start_node_tool(self, kind, tools, duration, envs, workers);

@@ -13,6 +13,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
+#include "atl/core/placement.hpp"
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
@@ -34,6 +35,7 @@ enum TimerKind : std::int32_t {
   kHeartbeatTimer,     // every heartbeat interval: send ours, expire silent nodes
   kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
   kRestartRetryTimer,  // a failed pre-flight of a restart: try again
+  kGroupWaitTimer,     // a pg_wait long poll is due an answer (arg: its waiter)
 };
 
 // One line of the job's timeline (atlctl events).
@@ -135,6 +137,15 @@ struct State {
   std::string last_lost_node;                    // a node lost twice in a row is tainted
   bool store_failed = false;                     // said once: the durable state is behind
 
+  // Placement groups (driver mode): the table, and who waits for which group.
+  PlacementGroups groups;
+  struct GroupWaiter {
+    std::int64_t group = 0;
+    Promise reply;
+  };
+  std::map<std::int32_t, GroupWaiter> group_waiters;  // waiter id -> waiter
+  std::int32_t next_group_waiter = 1;
+
   std::string failure;
   bool finalizing = false;
   bool finished = false;   // workers gone; maybe lingering
@@ -205,5 +216,19 @@ std::string runs_json(const State& st);
 std::string events_json(const State& st);
 std::string taints_json(const State& st);
 std::string checks_json(const State& st);  // pod -> latest check verdict
+
+// Placement half (supervisor_placement.cpp).
+Result create_group(Actor* self, const std::string& name, const std::string& strategy,
+                    const std::string& bundles_json, std::int64_t timeout_ms);
+Result await_group(Actor* self, std::int64_t id, std::int64_t timeout_ms);
+Result remove_group(Actor* self, std::int64_t id);
+std::string cluster_json(const State& st);
+// Nodes joined, lost or (un)tainted: the table sees the new nodes and places
+// what waits; waiters of groups that changed are answered.
+void refresh_placement(Actor* self);
+void on_pod_lost_placement(Actor* self, const std::string& pod);
+// A new attempt of user code, or the job's end: every group is removed.
+void clear_groups(Actor* self, const std::string& why);
+void on_group_timer(Actor* self, std::int32_t waiter);
 
 }  // namespace atl::supervisor

@@ -59,6 +59,10 @@ FaultResponse RestartPolicy::respond(JobState state, const Fault& fault) {
     case S::command:
       if (fault.kind == FaultKind::rank_failed && !options_.restart_on_failure)
         return FaultResponse::fail;
+      if (!options_.worker_loss_restarts &&
+          (fault.kind == FaultKind::pod_lost || fault.kind == FaultKind::pod_hung ||
+           fault.kind == FaultKind::pod_deleted || fault.kind == FaultKind::gpu_lost))
+        return FaultResponse::carry_on;
       break;
     case S::succeeded:
     case S::failed:

@@ -5,6 +5,7 @@
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,14 @@ using attempt_atom = caf::atom_constant<caf::atom("attempt")>;  // supervisor ->
 using probe_atom = caf::atom_constant<caf::atom("probe")>;      // supervisor -> agent: listen
 using reach_atom = caf::atom_constant<caf::atom("reach")>;      // supervisor -> agent: connect
 using events_atom = caf::atom_constant<caf::atom("events")>;    // atlctl -> supervisor
+// Placement groups (the C API -> supervisor), each answered (code, text):
+// create (name, strategy, bundles JSON, timeout ms) -> the group's JSON;
+// wait (id, timeout ms) -> once placed, failed or removed; remove (id);
+// cluster -> nodes with their resources, groups, pending demand.
+using pg_create_atom = caf::atom_constant<caf::atom("pg_create")>;
+using pg_wait_atom = caf::atom_constant<caf::atom("pg_wait")>;
+using pg_remove_atom = caf::atom_constant<caf::atom("pg_remove")>;
+using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
@@ -62,12 +71,14 @@ struct NodeInfo {
   std::int32_t gpus = 0;
   std::int64_t memory = 0;
   std::int64_t shm = 0;
+  // Custom resources (workernode --resources), in 1/10000 units (core/resources.hpp).
+  std::map<std::string, std::int64_t> resources;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
   return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.node, x.cpus,
-           x.gpus, x.memory, x.shm);
+           x.gpus, x.memory, x.shm, x.resources);
 }
 
 // One process to run: a rank's entrypoint, the driver, or a debug command.

@@ -43,6 +43,11 @@ std::string_view to_string(FaultResponse response);
 struct RestartOptions {
   int max_restarts = 10;            // 0: never restart
   bool restart_on_failure = false;  // a rank exiting non-zero is a fault too
+  // A worker pod lost, hung, deleted or short of a GPU while user code runs
+  // restarts the job. Driver mode says no: the driver runs on the head and
+  // goes on (as Ray's does); the pod is awaited and its placement bundles are
+  // placed again.
+  bool worker_loss_restarts = true;
 };
 
 class RestartPolicy {

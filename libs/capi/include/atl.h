@@ -1,0 +1,98 @@
+/* atl.h: atl's C API, for drivers in any language (Python through ctypes).
+ * A driver connects to its job's supervisor, reads the cluster's state and
+ * reserves workers' resources in placement groups, as Ray's API does.
+ *
+ * Conventions:
+ * - Every call that can fail returns an atl_status*: NULL on success, else an
+ *   error (code and one-line message) the caller frees with atl_status_free.
+ *   No C++ exception ever crosses this API.
+ * - Strings the library returns (char** out) are the caller's: atl_free them.
+ * - Handles are opaque. A client may be used from several threads at once.
+ * - Every request has a timeout: a call never hangs on a lost supervisor.
+ */
+#ifndef ATL_H
+#define ATL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ATL_API __attribute__((visibility("default")))
+#else
+#define ATL_API
+#endif
+
+/* Bumped when a call changes in a way old callers would notice. */
+#define ATL_API_VERSION 1
+
+/* The version this library was built as; a caller compares it to ATL_API_VERSION. */
+ATL_API int atl_api_version(void);
+
+typedef enum atl_code {
+  ATL_OK = 0,
+  ATL_FAILED = 1,      /* the request was carried out and failed (a group not placed...) */
+  ATL_USAGE = 2,       /* bad arguments: nothing changed */
+  ATL_REFUSED = 3,     /* not allowed in the job's current state: nothing changed */
+  ATL_UNREACHABLE = 4, /* the supervisor could not be reached or did not answer */
+  ATL_TIMEOUT = 5,     /* what was waited for did not happen in time */
+  ATL_INTERNAL = 6     /* a bug in atl: the message says what */
+} atl_code;
+
+typedef struct atl_status atl_status;
+ATL_API atl_code atl_status_code(const atl_status* status);
+ATL_API const char* atl_status_message(const atl_status* status);
+ATL_API void atl_status_free(atl_status* status);
+
+ATL_API void atl_free(char* text);
+
+/* --- connecting ------------------------------------------------------------- */
+
+typedef struct atl_client atl_client;
+
+/* Connects to the job's supervisor. address: "HOST:PORT", or NULL for
+ * $ATL_ADDRESS (set in the driver and every rank). tls_dir: the job's
+ * credentials (ca.pem, cert.pem, key.pem), or NULL for $ATL_TLS_DIR.
+ * insecure: nonzero for a head started with --insecure (plain TCP). */
+ATL_API atl_status* atl_connect(const char* address, const char* tls_dir, int insecure,
+                                atl_client** out);
+/* Ends the connection; outstanding calls on other threads fail. NULL is fine. */
+ATL_API void atl_disconnect(atl_client* client);
+
+/* --- the cluster ----------------------------------------------------------------- */
+
+/* The job as `atlctl status --json` shows it (state, pods, ranks...). */
+ATL_API atl_status* atl_job_info(atl_client* client, char** json_out);
+
+/* Every worker node with its resources (total, reserved, available; amounts
+ * as numbers, memory in bytes), the placement groups and the pending demand:
+ * {"nodes": [...], "groups": [...], "pending_demand": [...]}. */
+ATL_API atl_status* atl_cluster_state(atl_client* client, char** json_out);
+
+/* --- placement groups (driver mode) ----------------------------------------------- */
+
+/* Reserves bundles of resources on the workers, all or nothing.
+ * name: "" or NULL for none (else unique among live groups).
+ * strategy: "PACK", "SPREAD", "STRICT_PACK" or "STRICT_SPREAD".
+ * bundles_json: '[{"CPU": 1, "GPU": 1}, {"CPU": 1}]'.
+ * timeout_ms: a group still pending then fails (0: it waits for ever).
+ * Returns at once with the group's id: it may be pending (see atl_pg_wait). */
+ATL_API atl_status* atl_pg_create(atl_client* client, const char* name, const char* strategy,
+                                  const char* bundles_json, int64_t timeout_ms, int64_t* id_out);
+
+/* Waits until the group is placed (its JSON in json_out, nodes per bundle).
+ * Failed or removed: ATL_FAILED. Still pending after timeout_ms: ATL_TIMEOUT,
+ * whose message says why it is pending (which bundle, what each node lacks). */
+ATL_API atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms,
+                                char** json_out);
+
+/* Frees the group's resources. */
+ATL_API atl_status* atl_pg_remove(atl_client* client, int64_t id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATL_H */

@@ -1,0 +1,241 @@
+// The C API over atl's actors: each client owns a CAF actor system connected
+// to the job's supervisor; each call is one request with a timeout, made by a
+// scoped actor of its own (so calls from several threads never share one).
+#include "atl.h"
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/messages.hpp"
+#include "atl/core/host_port.hpp"
+#include "atl/os/tls_credentials.hpp"
+
+struct atl_status {
+  atl_code code = ATL_OK;
+  std::string message;
+};
+
+struct atl_client {
+  std::unique_ptr<atl::AtlSystemConfig> config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor supervisor;
+  std::string address;
+};
+
+namespace {
+
+// How long a plain request may take; waits (pg_wait) add their own timeout.
+constexpr auto kRequestTimeout = std::chrono::seconds(15);
+
+atl_status* make_status(atl_code code, std::string message) {
+  auto* s = new (std::nothrow) atl_status;
+  if (!s) return nullptr;  // out of memory: nothing better can be said
+  s->code = code;
+  s->message = std::move(message);
+  return s;
+}
+
+char* copy_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+// Runs `body`; an exception becomes ATL_INTERNAL (none may cross into C).
+template <class Body>
+atl_status* guarded(const char* call, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return make_status(ATL_INTERNAL, std::string(call) + ": " + e.what());
+  } catch (...) {
+    return make_status(ATL_INTERNAL, std::string(call) + ": unknown exception");
+  }
+}
+
+atl_status* no_client(const char* call) {
+  return make_status(ATL_USAGE, std::string(call) + ": client is NULL");
+}
+
+// Sends `request`, expects (code, text): the supervisor's answer to commands.
+// `wait` is how long the answer may take beyond the usual request timeout.
+atl_status* ask(atl_client* c, const char* call, const caf::message& request,
+                std::chrono::milliseconds wait, std::string* text_out) {
+  caf::scoped_actor self{*c->system};
+  atl_status* result = nullptr;
+  self->request(c->supervisor, kRequestTimeout + wait, request)
+      .receive(
+          [&](std::int32_t code, const std::string& text) {
+            if (code == 0) {
+              if (text_out) *text_out = text;
+              return;
+            }
+            atl_code mapped = code == 2 ? ATL_USAGE : code == 3 ? ATL_REFUSED : ATL_FAILED;
+            result = make_status(mapped, text);
+          },
+          [&](const caf::error& err) {
+            result = make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " +
+                                                      c->address +
+                                                      " did not answer: " + c->system->render(err));
+          });
+  return result;
+}
+
+// Sends `request`, expects a plain string (info, cluster state).
+atl_status* ask_text(atl_client* c, const char* call, const caf::message& request,
+                     std::string* text_out) {
+  caf::scoped_actor self{*c->system};
+  atl_status* result = nullptr;
+  self->request(c->supervisor, kRequestTimeout, request)
+      .receive([&](const std::string& text) { *text_out = text; },
+               [&](const caf::error& err) {
+                 result = make_status(ATL_UNREACHABLE,
+                                      std::string(call) + ": the supervisor at " + c->address +
+                                          " did not answer: " + c->system->render(err));
+               });
+  return result;
+}
+
+atl_status* text_out(const char* call, const std::string& text, char** out) {
+  if (!out) return nullptr;
+  *out = copy_string(text);
+  if (!*out) return make_status(ATL_INTERNAL, std::string(call) + ": out of memory");
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+int atl_api_version(void) { return ATL_API_VERSION; }
+
+atl_code atl_status_code(const atl_status* status) { return status ? status->code : ATL_OK; }
+
+const char* atl_status_message(const atl_status* status) {
+  return status ? status->message.c_str() : "";
+}
+
+void atl_status_free(atl_status* status) { delete status; }
+
+void atl_free(char* text) { std::free(text); }
+
+atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, atl_client** out) {
+  return guarded("atl_connect", [&]() -> atl_status* {
+    if (!out) return make_status(ATL_USAGE, "atl_connect: out is NULL");
+    *out = nullptr;
+    std::string where = address ? address : "";
+    if (where.empty()) {
+      const char* env = std::getenv("ATL_ADDRESS");
+      if (!env || !*env)
+        return make_status(ATL_USAGE,
+                           "atl_connect: no address given and $ATL_ADDRESS is not set (it is in "
+                           "a job's driver and ranks)");
+      where = env;
+    }
+    auto hp = atl::parse_host_port(where);
+    if (!hp) return make_status(ATL_USAGE, "atl_connect: address: " + hp.error());
+    auto tls = atl::os::resolve_tls_credentials(tls_dir ? tls_dir : "", insecure != 0);
+    if (!tls) return make_status(ATL_USAGE, "atl_connect: " + tls.error());
+    auto c = std::make_unique<atl_client>();
+    c->address = hp->to_string();
+    c->config = std::make_unique<atl::AtlSystemConfig>(*tls);
+    c->system = std::make_unique<caf::actor_system>(*c->config);
+    auto found = atl::connect_actor(*c->system, hp->host, hp->port);
+    if (!found)
+      return make_status(ATL_UNREACHABLE,
+                         "atl_connect: cannot reach the supervisor at " + c->address + ": " +
+                             atl::describe_connect_error(*c->system, found.error()));
+    c->supervisor = *found;
+    *out = c.release();
+    return nullptr;
+  });
+}
+
+void atl_disconnect(atl_client* client) {
+  if (!client) return;
+  try {
+    client->supervisor = caf::actor{};
+    delete client;
+  } catch (...) {
+    // Nothing may cross into C; the process is ending the connection anyway.
+  }
+}
+
+atl_status* atl_job_info(atl_client* client, char** json_out) {
+  if (!client) return no_client("atl_job_info");
+  return guarded("atl_job_info", [&]() -> atl_status* {
+    std::string text;
+    if (auto* s = ask_text(client, "atl_job_info", caf::make_message(atl::info_atom::value), &text))
+      return s;
+    return text_out("atl_job_info", text, json_out);
+  });
+}
+
+atl_status* atl_cluster_state(atl_client* client, char** json_out) {
+  if (!client) return no_client("atl_cluster_state");
+  return guarded("atl_cluster_state", [&]() -> atl_status* {
+    std::string text;
+    if (auto* s = ask_text(client, "atl_cluster_state", caf::make_message(atl::cluster_atom::value),
+                           &text))
+      return s;
+    return text_out("atl_cluster_state", text, json_out);
+  });
+}
+
+atl_status* atl_pg_create(atl_client* client, const char* name, const char* strategy,
+                          const char* bundles_json, int64_t timeout_ms, int64_t* id_out) {
+  if (!client) return no_client("atl_pg_create");
+  return guarded("atl_pg_create", [&]() -> atl_status* {
+    if (!strategy || !bundles_json)
+      return make_status(ATL_USAGE, "atl_pg_create: strategy and bundles_json are required");
+    std::string text;
+    if (auto* s = ask(client, "atl_pg_create",
+                      caf::make_message(atl::pg_create_atom::value, std::string(name ? name : ""),
+                                        std::string(strategy), std::string(bundles_json),
+                                        std::int64_t{timeout_ms}),
+                      std::chrono::milliseconds(0), &text))
+      return s;
+    auto id_at = text.find("\"id\":");
+    if (id_at == std::string::npos)
+      return make_status(ATL_INTERNAL, "atl_pg_create: the answer has no id: " + text);
+    if (id_out) *id_out = std::strtoll(text.c_str() + id_at + 5, nullptr, 10);
+    return nullptr;
+  });
+}
+
+atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char** json_out) {
+  if (!client) return no_client("atl_pg_wait");
+  return guarded("atl_pg_wait", [&]() -> atl_status* {
+    if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_pg_wait: timeout_ms is negative");
+    std::string text;
+    auto* s =
+        ask(client, "atl_pg_wait",
+            caf::make_message(atl::pg_wait_atom::value, std::int64_t{id}, std::int64_t{timeout_ms}),
+            std::chrono::milliseconds(timeout_ms), &text);
+    if (s) {
+      // The supervisor's "still pending" answer is a timeout to the caller.
+      if (s->code == ATL_FAILED && s->message.find(" is still ") != std::string::npos)
+        s->code = ATL_TIMEOUT;
+      return s;
+    }
+    return text_out("atl_pg_wait", text, json_out);
+  });
+}
+
+atl_status* atl_pg_remove(atl_client* client, int64_t id) {
+  if (!client) return no_client("atl_pg_remove");
+  return guarded("atl_pg_remove", [&]() -> atl_status* {
+    return ask(client, "atl_pg_remove",
+               caf::make_message(atl::pg_remove_atom::value, std::int64_t{id}),
+               std::chrono::milliseconds(0), nullptr);
+  });
+}
+
+}  // extern "C"
