@@ -30,6 +30,15 @@ TEST(CApi, PlacementGroupsArePlacedRefusedAndFreedAsRayWould) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(CApi, TasksRunInBundlesStreamTheirOutputAndDieWithTheirGroup) {
+  TestCluster c;
+  auto& head = start_driver_job(c, 2, {bin("atl_capi_tasks")});
+  EXPECT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
+  // Task output is echoed on the head as Ray's log_to_driver does.
+  EXPECT_NE(c.output(head).find("[task 3] bar baz 1234 /tmp"), std::string::npos) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(CApi, ALostNodesBundleIsPlacedAgainAndTheDriverGoesOn) {
   TestCluster c;
   const std::string marker = c.dir() + "/placed";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "atl/core/job_spec.hpp"
+
 TEST(LogStream, UserCodeAndDriver) {
   EXPECT_EQ(atl::stream_name(3), "rank-3");
   EXPECT_EQ(atl::stream_prefix(3), "[rank 3] ");
@@ -28,4 +30,18 @@ TEST(LogStream, DebugStreamsRoundTripAndNeverCollide) {
   EXPECT_NE(atl::debug_stream(1, 1), atl::debug_stream(2, 0));
   EXPECT_EQ(atl::stream_name(atl::debug_stream(2, 3)), "run-2-rank-3");
   EXPECT_EQ(atl::stream_prefix(atl::debug_stream(2, 3)), "[rank 3] ");
+}
+
+TEST(LogStream, TaskStreamsRoundTripAboveEveryRank) {
+  for (int task : {1, 2, 12345}) {
+    auto s = atl::task_stream(task);
+    EXPECT_GT(s, atl::kMaxWorldSize);
+    EXPECT_EQ(atl::decode_task_stream(s), task);
+    EXPECT_FALSE(atl::decode_debug_stream(s).has_value());
+  }
+  for (std::int32_t other : {0, 5, static_cast<std::int32_t>(atl::kMaxWorldSize - 1),
+                             atl::kDriverStream, atl::kRayHeadStream, atl::debug_stream(1, 0)})
+    EXPECT_FALSE(atl::decode_task_stream(other).has_value()) << other;
+  EXPECT_EQ(atl::stream_name(atl::task_stream(7)), "task-7");
+  EXPECT_EQ(atl::stream_prefix(atl::task_stream(7)), "[task 7] ");
 }

@@ -91,6 +91,35 @@ ATL_API atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_
 /* Frees the group's resources. */
 ATL_API atl_status* atl_pg_remove(atl_client* client, int64_t id);
 
+/* --- tasks (driver mode) ------------------------------------------------------------ */
+
+/* Starts `command` (run by /bin/sh -c) on a worker pod: in bundle `bundle` of
+ * placement group `group` (group > 0; the group must be CREATED), else on
+ * `pod` (NULL or "": the active pod running the fewest tasks). env: NULL or a
+ * NULL-terminated list of "KEY=VALUE" laid over the pod's (with MASTER_ADDR,
+ * ATL_ADDRESS... and ATL_TASK_ID). working_dir: NULL for the job's. Returns
+ * once the process runs (its id in task_out). A task dies with its group, its
+ * driver, and atlctl stop. */
+ATL_API atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle,
+                                   const char* pod, const char* command, const char* const* env,
+                                   const char* working_dir, int32_t* task_out);
+
+/* Waits for the task's end: NULL with its exit code (or the signal that
+ * killed it, else 0) when it ran to its end; ATL_FAILED when it never ran or
+ * its pod was lost (the message says which); ATL_TIMEOUT when it still runs
+ * after timeout_ms (0: just look). */
+ATL_API atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
+                                  int32_t* exit_code_out, int32_t* signal_out);
+
+/* The task's output (stdout and stderr, as lines were written) from byte
+ * `offset`: at most 1 MiB into data_out (atl_free it; not NUL-terminated
+ * beyond size_out), and the offset to read from next. Nothing new: size 0. */
+ATL_API atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset,
+                                    char** data_out, int64_t* size_out, int64_t* next_offset_out);
+
+/* SIGTERM to the task's process tree (SIGKILL after the job's grace). */
+ATL_API atl_status* atl_task_kill(atl_client* client, int32_t task);
+
 #ifdef __cplusplus
 }
 #endif

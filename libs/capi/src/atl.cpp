@@ -10,11 +10,14 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/host_port.hpp"
+#include "atl/core/log_stream.hpp"
 #include "atl/os/tls_credentials.hpp"
 
 struct atl_status {
@@ -234,6 +237,100 @@ atl_status* atl_pg_remove(atl_client* client, int64_t id) {
   return guarded("atl_pg_remove", [&]() -> atl_status* {
     return ask(client, "atl_pg_remove",
                caf::make_message(atl::pg_remove_atom::value, std::int64_t{id}),
+               std::chrono::milliseconds(0), nullptr);
+  });
+}
+
+atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, const char* pod,
+                           const char* command, const char* const* env, const char* working_dir,
+                           int32_t* task_out) {
+  if (!client) return no_client("atl_task_start");
+  return guarded("atl_task_start", [&]() -> atl_status* {
+    if (!command) return make_status(ATL_USAGE, "atl_task_start: command is NULL");
+    std::vector<std::string> vars;
+    for (const char* const* e = env; e && *e; ++e) vars.emplace_back(*e);
+    std::string text;
+    if (auto* s = ask(client, "atl_task_start",
+                      caf::make_message(atl::task_start_atom::value, std::int64_t{group},
+                                        std::int32_t{bundle}, std::string(pod ? pod : ""),
+                                        std::string(command), std::move(vars),
+                                        std::string(working_dir ? working_dir : "")),
+                      std::chrono::seconds(30), &text))
+      return s;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("task"))
+      return make_status(ATL_INTERNAL, "atl_task_start: the answer has no task: " + text);
+    if (task_out) *task_out = j["task"].get<std::int32_t>();
+    return nullptr;
+  });
+}
+
+atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
+                          int32_t* exit_code_out, int32_t* signal_out) {
+  if (!client) return no_client("atl_task_wait");
+  return guarded("atl_task_wait", [&]() -> atl_status* {
+    if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_task_wait: timeout_ms is negative");
+    std::string text;
+    if (auto* s = ask(client, "atl_task_wait",
+                      caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
+                                        std::int64_t{timeout_ms}),
+                      std::chrono::milliseconds(timeout_ms), &text))
+      return s;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("done"))
+      return make_status(ATL_INTERNAL, "atl_task_wait: unexpected answer: " + text);
+    if (!j["done"].get<bool>())
+      return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
+                                          std::to_string(timeout_ms) + " ms");
+    if (exit_code_out) *exit_code_out = j.value("exit_code", 0);
+    if (signal_out) *signal_out = j.value("signal", 0);
+    if (j.contains("error"))
+      return make_status(ATL_FAILED,
+                         "task " + std::to_string(task) + ": " + j["error"].get<std::string>());
+    return nullptr;
+  });
+}
+
+atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, char** data_out,
+                            int64_t* size_out, int64_t* next_offset_out) {
+  if (!client) return no_client("atl_task_output");
+  return guarded("atl_task_output", [&]() -> atl_status* {
+    if (!data_out || !size_out)
+      return make_status(ATL_USAGE, "atl_task_output: data_out and size_out are required");
+    if (task < 1 || offset < 0)
+      return make_status(ATL_USAGE, "atl_task_output: bad task or offset");
+    constexpr std::int64_t kMax = 1 << 20;
+    caf::scoped_actor self{*client->system};
+    atl_status* result = nullptr;
+    self->request(client->supervisor, kRequestTimeout,
+                  caf::make_message(atl::read_atom::value, atl::task_stream(task),
+                                    std::int64_t{offset}, kMax))
+        .receive(
+            [&](const std::string& data, std::int64_t next) {
+              *data_out = static_cast<char*>(std::malloc(data.size() + 1));
+              if (!*data_out) {
+                result = make_status(ATL_INTERNAL, "atl_task_output: out of memory");
+                return;
+              }
+              std::memcpy(*data_out, data.data(), data.size());
+              (*data_out)[data.size()] = 0;
+              *size_out = static_cast<int64_t>(data.size());
+              if (next_offset_out) *next_offset_out = next;
+            },
+            [&](const caf::error& err) {
+              result = make_status(ATL_UNREACHABLE,
+                                   "atl_task_output: the supervisor at " + client->address +
+                                       " did not answer: " + client->system->render(err));
+            });
+    return result;
+  });
+}
+
+atl_status* atl_task_kill(atl_client* client, int32_t task) {
+  if (!client) return no_client("atl_task_kill");
+  return guarded("atl_task_kill", [&]() -> atl_status* {
+    return ask(client, "atl_task_kill",
+               caf::make_message(atl::task_kill_atom::value, std::int32_t{task}),
                std::chrono::milliseconds(0), nullptr);
   });
 }

@@ -431,6 +431,10 @@ void finalize(Actor* self) {
 
 void on_rank_started(Actor* self, const RankStarted& started) {
   auto& st = self->state;
+  if (auto task = decode_task_stream(started.stream)) {
+    on_task_started(self, started, *task);
+    return;
+  }
   if (auto debug = decode_debug_stream(started.stream)) {
     on_debug_started(self, started, *debug);
     return;
@@ -469,6 +473,10 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
 
 void on_rank_exit(Actor* self, const RankExit& exit) {
   auto& st = self->state;
+  if (auto task = decode_task_stream(exit.stream)) {
+    on_task_exit(self, exit, *task);
+    return;
+  }
   if (auto debug = decode_debug_stream(exit.stream)) {
     on_debug_exit(self, exit, *debug);
     return;
@@ -883,6 +891,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   self->demonitor(it->second.agent);
   st.nodes.erase(it);
   st.detector.forget(pod);
+  on_pod_lost_tasks(self, pod);      // its tasks ended with it
   on_pod_lost_placement(self, pod);  // its bundles are placed again first
   // A spare (no ranks now) is simply awaited again; so is any pod before the start.
   bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
@@ -1367,6 +1376,10 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           case kGroupWaitTimer:
             on_group_timer(self, arg);
             break;
+          case kTaskWaitTimer:
+          case kTaskStartTimer:
+            on_task_timer(self, kind, arg);
+            break;
           default:
             on_debug_timer(self, kind, arg);
         }
@@ -1419,6 +1432,15 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       },
       [self](pg_remove_atom, std::int64_t id) { return remove_group(self, id); },
       [self](cluster_atom) { return cluster_json(self->state); },
+      [self](task_start_atom, std::int64_t group, std::int32_t bundle, const std::string& pod,
+             const std::string& command, const std::vector<std::string>& env,
+             const std::string& working_dir) {
+        return start_task(self, group, bundle, pod, command, env, working_dir);
+      },
+      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
+        return await_task(self, id, timeout_ms);
+      },
+      [self](task_kill_atom, std::int32_t id) { return kill_task(self, id); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers) {
         return start_node_tool(self, kind, tools, duration, envs, workers);

@@ -464,6 +464,14 @@ void answer_owed_replies(Actor* self, const std::string& why) {
     st.recover_pending = false;
     if (st.recover_reply.pending()) st.recover_reply.deliver(failed, why);
   }
+  for (auto& [id, task] : st.tasks) {
+    if (!task.start_answered && task.started_reply.pending())
+      task.started_reply.deliver(failed, why);
+    task.start_answered = true;
+  }
+  for (auto& [serial, w] : st.task_waiters)
+    if (w.reply.pending()) w.reply.deliver(failed, why);
+  st.task_waiters.clear();
   for (auto& [id, run] : st.runs) {
     if (!run.start_answered) {
       run.start_answered = true;

@@ -116,6 +116,7 @@ void on_pod_lost_placement(Actor* self, const std::string& pod) {
 
 void clear_groups(Actor* self, const std::string& why) {
   auto& st = self->state;
+  kill_tasks(self, 0, why);
   for (const auto& [id, g] : st.groups.groups()) {
     if (g.state == GroupState::pending || g.state == GroupState::created ||
         g.state == GroupState::rescheduling) {
@@ -192,6 +193,7 @@ Result remove_group(Actor* self, std::int64_t id) {
   auto done = st.groups.remove(id);
   if (!done) return refused(done.error());
   st.log->info("placement group {} removed", id);
+  kill_tasks(self, id, "placement group " + std::to_string(id) + " was removed");
   answer_waiters(self, id);
   refresh_placement(self);  // what it held may place others
   return {std::int32_t{0}, std::string()};

@@ -36,6 +36,8 @@ enum TimerKind : std::int32_t {
   kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
   kRestartRetryTimer,  // a failed pre-flight of a restart: try again
   kGroupWaitTimer,     // a pg_wait long poll is due an answer (arg: its waiter)
+  kTaskWaitTimer,      // a task_wait long poll is due an answer (arg: its waiter)
+  kTaskStartTimer,     // a task did not report started (arg: the task)
 };
 
 // One line of the job's timeline (atlctl events).
@@ -146,6 +148,25 @@ struct State {
   std::map<std::int32_t, GroupWaiter> group_waiters;  // waiter id -> waiter
   std::int32_t next_group_waiter = 1;
 
+  // The driver's tasks: a command on a worker (in a bundle, or on a pod).
+  struct Task {
+    std::int32_t id = 0;
+    std::int64_t group = 0;  // 0: none
+    std::int32_t bundle = -1;
+    std::string command;
+    RankRecord record;
+    Promise started_reply;
+    bool start_answered = false;
+  };
+  std::map<std::int32_t, Task> tasks;
+  std::int32_t next_task = 1;
+  struct TaskWaiter {
+    std::int32_t task = 0;
+    Promise reply;
+  };
+  std::map<std::int32_t, TaskWaiter> task_waiters;  // waiter id -> waiter
+  std::int32_t next_task_waiter = 1;
+
   std::string failure;
   bool finalizing = false;
   bool finished = false;   // workers gone; maybe lingering
@@ -230,5 +251,19 @@ void on_pod_lost_placement(Actor* self, const std::string& pod);
 // A new attempt of user code, or the job's end: every group is removed.
 void clear_groups(Actor* self, const std::string& why);
 void on_group_timer(Actor* self, std::int32_t waiter);
+
+// Tasks half (supervisor_tasks.cpp).
+Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod,
+                  const std::string& command, const std::vector<std::string>& env,
+                  const std::string& working_dir);
+Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
+Result kill_task(Actor* self, std::int32_t id);
+void on_task_started(Actor* self, const RankStarted& started, std::int32_t id);
+void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id);
+void on_task_timer(Actor* self, std::int32_t kind, std::int32_t id);
+// Stops the tasks in `group` (0: every task): their bundle, or their driver, is gone.
+void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
+// `pod` is gone: its tasks ended with it.
+void on_pod_lost_tasks(Actor* self, const std::string& pod);
 
 }  // namespace atl::supervisor

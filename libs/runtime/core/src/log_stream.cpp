@@ -13,8 +13,16 @@ std::optional<DebugStreamId> decode_debug_stream(std::int32_t stream) {
   return DebugStreamId{code / kMaxRanksPerRun, code % kMaxRanksPerRun};
 }
 
+std::int32_t task_stream(std::int32_t task) { return kTaskStreamBase + task; }
+
+std::optional<std::int32_t> decode_task_stream(std::int32_t stream) {
+  if (stream <= kTaskStreamBase) return std::nullopt;  // tasks start at 1
+  return stream - kTaskStreamBase;
+}
+
 std::string stream_name(std::int32_t stream) {
   if (stream == kDriverStream) return "driver";
+  if (auto task = decode_task_stream(stream)) return "task-" + std::to_string(*task);
   if (stream == kRayHeadStream) return "ray-head";
   if (auto debug = decode_debug_stream(stream)) {
     return "run-" + std::to_string(debug->run) + "-rank-" + std::to_string(debug->rank);
@@ -24,6 +32,7 @@ std::string stream_name(std::int32_t stream) {
 
 std::string stream_prefix(std::int32_t stream) {
   if (stream == kDriverStream) return "[driver] ";
+  if (auto task = decode_task_stream(stream)) return "[task " + std::to_string(*task) + "] ";
   if (stream == kRayHeadStream) return "[ray-head] ";
   if (auto debug = decode_debug_stream(stream))
     return "[rank " + std::to_string(debug->rank) + "] ";

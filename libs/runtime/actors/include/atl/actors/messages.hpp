@@ -60,6 +60,13 @@ using pg_create_atom = caf::atom_constant<caf::atom("pg_create")>;
 using pg_wait_atom = caf::atom_constant<caf::atom("pg_wait")>;
 using pg_remove_atom = caf::atom_constant<caf::atom("pg_remove")>;
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
+// Tasks (the C API -> supervisor), answered (code, text): start (group,
+// bundle, pod, command, env "K=V" list, working dir) -> once started, the
+// task's JSON; wait (task, timeout ms) -> its JSON ("done" false on timeout);
+// kill (task). Output: read_atom on the task's stream.
+using task_start_atom = caf::atom_constant<caf::atom("task_start")>;
+using task_wait_atom = caf::atom_constant<caf::atom("task_wait")>;
+using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {

@@ -1,6 +1,6 @@
 // Log streams: every process atl runs has one, numbered. Rank N's user code is
 // stream N, the driver is -1, and rank N's part of debug run K (atlctl run)
-// has a stream of its own so runs never mix in one log.
+// and each task of the driver have streams of their own so nothing mixes.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,12 @@ struct DebugStreamId {
 };
 // The run and rank of a debug stream; nothing for user code and the driver.
 std::optional<DebugStreamId> decode_debug_stream(std::int32_t stream);
+
+// A driver's task (the C API's atl_task_start) has a stream of its own, far
+// above any rank (kMaxWorldSize is 2^20).
+inline constexpr std::int32_t kTaskStreamBase = 1 << 30;
+std::int32_t task_stream(std::int32_t task);  // task >= 1
+std::optional<std::int32_t> decode_task_stream(std::int32_t stream);
 
 std::string stream_name(std::int32_t stream);    // "rank-3", "driver", "run-2-rank-3"
 std::string stream_prefix(std::int32_t stream);  // "[rank 3] ", "[driver] "

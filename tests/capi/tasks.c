@@ -1,0 +1,151 @@
+/* Tasks through the C API, run as the driver of a driver-mode job with two
+ * workers offering one "slot" each: commands in bundles and on pods, their
+ * output streamed back line by line, exit codes, kill, a task dying with its
+ * group, and bad input refused. Exits 0 when every check passed. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atl.h"
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                           \
+  do {                                             \
+    if (!(cond)) {                                 \
+      ++failures;                                  \
+      fprintf(stderr, "FAIL line %d: ", __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                \
+      fprintf(stderr, "\n");                       \
+    }                                              \
+  } while (0)
+
+static atl_code take(atl_status* s, char* msg, size_t size) {
+  atl_code code = atl_status_code(s);
+  if (msg) snprintf(msg, size, "%s", atl_status_message(s));
+  atl_status_free(s);
+  return code;
+}
+
+/* All of a task's output so far, appended to buf (NUL-terminated). */
+static int64_t read_more(atl_client* c, int32_t task, int64_t offset, char* buf, size_t size) {
+  char* data = NULL;
+  int64_t n = 0, next = offset;
+  char msg[512];
+  CHECK(take(atl_task_output(c, task, offset, &data, &n, &next), msg, sizeof msg) == ATL_OK,
+        "output: %s", msg);
+  if (data && n > 0) strncat(buf, data, size - strlen(buf) - 1);
+  atl_free(data);
+  return next;
+}
+
+static int32_t start(atl_client* c, int64_t group, int32_t bundle, const char* pod,
+                     const char* command, const char* const* env, const char* dir) {
+  int32_t task = -1;
+  char msg[1024];
+  atl_code code =
+      take(atl_task_start(c, group, bundle, pod, command, env, dir, &task), msg, sizeof msg);
+  CHECK(code == ATL_OK, "start %s: %s", command, msg);
+  return task;
+}
+
+int main(void) {
+  char msg[2048];
+  char out[8192];
+  int32_t code = -1, sig = -1;
+  atl_client* c = NULL;
+  if (take(atl_connect(NULL, NULL, 0, &c), msg, sizeof msg) != ATL_OK) {
+    fprintf(stderr, "FAIL: connect: %s\n", msg);
+    return 1;
+  }
+  const char* job = getenv("ATL_JOB_ID");
+  char worker1[256];
+  snprintf(worker1, sizeof worker1, "%s-worker-1", job ? job : "?");
+
+  /* A task in each bundle of a STRICT_SPREAD group: each runs on its node. */
+  int64_t group = -1;
+  CHECK(take(atl_pg_create(c, NULL, "STRICT_SPREAD", "[{\"slot\": 1}, {\"slot\": 1}]", 0, &group),
+             msg, sizeof msg) == ATL_OK,
+        "group: %s", msg);
+  CHECK(take(atl_pg_wait(c, group, 5000, NULL), msg, sizeof msg) == ATL_OK, "placed: %s", msg);
+  int32_t t0 =
+      start(c, group, 0, NULL, "echo on $ATL_POD_NAME as task $ATL_TASK_ID; exit 3", NULL, NULL);
+  int32_t t1 = start(c, group, 1, NULL, "echo on $ATL_POD_NAME; echo to stderr >&2", NULL, NULL);
+  CHECK(take(atl_task_wait(c, t0, 10000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+  CHECK(code == 3 && sig == 0, "exit code %d signal %d", code, sig);
+  CHECK(take(atl_task_wait(c, t1, 10000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+  CHECK(code == 0, "exit code %d", code);
+  out[0] = 0;
+  read_more(c, t0, 0, out, sizeof out);
+  char want[512];
+  snprintf(want, sizeof want, "-worker-0 as task %d\n", t0);
+  CHECK(strstr(out, want) != NULL, "task 0 output: %s", out);
+  out[0] = 0;
+  read_more(c, t1, 0, out, sizeof out);
+  CHECK(strstr(out, worker1) && strstr(out, "to stderr\n"), "task 1 output: %s", out);
+
+  /* On a named pod, with its own env and directory. */
+  const char* env[] = {"FOO=bar baz", "MASTER_PORT=1234", NULL};
+  int32_t t2 = start(c, 0, -1, worker1, "echo $FOO $MASTER_PORT $(pwd)", env, "/tmp");
+  CHECK(take(atl_task_wait(c, t2, 10000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+  out[0] = 0;
+  read_more(c, t2, 0, out, sizeof out);
+  CHECK(strcmp(out, "bar baz 1234 /tmp\n") == 0, "env and dir: '%s'", out);
+
+  /* Output streams back while the task runs, line by line. */
+  int32_t t3 =
+      start(c, 0, -1, NULL, "for i in 1 2 3; do echo line $i; sleep 0.3; done", NULL, NULL);
+  int64_t offset = 0;
+  int seen_while_running = 0;
+  out[0] = 0;
+  for (int i = 0; i < 100 && !strstr(out, "line 3"); ++i) {
+    offset = read_more(c, t3, offset, out, sizeof out);
+    if (strstr(out, "line 1") && take(atl_task_wait(c, t3, 0, NULL, NULL), NULL, 0) == ATL_TIMEOUT)
+      seen_while_running = 1;
+    usleep(100 * 1000);
+  }
+  CHECK(seen_while_running, "a line arrived while the task ran: '%s'", out);
+  CHECK(strcmp(out, "line 1\nline 2\nline 3\n") == 0, "every line once, in order: '%s'", out);
+  CHECK(take(atl_task_wait(c, t3, 10000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+
+  /* Kill ends it; a task dies with its group. */
+  int32_t t4 = start(c, 0, -1, NULL, "exec sleep 600", NULL, NULL);
+  CHECK(take(atl_task_wait(c, t4, 100, NULL, NULL), msg, sizeof msg) == ATL_TIMEOUT, "runs: %s",
+        msg);
+  CHECK(take(atl_task_kill(c, t4), msg, sizeof msg) == ATL_OK, "kill: %s", msg);
+  CHECK(take(atl_task_wait(c, t4, 20000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+  CHECK(sig == SIGTERM, "killed by SIGTERM: code %d signal %d", code, sig);
+  CHECK(take(atl_task_kill(c, t4), msg, sizeof msg) == ATL_REFUSED, "kill twice: %s", msg);
+  int32_t t5 = start(c, group, 1, NULL, "exec sleep 600", NULL, NULL);
+  CHECK(take(atl_pg_remove(c, group), msg, sizeof msg) == ATL_OK, "remove: %s", msg);
+  CHECK(take(atl_task_wait(c, t5, 20000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
+  CHECK(sig == SIGTERM, "died with its group: code %d signal %d", code, sig);
+
+  /* Bad input: refused, nothing started. */
+  int32_t none = -1;
+  CHECK(take(atl_task_start(c, 0, -1, NULL, NULL, NULL, NULL, &none), msg, sizeof msg) == ATL_USAGE,
+        "NULL command");
+  CHECK(take(atl_task_start(c, 0, -1, NULL, "  ", NULL, NULL, &none), msg, sizeof msg) == ATL_USAGE,
+        "blank command: %s", msg);
+  CHECK(take(atl_task_start(c, 999, 0, NULL, "true", NULL, NULL, &none), msg, sizeof msg) ==
+            ATL_USAGE,
+        "unknown group: %s", msg);
+  CHECK(take(atl_task_start(c, group, 0, NULL, "true", NULL, NULL, &none), msg, sizeof msg) ==
+            ATL_REFUSED,
+        "removed group: %s", msg);
+  CHECK(take(atl_task_start(c, 0, -1, "nope-worker-9", "true", NULL, NULL, &none), msg,
+             sizeof msg) == ATL_USAGE,
+        "unknown pod: %s", msg);
+  const char* bad_env[] = {"NOEQUALS", NULL};
+  CHECK(take(atl_task_start(c, 0, -1, NULL, "true", bad_env, NULL, &none), msg, sizeof msg) ==
+            ATL_USAGE,
+        "bad env: %s", msg);
+  CHECK(strstr(msg, "'NOEQUALS' is not KEY=VALUE"), "%s", msg);
+  CHECK(take(atl_task_wait(c, 4242, 0, NULL, NULL), msg, sizeof msg) == ATL_USAGE, "unknown task");
+  CHECK(none == -1, "no task id on failure");
+
+  atl_disconnect(c);
+  return failures == 0 ? 0 : 1;
+}
