@@ -123,6 +123,16 @@ int main(void) {
   CHECK(take(atl_task_wait(c, t5, 20000, &code, &sig), msg, sizeof msg) == ATL_OK, "wait: %s", msg);
   CHECK(sig == SIGTERM, "died with its group: code %d signal %d", code, sig);
 
+  /* A result handed back on the control channel; none from a task that sends none. */
+  int32_t t6 = start(c, 0, -1, NULL, "echo 'result 42 and more' >&$ATL_CONTROL_FD", NULL, NULL);
+  char* result = NULL;
+  CHECK(take(atl_task_result(c, t6, 10000, &result), msg, sizeof msg) == ATL_OK, "result: %s", msg);
+  CHECK(result && strcmp(result, "42 and more") == 0, "result: '%s'", result ? result : "(null)");
+  atl_free(result);
+  result = NULL;
+  CHECK(take(atl_task_result(c, t2, 0, &result), msg, sizeof msg) == ATL_OK && result == NULL,
+        "no result: %s", msg);
+
   /* Bad input: refused, nothing started. */
   int32_t none = -1;
   CHECK(take(atl_task_start(c, 0, -1, NULL, NULL, NULL, NULL, &none), msg, sizeof msg) == ATL_USAGE,

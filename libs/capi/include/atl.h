@@ -117,6 +117,13 @@ ATL_API atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t time
 ATL_API atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset,
                                     char** data_out, int64_t* size_out, int64_t* next_offset_out);
 
+/* The result the task handed back: one line of text it wrote as
+ * "result <text>\n" to the descriptor in $ATL_CONTROL_FD (the Python package
+ * sends its return value so). Waits like atl_task_wait; result_out is NULL
+ * when it sent none; ATL_FAILED when its result was over 8 MiB. */
+ATL_API atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms,
+                                    char** result_out);
+
 /* SIGTERM to the task's process tree (SIGKILL after the job's grace). */
 ATL_API atl_status* atl_task_kill(atl_client* client, int32_t task);
 

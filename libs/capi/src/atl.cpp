@@ -326,6 +326,33 @@ atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, ch
   });
 }
 
+atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms,
+                            char** result_out) {
+  if (!client) return no_client("atl_task_result");
+  return guarded("atl_task_result", [&]() -> atl_status* {
+    if (!result_out) return make_status(ATL_USAGE, "atl_task_result: result_out is NULL");
+    *result_out = nullptr;
+    if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_task_result: timeout_ms is negative");
+    std::string text;
+    if (auto* s = ask(client, "atl_task_result",
+                      caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
+                                        std::int64_t{timeout_ms}),
+                      std::chrono::milliseconds(timeout_ms), &text))
+      return s;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("done"))
+      return make_status(ATL_INTERNAL, "atl_task_result: unexpected answer: " + text);
+    if (!j["done"].get<bool>())
+      return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
+                                          std::to_string(timeout_ms) + " ms");
+    if (j.contains("result_error"))
+      return make_status(
+          ATL_FAILED, "task " + std::to_string(task) + ": " + j["result_error"].get<std::string>());
+    if (j.contains("result")) return text_out("atl_task_result", j["result"], result_out);
+    return nullptr;
+  });
+}
+
 atl_status* atl_task_kill(atl_client* client, int32_t task) {
   if (!client) return no_client("atl_task_kill");
   return guarded("atl_task_kill", [&]() -> atl_status* {

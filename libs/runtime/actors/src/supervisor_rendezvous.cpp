@@ -33,6 +33,10 @@ void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why) {
 
 void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor) {
   auto& st = self->state;
+  if (auto task = decode_task_stream(note.stream)) {
+    on_task_note(self, note, *task);
+    return;
+  }
   auto id = decode_debug_stream(note.stream);
   auto it = id ? st.runs.find(id->run) : st.runs.end();
   if (it == st.runs.end() || !it->second.ranks.count(id->rank)) {

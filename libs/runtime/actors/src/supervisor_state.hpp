@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -157,6 +158,8 @@ struct State {
     RankRecord record;
     Promise started_reply;
     bool start_answered = false;
+    std::optional<std::string> result;  // the line it handed back ("result <text>")
+    std::string result_error;           // why a result it sent was not kept
   };
   std::map<std::int32_t, Task> tasks;
   std::int32_t next_task = 1;
@@ -265,5 +268,7 @@ void on_task_timer(Actor* self, std::int32_t kind, std::int32_t id);
 void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
 // `pod` is gone: its tasks ended with it.
 void on_pod_lost_tasks(Actor* self, const std::string& pod);
+// A line on a task's control channel: "result <text>" is its result.
+void on_task_note(Actor* self, const RankNote& note, std::int32_t id);
 
 }  // namespace atl::supervisor

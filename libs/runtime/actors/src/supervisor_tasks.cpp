@@ -17,6 +17,10 @@ namespace atl::supervisor {
 namespace {
 
 constexpr auto kTaskStartTimeout = std::chrono::seconds(30);
+// A task's result travels in the supervisor's memory and in every answer
+// about it: a few MiB at most (bigger data belongs in shared storage).
+constexpr size_t kMaxResultBytes = 8 << 20;
+constexpr std::string_view kResultVerb = "result ";
 
 Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
 Result refused(const std::string& text) { return {std::int32_t{3}, text}; }
@@ -33,6 +37,8 @@ std::string task_json(const State::Task& t) {
     j["exit_code"] = r.code;
     j["signal"] = r.signal;
     if (!r.note.empty()) j["error"] = r.note;
+    if (t.result) j["result"] = *t.result;
+    if (!t.result_error.empty()) j["result_error"] = t.result_error;
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -143,6 +149,7 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   vars["ATL_TASK_ID"] = std::to_string(t.id);
   launch.env = to_env_strings(vars);
   launch.working_dir = working_dir.empty() ? st.job().working_dir : working_dir;
+  launch.control = true;  // its result comes back on the control channel
   t.started_reply = self->make_response_promise<std::int32_t, std::string>();
   auto reply = t.started_reply;
   self->send(node->second.agent, run_atom::value, launch.stream,
@@ -214,6 +221,26 @@ void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id) {
       "task {} ended: {}", id,
       exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.describe() : exit.error);
   finish(self->state, it->second, exit.code, exit.signal, exit.error);
+}
+
+void on_task_note(Actor* self, const RankNote& note, std::int32_t id) {
+  auto& st = self->state;
+  auto it = st.tasks.find(id);
+  if (it == st.tasks.end() || it->second.record.done) return;
+  if (note.line.rfind(kResultVerb, 0) != 0) {
+    st.log->warn("task {}: unknown control line ignored", id);
+    return;
+  }
+  if (note.line.size() - kResultVerb.size() > kMaxResultBytes) {
+    it->second.result_error = "its result of " +
+                              std::to_string(note.line.size() - kResultVerb.size()) +
+                              " bytes is over the limit of " + std::to_string(kMaxResultBytes) +
+                              " (pass big data through shared storage)";
+    it->second.result.reset();
+    st.log->warn("task {}: {}", id, it->second.result_error);
+    return;
+  }
+  it->second.result = note.line.substr(kResultVerb.size());
 }
 
 void on_task_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
