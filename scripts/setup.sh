@@ -9,10 +9,11 @@ packages=(
   nlohmann-json3-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev
   python3 procps iproute2
 )
-# Test-only extras: a real PyTorch for the DDP test, venv for the Ray tests (they
-# pip-install Ray once into build/ray-venv), OpenMPI for the fan-out bench.
+# Test-only extras: a real PyTorch for the DDP test, pytest for the Python package,
+# venv for the Ray tests (they pip-install Ray once into build/ray-venv), OpenMPI
+# for the fan-out bench.
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch python3-venv openmpi-bin clang-format clang libfuzzer-14-dev)
+  packages+=(python3-torch python3-venv python3-pytest openmpi-bin clang-format clang libfuzzer-14-dev)
 fi
 
 sudo=""

@@ -1,0 +1,360 @@
+"""atl for Python drivers: the job's workers, placement groups and tasks, with
+Ray's shapes and no Ray installed (ctypes over libatl.so, standard library only).
+
+    import atl
+    atl.init()                                   # $ATL_ADDRESS, as in a job's driver
+    pg = atl.placement_group([{"CPU": 1}] * 2, strategy="STRICT_SPREAD")
+    pg.ready(timeout=30)
+
+    @atl.remote
+    def where(x):
+        import os
+        return os.environ["ATL_POD_NAME"], x * x
+
+    refs = [where.options(placement_group=pg, placement_group_bundle_index=i).remote(i)
+            for i in range(2)]
+    print(atl.get(refs))
+
+A remote function runs as a task: a fresh Python process on a worker (the
+same interpreter path as the driver's), given the function by value, its
+arguments pickled (at most ~96 KiB), its return value pickled back (at most
+~6 MiB). atl.run() starts a plain command instead.
+"""
+import base64
+import json
+import os
+import pickle
+import sys
+import threading
+import time
+
+from ._capi import (AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
+                    UsageError)
+from . import _serialize
+
+__all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
+           "cluster_resources", "available_resources", "placement_group",
+           "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
+           "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
+           "GetTimeoutError", "RemoteError"]
+
+# Arguments travel in the task's environment: Linux takes 128 KiB per variable.
+_MAX_PAYLOAD = 96 * 1024
+
+
+class RemoteError(AtlError):
+    """A remote function raised (or its process ended without a result)."""
+
+    def __init__(self, message, remote_type=None, remote_traceback=None):
+        super().__init__(1, message)
+        self.remote_type = remote_type
+        self.remote_traceback = remote_traceback
+
+
+_client = None
+_lock = threading.Lock()
+
+
+def init(address=None, tls_dir=None, insecure=False):
+    """Connects to the job's supervisor ($ATL_ADDRESS and $ATL_TLS_DIR by
+    default, as every driver and rank has them). Calling it again is a no-op."""
+    global _client
+    with _lock:
+        if _client is None:
+            _client = Client(address, tls_dir, insecure)
+    return _client
+
+
+def shutdown():
+    global _client
+    with _lock:
+        if _client is not None:
+            _client.close()
+            _client = None
+
+
+def is_initialized():
+    return _client is not None
+
+
+def _c():
+    if _client is None:
+        raise UsageError(2, "atl is not initialized: call atl.init() first")
+    return _client
+
+
+def _ms(timeout):
+    return 0 if timeout is None else max(0, int(timeout * 1000))
+
+
+def job_info():
+    """The job as `atlctl status --json` shows it."""
+    return json.loads(_c().job_info())
+
+
+def cluster_state():
+    """Nodes (total/reserved/available resources), groups, pending demand."""
+    return json.loads(_c().cluster_state())
+
+
+def nodes():
+    """Every worker node: pod, node, address, total/reserved/available, and
+    `unavailable` (why it takes no bundle) when it takes none."""
+    return cluster_state()["nodes"]
+
+
+def _sum(kind):
+    out = {}
+    for n in nodes():
+        for k, v in n[kind].items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def cluster_resources():
+    return _sum("total")
+
+
+def available_resources():
+    return _sum("available")
+
+
+# --- placement groups -----------------------------------------------------------
+
+
+class PlacementGroup:
+    """Reserved bundles of resources on the workers (Ray's semantics)."""
+
+    def __init__(self, gid, bundles, strategy):
+        self.id = gid
+        self.bundle_specs = bundles
+        self.strategy = strategy
+        self._table = None
+
+    @property
+    def bundle_count(self):
+        return len(self.bundle_specs)
+
+    def ready(self, timeout=None):
+        """Waits until every bundle is reserved; raises GetTimeoutError (still
+        pending: the message says which bundle lacks what where) or AtlError
+        (failed or removed). Returns self."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            step = 60.0 if left is None else min(left, 60.0)
+            try:
+                self._table = json.loads(_c().pg_wait(self.id, _ms(step) or 1))
+                return self
+            except GetTimeoutError:
+                if left is not None and left <= step:
+                    raise
+
+    def wait(self, timeout_seconds=30):
+        """True once placed, False if still pending after the timeout."""
+        try:
+            self.ready(timeout_seconds)
+            return True
+        except GetTimeoutError:
+            return False
+
+    @property
+    def bundle_nodes(self):
+        """The pod of each bundle (after ready())."""
+        if self._table is None:
+            self.ready(0.001)
+        return list(self._table["nodes"])
+
+    def remove(self):
+        _c().pg_remove(self.id)
+
+    def __repr__(self):
+        return f"PlacementGroup(id={self.id}, strategy={self.strategy}, bundles={self.bundle_specs})"
+
+
+def placement_group(bundles, strategy="PACK", name="", timeout=None):
+    """Asks for `bundles` (a list of {"CPU": 1, "GPU": 1, "memory": bytes,
+    "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
+    STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
+    after `timeout` seconds fails (None: it waits for ever)."""
+    gid = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
+    return PlacementGroup(gid, list(bundles), strategy)
+
+
+def remove_placement_group(pg):
+    pg.remove()
+
+
+# --- tasks ------------------------------------------------------------------------
+
+
+class Task:
+    """A command running on a worker (atl.run), or a remote function's process."""
+
+    def __init__(self, tid):
+        self.id = tid
+        self._offset = 0
+
+    def wait(self, timeout=None):
+        """Its exit code (negative: killed by that signal); GetTimeoutError if
+        it still runs after `timeout` seconds; AtlError if it never ran or its
+        pod was lost."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            step = 60.0 if left is None else min(left, 60.0)
+            try:
+                code, sig = _c().task_wait(self.id, _ms(step))
+                return -sig if sig else code
+            except GetTimeoutError:
+                if left is not None and left <= step:
+                    raise
+
+    def done(self):
+        try:
+            self.wait(0)
+            return True
+        except GetTimeoutError:
+            return False
+
+    def output(self):
+        """Everything it wrote so far (stdout and stderr), as text."""
+        chunks, offset = [], 0
+        while True:
+            data, offset = _c().task_output(self.id, offset)
+            if not data:
+                return b"".join(chunks).decode("utf-8", "replace")
+            chunks.append(data)
+
+    def read_new(self):
+        """What it wrote since the last read_new() (line by line as it goes)."""
+        chunks = []
+        while True:
+            data, self._offset = _c().task_output(self.id, self._offset)
+            if not data:
+                return b"".join(chunks).decode("utf-8", "replace")
+            chunks.append(data)
+
+    def kill(self):
+        _c().task_kill(self.id)
+
+
+def run(command, placement_group=None, bundle_index=0, pod=None, env=None, working_dir=None):
+    """Starts a shell command on a worker: in a bundle of `placement_group`, on
+    `pod`, or (neither) on the least busy worker. Returns once it runs."""
+    gid = placement_group.id if placement_group is not None else 0
+    return Task(_c().task_start(command, gid, bundle_index if gid else -1, pod, env, working_dir))
+
+
+class ObjectRef:
+    """The future result of a remote function call (atl.get() it)."""
+
+    def __init__(self, task, name):
+        self.task = task
+        self._name = name
+
+    def __repr__(self):
+        return f"ObjectRef(task={self.task.id}, {self._name})"
+
+
+def _python_path():
+    # The package itself, then the driver's own path: functions of the
+    # driver's modules travel by reference and import there as here (pods
+    # share the image; a job's working_dir is the same on every pod).
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = [here] + [p for p in sys.path if p and os.path.isdir(p)]
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
+class RemoteFunction:
+    def __init__(self, fn, options):
+        self._fn = fn
+        self._desc = None
+        self._options = options
+        self.__name__ = getattr(fn, "__name__", "remote")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def options(self, **options):
+        """placement_group=, placement_group_bundle_index=, pod=, env= (dict),
+        working_dir=; Ray's num_cpus/num_gpus/resources are accepted and ignored
+        (reserve with a placement group)."""
+        merged = dict(self._options)
+        merged.update(options)
+        clone = RemoteFunction(self._fn, merged)
+        clone._desc = self._desc
+        return clone
+
+    def remote(self, *args, **kwargs):
+        if self._desc is None:
+            self._desc = _serialize.encode_function(self._fn)
+        payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
+        if len(payload) > _MAX_PAYLOAD:
+            raise UsageError(2, f"{self.__name__}.remote: the function and its arguments take "
+                             f"{len(payload)} bytes, over the {_MAX_PAYLOAD} a task can carry; "
+                             "pass big data through shared storage")
+        o = self._options
+        env = dict(o.get("env") or {})
+        env["ATL_TASK_PAYLOAD"] = payload
+        env["PYTHONPATH"] = _python_path()
+        pg = o.get("placement_group")
+        command = f"exec {sys.executable} -m atl._worker"
+        task = run(command, placement_group=pg,
+                   bundle_index=o.get("placement_group_bundle_index", 0) if pg else 0,
+                   pod=o.get("pod"), env=env, working_dir=o.get("working_dir"))
+        return ObjectRef(task, self.__name__)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"remote function {self.__name__} is called with "
+                        f"{self.__name__}.remote(...)")
+
+
+def remote(*args, **options):
+    """@atl.remote or @atl.remote(pod=...) on a function. Classes (actors) are
+    not here yet: see the README."""
+    def wrap(obj):
+        if isinstance(obj, type):
+            raise NotImplementedError("atl.remote on a class (an actor) is not available yet")
+        return RemoteFunction(obj, options)
+    if len(args) == 1 and not options and callable(args[0]):
+        return wrap(args[0])
+    return wrap
+
+
+def _result(ref, timeout):
+    task = ref.task
+    text = _c().task_result(task.id, _ms(timeout) if timeout is not None else 3600 * 1000)
+    if text is None:
+        code = task.wait(0)
+        tail = task.output()[-2000:]
+        raise RemoteError(f"{ref._name} (task {task.id}) ended with {code} and no result; "
+                          f"its output ends: {tail!r}")
+    outcome = pickle.loads(base64.b64decode(text))
+    if outcome[0] == "ok":
+        return outcome[1]
+    raise RemoteError(f"{ref._name} (task {task.id}) raised {outcome[1]}:\n{outcome[2]}",
+                      outcome[1], outcome[2])
+
+
+def get(refs, timeout=None):
+    """The value(s) of remote calls; RemoteError if one raised, GetTimeoutError
+    if one is not done after `timeout` seconds (all of them together)."""
+    single = isinstance(refs, ObjectRef)
+    items = [refs] if single else list(refs)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    values = []
+    for ref in items:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        values.append(_result(ref, left))
+    return values[0] if single else values
+
+
+def wait(refs, num_returns=1, timeout=None):
+    """(ready, not_ready): the first `num_returns` refs done (in their order)."""
+    refs = list(refs)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        ready = [r for r in refs if r.task.done()]
+        if len(ready) >= num_returns or (deadline is not None and time.monotonic() >= deadline):
+            ready = ready[:num_returns]
+            return ready, [r for r in refs if r not in ready]
+        time.sleep(0.01)

@@ -1,0 +1,202 @@
+"""ctypes over libatl.so (libs/capi/include/atl.h): every call checked, every
+error raised as an AtlError subclass carrying atl's code and one-line message."""
+import ctypes
+import os
+import shutil
+
+ATL_API_VERSION = 1
+
+# atl_code
+OK, FAILED, USAGE, REFUSED, UNREACHABLE, TIMEOUT, INTERNAL = range(7)
+
+
+class AtlError(Exception):
+    """An atl call failed; `code` is atl_code, str(e) the one-line reason."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class UsageError(AtlError, ValueError):
+    """Bad arguments: nothing changed."""
+
+
+class RefusedError(AtlError):
+    """Not allowed in the job's current state: nothing changed."""
+
+
+class UnreachableError(AtlError, ConnectionError):
+    """The supervisor could not be reached or did not answer."""
+
+
+class GetTimeoutError(AtlError, TimeoutError):
+    """What was waited for did not happen in time."""
+
+
+_ERRORS = {USAGE: UsageError, REFUSED: RefusedError, UNREACHABLE: UnreachableError,
+           TIMEOUT: GetTimeoutError}
+
+
+def _candidates():
+    env = os.environ.get("ATL_LIBRARY")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    # A source checkout: python/atl -> build/lib.
+    yield os.path.join(here, "..", "..", "build", "lib", "libatl.so")
+    # Beside atl's binaries (bin/ and lib/ of one build or install).
+    for tool in ("atlctl", "headnode"):
+        found = shutil.which(tool)
+        if found:
+            yield os.path.join(os.path.dirname(os.path.realpath(found)), "..", "lib", "libatl.so")
+    yield "libatl.so.1"  # the loader's own search path
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.path.sep in path and not os.path.exists(path):
+            tried.append(path)
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError("atl: cannot load libatl.so; set ATL_LIBRARY to its path (tried: "
+                      + "; ".join(tried) + ")")
+
+
+_lib = _load()
+_P = ctypes.c_void_p
+_signatures = {
+    "atl_api_version": ([], ctypes.c_int),
+    "atl_status_code": ([_P], ctypes.c_int),
+    "atl_status_message": ([_P], ctypes.c_char_p),
+    "atl_status_free": ([_P], None),
+    "atl_free": ([_P], None),
+    "atl_connect": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_P)], _P),
+    "atl_disconnect": ([_P], None),
+    "atl_job_info": ([_P, ctypes.POINTER(_P)], _P),
+    "atl_cluster_state": ([_P, ctypes.POINTER(_P)], _P),
+    "atl_pg_create": ([_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
+                       ctypes.POINTER(ctypes.c_int64)], _P),
+    "atl_pg_wait": ([_P, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(_P)], _P),
+    "atl_pg_remove": ([_P, ctypes.c_int64], _P),
+    "atl_task_start": ([_P, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p,
+                        ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
+                        ctypes.POINTER(ctypes.c_int32)], _P),
+    "atl_task_wait": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32),
+                       ctypes.POINTER(ctypes.c_int32)], _P),
+    "atl_task_output": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(_P),
+                         ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)], _P),
+    "atl_task_result": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(_P)], _P),
+    "atl_task_kill": ([_P, ctypes.c_int32], _P),
+}
+for _name, (_args, _res) in _signatures.items():
+    _f = getattr(_lib, _name)
+    _f.argtypes = _args
+    _f.restype = _res
+
+if _lib.atl_api_version() != ATL_API_VERSION:
+    raise ImportError(f"atl: libatl.so speaks API {_lib.atl_api_version()}, this package "
+                      f"{ATL_API_VERSION}")
+
+
+def check(status):
+    """Raises the error a non-NULL atl_status* carries (and frees it)."""
+    if not status:
+        return
+    code = _lib.atl_status_code(status)
+    message = (_lib.atl_status_message(status) or b"").decode("utf-8", "replace")
+    _lib.atl_status_free(status)
+    raise _ERRORS.get(code, AtlError)(code, message)
+
+
+def take_string(ptr):
+    """The text at a char* the library allocated (then freed), or None."""
+    if not ptr.value:
+        return None
+    try:
+        return ctypes.string_at(ptr.value).decode("utf-8", "replace")
+    finally:
+        _lib.atl_free(ptr.value)
+
+
+class Client:
+    """One connection to the job's supervisor (thread-safe, as libatl's is)."""
+
+    def __init__(self, address=None, tls_dir=None, insecure=False):
+        handle = _P()
+        check(_lib.atl_connect(address.encode() if address else None,
+                               tls_dir.encode() if tls_dir else None, 1 if insecure else 0,
+                               ctypes.byref(handle)))
+        self._handle = handle
+
+    def close(self):
+        if self._handle:
+            _lib.atl_disconnect(self._handle)
+            self._handle = None
+
+    def _h(self):
+        if not self._handle:
+            raise UsageError(USAGE, "atl is not connected (atl.init() first)")
+        return self._handle
+
+    def _json_call(self, fn, *args):
+        out = _P()
+        check(fn(self._h(), *args, ctypes.byref(out)))
+        return take_string(out)
+
+    def job_info(self):
+        return self._json_call(_lib.atl_job_info)
+
+    def cluster_state(self):
+        return self._json_call(_lib.atl_cluster_state)
+
+    def pg_create(self, name, strategy, bundles_json, timeout_ms):
+        gid = ctypes.c_int64(-1)
+        check(_lib.atl_pg_create(self._h(), (name or "").encode(), strategy.encode(),
+                                 bundles_json.encode(), int(timeout_ms), ctypes.byref(gid)))
+        return gid.value
+
+    def pg_wait(self, gid, timeout_ms):
+        return self._json_call(_lib.atl_pg_wait, ctypes.c_int64(gid), ctypes.c_int64(timeout_ms))
+
+    def pg_remove(self, gid):
+        check(_lib.atl_pg_remove(self._h(), gid))
+
+    def task_start(self, command, group=0, bundle=-1, pod=None, env=None, working_dir=None):
+        env_list = [f"{k}={v}".encode() for k, v in (env or {}).items()]
+        env_array = (ctypes.c_char_p * (len(env_list) + 1))(*env_list, None)
+        tid = ctypes.c_int32(-1)
+        check(_lib.atl_task_start(self._h(), int(group), int(bundle),
+                                  pod.encode() if pod else None, command.encode(), env_array,
+                                  working_dir.encode() if working_dir else None,
+                                  ctypes.byref(tid)))
+        return tid.value
+
+    def task_wait(self, tid, timeout_ms):
+        code, sig = ctypes.c_int32(0), ctypes.c_int32(0)
+        check(_lib.atl_task_wait(self._h(), tid, int(timeout_ms), ctypes.byref(code),
+                                 ctypes.byref(sig)))
+        return code.value, sig.value
+
+    def task_output(self, tid, offset):
+        data, size, nxt = _P(), ctypes.c_int64(0), ctypes.c_int64(offset)
+        check(_lib.atl_task_output(self._h(), tid, int(offset), ctypes.byref(data),
+                                   ctypes.byref(size), ctypes.byref(nxt)))
+        try:
+            raw = ctypes.string_at(data.value, size.value) if data.value else b""
+        finally:
+            if data.value:
+                _lib.atl_free(data.value)
+        return raw, nxt.value
+
+    def task_result(self, tid, timeout_ms):
+        out = _P()
+        check(_lib.atl_task_result(self._h(), tid, int(timeout_ms), ctypes.byref(out)))
+        return take_string(out)
+
+    def task_kill(self, tid):
+        check(_lib.atl_task_kill(self._h(), tid))

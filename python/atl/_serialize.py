@@ -1,0 +1,96 @@
+"""Functions by value, for running on a worker that cannot import the
+driver's script: the code object (marshal: head and workers share one image,
+so one Python), the globals it names (modules by name, values pickled, other
+functions of the script by value too), defaults and closure. Functions of
+importable modules travel by reference, as pickle does."""
+import builtins
+import marshal
+import pickle
+import sys
+import types
+
+_MAX_DEPTH = 32
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _importable(f):
+    module = getattr(f, "__module__", None)
+    if not module or module == "__main__" or module not in sys.modules:
+        return False
+    if "<locals>" in getattr(f, "__qualname__", ""):
+        return False
+    try:
+        pickle.dumps(f)
+        return True
+    except Exception:
+        return False
+
+
+def _encode(value, root, depth):
+    if value is root:
+        return ("self",)
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if isinstance(value, types.FunctionType) and not _importable(value):
+        return ("function", encode_function(value, depth + 1))
+    try:
+        return ("value", pickle.dumps(value))
+    except Exception as e:
+        raise TypeError(f"atl.remote: cannot send {value!r} to a worker ({e}); define it in an "
+                        "importable module or pass it as an argument") from None
+
+
+def encode_function(f, depth=0):
+    """A picklable description of `f` (see the module's docstring)."""
+    if depth > _MAX_DEPTH:
+        raise TypeError("atl.remote: functions nest too deeply to send")
+    if _importable(f):
+        return ("ref", pickle.dumps(f))
+    code = f.__code__
+    globs = {}
+    for name in sorted(_global_names(code)):
+        if name in f.__globals__:
+            globs[name] = _encode(f.__globals__[name], f, depth)
+    closure = None
+    if f.__closure__:
+        closure = tuple(_encode(c.cell_contents, f, depth) for c in f.__closure__)
+    defaults = pickle.dumps(f.__defaults__)
+    kwdefaults = pickle.dumps(f.__kwdefaults__)
+    return ("code", marshal.dumps(code), f.__name__, globs, defaults, kwdefaults, closure)
+
+
+def _decode(spec, fn):
+    kind = spec[0]
+    if kind == "self":
+        return fn
+    if kind == "module":
+        return __import__(spec[1], fromlist=["_"])
+    if kind == "function":
+        return decode_function(spec[1])
+    return pickle.loads(spec[1])
+
+
+def decode_function(desc):
+    """The function `encode_function` described."""
+    if desc[0] == "ref":
+        return pickle.loads(desc[1])
+    _, code, name, globs, defaults, kwdefaults, closure = desc
+    namespace = {"__builtins__": builtins, "__name__": "__atl_remote__"}
+    cells = None
+    if closure is not None:
+        cells = tuple(types.CellType() for _ in closure)
+    fn = types.FunctionType(marshal.loads(code), namespace, name, pickle.loads(defaults), cells)
+    fn.__kwdefaults__ = pickle.loads(kwdefaults)
+    for key, spec in globs.items():
+        namespace[key] = _decode(spec, fn)
+    if closure is not None:
+        for cell, spec in zip(cells, closure):
+            cell.cell_contents = _decode(spec, fn)
+    return fn

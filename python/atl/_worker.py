@@ -1,0 +1,42 @@
+"""What a remote function's task runs on the worker: decodes the call from
+$ATL_TASK_PAYLOAD, runs it, and hands back ("ok", value) or ("err", type,
+traceback) as the task's result on the control channel ($ATL_CONTROL_FD)."""
+import base64
+import os
+import pickle
+import sys
+import traceback
+
+from . import _serialize
+
+
+def _send_result(obj):
+    data = base64.b64encode(pickle.dumps(obj)).decode("ascii")
+    line = ("result " + data + "\n").encode("ascii")
+    fd = int(os.environ["ATL_CONTROL_FD"])
+    while line:
+        line = line[os.write(fd, line):]
+
+
+def main():
+    payload = os.environ.pop("ATL_TASK_PAYLOAD", None)
+    if payload is None:
+        print("atl worker: no ATL_TASK_PAYLOAD (started outside atl?)", file=sys.stderr)
+        return 2
+    try:
+        fn_desc, args, kwargs = pickle.loads(base64.b64decode(payload))
+        fn = _serialize.decode_function(fn_desc)
+        value = fn(*args, **kwargs)
+    except BaseException as e:  # the caller gets it as a RemoteError
+        _send_result(("err", type(e).__name__, traceback.format_exc()))
+        return 1
+    try:
+        _send_result(("ok", value))
+    except Exception as e:
+        _send_result(("err", type(e).__name__, f"the result cannot be sent back: {e}"))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

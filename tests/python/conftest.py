@@ -1,0 +1,80 @@
+"""A live local cluster for the Python package's tests: a driver-mode head
+(its own driver parked, so the tests drive it from outside, as a second
+driver would) with local workers, real processes on 127.0.0.1, cleaned up
+even on failure."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("ATL_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+class Cluster:
+    def __init__(self, workers, entrypoint="exec sleep 600", extra=()):
+        self.dir = tempfile.mkdtemp(prefix="atl-py-")
+        self.state = os.path.join(self.dir, "state")
+        self.job_id = "jo-py" + str(os.getpid())
+        self.out_path = os.path.join(self.dir, "head.out")
+        self.out = open(self.out_path, "w")
+        env = dict(os.environ)
+        env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+        env["PYTHONPATH"] = os.path.join(ROOT, "python")
+        self.head = subprocess.Popen(
+            [os.path.join(BIN, "headnode"), "--mode", "driver", "--workers", str(workers),
+             "--local-workers", str(workers), "--port", "0", "--bind", "127.0.0.1",
+             "--job-id", self.job_id, "--state-dir", self.state, *extra, "--", entrypoint],
+            stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.address = None
+        deadline = time.time() + 30
+        while time.time() < deadline and self.address is None:
+            for line in open(self.out_path):
+                if line.startswith("listening on "):
+                    self.address = line.split()[-1]
+            time.sleep(0.02)
+        assert self.address, self.output()
+        self.tls = os.path.join(self.state, "tls")
+
+    def output(self):
+        return open(self.out_path).read()
+
+    def wait_for(self, text, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.output():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def wait_exit(self, timeout=120):
+        return self.head.wait(timeout)
+
+    def stop(self):
+        if self.head.poll() is None:
+            self.head.send_signal(signal.SIGTERM)
+            try:
+                self.head.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.head.pid, signal.SIGKILL)
+                self.head.wait()
+        self.out.close()
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(2)
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        import atl
+        atl.init(c.address, c.tls)
+        yield c
+    finally:
+        import atl
+        atl.shutdown()
+        c.stop()

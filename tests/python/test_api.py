@@ -1,0 +1,122 @@
+"""The Python package against a live local cluster (real processes)."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import atl
+from conftest import BIN, ROOT, Cluster
+
+
+def square(x):
+    return x * x
+
+
+def test_nodes_and_resources(cluster):
+    nodes = atl.nodes()
+    assert sorted(n["pod"] for n in nodes) == [f"{cluster.job_id}-worker-0",
+                                               f"{cluster.job_id}-worker-1"]
+    assert atl.cluster_resources()["CPU"] >= 2
+    assert atl.job_info()["mode"] == "driver"
+
+
+def test_remote_functions_run_on_workers_by_value(cluster):
+    base = 10
+
+    @atl.remote
+    def where(x, scale=1):
+        import os
+        return os.environ["ATL_POD_NAME"], square(x) * scale + base
+
+    pg = atl.placement_group([{"CPU": 1}, {"CPU": 1}], strategy="STRICT_SPREAD")
+    pg.ready(timeout=30)
+    assert len(set(pg.bundle_nodes)) == 2
+    refs = [where.options(placement_group=pg, placement_group_bundle_index=i).remote(i + 2,
+                                                                                     scale=3)
+            for i in range(2)]
+    results = atl.get(refs, timeout=60)
+    assert [r[1] for r in results] == [22, 37]
+    assert [r[0] for r in results] == pg.bundle_nodes
+    with pytest.raises(TypeError):
+        where(1)
+
+
+def test_a_remote_exception_is_raised_in_the_driver(cluster):
+    @atl.remote
+    def boom():
+        raise ValueError("no such thing")
+
+    with pytest.raises(atl.RemoteError) as e:
+        atl.get(boom.remote(), timeout=60)
+    assert e.value.remote_type == "ValueError"
+    assert "no such thing" in str(e.value)
+
+
+def test_placement_pends_saying_why_and_fails_at_its_deadline(cluster):
+    pg = atl.placement_group([{"CPU": 1000}], timeout=0.3)
+    with pytest.raises(atl.AtlError) as e:
+        pg.ready(timeout=10)
+    assert "not placed by its deadline" in str(e.value)
+    assert "CPU" in str(e.value) and "free" in str(e.value)
+    waiting = atl.placement_group([{"CPU": 1000}])
+    assert waiting.wait(0.2) is False
+    waiting.remove()
+    with pytest.raises(atl.UsageError):
+        atl.placement_group([{"CPU": 1}], strategy="SIDEWAYS")
+
+
+def test_commands_stream_and_are_killed(cluster):
+    t = atl.run("for i in 1 2 3; do echo tick $i; sleep 0.2; done; exit 4")
+    assert t.wait(timeout=30) == 4
+    assert t.output() == "tick 1\ntick 2\ntick 3\n"
+    sleeper = atl.run("exec sleep 600", env={"A": "1"})
+    with pytest.raises(atl.GetTimeoutError):
+        sleeper.wait(timeout=0.2)
+    sleeper.kill()
+    assert sleeper.wait(timeout=30) == -15
+
+
+def test_wait_returns_the_first_done(cluster):
+    @atl.remote
+    def nap(s):
+        import time
+        time.sleep(s)
+        return s
+
+    refs = [nap.remote(5), nap.remote(0)]
+    ready, not_ready = atl.wait(refs, num_returns=1, timeout=30)
+    assert ready == [refs[1]] and not_ready == [refs[0]]
+    refs[0].task.kill()
+
+
+def test_not_initialized_and_unreachable():
+    atl.shutdown()
+    with pytest.raises(atl.UsageError):
+        atl.nodes()
+    with pytest.raises(atl.UnreachableError):
+        atl.init("127.0.0.1:1", insecure=True)
+    assert not atl.is_initialized()
+
+
+def test_the_example_driver_runs_as_a_job():
+    c = Cluster(2, entrypoint=f"{sys.executable} {ROOT}/examples/driver/spread.py")
+    try:
+        assert c.wait_exit(120) == 0, c.output()
+        out = c.output()
+        assert "[driver] gathered 8 results from 2 workers" in out, out
+    finally:
+        c.stop()
+
+
+def test_the_ddp_driver_starts_torch_ranks_in_strict_spread_bundles():
+    pytest.importorskip("torch")
+    c = Cluster(2, entrypoint=f"{sys.executable} {ROOT}/examples/driver/ddp_cpu.py")
+    try:
+        assert c.wait_exit(300) == 0, c.output()
+        out = c.output()
+        assert "[driver] ranks ended with [0, 0]" in out, out
+        assert "rank 1> rank 1/2: allreduce sum 3 (expected 3)" in out, out
+    finally:
+        c.stop()
