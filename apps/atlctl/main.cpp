@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -126,6 +127,56 @@ void print_details(const nlohmann::json& info) {
   }
 }
 
+// "CPU 1/2  GPU 0/1  memory 1.0Gi/2.0Gi  slot 1/1": reserved/total, as `ray status`.
+std::string usage_line(const nlohmann::json& node) {
+  auto amount = [](const std::string& name, double v) {
+    if (name == "memory" || name == "shm")
+      return atl::format_byte_size(static_cast<std::int64_t>(v));
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  std::string line;
+  for (const auto& [name, total] : node["total"].items()) {
+    double used = node["reserved"].value(name, 0.0);
+    if (total.get<double>() == 0 && used == 0) continue;
+    line += (line.empty() ? "" : "  ") + name + " " + amount(name, used) + "/" +
+            amount(name, total.get<double>());
+  }
+  return line.empty() ? "-" : line;
+}
+
+// Driver mode: what placement groups reserve on each node, the groups, and
+// the demand still waiting.
+void print_placement(const nlohmann::json& cluster) {
+  std::cout << "\nResources (reserved/total):\n";
+  for (const auto& n : cluster["nodes"]) {
+    std::cout << "  " << std::setw(34) << cell(n, "pod") << usage_line(n);
+    if (n.contains("unavailable"))
+      std::cout << "  (takes no bundle: " << cell(n, "unavailable") << ")";
+    std::cout << "\n";
+  }
+  if (!cluster["groups"].empty()) {
+    std::cout << "\nPlacement groups:\n"
+              << "  " << std::setw(6) << "ID" << std::setw(14) << "NAME" << std::setw(15)
+              << "STRATEGY" << std::setw(14) << "STATE"
+              << "NODES / WHY\n";
+    for (const auto& g : cluster["groups"]) {
+      std::string where;
+      for (const auto& n : g["nodes"]) where += (where.empty() ? "" : ",") + n.get<std::string>();
+      if (g.contains("why")) where = g["why"].get<std::string>();
+      std::cout << "  " << std::setw(6) << cell(g, "id") << std::setw(14)
+                << (g["name"].get<std::string>().empty() ? "-" : cell(g, "name")) << std::setw(15)
+                << cell(g, "strategy") << std::setw(14) << cell(g, "state") << where << "\n";
+    }
+  }
+  if (!cluster["pending_demand"].empty()) {
+    std::cout << "\nPending demand:\n";
+    for (const auto& b : cluster["pending_demand"])
+      std::cout << "  " << b.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+}
+
 int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
   if (vm.count("json")) {
     std::cout << nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)))
@@ -137,6 +188,9 @@ int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
     auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
     std::cout << "Job status:  " << cell(info, "state") << "\n";
     print_details(info);
+    if (info["mode"] == "driver")
+      print_placement(
+          nlohmann::json::parse(client.text_or_die(caf::make_message(atl::cluster_atom::value))));
     return kExitOk;
   }
   std::cout << "Job status:  " << client.text_or_die(caf::make_message(atl::status_atom::value))

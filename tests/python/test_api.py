@@ -120,3 +120,21 @@ def test_the_ddp_driver_starts_torch_ranks_in_strict_spread_bundles():
         assert "rank 1> rank 1/2: allreduce sum 3 (expected 3)" in out, out
     finally:
         c.stop()
+
+
+def test_atlctl_status_shows_reservations_groups_and_demand(cluster):
+    held = atl.placement_group([{"CPU": 1}, {"CPU": 1}], strategy="STRICT_SPREAD", name="held")
+    held.ready(timeout=30)
+    waiting = atl.placement_group([{"CPU": 500}])
+    env = dict(os.environ, ATL_TLS_DIR=cluster.tls)
+    out = subprocess.run([os.path.join(BIN, "atlctl"), "--address", cluster.address, "status",
+                          "-v"], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "Resources (reserved/total):" in text, text
+    assert f"{cluster.job_id}-worker-0" in text and "CPU 1/" in text, text
+    assert "STRICT_SPREAD" in text and "CREATED" in text and "held" in text, text
+    assert "PENDING" in text and "fits no node" in text, text
+    assert 'Pending demand:\n  {"CPU":500.0}' in text, text
+    waiting.remove()
+    held.remove()
