@@ -39,6 +39,15 @@ TEST(CApi, TasksRunInBundlesStreamTheirOutputAndDieWithTheirGroup) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(CApi, NamedActorsAreCalledByNameAcrossProcessesAndTheirHostsDeathIsAnError) {
+  TestCluster c;
+  auto& head = start_driver_job(c, 2, {bin("atl_capi_actors"), "driver"});
+  EXPECT_EQ(c.wait_exit(head, 180s), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("[driver] actors: all checks passed"), std::string::npos)
+      << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(CApi, ALostNodesBundleIsPlacedAgainAndTheDriverGoesOn) {
   TestCluster c;
   const std::string marker = c.dir() + "/placed";

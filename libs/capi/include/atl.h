@@ -127,6 +127,37 @@ ATL_API atl_status* atl_task_result(atl_client* client, int32_t task, int64_t ti
 /* SIGTERM to the task's process tree (SIGKILL after the job's grace). */
 ATL_API atl_status* atl_task_kill(atl_client* client, int32_t task);
 
+/* --- named actors ------------------------------------------------------------------ */
+
+/* A process of the job hosts an actor under a name: its handler is the
+ * process's own callback, run on a thread of the library (one call at a
+ * time, in arrival order; never on CAF's scheduler). The handler answers
+ * through `reply`: atl_reply_set (bytes back) or atl_reply_error (the caller
+ * gets ATL_FAILED with the message); neither means an empty reply. */
+typedef struct atl_reply atl_reply;
+typedef void (*atl_actor_fn)(void* user_data, const char* request, int64_t size, atl_reply* reply);
+ATL_API void atl_reply_set(atl_reply* reply, const char* data, int64_t size);
+ATL_API void atl_reply_error(atl_reply* reply, const char* message);
+
+typedef struct atl_actor atl_actor;
+/* Hosts `fn` as actor `name` (unique in the job: a taken name is ATL_REFUSED). */
+ATL_API atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn,
+                                   void* user_data, atl_actor** out);
+/* Unregisters and stops it; returns once no call of it runs any more.
+ * Pending callers get ATL_FAILED. NULL is fine. Before atl_disconnect. */
+ATL_API void atl_actor_close(atl_actor* actor);
+
+/* Calls actor `name` with `size` bytes; its reply (atl_free it; size in
+ * reply_size) within timeout_ms, else ATL_TIMEOUT. No such actor: ATL_USAGE;
+ * its handler's error or its host's death (noticed as the connection drops,
+ * or a hung host after the heartbeat timeout): ATL_FAILED. */
+ATL_API atl_status* atl_actor_call(atl_client* client, const char* name, const char* request,
+                                   int64_t size, int64_t timeout_ms, char** reply_out,
+                                   int64_t* reply_size);
+
+/* The job's named actors as JSON: [{"name", "owner", "calls", "pending"}]. */
+ATL_API atl_status* atl_actor_list(atl_client* client, char** json_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,8 @@
 // scoped actor of its own (so calls from several threads never share one).
 #include "atl.h"
 
+#include <unistd.h>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <cstdlib>
@@ -23,6 +25,17 @@
 struct atl_status {
   atl_code code = ATL_OK;
   std::string message;
+};
+
+struct atl_reply {
+  std::int32_t code = 0;
+  std::string data;
+};
+
+struct atl_actor {
+  atl_client* client = nullptr;
+  std::string name;
+  caf::actor handle;
 };
 
 struct atl_client {
@@ -80,7 +93,10 @@ atl_status* ask(atl_client* c, const char* call, const caf::message& request,
               if (text_out) *text_out = text;
               return;
             }
-            atl_code mapped = code == 2 ? ATL_USAGE : code == 3 ? ATL_REFUSED : ATL_FAILED;
+            atl_code mapped = code == 2   ? ATL_USAGE
+                              : code == 3 ? ATL_REFUSED
+                              : code == 5 ? ATL_TIMEOUT
+                                          : ATL_FAILED;
             result = make_status(mapped, text);
           },
           [&](const caf::error& err) {
@@ -350,6 +366,118 @@ atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms
           ATL_FAILED, "task " + std::to_string(task) + ": " + j["result_error"].get<std::string>());
     if (j.contains("result")) return text_out("atl_task_result", j["result"], result_out);
     return nullptr;
+  });
+}
+
+void atl_reply_set(atl_reply* reply, const char* data, int64_t size) {
+  if (!reply) return;
+  try {
+    reply->code = 0;
+    reply->data.assign(data ? data : "", data && size > 0 ? static_cast<size_t>(size) : 0);
+  } catch (...) {
+    reply->code = 1;
+    reply->data = "the reply could not be stored (out of memory)";
+  }
+}
+
+void atl_reply_error(atl_reply* reply, const char* message) {
+  if (!reply) return;
+  try {
+    reply->code = 1;
+    reply->data = message ? message : "the actor's handler failed";
+  } catch (...) {
+    reply->code = 1;
+  }
+}
+
+atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn, void* user_data,
+                           atl_actor** out) {
+  if (!client) return no_client("atl_actor_host");
+  return guarded("atl_actor_host", [&]() -> atl_status* {
+    if (!out || !name || !fn)
+      return make_status(ATL_USAGE, "atl_actor_host: name, fn and out are required");
+    *out = nullptr;
+    // Detached: the handler runs on a thread of its own, one call at a time.
+    caf::actor handle = client->system->spawn<caf::detached>(
+        [fn, user_data](caf::event_based_actor*) -> caf::behavior {
+          return {
+              [fn, user_data](atl::call_atom, const std::string& request) {
+                atl_reply reply;
+                fn(user_data, request.data(), static_cast<int64_t>(request.size()), &reply);
+                return caf::make_message(reply.code, std::move(reply.data));
+              },
+          };
+        });
+    const char* pod = std::getenv("ATL_POD_NAME");
+    std::string owner = std::string(pod && *pod ? pod : "outside the job's pods") + " pid " +
+                        std::to_string(::getpid());
+    if (auto* s =
+            ask(client, "atl_actor_host",
+                caf::make_message(atl::actor_reg_atom::value, std::string(name), handle, owner),
+                std::chrono::milliseconds(0), nullptr)) {
+      caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+      return s;
+    }
+    auto actor = std::make_unique<atl_actor>();
+    actor->client = client;
+    actor->name = name;
+    actor->handle = handle;
+    *out = actor.release();
+    return nullptr;
+  });
+}
+
+void atl_actor_close(atl_actor* actor) {
+  if (!actor) return;
+  try {
+    if (auto* s = ask(actor->client, "atl_actor_close",
+                      caf::make_message(atl::actor_unreg_atom::value, actor->name),
+                      std::chrono::milliseconds(0), nullptr))
+      atl_status_free(s);  // gone already (the job ended): nothing more to undo there
+    caf::scoped_actor self{*actor->client->system};
+    self->send_exit(actor->handle, caf::exit_reason::user_shutdown);
+    self->wait_for(actor->handle);
+  } catch (...) {
+    // Nothing may cross into C.
+  }
+  delete actor;
+}
+
+atl_status* atl_actor_call(atl_client* client, const char* name, const char* request, int64_t size,
+                           int64_t timeout_ms, char** reply_out, int64_t* reply_size) {
+  if (!client) return no_client("atl_actor_call");
+  return guarded("atl_actor_call", [&]() -> atl_status* {
+    if (!name || (!request && size > 0) || size < 0 || !reply_out || !reply_size)
+      return make_status(ATL_USAGE, "atl_actor_call: name, reply_out and reply_size are required");
+    if (timeout_ms <= 0)
+      return make_status(ATL_USAGE, "atl_actor_call: timeout_ms must be above 0");
+    *reply_out = nullptr;
+    *reply_size = 0;
+    std::string reply;
+    if (auto* s =
+            ask(client, "atl_actor_call",
+                caf::make_message(atl::actor_call_atom::value, std::string(name),
+                                  std::string(request ? request : "", static_cast<size_t>(size)),
+                                  std::int64_t{timeout_ms}),
+                std::chrono::milliseconds(timeout_ms), &reply))
+      return s;
+    *reply_out = static_cast<char*>(std::malloc(reply.size() + 1));
+    if (!*reply_out) return make_status(ATL_INTERNAL, "atl_actor_call: out of memory");
+    std::memcpy(*reply_out, reply.data(), reply.size());
+    (*reply_out)[reply.size()] = 0;
+    *reply_size = static_cast<int64_t>(reply.size());
+    return nullptr;
+  });
+}
+
+atl_status* atl_actor_list(atl_client* client, char** json_out) {
+  if (!client) return no_client("atl_actor_list");
+  return guarded("atl_actor_list", [&]() -> atl_status* {
+    std::string text;
+    if (auto* s = ask_text(client, "atl_actor_list", caf::make_message(atl::actor_list_atom::value),
+                           &text))
+      return s;
+    return text_out("atl_actor_list", text, json_out);
   });
 }
 

@@ -1057,6 +1057,7 @@ Result delete_pods(Actor* self, const std::string& spec) {
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
+  if (on_actor_down(self, msg)) return;
   if (msg.source == st.config.sink.address()) {
     fail(self, JobEvent::head_failed,
          "the head's log writer ended (" + self->system().render(msg.reason) + ")");
@@ -1441,6 +1442,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return await_task(self, id, timeout_ms);
       },
       [self](task_kill_atom, std::int32_t id) { return kill_task(self, id); },
+      [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
+             const std::string& owner) { return register_actor(self, name, handle, owner); },
+      [self](actor_unreg_atom, const std::string& name) { return unregister_actor(self, name); },
+      [self](actor_call_atom, const std::string& name, const std::string& request,
+             std::int64_t timeout_ms) { return call_actor(self, name, request, timeout_ms); },
+      [self](actor_list_atom) { return actors_json(self->state); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers) {
         return start_node_tool(self, kind, tools, duration, envs, workers);

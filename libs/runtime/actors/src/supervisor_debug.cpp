@@ -472,6 +472,11 @@ void answer_owed_replies(Actor* self, const std::string& why) {
   for (auto& [serial, w] : st.task_waiters)
     if (w.reply.pending()) w.reply.deliver(failed, why);
   st.task_waiters.clear();
+  for (auto& [name, a] : st.named) {
+    for (auto& [id, p] : a.pending)
+      if (p.pending()) p.deliver(failed, why);
+    a.pending.clear();
+  }
   for (auto& [id, run] : st.runs) {
     if (!run.start_answered) {
       run.start_answered = true;

@@ -170,6 +170,16 @@ struct State {
   std::map<std::int32_t, TaskWaiter> task_waiters;  // waiter id -> waiter
   std::int32_t next_task_waiter = 1;
 
+  // Named actors: hosted by any process of the job, called through here.
+  struct NamedActor {
+    caf::actor handle;
+    std::string owner;  // who hosts it, for people
+    std::int64_t calls = 0;
+    std::map<std::int64_t, Promise> pending;  // calls forwarded, not answered yet
+  };
+  std::map<std::string, NamedActor> named;
+  std::int64_t next_call = 1;
+
   std::string failure;
   bool finalizing = false;
   bool finished = false;   // workers gone; maybe lingering
@@ -270,5 +280,15 @@ void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
 void on_pod_lost_tasks(Actor* self, const std::string& pod);
 // A line on a task's control channel: "result <text>" is its result.
 void on_task_note(Actor* self, const RankNote& note, std::int32_t id);
+
+// Named actors (supervisor_actors.cpp).
+Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,
+                      const std::string& owner);
+Result unregister_actor(Actor* self, const std::string& name);
+Result call_actor(Actor* self, const std::string& name, const std::string& request,
+                  std::int64_t timeout_ms);
+std::string actors_json(const State& st);
+// True when `msg` was a named actor's host going away (its callers are told).
+bool on_actor_down(Actor* self, const caf::down_msg& msg);
 
 }  // namespace atl::supervisor

@@ -67,6 +67,15 @@ using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 using task_start_atom = caf::atom_constant<caf::atom("task_start")>;
 using task_wait_atom = caf::atom_constant<caf::atom("task_wait")>;
 using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
+// Named actors, answered (code, text): register (name, the host's actor, who
+// hosts it), unregister (name), call (name, request bytes, timeout ms) -> the
+// reply bytes (the supervisor forwards it and answers for a host that died),
+// list -> JSON. The host's actor answers call_atom (bytes) with (code, bytes).
+using actor_reg_atom = caf::atom_constant<caf::atom("actor_reg")>;
+using actor_unreg_atom = caf::atom_constant<caf::atom("actor_unrg")>;
+using actor_call_atom = caf::atom_constant<caf::atom("actor_call")>;
+using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
+using call_atom = caf::atom_constant<caf::atom("call")>;
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
