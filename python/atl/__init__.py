@@ -36,7 +36,7 @@ __all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "n
            "cluster_resources", "available_resources", "placement_group",
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
-           "GetTimeoutError", "RemoteError"]
+           "GetTimeoutError", "RemoteError", "host_actor", "get_actor", "kill", "list_actors"]
 
 # Arguments travel in the task's environment: Linux takes 128 KiB per variable.
 _MAX_PAYLOAD = 96 * 1024
@@ -308,12 +308,158 @@ class RemoteFunction:
                         f"{self.__name__}.remote(...)")
 
 
+# --- named actors ----------------------------------------------------------------
+
+
+class ActorHost:
+    """An actor this process hosts (atl.host_actor); close() ends it."""
+
+    def __init__(self, name, handler):
+        self.name = name
+        self._handle, self._callback = _c().actor_host(name, handler)
+
+    def close(self):
+        if self._handle:
+            _c().actor_close(self._handle)
+            self._handle = None
+
+
+def host_actor(name, handler):
+    """Hosts `handler(request: bytes) -> bytes` under `name`: any process of
+    the job can call it (atl.get_actor(name).call(b"...")). It runs on a
+    thread of the library, one call at a time; what it raises is the caller's
+    error."""
+    return ActorHost(name, handler)
+
+
+def list_actors():
+    return json.loads(_c().actor_list())
+
+
+class _Method:
+    def __init__(self, actor, name):
+        self._actor = actor
+        self._name = name
+
+    def remote(self, *args, **kwargs):
+        request = pickle.dumps((self._name, args, kwargs))
+        return ActorRef(_pool().submit(self._actor._call_pickled, request), self._name)
+
+
+class ActorHandle:
+    """A named actor: call(bytes) for any actor; for one started from an
+    @atl.remote class, handle.method.remote(...) returns a ref for atl.get."""
+
+    def __init__(self, name, task=None, timeout=3600):
+        self.name = name
+        self._task = task
+        self._timeout = timeout
+
+    def call(self, data, timeout=30):
+        return _c().actor_call(self.name, bytes(data), _ms(timeout) or 1)
+
+    def _call_pickled(self, request):
+        outcome = pickle.loads(self.call(request, self._timeout))
+        if outcome[0] == "ok":
+            return outcome[1]
+        raise RemoteError(f"{self.name}: raised {outcome[1]}:\n{outcome[2]}", outcome[1],
+                          outcome[2])
+
+    def __getattr__(self, method):
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return _Method(self, method)
+
+    def __repr__(self):
+        return f"ActorHandle({self.name!r})"
+
+
+def get_actor(name, timeout=10):
+    """The actor named `name`, once it exists (GetTimeoutError after `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if any(a["name"] == name for a in list_actors()):
+            return ActorHandle(name)
+        if time.monotonic() >= deadline:
+            raise GetTimeoutError(5, f"no actor named {name!r} after {timeout} s")
+        time.sleep(0.02)
+
+
+def kill(actor):
+    """Ends an actor started from an @atl.remote class (its process)."""
+    if actor._task is None:
+        raise UsageError(2, f"{actor.name} was not started by this driver: its host closes it")
+    actor._task.kill()
+
+
+class ActorRef:
+    """A pending actor method call (atl.get it)."""
+
+    def __init__(self, future, name):
+        self._future = future
+        self._name = name
+
+
+_executor = None
+
+
+def _pool():
+    global _executor
+    with _lock:
+        if _executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="atl-call")
+        return _executor
+
+
+class ActorClass:
+    def __init__(self, cls, options):
+        self._cls = cls
+        self._options = options
+        self.__name__ = cls.__name__
+
+    def options(self, **options):
+        merged = dict(self._options)
+        merged.update(options)
+        return ActorClass(self._cls, merged)
+
+    def remote(self, *args, **kwargs):
+        """Starts the actor in a process on a worker (in a bundle with
+        placement_group=, on pod=, else the least busy) and returns its handle
+        once it answers. name= names it (default: a unique one)."""
+        import uuid
+        o = self._options
+        name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
+        payload = base64.b64encode(pickle.dumps(
+            (_serialize.encode_class(self._cls), args, kwargs, name))).decode("ascii")
+        if len(payload) > _MAX_PAYLOAD:
+            raise UsageError(2, f"{self.__name__}.remote: the class and its arguments take "
+                             f"{len(payload)} bytes, over the {_MAX_PAYLOAD} a task can carry")
+        env = dict(o.get("env") or {})
+        env["ATL_ACTOR_PAYLOAD"] = payload
+        env["PYTHONPATH"] = _python_path()
+        pg = o.get("placement_group")
+        task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
+                   bundle_index=o.get("placement_group_bundle_index", 0) if pg else 0,
+                   pod=o.get("pod"), env=env, working_dir=o.get("working_dir"))
+        deadline = time.monotonic() + o.get("start_timeout", 60)
+        while not any(a["name"] == name for a in list_actors()):
+            if task.done():
+                raise RemoteError(f"actor {name} ended before it answered: "
+                                  f"{task.output()[-2000:]!r}")
+            if time.monotonic() >= deadline:
+                task.kill()
+                raise GetTimeoutError(5, f"actor {name} did not start in time")
+            time.sleep(0.01)
+        return ActorHandle(name, task)
+
+
 def remote(*args, **options):
-    """@atl.remote or @atl.remote(pod=...) on a function. Classes (actors) are
-    not here yet: see the README."""
+    """@atl.remote or @atl.remote(pod=...) on a function (a task per call) or
+    a class (an actor: a process on a worker hosting one instance)."""
     def wrap(obj):
         if isinstance(obj, type):
-            raise NotImplementedError("atl.remote on a class (an actor) is not available yet")
+            return ActorClass(obj, options)
         return RemoteFunction(obj, options)
     if len(args) == 1 and not options and callable(args[0]):
         return wrap(args[0])
@@ -321,6 +467,12 @@ def remote(*args, **options):
 
 
 def _result(ref, timeout):
+    if isinstance(ref, ActorRef):
+        from concurrent.futures import TimeoutError as FutureTimeout
+        try:
+            return ref._future.result(timeout)
+        except FutureTimeout:
+            raise GetTimeoutError(5, f"{ref._name} is not done after {timeout} s") from None
     task = ref.task
     text = _c().task_result(task.id, _ms(timeout) if timeout is not None else 3600 * 1000)
     if text is None:
@@ -338,7 +490,7 @@ def _result(ref, timeout):
 def get(refs, timeout=None):
     """The value(s) of remote calls; RemoteError if one raised, GetTimeoutError
     if one is not done after `timeout` seconds (all of them together)."""
-    single = isinstance(refs, ObjectRef)
+    single = isinstance(refs, (ObjectRef, ActorRef))
     items = [refs] if single else list(refs)
     deadline = None if timeout is None else time.monotonic() + timeout
     values = []

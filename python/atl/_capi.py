@@ -92,7 +92,19 @@ _signatures = {
                          ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)], _P),
     "atl_task_result": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(_P)], _P),
     "atl_task_kill": ([_P, ctypes.c_int32], _P),
+    "atl_reply_set": ([_P, ctypes.c_char_p, ctypes.c_int64], None),
+    "atl_reply_error": ([_P, ctypes.c_char_p], None),
+    "atl_actor_host": ([_P, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                        ctypes.POINTER(_P)], _P),
+    "atl_actor_close": ([_P], None),
+    "atl_actor_call": ([_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
+                        ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_int64)], _P),
+    "atl_actor_list": ([_P, ctypes.POINTER(_P)], _P),
 }
+
+# void (*)(void* user_data, const char* request, int64_t size, atl_reply* reply)
+ACTOR_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char), ctypes.c_int64,
+                            ctypes.c_void_p)
 for _name, (_args, _res) in _signatures.items():
     _f = getattr(_lib, _name)
     _f.argtypes = _args
@@ -200,3 +212,37 @@ class Client:
 
     def task_kill(self, tid):
         check(_lib.atl_task_kill(self._h(), tid))
+
+    def actor_host(self, name, handler):
+        """Hosts `handler` (bytes -> bytes) as actor `name`; returns a closer.
+        The handler runs on a thread of libatl, one call at a time; what it
+        raises reaches the caller as the call's error."""
+        def trampoline(_user, data, size, reply):
+            try:
+                out = handler(ctypes.string_at(data, size) if size else b"")
+                out = b"" if out is None else bytes(out)
+                _lib.atl_reply_set(reply, out, len(out))
+            except BaseException as e:  # never into C
+                _lib.atl_reply_error(reply, f"{type(e).__name__}: {e}".encode("utf-8",
+                                                                                 "replace"))
+        callback = ACTOR_FN(trampoline)
+        handle = _P()
+        check(_lib.atl_actor_host(self._h(), name.encode(), ctypes.cast(callback, ctypes.c_void_p),
+                                  None, ctypes.byref(handle)))
+        return handle, callback  # the callback must live as long as the actor
+
+    def actor_close(self, handle):
+        _lib.atl_actor_close(handle)
+
+    def actor_call(self, name, data, timeout_ms):
+        out, size = _P(), ctypes.c_int64(0)
+        check(_lib.atl_actor_call(self._h(), name.encode(), data, len(data), int(timeout_ms),
+                                  ctypes.byref(out), ctypes.byref(size)))
+        try:
+            return ctypes.string_at(out.value, size.value) if out.value else b""
+        finally:
+            if out.value:
+                _lib.atl_free(out.value)
+
+    def actor_list(self):
+        return self._json_call(_lib.atl_actor_list)

@@ -94,3 +94,40 @@ def decode_function(desc):
         for cell, spec in zip(cells, closure):
             cell.cell_contents = _decode(spec, fn)
     return fn
+
+
+def encode_class(cls):
+    """A class by value (its methods as functions by value), or by reference
+    when it is importable."""
+    if _importable(cls):
+        return ("ref", pickle.dumps(cls))
+    attrs = {}
+    for key, value in cls.__dict__.items():
+        if key in ("__dict__", "__weakref__", "__module__", "__qualname__"):
+            continue
+        if isinstance(value, types.FunctionType):
+            attrs[key] = ("function", encode_function(value))
+        elif isinstance(value, (staticmethod, classmethod)):
+            attrs[key] = (type(value).__name__, encode_function(value.__func__))
+        else:
+            attrs[key] = _encode(value, None, 0)
+    for base in cls.__bases__:
+        if base is not object and not _importable(base):
+            raise TypeError(f"atl.remote: base class {base.__name__} of {cls.__name__} must be "
+                            "importable on the workers")
+    return ("class", cls.__name__, pickle.dumps(cls.__bases__), attrs)
+
+
+def decode_class(desc):
+    if desc[0] == "ref":
+        return pickle.loads(desc[1])
+    _, name, bases, attrs = desc
+    namespace = {}
+    for key, spec in attrs.items():
+        if spec[0] == "staticmethod":
+            namespace[key] = staticmethod(decode_function(spec[1]))
+        elif spec[0] == "classmethod":
+            namespace[key] = classmethod(decode_function(spec[1]))
+        else:
+            namespace[key] = _decode(spec, None)
+    return type(name, pickle.loads(bases), namespace)

@@ -18,7 +18,38 @@ def _send_result(obj):
         line = line[os.write(fd, line):]
 
 
+def host_actor():
+    """An actor: the class's instance, hosted under its name until killed.
+    Each call is pickle((method, args, kwargs)) -> pickle(("ok", value) | ("err", ...))."""
+    import signal
+    import threading
+
+    import atl
+    payload = os.environ.pop("ATL_ACTOR_PAYLOAD")
+    cls_desc, args, kwargs, name = pickle.loads(base64.b64decode(payload))
+    instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
+
+    def handle(request):
+        method, margs, mkwargs = pickle.loads(request)
+        try:
+            return pickle.dumps(("ok", getattr(instance, method)(*margs, **mkwargs)))
+        except BaseException as e:
+            return pickle.dumps(("err", type(e).__name__, traceback.format_exc()))
+
+    atl.init()
+    host = atl.host_actor(name, handle)
+    print(f"actor {name} ready", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    done.wait()
+    host.close()
+    atl.shutdown()
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "actor":
+        return host_actor()
     payload = os.environ.pop("ATL_TASK_PAYLOAD", None)
     if payload is None:
         print("atl worker: no ATL_TASK_PAYLOAD (started outside atl?)", file=sys.stderr)

@@ -2,6 +2,7 @@
  * workers offering one "slot" each: commands in bundles and on pods, their
  * output streamed back line by line, exit codes, kill, a task dying with its
  * group, and bad input refused. Exits 0 when every check passed. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,21 @@ static int32_t start(atl_client* c, int64_t group, int32_t bundle, const char* p
       take(atl_task_start(c, group, bundle, pod, command, env, dir, &task), msg, sizeof msg);
   CHECK(code == ATL_OK, "start %s: %s", command, msg);
   return task;
+}
+
+/* A thread that calls and then outlives its call (a driver's idle pool). */
+static pthread_mutex_t idle_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_release = 0;
+
+static void* call_then_idle(void* arg) {
+  char* json = NULL;
+  atl_status_free(atl_job_info(arg, &json));
+  atl_free(json);
+  pthread_mutex_lock(&idle_mutex);
+  while (!idle_release) pthread_cond_wait(&idle_cond, &idle_mutex);
+  pthread_mutex_unlock(&idle_mutex);
+  return NULL;
 }
 
 int main(void) {
@@ -156,6 +172,17 @@ int main(void) {
   CHECK(take(atl_task_wait(c, 4242, 0, NULL, NULL), msg, sizeof msg) == ATL_USAGE, "unknown task");
   CHECK(none == -1, "no task id on failure");
 
+  /* Disconnecting while a thread that called is still alive returns at once
+   * (CAF 0.17 would wait for that thread, had it spawned an actor there). */
+  pthread_t idle;
+  pthread_create(&idle, NULL, call_then_idle, c);
+  usleep(300 * 1000);
   atl_disconnect(c);
+  pthread_mutex_lock(&idle_mutex);
+  idle_release = 1;
+  pthread_cond_signal(&idle_cond);
+  pthread_mutex_unlock(&idle_mutex);
+  pthread_join(idle, NULL);
+  printf("tasks: %s\n", failures == 0 ? "all checks passed" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

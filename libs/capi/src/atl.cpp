@@ -7,13 +7,21 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <functional>
+#include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -32,16 +40,37 @@ struct atl_reply {
   std::string data;
 };
 
+// A hosted actor: an event-based actor on CAF's scheduler is its mailbox; a
+// thread of its own runs the handler (never CAF's threads) and hands each
+// reply back to the mailbox, which answers the caller.
 struct atl_actor {
+  struct Work {
+    std::int64_t serial = 0;
+    std::string request;
+  };
   atl_client* client = nullptr;
   std::string name;
   caf::actor handle;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<Work> queue;
+  bool closing = false;
+  std::thread worker;
 };
+
+// Work for a client's bridge actor, run in its context. (Local messages only.)
+using atl_bridge_job = std::shared_ptr<std::function<void(caf::event_based_actor*)>>;
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(atl_bridge_job)
 
 struct atl_client {
   std::unique_ptr<atl::AtlSystemConfig> config;
   std::unique_ptr<caf::actor_system> system;
   caf::actor supervisor;
+  // Every request and spawn goes through this actor: callers' threads only
+  // anon_send to it. (CAF 0.17: an actor spawned, or a scoped_actor made, on
+  // a thread that then outlives the call keeps ~actor_system waiting until
+  // that thread exits: a driver's idle thread pool hung its shutdown.)
+  caf::actor bridge;
   std::string address;
 };
 
@@ -80,46 +109,62 @@ atl_status* no_client(const char* call) {
   return make_status(ATL_USAGE, std::string(call) + ": client is NULL");
 }
 
+// Runs `job` in the bridge actor's context; its result comes back through
+// the promise the job fulfils.
+void on_bridge(atl_client* c, std::function<void(caf::event_based_actor*)> job) {
+  caf::anon_send(c->bridge,
+                 std::make_shared<std::function<void(caf::event_based_actor*)>>(std::move(job)));
+}
+
+// One request to the supervisor from any thread, answered with Ts...
+template <class... Ts>
+caf::expected<std::tuple<Ts...>> call_supervisor(atl_client* c, caf::message msg,
+                                                 std::chrono::milliseconds timeout) {
+  using Answer = caf::expected<std::tuple<Ts...>>;
+  auto done = std::make_shared<std::promise<Answer>>();
+  auto future = done->get_future();
+  on_bridge(
+      c, [to = c->supervisor, msg = std::move(msg), timeout, done](caf::event_based_actor* self) {
+        self->request(to, timeout, msg)
+            .then([done](Ts&... xs) { done->set_value(std::make_tuple(std::move(xs)...)); },
+                  [done](caf::error& err) { done->set_value(std::move(err)); });
+      });
+  // CAF's own timeout answers first; this bound only guards a stuck system.
+  if (future.wait_for(timeout + std::chrono::seconds(5)) != std::future_status::ready)
+    return caf::make_error(caf::sec::request_timeout);
+  return future.get();
+}
+
+atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) {
+  return make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " + c->address +
+                                          " did not answer: " + c->system->render(err));
+}
+
 // Sends `request`, expects (code, text): the supervisor's answer to commands.
 // `wait` is how long the answer may take beyond the usual request timeout.
-atl_status* ask(atl_client* c, const char* call, const caf::message& request,
+atl_status* ask(atl_client* c, const char* call, caf::message request,
                 std::chrono::milliseconds wait, std::string* text_out) {
-  caf::scoped_actor self{*c->system};
-  atl_status* result = nullptr;
-  self->request(c->supervisor, kRequestTimeout + wait, request)
-      .receive(
-          [&](std::int32_t code, const std::string& text) {
-            if (code == 0) {
-              if (text_out) *text_out = text;
-              return;
-            }
-            atl_code mapped = code == 2   ? ATL_USAGE
-                              : code == 3 ? ATL_REFUSED
-                              : code == 5 ? ATL_TIMEOUT
-                                          : ATL_FAILED;
-            result = make_status(mapped, text);
-          },
-          [&](const caf::error& err) {
-            result = make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " +
-                                                      c->address +
-                                                      " did not answer: " + c->system->render(err));
-          });
-  return result;
+  auto answer =
+      call_supervisor<std::int32_t, std::string>(c, std::move(request), kRequestTimeout + wait);
+  if (!answer) return unreachable(c, call, answer.error());
+  auto& [code, text] = *answer;
+  if (code == 0) {
+    if (text_out) *text_out = std::move(text);
+    return nullptr;
+  }
+  atl_code mapped = code == 2   ? ATL_USAGE
+                    : code == 3 ? ATL_REFUSED
+                    : code == 5 ? ATL_TIMEOUT
+                                : ATL_FAILED;
+  return make_status(mapped, text);
 }
 
 // Sends `request`, expects a plain string (info, cluster state).
-atl_status* ask_text(atl_client* c, const char* call, const caf::message& request,
-                     std::string* text_out) {
-  caf::scoped_actor self{*c->system};
-  atl_status* result = nullptr;
-  self->request(c->supervisor, kRequestTimeout, request)
-      .receive([&](const std::string& text) { *text_out = text; },
-               [&](const caf::error& err) {
-                 result = make_status(ATL_UNREACHABLE,
-                                      std::string(call) + ": the supervisor at " + c->address +
-                                          " did not answer: " + c->system->render(err));
-               });
-  return result;
+atl_status* ask_text(atl_client* c, const char* call, caf::message request, std::string* text_out) {
+  auto answer = call_supervisor<std::string>(c, std::move(request), kRequestTimeout);
+  if (!answer) return unreachable(c, call, answer.error());
+  *text_out = std::move(std::get<0>(*answer));
+  return nullptr;
 }
 
 atl_status* text_out(const char* call, const std::string& text, char** out) {
@@ -166,7 +211,16 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
     c->address = hp->to_string();
     c->config = std::make_unique<atl::AtlSystemConfig>(*tls);
     c->system = std::make_unique<caf::actor_system>(*c->config);
-    auto found = atl::connect_actor(*c->system, hp->host, hp->port);
+    // Connected and bridged from a thread that ends here (see atl_client).
+    auto made = std::async(std::launch::async, [&]() -> caf::expected<caf::actor> {
+      auto found = atl::connect_actor(*c->system, hp->host, hp->port);
+      if (!found) return found;
+      c->bridge = c->system->spawn([](caf::event_based_actor* self) -> caf::behavior {
+        return {[self](atl_bridge_job& job) { (*job)(self); }};
+      });
+      return found;
+    });
+    auto found = made.get();
     if (!found)
       return make_status(ATL_UNREACHABLE,
                          "atl_connect: cannot reach the supervisor at " + c->address + ": " +
@@ -180,6 +234,8 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
 void atl_disconnect(atl_client* client) {
   if (!client) return;
   try {
+    if (client->bridge) caf::anon_send_exit(client->bridge, caf::exit_reason::user_shutdown);
+    client->bridge = caf::actor{};
     client->supervisor = caf::actor{};
     delete client;
   } catch (...) {
@@ -316,29 +372,20 @@ atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, ch
     if (task < 1 || offset < 0)
       return make_status(ATL_USAGE, "atl_task_output: bad task or offset");
     constexpr std::int64_t kMax = 1 << 20;
-    caf::scoped_actor self{*client->system};
-    atl_status* result = nullptr;
-    self->request(client->supervisor, kRequestTimeout,
-                  caf::make_message(atl::read_atom::value, atl::task_stream(task),
-                                    std::int64_t{offset}, kMax))
-        .receive(
-            [&](const std::string& data, std::int64_t next) {
-              *data_out = static_cast<char*>(std::malloc(data.size() + 1));
-              if (!*data_out) {
-                result = make_status(ATL_INTERNAL, "atl_task_output: out of memory");
-                return;
-              }
-              std::memcpy(*data_out, data.data(), data.size());
-              (*data_out)[data.size()] = 0;
-              *size_out = static_cast<int64_t>(data.size());
-              if (next_offset_out) *next_offset_out = next;
-            },
-            [&](const caf::error& err) {
-              result = make_status(ATL_UNREACHABLE,
-                                   "atl_task_output: the supervisor at " + client->address +
-                                       " did not answer: " + client->system->render(err));
-            });
-    return result;
+    auto answer = call_supervisor<std::string, std::int64_t>(
+        client,
+        caf::make_message(atl::read_atom::value, atl::task_stream(task), std::int64_t{offset},
+                          kMax),
+        kRequestTimeout);
+    if (!answer) return unreachable(client, "atl_task_output", answer.error());
+    const auto& [data, next] = *answer;
+    *data_out = static_cast<char*>(std::malloc(data.size() + 1));
+    if (!*data_out) return make_status(ATL_INTERNAL, "atl_task_output: out of memory");
+    std::memcpy(*data_out, data.data(), data.size());
+    (*data_out)[data.size()] = 0;
+    *size_out = static_cast<int64_t>(data.size());
+    if (next_offset_out) *next_offset_out = next;
+    return nullptr;
   });
 }
 
@@ -390,6 +437,21 @@ void atl_reply_error(atl_reply* reply, const char* message) {
   }
 }
 
+namespace {
+
+// Ends the worker (after its current call) and the mailbox.
+void stop_actor(atl_actor* a) {
+  {
+    std::lock_guard<std::mutex> lock(a->mutex);
+    a->closing = true;
+  }
+  a->wake.notify_one();
+  if (a->worker.joinable()) a->worker.join();
+  caf::anon_send_exit(a->handle, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+
 atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn, void* user_data,
                            atl_actor** out) {
   if (!client) return no_client("atl_actor_host");
@@ -397,17 +459,56 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
     if (!out || !name || !fn)
       return make_status(ATL_USAGE, "atl_actor_host: name, fn and out are required");
     *out = nullptr;
-    // Detached: the handler runs on a thread of its own, one call at a time.
-    caf::actor handle = client->system->spawn<caf::detached>(
-        [fn, user_data](caf::event_based_actor*) -> caf::behavior {
-          return {
-              [fn, user_data](atl::call_atom, const std::string& request) {
-                atl_reply reply;
-                fn(user_data, request.data(), static_cast<int64_t>(request.size()), &reply);
-                return caf::make_message(reply.code, std::move(reply.data));
-              },
-          };
-        });
+    auto actor = std::make_unique<atl_actor>();
+    atl_actor* a = actor.get();
+    // The mailbox: a call waits as a promise until the worker's reply comes.
+    auto spawned = std::make_shared<std::promise<caf::actor>>();
+    auto spawned_future = spawned->get_future();
+    on_bridge(client, [a, spawned](caf::event_based_actor* bridge) {
+      spawned->set_value(bridge->spawn([a](caf::event_based_actor* self) -> caf::behavior {
+        auto pending = std::make_shared<std::map<std::int64_t, caf::response_promise>>();
+        auto next = std::make_shared<std::int64_t>(0);
+        return {
+            [self, a, pending, next](atl::call_atom, std::string& request) {
+              auto promise = self->make_response_promise();
+              std::int64_t serial = ++*next;
+              pending->emplace(serial, promise);
+              {
+                std::lock_guard<std::mutex> lock(a->mutex);
+                a->queue.push_back({serial, std::move(request)});
+              }
+              a->wake.notify_one();
+              return promise;
+            },
+            [pending](atl::call_atom, std::int64_t serial, std::int32_t code, std::string& reply) {
+              auto it = pending->find(serial);
+              if (it == pending->end()) return;
+              it->second.deliver(code, std::move(reply));
+              pending->erase(it);
+            },
+        };
+      }));
+    });
+    caf::actor handle = spawned_future.get();
+    a->client = client;
+    a->name = name;
+    a->handle = handle;
+    a->worker = std::thread([a, fn, user_data] {
+      while (true) {
+        atl_actor::Work work;
+        {
+          std::unique_lock<std::mutex> lock(a->mutex);
+          a->wake.wait(lock, [a] { return a->closing || !a->queue.empty(); });
+          if (a->closing) return;
+          work = std::move(a->queue.front());
+          a->queue.pop_front();
+        }
+        atl_reply reply;
+        fn(user_data, work.request.data(), static_cast<int64_t>(work.request.size()), &reply);
+        caf::anon_send(a->handle, atl::call_atom::value, work.serial, reply.code,
+                       std::move(reply.data));
+      }
+    });
     const char* pod = std::getenv("ATL_POD_NAME");
     std::string owner = std::string(pod && *pod ? pod : "outside the job's pods") + " pid " +
                         std::to_string(::getpid());
@@ -415,13 +516,9 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
             ask(client, "atl_actor_host",
                 caf::make_message(atl::actor_reg_atom::value, std::string(name), handle, owner),
                 std::chrono::milliseconds(0), nullptr)) {
-      caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+      stop_actor(a);
       return s;
     }
-    auto actor = std::make_unique<atl_actor>();
-    actor->client = client;
-    actor->name = name;
-    actor->handle = handle;
     *out = actor.release();
     return nullptr;
   });
@@ -434,9 +531,7 @@ void atl_actor_close(atl_actor* actor) {
                       caf::make_message(atl::actor_unreg_atom::value, actor->name),
                       std::chrono::milliseconds(0), nullptr))
       atl_status_free(s);  // gone already (the job ended): nothing more to undo there
-    caf::scoped_actor self{*actor->client->system};
-    self->send_exit(actor->handle, caf::exit_reason::user_shutdown);
-    self->wait_for(actor->handle);
+    stop_actor(actor);     // the handler's current call (if any) ends first
   } catch (...) {
     // Nothing may cross into C.
   }
