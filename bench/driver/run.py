@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""bench/driver: a driver's operations through atl's Python package against
+the same through Ray 2.60 (from PyPI, in build/ray-venv), same machine, same
+run, medians over --runs fresh driver processes:
+
+  connect            atl.init() / ray.init(address=...) in a fresh process
+  pg/s               placement groups created + ready + removed, one after another
+  actor create+call  an actor started and called once (atl: a process on a
+                     worker, as Ray's; and an actor hosted in the caller's own
+                     process, which Ray has no counterpart of)
+  call round trip    one actor method call, answered
+  32-task fan-out    32 calls of a trivial function from a warm driver, all gathered
+                     (atl: a process per task; and 32 shell commands)
+
+atl: headnode --mode driver with 2 local workers; the driver connects from
+outside as a second driver. Ray: `ray start --head` on this machine (4 CPUs).
+Ray's rows are left out, saying why, when Ray cannot be installed.
+
+Usage: bench/driver/run.py [--runs 3] [--out bench/results/driver.md]
+"""
+import argparse
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import common  # noqa: E402
+
+RAY_VENV = os.path.join(common.ROOT, "build", "ray-venv")
+
+
+def median_ms(samples):
+    return common.median(samples) * 1000.0
+
+
+# --- the two sides (run in a fresh process each) ----------------------------------
+
+
+def side_atl(address, tls):
+    sys.path.insert(0, os.path.join(common.ROOT, "python"))
+    t0 = time.perf_counter()
+    import atl
+    atl.init(address, tls)
+    out = {"connect_ms": (time.perf_counter() - t0) * 1000}
+
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 2.0:
+        pg = atl.placement_group([{"CPU": 0.01}])
+        pg.ready(timeout=30)
+        pg.remove()
+        n += 1
+    out["pg_per_s"] = n / (time.perf_counter() - t0)
+
+    @atl.remote
+    class Pinger:
+        def ping(self):
+            return b"pong"
+
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a = Pinger.remote()
+        atl.get(a.ping.remote(), timeout=60)
+        samples.append(time.perf_counter() - t0)
+        atl.kill(a)
+    out["actor_create_call_per_s"] = 1.0 / common.median(samples)
+
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 1.0:
+        h = atl.host_actor(f"bench-{n}", lambda d: d)
+        atl.ActorHandle(f"bench-{n}").call(b"x")
+        h.close()
+        n += 1
+    out["local_actor_create_call_per_s"] = n / (time.perf_counter() - t0)
+
+    a = Pinger.remote()
+    atl.get(a.ping.remote(), timeout=60)
+    samples = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        atl.get(a.ping.remote(), timeout=60)
+        samples.append(time.perf_counter() - t0)
+    out["call_rtt_ms"] = median_ms(samples)
+    raw = pickle.dumps(("ping", (), {}))
+    samples = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        a.call(raw)
+        samples.append(time.perf_counter() - t0)
+    out["call_rtt_raw_ms"] = median_ms(samples)
+    atl.kill(a)
+
+    @atl.remote
+    def nothing(i):
+        return i
+
+    atl.get([nothing.remote(i) for i in range(4)], timeout=60)  # warm
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        atl.get([nothing.remote(i) for i in range(32)], timeout=120)
+        samples.append(time.perf_counter() - t0)
+    out["fanout32_ms"] = median_ms(samples)
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        tasks = [atl.run("true") for _ in range(32)]
+        for t in tasks:
+            t.wait(timeout=60)
+        samples.append(time.perf_counter() - t0)
+    out["fanout32_cmd_ms"] = median_ms(samples)
+    atl.shutdown()
+    return out
+
+
+def side_ray(address):
+    t0 = time.perf_counter()
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    out = {"connect_ms": (time.perf_counter() - t0) * 1000}
+
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 2.0:
+        pg = placement_group([{"CPU": 0.01}])
+        ray.get(pg.ready(), timeout=30)
+        remove_placement_group(pg)
+        n += 1
+    out["pg_per_s"] = n / (time.perf_counter() - t0)
+
+    @ray.remote(num_cpus=0)
+    class Pinger:
+        def ping(self):
+            return b"pong"
+
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a = Pinger.remote()
+        ray.get(a.ping.remote(), timeout=120)
+        samples.append(time.perf_counter() - t0)
+        ray.kill(a)
+    out["actor_create_call_per_s"] = 1.0 / common.median(samples)
+
+    a = Pinger.remote()
+    ray.get(a.ping.remote())
+    samples = []
+    for _ in range(300):
+        t0 = time.perf_counter()
+        ray.get(a.ping.remote())
+        samples.append(time.perf_counter() - t0)
+    out["call_rtt_ms"] = median_ms(samples)
+    ray.kill(a)
+
+    @ray.remote(num_cpus=0)
+    def nothing(i):
+        return i
+
+    ray.get([nothing.remote(i) for i in range(32)])  # warm
+    samples = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        ray.get([nothing.remote(i) for i in range(32)])
+        samples.append(time.perf_counter() - t0)
+    out["fanout32_ms"] = median_ms(samples)
+    ray.shutdown()
+    return out
+
+
+# --- the harness ------------------------------------------------------------------
+
+
+class AtlCluster:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="atl-bench-driver-")
+        self.state = os.path.join(self.dir, "state")
+        self.out = open(os.path.join(self.dir, "head.out"), "w")
+        env = dict(os.environ, PATH=common.BIN + os.pathsep + os.environ.get("PATH", ""))
+        self.head = subprocess.Popen(
+            [common.binary("headnode"), "--mode", "driver", "--workers", "2", "--local-workers",
+             "2", "--port", "0", "--bind", "127.0.0.1", "--state-dir", self.state, "--",
+             "exec sleep 3600"],
+            stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.address = None
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            text = open(self.out.name).read()
+            if "initializing -> command" in text:
+                for line in text.splitlines():
+                    if line.startswith("listening on "):
+                        self.address = line.split()[-1]
+                break
+            time.sleep(0.05)
+        if not self.address:
+            raise SystemExit("atl cluster did not start:\n" + open(self.out.name).read())
+
+    def stop(self):
+        self.head.send_signal(signal.SIGTERM)
+        self.head.wait(60)
+
+
+def run_side(python, args):
+    out = subprocess.run([python, os.path.abspath(__file__), *args], capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"side {args[:2]} failed:\n{out.stdout}\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ray_available():
+    python = os.path.join(RAY_VENV, "bin", "python")
+    if os.access(python, os.X_OK) and subprocess.run(
+            [python, "-c", "import ray"], capture_output=True).returncode == 0:
+        return python, ""
+    made = subprocess.run(f"python3 -m venv {RAY_VENV} && {RAY_VENV}/bin/pip install -q "
+                          "'ray[default]==2.60.0'", shell=True, capture_output=True, text=True)
+    if made.returncode != 0:
+        return None, "Ray 2.60 could not be installed from PyPI: " + made.stderr[-300:]
+    return python, ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "driver.md"))
+    ap.add_argument("--side", choices=["atl", "ray"])
+    ap.add_argument("--address")
+    ap.add_argument("--tls")
+    args = ap.parse_args()
+    if args.side == "atl":
+        print(json.dumps(side_atl(args.address, args.tls)))
+        return
+    if args.side == "ray":
+        print(json.dumps(side_ray(args.address)))
+        return
+
+    atl_runs, ray_runs = [], []
+    cluster = AtlCluster()
+    try:
+        for _ in range(args.runs):
+            atl_runs.append(run_side("/usr/bin/python3", ["--side", "atl", "--address",
+                                                          cluster.address, "--tls",
+                                                          os.path.join(cluster.state, "tls")]))
+    finally:
+        cluster.stop()
+    ray_python, why_not = ray_available()
+    ray_version = ""
+    if ray_python:
+        ray_bin = os.path.join(RAY_VENV, "bin", "ray")
+        temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
+        port = 6390
+        env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
+        subprocess.run([ray_bin, "start", "--head", "--port", str(port), "--num-cpus", "4",
+                        "--node-ip-address", "127.0.0.1", "--temp-dir", temp,
+                        "--include-dashboard", "false"], check=True, capture_output=True, env=env)
+        try:
+            ray_version = subprocess.run([ray_bin, "--version"], capture_output=True,
+                                         text=True).stdout.strip()
+            for _ in range(args.runs):
+                ray_runs.append(run_side(ray_python, ["--side", "ray", "--address",
+                                                      f"127.0.0.1:{port}"]))
+        finally:
+            subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env)
+    write(args, atl_runs, ray_runs, ray_version, why_not)
+
+
+def write(args, atl_runs, ray_runs, ray_version, why_not):
+    def med(runs, key):
+        vals = [r[key] for r in runs if key in r]
+        return common.median(vals) if vals else None
+
+    def cell(v, fmt):
+        return "-" if v is None else fmt.format(v)
+
+    rows = [
+        ("driver connect (ms)", "connect_ms", "{:.1f}", "lower"),
+        ("placement groups created + ready + removed per s", "pg_per_s", "{:.0f}", "higher"),
+        ("actors started (a process on a worker) + first call per s",
+         "actor_create_call_per_s", "{:.1f}", "higher"),
+        ("actor method call round trip, atl.get(a.ping.remote()) (ms)", "call_rtt_ms", "{:.2f}",
+         "lower"),
+        ("32-task fan-out from a warm driver (ms)", "fanout32_ms", "{:.1f}", "lower"),
+    ]
+    lines = ["# bench/driver: a driver's operations, atl's Python package against Ray's", "",
+             f"Machine: {common.machine()}; {ray_version or 'Ray not run'}.",
+             f"Command: `bench/driver/run.py --runs {args.runs}` (medians over {args.runs} fresh "
+             "driver processes). atl: a driver-mode head with 2 local workers on 127.0.0.1, "
+             "the bench driving it from outside; Ray: `ray start --head --num-cpus 4` on "
+             "127.0.0.1.", "",
+             "| operation | atl | Ray 2.60 | atl / Ray |", "|---|---:|---:|---:|"]
+    for label, key, fmt, better in rows:
+        a, r = med(atl_runs, key), med(ray_runs, key)
+        ratio = "-" if a is None or r is None or r == 0 else f"{a / r:.2f}x"
+        lines.append(f"| {label} | {cell(a, fmt)} | {cell(r, fmt)} | {ratio} |")
+    lines += ["", "atl only (no Ray counterpart):", "",
+              "| operation | atl |", "|---|---:|",
+              f"| actor hosted in the caller's own process + first call per s | "
+              f"{cell(med(atl_runs, 'local_actor_create_call_per_s'), '{:.0f}')} |",
+              f"| raw actor call round trip, bytes in and out (ms) | "
+              f"{cell(med(atl_runs, 'call_rtt_raw_ms'), '{:.2f}')} |",
+              f"| 32 shell commands fanned out, all ended (ms) | "
+              f"{cell(med(atl_runs, 'fanout32_cmd_ms'), '{:.1f}')} |", ""]
+    if why_not:
+        lines += [f"Ray's rows are empty: {why_not}", ""]
+    lines += ["Raw figures (per run):", "", "```",
+              "atl: " + json.dumps(atl_runs), "ray: " + json.dumps(ray_runs), "```", ""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
