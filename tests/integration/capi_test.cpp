@@ -48,6 +48,18 @@ TEST(CApi, NamedActorsAreCalledByNameAcrossProcessesAndTheirHostsDeathIsAnError)
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(CApi, TheCExampleDriverRuns) {
+  TestCluster c;
+  auto& head = start_driver_job(c, 2, {bin("atl-example-driver")});
+  EXPECT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("[driver] 2 workers"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] bundle 1: exit 0: task on " + c.worker_name(1)), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[driver] greeter says: hello, world"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(CApi, ALostNodesBundleIsPlacedAgainAndTheDriverGoesOn) {
   TestCluster c;
   const std::string marker = c.dir() + "/placed";
