@@ -7,6 +7,7 @@
  *                          answers an error, "slow" takes 3 s).
  * Exits 0 when every check passed. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,12 @@ static void handler(void* user, const char* request, int64_t size, atl_reply* re
     return;
   }
   if (size == 4 && memcmp(request, "slow", 4) == 0) sleep(3);
+  if (size == 3 && memcmp(request, "pid", 3) == 0) {
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d", (int)getpid());
+    atl_reply_set(reply, pid, n);
+    return;
+  }
   char out[4096];
   int n = snprintf(out, sizeof out, "%s:%.*s", name, (int)size, request);
   atl_reply_set(reply, out, n);
@@ -203,6 +210,33 @@ static int driver(void) {
   CHECK(waited < 10.0, "the caller heard of the death after %.1f s", waited);
   CHECK(call(c, "remote-echo", "hi", 1000, &reply, msg, sizeof msg) == ATL_USAGE,
         "gone from the registry: %s", msg);
+
+  /* A frozen host (SIGSTOP: its connection stays up): its callers hear of it
+   * within the heartbeat timeout (3 s by default), not after their own. */
+  snprintf(command, sizeof command, "exec %s host frozen-echo", self_path);
+  int32_t frozen_task = -1;
+  CHECK(take(atl_task_start(c, 0, -1, NULL, command, NULL, NULL, &frozen_task), msg, sizeof msg) ==
+            ATL_OK,
+        "task: %s", msg);
+  char* pid_text = NULL;
+  for (int i = 0; i < 300; ++i) {
+    if (call(c, "frozen-echo", "pid", 5000, &pid_text, msg, sizeof msg) == ATL_OK) break;
+    usleep(50 * 1000);
+  }
+  int frozen_pid = pid_text ? atoi(pid_text) : 0;
+  atl_free(pid_text);
+  CHECK(frozen_pid > 0, "the frozen host's pid");
+  if (frozen_pid > 0) {
+    kill(frozen_pid, SIGSTOP);
+    t0 = now();
+    CHECK(call(c, "frozen-echo", "hi", 60000, &reply, msg, sizeof msg) == ATL_FAILED &&
+              strstr(msg, "no answer to a heartbeat"),
+          "frozen host: %s", msg);
+    waited = now() - t0;
+    CHECK(waited < 10.0, "the caller heard of the frozen host after %.1f s", waited);
+    kill(frozen_pid, SIGKILL);
+    kill(frozen_pid, SIGCONT);
+  }
 
   /* Closing unregisters. */
   atl_actor_close(local);

@@ -480,6 +480,8 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
               a->wake.notify_one();
               return promise;
             },
+            // The supervisor's liveness ping: answered here, whatever the handler does.
+            [](atl::heartbeat_atom) { return true; },
             [pending](atl::call_atom, std::int64_t serial, std::int32_t code, std::string& reply) {
               auto it = pending->find(serial);
               if (it == pending->end()) return;

@@ -959,6 +959,7 @@ void on_heartbeat_tick(Actor* self) {
   if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
     st.last_heartbeat_sent = now;
     for (const auto& [pod, node] : st.nodes) self->send(node.agent, heartbeat_atom::value);
+    ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
   }
   // Deadlines of pending groups, taints and spares changing: placement catches up.
   for (const auto& [id, g] : st.groups.groups()) {

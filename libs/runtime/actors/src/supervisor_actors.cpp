@@ -6,6 +6,7 @@
 // reply that cannot come.
 #include <nlohmann/json.hpp>
 
+#include "atl/core/duration.hpp"
 #include "atl/core/quote.hpp"
 #include "supervisor_state.hpp"
 
@@ -90,6 +91,46 @@ Result call_actor(Actor* self, const std::string& name, const std::string& reque
               }
             });
   return promise;
+}
+
+namespace {
+
+void declare_dead(Actor* self, const std::string& name, const caf::actor& handle,
+                  const std::string& why) {
+  auto& st = self->state;
+  auto it = st.named.find(name);
+  if (it == st.named.end() || it->second.handle != handle) return;  // gone or replaced
+  std::string line =
+      "the host of actor " + quote(name) + " (" + it->second.owner + ") is gone: " + why;
+  st.log->warn("{}", line);
+  self->demonitor(handle);
+  answer_pending(it->second, 1, line);
+  st.named.erase(it);
+}
+
+}  // namespace
+
+void ping_actor_hosts(Actor* self) {
+  auto& st = self->state;
+  const auto timeout = st.job().heartbeat.timeout;
+  for (auto& [name, a] : st.named) {
+    if (a.pinging) continue;
+    a.pinging = true;
+    caf::actor handle = a.handle;
+    self->request(handle, timeout, heartbeat_atom::value)
+        .then(
+            [self, name = name, handle](bool) {
+              auto it = self->state.named.find(name);
+              if (it != self->state.named.end() && it->second.handle == handle)
+                it->second.pinging = false;
+            },
+            [self, name = name, handle, timeout](caf::error& err) {
+              declare_dead(self, name, handle,
+                           err == caf::sec::request_timeout
+                               ? "no answer to a heartbeat for " + format_duration(timeout)
+                               : self->system().render(err));
+            });
+  }
 }
 
 bool on_actor_down(Actor* self, const caf::down_msg& msg) {

@@ -176,6 +176,7 @@ struct State {
     std::string owner;  // who hosts it, for people
     std::int64_t calls = 0;
     std::map<std::int64_t, Promise> pending;  // calls forwarded, not answered yet
+    bool pinging = false;                     // a liveness ping is out
   };
   std::map<std::string, NamedActor> named;
   std::int64_t next_call = 1;
@@ -290,5 +291,9 @@ Result call_actor(Actor* self, const std::string& name, const std::string& reque
 std::string actors_json(const State& st);
 // True when `msg` was a named actor's host going away (its callers are told).
 bool on_actor_down(Actor* self, const caf::down_msg& msg);
+// Each heartbeat interval: every host's mailbox must answer within the
+// heartbeat timeout, else the host is taken for dead (a frozen process never
+// drops its connection; CAF would notice only after its own 20 s).
+void ping_actor_hosts(Actor* self);
 
 }  // namespace atl::supervisor
