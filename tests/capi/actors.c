@@ -15,25 +15,7 @@
 #include <unistd.h>
 
 #include "atl.h"
-
-static int failures = 0;
-
-#define CHECK(cond, ...)                           \
-  do {                                             \
-    if (!(cond)) {                                 \
-      ++failures;                                  \
-      fprintf(stderr, "FAIL line %d: ", __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                \
-      fprintf(stderr, "\n");                       \
-    }                                              \
-  } while (0)
-
-static atl_code take(atl_status* s, char* msg, size_t size) {
-  atl_code code = atl_status_code(s);
-  if (msg) snprintf(msg, size, "%s", atl_status_message(s));
-  atl_status_free(s);
-  return code;
-}
+#include "check.h"
 
 static double now(void) {
   struct timespec ts;

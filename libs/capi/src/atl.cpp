@@ -167,6 +167,25 @@ atl_status* ask_text(atl_client* c, const char* call, caf::message request, std:
   return nullptr;
 }
 
+// The task's JSON once it ended (task_wait); ATL_TIMEOUT while it still runs.
+atl_status* wait_for_task(atl_client* c, const char* call, int32_t task, int64_t timeout_ms,
+                          nlohmann::json& j) {
+  if (timeout_ms < 0) return make_status(ATL_USAGE, std::string(call) + ": timeout_ms is negative");
+  std::string text;
+  if (auto* s = ask(c, call,
+                    caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
+                                      std::int64_t{timeout_ms}),
+                    std::chrono::milliseconds(timeout_ms), &text))
+    return s;
+  j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("done"))
+    return make_status(ATL_INTERNAL, std::string(call) + ": unexpected answer: " + text);
+  if (!j["done"].get<bool>())
+    return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
+                                        std::to_string(timeout_ms) + " ms");
+  return nullptr;
+}
+
 atl_status* text_out(const char* call, const std::string& text, char** out) {
   if (!out) return nullptr;
   *out = copy_string(text);
@@ -341,19 +360,8 @@ atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
                           int32_t* exit_code_out, int32_t* signal_out) {
   if (!client) return no_client("atl_task_wait");
   return guarded("atl_task_wait", [&]() -> atl_status* {
-    if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_task_wait: timeout_ms is negative");
-    std::string text;
-    if (auto* s = ask(client, "atl_task_wait",
-                      caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
-                                        std::int64_t{timeout_ms}),
-                      std::chrono::milliseconds(timeout_ms), &text))
-      return s;
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("done"))
-      return make_status(ATL_INTERNAL, "atl_task_wait: unexpected answer: " + text);
-    if (!j["done"].get<bool>())
-      return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
-                                          std::to_string(timeout_ms) + " ms");
+    nlohmann::json j;
+    if (auto* s = wait_for_task(client, "atl_task_wait", task, timeout_ms, j)) return s;
     if (exit_code_out) *exit_code_out = j.value("exit_code", 0);
     if (signal_out) *signal_out = j.value("signal", 0);
     if (j.contains("error"))
@@ -395,19 +403,8 @@ atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms
   return guarded("atl_task_result", [&]() -> atl_status* {
     if (!result_out) return make_status(ATL_USAGE, "atl_task_result: result_out is NULL");
     *result_out = nullptr;
-    if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_task_result: timeout_ms is negative");
-    std::string text;
-    if (auto* s = ask(client, "atl_task_result",
-                      caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
-                                        std::int64_t{timeout_ms}),
-                      std::chrono::milliseconds(timeout_ms), &text))
-      return s;
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("done"))
-      return make_status(ATL_INTERNAL, "atl_task_result: unexpected answer: " + text);
-    if (!j["done"].get<bool>())
-      return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
-                                          std::to_string(timeout_ms) + " ms");
+    nlohmann::json j;
+    if (auto* s = wait_for_task(client, "atl_task_result", task, timeout_ms, j)) return s;
     if (j.contains("result_error"))
       return make_status(
           ATL_FAILED, "task " + std::to_string(task) + ": " + j["result_error"].get<std::string>());
