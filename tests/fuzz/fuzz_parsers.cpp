@@ -8,12 +8,14 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "atl/core/byte_size.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/job_spec.hpp"
+#include "atl/core/placement.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
@@ -92,6 +94,38 @@ void fuzz_control(std::string_view in) {
   (void)atl::gpu::parse_xid_line(in);
 }
 
+// Resources and placement: the first byte picks the strategy and how many
+// copies of the bundle (the rest, as JSON) go on three nodes of 4 CPUs, 2
+// GPUs and one "slot". A placement found must fit and obey the strategy.
+void fuzz_placement(std::string_view in) {
+  check_error(atl::parse_resources(in));
+  check_error(atl::parse_placement_strategy(in));
+  if (in.empty()) return;
+  const auto strategy = static_cast<atl::PlacementStrategy>(static_cast<unsigned char>(in[0]) % 4);
+  const size_t copies = static_cast<unsigned char>(in[0]) / 4 % 8 + 1;
+  auto bundle = atl::parse_bundle(in.substr(1));
+  check_error(bundle);
+  if (!bundle) return;
+  std::vector<atl::PlacementNode> nodes;
+  for (int i = 0; i < 3; ++i) {
+    atl::Resources total = atl::node_resources(4, 2, 1 << 30, 0, {{"slot", atl::kResourceUnit}});
+    nodes.push_back({"n" + std::to_string(i), total, total, i == 2 ? "tainted" : ""});
+  }
+  std::vector<atl::Resources> bundles(copies, *bundle);
+  auto placed = atl::place_bundles(bundles, strategy, nodes);
+  check_error(placed);
+  if (!placed) return;
+  std::vector<atl::Resources> used(nodes.size());
+  for (size_t b = 0; b < placed->size(); ++b) {
+    size_t n = (*placed)[b];
+    if (n >= nodes.size() || !nodes[n].unavailable.empty())
+      broken("a bundle on a node that takes none");
+    used[n] = atl::add(used[n], bundles[b]);
+  }
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (!atl::fits(used[n], nodes[n].total)) broken("a node given more than it has");
+}
+
 using Target = void (*)(std::string_view);
 
 Target chosen() {
@@ -105,8 +139,10 @@ Target chosen() {
     if (n == "size") return &fuzz_size;
     if (n == "hostport") return &fuzz_host_port;
     if (n == "control") return &fuzz_control;
+    if (n == "placement") return &fuzz_placement;
     std::fprintf(stderr,
-                 "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport or control\n");
+                 "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport, control or "
+                 "placement\n");
     std::exit(2);
   }();
   return target;
