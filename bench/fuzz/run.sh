@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-10000000}"
 shift || true
-all=(spec ranks envs duration size hostport control)
+all=(spec ranks envs duration size hostport control placement)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 jobs="${JOBS:-$(nproc)}"
