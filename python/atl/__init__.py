@@ -125,11 +125,12 @@ def available_resources():
 class PlacementGroup:
     """Reserved bundles of resources on the workers (Ray's semantics)."""
 
-    def __init__(self, gid, bundles, strategy):
+    def __init__(self, gid, bundles, strategy, table=None):
         self.id = gid
         self.bundle_specs = bundles
         self.strategy = strategy
-        self._table = None
+        # Placed at once: ready() has nothing to wait for.
+        self._table = table if table and table.get("state") == "CREATED" else None
 
     @property
     def bundle_count(self):
@@ -139,6 +140,8 @@ class PlacementGroup:
         """Waits until every bundle is reserved; raises GetTimeoutError (still
         pending: the message says which bundle lacks what where) or AtlError
         (failed or removed). Returns self."""
+        if self._table is not None:
+            return self
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -177,8 +180,8 @@ def placement_group(bundles, strategy="PACK", name="", timeout=None):
     "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
     STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
     after `timeout` seconds fails (None: it waits for ever)."""
-    gid = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
-    return PlacementGroup(gid, list(bundles), strategy)
+    gid, table = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
+    return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
 
 
 def remove_placement_group(pg):

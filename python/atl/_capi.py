@@ -81,6 +81,8 @@ _signatures = {
     "atl_cluster_state": ([_P, ctypes.POINTER(_P)], _P),
     "atl_pg_create": ([_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
                        ctypes.POINTER(ctypes.c_int64)], _P),
+    "atl_pg_create_json": ([_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                            ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_P)], _P),
     "atl_pg_wait": ([_P, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(_P)], _P),
     "atl_pg_remove": ([_P, ctypes.c_int64], _P),
     "atl_task_start": ([_P, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p,
@@ -167,10 +169,12 @@ class Client:
         return self._json_call(_lib.atl_cluster_state)
 
     def pg_create(self, name, strategy, bundles_json, timeout_ms):
-        gid = ctypes.c_int64(-1)
-        check(_lib.atl_pg_create(self._h(), (name or "").encode(), strategy.encode(),
-                                 bundles_json.encode(), int(timeout_ms), ctypes.byref(gid)))
-        return gid.value
+        """(id, the group's JSON as it is now)."""
+        gid, out = ctypes.c_int64(-1), _P()
+        check(_lib.atl_pg_create_json(self._h(), (name or "").encode(), strategy.encode(),
+                                      bundles_json.encode(), int(timeout_ms), ctypes.byref(gid),
+                                      ctypes.byref(out)))
+        return gid.value, take_string(out)
 
     def pg_wait(self, gid, timeout_ms):
         return self._json_call(_lib.atl_pg_wait, ctypes.c_int64(gid), ctypes.c_int64(timeout_ms))

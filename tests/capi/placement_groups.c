@@ -103,6 +103,16 @@ static int basics(void) {
   CHECK(take(atl_pg_wait(c, spread, 100, NULL), msg, sizeof msg) == ATL_FAILED,
         "wait on removed: %s", msg);
 
+  /* A group placed at once says so in the create's answer. */
+  int64_t quick = -1;
+  CHECK(take(atl_pg_create_json(c, NULL, "PACK", "[{\"CPU\": 0.25}]", 0, &quick, &json), msg,
+             sizeof msg) == ATL_OK,
+        "create_json: %s", msg);
+  CHECK(json && strstr(json, "\"state\":\"CREATED\"") && quick > 0, "created at once: %s",
+        json ? json : "(null)");
+  atl_free(json);
+  CHECK(take(atl_pg_remove(c, quick), msg, sizeof msg) == ATL_OK, "remove: %s", msg);
+
   /* STRICT_PACK of two slots never fits one node: it fails at its deadline. */
   int64_t packed =
       create(c, "STRICT_PACK", "[{\"slot\": 1}, {\"slot\": 1}]", 200, ATL_OK, msg, sizeof msg);

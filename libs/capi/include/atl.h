@@ -82,6 +82,12 @@ ATL_API atl_status* atl_cluster_state(atl_client* client, char** json_out);
 ATL_API atl_status* atl_pg_create(atl_client* client, const char* name, const char* strategy,
                                   const char* bundles_json, int64_t timeout_ms, int64_t* id_out);
 
+/* As atl_pg_create, and the group as it is now in json_out (atl_free it):
+ * a group placed at once is "CREATED" there, no atl_pg_wait needed. */
+ATL_API atl_status* atl_pg_create_json(atl_client* client, const char* name, const char* strategy,
+                                       const char* bundles_json, int64_t timeout_ms,
+                                       int64_t* id_out, char** json_out);
+
 /* Waits until the group is placed (its JSON in json_out, nodes per bundle).
  * Failed or removed: ATL_FAILED. Still pending after timeout_ms: ATL_TIMEOUT,
  * whose message says why it is pending (which bundle, what each node lacks). */

@@ -285,6 +285,12 @@ atl_status* atl_cluster_state(atl_client* client, char** json_out) {
 
 atl_status* atl_pg_create(atl_client* client, const char* name, const char* strategy,
                           const char* bundles_json, int64_t timeout_ms, int64_t* id_out) {
+  return atl_pg_create_json(client, name, strategy, bundles_json, timeout_ms, id_out, nullptr);
+}
+
+atl_status* atl_pg_create_json(atl_client* client, const char* name, const char* strategy,
+                               const char* bundles_json, int64_t timeout_ms, int64_t* id_out,
+                               char** json_out) {
   if (!client) return no_client("atl_pg_create");
   return guarded("atl_pg_create", [&]() -> atl_status* {
     if (!strategy || !bundles_json)
@@ -300,7 +306,7 @@ atl_status* atl_pg_create(atl_client* client, const char* name, const char* stra
     if (id_at == std::string::npos)
       return make_status(ATL_INTERNAL, "atl_pg_create: the answer has no id: " + text);
     if (id_out) *id_out = std::strtoll(text.c_str() + id_at + 5, nullptr, 10);
-    return nullptr;
+    return text_out("atl_pg_create", text, json_out);
   });
 }
 
