@@ -17,7 +17,7 @@ Ray's shapes and no Ray installed (ctypes over libatl.so, standard library only)
 
 A remote function runs as a task: a fresh Python process on a worker (the
 same interpreter path as the driver's), given the function by value, its
-arguments pickled (at most ~96 KiB), its return value pickled back (at most
+arguments pickled (at most ~768 KiB), its return value pickled back (at most
 ~6 MiB). atl.run() starts a plain command instead.
 """
 import base64
@@ -38,8 +38,22 @@ __all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "n
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
            "GetTimeoutError", "RemoteError", "host_actor", "get_actor", "kill", "list_actors"]
 
-# Arguments travel in the task's environment: Linux takes 128 KiB per variable.
-_MAX_PAYLOAD = 96 * 1024
+# Arguments travel in the task's environment, in pieces: Linux takes 128 KiB
+# per variable and about 2 MiB for all of them together.
+_CHUNK = 96 * 1024
+_MAX_PAYLOAD = 1024 * 1024
+
+
+def _payload_env(prefix, payload, what):
+    """`payload` as PREFIX_0.. PREFIX_<n-1> and PREFIX_PARTS=n (see _worker.take_payload)."""
+    if len(payload) > _MAX_PAYLOAD:
+        raise UsageError(2, f"{what}: the code and its arguments take {len(payload)} bytes, over "
+                         f"the {_MAX_PAYLOAD} a task can carry; pass big data through shared "
+                         "storage")
+    chunks = [payload[i:i + _CHUNK] for i in range(0, len(payload), _CHUNK)] or [""]
+    env = {f"{prefix}_{k}": chunk for k, chunk in enumerate(chunks)}
+    env[f"{prefix}_PARTS"] = str(len(chunks))
+    return env
 
 
 class RemoteError(AtlError):
@@ -291,13 +305,9 @@ class RemoteFunction:
         if self._desc is None:
             self._desc = _serialize.encode_function(self._fn)
         payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
-        if len(payload) > _MAX_PAYLOAD:
-            raise UsageError(2, f"{self.__name__}.remote: the function and its arguments take "
-                             f"{len(payload)} bytes, over the {_MAX_PAYLOAD} a task can carry; "
-                             "pass big data through shared storage")
         o = self._options
         env = dict(o.get("env") or {})
-        env["ATL_TASK_PAYLOAD"] = payload
+        env.update(_payload_env("ATL_TASK_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
         pg = o.get("placement_group")
         command = f"exec {sys.executable} -m atl._worker"
@@ -435,11 +445,8 @@ class ActorClass:
         name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
         payload = base64.b64encode(pickle.dumps(
             (_serialize.encode_class(self._cls), args, kwargs, name))).decode("ascii")
-        if len(payload) > _MAX_PAYLOAD:
-            raise UsageError(2, f"{self.__name__}.remote: the class and its arguments take "
-                             f"{len(payload)} bytes, over the {_MAX_PAYLOAD} a task can carry")
         env = dict(o.get("env") or {})
-        env["ATL_ACTOR_PAYLOAD"] = payload
+        env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
         pg = o.get("placement_group")
         task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,

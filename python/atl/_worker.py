@@ -1,5 +1,5 @@
 """What a remote function's task runs on the worker: decodes the call from
-$ATL_TASK_PAYLOAD, runs it, and hands back ("ok", value) or ("err", type,
+$ATL_TASK_PAYLOAD_0.. (base64, in pieces), runs it, and hands back ("ok", value) or ("err", type,
 traceback) as the task's result on the control channel ($ATL_CONTROL_FD)."""
 import base64
 import os
@@ -8,6 +8,14 @@ import sys
 import traceback
 
 from . import _serialize
+
+
+def take_payload(prefix):
+    """The payload the driver split into PREFIX_0.. (see atl._payload_env), or None."""
+    parts = os.environ.pop(prefix + "_PARTS", None)
+    if parts is None:
+        return None
+    return "".join(os.environ.pop(f"{prefix}_{k}") for k in range(int(parts)))
 
 
 def _send_result(obj):
@@ -25,7 +33,7 @@ def host_actor():
     import threading
 
     import atl
-    payload = os.environ.pop("ATL_ACTOR_PAYLOAD")
+    payload = take_payload("ATL_ACTOR_PAYLOAD")
     cls_desc, args, kwargs, name = pickle.loads(base64.b64decode(payload))
     instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
 
@@ -50,9 +58,9 @@ def host_actor():
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "actor":
         return host_actor()
-    payload = os.environ.pop("ATL_TASK_PAYLOAD", None)
+    payload = take_payload("ATL_TASK_PAYLOAD")
     if payload is None:
-        print("atl worker: no ATL_TASK_PAYLOAD (started outside atl?)", file=sys.stderr)
+        print("atl worker: no ATL_TASK_PAYLOAD_PARTS (started outside atl?)", file=sys.stderr)
         return 2
     try:
         fn_desc, args, kwargs = pickle.loads(base64.b64decode(payload))
