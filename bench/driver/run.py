@@ -35,11 +35,28 @@ import common  # noqa: E402
 RAY_VENV = os.path.join(common.ROOT, "build", "ray-venv")
 
 
-def median_ms(samples):
-    return common.median(samples) * 1000.0
-
-
 # --- the two sides (run in a fresh process each) ----------------------------------
+
+
+def per_second(op, seconds):
+    """How many op(i) calls, one after another, fit in a second (over `seconds`)."""
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        op(n)
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def median_s(op, times, after=None):
+    """The median time of op(); after(what op returned) runs untimed."""
+    samples = []
+    for _ in range(times):
+        t0 = time.perf_counter()
+        made = op()
+        samples.append(time.perf_counter() - t0)
+        if after:
+            after(made)
+    return common.median(samples)
 
 
 def side_atl(address, tls):
@@ -49,51 +66,33 @@ def side_atl(address, tls):
     atl.init(address, tls)
     out = {"connect_ms": (time.perf_counter() - t0) * 1000}
 
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 2.0:
+    def pg_cycle(_):
         pg = atl.placement_group([{"CPU": 0.01}])
         pg.ready(timeout=30)
         pg.remove()
-        n += 1
-    out["pg_per_s"] = n / (time.perf_counter() - t0)
+    out["pg_per_s"] = per_second(pg_cycle, 2.0)
 
     @atl.remote
     class Pinger:
         def ping(self):
             return b"pong"
 
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
+    def start_and_call():
         a = Pinger.remote()
         atl.get(a.ping.remote(), timeout=60)
-        samples.append(time.perf_counter() - t0)
-        atl.kill(a)
-    out["actor_create_call_per_s"] = 1.0 / common.median(samples)
+        return a
+    out["actor_create_call_per_s"] = 1.0 / median_s(start_and_call, 3, atl.kill)
 
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 1.0:
+    def host_and_call(n):
         h = atl.host_actor(f"bench-{n}", lambda d: d)
         atl.ActorHandle(f"bench-{n}").call(b"x")
         h.close()
-        n += 1
-    out["local_actor_create_call_per_s"] = n / (time.perf_counter() - t0)
+    out["local_actor_create_call_per_s"] = per_second(host_and_call, 1.0)
 
-    a = Pinger.remote()
-    atl.get(a.ping.remote(), timeout=60)
-    samples = []
-    for _ in range(300):
-        t0 = time.perf_counter()
-        atl.get(a.ping.remote(), timeout=60)
-        samples.append(time.perf_counter() - t0)
-    out["call_rtt_ms"] = median_ms(samples)
+    a = start_and_call()
+    out["call_rtt_ms"] = 1000 * median_s(lambda: atl.get(a.ping.remote(), timeout=60), 300)
     raw = pickle.dumps(("ping", (), {}))
-    samples = []
-    for _ in range(300):
-        t0 = time.perf_counter()
-        a.call(raw)
-        samples.append(time.perf_counter() - t0)
-    out["call_rtt_raw_ms"] = median_ms(samples)
+    out["call_rtt_raw_ms"] = 1000 * median_s(lambda: a.call(raw), 300)
     atl.kill(a)
 
     @atl.remote
@@ -101,20 +100,13 @@ def side_atl(address, tls):
         return i
 
     atl.get([nothing.remote(i) for i in range(4)], timeout=60)  # warm
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        atl.get([nothing.remote(i) for i in range(32)], timeout=120)
-        samples.append(time.perf_counter() - t0)
-    out["fanout32_ms"] = median_ms(samples)
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        tasks = [atl.run("true") for _ in range(32)]
-        for t in tasks:
+    out["fanout32_ms"] = 1000 * median_s(
+        lambda: atl.get([nothing.remote(i) for i in range(32)], timeout=120), 3)
+
+    def commands():
+        for t in [atl.run("true") for _ in range(32)]:
             t.wait(timeout=60)
-        samples.append(time.perf_counter() - t0)
-    out["fanout32_cmd_ms"] = median_ms(samples)
+    out["fanout32_cmd_ms"] = 1000 * median_s(commands, 3)
     atl.shutdown()
     return out
 
@@ -126,36 +118,25 @@ def side_ray(address):
     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     out = {"connect_ms": (time.perf_counter() - t0) * 1000}
 
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 2.0:
+    def pg_cycle(_):
         pg = placement_group([{"CPU": 0.01}])
         ray.get(pg.ready(), timeout=30)
         remove_placement_group(pg)
-        n += 1
-    out["pg_per_s"] = n / (time.perf_counter() - t0)
+    out["pg_per_s"] = per_second(pg_cycle, 2.0)
 
     @ray.remote(num_cpus=0)
     class Pinger:
         def ping(self):
             return b"pong"
 
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
+    def start_and_call():
         a = Pinger.remote()
         ray.get(a.ping.remote(), timeout=120)
-        samples.append(time.perf_counter() - t0)
-        ray.kill(a)
-    out["actor_create_call_per_s"] = 1.0 / common.median(samples)
+        return a
+    out["actor_create_call_per_s"] = 1.0 / median_s(start_and_call, 3, ray.kill)
 
-    a = Pinger.remote()
-    ray.get(a.ping.remote())
-    samples = []
-    for _ in range(300):
-        t0 = time.perf_counter()
-        ray.get(a.ping.remote())
-        samples.append(time.perf_counter() - t0)
-    out["call_rtt_ms"] = median_ms(samples)
+    a = start_and_call()
+    out["call_rtt_ms"] = 1000 * median_s(lambda: ray.get(a.ping.remote()), 300)
     ray.kill(a)
 
     @ray.remote(num_cpus=0)
@@ -163,12 +144,8 @@ def side_ray(address):
         return i
 
     ray.get([nothing.remote(i) for i in range(32)])  # warm
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        ray.get([nothing.remote(i) for i in range(32)])
-        samples.append(time.perf_counter() - t0)
-    out["fanout32_ms"] = median_ms(samples)
+    out["fanout32_ms"] = 1000 * median_s(lambda: ray.get([nothing.remote(i) for i in range(32)]),
+                                         3)
     ray.shutdown()
     return out
 

@@ -962,12 +962,7 @@ void on_heartbeat_tick(Actor* self) {
     ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
   }
   // Deadlines of pending groups, taints and spares changing: placement catches up.
-  for (const auto& [id, g] : st.groups.groups()) {
-    if (g.state == GroupState::pending || g.state == GroupState::rescheduling) {
-      refresh_placement(self);
-      break;
-    }
-  }
+  refresh_placement(self);
   for (const auto& pod : st.detector.expire(now)) {
     auto it = st.nodes.find(pod);
     if (it == st.nodes.end()) continue;

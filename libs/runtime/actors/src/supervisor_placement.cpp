@@ -104,6 +104,8 @@ void apply_changes(Actor* self, const std::vector<GroupChange>& changes) {
 
 void refresh_placement(Actor* self) {
   auto& st = self->state;
+  // Nothing waits: nothing to place (joins of a thousand pods stay cheap).
+  if (!st.groups.waiting()) return;
   st.groups.set_nodes(placement_nodes(st));
   apply_changes(self, st.groups.schedule(unix_ms_now()));
 }
@@ -202,13 +204,16 @@ Result remove_group(Actor* self, std::int64_t id) {
 std::string cluster_json(const State& st) {
   nlohmann::json j;
   j["nodes"] = nlohmann::json::array();
+  const auto reservations = st.groups.reservations();
   for (const auto& n : placement_nodes(st)) {
+    auto r = reservations.find(n.name);
+    const Resources reserved = r == reservations.end() ? Resources{} : r->second;
     nlohmann::json node{{"pod", n.name},
                         {"node", st.nodes.at(n.name).info.node},
                         {"address", st.nodes.at(n.name).info.address},
                         {"total", amounts(n.total)},
-                        {"reserved", amounts(st.groups.reserved_on(n.name))},
-                        {"available", amounts(subtract(n.total, st.groups.reserved_on(n.name)))}};
+                        {"reserved", amounts(reserved)},
+                        {"available", amounts(subtract(n.total, reserved))}};
     if (!n.unavailable.empty()) node["unavailable"] = n.unavailable;
     j["nodes"].push_back(node);
   }

@@ -357,8 +357,28 @@ bool PlacementGroups::try_place(PlacementGroup& g) {
 
 std::vector<PlacementNode> PlacementGroups::view() const {
   std::vector<PlacementNode> nodes = nodes_;
-  for (auto& n : nodes) n.available = available_on(n.name);
+  const auto reserved = reservations();
+  for (auto& n : nodes) {
+    auto r = reserved.find(n.name);
+    n.available = r == reserved.end() ? n.total : subtract(n.total, r->second);
+  }
   return nodes;
+}
+
+std::map<std::string, Resources> PlacementGroups::reservations() const {
+  std::map<std::string, Resources> out;
+  for (const auto& [id, g] : groups_) {
+    if (!live(g.state)) continue;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (!g.nodes[i].empty()) out[g.nodes[i]] = add(out[g.nodes[i]], g.spec.bundles[i]);
+  }
+  return out;
+}
+
+bool PlacementGroups::waiting() const {
+  for (const auto& [id, g] : groups_)
+    if (g.state == GroupState::pending || g.state == GroupState::rescheduling) return true;
+  return false;
 }
 
 const PlacementGroup* PlacementGroups::find(std::int64_t id) const {
@@ -373,13 +393,9 @@ const PlacementGroup* PlacementGroups::find(const std::string& name) const {
 }
 
 Resources PlacementGroups::reserved_on(const std::string& node) const {
-  Resources r;
-  for (const auto& [id, g] : groups_) {
-    if (!live(g.state)) continue;
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (g.nodes[i] == node) r = add(r, g.spec.bundles[i]);
-  }
-  return r;
+  auto all = reservations();
+  auto it = all.find(node);
+  return it == all.end() ? Resources{} : it->second;
 }
 
 Resources PlacementGroups::available_on(const std::string& node) const {

@@ -105,9 +105,14 @@ class PlacementGroups {
   const PlacementGroup* find(const std::string& name) const;
   const std::map<std::int64_t, PlacementGroup>& groups() const { return groups_; }
 
-  // What groups reserve on `node`, and what is left of its total.
+  // What groups reserve on each node (one pass over the groups), on `node`,
+  // and what is left of its total.
+  std::map<std::string, Resources> reservations() const;
   Resources reserved_on(const std::string& node) const;
   Resources available_on(const std::string& node) const;
+  // Whether any group waits to be placed (pending or rescheduling): only
+  // then do node changes and the clock matter to schedule().
+  bool waiting() const;
   // Pending demand: the bundles of pending and rescheduling groups not yet placed.
   std::vector<Resources> pending_demand() const;
 
