@@ -223,7 +223,13 @@ static int driver(void) {
   /* Closing unregisters. */
   atl_actor_close(local);
   CHECK(call(c, "local-echo", "hi", 1000, &reply, msg, sizeof msg) == ATL_USAGE, "closed: %s", msg);
+  /* Disconnecting with an actor still hosted stops it (no hang); closing it
+   * afterwards only frees it. */
+  atl_actor* open_host = NULL;
+  CHECK(take(atl_actor_host(c, "left-open", handler, NULL, &open_host), msg, sizeof msg) == ATL_OK,
+        "host left-open: %s", msg);
   atl_disconnect(c);
+  atl_actor_close(open_host);
   printf("actors: %s\n", failures == 0 ? "all checks passed" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

@@ -150,7 +150,8 @@ typedef struct atl_actor atl_actor;
 ATL_API atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn,
                                    void* user_data, atl_actor** out);
 /* Unregisters and stops it; returns once no call of it runs any more.
- * Pending callers get ATL_FAILED. NULL is fine. Before atl_disconnect. */
+ * Pending callers get ATL_FAILED. NULL is fine. atl_disconnect stops the
+ * client's actors still hosted; atl_actor_close then only frees them. */
 ATL_API void atl_actor_close(atl_actor* actor);
 
 /* Calls actor `name` with `size` bytes; its reply (atl_free it; size in

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -72,6 +73,10 @@ struct atl_client {
   // that thread exits: a driver's idle thread pool hung its shutdown.)
   caf::actor bridge;
   std::string address;
+  // The actors this client hosts and no one closed yet: atl_disconnect stops
+  // them (a live one would keep ~actor_system waiting for ever).
+  std::mutex hosted_mutex;
+  std::set<atl_actor*> hosted;
 };
 
 namespace {
@@ -193,6 +198,18 @@ atl_status* text_out(const char* call, const std::string& text, char** out) {
   return nullptr;
 }
 
+// Ends the worker (after its current call) and the mailbox.
+void stop_actor(atl_actor* a) {
+  {
+    std::lock_guard<std::mutex> lock(a->mutex);
+    a->closing = true;
+  }
+  a->wake.notify_one();
+  if (a->worker.joinable()) a->worker.join();
+  caf::anon_send_exit(a->handle, caf::exit_reason::user_shutdown);
+}
+
+
 }  // namespace
 
 extern "C" {
@@ -253,6 +270,17 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
 void atl_disconnect(atl_client* client) {
   if (!client) return;
   try {
+    // Actors still hosted stop here (their handler's current call ends
+    // first); the dropped connection unregisters them at the supervisor.
+    std::set<atl_actor*> hosted;
+    {
+      std::lock_guard<std::mutex> lock(client->hosted_mutex);
+      hosted.swap(client->hosted);
+    }
+    for (atl_actor* a : hosted) {
+      stop_actor(a);
+      a->client = nullptr;
+    }
     if (client->bridge) caf::anon_send_exit(client->bridge, caf::exit_reason::user_shutdown);
     client->bridge = caf::actor{};
     client->supervisor = caf::actor{};
@@ -440,20 +468,6 @@ void atl_reply_error(atl_reply* reply, const char* message) {
   }
 }
 
-namespace {
-
-// Ends the worker (after its current call) and the mailbox.
-void stop_actor(atl_actor* a) {
-  {
-    std::lock_guard<std::mutex> lock(a->mutex);
-    a->closing = true;
-  }
-  a->wake.notify_one();
-  if (a->worker.joinable()) a->worker.join();
-  caf::anon_send_exit(a->handle, caf::exit_reason::user_shutdown);
-}
-
-}  // namespace
 
 atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn, void* user_data,
                            atl_actor** out) {
@@ -524,6 +538,10 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
       stop_actor(a);
       return s;
     }
+    {
+      std::lock_guard<std::mutex> lock(client->hosted_mutex);
+      client->hosted.insert(a);
+    }
     *out = actor.release();
     return nullptr;
   });
@@ -531,7 +549,15 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
 
 void atl_actor_close(atl_actor* actor) {
   if (!actor) return;
+  if (!actor->client) {  // stopped by atl_disconnect already: only its memory is left
+    delete actor;
+    return;
+  }
   try {
+    {
+      std::lock_guard<std::mutex> lock(actor->client->hosted_mutex);
+      actor->client->hosted.erase(actor);
+    }
     if (auto* s = ask(actor->client, "atl_actor_close",
                       caf::make_message(atl::actor_unreg_atom::value, actor->name),
                       std::chrono::milliseconds(0), nullptr))
