@@ -18,8 +18,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -208,7 +208,6 @@ void stop_actor(atl_actor* a) {
   if (a->worker.joinable()) a->worker.join();
   caf::anon_send_exit(a->handle, caf::exit_reason::user_shutdown);
 }
-
 
 }  // namespace
 
@@ -467,7 +466,6 @@ void atl_reply_error(atl_reply* reply, const char* message) {
     reply->code = 1;
   }
 }
-
 
 atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn, void* user_data,
                            atl_actor** out) {
