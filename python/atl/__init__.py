@@ -15,10 +15,12 @@ Ray's shapes and no Ray installed (ctypes over libatl.so, standard library only)
             for i in range(2)]
     print(atl.get(refs))
 
-A remote function runs as a task: a fresh Python process on a worker (the
-same interpreter path as the driver's), given the function by value, its
-arguments pickled (at most ~768 KiB), its return value pickled back (at most
-~6 MiB). atl.run() starts a plain command instead.
+A remote function runs on a worker, given by value, its arguments pickled
+(at most ~768 KiB), its return value pickled back (at most ~6 MiB). With no
+placement of its own it runs in one of the driver's warm processes (started
+at the first call, `workers_per_node` on each worker; see atl._workerpool), else
+as a task: a fresh Python process (the driver's interpreter path) in its
+bundle or on its pod. atl.run() starts a plain command instead.
 """
 import base64
 import json
@@ -36,7 +38,8 @@ __all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "n
            "cluster_resources", "available_resources", "placement_group",
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
-           "GetTimeoutError", "RemoteError", "host_actor", "get_actor", "kill", "list_actors"]
+           "GetTimeoutError", "RemoteError", "host_actor", "get_actor", "kill", "list_actors",
+           "cancel"]
 
 # Arguments travel in the task's environment, in pieces: Linux takes 128 KiB
 # per variable and about 2 MiB for all of them together.
@@ -44,12 +47,17 @@ _CHUNK = 96 * 1024
 _MAX_PAYLOAD = 1024 * 1024
 
 
+def _check_size(size, what):
+    """The same limit for a call on a warm process as for a task's environment."""
+    if size > _MAX_PAYLOAD:
+        raise UsageError(2, f"{what}: the code and its arguments take {size} bytes, over "
+                         f"the {_MAX_PAYLOAD} a call can carry; pass big data through shared "
+                         "storage")
+
+
 def _payload_env(prefix, payload, what):
     """`payload` as PREFIX_0.. PREFIX_<n-1> and PREFIX_PARTS=n (see _worker.take_payload)."""
-    if len(payload) > _MAX_PAYLOAD:
-        raise UsageError(2, f"{what}: the code and its arguments take {len(payload)} bytes, over "
-                         f"the {_MAX_PAYLOAD} a task can carry; pass big data through shared "
-                         "storage")
+    _check_size(len(payload), what)
     chunks = [payload[i:i + _CHUNK] for i in range(0, len(payload), _CHUNK)] or [""]
     env = {f"{prefix}_{k}": chunk for k, chunk in enumerate(chunks)}
     env[f"{prefix}_PARTS"] = str(len(chunks))
@@ -67,20 +75,63 @@ class RemoteError(AtlError):
 
 _client = None
 _lock = threading.Lock()
+_workers_per_node = None
+_warm = None  # the WorkerPool, once the first call needs it; False: none (cold calls)
 
 
-def init(address=None, tls_dir=None, insecure=False):
+def _default_workers_per_node():
+    text = os.environ.get("ATL_WORKERS_PER_NODE", "")
+    if not text:
+        return None  # each node's CPUs, at most 8
+    try:
+        value = int(text)
+        if value < 0:
+            raise ValueError
+        return value
+    except ValueError:
+        raise UsageError(2, f"ATL_WORKERS_PER_NODE={text!r}: expected a whole number >= 0") \
+            from None
+
+
+def init(address=None, tls_dir=None, insecure=False, workers_per_node=None):
     """Connects to the job's supervisor ($ATL_ADDRESS and $ATL_TLS_DIR by
-    default, as every driver and rank has them). Calling it again is a no-op."""
-    global _client
+    default, as every driver and rank has them). Calling it again is a no-op.
+    workers_per_node: warm Python processes per worker node for remote calls
+    with no placement (default $ATL_WORKERS_PER_NODE, else the node's CPUs, at
+    most 8; 0: a fresh process per call)."""
+    global _client, _workers_per_node
+    if workers_per_node is not None and (not isinstance(workers_per_node, int)
+                                         or workers_per_node < 0):
+        raise UsageError(2, f"workers_per_node={workers_per_node!r}: expected an int >= 0")
     with _lock:
-        if _client is None:
-            _client = Client(address, tls_dir, insecure)
-    return _client
+        if _client is not None:
+            return _client
+        per_node = workers_per_node
+        if per_node is None:
+            per_node = _default_workers_per_node()
+        _client = Client(address, tls_dir, insecure)
+        _workers_per_node = per_node
+        client = _client
+    if per_node != 0:
+        # Warm processes start now, in the background, as Ray's are up before
+        # a driver connects; the first remote call waits for them if need be.
+        threading.Thread(target=_start_warm_pool, daemon=True, name="atl-pool-init").start()
+    return client
+
+
+def _start_warm_pool():
+    try:
+        _warm_pool()
+    except AtlError:
+        pass  # the first remote call says why (it retries)
 
 
 def shutdown():
-    global _client
+    global _client, _warm
+    with _lock:
+        pool, _warm = _warm, None
+    if pool:
+        pool.close()
     with _lock:
         if _client is not None:
             _client.close()
@@ -264,14 +315,59 @@ def run(command, placement_group=None, bundle_index=0, pod=None, env=None, worki
 
 
 class ObjectRef:
-    """The future result of a remote function call (atl.get() it)."""
+    """The future result of a remote function call (atl.get() it): of a task
+    (`.task`), or of a call on a warm process (`.task` is None)."""
 
-    def __init__(self, task, name):
+    def __init__(self, task, name, future=None):
         self.task = task
         self._name = name
+        self._future = future
+
+    def _done(self):
+        return self._future.done() if self._future is not None else self.task.done()
 
     def __repr__(self):
-        return f"ObjectRef(task={self.task.id}, {self._name})"
+        where = f"task={self.task.id}" if self.task is not None else "warm worker"
+        return f"ObjectRef({where}, {self._name})"
+
+
+def _warm_pool():
+    """The driver's warm processes (started by init()), or None: then a call
+    runs cold (its own process), and its refusal, if any, says why."""
+    global _warm
+    _c()
+    with _lock:
+        if _warm is None:
+            per_node = _workers_per_node
+            try:
+                if per_node is None:
+                    cpus = [n["total"].get("CPU", 1) for n in nodes() if not n.get("unavailable")]
+                    per_node = max(1, min(8, int(min(cpus)) if cpus else 1))
+                if per_node == 0 or job_info().get("mode") != "driver":
+                    _warm = False  # tasks (and so warm processes) are a driver-mode job's
+                else:
+                    from ._workerpool import WorkerPool
+                    _warm = WorkerPool(sys.modules[__name__], per_node, _python_path())
+            except AtlError:
+                return None  # no active worker yet, say: the next call tries again
+        pool = _warm
+    return pool if pool and not pool.broken else None
+
+
+def _placed(options):
+    """Whether a call's options ask for a place or a process of its own."""
+    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir"))
+
+
+def cancel(ref):
+    """Stops a remote function call: a waiting one is dropped, a running one's
+    process killed. atl.get(ref) then raises RemoteError."""
+    if not isinstance(ref, ObjectRef):
+        raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
+    if ref.task is not None:
+        ref.task.kill()
+    elif _warm:
+        _warm.cancel(ref._future)
 
 
 def _python_path():
@@ -304,11 +400,17 @@ class RemoteFunction:
     def remote(self, *args, **kwargs):
         if self._desc is None:
             self._desc = _serialize.encode_function(self._fn)
-        payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
         o = self._options
+        pool = None if _placed(o) else _warm_pool()
+        if pool is not None:
+            request = pickle.dumps(("run", self._desc, args, kwargs))
+            _check_size(4 * ((len(request) + 2) // 3), f"{self.__name__}.remote")
+            return ObjectRef(None, self.__name__, pool.submit(request, self.__name__))
+        payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
         env = dict(o.get("env") or {})
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
+        env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         pg = o.get("placement_group")
         command = f"exec {sys.executable} -m atl._worker"
         task = run(command, placement_group=pg,
@@ -412,13 +514,17 @@ class ActorRef:
         self._future = future
         self._name = name
 
+    def _done(self):
+        return self._future.done()
+
 
 _executor = None
+_executor_lock = threading.Lock()  # not _lock: the warm pool's threads come here
 
 
 def _pool():
     global _executor
-    with _lock:
+    with _executor_lock:
         if _executor is None:
             from concurrent.futures import ThreadPoolExecutor
             _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="atl-call")
@@ -443,11 +549,16 @@ class ActorClass:
         import uuid
         o = self._options
         name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
+        pool = None if _placed(o) else _warm_pool()
+        worker = pool.take_idle() if pool is not None else None
+        if worker is not None:
+            return self._become(pool, worker, name, args, kwargs)
         payload = base64.b64encode(pickle.dumps(
             (_serialize.encode_class(self._cls), args, kwargs, name))).decode("ascii")
         env = dict(o.get("env") or {})
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
+        env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         pg = o.get("placement_group")
         task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
                    bundle_index=o.get("placement_group_bundle_index", 0) if pg else 0,
@@ -455,6 +566,11 @@ class ActorClass:
         deadline = time.monotonic() + o.get("start_timeout", 60)
         while not any(a["name"] == name for a in list_actors()):
             if task.done():
+                text = _c().task_result(task.id, 1000)
+                if text is not None:
+                    outcome = pickle.loads(base64.b64decode(text))
+                    raise RemoteError(f"actor {name}: its constructor raised {outcome[1]}:\n"
+                                      f"{outcome[2]}", outcome[1], outcome[2])
                 raise RemoteError(f"actor {name} ended before it answered: "
                                   f"{task.output()[-2000:]!r}")
             if time.monotonic() >= deadline:
@@ -462,6 +578,22 @@ class ActorClass:
                 raise GetTimeoutError(5, f"actor {name} did not start in time")
             time.sleep(0.01)
         return ActorHandle(name, task)
+
+    def _become(self, pool, worker, name, args, kwargs):
+        """The actor in a warm process: its instance made there, hosted under `name`."""
+        request = pickle.dumps(("become", _serialize.encode_class(self._cls), args, kwargs, name))
+        _check_size(4 * ((len(request) + 2) // 3), f"{self.__name__}.remote")
+        try:
+            outcome = pickle.loads(_c().actor_call(
+                worker.name, request, _ms(self._options.get("start_timeout", 60))))
+        except AtlError:
+            worker.task.kill()
+            raise
+        if outcome[0] != "ok":
+            pool.give_back(worker)
+            raise RemoteError(f"actor {name}: its constructor raised {outcome[1]}:\n{outcome[2]}",
+                              outcome[1], outcome[2])
+        return ActorHandle(name, worker.task)
 
 
 def remote(*args, **options):
@@ -477,7 +609,7 @@ def remote(*args, **options):
 
 
 def _result(ref, timeout):
-    if isinstance(ref, ActorRef):
+    if isinstance(ref, ActorRef) or ref._future is not None:
         from concurrent.futures import TimeoutError as FutureTimeout
         try:
             return ref._future.result(timeout)
@@ -515,7 +647,7 @@ def wait(refs, num_returns=1, timeout=None):
     refs = list(refs)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        ready = [r for r in refs if r.task.done()]
+        ready = [r for r in refs if r._done()]
         if len(ready) >= num_returns or (deadline is not None and time.monotonic() >= deadline):
             ready = ready[:num_returns]
             return ready, [r for r in refs if r not in ready]

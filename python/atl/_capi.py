@@ -148,9 +148,9 @@ class Client:
         self._handle = handle
 
     def close(self):
-        if self._handle:
-            _lib.atl_disconnect(self._handle)
-            self._handle = None
+        handle, self._handle = self._handle, None  # new calls from here on are refused
+        if handle:
+            _lib.atl_disconnect(handle)
 
     def _h(self):
         if not self._handle:

@@ -1,6 +1,10 @@
-"""What a remote function's task runs on the worker: decodes the call from
-$ATL_TASK_PAYLOAD_0.. (base64, in pieces), runs it, and hands back ("ok", value) or ("err", type,
-traceback) as the task's result on the control channel ($ATL_CONTROL_FD)."""
+"""What runs on a worker for the Python package:
+  python -m atl._worker        a remote function's task (cold): decodes the call from
+                               $ATL_TASK_PAYLOAD_0.. (base64, in pieces), runs it, and hands
+                               back ("ok", value) or ("err", type, traceback) as the task's
+                               result on the control channel ($ATL_CONTROL_FD);
+  python -m atl._worker actor  an actor started cold: hosts the class's instance;
+  python -m atl._worker pool   a warm process of the driver's pool (see atl._workerpool)."""
 import base64
 import os
 import pickle
@@ -35,17 +39,14 @@ def host_actor():
     import atl
     payload = take_payload("ATL_ACTOR_PAYLOAD")
     cls_desc, args, kwargs, name = pickle.loads(base64.b64decode(payload))
-    instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
-
-    def handle(request):
-        method, margs, mkwargs = pickle.loads(request)
-        try:
-            return pickle.dumps(("ok", getattr(instance, method)(*margs, **mkwargs)))
-        except BaseException as e:
-            return pickle.dumps(("err", type(e).__name__, traceback.format_exc()))
+    try:
+        instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
+    except BaseException as e:  # the driver raises it as a RemoteError
+        _send_result(("err", type(e).__name__, traceback.format_exc()))
+        return 1
 
     atl.init()
-    host = atl.host_actor(name, handle)
+    host = atl.host_actor(name, _actor_handler(instance))
     print(f"actor {name} ready", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -55,9 +56,75 @@ def host_actor():
     return 0
 
 
+# A result over this does not go back (as a task's: the supervisor keeps 8 MiB of it).
+_MAX_RESULT = 6 * 1024 * 1024
+
+
+def _outcome(run):
+    """pickle(("ok", run())) or pickle(("err", type, traceback))."""
+    try:
+        reply = pickle.dumps(("ok", run()))
+    except BaseException as e:
+        return pickle.dumps(("err", type(e).__name__, traceback.format_exc()))
+    if len(reply) > _MAX_RESULT:
+        return pickle.dumps(("err", "ValueError", f"the result takes {len(reply)} bytes pickled, "
+                             f"over the {_MAX_RESULT} a call can hand back; pass big data "
+                             "through shared storage"))
+    return reply
+
+
+def _actor_handler(instance):
+    def handle(request):
+        method, margs, mkwargs = pickle.loads(request)
+        return _outcome(lambda: getattr(instance, method)(*margs, **mkwargs))
+    return handle
+
+
+def pool_worker():
+    """A warm process of a driver's pool (see atl._workerpool): hosts
+    $ATL_POOL_NAME, says so to $ATL_POOL_REGISTRY, then runs
+    ("run", function, args, kwargs) calls one after another until it is
+    asked to ("become", class, args, kwargs, name) an actor: it then hosts
+    that actor and leaves the pool. SIGTERM ends it at once, mid-call too."""
+    import signal
+    import threading
+
+    import atl
+    name = os.environ["ATL_POOL_NAME"]
+    registry = os.environ["ATL_POOL_REGISTRY"]
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(128 + signal.SIGTERM))
+    atl.init()
+    hosts = {}
+
+    def leave_pool():
+        hosts.pop("pool").close()
+
+    def handle(request):
+        kind, *body = pickle.loads(request)
+        if kind == "run":
+            fn_desc, args, kwargs = body
+            return _outcome(lambda: _serialize.decode_function(fn_desc)(*args, **kwargs))
+        if kind == "become":
+            cls_desc, args, kwargs, actor_name = body
+
+            def become():
+                instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
+                hosts["actor"] = atl.host_actor(actor_name, _actor_handler(instance))
+                # Not from this handler's own thread: closing waits for its call to end.
+                threading.Thread(target=leave_pool, daemon=True).start()
+            return _outcome(become)
+        return pickle.dumps(("err", "ValueError", f"unknown request {kind!r}"))
+
+    hosts["pool"] = atl.host_actor(name, handle)
+    atl.ActorHandle(registry).call(f"ready {name}".encode(), timeout=30)
+    threading.Event().wait()
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "actor":
         return host_actor()
+    if len(sys.argv) > 1 and sys.argv[1] == "pool":
+        return pool_worker()
     payload = take_payload("ATL_TASK_PAYLOAD")
     if payload is None:
         print("atl worker: no ATL_TASK_PAYLOAD_PARTS (started outside atl?)", file=sys.stderr)

@@ -106,6 +106,26 @@ static void* call_slow(void* arg) {
   return NULL;
 }
 
+/* "park": the handler holds its call until the caller's thread has returned
+ * (or 20 s), so the disconnect below finds that call in flight. */
+static volatile int parked = 0, released = 0;
+
+static void parking_handler(void* user, const char* request, int64_t size, atl_reply* reply) {
+  (void)user, (void)request, (void)size;
+  parked = 1;
+  for (int i = 0; i < 2000 && !released; ++i) usleep(10 * 1000);
+  atl_reply_set(reply, "late", 4);
+}
+
+static void* call_parked(void* arg) {
+  struct slow_call* s = arg;
+  char* reply = NULL;
+  s->code = call(s->client, "parking", "park", 60000, &reply, s->msg, sizeof s->msg);
+  atl_free(reply);
+  released = 1;
+  return NULL;
+}
+
 static int driver(void) {
   char msg[2048];
   char* reply = NULL;
@@ -223,12 +243,24 @@ static int driver(void) {
   /* Closing unregisters. */
   atl_actor_close(local);
   CHECK(call(c, "local-echo", "hi", 1000, &reply, msg, sizeof msg) == ATL_USAGE, "closed: %s", msg);
-  /* Disconnecting with an actor still hosted stops it (no hang); closing it
-   * afterwards only frees it. */
+  /* Disconnecting with a call in flight on another thread fails that call
+   * (no use of a freed client), and an actor still hosted is stopped (no
+   * hang); closing it afterwards only frees it. */
   atl_actor* open_host = NULL;
-  CHECK(take(atl_actor_host(c, "left-open", handler, NULL, &open_host), msg, sizeof msg) == ATL_OK,
-        "host left-open: %s", msg);
+  CHECK(take(atl_actor_host(c, "parking", parking_handler, NULL, &open_host), msg, sizeof msg) ==
+            ATL_OK,
+        "host parking: %s", msg);
+  struct slow_call parked_call = {c, ATL_OK, ""};
+  pthread_t parked_thread;
+  pthread_create(&parked_thread, NULL, call_parked, &parked_call);
+  for (int i = 0; i < 3000 && !parked; ++i) usleep(10 * 1000);
+  CHECK(parked, "the parked call reached its handler");
+  t0 = now();
   atl_disconnect(c);
+  pthread_join(parked_thread, NULL);
+  CHECK(parked_call.code == ATL_UNREACHABLE && strstr(parked_call.msg, "disconnected"),
+        "the call in flight at the disconnect: %d %s", parked_call.code, parked_call.msg);
+  CHECK(now() - t0 < 15.0, "the disconnect took %.1f s", now() - t0);
   atl_actor_close(open_host);
   printf("actors: %s\n", failures == 0 ? "all checks passed" : "FAILED");
   return failures == 0 ? 0 : 1;

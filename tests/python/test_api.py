@@ -89,7 +89,116 @@ def test_wait_returns_the_first_done(cluster):
     refs = [nap.remote(5), nap.remote(0)]
     ready, not_ready = atl.wait(refs, num_returns=1, timeout=30)
     assert ready == [refs[1]] and not_ready == [refs[0]]
-    refs[0].task.kill()
+    atl.cancel(refs[0])
+
+
+def pid_and_pod():
+    return os.getpid(), os.environ["ATL_POD_NAME"]
+
+
+def test_warm_workers_run_calls_and_one_that_dies_is_replaced(cluster):
+    @atl.remote
+    def where(i):
+        return pid_and_pod() + (i,)
+
+    out = atl.get([where.remote(i) for i in range(40)], timeout=60)
+    assert [i for _, _, i in out] == list(range(40))
+    pids = {pid for pid, _, _ in out}
+    # Two workers with at least one CPU each: 2..16 warm processes, each reused.
+    assert 1 <= len(pids) <= 16 and len(pids) < 40, pids
+    assert {pod for _, pod, _ in out} <= {f"{cluster.job_id}-worker-0",
+                                          f"{cluster.job_id}-worker-1"}
+
+    @atl.remote
+    def die():
+        os._exit(3)
+
+    with pytest.raises(atl.RemoteError) as e:
+        atl.get(die.remote(), timeout=60)
+    assert "died while it ran" in str(e.value)
+    # The pool goes on (a new process in the dead one's place).
+    assert len(atl.get([where.remote(i) for i in range(8)], timeout=60)) == 8
+
+    # With a placement of its own, a call runs cold: a process of its own.
+    pod = f"{cluster.job_id}-worker-1"
+    cold = atl.get([where.options(pod=pod).remote(i) for i in range(2)], timeout=60)
+    assert cold[0][0] != cold[1][0] and not {c[0] for c in cold} & pids
+    assert {c[1] for c in cold} == {pod}
+
+
+def test_cancel_drops_a_waiting_call_and_kills_a_running_one(cluster):
+    @atl.remote
+    def nap(s):
+        import time
+        time.sleep(s)
+        return s
+
+    # More naps than warm processes: some wait in the driver.
+    refs = [nap.remote(600) for _ in range(20)]
+    for ref in refs:
+        atl.cancel(ref)
+    for ref in refs:
+        with pytest.raises(atl.RemoteError) as e:
+            atl.get(ref, timeout=60)
+        assert "cancelled" in str(e.value)
+    assert atl.get(nap.remote(0), timeout=60) == 0
+    with pytest.raises(atl.UsageError):
+        atl.cancel("not a ref")
+
+
+def test_actors_start_in_warm_workers_and_constructor_errors_are_raised(cluster):
+    @atl.remote
+    class Box:
+        def __init__(self, value):
+            if value < 0:
+                raise ValueError("negative")
+            self.value = value
+
+        def get(self):
+            return self.value, os.getpid()
+
+    # Started cold (a process of its own on that pod) and warm alike.
+    with pytest.raises(atl.RemoteError) as e:
+        Box.options(pod=f"{cluster.job_id}-worker-0").remote(-1)
+    assert e.value.remote_type == "ValueError" and "negative" in str(e.value)
+    pool = atl._warm_pool()
+    deadline = time.time() + 60
+    while pool.idle() < 2 and time.time() < deadline:
+        time.sleep(0.05)
+    assert pool.idle() >= 2
+    with pytest.raises(atl.RemoteError) as e:
+        Box.remote(-1)
+    assert e.value.remote_type == "ValueError"
+    assert pool.idle() >= 2  # the process it was tried in went back
+    boxes = [Box.remote(i) for i in range(3)]
+    got = [atl.get(b.get.remote(), timeout=30) for b in boxes]
+    assert [v for v, _ in got] == [0, 1, 2]
+    assert len({pid for _, pid in got}) == 3  # a process each
+    for b in boxes:
+        atl.kill(b)
+        # Warm: ends at SIGTERM (143); cold (none was idle): closes and exits 0.
+        assert b._task.wait(timeout=30) in (0, 143, -15)
+
+
+def test_workers_per_node_zero_runs_every_call_cold(cluster):
+    atl.shutdown()
+    with pytest.raises(atl.UsageError):
+        atl.init(cluster.address, cluster.tls, workers_per_node=-1)
+    atl.init(cluster.address, cluster.tls, workers_per_node=0)
+
+    @atl.remote
+    def pid():
+        return os.getpid()
+
+    assert len(set(atl.get([pid.remote() for _ in range(3)], timeout=60))) == 3
+    atl.shutdown()
+    os.environ["ATL_WORKERS_PER_NODE"] = "many"
+    try:
+        with pytest.raises(atl.UsageError) as e:
+            atl.init(cluster.address, cluster.tls)
+        assert "ATL_WORKERS_PER_NODE" in str(e.value)
+    finally:
+        del os.environ["ATL_WORKERS_PER_NODE"]
 
 
 def test_not_initialized_and_unreachable():

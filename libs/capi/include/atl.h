@@ -58,7 +58,9 @@ typedef struct atl_client atl_client;
  * insecure: nonzero for a head started with --insecure (plain TCP). */
 ATL_API atl_status* atl_connect(const char* address, const char* tls_dir, int insecure,
                                 atl_client** out);
-/* Ends the connection; outstanding calls on other threads fail. NULL is fine. */
+/* Ends the connection: calls in flight on other threads fail at once
+ * (ATL_UNREACHABLE, "disconnected") and have returned when this returns; the
+ * client's hosted actors stop. Calls made after it are undefined. NULL is fine. */
 ATL_API void atl_disconnect(atl_client* client);
 
 /* --- the cluster ----------------------------------------------------------------- */

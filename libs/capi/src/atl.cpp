@@ -77,6 +77,13 @@ struct atl_client {
   // them (a live one would keep ~actor_system waiting for ever).
   std::mutex hosted_mutex;
   std::set<atl_actor*> hosted;
+  // Calls in flight on other threads: atl_disconnect fails them and waits
+  // for them to return before it frees the client.
+  std::mutex calls_mutex;
+  std::condition_variable calls_done;
+  std::map<std::uint64_t, std::function<void()>> in_flight;  // id -> fail it
+  std::uint64_t next_call = 0;
+  bool closing = false;
 };
 
 namespace {
@@ -121,26 +128,55 @@ void on_bridge(atl_client* c, std::function<void(caf::event_based_actor*)> job) 
                  std::make_shared<std::function<void(caf::event_based_actor*)>>(std::move(job)));
 }
 
-// One request to the supervisor from any thread, answered with Ts...
+// One request to the supervisor (or `to`) from any thread, answered with Ts...
 template <class... Ts>
 caf::expected<std::tuple<Ts...>> call_supervisor(atl_client* c, caf::message msg,
-                                                 std::chrono::milliseconds timeout) {
+                                                 std::chrono::milliseconds timeout,
+                                                 caf::actor to = {}) {
   using Answer = caf::expected<std::tuple<Ts...>>;
   auto done = std::make_shared<std::promise<Answer>>();
+  // The answer, the disconnect or the timeout: whichever comes first is kept.
+  auto answer = [done](Answer value) {
+    try {
+      done->set_value(std::move(value));
+    } catch (const std::future_error&) {  // answered already
+    }
+  };
   auto future = done->get_future();
+  std::uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(c->calls_mutex);
+    if (c->closing) return caf::make_error(caf::sec::request_receiver_down);
+    id = ++c->next_call;
+    c->in_flight.emplace(id,
+                         [answer] { answer(caf::make_error(caf::sec::request_receiver_down)); });
+  }
+  if (!to) to = c->supervisor;
   on_bridge(
-      c, [to = c->supervisor, msg = std::move(msg), timeout, done](caf::event_based_actor* self) {
+      c, [to = std::move(to), msg = std::move(msg), timeout, answer](caf::event_based_actor* self) {
         self->request(to, timeout, msg)
-            .then([done](Ts&... xs) { done->set_value(std::make_tuple(std::move(xs)...)); },
-                  [done](caf::error& err) { done->set_value(std::move(err)); });
+            .then([answer](Ts&... xs) { answer(std::make_tuple(std::move(xs)...)); },
+                  [answer](caf::error& err) { answer(std::move(err)); });
       });
   // CAF's own timeout answers first; this bound only guards a stuck system.
-  if (future.wait_for(timeout + std::chrono::seconds(5)) != std::future_status::ready)
-    return caf::make_error(caf::sec::request_timeout);
-  return future.get();
+  Answer result = future.wait_for(timeout + std::chrono::seconds(5)) == std::future_status::ready
+                      ? future.get()
+                      : Answer{caf::make_error(caf::sec::request_timeout)};
+  {
+    std::lock_guard<std::mutex> lock(c->calls_mutex);
+    c->in_flight.erase(id);
+  }
+  c->calls_done.notify_all();
+  return result;
 }
 
 atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) {
+  if (err == caf::sec::request_receiver_down) {
+    std::lock_guard<std::mutex> lock(c->calls_mutex);
+    if (c->closing)
+      return make_status(ATL_UNREACHABLE,
+                         std::string(call) + ": the client disconnected (atl_disconnect)");
+  }
   return make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " + c->address +
                                           " did not answer: " + c->system->render(err));
 }
@@ -148,9 +184,9 @@ atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) 
 // Sends `request`, expects (code, text): the supervisor's answer to commands.
 // `wait` is how long the answer may take beyond the usual request timeout.
 atl_status* ask(atl_client* c, const char* call, caf::message request,
-                std::chrono::milliseconds wait, std::string* text_out) {
-  auto answer =
-      call_supervisor<std::int32_t, std::string>(c, std::move(request), kRequestTimeout + wait);
+                std::chrono::milliseconds wait, std::string* text_out, caf::actor to = {}) {
+  auto answer = call_supervisor<std::int32_t, std::string>(c, std::move(request),
+                                                           kRequestTimeout + wait, std::move(to));
   if (!answer) return unreachable(c, call, answer.error());
   auto& [code, text] = *answer;
   if (code == 0) {
@@ -198,14 +234,19 @@ atl_status* text_out(const char* call, const std::string& text, char** out) {
   return nullptr;
 }
 
-// Ends the worker (after its current call) and the mailbox.
-void stop_actor(atl_actor* a) {
+// Ends the worker after its current call (whose reply is then on its way).
+void stop_worker(atl_actor* a) {
   {
     std::lock_guard<std::mutex> lock(a->mutex);
     a->closing = true;
   }
   a->wake.notify_one();
   if (a->worker.joinable()) a->worker.join();
+}
+
+// Ends the worker (after its current call) and the mailbox.
+void stop_actor(atl_actor* a) {
+  stop_worker(a);
   caf::anon_send_exit(a->handle, caf::exit_reason::user_shutdown);
 }
 
@@ -269,6 +310,12 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
 void atl_disconnect(atl_client* client) {
   if (!client) return;
   try {
+    // Calls in flight on other threads fail now ("disconnected"); new ones are refused.
+    {
+      std::unique_lock<std::mutex> lock(client->calls_mutex);
+      client->closing = true;
+      for (auto& [id, fail] : client->in_flight) fail();
+    }
     // Actors still hosted stop here (their handler's current call ends
     // first); the dropped connection unregisters them at the supervisor.
     std::set<atl_actor*> hosted;
@@ -279,6 +326,11 @@ void atl_disconnect(atl_client* client) {
     for (atl_actor* a : hosted) {
       stop_actor(a);
       a->client = nullptr;
+    }
+    {
+      // Each failed call returns at once; a handler's own calls fail the same way.
+      std::unique_lock<std::mutex> lock(client->calls_mutex);
+      client->calls_done.wait(lock, [client] { return client->in_flight.empty(); });
     }
     if (client->bridge) caf::anon_send_exit(client->bridge, caf::exit_reason::user_shutdown);
     client->bridge = caf::actor{};
@@ -479,8 +531,8 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
     // The mailbox: a call waits as a promise until the worker's reply comes.
     auto spawned = std::make_shared<std::promise<caf::actor>>();
     auto spawned_future = spawned->get_future();
-    on_bridge(client, [a, spawned](caf::event_based_actor* bridge) {
-      spawned->set_value(bridge->spawn([a](caf::event_based_actor* self) -> caf::behavior {
+    on_bridge(client, [a, spawned, sup = client->supervisor](caf::event_based_actor* bridge) {
+      spawned->set_value(bridge->spawn([a, sup](caf::event_based_actor* self) -> caf::behavior {
         auto pending = std::make_shared<std::map<std::int64_t, caf::response_promise>>();
         auto next = std::make_shared<std::int64_t>(0);
         return {
@@ -497,6 +549,11 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
             },
             // The supervisor's liveness ping: answered here, whatever the handler does.
             [](atl::heartbeat_atom) { return true; },
+            // Closing: unregistered by the mailbox itself, so the supervisor has every
+            // reply it sent before (then pending callers fail).
+            [self, sup](atl::actor_unreg_atom, std::string& name) {
+              return self->delegate(sup, atl::actor_unreg_atom::value, std::move(name));
+            },
             [pending](atl::call_atom, std::int64_t serial, std::int32_t code, std::string& reply) {
               auto it = pending->find(serial);
               if (it == pending->end()) return;
@@ -556,11 +613,12 @@ void atl_actor_close(atl_actor* actor) {
       std::lock_guard<std::mutex> lock(actor->client->hosted_mutex);
       actor->client->hosted.erase(actor);
     }
+    stop_worker(actor);  // the handler's current call (if any) ends first, its reply sent
     if (auto* s = ask(actor->client, "atl_actor_close",
                       caf::make_message(atl::actor_unreg_atom::value, actor->name),
-                      std::chrono::milliseconds(0), nullptr))
+                      std::chrono::milliseconds(0), nullptr, actor->handle))
       atl_status_free(s);  // gone already (the job ended): nothing more to undo there
-    stop_actor(actor);     // the handler's current call (if any) ends first
+    caf::anon_send_exit(actor->handle, caf::exit_reason::user_shutdown);
   } catch (...) {
     // Nothing may cross into C.
   }

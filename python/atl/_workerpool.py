@@ -1,0 +1,294 @@
+"""Warm worker processes for remote functions and actors, as Ray keeps them.
+
+A remote function with no placement (no placement group, pod, env or
+working_dir of its own) runs in a long-lived Python process on a worker
+instead of a fresh one: the driver starts `per_node` of them on every active
+worker pod at its first such call. Each hosts a named actor
+(`atl-pool-<driver>-<n>`) and, once it answers, tells the driver's registry
+actor so; a call is then one actor call carrying the function (by value) and
+its arguments. An @atl.remote class with no placement takes an idle warm
+process and turns it into the actor (it leaves the pool; another is started
+in its place). Calls beyond the idle processes wait in the driver, in order.
+
+A worker process that dies (its function killed it, its pod was lost) fails
+the call it ran with RemoteError; another is started in its place. Three
+failed starts in a row and the pool gives up: waiting calls fail with the
+last worker's output, and later calls run cold (a process each).
+
+Warm processes keep their module state between calls (as Ray's workers do).
+"""
+import collections
+import os
+import pickle
+import sys
+import threading
+import uuid
+
+from ._capi import AtlError, GetTimeoutError, UsageError, FAILED
+
+_CALL_TIMEOUT_MS = 7 * 24 * 3600 * 1000  # a task may run for days; the call waits as long
+_MAX_START_FAILURES = 3
+
+
+class _Worker:
+    __slots__ = ("name", "pod", "task", "state", "job")
+
+    def __init__(self, name, pod):
+        self.name, self.pod, self.task, self.job = name, pod, None, None
+        self.state = "starting"  # -> idle <-> busy -> dead | taken
+
+
+class _Job:
+    __slots__ = ("request", "future", "label", "cancelled")
+
+    def __init__(self, request, future, label):
+        self.request, self.future, self.label, self.cancelled = request, future, label, False
+
+
+class WorkerPool:
+    """The driver's warm processes. `atl` is the package module (its client,
+    run() and host_actor()); `per_node` processes on each active worker pod."""
+
+    def __init__(self, atl, per_node, python_path):
+        self._atl = atl
+        self._per_node = per_node
+        self._python_path = python_path
+        self._lock = threading.Lock()
+        self._idle = collections.deque()
+        self._queue = collections.deque()
+        self._workers = {}  # name -> _Worker
+        self._failures = 0  # failed starts in a row
+        self._broken = None  # why the pool gave up
+        self._closed = False
+        self._serial = 0
+        self._prefix = f"atl-pool-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._registry = atl.host_actor(self._prefix, self._on_ready)
+        pods = [n["pod"] for n in atl.nodes() if not n.get("unavailable")]
+        if not pods:
+            raise UsageError(2, "no active worker pod to start warm workers on")
+        for pod in pods:
+            for _ in range(per_node):
+                self._start(pod)
+
+    # --- what the package calls ---------------------------------------------------
+
+    @property
+    def broken(self):
+        return self._broken
+
+    def idle(self):
+        """How many warm processes wait for work now."""
+        with self._lock:
+            return len(self._idle)
+
+    def submit(self, request, label):
+        """Runs pickle(("run", fn_desc, args, kwargs)) on a warm process; a Future."""
+        from concurrent.futures import Future
+        future = Future()
+        job = _Job(request, future, label)
+        with self._lock:
+            if self._broken:
+                future.set_exception(self._error(label, self._broken))
+                return future
+            self._queue.append(job)
+            self._dispatch()
+        return future
+
+    def cancel(self, future):
+        """Drops a waiting call, or kills the process running it (it is replaced).
+        False when the call is not this pool's or is done."""
+        with self._lock:
+            for job in self._queue:
+                if job.future is future:
+                    self._queue.remove(job)
+                    job.future.set_exception(self._error(job.label, "cancelled"))
+                    return True
+            running = [w for w in self._workers.values()
+                       if w.state == "busy" and w.job is not None and w.job.future is future]
+            if not running:
+                return False
+            running[0].job.cancelled = True
+            task = running[0].task
+        task.kill()
+        return True
+
+    def take_idle(self):
+        """An idle warm process, out of the pool for good (its replacement
+        starts now), or None when none is idle."""
+        with self._lock:
+            if self._broken or self._closed or not self._idle:
+                return None
+            worker = self._idle.popleft()
+            worker.state = "taken"
+            del self._workers[worker.name]
+        self._replace(worker.pod)
+        return worker
+
+    def give_back(self, worker):
+        """A taken process that did not become an actor after all."""
+        with self._lock:
+            if self._closed:
+                return
+            worker.state = "idle"
+            self._workers[worker.name] = worker
+            self._idle.append(worker)
+            self._dispatch()
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers.values())
+            waiting = list(self._queue)
+            self._queue.clear()
+        for job in waiting:
+            job.future.set_exception(self._error(job.label, "the driver shut down"))
+        for w in workers:
+            if w.task is not None:
+                try:
+                    w.task.kill()
+                except AtlError:
+                    pass
+        self._registry.close()
+
+    # --- inside ---------------------------------------------------------------------
+
+    def _error(self, label, why):
+        return self._atl.RemoteError(f"{label}: {why}")
+
+    def _start(self, pod):
+        with self._lock:
+            if self._closed:
+                return
+            self._serial += 1
+            worker = _Worker(f"{self._prefix}-{self._serial}", pod)
+            self._workers[worker.name] = worker
+        env = {"ATL_POOL_REGISTRY": self._prefix, "ATL_POOL_NAME": worker.name,
+               "ATL_WORKERS_PER_NODE": "0",  # nested remote calls run cold, no pool per worker
+               "PYTHONPATH": self._python_path}
+        try:
+            worker.task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod,
+                                        env=env)
+        except AtlError as e:
+            self._lost(worker, f"its warm worker could not start on {pod}: {e}")
+            return
+        threading.Thread(target=self._watch, args=(worker,), daemon=True,
+                         name=f"atl-pool-watch-{self._serial}").start()
+
+    def _watch(self, worker):
+        """Waits for the process's end: a warm process that ends is lost."""
+        while True:
+            try:
+                code = worker.task.wait(timeout=None)
+                why = f"its warm worker (task {worker.task.id} on {worker.pod}) ended with {code}"
+            except GetTimeoutError:
+                continue
+            except AtlError as e:
+                why = f"its warm worker (task {worker.task.id} on {worker.pod}): {e}"
+            break
+        if worker.state == "starting":
+            try:
+                tail = worker.task.output()[-1500:]
+            except AtlError:
+                tail = ""
+            why += f"; its output ends: {tail!r}" if tail else ""
+        self._lost(worker, why)
+
+    def _on_ready(self, request):
+        """The registry: b"ready <name>" from a warm process that answers."""
+        name = request.decode("utf-8", "replace").partition(" ")[2]
+        with self._lock:
+            worker = self._workers.get(name)
+            if worker is None or worker.state != "starting":
+                return b"unknown"
+            worker.state = "idle"
+            self._failures = 0
+            self._idle.append(worker)
+            self._dispatch()
+        return b"ok"
+
+    def _lost(self, worker, why):
+        with self._lock:
+            if worker.state in ("dead", "taken") or self._closed:
+                return
+            was = worker.state
+            worker.state = "dead"
+            self._workers.pop(worker.name, None)
+            if worker in self._idle:
+                self._idle.remove(worker)
+            if was == "starting":
+                self._failures += 1
+                if self._failures >= _MAX_START_FAILURES:
+                    self._broken = (f"{_MAX_START_FAILURES} warm workers in a row ended before "
+                                    f"they answered; the last: {why}")
+                    waiting = list(self._queue)
+                    self._queue.clear()
+                    for job in waiting:
+                        job.future.set_exception(self._error(job.label, self._broken))
+                    return
+        self._replace(worker.pod)
+
+    def _replace(self, pod):
+        """Starts a process in place of one that left, off the caller's thread."""
+        threading.Thread(target=self._start, args=(pod,), daemon=True,
+                         name="atl-pool-start").start()
+
+    def _dispatch(self):
+        """Hands waiting calls to idle processes (the lock is held)."""
+        while self._queue and self._idle:
+            worker = self._idle.popleft()
+            job = self._queue.popleft()
+            if not job.future.set_running_or_notify_cancel():
+                self._idle.appendleft(worker)
+                continue
+            worker.state = "busy"
+            worker.job = job
+            self._atl._pool().submit(self._serve, worker, job)
+
+    def _serve(self, worker, job):
+        """Runs jobs on `worker` until none waits (on a thread of the call pool)."""
+        while True:
+            try:
+                reply = self._atl._c().actor_call(worker.name, job.request, _CALL_TIMEOUT_MS)
+                outcome = pickle.loads(reply)
+            except AtlError as e:
+                # The process died under it (or never answered): the call fails, the
+                # process is replaced.
+                if worker.task is not None:
+                    try:
+                        worker.task.kill()
+                    except AtlError:
+                        pass
+                if job.cancelled:
+                    job.future.set_exception(self._error(job.label, "cancelled"))
+                elif e.code == FAILED or isinstance(e, UsageError):
+                    job.future.set_exception(self._error(
+                        job.label, f"its warm worker (task {worker.task.id} on {worker.pod}) "
+                        f"died while it ran: {e}"))
+                else:
+                    job.future.set_exception(e)
+                self._lost(worker, str(e))
+                return
+            except Exception as e:  # a reply that does not unpickle
+                job.future.set_exception(self._error(job.label, f"unreadable result: {e}"))
+                outcome = None
+            if outcome is not None:
+                if outcome[0] == "ok":
+                    job.future.set_result(outcome[1])
+                else:
+                    job.future.set_exception(self._atl.RemoteError(
+                        f"{job.label} raised {outcome[1]}:\n{outcome[2]}", outcome[1],
+                        outcome[2]))
+            with self._lock:
+                worker.job = None
+                if worker.state != "busy":
+                    return
+                while self._queue:
+                    job = self._queue.popleft()
+                    if job.future.set_running_or_notify_cancel():
+                        break
+                else:
+                    worker.state = "idle"
+                    self._idle.append(worker)
+                    return
+                worker.job = job
+
