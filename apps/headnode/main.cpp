@@ -76,8 +76,14 @@ HeadOptions parse_options(int argc, char** argv) {
       "spare-workers", po::value<int>(),
       "extra worker pods that idle and replace a lost or tainted one (default 0)")(
       "nproc-per-node", po::value<int>(), "ranks per worker (default 1)")(
-      "env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")(
-      "working-dir", po::value<std::string>(), "working directory of the ranks")(
+      "placement", po::value<std::string>(),
+      "spmd: each rank a bundle placed by PACK, SPREAD, STRICT_PACK or STRICT_SPREAD (needs "
+      "--bundle; default: nproc-per-node ranks on each pod in order)")(
+      "bundle", po::value<std::string>(),
+      "spmd: what one rank takes, as JSON: '{\"CPU\": 1, \"GPU\": 1}' (strategy PACK unless "
+      "--placement)")("env", po::value<std::vector<std::string>>()->composing(),
+                      "K=V for every rank (repeatable)")("working-dir", po::value<std::string>(),
+                                                         "working directory of the ranks")(
       "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
       "grace", po::value<std::string>(),
       "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
@@ -137,6 +143,19 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("workers")) job.workers = vm["workers"].as<int>();
   if (vm.count("spare-workers")) job.spare_workers = vm["spare-workers"].as<int>();
   if (vm.count("nproc-per-node")) job.nproc_per_node = vm["nproc-per-node"].as<int>();
+  if (vm.count("placement") || vm.count("bundle")) {
+    if (!vm.count("bundle") && !(job.placement && vm.count("placement")))
+      atl::cli::usage_error("headnode", "--placement needs --bundle (what one rank takes)");
+    atl::RankPlacementSpec placement = job.placement.value_or(atl::RankPlacementSpec{});
+    if (vm.count("placement"))
+      placement.strategy = atl::cli::value_or_exit(
+          "headnode", atl::parse_placement_strategy(vm["placement"].as<std::string>()),
+          "--placement");
+    if (vm.count("bundle"))
+      placement.bundle = atl::cli::value_or_exit(
+          "headnode", atl::parse_bundle(vm["bundle"].as<std::string>()), "--bundle");
+    job.placement = placement;
+  }
   if (vm.count("env")) {
     for (const auto& kv : vm["env"].as<std::vector<std::string>>()) {
       auto parsed = atl::cli::value_or_exit("headnode", atl::parse_env_assignment(kv), "--env");

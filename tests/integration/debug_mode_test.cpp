@@ -18,11 +18,14 @@ const std::string kSent = "Send command to all workers success.\n";
 // A cluster whose user code records each start (per rank) and then waits.
 class DebugCluster {
  public:
-  DebugCluster() {
+  explicit DebugCluster(std::vector<std::string> extra = {}) {
     std::string marker = c.dir() + "/attempts.";
-    head = &c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
-                          "--grace", "5s", "--",
-                          "echo start >> " + marker + "$RANK; echo user code up; sleep 300"});
+    std::vector<std::string> args = {"--workers",       "2", "--nproc-per-node", "2",
+                                     "--local-workers", "2", "--grace",          "5s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(),
+                {"--", "echo start >> " + marker + "$RANK; echo user code up; sleep 300"});
+    head = &c.start_head(args);
     address = c.head_address();
     for (int rank = 0; rank < 4; ++rank)
       EXPECT_TRUE(c.wait_for_output(*head, "[rank " + std::to_string(rank) + "] user code up"));
@@ -84,6 +87,24 @@ TEST(DebugMode, RunOnSelectedRanksShowsOnlyTheirOutput) {
   EXPECT_NE(run.output.find("[rank 3] out-3-1-4\n"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find("[rank 1]"), std::string::npos) << run.output;
   EXPECT_EQ(count_lines(run.output), 4) << run.output;
+}
+
+TEST(DebugMode, RunFollowsTheJobsPlacementOfRanks) {
+  // SPREAD: ranks 0 and 2 on worker-0, 1 and 3 on worker-1.
+  DebugCluster d({"--placement", "SPREAD", "--bundle", R"({"CPU": 0.5})"});
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  auto run = d.ctl({"run", "-r", "1-2", "echo on-$ATL_POD_NAME-local-$LOCAL_RANK"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("[rank 1] on-" + d.c.worker_name(1) + "-local-0\n"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("[rank 2] on-" + d.c.worker_name(0) + "-local-1\n"), std::string::npos)
+      << run.output;
+  // check runs once per pod, on that pod's first rank (worker-1's is rank 1).
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  auto check = d.ctl({"check", "-t", "gpu", "-w", d.c.worker_name(1)});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_NE(check.output.find(d.c.worker_name(1)), std::string::npos) << check.output;
+  EXPECT_EQ(check.output.find(d.c.worker_name(0)), std::string::npos) << check.output;
 }
 
 TEST(DebugMode, FailedRanksAreSummarisedAndFailTheRun) {

@@ -45,6 +45,40 @@ TEST(JobLifecycle, SpmdTwoWorkersTwoRanksEachSeeTheirEnvironment) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(JobLifecycle, SpmdPlacementLaysRanksOutByThePlacementEngine) {
+  TestCluster c;
+  // SPREAD over 2 pods: bundle i alternates pods; each pod numbers its ranks in turn.
+  auto& head =
+      c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                    "--placement", "spread", "--bundle", R"({"CPU": 0.5})", "--", kPrintEnv});
+  ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
+  std::string out = c.output(head);
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string expected = "[rank " + std::to_string(rank) + "] ENV RANK=" + std::to_string(rank) +
+                           " LOCAL_RANK=" + std::to_string(rank / 2) +
+                           " WORLD_SIZE=4 NODE_RANK=" + std::to_string(rank % 2) +
+                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 POD=" +
+                           c.worker_name(rank % 2) + " ";
+    EXPECT_NE(out.find(expected), std::string::npos) << "missing: " << expected << "in:\n" << out;
+  }
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, RanksThatCannotBePlacedFailTheJobSayingWhy) {
+  TestCluster c;
+  // STRICT_SPREAD: a pod per rank, 4 ranks, 2 pods.
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--placement", "STRICT_SPREAD", "--bundle", R"({"CPU": 0.5})", "--",
+                             "echo should not run"});
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("cannot place ranks: STRICT_SPREAD placement of 4 ranks"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("should not run"), std::string::npos) << out;
+  EXPECT_NE(out.find("Job status:  failed\n"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(JobLifecycle, OneRankFailingFailsTheJobAndStopsTheOthers) {
   TestCluster c;
   // Ranks other than 3 wait until stopped and say so; rank 3 fails once they all started.

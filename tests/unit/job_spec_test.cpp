@@ -105,7 +105,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"max_restarts": "ten"})", "'max_restarts'"},
         BadField{R"({"restart_on_failure": "yes"})", "'restart_on_failure'"},
         BadField{R"({"heartbeat_interval": "often"})", "'heartbeat_interval'"},
-        BadField{R"({"heartbeat_timeout": [3]})", "'heartbeat_timeout'"}),
+        BadField{R"({"heartbeat_timeout": [3]})", "'heartbeat_timeout'"},
+        BadField{R"({"placement": "PACK"})", "'placement'"},
+        BadField{R"({"placement": {"strategy": "SIDEWAYS", "bundle": {"CPU": 1}}})",
+                 "'placement.strategy'"},
+        BadField{R"({"placement": {"strategy": 1, "bundle": {"CPU": 1}}})", "'placement.strategy'"},
+        BadField{R"({"placement": {"bundle": {"CPU": -1}}})", "'placement.bundle'"},
+        BadField{R"({"placement": {"bundle": {"CPU": 0}}})", "'placement.bundle'"},
+        BadField{R"({"placement": {"bundle": [1]}})", "'placement.bundle'"},
+        BadField{R"({"placement": {"strategy": "SPREAD"}})", "'placement' needs a 'bundle'"},
+        BadField{R"({"placement": {"bundle": {"CPU": 1}, "spread": true}})", "'placement.spread'"}),
     [](const testing::TestParamInfo<BadField>& info) {
       return atl::test::param_name(info.index, info.param.field);
     });
@@ -182,6 +191,26 @@ TEST(ValidateJobSpec, NamesTheProblem) {
   EXPECT_NE(broken([](auto& s) { s.job_id = "Jo_X"; }).find("job id"), std::string::npos);
   EXPECT_NE(broken([](auto& s) { s.job_id = "-jo"; }).find("job id"), std::string::npos);
   EXPECT_NE(broken([](auto& s) { s.ready_timeout = atl::Millis(0); }).find("ready_timeout"),
+            std::string::npos);
+  // A placement: spmd only, whole GPUs; it lifts the GPUs-split-evenly rule.
+  auto placed = [](atl::JobSpec& s, const char* bundle) {
+    auto parsed = atl::parse_job_spec_json(
+        std::string(R"({"placement": {"strategy": "SPREAD", "bundle": )") + bundle + "}}", s);
+    ASSERT_TRUE(parsed.ok()) << parsed.error();
+    s = *parsed;
+  };
+  EXPECT_EQ(broken([&](auto& s) {
+              placed(s, R"({"GPU": 1})");
+              s.nproc_per_node = 2;
+              s.node_spec.gpus = 3;
+            }),
+            "");
+  EXPECT_NE(broken([&](auto& s) { placed(s, R"({"GPU": 0.5})"); }).find("whole GPUs"),
+            std::string::npos);
+  EXPECT_NE(broken([&](auto& s) {
+              placed(s, R"({"CPU": 1})");
+              s.mode = atl::JobMode::driver;
+            }).find("'placement' places spmd ranks"),
             std::string::npos);
   // Driver mode may run with no workers at all (a head-only cluster).
   EXPECT_EQ(broken([](auto& s) {

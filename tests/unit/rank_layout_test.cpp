@@ -2,10 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
-std::vector<atl::NodeSlot> two_nodes(int gpus) {
-  return {{"jo-x-worker-0", "10.0.0.1", "eth0", gpus}, {"jo-x-worker-1", "10.0.0.2", "eth1", gpus}};
+std::vector<atl::NodeSlot> two_nodes(int gpus, int cpus = 4) {
+  auto offers = atl::node_resources(cpus, gpus, 0, 0, {});
+  return {{"jo-x-worker-0", "10.0.0.1", "eth0", gpus, offers},
+          {"jo-x-worker-1", "10.0.0.2", "eth1", gpus, offers}};
+}
+
+atl::RankPlacementSpec placement(atl::PlacementStrategy strategy, const char* bundle) {
+  return {strategy, *atl::parse_bundle(bundle)};
+}
+
+// rank -> slot, for a layout.
+std::vector<size_t> slots(const std::vector<atl::RankPlacement>& layout) {
+  std::vector<size_t> out;
+  for (const auto& p : layout) out.push_back(p.slot);
+  return out;
 }
 
 atl::JobSpec job() {
@@ -111,4 +126,84 @@ TEST(DriverEnv, HasTheClusterLevelVariablesUsersMayOverride) {
   EXPECT_EQ(env["GLOO_SOCKET_IFNAME"], "eth0");
   EXPECT_EQ(env["MASTER_PORT"], "1234");
   EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-head-0");
+}
+
+TEST(PlaceRanks, PackOfAShareOfANodeReproducesTheDefaultLayout) {
+  // Bundles of a node's resources / nproc_per_node (4 CPUs, 4 GPUs, 2 ranks).
+  for (int gpus : {0, 4}) {
+    auto nodes = two_nodes(gpus);
+    auto want = *atl::layout_ranks(nodes, 2);
+    auto got = atl::place_ranks(
+        nodes, 2,
+        placement(atl::PlacementStrategy::pack, gpus ? R"({"GPU": 2})" : R"({"CPU": 2})"));
+    ASSERT_TRUE(got.ok()) << got.error();
+    ASSERT_EQ(got->size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      EXPECT_EQ((*got)[r].slot, want[r].slot) << r;
+      EXPECT_EQ((*got)[r].node_rank, want[r].node_rank) << r;
+      EXPECT_EQ((*got)[r].local_rank, want[r].local_rank) << r;
+      EXPECT_EQ((*got)[r].local_world_size, want[r].local_world_size) << r;
+      EXPECT_EQ((*got)[r].gpus, want[r].gpus) << r;
+    }
+  }
+}
+
+TEST(PlaceRanks, SpreadAlternatesNodesAndNumbersEachNodesRanksInTurn) {
+  auto got = atl::place_ranks(two_nodes(4), 2,
+                              placement(atl::PlacementStrategy::spread, R"({"CPU": 1, "GPU": 1})"));
+  ASSERT_TRUE(got.ok()) << got.error();
+  EXPECT_EQ(slots(*got), (std::vector<size_t>{0, 1, 0, 1}));
+  int local[] = {0, 0, 1, 1};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ((*got)[r].local_rank, local[r]) << r;
+    EXPECT_EQ((*got)[r].node_rank, r % 2) << r;
+    EXPECT_EQ((*got)[r].local_world_size, 2);
+    EXPECT_EQ((*got)[r].gpus, (std::vector<int>{local[r]})) << r;
+  }
+  // The environment follows: rank 2 is worker-0's second rank on its GPU 1.
+  auto nodes = two_nodes(4);
+  auto env = atl::build_rank_env(job(), nodes, *got, (*got)[2], {"10.0.0.9:6380", "jo-x"});
+  EXPECT_EQ(env["RANK"], "2");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["NODE_RANK"], "0");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "1");
+  EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-worker-0");
+  EXPECT_EQ(env["NCCL_SOCKET_IFNAME"], "eth0");
+}
+
+TEST(PlaceRanks, StrictPackPutsEveryRankOnOneNodeAndLeavesTheOtherIdle) {
+  // 2 nodes x 2 ranks = 4 bundles of 1 CPU on nodes of 4 CPUs.
+  auto got = atl::place_ranks(two_nodes(0, 4), 2,
+                              placement(atl::PlacementStrategy::strict_pack, R"({"CPU": 1})"));
+  ASSERT_TRUE(got.ok()) << got.error();
+  auto s = slots(*got);
+  EXPECT_EQ(std::count(s.begin(), s.end(), s[0]), 4);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ((*got)[r].node_rank, 0);
+    EXPECT_EQ((*got)[r].local_rank, r);
+    EXPECT_EQ((*got)[r].local_world_size, 4);
+  }
+}
+
+TEST(PlaceRanks, WhatCannotBePlacedSaysWhy) {
+  // Four ranks, one node each: two nodes are not enough.
+  auto spread = atl::place_ranks(two_nodes(0), 2,
+                                 placement(atl::PlacementStrategy::strict_spread, R"({"CPU": 1})"));
+  ASSERT_FALSE(spread.ok());
+  EXPECT_NE(spread.error().find("STRICT_SPREAD placement of 4 ranks"), std::string::npos)
+      << spread.error();
+  // A bundle no node offers: the why names the resource.
+  auto big =
+      atl::place_ranks(two_nodes(1), 1, placement(atl::PlacementStrategy::pack, R"({"GPU": 2})"));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().find("GPU"), std::string::npos) << big.error();
+  EXPECT_EQ(big.error().find('\n'), std::string::npos) << big.error();
+  // More CPUs asked than all nodes have.
+  auto cpus = atl::place_ranks(two_nodes(0, 2), 3,
+                               placement(atl::PlacementStrategy::pack, R"({"CPU": 1})"));
+  ASSERT_FALSE(cpus.ok());
+  EXPECT_NE(cpus.error().find("CPU"), std::string::npos) << cpus.error();
+  EXPECT_FALSE(
+      atl::place_ranks(two_nodes(0), 0, placement(atl::PlacementStrategy::pack, R"({"CPU": 1})"))
+          .ok());
 }

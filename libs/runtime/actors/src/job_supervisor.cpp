@@ -213,6 +213,7 @@ bool plan_user_code(Actor* self) {
   AtlEndpoint atl{st.address, job.job_id};
   const std::string restarts = std::to_string(st.restarts.used());
   st.launches.clear();
+  st.rank_pods.clear();
   if (job.mode == JobMode::ray) return plan_ray(self);
   if (job.mode == JobMode::driver) {
     RankLaunch launch;
@@ -233,13 +234,18 @@ bool plan_user_code(Actor* self) {
       return false;
     }
     const NodeInfo& info = node->second.info;
-    slots.push_back(NodeSlot{pod, info.address, info.interface, info.gpus});
+    slots.push_back(
+        NodeSlot{pod, info.address, info.interface, info.gpus,
+                 node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources)});
   }
-  auto layout = layout_ranks(slots, job.nproc_per_node);
+  auto layout = job.placement ? place_ranks(slots, job.nproc_per_node, *job.placement)
+                              : layout_ranks(slots, job.nproc_per_node);
   if (!layout) {
     fail(self, JobEvent::rank_failed, "cannot place ranks: " + layout.error());
     return false;
   }
+  st.rank_pods.assign(layout->size(), std::string());
+  for (const auto& placement : *layout) st.rank_pods[placement.rank] = slots[placement.slot].pod;
   for (const auto& placement : *layout) {
     RankLaunch launch;
     launch.stream = placement.rank;
@@ -279,6 +285,8 @@ int streams_per_pod(const State& st) {
 
 std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (stream < 0) return head_pod_name(st.job().job_id);  // the driver, Ray's head
+  if (!st.rank_pods.empty())
+    return static_cast<size_t>(stream) < st.rank_pods.size() ? st.rank_pods[stream] : "";
   auto node = static_cast<size_t>(stream / streams_per_pod(st));
   return node < st.active.size() ? st.active[node] : std::string();
 }

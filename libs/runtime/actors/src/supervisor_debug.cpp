@@ -1,5 +1,6 @@
 // atlctl's debug commands on the JobSupervisor: stop, run, recover. The rules
 // of when each is allowed live in core (atl::allow); this file does the work.
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -223,7 +224,8 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
   if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
   // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
   // driver mode: the pod), never the head's own processes (driver, Ray's head).
-  const int world = static_cast<int>(st.active.size()) * streams_per_pod(st);
+  const int world = st.rank_pods.empty() ? static_cast<int>(st.active.size()) * streams_per_pod(st)
+                                         : static_cast<int>(st.rank_pods.size());
   auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return usage("-r: " + ranks.error());
   return launch_run(
@@ -247,13 +249,26 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   for (const auto& pod : *workers) {
     if (!st.nodes.count(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
   }
-  // One process per node: on its first rank, with that rank's environment.
+  // One process per node: on its first rank, with that rank's environment
+  // (a pod the job's placement left without ranks has none to run on).
   std::vector<int> ranks;
   for (size_t node = 0; node < st.active.size(); ++node) {
     const std::string& pod = st.active[node];
     bool chosen = workers->empty();
     for (const auto& w : *workers) chosen |= w == pod;
-    if (chosen) ranks.push_back(static_cast<int>(node) * streams_per_pod(st));  // its first
+    if (!chosen) continue;
+    int first = -1;
+    if (st.rank_pods.empty()) {
+      first = static_cast<int>(node) * streams_per_pod(st);
+    } else {
+      auto it = std::find(st.rank_pods.begin(), st.rank_pods.end(), pod);
+      if (it != st.rank_pods.end()) first = static_cast<int>(it - st.rank_pods.begin());
+    }
+    if (first >= 0) {
+      ranks.push_back(first);
+    } else if (!workers->empty()) {
+      return usage("-w: pod '" + pod + "' runs no rank (the job's placement left it idle)");
+    }
   }
   // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
   // member i is the i-th chosen node, member 0's pod is the MasterAddr.

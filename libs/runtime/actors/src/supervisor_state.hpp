@@ -95,8 +95,10 @@ struct State {
   Lifecycle lifecycle;
   std::string address;                     // HOST:PORT, for ATL_ADDRESS
   std::vector<std::string> expected_pods;  // every worker pod: workers + spares
-  std::vector<std::string> active;         // pods with ranks this attempt; index = node rank
-  std::map<std::string, Node> nodes;       // joined (and not lost)
+  std::vector<std::string> active;         // pods of this attempt (ranks, or a driver's workers)
+  // spmd: the pod of each rank (index = rank) this attempt, as laid out.
+  std::vector<std::string> rank_pods;
+  std::map<std::string, Node> nodes;  // joined (and not lost)
   std::set<std::string> lost_pods;
 
   // User code: the launch of each stream (rank, or the driver) and how the

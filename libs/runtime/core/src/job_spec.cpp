@@ -220,6 +220,36 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
         return unknown_field("spec", k);
       });
     }
+    if (key == "placement") {
+      RankPlacementSpec placement;
+      bool has_bundle = false;
+      auto read = read_object(v, key, [&](const std::string& k, const json& pv) -> Status {
+        if (k == "strategy") {
+          std::string text;
+          if (auto s = read_string(pv, "placement.strategy", text); !s) return s;
+          auto strategy = parse_placement_strategy(text);
+          if (!strategy)
+            return make_error("job spec: field 'placement.strategy': " + strategy.error());
+          placement.strategy = *strategy;
+          return Ok{};
+        }
+        if (k == "bundle") {
+          auto bundle = parse_bundle(pv.dump());
+          if (!bundle) return make_error("job spec: field 'placement.bundle': " + bundle.error());
+          placement.bundle = *bundle;
+          has_bundle = true;
+          return Ok{};
+        }
+        return unknown_field("placement", k);
+      });
+      if (!read) return read;
+      if (!has_bundle)
+        return make_error(
+            "job spec: field 'placement' needs a 'bundle' (what one rank takes, "
+            "e.g. {\"CPU\": 1, \"GPU\": 1})");
+      spec.placement = placement;
+      return Ok{};
+    }
     if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
     if (key == "grace") return read_duration(v, key, spec.grace);
     if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
@@ -276,7 +306,16 @@ Status validate_job_spec(const JobSpec& spec) {
         ") is more than the " + std::to_string(kMaxWorldSize) + " ranks a job may have");
   if (spec.node_spec.cpus < 0 || spec.node_spec.gpus < 0 || spec.node_spec.gpus > 1024)
     return make_error("job spec: field 'spec.cpus'/'spec.gpus' out of range");
-  if (spec.node_spec.gpus > 0 && spec.node_spec.gpus % spec.nproc_per_node != 0) {
+  if (spec.placement) {
+    if (spec.mode != JobMode::spmd)
+      return make_error("job spec: field 'placement' places spmd ranks; this job's mode is " +
+                        std::string(to_string(spec.mode)) +
+                        " (its driver makes placement groups itself)");
+    auto gpu = spec.placement->bundle.find(std::string(kGpu));
+    if (gpu != spec.placement->bundle.end() && gpu->second % kResourceUnit != 0)
+      return make_error("job spec: field 'placement.bundle': a rank takes whole GPUs (" +
+                        format_amount(gpu->second) + " asked)");
+  } else if (spec.node_spec.gpus > 0 && spec.node_spec.gpus % spec.nproc_per_node != 0) {
     return make_error("job spec: field 'spec.gpus' (" + std::to_string(spec.node_spec.gpus) +
                       ") must be a multiple of nproc_per_node (" +
                       std::to_string(spec.nproc_per_node) + ")");

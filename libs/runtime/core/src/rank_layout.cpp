@@ -20,6 +20,7 @@ Expected<std::vector<RankPlacement>> layout_ranks(const std::vector<NodeSlot>& n
     for (int local = 0; local < nproc_per_node; ++local) {
       RankPlacement p;
       p.rank = static_cast<int>(n) * nproc_per_node + local;
+      p.slot = n;
       p.node_rank = static_cast<int>(n);
       p.local_rank = local;
       p.local_world_size = nproc_per_node;
@@ -27,6 +28,39 @@ Expected<std::vector<RankPlacement>> layout_ranks(const std::vector<NodeSlot>& n
       out.push_back(std::move(p));
     }
   }
+  return out;
+}
+
+Expected<std::vector<RankPlacement>> place_ranks(const std::vector<NodeSlot>& nodes,
+                                                 int nproc_per_node,
+                                                 const RankPlacementSpec& spec) {
+  if (nproc_per_node < 1) return make_error("nproc_per_node must be at least 1");
+  std::vector<PlacementNode> offered;
+  offered.reserve(nodes.size());
+  for (const auto& n : nodes) offered.push_back(PlacementNode{n.pod, n.resources, n.resources, {}});
+  const std::vector<Resources> bundles(nodes.size() * static_cast<size_t>(nproc_per_node),
+                                       spec.bundle);
+  auto where = place_bundles(bundles, spec.strategy, offered);
+  if (!where)
+    return make_error(std::string(to_string(spec.strategy)) + " placement of " +
+                      std::to_string(bundles.size()) + " ranks: " + where.error());
+  auto gpu = spec.bundle.find(std::string(kGpu));
+  const int gpus_each =
+      gpu == spec.bundle.end() ? 0 : static_cast<int>(gpu->second / kResourceUnit);
+  std::vector<int> node_rank(nodes.size(), -1), on_node(nodes.size(), 0);
+  int next_node_rank = 0;
+  std::vector<RankPlacement> out(bundles.size());
+  for (size_t r = 0; r < bundles.size(); ++r) {
+    size_t n = (*where)[r];
+    if (node_rank[n] < 0) node_rank[n] = next_node_rank++;
+    RankPlacement& p = out[r];
+    p.rank = static_cast<int>(r);
+    p.slot = n;
+    p.node_rank = node_rank[n];
+    p.local_rank = on_node[n]++;
+    for (int g = 0; g < gpus_each; ++g) p.gpus.push_back(p.local_rank * gpus_each + g);
+  }
+  for (auto& p : out) p.local_world_size = on_node[p.slot];
   return out;
 }
 
@@ -57,8 +91,8 @@ void set_atl_identity(const AtlEndpoint& atl, const std::string& pod, EnvMap& en
 EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
                       const AtlEndpoint& atl) {
-  const NodeSlot& node = nodes.at(rank.node_rank);
-  const NodeSlot& master = nodes.at(layout.at(0).node_rank);
+  const NodeSlot& node = nodes.at(rank.slot);
+  const NodeSlot& master = nodes.at(layout.at(0).slot);
   EnvMap env;
   // Defaults a user may override (e.g. a different NCCL interface).
   env["MASTER_ADDR"] = master.address;

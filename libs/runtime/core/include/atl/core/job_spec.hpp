@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include "atl/core/env.hpp"
 #include "atl/core/expected.hpp"
 #include "atl/core/failure_detector.hpp"
+#include "atl/core/placement.hpp"
 
 namespace atl {
 
@@ -36,6 +38,13 @@ struct NodeResources {
   std::int64_t shm = 0;
 };
 
+// spmd: each rank is one bundle, placed by the strategy (spec
+// "placement": {"strategy": "SPREAD", "bundle": {"CPU": 1, "GPU": 1}}).
+struct RankPlacementSpec {
+  PlacementStrategy strategy = PlacementStrategy::pack;
+  Resources bundle;
+};
+
 struct JobSpec {
   std::string job_id;
   JobMode mode = JobMode::spmd;
@@ -43,6 +52,8 @@ struct JobSpec {
   int workers = 1;
   int spare_workers = 0;  // extra pods that idle and replace a lost or tainted one
   int nproc_per_node = 1;
+  // None: nproc_per_node ranks on every pod, in pod order (rank_layout.hpp).
+  std::optional<RankPlacementSpec> placement;
   EnvMap env;               // the form's plain variables
   EnvMap runtime_env_vars;  // runtime_env.env_vars: override `env`
   std::string working_dir;  // runtime_env.working_dir

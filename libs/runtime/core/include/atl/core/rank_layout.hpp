@@ -1,5 +1,7 @@
-// Where SPMD ranks go and what environment each one sees: ranks are packed in
-// node order (node 0 gets ranks 0..k-1), GPUs split evenly among a node's ranks.
+// Where SPMD ranks go and what environment each one sees: by default ranks
+// are packed in node order (node 0 gets ranks 0..k-1), GPUs split evenly among
+// a node's ranks; with the job's `placement`, each rank is a bundle placed by
+// the placement engine (placement.hpp).
 #pragma once
 
 #include <string>
@@ -8,6 +10,7 @@
 #include "atl/core/env.hpp"
 #include "atl/core/expected.hpp"
 #include "atl/core/job_spec.hpp"
+#include "atl/core/resources.hpp"
 
 namespace atl {
 
@@ -16,11 +19,13 @@ struct NodeSlot {
   std::string address;    // address other nodes reach it at
   std::string interface;  // network interface of that address (for NCCL/Gloo)
   int gpus = 0;
+  Resources resources;  // what it offers placement (the job's `placement` only)
 };
 
 struct RankPlacement {
   int rank = 0;
-  int node_rank = 0;
+  size_t slot = 0;    // its node: an index into the NodeSlot list it was laid out over
+  int node_rank = 0;  // its node's index among the nodes that run ranks
   int local_rank = 0;
   int local_world_size = 0;
   std::vector<int> gpus;  // device indices on its node
@@ -30,6 +35,13 @@ struct RankPlacement {
 // its ranks is an error naming the pod.
 Expected<std::vector<RankPlacement>> layout_ranks(const std::vector<NodeSlot>& nodes,
                                                   int nproc_per_node);
+
+// Ranks = nodes x nproc_per_node, rank i being bundle i of a group placed by
+// `spec` over the nodes' resources. A node's ranks get LOCAL_RANK 0.. in rank
+// order and NODE_RANK in the order nodes first appear; a rank's GPUs are the
+// bundle's count, in turn on its node. Not placeable: the engine's why.
+Expected<std::vector<RankPlacement>> place_ranks(const std::vector<NodeSlot>& nodes,
+                                                 int nproc_per_node, const RankPlacementSpec& spec);
 
 struct AtlEndpoint {
   std::string address;  // supervisor HOST:PORT (ATL_ADDRESS)
