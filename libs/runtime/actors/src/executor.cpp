@@ -34,6 +34,7 @@ struct ExecutorState {
   std::thread pump;
   int control_fd = -1;  // our end of the process's control channel
   std::thread control_reader;
+  std::shared_ptr<std::atomic<bool>> control_done = std::make_shared<std::atomic<bool>>(false);
 
   ~ExecutorState() {
     // Reached when the actor quits for any reason: nothing outlives it.
@@ -101,7 +102,12 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
 // channel goes to the executor as a RankNote (which forwards it, so the
 // supervisor can answer the executor).
 void read_control(int fd, RankNote header, caf::actor executor,
-                  std::shared_ptr<std::atomic<bool>> cancel) {
+                  std::shared_ptr<std::atomic<bool>> cancel,
+                  std::shared_ptr<std::atomic<bool>> done) {
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag.store(true); }
+  } mark{*done};
   os::LineReader reader(fd);
   std::string line;
   while (!cancel->load()) {
@@ -168,7 +174,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},
-                                    caf::actor_cast<caf::actor>(self), st.cancel);
+                                    caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
   }
 
   return {
@@ -209,6 +215,21 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
         auto& st = self->state;
         st.exited = true;
         if (st.pump.joinable()) st.pump.join();
+        // The tree is swept, so the control reader sees its end now; the lines it
+        // read are in the mailbox, and the exit is reported after them (a task's
+        // result line must reach the supervisor before its end).
+        if (st.control_reader.joinable()) {
+          // Bounded: a descendant that kept the channel open (none should: the guard
+          // swept them) costs at most 2 s here, then the reader is cancelled.
+          for (int i = 0; i < 200 && !st.control_done->load(); ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          st.cancel->store(true);
+          st.control_reader.join();
+        }
+        self->send(self, exited_atom::value, code, sig, true);
+      },
+      [self](exited_atom, std::int32_t code, std::int32_t sig, bool) {
+        auto& st = self->state;
         os::ExitStatus status{code, sig};
         component_logger("executor")
             ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
