@@ -5,12 +5,14 @@ run, medians over --runs fresh driver processes:
 
   connect            atl.init() / ray.init(address=...) in a fresh process
   pg/s               placement groups created + ready + removed, one after another
-  actor create+call  an actor started and called once (atl: a process on a
-                     worker, as Ray's; and an actor hosted in the caller's own
-                     process, which Ray has no counterpart of)
+  actor create+call  an actor started and called once (atl: in one of the
+                     driver's warm processes on a worker, as Ray's prestarted
+                     workers; and an actor hosted in the caller's own process,
+                     which Ray has no counterpart of)
   call round trip    one actor method call, answered
   32-task fan-out    32 calls of a trivial function from a warm driver, all gathered
-                     (atl: a process per task; and 32 shell commands)
+                     (atl: on the warm processes; and 32 shell commands, a
+                     process each)
 
 atl: headnode --mode driver with 2 local workers; the driver connects from
 outside as a second driver. Ray: `ray start --head` on this machine (4 CPUs).
@@ -258,7 +260,7 @@ def write(args, atl_runs, ray_runs, ray_version, why_not):
     rows = [
         ("driver connect (ms)", "connect_ms", "{:.1f}", "lower"),
         ("placement groups created + ready + removed per s", "pg_per_s", "{:.0f}", "higher"),
-        ("actors started (a process on a worker) + first call per s",
+        ("actors started (on a worker; atl: a warm process) + first call per s",
          "actor_create_call_per_s", "{:.1f}", "higher"),
         ("actor method call round trip, atl.get(a.ping.remote()) (ms)", "call_rtt_ms", "{:.2f}",
          "lower"),
