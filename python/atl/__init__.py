@@ -382,6 +382,7 @@ def _python_path():
 class RemoteFunction:
     def __init__(self, fn, options):
         self._fn = fn
+        self._atl_remote_function = fn  # how _serialize knows one (to send it by value)
         self._desc = None
         self._options = options
         self.__name__ = getattr(fn, "__name__", "remote")

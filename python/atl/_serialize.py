@@ -40,6 +40,10 @@ def _encode(value, root, depth):
         return ("module", value.__name__)
     if isinstance(value, types.FunctionType) and not _importable(value):
         return ("function", encode_function(value, depth + 1))
+    remote_fn = getattr(value, "_atl_remote_function", None)
+    if remote_fn is not None:  # an @atl.remote function a remote function calls
+        return ("remote", encode_function(remote_fn, depth + 1), _encode(value._options, None,
+                                                                         depth + 1))
     try:
         return ("value", pickle.dumps(value))
     except Exception as e:
@@ -74,6 +78,9 @@ def _decode(spec, fn):
         return __import__(spec[1], fromlist=["_"])
     if kind == "function":
         return decode_function(spec[1])
+    if kind == "remote":
+        import atl
+        return atl.RemoteFunction(decode_function(spec[1]), _decode(spec[2], None))
     return pickle.loads(spec[1])
 
 

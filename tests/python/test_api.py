@@ -119,6 +119,17 @@ def test_warm_workers_run_calls_and_one_that_dies_is_replaced(cluster):
     # The pool goes on (a new process in the dead one's place).
     assert len(atl.get([where.remote(i) for i in range(8)], timeout=60)) == 8
 
+    # A remote function calls another (atl.init() is a no-op in a warm process);
+    # the inner call runs cold: workers start no pools of their own.
+    @atl.remote
+    def outer(x):
+        import atl as inner_atl
+        inner_atl.init()
+        return inner_atl.get(where.remote(x), timeout=60)[0], os.getpid()
+
+    inner_pid, outer_pid = atl.get(outer.remote(7), timeout=120)
+    assert inner_pid != outer_pid
+
     # With a placement of its own, a call runs cold: a process of its own.
     pod = f"{cluster.job_id}-worker-1"
     cold = atl.get([where.options(pod=pod).remote(i) for i in range(2)], timeout=60)
