@@ -27,6 +27,13 @@ constexpr int kExitUnreachable = 4;
 
 [[noreturn]] void die(int code, const std::string& message);
 
+// The guide's long option names (seed 000: --checkType, --workerList, ...)
+// beside atlctl's own: each alias is an option of its own in the help, and
+// parse_command moves its value to the canonical name (both given: usage).
+void guide_aliases(po::options_description& desc,
+                   std::initializer_list<std::pair<const char*, const char*>> alias_to_canonical);
+void resolve_guide_aliases(po::variables_map& vm, const std::string& command);
+
 struct LogBytes {
   std::string data;
   std::int64_t next_offset = 0;

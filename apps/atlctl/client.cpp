@@ -92,4 +92,32 @@ Answer SupervisorClient::answer_or_die(const caf::message& request,
   return *out;
 }
 
+namespace {
+std::vector<std::pair<std::string, std::string>>& guide_alias_table() {
+  static std::vector<std::pair<std::string, std::string>> table;
+  return table;
+}
+}  // namespace
+
+void guide_aliases(po::options_description& desc,
+                   std::initializer_list<std::pair<const char*, const char*>> alias_to_canonical) {
+  for (const auto& [alias, canonical] : alias_to_canonical) {
+    desc.add_options()(alias, po::value<std::string>(),
+                       (std::string("the guide's name for --") + canonical).c_str());
+    guide_alias_table().emplace_back(alias, canonical);
+  }
+}
+
+void resolve_guide_aliases(po::variables_map& vm, const std::string& command) {
+  for (const auto& [alias, canonical] : guide_alias_table()) {
+    if (!vm.count(alias)) continue;
+    if (vm.count(canonical) && !vm[canonical].defaulted())
+      die(kExitUsage, command + ": give --" + canonical + " or --" + alias + ", not both");
+    po::variable_value value = vm[alias];
+    vm.erase(alias);
+    vm.erase(canonical);
+    vm.insert({canonical, value});
+  }
+}
+
 }  // namespace atlctl

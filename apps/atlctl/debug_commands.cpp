@@ -1,7 +1,11 @@
 // atlctl stop, run and recover: the seed's debug workflow. The supervisor
 // decides what is allowed; these print the seed's lines and map its answers
 // to exit codes.
+#include <unistd.h>
+
 #include <caf/all.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -41,7 +45,9 @@ int stop(SupervisorClient& client, const po::variables_map&) {
 
 void delete_options(po::options_description& desc) {
   desc.add_options()("pods,p", po::value<std::string>(),
-                     "pods to delete: POD, POD1,POD2 or all (see status -v for names)");
+                     "pods to delete: POD, POD1,POD2 or all (see status -v for names; also "
+                     "--podList)");
+  guide_aliases(desc, {{"podList", "pods"}});
 }
 
 int delete_pods(SupervisorClient& client, const po::variables_map& vm) {
@@ -157,21 +163,42 @@ int run(SupervisorClient& client, const po::variables_map& vm) {
 
 void burn_options(po::options_description& desc) {
   desc.add_options()("type,t", po::value<std::string>()->default_value("gemm"),
-                     "gemm, transfer, local, global or batch")(
+                     "gemm, transfer, local, global or batch (also --burnType)")(
       "duration,d", po::value<std::string>()->default_value("20s"), "how long: 20s, 5m, 10min")(
       "envs,e", po::value<std::string>(), "environment for the burn: k=v or \"k1=v1,v1b;k2=v2\"")(
       "workers,w", po::value<std::string>()->default_value("all"),
-      "all or pod names, comma separated")("output,o", po::value<std::string>(),
-                                           "write the log to FILE (overwritten) instead of stdout");
+      "all or pod names, comma separated (also --workerList)")(
+      "output,o", po::value<std::string>(),
+      "write the log to FILE (overwritten) instead of stdout (also --outputLogs)");
+  guide_aliases(desc, {{"burnType", "type"}, {"workerList", "workers"}, {"outputLogs", "output"}});
 }
 
 void check_options(po::options_description& desc) {
   desc.add_options()("type,t", po::value<std::string>()->default_value("all"),
-                     "gpu, allreduce or all")("envs,e", po::value<std::string>(),
-                                              "environment for the check: k=v or \"k1=v1;k2=v2\"")(
+                     "gpu, allreduce or all (also --checkType)")(
+      "envs,e", po::value<std::string>(), "environment for the check: k=v or \"k1=v1;k2=v2\"")(
       "workers,w", po::value<std::string>()->default_value("all"),
-      "all or pod names, comma separated")("output,o", po::value<std::string>(),
-                                           "write the log to FILE (overwritten) instead of stdout");
+      "all or pod names, comma separated (also --workerList)")(
+      "output,o", po::value<std::string>(),
+      "write the log to FILE (overwritten) instead of stdout (also --outputLogs)");
+  guide_aliases(desc, {{"checkType", "type"}, {"workerList", "workers"}, {"outputLogs", "output"}});
+}
+
+// -o FILE must be writable before anything starts (a refused command changes
+// nothing, the file included): an existing file writable, or its directory.
+void check_output_writable(const po::variables_map& vm) {
+  if (!vm.count("output")) return;
+  const std::string path = vm["output"].as<std::string>();
+  if (path.empty()) die(kExitUsage, "-o: the file name is empty");
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (::access(path.c_str(), W_OK) != 0)
+      die(kExitUsage, "-o: cannot write " + path + ": " + std::strerror(errno));
+    return;
+  }
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK) != 0)
+    die(kExitUsage, "-o: cannot write " + path + ": " + dir + ": " + std::strerror(errno));
 }
 
 // -o FILE: std::cout writes to the file while this lives (an exit() on the way
@@ -206,15 +233,15 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
   const std::string workers = vm["workers"].as<std::string>();
   if (auto parsed = atl::parse_worker_list(workers); !parsed)
     die(kExitUsage, "-w: " + parsed.error());
+  check_output_writable(vm);
   Answer started = checked(client.answer_or_die(
       caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers),
       kStartAnswer));
   OutputRedirect output(vm);
-  if (kind == "check") {
-    std::cout << (workers == "all" ? "All workers will be checked."
-                                   : "Workers " + workers + " will be checked.")
-              << std::endl;
-  }
+  // The guide's first line, for burn as for check.
+  std::cout << (workers == "all" ? "All workers will be checked."
+                                 : "Workers " + workers + " will be checked.")
+            << std::endl;
   auto status = follow_run(client, started.text, /*prefixed=*/false);
   std::cout << "Check finished." << std::endl;
   if (kind == "check") std::cout << "Check Quit." << std::endl;

@@ -328,7 +328,9 @@ std::string utc_time(std::int64_t unix_ms) {
 
 void taint_options(po::options_description& desc) {
   desc.add_options()("action,a", po::value<std::string>(), "list, set or remove")(
-      "nodes,n", po::value<std::string>(), "NODE[,NODE...] or all (set and remove)");
+      "nodes,n", po::value<std::string>(),
+      "NODE[,NODE...] or all (set and remove; also --nodeList)");
+  guide_aliases(desc, {{"nodeList", "nodes"}});
 }
 
 int cmd_taint(SupervisorClient& client, const po::variables_map& vm) {
@@ -402,9 +404,14 @@ po::variables_map parse_command(const std::string& name, const Command& command,
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
     po::notify(vm);
+  } catch (const po::invalid_command_line_syntax& e) {
+    if (e.kind() == po::invalid_command_line_syntax::empty_adjacent_parameter)
+      die(kExitUsage, name + ": " + e.get_option_name() + ": the value is empty");
+    die(kExitUsage, name + ": " + e.what());
   } catch (const po::error& e) {
     die(kExitUsage, name + ": " + e.what());
   }
+  resolve_guide_aliases(vm, name);
   if (vm.count("help")) {
     std::cout << command.usage << "\n\n" << desc << "\n";
     std::exit(kExitOk);

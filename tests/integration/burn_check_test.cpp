@@ -63,6 +63,8 @@ TEST(BurnAndCheck, GemmBurnVerifiesEveryRoundOnEveryNode) {
        at = burn.output.find(": PASS\n", at + 1))
     ++verdicts;
   EXPECT_EQ(verdicts, 2u) << burn.output;  // one verdict per node
+  // The guide's first line (seed 000, "burn 命令输出示例").
+  EXPECT_EQ(burn.output.rfind("All workers will be checked.\n", 0), 0u) << burn.output;
   EXPECT_TRUE(burn.output.size() > 16 &&
               burn.output.compare(burn.output.size() - 16, 16, "Check finished.\n") == 0)
       << burn.output;
@@ -83,6 +85,51 @@ TEST(BurnAndCheck, TransferBurnToAFileOnOneWorker) {
   EXPECT_NE(log.find(b.c.worker_name(1) + " GPU 0 (cpu): transfer 256M"), std::string::npos) << log;
   EXPECT_NE(log.find("checksum ok"), std::string::npos) << log;
   EXPECT_EQ(log.find(b.c.worker_name(0)), std::string::npos) << log;
+}
+
+TEST(BurnAndCheck, TheGuidesLongOptionNamesAreTaken) {
+  BurnCluster b;
+  std::string file = b.c.dir() + "/check.log";
+  auto check = b.ctl({"check", "--checkType", "gpu", "--workerList", b.c.worker_name(0), "--envs",
+                      "A=1", "--outputLogs", file});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  std::string log = read_file(file);
+  EXPECT_EQ(log.rfind("Workers " + b.c.worker_name(0) + " will be checked.\n", 0), 0u) << log;
+  EXPECT_NE(log.find(b.c.worker_name(0) + " GPU 0 (cpu): check PASS"), std::string::npos) << log;
+  EXPECT_EQ(log.find(b.c.worker_name(1)), std::string::npos) << log;
+  // status -v shows the command as atlctl took it, not atl-burn's arguments.
+  auto verbose = b.ctl({"status", "-v"});
+  EXPECT_NE(verbose.output.find("check -t gpu -w " + b.c.worker_name(0)), std::string::npos)
+      << verbose.output;
+  ASSERT_EQ(b.ctl({"stop"}).exit_code, 0);
+  auto burn =
+      b.ctl({"burn", "--burnType", "gemm", "--duration", "1s", "--workerList", b.c.worker_name(1)});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  EXPECT_NE(burn.output.find(b.c.worker_name(1) + " GPU 0 (cpu): gemm "), std::string::npos)
+      << burn.output;
+  EXPECT_NE(b.ctl({"status", "-v"}).output.find("burn -t gemm -d 1s -w " + b.c.worker_name(1)),
+            std::string::npos);
+  ASSERT_EQ(b.ctl({"stop"}).exit_code, 0);
+  // One option under both its names is refused; nothing starts.
+  auto both = b.ctl({"check", "-t", "gpu", "--checkType", "all"});
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("give --type or --checkType, not both"), std::string::npos)
+      << both.output;
+  EXPECT_EQ(b.ctl({"status"}).output, "Job status:  debugStop\n");
+}
+
+TEST(BurnAndCheck, AnUnwritableOutputFileIsRefusedBeforeAnythingStarts) {
+  BurnCluster b;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"check", "-o", b.c.dir() + "/no-such-dir/x.log"},
+           {"burn", "-d", "1s", "--outputLogs", b.c.dir() + "/no-such-dir/x.log"},
+           {"check", "-o", ""}}) {
+    auto r = b.ctl(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find("-o:"), std::string::npos) << r.output;
+    EXPECT_EQ(b.ctl({"status"}).output, "Job status:  debugStop\n") << "after " << args[0];
+  }
 }
 
 TEST(BurnAndCheck, BadBurnRequestsAreRefused) {

@@ -107,6 +107,18 @@ TEST(DebugMode, RunFollowsTheJobsPlacementOfRanks) {
   EXPECT_EQ(check.output.find(d.c.worker_name(0)), std::string::npos) << check.output;
 }
 
+TEST(DebugMode, AnEmptyOptionValueIsAPlainUsageError) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  auto run = d.ctl({"run", "-r", "", "true"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_EQ(run.output, "atlctl: run: --ranks: the value is empty\n");
+  auto ranks = d.ctl({"run", "--ranks", "1", "--force", "echo forced-$RANK"});
+  EXPECT_EQ(ranks.exit_code, 0) << ranks.output;
+  EXPECT_NE(ranks.output.find("[rank 1] forced-1\n"), std::string::npos) << ranks.output;
+  EXPECT_EQ(d.status(), "Job status:  debugStop\n");  // forced: untracked, state kept
+}
+
 TEST(DebugMode, FailedRanksAreSummarisedAndFailTheRun) {
   DebugCluster d;
   ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);

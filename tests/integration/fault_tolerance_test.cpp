@@ -279,7 +279,10 @@ TEST(FaultTolerance, BadTaintArgumentsAreRefusedAndChangeNothing) {
   auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--", entrypoint(99)});
   ASSERT_TRUE(c.wait_for_output(head, start_line(1, 0))) << c.output(head);
   const std::string addr = c.head_address();
-  ASSERT_EQ(c.atlctl({"--address", addr, "taint", "-a", "set", "-n", "local-1"}).exit_code, 0);
+  // The guide's long names: --action, --nodeList.
+  ASSERT_EQ(
+      c.atlctl({"--address", addr, "taint", "--action", "set", "--nodeList", "local-1"}).exit_code,
+      0);
   struct Bad {
     std::vector<std::string> args;
     std::string says;
@@ -293,6 +296,8 @@ TEST(FaultTolerance, BadTaintArgumentsAreRefusedAndChangeNothing) {
            {{"taint", "-a", "set", "-n", "local-0,,local-1"}, "empty node name"},
            {{"taint", "-a", "remove", "-n", "local-0,local-1"}, "'local-0' is not tainted"},
            {{"taint", "-a", "remove", "-n", ""}, "empty node list"},
+           {{"taint", "-a", "set", "-n", "local-0", "--nodeList", "local-0"}, "not both"},
+           {{"delete", "--podList", "nope"}, "unknown pod 'nope'"},
        }) {
     std::vector<std::string> args = {"--address", addr};
     args.insert(args.end(), bad.args.begin(), bad.args.end());

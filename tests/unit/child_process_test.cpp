@@ -59,6 +59,7 @@ TEST(ChildProcess, ReportsExitCode) {
   EXPECT_EQ(st.signal, 0);
   EXPECT_FALSE(st.success());
   EXPECT_EQ(st.describe(), "exit code 3");
+  EXPECT_EQ(st.ended(), "ended with exit code 3");
 }
 
 TEST(ChildProcess, ReportsTheKillingSignal) {
@@ -67,6 +68,7 @@ TEST(ChildProcess, ReportsTheKillingSignal) {
   auto st = child->wait();
   EXPECT_EQ(st.signal, SIGKILL);
   EXPECT_NE(st.describe().find("SIGKILL"), std::string::npos) << st.describe();
+  EXPECT_EQ(st.ended(), "was " + st.describe());
 }
 
 TEST(ChildProcess, ExecFailureIsAnErrorNotAChild) {

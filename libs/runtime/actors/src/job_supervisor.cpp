@@ -458,7 +458,7 @@ void on_rank_started(Actor* self, const RankStarted& started) {
 // before it is its pod's fault (the whole cluster restarts, within the budget).
 void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status) {
   auto& st = self->state;
-  std::string how = exit.error.empty() ? status.describe() : "could not start: " + exit.error;
+  std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
   if (exit.stream == kDriverStream) {
     if (exit.error.empty() && status.success()) {
       if (apply(self, JobEvent::ranks_succeeded)) {
@@ -468,7 +468,7 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
       }
       return;
     }
-    std::string detail = "the Ray driver ended with " + how;
+    std::string detail = "the Ray driver " + how;
     if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit)
       detail = "the Ray cluster did not become ready (see the driver's log)";
     on_fault(self, {FaultKind::rank_failed, exit.pod, detail});
@@ -476,7 +476,7 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
   }
   std::string who =
       exit.stream == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
-  on_fault(self, {FaultKind::pod_lost, exit.pod, who + " ended with " + how});
+  on_fault(self, {FaultKind::pod_lost, exit.pod, who + " " + how});
 }
 
 void on_rank_exit(Actor* self, const RankExit& exit) {
@@ -511,8 +511,7 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
                           " could not start: " + exit.error});
     } else if (!status.success()) {
       on_fault(self, {FaultKind::rank_failed, exit.pod,
-                      rank_label(exit.stream) + " on pod " + exit.pod + " ended with " +
-                          status.describe()});
+                      rank_label(exit.stream) + " on pod " + exit.pod + " " + status.ended()});
     } else if (all_done(st.ranks) && apply(self, JobEvent::ranks_succeeded)) {
       finalize(self);
     }
@@ -524,7 +523,7 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
     if (st.job().mode == JobMode::ray && exit.stream != kDriverStream)
       on_ray_node_gone_while_parked(
           self, (exit.stream == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod +
-                    " ended with " + (exit.error.empty() ? status.describe() : exit.error));
+                    " " + (exit.error.empty() ? status.ended() : "could not start: " + exit.error));
     on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
 }

@@ -232,6 +232,21 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
       self, *ranks, [&](int, const std::string&) { return command; }, {}, !forced, command);
 }
 
+// What status -v shows for a check or burn: the atlctl command it came from
+// (the tool list and the 1 ms check round are atl's own business).
+static std::string node_tool_shown(const std::string& kind, const std::string& tools,
+                                   const std::string& duration, const std::string& workers) {
+  const bool all = workers.empty() || workers == "all";
+  std::string shown = kind;
+  if (kind == "check") {
+    shown += tools == "check" ? " -t gpu" : tools == "allreduce" ? " -t allreduce" : " -t all";
+  } else {
+    shown += " -t " + (tools == "allreduce" ? std::string(all ? "global" : "batch") : tools) +
+             " -d " + duration;
+  }
+  return all ? shown : shown + " -w " + workers;
+}
+
 Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
                        const std::string& duration, const std::string& env_text,
                        const std::string& worker_text) {
@@ -301,7 +316,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     }
     return cmd + "; exit $s";
   };
-  return launch_run(self, ranks, command_for, env, true, kind + " " + tools + " " + duration, true,
+  return launch_run(self, ranks, command_for, env, true,
+                    node_tool_shown(kind, tools, duration, worker_text), true,
                     command == DebugCommand::check);
 }
 

@@ -27,6 +27,10 @@ std::string ExitStatus::describe() const {
          (name ? " (SIG" + std::string(name) + ")" : "");
 }
 
+std::string ExitStatus::ended() const {
+  return (signal == 0 ? "ended with " : "was ") + describe();
+}
+
 ExitStatus decode_wait_status(int status) {
   ExitStatus s;
   if (WIFEXITED(status)) {

@@ -21,6 +21,7 @@ struct ExitStatus {
   int signal = 0;  // terminating signal, 0 when the process exited
   bool success() const { return signal == 0 && code == 0; }
   std::string describe() const;  // "exit code 3", "killed by signal 9 (SIGKILL)"
+  std::string ended() const;     // "ended with exit code 3", "was killed by signal 9 (SIGKILL)"
 };
 
 ExitStatus decode_wait_status(int status);
