@@ -19,6 +19,8 @@
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/taints.hpp"
+#include "atl/os/job_pointer.hpp"
+#include "atl/os/tls_credentials.hpp"
 #include "cli.hpp"
 
 using namespace atlctl;
@@ -29,9 +31,12 @@ const char* kTopHelp =
     "Usage: atlctl [--address HOST:PORT] [--tls-dir DIR | --insecure] COMMAND [options]\n"
     "\n"
     "Acts on the whole job through its supervisor. The address comes from\n"
-    "--address, else from $ATL_ADDRESS (set in every rank and the driver); the\n"
-    "job's TLS credentials (ca.pem, cert.pem, key.pem) from --tls-dir, else from\n"
-    "$ATL_TLS_DIR (also set in every rank and the driver).\n"
+    "--address, else from $ATL_ADDRESS (set in every rank and the driver), else\n"
+    "from the job file the pod's node agent writes (/run/atl/job.json, else\n"
+    "$XDG_RUNTIME_DIR/atl/job.json or /tmp/atl-UID/job.json; $ATL_JOB_FILE names\n"
+    "another), so any shell of a job's pod needs no flags. The job's TLS\n"
+    "credentials (ca.pem, cert.pem, key.pem): --tls-dir, else $ATL_TLS_DIR (set\n"
+    "in every rank and the driver), else that file's.\n"
     "\n"
     "Commands:\n"
     "  status [-v] [--json]             print 'Job status:  <state>' (-v: pods and ranks)\n"
@@ -492,8 +497,32 @@ int main(int argc, char** argv) {
   if (it == commands.end())
     die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");
   po::variables_map vm = parse_command(command, it->second, rest);
+  // --address > $ATL_ADDRESS > the job file the pod's node agent (or the head)
+  // published; the credentials likewise: flags > environment > that file.
+  const char* env_tls = std::getenv("ATL_TLS_DIR");
+  const char* env_insecure = std::getenv("ATL_INSECURE");
+  bool tls_given = !tls_dir.empty() || insecure || (env_tls && *env_tls) ||
+                   (env_insecure && std::string(env_insecure) == "1");
+  if (address_text.empty() || !tls_given) {
+    std::string path;
+    auto pointer = atl::os::find_job_pointer(&path);
+    if (pointer && !*pointer && address_text.empty())
+      die(kExitUsage, "no supervisor address: " + pointer->error());
+    if (pointer && *pointer) {
+      if (address_text.empty()) address_text = (*pointer)->address;
+      if (!tls_given) {
+        if ((*pointer)->insecure)
+          insecure = true;
+        else
+          tls_dir = (*pointer)->tls_dir;
+      }
+    }
+  }
   if (address_text.empty()) {
-    die(kExitUsage, "no supervisor address: pass --address HOST:PORT or set ATL_ADDRESS");
+    die(kExitUsage,
+        "no supervisor address: pass --address HOST:PORT, set ATL_ADDRESS, or run in a pod of "
+        "the job (its node agent writes " +
+            atl::os::job_pointer_paths().front() + ")");
   }
   auto address = atl::parse_host_port(address_text);
   if (!address) die(kExitUsage, "--address: " + address.error());

@@ -20,6 +20,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/shell.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/job_pointer.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
@@ -335,6 +336,17 @@ int main(int argc, char** argv) {
     std::string address = opt.advertise + ":" + std::to_string(*port);
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
+    // atlctl from any shell of the head pod finds the job here (job_pointer.hpp).
+    atl::os::JobPointer pointer{opt.job.job_id, atl::head_pod_name(opt.job.job_id), address,
+                                tls ? atl::os::absolute_dir(tls->dir) : "", !tls};
+    auto published = atl::os::publish_job_pointer(pointer);
+    if (!published) log->warn("{} (atlctl needs --address there)", published.error());
+    struct Withdraw {
+      std::string path, job, pod;
+      ~Withdraw() {
+        if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
+      }
+    } withdraw{published ? *published : "", pointer.job_id, pointer.pod};
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
     caf::anon_send(supervisor, atl::start_atom::value, *port);
     if (opt.local_workers > 0) {

@@ -16,6 +16,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/resources.hpp"
+#include "atl/os/job_pointer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
@@ -123,6 +124,12 @@ WorkerOptions parse_options(int argc, char** argv) {
   return opt;
 }
 
+// "<job-id>-worker-<i>" -> "<job-id>" (the platform's pod names); else "".
+std::string job_id_of_pod(const std::string& pod) {
+  auto at = pod.rfind("-worker-");
+  return at == std::string::npos ? std::string() : pod.substr(0, at);
+}
+
 // The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
 // --connect-timeout: pods may start before the head, and a restarted head
 // comes back on the same address. Nothing (and one line) when it never does.
@@ -178,6 +185,12 @@ int main(int argc, char** argv) {
     // same address), join again, with backoff, for up to --connect-timeout.
     // Rejoins are bounded too: since the first failed one, for --connect-timeout,
     // with the same backoff (a head that refuses for now is asked again later).
+    struct Withdraw {
+      std::string path, job, pod;
+      ~Withdraw() {
+        if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
+      }
+    } withdraw;
     std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
     auto pause = std::chrono::milliseconds(200);
     while (true) {
@@ -192,6 +205,20 @@ int main(int argc, char** argv) {
       }
       auto supervisor = connect_with_backoff(sys, opt);
       if (!supervisor) return atl::kNodeExitHeadLost;
+      if (withdraw.path.empty()) {
+        // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
+        atl::os::JobPointer pointer{job_id_of_pod(opt.name), opt.name, opt.head.to_string(),
+                                    opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "", !opt.tls};
+        auto published = atl::os::publish_job_pointer(pointer);
+        if (published) {
+          // Fields, not `= Withdraw{...}`: that temporary's destructor would withdraw it now.
+          withdraw.path = *published;
+          withdraw.job = pointer.job_id;
+          withdraw.pod = pointer.pod;
+        } else {
+          log->warn("{} (atlctl needs --address in this pod)", published.error());
+        }
+      }
       auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
       if (!local) {
         std::cerr << "workernode: " << local.error() << "\n";

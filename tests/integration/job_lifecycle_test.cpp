@@ -2,6 +2,7 @@
 // timeouts, lost pods, logs, and no process left behind.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -77,6 +78,44 @@ TEST(JobLifecycle, RanksThatCannotBePlacedFailTheJobSayingWhy) {
   EXPECT_EQ(out.find("should not run"), std::string::npos) << out;
   EXPECT_NE(out.find("Job status:  failed\n"), std::string::npos) << out;
   EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(JobLifecycle, AtlctlFindsTheJobFromAPlainShellOfAPod) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "sleep 300"});
+  ASSERT_TRUE(c.wait_for_status("command")) << c.output(head);
+  const std::string file = c.dir() + "/job.json";
+  std::string pointer = read_file(file);
+  EXPECT_NE(pointer.find(c.head_address()), std::string::npos) << pointer;
+  EXPECT_NE(pointer.find(c.job_id()), std::string::npos) << pointer;
+  // A shell with nothing set: the address and credentials come from the file.
+  auto plain = [&](std::vector<std::string> env) {
+    std::vector<std::string> argv = {std::string(ATL_BIN_DIR) + "/atlctl", "status"};
+    env.insert(env.begin(), {"ATL_ADDRESS=", "ATL_TLS_DIR="});  // the test's own come after
+    auto& p = c.start("atlctl", argv, env);
+    return std::pair{c.wait_exit(p), c.output(p)};
+  };
+  auto [code, out] = plain({});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "Job status:  command\n");
+  // $ATL_ADDRESS comes before the file (here: a port nobody listens on).
+  auto [env_code, env_out] = plain({"ATL_ADDRESS=127.0.0.1:1"});
+  EXPECT_EQ(env_code, 4) << env_out;
+  // A damaged file is named, not silently skipped.
+  std::string damaged = c.dir() + "/damaged.json";
+  std::ofstream(damaged) << "{\"address\": 5}";
+  auto [bad_code, bad_out] = plain({"ATL_JOB_FILE=" + damaged});
+  EXPECT_EQ(bad_code, 2) << bad_out;
+  EXPECT_NE(bad_out.find(damaged + ": field 'address' is not text"), std::string::npos) << bad_out;
+  // No file at all: the message says where one would be.
+  auto [none_code, none_out] = plain({"ATL_JOB_FILE=" + c.dir() + "/none.json"});
+  EXPECT_EQ(none_code, 2) << none_out;
+  EXPECT_NE(none_out.find("run in a pod of the job"), std::string::npos) << none_out;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+  // The last writer (the worker, which joined after the head listened) withdrew it.
+  EXPECT_NE(::access(file.c_str(), F_OK), 0) << read_file(file);
 }
 
 TEST(JobLifecycle, OneRankFailingFailsTheJobAndStopsTheOthers) {

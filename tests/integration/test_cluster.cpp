@@ -87,6 +87,8 @@ std::vector<std::string> TestCluster::environment() const {
   env.push_back("ATL_TEST_TAG=" + tag_);
   // The head makes the job's credentials there; workers and atlctl use them.
   env.push_back("ATL_TLS_DIR=" + state_dir() + "/tls");
+  // Heads and node agents publish the job for atlctl here, not in /run/atl.
+  env.push_back("ATL_JOB_FILE=" + dir_ + "/job.json");
   // Ranks and drivers find atlctl on PATH, as in a pod.
   for (auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) e = "PATH=" + std::string(ATL_BIN_DIR) + ":" + e.substr(5);

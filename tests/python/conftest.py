@@ -26,6 +26,7 @@ class Cluster:
         env = dict(os.environ)
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
+        env["ATL_JOB_FILE"] = os.path.join(self.dir, "job.json")  # not /run/atl
         self.head = subprocess.Popen(
             [os.path.join(BIN, "headnode"), "--mode", "driver", "--workers", str(workers),
              "--local-workers", str(workers), "--port", "0", "--bind", "127.0.0.1",

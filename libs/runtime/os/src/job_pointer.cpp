@@ -1,0 +1,149 @@
+#include "atl/os/job_pointer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace atl::os {
+
+namespace {
+
+using json = nlohmann::json;
+
+// mkdir -p for the pointer's directory (0755: the pointer names no secret).
+bool make_dirs(const std::string& dir) {
+  if (dir.empty()) return false;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) return S_ISDIR(st.st_mode);
+  auto slash = dir.rfind('/');
+  if (slash != std::string::npos && slash > 0 && !make_dirs(dir.substr(0, slash))) return false;
+  return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST;
+}
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+Expected<std::string> write_file(const std::string& path, const std::string& text) {
+  if (!make_dirs(dir_of(path))) return make_error(dir_of(path) + ": " + std::strerror(errno));
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(tmp + ": " + std::strerror(errno));
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return make_error(tmp + ": " + why);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return make_error(path + ": " + why);
+  }
+  return path;
+}
+
+}  // namespace
+
+std::string to_json(const JobPointer& p) {
+  json j = {{"job_id", p.job_id},
+            {"pod", p.pod},
+            {"address", p.address},
+            {"tls_dir", p.tls_dir},
+            {"insecure", p.insecure}};
+  return j.dump(2) + "\n";
+}
+
+Expected<JobPointer> parse_job_pointer(std::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return make_error("not a JSON object");
+  JobPointer p;
+  for (auto [field, out] : {std::pair{"job_id", &p.job_id},
+                            {"pod", &p.pod},
+                            {"address", &p.address},
+                            {"tls_dir", &p.tls_dir}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string()) return make_error(std::string("field '") + field + "' is not text");
+    *out = j[field].get<std::string>();
+  }
+  if (j.contains("insecure")) {
+    if (!j["insecure"].is_boolean()) return make_error("field 'insecure' is not true or false");
+    p.insecure = j["insecure"].get<bool>();
+  }
+  if (p.address.empty()) return make_error("field 'address' is missing or empty");
+  if (p.tls_dir.empty() && !p.insecure)
+    return make_error("field 'tls_dir' is missing or empty (and 'insecure' is not true)");
+  return p;
+}
+
+std::string absolute_dir(const std::string& dir) {
+  char resolved[PATH_MAX];
+  if (::realpath(dir.c_str(), resolved)) return resolved;
+  if (!dir.empty() && dir[0] == '/') return dir;
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + dir : dir;
+}
+
+std::vector<std::string> job_pointer_paths() {
+  if (const char* file = std::getenv("ATL_JOB_FILE"); file && *file) return {file};
+  std::vector<std::string> out = {"/run/atl/job.json"};
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime)
+    out.push_back(std::string(runtime) + "/atl/job.json");
+  out.push_back("/tmp/atl-" + std::to_string(::getuid()) + "/job.json");
+  return out;
+}
+
+Expected<std::string> publish_job_pointer(const JobPointer& p) {
+  std::string text = to_json(p);
+  std::string errors;
+  for (const auto& path : job_pointer_paths()) {
+    auto written = write_file(path, text);
+    if (written) return written;
+    errors += (errors.empty() ? "" : "; ") + written.error();
+  }
+  return make_error("cannot publish the job's address: " + errors);
+}
+
+void withdraw_job_pointer(const std::string& path, const std::string& job_id,
+                          const std::string& pod) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto p = parse_job_pointer(text.str());
+  if (p && p->job_id == job_id && p->pod == pod) ::unlink(path.c_str());
+}
+
+std::optional<Expected<JobPointer>> find_job_pointer(std::string* path_out) {
+  for (const auto& path : job_pointer_paths()) {
+    std::ifstream in(path);
+    if (!in) continue;
+    if (path_out) *path_out = path;
+    std::stringstream text;
+    text << in.rdbuf();
+    auto p = parse_job_pointer(text.str());
+    if (!p) return Expected<JobPointer>(make_error(path + ": " + p.error()));
+    return Expected<JobPointer>(std::move(p).value());
+  }
+  return std::nullopt;
+}
+
+}  // namespace atl::os
