@@ -27,6 +27,7 @@
 #include "atl/os/termination_signals.hpp"
 #include "atl/os/tls_credentials.hpp"
 #include "local_pods.hpp"
+#include "metrics_server.hpp"
 
 namespace po = boost::program_options;
 
@@ -46,6 +47,8 @@ struct HeadOptions {
   atl::Millis linger{0};
   std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
   bool insecure = false;
+  int metrics_port = -1;  // --metrics-port: -1 off, 0 any free port
+  std::string metrics_bind = "127.0.0.1";
   std::string ray_bin = "ray";         // ray mode: `ray` of the image
   std::string ray_python = "python3";  // the Python beside it (has the ray module)
 };
@@ -109,6 +112,11 @@ HeadOptions parse_options(int argc, char** argv) {
       "how often head and workers send each other a heartbeat (default 500ms)")(
       "heartbeat-timeout", po::value<std::string>(),
       "silence after which a worker (or the head, for a worker) is lost (default 3s)")(
+      "metrics-port", po::value<int>(),
+      "serve Prometheus metrics at http://BIND:PORT/metrics (0: any free port; printed as "
+      "'metrics http://...'); off by default")(
+      "metrics-bind", po::value<std::string>(),
+      "address the metrics port listens on (default 127.0.0.1: no authentication there)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
       "tls-dir", po::value<std::string>(),
@@ -211,6 +219,16 @@ HeadOptions parse_options(int argc, char** argv) {
     job.heartbeat.timeout = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["heartbeat-timeout"].as<std::string>()),
         "--heartbeat-timeout");
+  if (vm.count("metrics-port")) {
+    opt.metrics_port = vm["metrics-port"].as<int>();
+    if (opt.metrics_port < 0 || opt.metrics_port > 65535)
+      atl::cli::usage_error("headnode", "--metrics-port: must be between 0 and 65535");
+  }
+  if (vm.count("metrics-bind")) {
+    if (!vm.count("metrics-port"))
+      atl::cli::usage_error("headnode", "--metrics-bind needs --metrics-port");
+    opt.metrics_bind = vm["metrics-bind"].as<std::string>();
+  }
   if (vm.count("linger"))
     opt.linger = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
@@ -306,6 +324,7 @@ int main(int argc, char** argv) {
 
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
+  std::unique_ptr<atl::headnode::MetricsServer> metrics;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
     atl::AtlSystemConfig cfg{tls};
@@ -348,6 +367,20 @@ int main(int argc, char** argv) {
       }
     } withdraw{published ? *published : "", pointer.job_id, pointer.pod};
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
+    if (opt.metrics_port >= 0) {
+      metrics = std::make_unique<atl::headnode::MetricsServer>(sys, supervisor, sink);
+      auto served = metrics->start(opt.metrics_bind, opt.metrics_port);
+      if (!served) {
+        std::cerr << "headnode: --metrics-port: " << served.error() << "\n";
+        metrics.reset();
+        caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+        return kExitFailed;
+      } else {
+        std::cout << "metrics http://" << opt.metrics_bind << ":" << *served << "/metrics"
+                  << std::endl;
+      }
+    }
     caf::anon_send(supervisor, atl::start_atom::value, *port);
     if (opt.local_workers > 0) {
       atl::headnode::LocalPodsConfig pods{address, {}, opt.pod_restart_delay, ending};
@@ -365,6 +398,7 @@ int main(int argc, char** argv) {
                      std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
+    metrics.reset();  // its HTTP threads end before the actor system does
     // Ranks were stopped (with the grace) before the outcome; what is left is
     // the actor system's teardown: bounded, so the head never hangs here.
     watchdog =

@@ -1170,6 +1170,8 @@ std::string info_json(const State& st) {
       p["gpus"] = i.gpus;
       p["memory"] = i.memory;
       p["shm"] = i.shm;
+      if (auto quiet = st.detector.silence(pod, std::chrono::steady_clock::now()))
+        p["heartbeat_age_ms"] = quiet->count();
     }
     j["pods"].push_back(p);
   }

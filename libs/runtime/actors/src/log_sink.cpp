@@ -18,12 +18,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/core/log_stream.hpp"
 #include "atl/os/logging.hpp"
 
 namespace atl {
@@ -298,6 +300,8 @@ struct LogSinkState {
   std::shared_ptr<std::mutex> watcher_mutex = std::make_shared<std::mutex>();
   std::shared_ptr<caf::actor> watcher = std::make_shared<caf::actor>();
   std::unique_ptr<LogWriter> writer;  // destroyed (drained, joined) when the actor ends
+  // Bytes and lines taken per stream since the head started (metrics).
+  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> totals;
 };
 
 using LogSinkActor = caf::stateful_actor<LogSinkState>;
@@ -321,8 +325,17 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         *self->state.watcher = caf::actor_cast<caf::actor>(self->current_sender());
       },
       [self](log_atom, std::int32_t stream, std::string& lines, std::int32_t count) {
+        auto& total = self->state.totals[stream];
+        total.first += static_cast<std::int64_t>(lines.size());
+        total.second += count;
         self->state.writer->push(WriteJob{stream, std::move(lines), count,
                                           caf::actor_cast<caf::actor>(self->current_sender())});
+      },
+      [self](metrics_atom) {
+        nlohmann::json j = nlohmann::json::object();
+        for (const auto& [stream, total] : self->state.totals)
+          j[stream_name(stream)] = {{"bytes", total.first}, {"lines", total.second}};
+        return j.dump();
       },
       [self](print_atom, std::string& line) {
         self->state.writer->push(WriteJob{0, std::move(line), 1, caf::actor{}, true});

@@ -76,6 +76,7 @@ using actor_unreg_atom = caf::atom_constant<caf::atom("actor_unrg")>;
 using actor_call_atom = caf::atom_constant<caf::atom("actor_call")>;
 using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {

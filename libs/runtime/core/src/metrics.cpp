@@ -1,0 +1,135 @@
+#include "atl/core/metrics.hpp"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "atl/core/lifecycle.hpp"
+
+namespace atl {
+
+namespace {
+
+using json = nlohmann::json;
+
+class Writer {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  }
+  void sample(const std::string& name, const std::map<std::string, std::string>& labels,
+              double value) {
+    out_ << name;
+    if (!labels.empty()) {
+      out_ << "{";
+      bool first = true;
+      for (const auto& [k, v] : labels) {
+        out_ << (first ? "" : ",") << k << "=\"" << escape_label_value(v) << "\"";
+        first = false;
+      }
+      out_ << "}";
+    }
+    std::ostringstream number;
+    number.precision(15);
+    number << value;
+    out_ << " " << number.str() << "\n";
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+double number_or(const json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string text_or(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+Expected<std::string> prometheus_text(std::string_view status_json,
+                                      std::string_view log_stats_json) {
+  json st = json::parse(status_json, nullptr, false);
+  if (st.is_discarded() || !st.is_object()) return make_error("status: not a JSON object");
+  for (const char* key : {"job_id", "state", "mode"})
+    if (!st.contains(key) || !st[key].is_string())
+      return make_error(std::string("status: field '") + key + "' is missing or not text");
+  for (const char* key : {"pods", "ranks"})
+    if (!st.contains(key) || !st[key].is_array())
+      return make_error(std::string("status: field '") + key + "' is missing or not a list");
+  json logs = json::parse(log_stats_json, nullptr, false);
+  if (logs.is_discarded() || !logs.is_object()) return make_error("log stats: not a JSON object");
+
+  const std::string job = st["job_id"].get<std::string>();
+  const std::string state = st["state"].get<std::string>();
+  Writer w;
+  w.family("atl_job_state", "gauge", "1 for the job's current lifecycle state, 0 for the others");
+  for (JobState s : kAllJobStates) {
+    std::string name(to_string(s));
+    w.sample("atl_job_state", {{"job", job}, {"state", name}}, name == state ? 1 : 0);
+  }
+  w.family("atl_job_attempt", "gauge", "the current attempt of user code (1 at the start)");
+  w.sample("atl_job_attempt", {{"job", job}}, number_or(st, "attempt", 0));
+  w.family("atl_job_restarts_total", "counter", "restarts the job's faults have cost");
+  w.sample("atl_job_restarts_total", {{"job", job}}, number_or(st, "restarts", 0));
+  w.family("atl_job_restart_budget", "gauge", "restarts allowed before the job fails");
+  w.sample("atl_job_restart_budget", {{"job", job}}, number_or(st, "max_restarts", 0));
+
+  std::map<std::string, int> ranks_by_state = {{"starting", 0}, {"running", 0}, {"exited", 0}};
+  for (const auto& r : st["ranks"]) ++ranks_by_state[text_or(r, "state")];
+  w.family("atl_ranks", "gauge", "processes of user code (ranks, the driver) by state");
+  for (const auto& [s, n] : ranks_by_state)
+    if (!s.empty()) w.sample("atl_ranks", {{"job", job}, {"state", s}}, n);
+
+  std::map<std::string, int> pods_by_state = {{"joined", 0}, {"lost", 0}, {"missing", 0}};
+  for (const auto& p : st["pods"]) ++pods_by_state[text_or(p, "state")];
+  w.family("atl_pods", "gauge", "worker pods (active and spare) by state");
+  for (const auto& [s, n] : pods_by_state)
+    if (!s.empty()) w.sample("atl_pods", {{"job", job}, {"state", s}}, n);
+
+  w.family("atl_node_heartbeat_age_seconds", "gauge",
+           "seconds since the head last heard a joined pod's heartbeat");
+  for (const auto& p : st["pods"]) {
+    if (!p.contains("heartbeat_age_ms")) continue;
+    w.sample("atl_node_heartbeat_age_seconds", {{"job", job}, {"pod", text_or(p, "name")}},
+             number_or(p, "heartbeat_age_ms", 0) / 1000.0);
+  }
+
+  w.family("atl_check_passed", "gauge",
+           "the last atlctl check's verdict per pod: 1 passed, 0 failed");
+  if (auto checks = st.find("checks"); checks != st.end() && checks->is_object()) {
+    for (const auto& [pod, v] : checks->items())
+      w.sample("atl_check_passed", {{"job", job}, {"pod", pod}}, v.value("passed", false) ? 1 : 0);
+  }
+
+  w.family("atl_log_bytes_total", "counter", "bytes of output the head logged per stream");
+  for (const auto& [stream, v] : logs.items())
+    w.sample("atl_log_bytes_total", {{"job", job}, {"stream", stream}}, number_or(v, "bytes", 0));
+  w.family("atl_log_lines_total", "counter", "lines of output the head logged per stream");
+  for (const auto& [stream, v] : logs.items())
+    w.sample("atl_log_lines_total", {{"job", job}, {"stream", stream}}, number_or(v, "lines", 0));
+  return w.text();
+}
+
+}  // namespace atl

@@ -1,0 +1,71 @@
+"""The head's /metrics against a live cluster: it parses as Prometheus text
+(prometheus_client's own parser) and its numbers are those of status --json."""
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import atl
+from conftest import Cluster
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return r.read().decode()
+
+
+def test_metrics_parse_and_match_the_status():
+    c = Cluster(2, entrypoint="echo driver-line; sleep 600", extra=("--metrics-port", "0"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        assert c.wait_for("driver-line"), c.output()
+        url = next(line.split()[1] for line in c.output().splitlines()
+                   if line.startswith("metrics http://"))
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        atl.init(c.address, c.tls)
+        status = atl.job_info()
+        families = {f.name: f for f in text_string_to_metric_families(scrape(url))}
+        samples = {f: [(s.name, s.labels, s.value) for s in fam.samples]
+                   for f, fam in families.items()}
+
+        states = {labels["state"]: value for _, labels, value in samples["atl_job_state"]}
+        assert states[status["state"]] == 1 and sum(states.values()) == 1
+        assert ("atl_job_restarts_total", {"job": status["job_id"]},
+                status["restarts"]) in samples["atl_job_restarts"]
+        assert samples["atl_job_restart_budget"][0][2] == status["max_restarts"]
+        assert samples["atl_job_attempt"][0][2] == status["attempt"]
+        ranks = {labels["state"]: value for _, labels, value in samples["atl_ranks"]}
+        for state in ("starting", "running", "exited"):
+            assert ranks[state] == sum(r["state"] == state for r in status["ranks"]), state
+        pods = {labels["state"]: value for _, labels, value in samples["atl_pods"]}
+        assert pods["joined"] == sum(p["state"] == "joined" for p in status["pods"]) == 2
+        ages = {labels["pod"]: value for _, labels, value
+                in samples["atl_node_heartbeat_age_seconds"]}
+        assert set(ages) == {p["name"] for p in status["pods"]}
+        assert all(0 <= age < 60 for age in ages.values()), ages
+        logs = {(name, labels["stream"]): value for name, labels, value
+                in samples["atl_log_lines"]}
+        assert logs[("atl_log_lines_total", "driver")] >= 1
+
+        # Anything but /metrics is a 404 naming the one path.
+        try:
+            urllib.request.urlopen(url.replace("/metrics", "/other"), timeout=10)
+            raise AssertionError("expected a 404")
+        except urllib.error.HTTPError as e:
+            assert e.code == 404 and b"/metrics" in e.read()
+    finally:
+        atl.shutdown()
+        c.stop()
+
+
+def test_a_bad_metrics_port_is_refused():
+    import subprocess
+    from conftest import BIN
+    import os
+    for args, says in ((["--metrics-port", "70000"], "--metrics-port"),
+                       (["--metrics-bind", "0.0.0.0"], "--metrics-bind needs --metrics-port")):
+        r = subprocess.run([os.path.join(BIN, "headnode"), "--workers", "1", *args, "--",
+                            "true"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, r.stderr
+        assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr

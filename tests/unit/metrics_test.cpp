@@ -1,0 +1,87 @@
+#include "atl/core/metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+const char* kStatus = R"({
+  "job_id": "jo-x", "state": "command", "mode": "spmd", "attempt": 2, "restarts": 1,
+  "max_restarts": 10,
+  "pods": [{"name": "jo-x-worker-0", "state": "joined", "heartbeat_age_ms": 250},
+           {"name": "jo-x-worker-1", "state": "lost"}],
+  "ranks": [{"stream": 0, "state": "running"}, {"stream": 1, "state": "exited"},
+            {"stream": 2, "state": "running"}],
+  "checks": {"jo-x-worker-0": {"run": 1, "passed": false, "reason": "ECC"}}
+})";
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+}  // namespace
+
+TEST(Metrics, RendersTheStatusAndLogCounters) {
+  auto text = atl::prometheus_text(kStatus, R"({"rank-0": {"bytes": 12, "lines": 2}})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  const std::string& t = *text;
+  EXPECT_TRUE(has_line(t, R"(atl_job_state{job="jo-x",state="command"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_state{job="jo-x",state="failed"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_attempt{job="jo-x"} 2)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_restarts_total{job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_restart_budget{job="jo-x"} 10)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="running"} 2)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="exited"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="starting"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_pods{job="jo-x",state="joined"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_pods{job="jo-x",state="lost"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_node_heartbeat_age_seconds{job="jo-x",pod="jo-x-worker-0"} 0.25)"))
+      << t;
+  EXPECT_EQ(t.find(R"(pod="jo-x-worker-1"} )"), std::string::npos) << "a lost pod has no age";
+  EXPECT_TRUE(has_line(t, R"(atl_check_passed{job="jo-x",pod="jo-x-worker-0"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_log_bytes_total{job="jo-x",stream="rank-0"} 12)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_log_lines_total{job="jo-x",stream="rank-0"} 2)")) << t;
+  // Every family is declared once, before its samples.
+  for (const char* family : {"atl_job_state", "atl_ranks", "atl_log_bytes_total"}) {
+    std::string type = std::string("# TYPE ") + family + " ";
+    auto at = t.find(type);
+    ASSERT_NE(at, std::string::npos) << family;
+    EXPECT_EQ(t.find(type, at + 1), std::string::npos) << family;
+  }
+  EXPECT_EQ(t.back(), '\n');
+}
+
+TEST(Metrics, LabelValuesAreEscaped) {
+  EXPECT_EQ(atl::escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  auto text = atl::prometheus_text(
+      R"({"job_id": "j\"1", "state": "pending", "mode": "spmd", "pods": [], "ranks": []})", "{}");
+  ASSERT_TRUE(text.ok()) << text.error();
+  EXPECT_NE(text->find(R"(atl_job_attempt{job="j\"1"} 0)"), std::string::npos) << *text;
+}
+
+TEST(Metrics, DocumentsThatAreNotTheStatusAreErrors) {
+  struct Bad {
+    const char* status;
+    const char* logs;
+    const char* says;
+  };
+  for (const Bad& bad : {
+           Bad{"", "{}", "status: not a JSON object"},
+           Bad{"[]", "{}", "status: not a JSON object"},
+           Bad{R"({"state": "command", "mode": "spmd", "pods": [], "ranks": []})", "{}",
+               "'job_id'"},
+           Bad{R"({"job_id": "j", "state": 3, "mode": "spmd", "pods": [], "ranks": []})", "{}",
+               "'state'"},
+           Bad{R"({"job_id": "j", "state": "command", "mode": "spmd", "ranks": []})", "{}",
+               "'pods'"},
+           Bad{R"({"job_id": "j", "state": "command", "mode": "spmd", "pods": [], "ranks": {}})",
+               "{}", "'ranks'"},
+           Bad{R"({"job_id": "j", "state": "command", "mode": "spmd", "pods": [], "ranks": []})",
+               "[1]", "log stats: not a JSON object"},
+       }) {
+    auto text = atl::prometheus_text(bad.status, bad.logs);
+    ASSERT_FALSE(text.ok()) << bad.status;
+    EXPECT_NE(text.error().find(bad.says), std::string::npos) << text.error();
+  }
+}
