@@ -15,11 +15,13 @@
 #include "atl/core/env.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/job_spec.hpp"
+#include "atl/core/metrics.hpp"
 #include "atl/core/placement.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/gpu/xid.hpp"
+#include "atl/os/job_pointer.hpp"
 
 namespace {
 
@@ -126,6 +128,39 @@ void fuzz_placement(std::string_view in) {
     if (!atl::fits(used[n], nodes[n].total)) broken("a node given more than it has");
 }
 
+// The job file a pod's shell reads (/run/atl/job.json): a pointer parsed
+// must render to JSON that parses back to the same pointer.
+void fuzz_job_file(std::string_view in) {
+  auto p = atl::os::parse_job_pointer(in);
+  check_error(p);
+  if (!p) return;
+  auto again = atl::os::parse_job_pointer(atl::os::to_json(*p));
+  if (!again || again->address != p->address || again->tls_dir != p->tls_dir ||
+      again->insecure != p->insecure || again->job_id != p->job_id || again->pod != p->pod)
+    broken("a job file that does not survive its own JSON");
+}
+
+// /metrics: status JSON, a NUL, log counters JSON. Rendered text has only
+// whole lines, each a comment or a sample "name{labels} value".
+void fuzz_metrics(std::string_view in) {
+  auto cut = in.find('\0');
+  std::string_view status = in.substr(0, cut);
+  std::string_view logs = cut == std::string_view::npos ? "{}" : in.substr(cut + 1);
+  auto text = atl::prometheus_text(status, logs);
+  check_error(text);
+  if (!text) return;
+  if (!text->empty() && text->back() != '\n') broken("metrics text without a final newline");
+  size_t start = 0;
+  while (start < text->size()) {
+    size_t end = text->find('\n', start);
+    std::string_view line(text->data() + start, end - start);
+    if (line.empty()) broken("an empty metrics line");
+    if (line[0] != '#' && line.find(' ') == std::string_view::npos)
+      broken("a sample without value");
+    start = end + 1;
+  }
+}
+
 using Target = void (*)(std::string_view);
 
 Target chosen() {
@@ -140,9 +175,11 @@ Target chosen() {
     if (n == "hostport") return &fuzz_host_port;
     if (n == "control") return &fuzz_control;
     if (n == "placement") return &fuzz_placement;
+    if (n == "jobfile") return &fuzz_job_file;
+    if (n == "metrics") return &fuzz_metrics;
     std::fprintf(stderr,
-                 "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport, control or "
-                 "placement\n");
+                 "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport, control, "
+                 "placement, jobfile or metrics\n");
     std::exit(2);
   }();
   return target;

@@ -9,7 +9,7 @@ src="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$1/fuzz"
 shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement)
+[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement jobfile metrics)
 seconds="${ATL_FUZZ_SECONDS:-3}"
 mkdir -p "$out"
 
@@ -18,14 +18,17 @@ sources=(
   "$src"/libs/runtime/core/src/*.cpp
   "$src"/libs/gpu/src/rendezvous.cpp "$src"/libs/gpu/src/burn_types.cpp
   "$src"/libs/gpu/src/xid.cpp "$src"/libs/gpu/src/hex.cpp
+  "$src"/libs/runtime/os/src/job_pointer.cpp
   "$src"/tests/fuzz/fuzz_parsers.cpp
 )
 newest=$(ls -t "${sources[@]}" "$src"/libs/runtime/core/include/atl/core/*.hpp \
-  "$src"/libs/gpu/include/atl/gpu/*.hpp "$0" | head -1)
+  "$src"/libs/gpu/include/atl/gpu/*.hpp "$src"/libs/runtime/os/include/atl/os/job_pointer.hpp \
+  "$0" | head -1)
 if [[ ! -x "$binary" || "$newest" -nt "$binary" ]]; then
   echo "fuzz: building $binary"
   flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-         -I"$src"/libs/runtime/core/include -I"$src"/libs/gpu/include)
+         -I"$src"/libs/runtime/core/include -I"$src"/libs/gpu/include
+         -I"$src"/libs/runtime/os/include)
   pids=()
   objs=()
   for f in "${sources[@]}"; do
