@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-10000000}"
 shift || true
-all=(spec ranks envs duration size hostport control placement)
+all=(spec ranks envs duration size hostport control placement jobfile metrics)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 jobs="${JOBS:-$(nproc)}"
