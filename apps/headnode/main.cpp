@@ -119,6 +119,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "address the metrics port listens on (default 127.0.0.1: no authentication there)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
+      "make-tls", po::value<std::string>(),
+      "make a job's credentials (ca.pem, cert.pem, key.pem) in DIR for --job-id and exit: what "
+      "a Kubernetes Secret holds (scripts/render-k8s.py)")(
       "tls-dir", po::value<std::string>(),
       "the job's TLS credentials (ca.pem, cert.pem, key.pem), e.g. a mounted Secret "
       "(default: made for this job in <state-dir>/tls)")(
@@ -126,6 +129,18 @@ HeadOptions parse_options(int argc, char** argv) {
   po::variables_map vm =
       atl::cli::parse_or_exit("headnode", po::command_line_parser(own_argc, argv), desc);
 
+  if (vm.count("make-tls")) {
+    if (!vm.count("job-id")) atl::cli::usage_error("headnode", "--make-tls needs --job-id");
+    const std::string id = vm["job-id"].as<std::string>();
+    if (auto ok = atl::validate_job_id(id); !ok) atl::cli::usage_error("headnode", ok.error());
+    const std::string dir = vm["make-tls"].as<std::string>();
+    if (::access(atl::os::tls_files_in(dir).ca.c_str(), F_OK) == 0)
+      atl::cli::usage_error("headnode", "--make-tls: " + dir + " already holds credentials");
+    auto made = atl::os::generate_tls_credentials(dir, id);
+    if (!made) atl::cli::usage_error("headnode", "--make-tls: " + made.error());
+    std::cout << "credentials for " << id << " in " << dir << std::endl;
+    std::exit(0);
+  }
   HeadOptions opt;
   if (vm.count("job")) {
     std::string path = vm["job"].as<std::string>();

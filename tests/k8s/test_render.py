@@ -1,0 +1,129 @@
+"""scripts/render-k8s.py: the manifests validate against Kubernetes' schema
+(strict: an unknown field fails), carry the job's names, sizes and
+credentials, and bad input is one line and exit 2."""
+import base64
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RENDER = os.path.join(ROOT, "scripts", "render-k8s.py")
+EXAMPLE = os.path.join(ROOT, "deploy", "k8s", "job.example.json")
+VALIDATE = os.environ.get("ATL_K8S_VALIDATE", "kubernetes-validate")
+K8S_VERSION = "1.30.0"
+
+
+def render(*args):
+    out = tempfile.mkdtemp(prefix="atl-k8s-")
+    r = subprocess.run([sys.executable, RENDER, *args, "--out", out], capture_output=True,
+                       text=True, timeout=60)
+    return r, out
+
+
+def validate(paths):
+    return subprocess.run([VALIDATE, "--strict", "-k", K8S_VERSION, *paths],
+                          capture_output=True, text=True, timeout=120)
+
+
+def load(out):
+    return {os.path.basename(p): json.load(open(p)) for p in sorted(glob.glob(out + "/*.json"))}
+
+
+def test_the_example_renders_to_valid_manifests():
+    r, out = render(EXAMPLE, "--image", "registry.example/atl:1", "--namespace", "train")
+    assert r.returncode == 0, r.stderr
+    files = sorted(glob.glob(out + "/*.json"))
+    assert len(files) == 6
+    v = validate(files)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert v.stdout.count("passed") == 6, v.stdout
+
+    objs = load(out)
+    kinds = [o["kind"] for o in objs.values()]
+    assert kinds == ["ConfigMap", "Secret", "Service", "Service", "Job", "Job"]
+    job_id = "jo-example0000000000"
+    cm, secret, head_svc, worker_svc, head, worker = objs.values()
+    assert json.loads(cm["data"]["job.json"]) == json.load(open(EXAMPLE))
+    # Credentials made by headnode --make-tls for this job.
+    for name in ("ca.pem", "cert.pem"):
+        assert base64.b64decode(secret["data"][name]).startswith(b"-----BEGIN CERTIFICATE")
+    assert b"PRIVATE KEY" in base64.b64decode(secret["data"]["key.pem"])
+    assert head_svc["spec"]["clusterIP"] == "None"
+    assert head_svc["metadata"]["namespace"] == "train"
+    # Workers: an Indexed Job of workers + spares, named <job-id>-worker-<i>.
+    ws = worker["spec"]
+    assert ws["completionMode"] == "Indexed" and ws["completions"] == ws["parallelism"] == 3
+    pod = ws["template"]["spec"]
+    assert pod["subdomain"] == worker_svc["metadata"]["name"] == f"{job_id}-worker"
+    c = pod["containers"][0]
+    assert f"{job_id}-worker-$(JOB_COMPLETION_INDEX)" in c["command"]
+    assert f"{job_id}-head.train.svc:6380" in c["command"]
+    declared = [e["name"] for e in c["env"]]
+    assert "JOB_COMPLETION_INDEX" in declared and "NODE_NAME" in declared  # for $(...) expansion
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert c["resources"]["requests"] == {"cpu": "96", "memory": "1600Gi"}
+    assert {"name": "shm", "mountPath": "/dev/shm"} in c["volumeMounts"]
+    assert c["readinessProbe"]["exec"]["command"] == ["atlctl", "status"]
+    hc = head["spec"]["template"]["spec"]["containers"][0]
+    assert hc["command"][:3] == ["headnode", "--job", "/etc/atl/job/job.json"]
+    assert hc["ports"] == [{"name": "atl", "containerPort": 6380}]
+
+
+def test_the_validator_catches_a_wrong_manifest():
+    # The check above can fail: strict validation refuses an unknown field.
+    r, out = render(EXAMPLE, "--image", "atl:1")
+    assert r.returncode == 0, r.stderr
+    path = glob.glob(out + "/*-job-*-worker.json")[0]
+    obj = json.load(open(path))
+    obj["spec"]["template"]["spec"]["containers"][0]["comand"] = ["typo"]
+    json.dump(obj, open(path, "w"))
+    v = validate([path])
+    assert v.returncode != 0, v.stdout
+
+
+def test_given_credentials_are_used_and_unreadable_ones_refused():
+    tls = tempfile.mkdtemp(prefix="atl-k8s-tls-")
+    for name in ("ca.pem", "cert.pem", "key.pem"):
+        open(os.path.join(tls, name), "w").write(f"{name} content\n")
+    r, out = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
+    assert r.returncode == 0, r.stderr
+    secret = [o for o in load(out).values() if o["kind"] == "Secret"][0]
+    assert base64.b64decode(secret["data"]["key.pem"]) == b"key.pem content\n"
+    os.remove(os.path.join(tls, "key.pem"))
+    r, _ = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
+    assert r.returncode == 2 and "key.pem" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("not json", "not valid JSON"),
+    ("[1]", "a job spec is a JSON object"),
+    ('{"workers": 2}', "'job_id' must be set"),
+    ('{"job_id": "Jo_X"}', "'job_id' must be set"),
+    ('{"job_id": "jo-x", "workers": -1}', "'workers'"),
+    ('{"job_id": "jo-x", "workers": true}', "'workers'"),
+    ('{"job_id": "jo-x", "spec": {"memory": "lots"}}', "spec.memory"),
+    ('{"job_id": "jo-x", "spec": {"shm": [1]}}', "spec.shm"),
+    ('{"job_id": "jo-x", "spec": 3}', "'spec' must be an object"),
+])
+def test_bad_specs_are_one_line_and_exit_2(spec, says):
+    path = tempfile.mktemp(suffix=".json")
+    open(path, "w").write(spec)
+    r, out = render(path, "--image", "atl:1")
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not glob.glob(out + "/*.json")  # nothing written
+
+
+def test_bad_flags_are_refused():
+    for args, says in ((["--namespace", "Bad_NS"], "--namespace"),
+                       (["--image", "has space"], "--image")):
+        argv = [EXAMPLE, "--image", "atl:1", *args]
+        r, _ = render(*argv)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
+    r, _ = render(os.path.join(ROOT, "no-such.json"), "--image", "atl:1")
+    assert r.returncode == 2 and "cannot read" in r.stderr, r.stderr
