@@ -45,6 +45,15 @@ class _Job:
         self.request, self.future, self.label, self.cancelled = request, future, label, False
 
 
+def _kill(worker):
+    """Ends a warm process (gone already: nothing to do)."""
+    if worker.task is not None:
+        try:
+            worker.task.kill()
+        except AtlError:
+            pass
+
+
 class WorkerPool:
     """The driver's warm processes. `atl` is the package module (its client,
     run() and host_actor()); `per_node` processes on each active worker pod."""
@@ -143,11 +152,7 @@ class WorkerPool:
         for job in waiting:
             job.future.set_exception(self._error(job.label, "the driver shut down"))
         for w in workers:
-            if w.task is not None:
-                try:
-                    w.task.kill()
-                except AtlError:
-                    pass
+            _kill(w)
         self._registry.close()
 
     # --- inside ---------------------------------------------------------------------
@@ -253,11 +258,7 @@ class WorkerPool:
             except AtlError as e:
                 # The process died under it (or never answered): the call fails, the
                 # process is replaced.
-                if worker.task is not None:
-                    try:
-                        worker.task.kill()
-                    except AtlError:
-                        pass
+                _kill(worker)
                 if job.cancelled:
                     job.future.set_exception(self._error(job.label, "cancelled"))
                 elif e.code == FAILED or isinstance(e, UsageError):
