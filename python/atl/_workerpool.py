@@ -11,9 +11,11 @@ process and turns it into the actor (it leaves the pool; another is started
 in its place). Calls beyond the idle processes wait in the driver, in order.
 
 A worker process that dies (its function killed it, its pod was lost) fails
-the call it ran with RemoteError; another is started in its place. Three
-failed starts in a row and the pool gives up: waiting calls fail with the
-last worker's output, and later calls run cold (a process each).
+the call it ran with RemoteError; another is started in its place (on a pod
+that refuses it, the slot is dropped: the pool shrinks with lost pods). Three
+processes in a row that end before they answer and the pool gives up:
+waiting calls fail with the last one's output, and later calls run cold (a
+process each).
 
 Warm processes keep their module state between calls (as Ray's workers do).
 """
@@ -173,8 +175,12 @@ class WorkerPool:
         try:
             worker.task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod,
                                         env=env)
-        except AtlError as e:
-            self._lost(worker, f"its warm worker could not start on {pod}: {e}")
+        except AtlError:
+            # The pod refuses tasks (lost, or the job is ending): this slot is
+            # dropped, not retried against it; the other pods' processes go on.
+            with self._lock:
+                worker.state = "dead"
+                self._workers.pop(worker.name, None)
             return
         threading.Thread(target=self._watch, args=(worker,), daemon=True,
                          name=f"atl-pool-watch-{self._serial}").start()
