@@ -319,3 +319,23 @@ def test_big_arguments_travel_in_pieces_and_too_big_ones_are_refused(cluster):
     with pytest.raises(atl.UsageError) as e:
         size.remote(b"x" * (2 * 1024 * 1024))
     assert "over the" in str(e.value) and "shared storage" in str(e.value)
+
+
+def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster, monkeypatch):
+    atl.shutdown()
+    # Warm processes that end at once (the "interpreter" exits 1 before it answers).
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    atl.init(cluster.address, cluster.tls, workers_per_node=1)
+
+    @atl.remote
+    def pid():
+        return os.getpid()
+
+    ref = pid.remote()
+    with pytest.raises(atl.RemoteError) as e:
+        atl.get(ref, timeout=60)
+    assert "ended before they answered" in str(e.value), e.value
+    monkeypatch.undo()  # the real interpreter again
+    # The pool gave up: calls now get a process each (cold) and work.
+    assert atl._warm_pool() is None
+    assert len(set(atl.get([pid.remote() for _ in range(2)], timeout=60))) == 2
