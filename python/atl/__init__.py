@@ -22,6 +22,7 @@ at the first call, `workers_per_node` on each worker; see atl._workerpool), else
 as a task: a fresh Python process (the driver's interpreter path) in its
 bundle or on its pod. atl.run() starts a plain command instead.
 """
+import atexit
 import base64
 import json
 import os
@@ -117,6 +118,17 @@ def init(address=None, tls_dir=None, insecure=False, workers_per_node=None):
         # a driver connects; the first remote call waits for them if need be.
         threading.Thread(target=_start_warm_pool, daemon=True, name="atl-pool-init").start()
     return client
+
+
+def _at_exit():
+    """A driver that never called shutdown(): its warm processes end with it."""
+    try:
+        shutdown()
+    except Exception:
+        pass
+
+
+atexit.register(_at_exit)
 
 
 def _start_warm_pool():
