@@ -16,6 +16,7 @@
 #include "atl/core/byte_size.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
+#include "atl/core/log_stream.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/taints.hpp"
@@ -212,32 +213,34 @@ void logs_options(po::options_description& desc) {
       "tail", po::value<long>(), "start with the last N lines of each rank")(
       "run", po::value<int>(), "show debug run N's output instead (see status -v)")(
       "pod,p", po::value<std::string>(),
-      "show what runs on these pods (POD[,POD...] or all): their ranks; in ray mode each pod's Ray "
-      "node, and on the head pod Ray's head and the driver");
+      "show these pods (POD[,POD...], head, or all): each one's own log (the node agent's, the "
+      "head's) then what runs there: their ranks; in ray mode each pod's Ray node, and on the "
+      "head pod Ray's head and the driver");
 }
 
-// The streams of the processes on `pod_list`'s pods in this attempt (from the
-// supervisor's info); a usage error for a pod not in the job, refused for one
-// that runs nothing now.
+// Everything on `pod_list`'s pods (from the supervisor's info): each pod's
+// own log (the head's, or its node agent's: logs/head.log, pod-worker-<i>.log)
+// and then the processes it runs in this attempt. "head" names the head pod;
+// a pod not in the job is a usage error.
 std::vector<std::int32_t> pod_streams(const nlohmann::json& info, const std::string& pod_list) {
   auto pods = atl::parse_worker_list(pod_list);
   if (!pods) die(kExitUsage, "logs: --pod: " + pods.error());
-  std::vector<std::int32_t> streams;
-  if (pods->empty()) {  // all: every process of the job, head pod included
-    for (const auto& r : info["ranks"]) streams.push_back(r["stream"].get<std::int32_t>());
-    return streams;
-  }
   const std::string head = atl::head_pod_name(info["job_id"].get<std::string>());
-  for (const auto& pod : *pods) {
-    bool known = pod == head;
-    for (const auto& p : info["pods"]) known |= p["name"] == pod;
-    if (!known) die(kExitUsage, "logs: --pod: '" + pod + "' is not a pod of this job");
-    size_t before = streams.size();
+  if (pods->empty()) {  // all: every pod, head first
+    pods->push_back(head);
+    for (const auto& p : info["pods"]) pods->push_back(p["name"].get<std::string>());
+  }
+  std::vector<std::int32_t> streams;
+  for (auto pod : *pods) {
+    if (pod == "head") pod = head;
+    std::int32_t own = -1;
+    if (pod == head) own = atl::kHeadLogStream;
+    for (size_t i = 0; i < info["pods"].size(); ++i)
+      if (info["pods"][i]["name"] == pod) own = atl::pod_log_stream(static_cast<std::int32_t>(i));
+    if (own == -1) die(kExitUsage, "logs: --pod: '" + pod + "' is not a pod of this job");
+    streams.push_back(own);
     for (const auto& r : info["ranks"])
       if (r["pod"] == pod) streams.push_back(r["stream"].get<std::int32_t>());
-    if (streams.size() == before)
-      die(kExitRefused, "logs: --pod: " + pod +
-                            " runs nothing in this attempt (a spare, lost, or not started yet)");
   }
   return streams;
 }

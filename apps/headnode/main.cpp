@@ -345,6 +345,14 @@ int main(int argc, char** argv) {
     atl::AtlSystemConfig cfg{tls};
     caf::actor_system sys{cfg};
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
+    // The head's own log lines also go to logs/head.log (atlctl logs -p head),
+    // until the actor system ends (the guard, declared after it, goes first).
+    atl::set_log_forwarder([sink](const std::string& line) {
+      caf::anon_send(sink, atl::log_atom::value, atl::kHeadLogStream, line + "\n", std::int32_t{1});
+    });
+    struct StopForwarding {
+      ~StopForwarding() { atl::set_log_forwarder({}); }
+    } stop_forwarding;
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
     atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};

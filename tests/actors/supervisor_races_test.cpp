@@ -16,6 +16,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/core/log_stream.hpp"
 
 using namespace atl;
 
@@ -32,6 +33,7 @@ struct AgentLog {
   std::vector<std::int32_t> shutdowns;
   std::vector<std::string> last_env;
   int runs = 0;
+  std::vector<std::int32_t> log_streams;  // where it was told to send its own log
 };
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
@@ -44,6 +46,9 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
         if (!ranks.empty()) log->last_env = ranks.front().env;
       },
       [](heartbeat_atom) {},
+      [log](agent_log_atom, const caf::actor&, std::int32_t stream) {
+        log->log_streams.push_back(stream);
+      },
       [log](run_atom, std::int32_t, const std::vector<RankLaunch>&, const caf::actor&) {
         ++log->runs;
       },
@@ -201,6 +206,9 @@ CAF_TEST(a node lost between the last registration and the checks fails the job)
 CAF_TEST(reports of an earlier attempt are history) {
   auto [a0, log0, a1, log1] = two_joined();
   CAF_CHECK_EQUAL(status(), "command");
+  // Each joined agent was told where its own log goes: pod-worker-<i>.
+  CAF_CHECK_EQUAL(log0->log_streams, std::vector<std::int32_t>{pod_log_stream(0)});
+  CAF_CHECK_EQUAL(log1->log_streams, std::vector<std::int32_t>{pod_log_stream(1)});
   CAF_CHECK_EQUAL(log0->launches, 1);
   rank_started(0, 1);
   rank_started(1, 1);

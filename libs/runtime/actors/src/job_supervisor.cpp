@@ -1280,6 +1280,14 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         const HeartbeatOptions& hb = self->state.job().heartbeat;
         bool retry = false;
         std::string refusal = register_node(self, info, agent, retry);
+        if (refusal.empty()) {
+          // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
+          const auto& pods = self->state.expected_pods;
+          auto at = std::find(pods.begin(), pods.end(), info.pod);
+          if (at != pods.end())
+            self->send(agent, agent_log_atom::value, self->state.config.sink,
+                       pod_log_stream(static_cast<std::int32_t>(at - pods.begin())));
+        }
         return {refusal, retry, std::int64_t{hb.interval.count()},
                 std::int64_t{hb.timeout.count()}};
       },

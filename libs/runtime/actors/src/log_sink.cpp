@@ -258,7 +258,8 @@ class LogWriter {
       }
     }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
-    if (!echo_ || decode_debug_stream(stream)) return;
+    // Nor are the head's and agents' own logs (on their stderr already).
+    if (!echo_ || decode_debug_stream(stream) || is_agent_log_stream(stream)) return;
     const std::string prefix = stream_prefix(stream);
     std::string out;
     out.reserve(lines.size() + static_cast<size_t>(count + 1) * prefix.size());

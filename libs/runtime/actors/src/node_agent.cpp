@@ -25,6 +25,10 @@ constexpr auto kReachTimeout = std::chrono::seconds(10);
 constexpr std::int64_t kOrphanGraceMs = 3000;
 
 struct NodeAgentState {
+  ~NodeAgentState() {
+    if (forwarding_log) set_log_forwarder({});  // the sink it named may be gone with the head
+  }
+  bool forwarding_log = false;
   NodeAgentConfig config;
   caf::actor supervisor;
   std::shared_ptr<std::atomic<int>> exit_code;
@@ -246,6 +250,17 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                     answer.deliver("cannot reach the head: " + self->system().render(err));
                   });
         return answer;
+      },
+      [self](agent_log_atom, const caf::actor& sink, std::int32_t stream) {
+        // From the supervisor this agent joined: this process's own log lines
+        // go to the head's log directory too (never logging from in there).
+        if (self->current_sender() !=
+            caf::actor_cast<caf::strong_actor_ptr>(self->state.supervisor))
+          return;
+        self->state.forwarding_log = true;
+        set_log_forwarder([sink, stream](const std::string& line) {
+          caf::anon_send(sink, log_atom::value, stream, line + "\n", std::int32_t{1});
+        });
       },
       [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
         start_executors(self, 0, ranks, sink);

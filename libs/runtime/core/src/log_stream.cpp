@@ -20,8 +20,21 @@ std::optional<std::int32_t> decode_task_stream(std::int32_t stream) {
   return stream - kTaskStreamBase;
 }
 
+std::int32_t pod_log_stream(std::int32_t pod_index) { return kPodLogStreamBase + pod_index; }
+
+std::optional<std::int32_t> decode_pod_log_stream(std::int32_t stream) {
+  if (stream < kPodLogStreamBase || stream >= kTaskStreamBase) return std::nullopt;
+  return stream - kPodLogStreamBase;
+}
+
+bool is_agent_log_stream(std::int32_t stream) {
+  return stream == kHeadLogStream || decode_pod_log_stream(stream).has_value();
+}
+
 std::string stream_name(std::int32_t stream) {
   if (stream == kDriverStream) return "driver";
+  if (stream == kHeadLogStream) return "head";
+  if (auto pod = decode_pod_log_stream(stream)) return "pod-worker-" + std::to_string(*pod);
   if (auto task = decode_task_stream(stream)) return "task-" + std::to_string(*task);
   if (stream == kRayHeadStream) return "ray-head";
   if (auto debug = decode_debug_stream(stream)) {
@@ -32,6 +45,8 @@ std::string stream_name(std::int32_t stream) {
 
 std::string stream_prefix(std::int32_t stream) {
   if (stream == kDriverStream) return "[driver] ";
+  if (stream == kHeadLogStream) return "[head] ";
+  if (auto pod = decode_pod_log_stream(stream)) return "[pod worker-" + std::to_string(*pod) + "] ";
   if (auto task = decode_task_stream(stream)) return "[task " + std::to_string(*task) + "] ";
   if (stream == kRayHeadStream) return "[ray-head] ";
   if (auto debug = decode_debug_stream(stream))

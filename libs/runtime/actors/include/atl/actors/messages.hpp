@@ -77,6 +77,8 @@ using actor_call_atom = caf::atom_constant<caf::atom("actor_call")>;
 using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
+// supervisor -> a joined agent: where its own log lines go (sink, stream).
+using agent_log_atom = caf::atom_constant<caf::atom("agent_log")>;
 
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {

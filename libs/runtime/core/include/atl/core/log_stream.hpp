@@ -28,6 +28,15 @@ inline constexpr std::int32_t kTaskStreamBase = 1 << 30;
 std::int32_t task_stream(std::int32_t task);  // task >= 1
 std::optional<std::int32_t> decode_task_stream(std::int32_t stream);
 
+// The head's own log and each worker pod's node agent's have streams too
+// (between ranks, below 2^20, and tasks, above 2^30). Not echoed on the head's
+// stdout: those lines are on their process's stderr already.
+inline constexpr std::int32_t kPodLogStreamBase = 1 << 29;
+inline constexpr std::int32_t kHeadLogStream = kPodLogStreamBase - 1;
+std::int32_t pod_log_stream(std::int32_t pod_index);  // "<job>-worker-<pod_index>"
+std::optional<std::int32_t> decode_pod_log_stream(std::int32_t stream);
+bool is_agent_log_stream(std::int32_t stream);  // the head's or a pod agent's
+
 std::string stream_name(std::int32_t stream);    // "rank-3", "driver", "run-2-rank-3"
 std::string stream_prefix(std::int32_t stream);  // "[rank 3] ", "[driver] "
 
