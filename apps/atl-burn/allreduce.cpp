@@ -100,11 +100,12 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
       }
       wrong += r->wrong;
       if (is_master) {
+        const double busbw = gpu::allreduce_busbw_gbps(bytes, r->seconds, n);
         std::printf("%s\n", gpu::format_allreduce_round(
-                                round, bytes, gpu::allreduce_busbw_gbps(bytes, r->seconds, n),
-                                gpu::algbw_gbps(bytes, r->seconds), o.master)
+                                round, bytes, busbw, gpu::algbw_gbps(bytes, r->seconds), o.master)
                                 .c_str());
         std::fflush(stdout);
+        report_figure(0, "allreduce_busbw_gbps", busbw, gpu::format_burn_size(bytes));
       }
       if (r->wrong) problem = std::to_string(r->wrong) + " wrong elements (#wrong)";
     }

@@ -33,6 +33,10 @@ struct Options {
   Millis rendezvous_timeout{600000};  // how long to wait for the other members' hellos
 };
 
+// Hands a figure to the supervisor (its metrics) when atl runs this process
+// with a control channel; nothing otherwise. Never fails the burn.
+void report_figure(int gpu, const std::string& metric, double value, const std::string& size = "");
+
 // "12s/20s": time since t0 over the total.
 std::string elapsed(Clock::time_point t0, Millis total);
 

@@ -93,6 +93,13 @@ void fuzz_host_port(std::string_view in) {
 void fuzz_control(std::string_view in) {
   check_error(atl::gpu::decode_hello(in));
   check_error(atl::gpu::decode_reply(in));
+  auto figure = atl::gpu::decode_figure(in);
+  check_error(figure);
+  if (figure) {  // what decodes encodes to a line that decodes again
+    auto line = atl::gpu::encode_figure(*figure);
+    if (!atl::gpu::decode_figure(std::string_view(line).substr(atl::gpu::kFigureVerb.size())))
+      broken("a figure that does not survive its own encoding");
+  }
   (void)atl::gpu::parse_xid_line(in);
 }
 

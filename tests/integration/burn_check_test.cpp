@@ -109,6 +109,13 @@ TEST(BurnAndCheck, TheGuidesLongOptionNamesAreTaken) {
       << burn.output;
   EXPECT_NE(b.ctl({"status", "-v"}).output.find("burn -t gemm -d 1s -w " + b.c.worker_name(1)),
             std::string::npos);
+  // The burn handed its figure to the supervisor (status --json, /metrics).
+  auto json = nlohmann::json::parse(b.ctl({"status", "--json"}).output);
+  int gemm_figures = 0;
+  for (const auto& f : json["figures"])
+    gemm_figures += f["metric"] == "gemm_tflops" && f["pod"] == b.c.worker_name(1) &&
+                    f["gpu"] == 0 && f["value"].get<double>() > 0;
+  EXPECT_EQ(gemm_figures, 1) << json.dump();
   ASSERT_EQ(b.ctl({"stop"}).exit_code, 0);
   // One option under both its names is refused; nothing starts.
   auto both = b.ctl({"check", "-t", "gpu", "--checkType", "all"});

@@ -297,3 +297,29 @@ TEST(Nccl, WithoutAGpuCreateFailsWithAReasonAndNoHang) {
   EXPECT_FALSE(r.error().empty());
   std::cout << "without a GPU: " << r.error() << "\n";
 }
+
+TEST(BurnFigure, RoundTripsAndRefusesWhatIsNotAFigure) {
+  atl::gpu::BurnFigure f{3, "allreduce_busbw_gbps", 123.5, "512M"};
+  std::string line = atl::gpu::encode_figure(f);
+  EXPECT_EQ(line, "figure 3 allreduce_busbw_gbps 123.5 512M");
+  auto back = atl::gpu::decode_figure(std::string_view(line).substr(atl::gpu::kFigureVerb.size()));
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->gpu, 3);
+  EXPECT_EQ(back->metric, "allreduce_busbw_gbps");
+  EXPECT_DOUBLE_EQ(back->value, 123.5);
+  EXPECT_EQ(back->size, "512M");
+  auto gemm = atl::gpu::decode_figure("0 gemm_tflops 612.25");
+  ASSERT_TRUE(gemm.ok()) << gemm.error();
+  EXPECT_TRUE(gemm->size.empty());
+  for (const char* bad :
+       {"", "0", "0 gemm_tflops", "x gemm_tflops 1", "-1 gemm_tflops 1", "1024 gemm_tflops 1",
+        "0 joules 1", "0 gemm_tflops -1", "0 gemm_tflops nan", "0 gemm_tflops inf",
+        "0 gemm_tflops 1x", "0 gemm_tflops 1 512M", "0 allreduce_busbw_gbps 1 lots",
+        "0 h2d_gbps 1 2 3"}) {
+    auto r = atl::gpu::decode_figure(bad);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "'";
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().rfind("figure: ", 0), 0u) << r.error();
+    }
+  }
+}

@@ -13,7 +13,10 @@ const char* kStatus = R"({
            {"name": "jo-x-worker-1", "state": "lost"}],
   "ranks": [{"stream": 0, "state": "running"}, {"stream": 1, "state": "exited"},
             {"stream": 2, "state": "running"}],
-  "checks": {"jo-x-worker-0": {"run": 1, "passed": false, "reason": "ECC"}}
+  "checks": {"jo-x-worker-0": {"run": 1, "passed": false, "reason": "ECC"}},
+  "figures": [{"pod": "jo-x-worker-0", "gpu": 1, "metric": "gemm_tflops", "value": 612.5},
+              {"pod": "jo-x-worker-0", "gpu": 0, "metric": "allreduce_busbw_gbps",
+               "value": 350, "size": "1G"}]
 })";
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -41,6 +44,12 @@ TEST(Metrics, RendersTheStatusAndLogCounters) {
   EXPECT_EQ(t.find(R"(pod="jo-x-worker-1"} )"), std::string::npos) << "a lost pod has no age";
   EXPECT_TRUE(has_line(t, R"(atl_check_passed{job="jo-x",pod="jo-x-worker-0"} 0)")) << t;
   EXPECT_TRUE(has_line(t, R"(atl_log_bytes_total{job="jo-x",stream="rank-0"} 12)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_burn_gemm_tflops{gpu="1",job="jo-x",pod="jo-x-worker-0"} 612.5)"))
+      << t;
+  EXPECT_TRUE(has_line(
+      t, R"(atl_burn_allreduce_busbw_gbps{gpu="0",job="jo-x",pod="jo-x-worker-0",size="1G"} 350)"))
+      << t;
+  EXPECT_EQ(t.find("atl_burn_h2d_gbps"), std::string::npos) << "no family without figures";
   EXPECT_TRUE(has_line(t, R"(atl_log_lines_total{job="jo-x",stream="rank-0"} 2)")) << t;
   // Every family is declared once, before its samples.
   for (const char* family : {"atl_job_state", "atl_ranks", "atl_log_bytes_total"}) {

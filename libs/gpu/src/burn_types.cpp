@@ -1,6 +1,9 @@
 #include "atl/gpu/burn_types.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "atl/core/quote.hpp"
@@ -88,6 +91,50 @@ std::vector<std::int64_t> allreduce_sizes(std::int64_t max_bytes) {
   for (std::int64_t s : {512LL << 20, 1LL << 30, 2LL << 30, 4LL << 30})
     if (s <= max_bytes) sizes.push_back(s);
   return sizes;
+}
+
+std::string encode_figure(const BurnFigure& figure) {
+  char value[64];
+  std::snprintf(value, sizeof value, "%.6g", figure.value);
+  std::string line =
+      std::string(kFigureVerb) + std::to_string(figure.gpu) + " " + figure.metric + " " + value;
+  if (!figure.size.empty()) line += " " + figure.size;
+  return line;
+}
+
+Expected<BurnFigure> decode_figure(std::string_view line) {
+  if (line.size() > 200) return make_error("figure: longer than 200 characters");
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start < line.size()) {
+    size_t end = line.find(' ', start);
+    if (end == std::string_view::npos) end = line.size();
+    if (end > start) words.emplace_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+  if (words.size() < 3 || words.size() > 4)
+    return make_error("figure: expected '<gpu> <metric> <value> [<size>]'");
+  BurnFigure f;
+  char* end = nullptr;
+  long gpu = std::strtol(words[0].c_str(), &end, 10);
+  if (*end != 0 || words[0].empty() || gpu < 0 || gpu > 1023)
+    return make_error("figure: gpu " + quote(words[0]) + " is not a number from 0 to 1023");
+  f.gpu = static_cast<int>(gpu);
+  f.metric = words[1];
+  if (f.metric != "gemm_tflops" && f.metric != "h2d_gbps" && f.metric != "d2h_gbps" &&
+      f.metric != "allreduce_busbw_gbps")
+    return make_error("figure: unknown metric " + quote(f.metric));
+  f.value = std::strtod(words[2].c_str(), &end);
+  if (*end != 0 || words[2].empty() || !std::isfinite(f.value) || f.value < 0)
+    return make_error("figure: value " + quote(words[2]) + " is not a number >= 0");
+  if (words.size() == 4) {
+    if (f.metric != "allreduce_busbw_gbps")
+      return make_error("figure: only allreduce_busbw_gbps has a size");
+    auto bytes = parse_burn_size(words[3]);
+    if (!bytes) return make_error("figure: " + bytes.error());
+    f.size = format_burn_size(*bytes);
+  }
+  return f;
 }
 
 }  // namespace atl::gpu

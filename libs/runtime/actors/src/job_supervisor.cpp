@@ -1192,6 +1192,13 @@ std::string info_json(const State& st) {
   }
   j["runs"] = nlohmann::json::parse(runs_json(st));
   j["checks"] = nlohmann::json::parse(checks_json(st));
+  j["figures"] = nlohmann::json::array();
+  for (const auto& [key, value] : st.burn_figures) {
+    const auto& [pod, gpu, metric, size] = key;
+    nlohmann::json f{{"pod", pod}, {"gpu", gpu}, {"metric", metric}, {"value", value}};
+    if (!size.empty()) f["size"] = size;
+    j["figures"].push_back(f);
+  }
   j["spare_workers"] = st.job().spare_workers;
   j["taints"] = nlohmann::json::parse(taints_json(st));
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -49,6 +49,16 @@ void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor)
     refusal.error = why;
     self->send(executor, control_atom::value, gpu::encode_reply(refusal));
   };
+  if (note.line.rfind(gpu::kFigureVerb, 0) == 0) {
+    // A burn's figure for the metrics: kept per pod, GPU, metric and size (the latest).
+    auto figure = gpu::decode_figure(std::string_view(note.line).substr(gpu::kFigureVerb.size()));
+    if (!figure) {
+      st.log->warn("{} on {}: {}", stream_name(note.stream), note.pod, figure.error());
+      return;
+    }
+    st.burn_figures[{note.pod, figure->gpu, figure->metric, figure->size}] = figure->value;
+    return;
+  }
   if (note.line.rfind(kHelloVerb, 0) != 0) {
     st.log->warn("{} on {}: unknown control line ignored", stream_name(note.stream), note.pod);
     return answer_one("the supervisor does not know this request");

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "atl/actors/job_supervisor.hpp"
@@ -18,6 +19,7 @@
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
+#include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/logging.hpp"
 
@@ -128,6 +130,8 @@ struct State {
     std::string reason;
   };
   std::map<std::string, CheckVerdict> check_verdicts;
+  // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
+  std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
   // Fault tolerance: the restart budget, the nodes' liveness, the timeline.
   RestartPolicy restarts;

@@ -123,6 +123,32 @@ Expected<std::string> prometheus_text(std::string_view status_json,
       w.sample("atl_check_passed", {{"job", job}, {"pod", pod}}, v.value("passed", false) ? 1 : 0);
   }
 
+  // The latest burn/check figures: a family per metric (one unit each).
+  if (auto figures = st.find("figures"); figures != st.end() && figures->is_array()) {
+    static const std::pair<const char*, const char*> kFigures[] = {
+        {"gemm_tflops", "the last burn's GEMM TFLOP/s per GPU (average over its rounds)"},
+        {"h2d_gbps", "the last transfer burn's host-to-device GB/s per GPU"},
+        {"d2h_gbps", "the last transfer burn's device-to-host GB/s per GPU"},
+        {"allreduce_busbw_gbps",
+         "the last allreduce's bus bandwidth (GB/s) per size, as the "
+         "master printed it"}};
+    for (const auto& [metric, help] : kFigures) {
+      std::string name = std::string("atl_burn_") + metric;
+      bool declared = false;
+      for (const auto& f : *figures) {
+        if (text_or(f, "metric") != metric) continue;
+        if (!declared) w.family(name.c_str(), "gauge", help);
+        declared = true;
+        std::map<std::string, std::string> labels{
+            {"job", job},
+            {"pod", text_or(f, "pod")},
+            {"gpu", std::to_string(static_cast<int>(number_or(f, "gpu", 0)))}};
+        if (!text_or(f, "size").empty()) labels["size"] = text_or(f, "size");
+        w.sample(name, labels, number_or(f, "value", 0));
+      }
+    }
+  }
+
   w.family("atl_log_bytes_total", "counter", "bytes of output the head logged per stream");
   for (const auto& [stream, v] : logs.items())
     w.sample("atl_log_bytes_total", {{"job", job}, {"stream", stream}}, number_or(v, "bytes", 0));

@@ -24,6 +24,19 @@ Expected<std::int64_t> parse_burn_size(std::string_view text);
 // The seed's size label: 536870912 -> "512M", 1073741824 -> "1G".
 std::string format_burn_size(std::int64_t bytes);
 
+// A figure atl-burn hands the supervisor on its control channel, for the
+// head's metrics: "figure <gpu> <metric> <value> [<size>]" (size: allreduce's
+// "512M"...). Metrics: gemm_tflops, h2d_gbps, d2h_gbps, allreduce_busbw_gbps.
+struct BurnFigure {
+  int gpu = 0;
+  std::string metric;
+  double value = 0;
+  std::string size;  // allreduce only
+};
+inline constexpr std::string_view kFigureVerb = "figure ";
+std::string encode_figure(const BurnFigure& figure);        // with the verb
+Expected<BurnFigure> decode_figure(std::string_view line);  // after the verb
+
 // The seed's allreduce sizes, dropping those that do not fit in `max_bytes`.
 std::vector<std::int64_t> allreduce_sizes(std::int64_t max_bytes);
 
