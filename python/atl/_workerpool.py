@@ -2,8 +2,8 @@
 
 A remote function with no placement (no placement group, pod, env or
 working_dir of its own) runs in a long-lived Python process on a worker
-instead of a fresh one: the driver starts `per_node` of them on every active
-worker pod at its first such call. Each hosts a named actor
+instead of a fresh one: atl.init() starts `per_node` of them on every active
+worker pod, in the background. Each hosts a named actor
 (`atl-pool-<driver>-<n>`) and, once it answers, tells the driver's registry
 actor so; a call is then one actor call carrying the function (by value) and
 its arguments. An @atl.remote class with no placement takes an idle warm
@@ -253,10 +253,13 @@ class WorkerPool:
                 continue
             worker.state = "busy"
             worker.job = job
-            self._atl._pool().submit(self._serve, worker, job)
+            # A thread of its own per busy process (not the shared call pool: as
+            # many processes as nodes x per_node may be busy at once).
+            threading.Thread(target=self._serve, args=(worker, job), daemon=True,
+                             name="atl-pool-serve").start()
 
     def _serve(self, worker, job):
-        """Runs jobs on `worker` until none waits (on a thread of the call pool)."""
+        """Runs jobs on `worker` until none waits (on a thread of its own)."""
         while True:
             try:
                 reply = self._atl._c().actor_call(worker.name, job.request, _CALL_TIMEOUT_MS)
