@@ -69,6 +69,18 @@ TEST(Metrics, LabelValuesAreEscaped) {
   EXPECT_NE(text->find(R"(atl_job_attempt{job="j\"1"} 0)"), std::string::npos) << *text;
 }
 
+TEST(Metrics, OddValuesInsideTheStatusNeverThrow) {
+  // Found by the fuzzer: a check verdict that is not an object threw.
+  auto text = atl::prometheus_text(
+      R"({"job_id": "j", "state": "command", "mode": "spmd", "pods": [1, "x", {"state": 2}],
+          "ranks": [null, {"state": []}], "checks": {"p": 1, "q": {"passed": "yes"}},
+          "figures": [3, {"metric": "gemm_tflops", "value": "fast"}]})",
+      R"({"rank-0": 5, "rank-1": {"bytes": "many"}})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  EXPECT_NE(text->find(R"(atl_check_passed{job="j",pod="p"} 0)"), std::string::npos) << *text;
+  EXPECT_NE(text->find(R"(atl_check_passed{job="j",pod="q"} 0)"), std::string::npos) << *text;
+}
+
 TEST(Metrics, DocumentsThatAreNotTheStatusAreErrors) {
   struct Bad {
     const char* status;

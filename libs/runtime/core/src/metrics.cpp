@@ -119,8 +119,12 @@ Expected<std::string> prometheus_text(std::string_view status_json,
   w.family("atl_check_passed", "gauge",
            "the last atlctl check's verdict per pod: 1 passed, 0 failed");
   if (auto checks = st.find("checks"); checks != st.end() && checks->is_object()) {
-    for (const auto& [pod, v] : checks->items())
-      w.sample("atl_check_passed", {{"job", job}, {"pod", pod}}, v.value("passed", false) ? 1 : 0);
+    for (const auto& [pod, v] : checks->items()) {
+      // (json::value() throws on a non-object or a non-bool: read by hand.)
+      auto passed = v.is_object() ? v.find("passed") : v.end();
+      bool ok = passed != v.end() && passed->is_boolean() && passed->get<bool>();
+      w.sample("atl_check_passed", {{"job", job}, {"pod", pod}}, ok ? 1 : 0);
+    }
   }
 
   // The latest burn/check figures: a family per metric (one unit each).
