@@ -65,10 +65,13 @@ void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
 }
 
 // Runs on the pump thread: moves output to the sink (at most kAckWindow chunks
-// unacknowledged), then tells the executor how the process ended.
+// unacknowledged), then tells the executor how the process ended — after the
+// control reader sent its last line (`control_done`), so a task's result line
+// reaches the supervisor before its end.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
                   std::int32_t stream, std::string scratch_dir, caf::actor executor,
-                  std::shared_ptr<std::atomic<bool>> cancel) {
+                  std::shared_ptr<std::atomic<bool>> cancel,
+                  std::shared_ptr<std::atomic<bool>> control_done) {
   caf::scoped_actor io{sys};
   int outstanding = 0;
   auto await_ack = [&] {
@@ -94,6 +97,10 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   }
   // The guard has swept the tree: nothing can write into the scratch dir now.
   if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
+  // The tree is swept, so the reader sees its end now. Bounded: a descendant
+  // that kept the channel open (none should) costs at most 2 s, off CAF's threads.
+  for (int i = 0; i < 200 && !control_done->load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   caf::anon_send(executor, exited_atom::value, static_cast<std::int32_t>(status.code),
                  static_cast<std::int32_t>(status.signal));
 }
@@ -168,9 +175,10 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   self->send(st.report_to, RankStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
   log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
+  if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
                         st.launch.stream, st.launch.scratch_dir, caf::actor_cast<caf::actor>(self),
-                        st.cancel);
+                        st.cancel, st.control_done);
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},
@@ -215,21 +223,10 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
         auto& st = self->state;
         st.exited = true;
         if (st.pump.joinable()) st.pump.join();
-        // The tree is swept, so the control reader sees its end now; the lines it
-        // read are in the mailbox, and the exit is reported after them (a task's
-        // result line must reach the supervisor before its end).
-        if (st.control_reader.joinable()) {
-          // Bounded: a descendant that kept the channel open (none should: the guard
-          // swept them) costs at most 2 s here, then the reader is cancelled.
-          for (int i = 0; i < 200 && !st.control_done->load(); ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          st.cancel->store(true);
-          st.control_reader.join();
-        }
-        self->send(self, exited_atom::value, code, sig, true);
-      },
-      [self](exited_atom, std::int32_t code, std::int32_t sig, bool) {
-        auto& st = self->state;
+        // The reader's lines are in the mailbox before this (the pump waited for
+        // it); one still reading (a channel kept open) is cancelled.
+        st.cancel->store(true);
+        if (st.control_reader.joinable()) st.control_reader.join();
         os::ExitStatus status{code, sig};
         component_logger("executor")
             ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
