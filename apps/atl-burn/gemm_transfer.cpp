@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "atl/gpu/burn_report.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
 #include "atl/os/control_channel.hpp"
@@ -72,9 +73,9 @@ int burn_gemm(gpu::Backend& backend, const Options& o) {
         double one = 2.0 * mine.size * mine.size * mine.size / (r->tflops * 1e12);
         mine.repeats = static_cast<int>(std::clamp(1.0 / one, 1.0, 10000.0));
       }
-      std::printf("%s GPU %d round %d (%s): gemm %.3f TFLOP/s, %s\n", o.pod.c_str(), dev, rounds,
-                  elapsed(t0, o.duration).c_str(), r->tflops,
-                  r->ok() ? "verified" : "WRONG RESULTS");
+      std::printf("%s\n", gpu::format_gemm_round({o.pod, dev, rounds, r->tflops, r->ok()},
+                                                 elapsed(t0, o.duration))
+                              .c_str());
       std::fflush(stdout);
       if (!r->ok()) {
         problem = std::to_string(r->differing) + " elements differ between identical GEMMs, " +
@@ -106,11 +107,10 @@ int burn_transfer(gpu::Backend& backend, const Options& o) {
       h2d += r->h2d_gbps;
       d2h += r->d2h_gbps;
       both += r->bidir_gbps;
-      std::printf(
-          "%s GPU %d round %d (%s): H2D %.1f GB/s, D2H %.1f GB/s, both %.1f GB/s, D2D %.1f "
-          "GB/s, %s\n",
-          o.pod.c_str(), dev, rounds, elapsed(t0, o.duration).c_str(), r->h2d_gbps, r->d2h_gbps,
-          r->bidir_gbps, r->d2d_gbps, r->checksum_ok ? "checksum ok" : "CHECKSUM MISMATCH");
+      std::printf("%s\n", gpu::format_transfer_round({o.pod, dev, rounds, r->h2d_gbps, r->d2h_gbps,
+                                                      r->bidir_gbps, r->d2d_gbps, r->checksum_ok},
+                                                     elapsed(t0, o.duration))
+                              .c_str());
       std::fflush(stdout);
       if (!r->checksum_ok) problem = "data changed on the round trip";
     }

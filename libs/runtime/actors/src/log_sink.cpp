@@ -26,6 +26,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/log_stream.hpp"
+#include "atl/os/log_files.hpp"
 #include "atl/os/logging.hpp"
 
 namespace atl {
@@ -292,9 +293,6 @@ class LogWriter {
   std::thread thread_;
 };
 
-// atlctl may ask for any size: a read is served in pieces of at most this.
-constexpr std::int64_t kMaxReadBytes = 4 << 20;
-
 struct LogSinkState {
   std::string dir;
   // Who hears of write errors (the supervisor); shared with the writer thread.
@@ -346,55 +344,13 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
       },
       [self](read_atom, std::int32_t stream, std::int64_t offset,
              std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
-        std::string data;
-        int fd = ::open(log_path(self->state.dir, stream).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return {data, offset};
-        data.resize(static_cast<size_t>(std::clamp<std::int64_t>(max_bytes, 0, kMaxReadBytes)));
-        offset = std::max<std::int64_t>(offset, 0);
-        // Within an attempt a log only grows: an offset past its end was
-        // taken in an earlier attempt's file, so a follower starts this one
-        // from its beginning (atlctl logs -f across a restart).
-        struct stat st {};
-        if (::fstat(fd, &st) == 0 && offset > st.st_size) offset = 0;
-        ssize_t n = ::pread(fd, data.data(), data.size(), offset);
-        ::close(fd);
-        data.resize(n > 0 ? static_cast<size_t>(n) : 0);
-        // Hand out whole lines only (unless one line is larger than max_bytes).
-        auto last_nl = data.rfind('\n');
-        if (last_nl != std::string::npos) data.resize(last_nl + 1);
-        return {data, offset + static_cast<std::int64_t>(data.size())};
+        auto chunk = os::read_log(log_path(self->state.dir, stream), offset, max_bytes);
+        return {std::move(chunk.bytes), chunk.next_offset};
       },
       [self](tail_atom, std::int32_t stream,
              std::int64_t lines) -> std::tuple<std::string, std::int64_t> {
-        int fd = ::open(log_path(self->state.dir, stream).c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return {std::string(), 0};
-        struct stat st {};
-        ::fstat(fd, &st);
-        std::int64_t end = st.st_size;
-        // Walk back in blocks; the start is just after the lines-th newline from
-        // the end (a final newline ends the last line, it does not start one).
-        std::int64_t start = 0;
-        std::int64_t pos = end;
-        std::int64_t seen = 0;
-        char block[65536];
-        while (lines > 0 && pos > 0 && start == 0) {
-          std::int64_t len = std::min<std::int64_t>(sizeof block, pos);
-          pos -= len;
-          if (::pread(fd, block, static_cast<size_t>(len), pos) != len) break;
-          for (std::int64_t i = len - 1; i >= 0; --i) {
-            std::int64_t at = pos + i;
-            if (block[i] == '\n' && at != end - 1 && ++seen == lines) {
-              start = at + 1;
-              break;
-            }
-          }
-        }
-        if (lines <= 0) start = end;
-        std::string data(static_cast<size_t>(end - start), '\0');
-        ssize_t n = ::pread(fd, data.data(), data.size(), start);
-        ::close(fd);
-        data.resize(n > 0 ? static_cast<size_t>(n) : 0);
-        return {data, end};
+        auto chunk = os::tail_log(log_path(self->state.dir, stream), lines);
+        return {std::move(chunk.bytes), chunk.next_offset};
       },
   };
 }

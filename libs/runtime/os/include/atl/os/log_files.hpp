@@ -1,0 +1,33 @@
+// Reading the head's log files (<state-dir>/logs/<stream>.log) while they
+// grow: the log sink answers `atlctl logs` with these, the dashboard's HTTP
+// threads call them directly (no message to the sink per poll of a follower).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace atl::os {
+
+struct LogChunk {
+  std::string bytes;
+  std::int64_t next_offset = 0;  // where the next read starts
+};
+
+// Up to max_bytes from `offset`, whole lines only (unless one line is longer
+// than max_bytes). Within an attempt a log only grows: an offset past the end
+// was taken in an earlier attempt's file, so the read starts this one from
+// its beginning (a follower across a restart). A missing file reads as empty.
+LogChunk read_log(const std::string& path, std::int64_t offset, std::int64_t max_bytes);
+
+// The last `lines` lines and the file's end (where a follower goes on).
+LogChunk tail_log(const std::string& path, std::int64_t lines);
+
+struct LogFileInfo {
+  std::string stream;  // the file's name without ".log": "rank-3", "pod-worker-0", "head"
+  std::int64_t bytes = 0;
+};
+// The *.log files directly in `dir` (the current attempt's), by name.
+std::vector<LogFileInfo> list_logs(const std::string& dir);
+
+}  // namespace atl::os

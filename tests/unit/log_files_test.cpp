@@ -1,0 +1,98 @@
+// Reading growing log files: whole lines, restarts from the top after an
+// attempt's new file, tails, and the listing the dashboard shows.
+#include "atl/os/log_files.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+using namespace atl::os;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/atl-logfiles-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+  void write(const std::string& name, const std::string& text, bool append = false) {
+    std::ofstream(path + "/" + name, append ? std::ios::app : std::ios::trunc) << text;
+  }
+};
+
+}  // namespace
+
+TEST(LogFiles, ReadsWholeLinesAndGoesOn) {
+  TempDir d;
+  d.write("rank-0.log", "one\ntwo\nthr");
+  auto a = read_log(d.path + "/rank-0.log", 0, 1 << 20);
+  EXPECT_EQ(a.bytes, "one\ntwo\n");
+  EXPECT_EQ(a.next_offset, 8);
+  // A last line without its end (a process that never wrote one) comes when
+  // nothing else is left.
+  auto b = read_log(d.path + "/rank-0.log", a.next_offset, 1 << 20);
+  EXPECT_EQ(b.bytes, "thr");
+  EXPECT_EQ(b.next_offset, 11);
+  d.write("rank-0.log", "ee\nfour\n", true);
+  EXPECT_EQ(read_log(d.path + "/rank-0.log", 11, 1 << 20).bytes, "ee\nfour\n");
+  // max_bytes cuts at a line's end; a line longer than it comes in pieces.
+  EXPECT_EQ(read_log(d.path + "/rank-0.log", 0, 9).bytes, "one\ntwo\n");
+  EXPECT_EQ(read_log(d.path + "/rank-0.log", 0, 2).bytes, "on");
+}
+
+TEST(LogFiles, AnOffsetPastTheEndStartsANewAttemptsFileFromTheTop) {
+  TempDir d;
+  d.write("rank-0.log", "new\n");
+  auto r = read_log(d.path + "/rank-0.log", 1000, 1 << 20);
+  EXPECT_EQ(r.bytes, "new\n");
+  EXPECT_EQ(r.next_offset, 4);
+}
+
+TEST(LogFiles, MissingFilesAndOddArguments) {
+  TempDir d;
+  auto r = read_log(d.path + "/nope.log", 5, 100);
+  EXPECT_EQ(r.bytes, "");
+  EXPECT_EQ(r.next_offset, 5);
+  d.write("x.log", "a\n");
+  EXPECT_EQ(read_log(d.path + "/x.log", -3, 100).bytes, "a\n");
+  EXPECT_EQ(read_log(d.path + "/x.log", 0, -1).bytes, "");
+  EXPECT_EQ(tail_log(d.path + "/nope.log", 3).bytes, "");
+}
+
+TEST(LogFiles, Tail) {
+  TempDir d;
+  d.write("r.log", "1\n2\n3\n4\n");
+  EXPECT_EQ(tail_log(d.path + "/r.log", 2).bytes, "3\n4\n");
+  EXPECT_EQ(tail_log(d.path + "/r.log", 2).next_offset, 8);
+  EXPECT_EQ(tail_log(d.path + "/r.log", 10).bytes, "1\n2\n3\n4\n");
+  EXPECT_EQ(tail_log(d.path + "/r.log", 0).bytes, "");
+  EXPECT_EQ(tail_log(d.path + "/r.log", 0).next_offset, 8);
+  // Across the 64 KiB blocks it reads backwards in.
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "line " + std::to_string(i) + "\n";
+  d.write("big.log", big);
+  EXPECT_EQ(tail_log(d.path + "/big.log", 2).bytes, "line 19998\nline 19999\n");
+  EXPECT_EQ(tail_log(d.path + "/big.log", 20000).bytes, big);
+}
+
+TEST(LogFiles, ListsLogFilesByName) {
+  TempDir d;
+  d.write("rank-1.log", "abc\n");
+  d.write("head.log", "");
+  d.write("notes.txt", "x");
+  d.write(".log", "x");
+  ::mkdir((d.path + "/attempt-1").c_str(), 0755);
+  ::mkdir((d.path + "/dir.log").c_str(), 0755);
+  auto all = list_logs(d.path);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].stream, "head");
+  EXPECT_EQ(all[0].bytes, 0);
+  EXPECT_EQ(all[1].stream, "rank-1");
+  EXPECT_EQ(all[1].bytes, 4);
+  EXPECT_TRUE(list_logs(d.path + "/none").empty());
+}
