@@ -7,14 +7,15 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev libboost-program-options-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev libcpp-httplib-dev
-  python3 procps iproute2
+  libjs-chart.js python3 procps iproute2
 )
 # Test-only extras: a real PyTorch for the DDP test, pytest for the Python package
 # (prometheus_client parses /metrics there),
 # venv for the Ray tests (they pip-install Ray once into build/ray-venv), OpenMPI
-# for the fan-out bench.
+# for the fan-out bench; headless Chromium and Selenium for the dashboard's browser tests.
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev)
+  packages+=(python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev
+    chromium chromium-driver python3-selenium)
 fi
 
 sudo=""

@@ -2,6 +2,8 @@
 // $ATL_ADDRESS) and asks it things. Exit codes: 0 ok, 1 command failed,
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
 #include <caf/all.hpp>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iomanip>
@@ -50,6 +52,7 @@ const char* kTopHelp =
     "  debug                            as stop: park the job in debugStop\n"
     "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
     "  events [--json]                  the job's timeline: states, faults, restarts\n"
+    "  dashboard-url [--json]           the dashboard's address, with a link that logs in\n"
     "  taint -a list|set|remove [-n NODES|all]  keep ranks off nodes\n"
     "\n"
     "RANKS: all, 1,2,3, 1-8 or 0,2-4,7.\n"
@@ -397,6 +400,43 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
   return kExitOk;
 }
 
+// --- dashboard-url -------------------------------------------------------------
+
+void dashboard_options(po::options_description& desc) {
+  desc.add_options()("json", "print {\"url\", \"token\"} as JSON")(
+      "no-token", "print the bare URL (the login page asks for the token)");
+}
+
+int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
+  if (vm.count("json") && vm.count("no-token"))
+    die(kExitUsage, "dashboard-url: --json and --no-token exclude each other");
+  Answer answer =
+      client.answer_or_die(caf::make_message(atl::dashboard_atom::value), std::chrono::seconds(10));
+  if (answer.code != 0) die(answer.code, "dashboard-url: " + answer.text);
+  auto j = nlohmann::json::parse(answer.text);
+  if (vm.count("json")) {
+    std::cout << j.dump(2) << "\n";
+  } else if (vm.count("no-token")) {
+    std::cout << j["url"].get<std::string>() << "\n";
+  } else {
+    // The login link: the page trades the token for a session cookie and
+    // drops it from the address bar. A mounted token may hold any printable
+    // character: all but [A-Za-z0-9._~-] percent-encoded.
+    std::string query;
+    for (unsigned char c : j["token"].get<std::string>()) {
+      if (std::isalnum(c) || c == '.' || c == '_' || c == '~' || c == '-') {
+        query += static_cast<char>(c);
+      } else {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", c);
+        query += hex;
+      }
+    }
+    std::cout << j["url"].get<std::string>() << "/login?token=" << query << "\n";
+  }
+  return kExitOk;
+}
+
 // --- dispatch ------------------------------------------------------------------
 
 // Parses a command's own flags before any connection: --help and usage errors
@@ -495,6 +535,13 @@ int main(int argc, char** argv) {
         "Prints the job's timeline, oldest first: state changes, faults with their\n"
         "reasons, restarts, deleted and rejoined pods. Times are UTC.",
         events_options, cmd_events}},
+      {"dashboard-url",
+       {"Usage: atlctl dashboard-url [--json | --no-token]\n\n"
+        "Prints the head's dashboard address with a link that logs in\n"
+        "(https://HOST:PORT/login?token=TOKEN): open it in a browser that reaches\n"
+        "the head (kubectl port-forward, or the platform's proxy). The token is the\n"
+        "job's (<state-dir>/dashboard-token on the head): keep the link to yourself.",
+        dashboard_options, cmd_dashboard_url}},
   };
   auto it = commands.find(command);
   if (it == commands.end())

@@ -24,8 +24,11 @@
 #include "atl/os/job_store.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "atl/os/secrets.hpp"
 #include "atl/os/termination_signals.hpp"
 #include "atl/os/tls_credentials.hpp"
+#include "dashboard_server.hpp"
+#include "head_queries.hpp"
 #include "local_pods.hpp"
 #include "metrics_server.hpp"
 
@@ -47,7 +50,11 @@ struct HeadOptions {
   atl::Millis linger{0};
   std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
   bool insecure = false;
-  int metrics_port = -1;  // --metrics-port: -1 off, 0 any free port
+  int metrics_port = -1;      // --metrics-port: -1 off, 0 any free port
+  int dashboard_port = 8265;  // -1 off, 0 any free port (ray mode: 8266, Ray's own has 8265)
+  bool dashboard_port_given = false;
+  std::string dashboard_bind;        // default: --bind
+  std::string dashboard_token_file;  // default: <state-dir>/dashboard-token, made once
   std::string metrics_bind = "127.0.0.1";
   std::string ray_bin = "ray";         // ray mode: `ray` of the image
   std::string ray_python = "python3";  // the Python beside it (has the ray module)
@@ -117,6 +124,15 @@ HeadOptions parse_options(int argc, char** argv) {
       "'metrics http://...'); off by default")(
       "metrics-bind", po::value<std::string>(),
       "address the metrics port listens on (default 127.0.0.1: no authentication there)")(
+      "dashboard-port", po::value<std::string>(),
+      "the dashboard's port (default 8265 as Ray's; 8266 in ray mode, where Ray's dashboard "
+      "has 8265; a default that is taken falls back to any free port), 0 any free port, off "
+      "none; printed as 'dashboard https://HOST:PORT'")(
+      "dashboard-bind", po::value<std::string>(),
+      "address the dashboard listens on (default: --bind)")(
+      "dashboard-token-file", po::value<std::string>(),
+      "the dashboard's login token, e.g. a mounted Secret (default: <state-dir>/dashboard-token, "
+      "made 0600 on the first start)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
       "make-tls", po::value<std::string>(),
@@ -244,6 +260,32 @@ HeadOptions parse_options(int argc, char** argv) {
       atl::cli::usage_error("headnode", "--metrics-bind needs --metrics-port");
     opt.metrics_bind = vm["metrics-bind"].as<std::string>();
   }
+  if (vm.count("dashboard-port")) {
+    const std::string v = vm["dashboard-port"].as<std::string>();
+    opt.dashboard_port_given = true;
+    if (v == "off") {
+      opt.dashboard_port = -1;
+    } else {
+      std::size_t used = 0;
+      int port = -1;
+      try {
+        port = std::stoi(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != v.size() || port < 0 || port > 65535)
+        atl::cli::usage_error("headnode",
+                              "--dashboard-port: '" + v + "' is not a port (0 to 65535) or 'off'");
+      opt.dashboard_port = port;
+    }
+  } else if (job.mode == atl::JobMode::ray) {
+    opt.dashboard_port = 8266;
+  }
+  for (const char* flag : {"dashboard-bind", "dashboard-token-file"})
+    if (vm.count(flag) && opt.dashboard_port < 0)
+      atl::cli::usage_error("headnode", std::string("--") + flag + " needs the dashboard on");
+  if (vm.count("dashboard-bind")) opt.dashboard_bind = vm["dashboard-bind"].as<std::string>();
+  if (vm.count("dashboard-token-file"))
+    opt.dashboard_token_file = vm["dashboard-token-file"].as<std::string>();
   if (vm.count("linger"))
     opt.linger = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
@@ -272,6 +314,9 @@ HeadOptions parse_options(int argc, char** argv) {
     opt.advertise = (opt.bind == "0.0.0.0" || opt.bind == "::") ? atl::os::host_name() : opt.bind;
   if (auto ok = atl::os::check_resolvable(opt.bind); !ok)
     atl::cli::usage_error("headnode", "--bind: " + ok.error());
+  if (opt.dashboard_bind.empty()) opt.dashboard_bind = opt.bind;
+  if (auto ok = atl::os::check_resolvable(opt.dashboard_bind); !ok)
+    atl::cli::usage_error("headnode", "--dashboard-bind: " + ok.error());
   if (vm.count("tls-dir")) opt.tls_dir = vm["tls-dir"].as<std::string>();
   opt.insecure = vm.count("insecure") > 0;
   if (opt.insecure && !opt.tls_dir.empty())
@@ -318,12 +363,51 @@ std::optional<atl::os::TlsFiles> head_credentials(const HeadOptions& opt) {
   return std::move(files).value();
 }
 
+// The dashboard, listening before anything starts (a port given and taken
+// is a failure now, not after the job began); its address for the supervisor.
+std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
+    const HeadOptions& opt, const std::optional<atl::os::TlsFiles>& tls, std::string* url,
+    std::string* token) {
+  if (opt.dashboard_port < 0) return nullptr;
+  auto loaded = opt.dashboard_token_file.empty()
+                    ? atl::os::load_or_make_dashboard_token(opt.state_dir + "/dashboard-token")
+                    : atl::os::load_dashboard_token(opt.dashboard_token_file);
+  if (!loaded)
+    atl::cli::usage_error(
+        "headnode",
+        (opt.dashboard_token_file.empty() ? "--state-dir: " : "--dashboard-token-file: ") +
+            loaded.error());
+  atl::headnode::DashboardConfig config;
+  config.bind = opt.dashboard_bind;
+  config.port = opt.dashboard_port;
+  config.port_given = opt.dashboard_port_given;
+  config.tls = tls;
+  config.token = *loaded;
+  config.logs_dir = opt.state_dir + "/logs";
+  config.job_id = opt.job.job_id;
+  auto dashboard = std::make_unique<atl::headnode::DashboardServer>(std::move(config));
+  std::string note;
+  auto port = dashboard->bind(&note);
+  if (!port) {
+    std::cerr << "headnode: --dashboard-port: " << port.error() << "\n";
+    std::exit(kExitFailed);
+  }
+  if (!note.empty()) std::cerr << "headnode: warning: dashboard: " << note << "\n";
+  const bool any = opt.dashboard_bind == "0.0.0.0" || opt.dashboard_bind == "::";
+  *url = std::string(dashboard->scheme()) + "://" + (any ? opt.advertise : opt.dashboard_bind) +
+         ":" + std::to_string(*port);
+  *token = *loaded;
+  return dashboard;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   HeadOptions opt = parse_options(argc, argv);
   prepare_state_dir(opt);
   auto tls = head_credentials(opt);
+  std::string dashboard_url, dashboard_token;
+  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token);
   atl::os::export_tls_choice(tls);  // the driver and local workers inherit it
   atl::os::TerminationSignals::block_in_this_thread();
   auto log = atl::component_logger("headnode");
@@ -340,6 +424,7 @@ int main(int argc, char** argv) {
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
   std::unique_ptr<atl::headnode::MetricsServer> metrics;
+  std::shared_ptr<atl::headnode::HeadQueries> queries;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   {
     atl::AtlSystemConfig cfg{tls};
@@ -360,6 +445,8 @@ int main(int argc, char** argv) {
     config.resumed = std::move(resumed);
     config.ray_bin = opt.ray_bin;
     config.ray_python = opt.ray_python;
+    config.dashboard_url = dashboard_url;
+    config.dashboard_token = dashboard_token;
     auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
@@ -373,6 +460,7 @@ int main(int argc, char** argv) {
                 << sys.render(port.error()) << "\n";
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+      dashboard.reset();
       return kExitFailed;
     }
     std::string address = opt.advertise + ":" + std::to_string(*port);
@@ -390,12 +478,19 @@ int main(int argc, char** argv) {
       }
     } withdraw{published ? *published : "", pointer.job_id, pointer.pod};
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
+    queries = std::make_shared<atl::headnode::HeadQueries>(sys, supervisor, sink);
+    if (dashboard) {
+      dashboard->serve(queries);
+      std::cout << "dashboard " << dashboard_url << std::endl;
+    }
     if (opt.metrics_port >= 0) {
-      metrics = std::make_unique<atl::headnode::MetricsServer>(sys, supervisor, sink);
+      metrics = std::make_unique<atl::headnode::MetricsServer>(queries);
       auto served = metrics->start(opt.metrics_bind, opt.metrics_port);
       if (!served) {
         std::cerr << "headnode: --metrics-port: " << served.error() << "\n";
         metrics.reset();
+        dashboard.reset();
+        queries.reset();
         caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
         caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
         return kExitFailed;
@@ -421,7 +516,10 @@ int main(int argc, char** argv) {
                      std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
-    metrics.reset();  // its HTTP threads end before the actor system does
+    // The HTTP servers' threads end before the actor system does.
+    metrics.reset();
+    dashboard.reset();
+    queries.reset();
     // Ranks were stopped (with the grace) before the outcome; what is left is
     // the actor system's teardown: bounded, so the head never hangs here.
     watchdog =

@@ -2,75 +2,32 @@
 
 #include <httplib.h>
 
-#include <caf/all.hpp>
-#include <future>
 #include <thread>
 
-#include "atl/actors/messages.hpp"
-#include "atl/core/metrics.hpp"
-
-namespace atl::headnode {
-
-namespace {
-
-constexpr auto kScrapeTimeout = std::chrono::seconds(5);
-
-// A scrape's two questions, asked from an actor (HTTP threads only
-// anon_send to it: CAF 0.17 and long-lived foreign threads, see libatl).
-using ScrapeJob = std::shared_ptr<std::promise<Expected<std::string>>>;
-
-}  // namespace
-}  // namespace atl::headnode
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(atl::headnode::ScrapeJob)
+#include "http_socket.hpp"
 
 namespace atl::headnode {
 
 struct MetricsServer::Impl {
-  caf::actor asker;
+  std::shared_ptr<HeadQueries> queries;
   httplib::Server server;
   std::thread thread;
 };
 
-MetricsServer::MetricsServer(caf::actor_system& sys, const caf::actor& supervisor,
-                             const caf::actor& sink)
+MetricsServer::MetricsServer(std::shared_ptr<HeadQueries> queries)
     : impl_(std::make_unique<Impl>()) {
-  impl_->asker = sys.spawn([supervisor, sink](caf::event_based_actor* self) -> caf::behavior {
-    return {[self, supervisor, sink](ScrapeJob& job) {
-      self->request(supervisor, kScrapeTimeout, info_atom::value)
-          .then(
-              [self, sink, job](std::string& status) {
-                self->request(sink, kScrapeTimeout, metrics_atom::value)
-                    .then([job, status](
-                              std::string& logs) { job->set_value(prometheus_text(status, logs)); },
-                          [job](caf::error& err) {
-                            job->set_value(
-                                make_error("the log sink did not answer: " + caf::to_string(err)));
-                          });
-              },
-              [job](caf::error& err) {
-                job->set_value(make_error("the supervisor did not answer: " + caf::to_string(err)));
-              });
-    }};
-  });
-  impl_->server.Get("/metrics", [asker = impl_->asker](const httplib::Request&,
-                                                       httplib::Response& res) {
-    auto job = std::make_shared<std::promise<Expected<std::string>>>();
-    auto answer = job->get_future();
-    caf::anon_send(asker, job);
-    if (answer.wait_for(kScrapeTimeout + std::chrono::seconds(1)) != std::future_status::ready) {
-      res.status = 503;
-      res.set_content("the supervisor did not answer in time\n", "text/plain");
-      return;
-    }
-    auto text = answer.get();
-    if (!text) {
-      res.status = 503;
-      res.set_content(text.error() + "\n", "text/plain");
-      return;
-    }
-    res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
-  });
+  impl_->queries = std::move(queries);
+  use_port_exclusively(impl_->server);
+  impl_->server.Get("/metrics",
+                    [q = impl_->queries](const httplib::Request&, httplib::Response& res) {
+                      auto text = q->prometheus();
+                      if (!text) {
+                        res.status = 503;
+                        res.set_content(text.error() + "\n", "text/plain");
+                        return;
+                      }
+                      res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
+                    });
   impl_->server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404) res.set_content("not found: the head serves /metrics\n", "text/plain");
   });
@@ -79,7 +36,6 @@ MetricsServer::MetricsServer(caf::actor_system& sys, const caf::actor& superviso
 MetricsServer::~MetricsServer() {
   impl_->server.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
-  caf::anon_send_exit(impl_->asker, caf::exit_reason::user_shutdown);
 }
 
 Expected<std::uint16_t> MetricsServer::start(const std::string& bind, int port) {

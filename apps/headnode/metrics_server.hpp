@@ -1,22 +1,23 @@
 // The head's Prometheus endpoint: GET /metrics on its own port (bound to
 // 127.0.0.1 unless told otherwise, no authentication: only what a scraper on
-// the pod, or a port-forward, reaches). Each scrape asks the supervisor for
-// its status (as atlctl status --json) and the log sink for its counters, and
-// renders them with atl::prometheus_text; a scrape never waits more than 5 s.
+// the pod, or a port-forward, reaches). The dashboard serves the same text
+// behind its token. Each scrape asks the supervisor for its status (as atlctl
+// status --json) and the log sink for its counters (HeadQueries); a scrape
+// never waits more than 6 s.
 #pragma once
 
-#include <caf/fwd.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "atl/core/expected.hpp"
+#include "head_queries.hpp"
 
 namespace atl::headnode {
 
 class MetricsServer {
  public:
-  MetricsServer(caf::actor_system& sys, const caf::actor& supervisor, const caf::actor& sink);
+  explicit MetricsServer(std::shared_ptr<HeadQueries> queries);
   ~MetricsServer();  // stops serving and joins its threads
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 class Cluster:
-    def __init__(self, workers, entrypoint="exec sleep 600", extra=()):
+    def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
+                 nproc_per_node=1):
         self.dir = tempfile.mkdtemp(prefix="atl-py-")
         self.state = os.path.join(self.dir, "state")
         self.job_id = "jo-py" + str(os.getpid())
@@ -28,7 +29,8 @@ class Cluster:
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         env["ATL_JOB_FILE"] = os.path.join(self.dir, "job.json")  # not /run/atl
         self.head = subprocess.Popen(
-            [os.path.join(BIN, "headnode"), "--mode", "driver", "--workers", str(workers),
+            [os.path.join(BIN, "headnode"), "--mode", mode, "--workers", str(workers),
+             "--nproc-per-node", str(nproc_per_node),
              "--local-workers", str(workers), "--port", "0", "--bind", "127.0.0.1",
              "--job-id", self.job_id, "--state-dir", self.state, *extra, "--", entrypoint],
             stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -41,6 +43,24 @@ class Cluster:
             time.sleep(0.02)
         assert self.address, self.output()
         self.tls = os.path.join(self.state, "tls")
+        self.env = env
+
+    def line(self, prefix, timeout=30):
+        """The first line of the head's output that starts with prefix."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for line in self.output().splitlines():
+                if line.startswith(prefix):
+                    return line
+            time.sleep(0.05)
+        raise AssertionError("no line starting with %r in:\n%s" % (prefix, self.output()))
+
+    def atlctl(self, *args, check=True):
+        r = subprocess.run([os.path.join(BIN, "atlctl"), *args], env=self.env,
+                           capture_output=True, text=True, timeout=120)
+        if check:
+            assert r.returncode == 0, (args, r.returncode, r.stdout, r.stderr)
+        return r
 
     def output(self):
         return open(self.out_path).read()

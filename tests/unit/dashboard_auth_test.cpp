@@ -3,6 +3,14 @@
 #include "atl/core/dashboard_auth.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "atl/os/secrets.hpp"
 
 using namespace atl;
 using namespace std::chrono_literals;
@@ -160,4 +168,36 @@ TEST(DashboardAuth, ARepeatedSessionIdIsRefused) {
   EXPECT_FALSE(t.login(kToken, now).ok());
   SessionTable empty(kToken, {}, [] { return std::string(); });
   EXPECT_FALSE(empty.login(kToken, now).ok());
+}
+
+// The token's file: made once (0600), read back, refused when damaged.
+TEST(DashboardToken, MadeOnceThenKept) {
+  char tmpl[] = "/tmp/atl-token-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string path = dir + "/dashboard-token";
+  auto made = atl::os::load_or_make_dashboard_token(path);
+  ASSERT_TRUE(made.ok()) << made.error();
+  EXPECT_EQ(made->size(), 43u);
+  EXPECT_TRUE(validate_dashboard_token(*made).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = atl::os::load_or_make_dashboard_token(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *made);
+  EXPECT_NE(atl::os::random_token(43), atl::os::random_token(43));
+  for (char c : atl::os::random_token(500))
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)));
+
+  std::ofstream(path) << "short\n";
+  auto bad = atl::os::load_dashboard_token(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().find(path), std::string::npos);
+  EXPECT_NE(bad.error().find("too short"), std::string::npos);
+  EXPECT_FALSE(atl::os::load_or_make_dashboard_token(path).ok());  // damaged: never replaced
+  auto missing = atl::os::load_dashboard_token(dir + "/none");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("cannot read"), std::string::npos);
+  EXPECT_FALSE(atl::os::load_or_make_dashboard_token(dir + "/no/such/dir/token").ok());
+  std::system(("rm -rf " + dir).c_str());
 }

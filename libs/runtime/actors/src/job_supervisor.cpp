@@ -1444,6 +1444,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         return taint_nodes(self, action, nodes);
       },
       [self](events_atom) { return events_json(self->state); },
+      [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
+        const auto& c = self->state.config;
+        if (c.dashboard_url.empty())
+          return {1, "the head serves no dashboard (headnode --dashboard-port off)"};
+        return {0, nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
+      },
       [self](pg_create_atom, const std::string& name, const std::string& strategy,
              const std::string& bundles, std::int64_t timeout_ms) {
         return create_group(self, name, strategy, bundles, timeout_ms);

@@ -36,6 +36,10 @@ struct SupervisorConfig {
   // Ray mode: the `ray` command of the image, and the Python that has `ray`.
   std::string ray_bin = "ray";
   std::string ray_python = "python3";
+  // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and
+  // the token that logs in. Whoever the control plane lets in may have both.
+  std::string dashboard_url{};
+  std::string dashboard_token{};
   // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
   // handler (status -v/--json) throws, to prove that an exception fails the
   // job and ends the head, never hangs it.
@@ -53,6 +57,7 @@ void settle_outcome(std::promise<int>& outcome, int code);
 //   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
 //   (disk_error_atom, string)   from the LogSink: a log cannot be written; the job fails
 //   (events_atom) -> string     JSON: the job's timeline (atlctl events)
+//   (dashboard_atom) -> (int32, string)  0 and JSON {url, token}; 1 and why when it is off
 //   (delete_atom, string pods) -> (int32, string)  atlctl delete: those pods leave and
 //                               are recreated; in command the job restarts (one restart)
 // Workers send (heartbeat_atom, string pod) every heartbeat interval and get

@@ -48,10 +48,11 @@ using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> a
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
 using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;    // atlctl -> supervisor
-using attempt_atom = caf::atom_constant<caf::atom("attempt")>;  // supervisor -> sink
-using probe_atom = caf::atom_constant<caf::atom("probe")>;      // supervisor -> agent: listen
-using reach_atom = caf::atom_constant<caf::atom("reach")>;      // supervisor -> agent: connect
-using events_atom = caf::atom_constant<caf::atom("events")>;    // atlctl -> supervisor
+using attempt_atom = caf::atom_constant<caf::atom("attempt")>;      // supervisor -> sink
+using probe_atom = caf::atom_constant<caf::atom("probe")>;          // supervisor -> agent: listen
+using reach_atom = caf::atom_constant<caf::atom("reach")>;          // supervisor -> agent: connect
+using events_atom = caf::atom_constant<caf::atom("events")>;        // atlctl -> supervisor
+using dashboard_atom = caf::atom_constant<caf::atom("dashboard")>;  // atlctl -> supervisor
 // Placement groups (the C API -> supervisor), each answered (code, text):
 // create (name, strategy, bundles JSON, timeout ms) -> the group's JSON;
 // wait (id, timeout ms) -> once placed, failed or removed; remove (id);

@@ -1,0 +1,322 @@
+// atl's dashboard: one page, views chosen by the URL's hash (#job, #pods,
+// #ranks, #logs/STREAM, #runs/N, #burn/N). Data from the head's /api/ (the
+// same documents atlctl status --json and events --json print); text goes in
+// with textContent only.
+'use strict';
+
+const state = { status: null, events: [], view: null, arg: null, follow: null, charts: [],
+                renderedBurn: null, afterAttach: [] };
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function table(headers, rows, id) {
+  const head = el('tr', {}, headers.map((h) => el('th', { text: h })));
+  const body = rows.map((r) => el('tr', {}, r.map((c) =>
+    c instanceof Node ? el('td', {}, c) : el('td', typeof c === 'number' ? { class: 'num' } : {}, c ?? ''))));
+  return el('table', id ? { id } : {}, el('thead', {}, head), el('tbody', {}, body));
+}
+
+function stateSpan(s) { return el('span', { class: 'state-' + s, text: s }); }
+function card(label, value, id) {
+  return el('div', { class: 'card' }, el('div', { class: 'label', text: label }),
+            el('div', id ? { class: 'value', id } : { class: 'value' }, value));
+}
+function bytes(n) {
+  if (n === undefined) return '';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return n.toFixed(i ? 1 : 0) + ' ' + units[i];
+}
+function when(ms) { return new Date(ms).toLocaleString(); }
+
+async function api(path) {
+  const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
+  if (r.status === 401) { window.location.href = '/login'; throw new Error('logged out'); }
+  if (!r.ok) throw new Error(path + ': ' + r.status + ' ' + (await r.text()));
+  return r.json();
+}
+
+// --- views --------------------------------------------------------------------
+
+function viewJob(v) {
+  const s = state.status;
+  const world = s.mode === 'spmd' ? s.world_size : '—';
+  v.append(el('div', { class: 'cards' },
+    card('State', stateSpan(s.state), 'card-state'), card('Mode', s.mode),
+    card('Attempt', s.attempt), card('Restarts used', s.restarts + ' / ' + s.max_restarts, 'card-restarts'),
+    card('Workers', s.workers + (s.spare_workers ? ' + ' + s.spare_workers + ' spare' : '')),
+    card('World size', world), card('Head', s.address)));
+  if (s.failure) v.append(el('p', { class: 'error', id: 'failure', text: 'Failure: ' + s.failure }));
+  if (s.attempts && s.attempts.length) {
+    v.append(el('h2', { text: 'Attempts' }), el('ul', {}, s.attempts.map((a) => el('li', { text: a }))));
+  }
+  if (s.taints && s.taints.length) {
+    v.append(el('h2', { text: 'Taints' }), table(['Node', 'Source', 'Reason', 'Since'],
+      s.taints.map((t) => [t.node, t.source, t.reason, when(t.since_ms)])));
+  }
+  v.append(el('h2', { text: 'Timeline' }));
+  const events = state.events.slice().reverse();
+  v.append(events.length ? table(['Time', 'Kind', 'Event'],
+    events.map((e) => [when(e.time_ms), e.kind, e.text]), 'timeline')
+    : el('p', { class: 'muted', text: 'No events yet.' }));
+}
+
+function viewPods(v) {
+  const s = state.status;
+  v.append(el('h2', { text: 'Pods (' + s.pods.length + ')' }));
+  v.append(table(['Pod', 'State', 'Role', 'Node', 'Address', 'CPUs', 'GPUs', 'Memory', 'Heartbeat age', 'Tainted', 'Log'],
+    s.pods.map((p) => {
+      const idx = p.name.lastIndexOf('-worker-');
+      const stream = idx >= 0 ? 'pod-worker-' + p.name.slice(idx + 8) : null;
+      return [p.name, stateSpan(p.state), p.role ? stateSpan(p.role) : '', p.node, p.address, p.cpus,
+        p.gpus, bytes(p.memory), p.heartbeat_age_ms === undefined ? '' : p.heartbeat_age_ms + ' ms',
+        p.tainted ? 'yes' : 'no', stream ? el('a', { href: '#logs/' + stream, text: 'log' }) : ''];
+    }), 'pods'));
+}
+
+function rankExit(r) {
+  if (r.state !== 'exited') return '';
+  let t = r.signal ? 'signal ' + r.signal : 'exit ' + r.exit_code;
+  if (r.note) t += ' (' + r.note + ')';
+  return t;
+}
+
+function viewRanks(v) {
+  const s = state.status;
+  if (!s.ranks.length) {
+    v.append(el('p', { class: 'muted', text: s.mode === 'spmd' ? 'No ranks are running.' : 'A ' + s.mode + '-mode job has no ranks: see its driver log.' }));
+    if (s.mode !== 'spmd') v.append(el('a', { href: '#logs/driver', text: 'driver log' }));
+    return;
+  }
+  v.append(el('h2', { text: 'Ranks (' + s.ranks.length + ')' }));
+  v.append(table(['Rank', 'Pod', 'PID', 'State', 'Exit', 'Log'], s.ranks.map((r) => [
+    r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
+    el('a', { href: '#logs/rank-' + r.stream, text: 'rank-' + r.stream + '.log' })]), 'ranks'));
+}
+
+function stopFollowing() {
+  if (state.follow) { state.follow.close(); state.follow = null; }
+}
+
+async function viewLogs(v) {
+  const list = await api('/api/logs');
+  const current = state.arg || (list.find((l) => l.stream.startsWith('rank-')) || list[0] || {}).stream;
+  const select = el('select', { id: 'log-stream' }, list.map((l) => {
+    const o = el('option', { value: l.stream, text: l.stream + ' (' + bytes(l.bytes) + ')' });
+    if (l.stream === current) o.selected = true;
+    return o;
+  }));
+  select.addEventListener('change', () => { window.location.hash = '#logs/' + select.value; });
+  const follow = el('input', { type: 'checkbox', id: 'log-autoscroll', checked: '' });
+  const status = el('span', { class: 'muted', id: 'log-status' });
+  v.append(el('div', { class: 'toolbar' }, el('label', { for: 'log-stream', text: 'Log' }), select,
+    el('label', {}, follow, ' keep at the end'), status));
+  const pre = el('pre', { class: 'log', id: 'log' });
+  v.append(pre);
+  if (!current) { status.textContent = 'no logs yet'; return; }
+  const first = await api('/api/logs/' + encodeURIComponent(current) + '?tail=1000');
+  pre.textContent = first.text;
+  pre.scrollTop = pre.scrollHeight;
+  const source = new EventSource('/api/logs/' + encodeURIComponent(current) + '/follow?offset=' + first.next_offset);
+  state.follow = source;
+  source.onopen = () => { status.textContent = 'following ' + current; };
+  source.onerror = () => { status.textContent = 'reconnecting…'; };
+  source.onmessage = (e) => {
+    const chunk = JSON.parse(e.data);
+    pre.append(document.createTextNode(chunk.text));
+    // Keep the page light: at most ~2 MB of text in it.
+    if (pre.textContent.length > 2e6) pre.textContent = pre.textContent.slice(-1e6);
+    if (follow.checked) pre.scrollTop = pre.scrollHeight;
+  };
+}
+
+async function viewRuns(v) {
+  const s = state.status;
+  v.append(el('h2', { text: 'Debug runs' }));
+  if (!s.runs.length) {
+    v.append(el('p', { class: 'muted', text: 'None yet: atlctl stop, then atlctl run / check / burn.' }));
+  } else {
+    v.append(table(['Run', 'Command', 'Ranks', 'Done', 'Output', 'Charts'], s.runs.slice().reverse().map((r) => [
+      r.run, el('code', { text: r.command }), r.ranks, r.done ? 'yes' : 'running',
+      el('a', { href: '#runs/' + r.run, text: 'output' }),
+      /^(burn|check)/.test(r.command) ? el('a', { href: '#burn/' + r.run, text: 'charts' }) : '']), 'runs'));
+  }
+  const checks = Object.entries(s.checks || {});
+  if (checks.length) {
+    v.append(el('h2', { text: 'Check verdicts' }), table(['Pod', 'Run', 'Verdict', 'Reason'],
+      checks.map(([pod, c]) => [pod, c.run, el('span', { class: c.passed ? 'pass' : 'fail', text: c.passed ? 'PASS' : 'FAIL' }), c.reason || ''])));
+  }
+  const run = state.arg ? Number(state.arg) : null;
+  if (!run) return;
+  const list = await api('/api/logs');
+  const prefix = 'run-' + run + '-rank-';
+  const streams = list.filter((l) => l.stream.startsWith(prefix));
+  v.append(el('h2', { text: 'Output of run ' + run }));
+  if (!streams.length) v.append(el('p', { class: 'muted', text: 'No output yet.' }));
+  for (const l of streams) {
+    const chunk = await api('/api/logs/' + l.stream + '?tail=200');
+    v.append(el('h3', {}, el('a', { href: '#logs/' + l.stream, text: l.stream })),
+      el('pre', { class: 'log short', 'data-stream': l.stream, text: chunk.text }));
+  }
+}
+
+function lineChart(canvasId, title, yLabel, datasets) {
+  const canvas = el('canvas', { id: canvasId });
+  const box = el('div', { class: 'chart-box' }, canvas);
+  const render = () => {
+    if (typeof Chart === 'undefined') return;
+    const chart = new Chart(canvas, {
+      type: 'line',
+      data: { datasets: colored(datasets) },
+      options: {
+        animation: false, maintainAspectRatio: false, parsing: false, normalized: true,
+        plugins: { title: { display: true, text: title } },
+        scales: { x: { type: 'linear', title: { display: true, text: 'round' } },
+                  y: { beginAtZero: true, title: { display: true, text: yLabel } } },
+      },
+    });
+    state.charts.push(chart);
+  };
+  return { box, render };
+}
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777',
+                 '#65a30d', '#475569', '#ea580c'];
+
+function series(points, keyOf, y) {
+  const groups = new Map();
+  for (const p of points) {
+    const k = keyOf(p);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push({ x: p.round, y: y(p) });
+  }
+  return [...groups.entries()].map(([label, data]) => ({ label, data, pointRadius: 0, borderWidth: 1.5 }));
+}
+
+function colored(datasets) {
+  return datasets.map((d, i) => ({ ...d, borderColor: PALETTE[i % PALETTE.length],
+                                   backgroundColor: PALETTE[i % PALETTE.length] }));
+}
+
+async function viewBurn(v) {
+  const s = state.status;
+  state.renderedBurn = null;
+  const burns = s.runs.filter((r) => /^(burn|check)/.test(r.command));
+  const run = state.arg ? Number(state.arg) : (burns.length ? burns[burns.length - 1].run : null);
+  const select = el('select', { id: 'burn-run' }, burns.slice().reverse().map((r) => {
+    const o = el('option', { value: r.run, text: 'run ' + r.run + ': ' + r.command });
+    if (r.run === run) o.selected = true;
+    return o;
+  }));
+  select.addEventListener('change', () => { window.location.hash = '#burn/' + select.value; });
+  v.append(el('div', { class: 'toolbar' }, el('label', { for: 'burn-run', text: 'Run' }), select));
+  if (s.figures && s.figures.length) {
+    v.append(el('h2', { text: 'Last figures per GPU' }), table(['Pod', 'GPU', 'Metric', 'Size', 'Value'],
+      s.figures.map((f) => [f.pod, f.gpu, f.metric, f.size || '', Number(f.value.toFixed(3))]), 'figures'));
+  }
+  if (!run) {
+    v.append(el('p', { class: 'muted', text: 'No burn or check has run yet: atlctl stop, then atlctl burn.' }));
+    return;
+  }
+  const report = await api('/api/runs/' + run + '/report');
+  const all = { allreduce: [], gemm: [], transfer: [] };
+  for (const [stream, r] of Object.entries(report.streams)) {
+    for (const a of r.allreduce) all.allreduce.push({ ...a, stream });
+    all.gemm.push(...r.gemm);
+    all.transfer.push(...r.transfer);
+  }
+  const charts = [];
+  if (all.allreduce.length) {
+    charts.push(lineChart('chart-allreduce', 'AllReduce BusBW per size per round', 'GB/s',
+      series(all.allreduce, (p) => p.size + ' (' + p.stream.replace(/^run-\d+-/, '') + ')', (p) => p.busbw_gbps)));
+  }
+  if (all.gemm.length) {
+    charts.push(lineChart('chart-gemm', 'GEMM TFLOP/s per GPU per round', 'TFLOP/s',
+      series(all.gemm, (p) => p.pod + ' GPU ' + p.gpu, (p) => p.tflops)));
+  }
+  if (all.transfer.length) {
+    charts.push(lineChart('chart-transfer', 'Host↔device GB/s per GPU per round', 'GB/s',
+      [...series(all.transfer, (p) => p.pod + ' GPU ' + p.gpu + ' H2D', (p) => p.h2d_gbps),
+       ...series(all.transfer, (p) => p.pod + ' GPU ' + p.gpu + ' D2H', (p) => p.d2h_gbps)]));
+  }
+  const runInfo = s.runs.find((r) => r.run === run);
+  v.append(el('h2', { text: 'Run ' + run + (runInfo && !runInfo.done ? ' (running)' : '') }));
+  if (!charts.length) v.append(el('p', { class: 'muted', id: 'burn-empty', text: 'No figures in this run\'s output (yet).' }));
+  v.append(el('div', { class: 'charts' }, charts.map((c) => c.box)));
+  // Drawn once the view is in the page (a detached canvas has no size).
+  state.afterAttach.push(...charts.map((c) => c.render));
+  state.renderedBurn = { run, done: runInfo ? runInfo.done : true };
+}
+
+const views = { job: viewJob, pods: viewPods, ranks: viewRanks, logs: viewLogs, runs: viewRuns, burn: viewBurn };
+
+// --- the loop -------------------------------------------------------------------
+
+async function refreshStatus() {
+  state.status = await api('/api/status');
+  state.events = await api('/api/events');
+  document.getElementById('job-id').textContent = state.status.job_id;
+  const badge = document.getElementById('job-state');
+  badge.textContent = state.status.state;
+  badge.className = 'badge state-' + state.status.state;
+  document.getElementById('footer').textContent = 'updated ' + new Date().toLocaleTimeString();
+}
+
+async function render() {
+  const [name, ...rest] = (window.location.hash.slice(1) || 'job').split('/');
+  const view = views[name] ? name : 'job';
+  state.view = view;
+  state.arg = rest.length ? decodeURIComponent(rest.join('/')) : null;
+  stopFollowing();
+  state.charts.forEach((c) => c.destroy());
+  state.charts = [];
+  for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.dataset.view === view);
+  const v = document.getElementById('view');
+  const fresh = el('main', { id: 'view', 'data-view': view });
+  state.afterAttach = [];
+  try {
+    await views[view](fresh);
+  } catch (err) {
+    fresh.append(el('p', { class: 'error', text: String(err.message || err) }));
+  }
+  v.replaceWith(fresh);
+  for (const f of state.afterAttach) f();
+  state.afterAttach = [];
+}
+
+// Tables refresh with the status; the log view keeps its stream, the burn view
+// redraws only while its run is still running.
+async function tick() {
+  try {
+    await refreshStatus();
+    if (['job', 'pods', 'ranks'].includes(state.view)) await render();
+    if (state.view === 'burn') {
+      const burns = state.status.runs.filter((r) => /^(burn|check)/.test(r.command));
+      const latest = burns.length ? burns[burns.length - 1].run : null;
+      const shown = state.renderedBurn;
+      if (!shown || !shown.done || (!state.arg && latest !== shown.run)) await render();
+    }
+  } catch (err) {
+    document.getElementById('footer').textContent = 'not updated: ' + (err.message || err);
+  }
+}
+
+window.addEventListener('hashchange', () => { render(); });
+(async () => {
+  try { await refreshStatus(); } catch (err) { /* render shows it */ }
+  await render();
+  setInterval(tick, 2000);
+})();

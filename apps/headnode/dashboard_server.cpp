@@ -1,0 +1,371 @@
+#include "dashboard_server.hpp"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <thread>
+
+#include "atl/core/dashboard_auth.hpp"
+#include "atl/gpu/burn_report.hpp"
+#include "atl/os/log_files.hpp"
+#include "atl/os/secrets.hpp"
+#include "http_socket.hpp"
+
+// The page's files, assembled into the binary (dashboard/assets.S.in).
+#define ATL_ASSET(name) extern "C" const char atl_asset_##name[], atl_asset_##name##_end[];
+ATL_ASSET(index_html)
+ATL_ASSET(login_html)
+ATL_ASSET(app_js)
+ATL_ASSET(style_css)
+ATL_ASSET(chart_js)
+#undef ATL_ASSET
+
+namespace atl::headnode {
+
+namespace {
+
+#define ATL_ASSET_VIEW(name) \
+  std::string_view(atl_asset_##name, static_cast<size_t>(atl_asset_##name##_end - atl_asset_##name))
+
+constexpr const char* kCookie = "atl_session";
+// Every follower holds one HTTP thread; the pool has room for them all and
+// for the page's own requests beside them.
+constexpr std::size_t kMaxFollowers = 200;
+constexpr std::size_t kThreads = kMaxFollowers + 56;
+constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+constexpr auto kFollowPing = std::chrono::seconds(15);
+constexpr std::int64_t kFollowChunk = 256 << 10;
+constexpr std::int64_t kReportBytesPerStream = 16 << 20;
+
+std::string json_error(const std::string& message) {
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace);
+}
+
+void send_json(httplib::Response& res, const std::string& body) {
+  res.set_content(body, "application/json");
+}
+
+void fail(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  send_json(res, json_error(message));
+}
+
+std::string chunk_json(const os::LogChunk& c) {
+  return nlohmann::json{{"text", c.bytes}, {"next_offset", c.next_offset}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A query parameter that must be a non-negative integer (absent: fallback).
+Expected<std::int64_t> int_param(const httplib::Request& req, const char* name,
+                                 std::int64_t fallback) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos)
+    return make_error(std::string(name) + ": '" + v + "' is not a non-negative integer");
+  return std::stoll(v);
+}
+
+bool is_public(const std::string& path) {
+  return path == "/login" || path == "/static/style.css" || path == "/favicon.ico";
+}
+
+}  // namespace
+
+struct DashboardServer::Impl {
+  DashboardConfig config;
+  std::unique_ptr<httplib::Server> server;
+  std::shared_ptr<HeadQueries> queries;
+  std::thread thread;
+  std::mutex mutex;  // guards sessions
+  SessionTable sessions;
+  std::atomic<bool> stopping{false};
+  std::atomic<std::size_t> followers{0};
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+
+  explicit Impl(DashboardConfig c)
+      : config(std::move(c)),
+        sessions(config.token, SessionLimits{}, [] { return os::random_token(43); }) {}
+
+  std::string log_path(const std::string& stream) const {
+    return config.logs_dir + "/" + stream + ".log";
+  }
+
+  Access access(const httplib::Request& req) {
+    std::optional<std::string> cookie;
+    if (req.has_header("Cookie")) cookie = cookie_value(req.get_header_value("Cookie"), kCookie);
+    std::optional<std::string> bearer;
+    if (req.has_header("Authorization"))
+      bearer = bearer_token(req.get_header_value("Authorization"));
+    std::lock_guard<std::mutex> lock(mutex);
+    return sessions.check(cookie, bearer, SessionTable::Clock::now());
+  }
+
+  // Sleeps up to `d`, less when the server is stopping; false then.
+  bool pause(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(stop_mutex);
+    return !stop_cv.wait_for(lock, d, [this] { return stopping.load(); });
+  }
+
+  void login_page(httplib::Response& res, const std::string& error) {
+    std::string page(ATL_ASSET_VIEW(login_html));
+    auto put = [&page](std::string_view mark, const std::string& text) {
+      if (auto at = page.find(mark); at != std::string::npos) page.replace(at, mark.size(), text);
+    };
+    put("<!--job-->", config.job_id);  // a validated job id: [a-z0-9-]
+    put("<!--error-->",
+        error.empty() ? "" : "<p class=\"error\" id=\"login-error\">" + error + "</p>");
+    res.set_content(page, "text/html; charset=utf-8");
+  }
+
+  void log_in(const std::string& token, httplib::Response& res) {
+    Expected<std::string> session = make_error("");
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      session = sessions.login(token, SessionTable::Clock::now());
+    }
+    if (!session) {
+      res.status = 401;
+      login_page(res, "Wrong token.");
+      return;
+    }
+    std::string cookie = std::string(kCookie) + "=" + *session + "; Path=/; HttpOnly; SameSite=Lax";
+    if (config.tls) cookie += "; Secure";
+    res.set_header("Set-Cookie", cookie);
+    res.set_redirect("/", 303);
+  }
+
+  void routes();
+  void follow(const std::string& stream, std::int64_t offset, httplib::Response& res);
+};
+
+void DashboardServer::Impl::routes() {
+  httplib::Server& s = *server;
+  s.set_default_headers({{"X-Content-Type-Options", "nosniff"},
+                         {"X-Frame-Options", "DENY"},
+                         {"Referrer-Policy", "no-referrer"},
+                         {"Cache-Control", "no-store"},
+                         {"Content-Security-Policy",
+                          "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}});
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (is_public(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    Access a = access(req);
+    if (a == Access::granted) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.path.rfind("/api/", 0) == 0 || req.path == "/metrics") {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"atl\"");
+      fail(res, 401, describe(a));
+    } else {
+      res.set_redirect("/login", 303);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  s.Get("/login", [this](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("token")) return log_in(req.get_param_value("token"), res);
+    login_page(res, "");
+  });
+  s.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
+    httplib::Params form;
+    httplib::detail::parse_query_text(req.body, form);
+    auto it = form.find("token");
+    log_in(it == form.end() ? "" : it->second, res);
+  });
+  s.Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
+    if (auto id = cookie_value(req.get_header_value("Cookie"), kCookie)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      sessions.logout(*id);
+    }
+    res.set_header("Set-Cookie", std::string(kCookie) + "=; Path=/; Max-Age=0");
+    res.set_redirect("/login", 303);
+  });
+  s.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+
+  auto asset = [&s](const char* path, std::string_view body, const char* type) {
+    s.Get(path, [body, type](const httplib::Request&, httplib::Response& res) {
+      res.set_content(body.data(), body.size(), type);
+    });
+  };
+  asset("/", ATL_ASSET_VIEW(index_html), "text/html; charset=utf-8");
+  asset("/static/app.js", ATL_ASSET_VIEW(app_js), "text/javascript; charset=utf-8");
+  asset("/static/style.css", ATL_ASSET_VIEW(style_css), "text/css; charset=utf-8");
+  asset("/static/chart.min.js", ATL_ASSET_VIEW(chart_js), "text/javascript; charset=utf-8");
+
+  auto from_actors = [this](Expected<std::string> (HeadQueries::*ask)()) {
+    return [this, ask](const httplib::Request&, httplib::Response& res) {
+      auto body = ((*queries).*ask)();
+      if (!body) return fail(res, 503, body.error());
+      send_json(res, *body);
+    };
+  };
+  s.Get("/api/status", from_actors(&HeadQueries::status));
+  s.Get("/api/events", from_actors(&HeadQueries::events));
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    auto text = queries->prometheus();
+    if (!text) {
+      res.status = 503;
+      return res.set_content(text.error() + "\n", "text/plain");
+    }
+    res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  s.Get("/api/logs", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& f : os::list_logs(config.logs_dir))
+      j.push_back({{"stream", f.stream}, {"bytes", f.bytes}});
+    send_json(res, j.dump());
+  });
+  // Stream names are what the log sink writes: [a-z0-9-], so never a path.
+  s.Get(R"(/api/logs/([a-z0-9-]{1,64}))", [this](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    const std::string path = log_path(req.matches[1]);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
+    if (req.has_param("tail")) {
+      auto lines = int_param(req, "tail", 0);
+      if (!lines) return fail(res, 400, lines.error());
+      return send_json(res, chunk_json(os::tail_log(path, std::min<std::int64_t>(*lines, 100000))));
+    }
+    auto offset = int_param(req, "offset", 0);
+    auto max = int_param(req, "max", 1 << 20);
+    if (!offset) return fail(res, 400, offset.error());
+    if (!max) return fail(res, 400, max.error());
+    send_json(res, chunk_json(os::read_log(path, *offset, *max)));
+  });
+  s.Get(R"(/api/logs/([a-z0-9-]{1,64})/follow)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          auto offset = int_param(req, "offset", 0);
+          if (!offset) return fail(res, 400, offset.error());
+          struct stat st {};
+          if (::stat(log_path(req.matches[1]).c_str(), &st) != 0)
+            return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
+          follow(req.matches[1], *offset, res);
+        });
+  s.Get(R"(/api/runs/(\d{1,9})/report)", [this](const httplib::Request& req,
+                                                httplib::Response& res) {
+    const std::string prefix = "run-" + std::string(req.matches[1]) + "-rank-";
+    nlohmann::json streams = nlohmann::json::object();
+    for (const auto& f : os::list_logs(config.logs_dir)) {
+      if (f.stream.rfind(prefix, 0) != 0) continue;
+      std::string text;
+      std::int64_t offset = 0;
+      while (static_cast<std::int64_t>(text.size()) < kReportBytesPerStream) {
+        auto chunk = os::read_log(log_path(f.stream), offset, 4 << 20);
+        if (chunk.bytes.empty()) break;
+        text += chunk.bytes;
+        offset = chunk.next_offset;
+      }
+      streams[f.stream] =
+          nlohmann::json::parse(gpu::burn_report_json(gpu::parse_burn_report(text)));
+    }
+    send_json(res, nlohmann::json{{"run", std::stoi(req.matches[1])}, {"streams", streams}}.dump());
+  });
+
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) fail(res, 404, "no such page: " + req.path);
+  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        fail(res, 500, "the dashboard failed on this request: " + what);
+      });
+}
+
+// Server-Sent Events: each new piece of the log as {"text", "next_offset"},
+// a comment line every kFollowPing so that a client that left is noticed.
+void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offset,
+                                   httplib::Response& res) {
+  if (followers.fetch_add(1) >= kMaxFollowers) {
+    followers.fetch_sub(1);
+    return fail(res, 503,
+                "too many log followers (" + std::to_string(kMaxFollowers) + "): try again later");
+  }
+  struct Follow {
+    std::string path;
+    std::int64_t offset;
+    std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+  };
+  auto f = std::make_shared<Follow>(Follow{log_path(stream), offset});
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, f](size_t, httplib::DataSink& sink) {
+        while (!stopping.load()) {
+          auto chunk = os::read_log(f->path, f->offset, kFollowChunk);
+          if (!chunk.bytes.empty()) {
+            f->offset = chunk.next_offset;
+            f->last_write = std::chrono::steady_clock::now();
+            std::string event = "data: " + chunk_json(chunk) + "\n\n";
+            return sink.write(event.data(), event.size());
+          }
+          if (std::chrono::steady_clock::now() - f->last_write >= kFollowPing) {
+            f->last_write = std::chrono::steady_clock::now();
+            static constexpr char kPing[] = ": ping\n\n";
+            return sink.write(kPing, sizeof kPing - 1);
+          }
+          if (!pause(kFollowPoll)) break;
+        }
+        return false;
+      },
+      [this](bool) { followers.fetch_sub(1); });
+}
+
+DashboardServer::DashboardServer(DashboardConfig config)
+    : impl_(std::make_unique<Impl>(std::move(config))) {
+  if (impl_->config.tls)
+    impl_->server = std::make_unique<httplib::SSLServer>(impl_->config.tls->cert.c_str(),
+                                                         impl_->config.tls->key.c_str());
+  else
+    impl_->server = std::make_unique<httplib::Server>();
+  impl_->server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  use_port_exclusively(*impl_->server);
+  impl_->routes();
+}
+
+DashboardServer::~DashboardServer() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->stop_mutex);
+    impl_->stopping = true;
+  }
+  impl_->stop_cv.notify_all();
+  impl_->server->stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+const char* DashboardServer::scheme() const { return impl_->config.tls ? "https" : "http"; }
+
+Expected<std::uint16_t> DashboardServer::bind(std::string* note) {
+  if (!impl_->server->is_valid())
+    return make_error("cannot load the job's certificate for HTTPS from " + impl_->config.tls->dir);
+  const std::string& host = impl_->config.bind;
+  int port = impl_->config.port;
+  int bound = port == 0 ? impl_->server->bind_to_any_port(host)
+                        : (impl_->server->bind_to_port(host, port) ? port : -1);
+  if (bound <= 0 && port != 0 && !impl_->config.port_given) {
+    bound = impl_->server->bind_to_any_port(host);
+    if (bound > 0 && note)
+      *note = "port " + std::to_string(port) + " is taken: the dashboard is on " +
+              std::to_string(bound) + " (give --dashboard-port to choose)";
+  }
+  if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
+  return static_cast<std::uint16_t>(bound);
+}
+
+void DashboardServer::serve(std::shared_ptr<HeadQueries> queries) {
+  impl_->queries = std::move(queries);
+  impl_->thread = std::thread([this] { impl_->server->listen_after_bind(); });
+}
+
+}  // namespace atl::headnode

@@ -1,0 +1,59 @@
+// The head's dashboard: pages (job, pods, ranks, live logs, debug runs,
+// burn/check charts), a JSON API under /api/ and Prometheus text at /metrics,
+// all behind the job's dashboard token, over HTTPS with the job's certificate
+// when TLS is on. Read-only: it changes nothing in the job (atlctl does that).
+//
+//   GET  /login[?token=T]  the login page; with a right token: a session cookie
+//   POST /login            form field `token`; POST /logout ends the session
+//   GET  /                 the page (app.js draws the views from the API)
+//   GET  /api/status       atlctl status --json          GET /api/events  the timeline
+//   GET  /api/logs         [{stream, bytes}] of <state-dir>/logs
+//   GET  /api/logs/S?offset=N[&max=B] | ?tail=N  {text, next_offset}
+//   GET  /api/logs/S/follow?offset=N  Server-Sent Events: {text, next_offset} as it grows
+//   GET  /api/runs/N/report   the burn figures in debug run N's output, per stream
+//   GET  /metrics          Prometheus text (a scraper sends Authorization: Bearer TOKEN)
+// Anything without a valid session or bearer token: 401 (API, /metrics) or a
+// redirect to /login (pages). Log reads go to the files directly, never
+// through the log sink: followers cost the job's log path nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "atl/core/expected.hpp"
+#include "atl/os/tls_credentials.hpp"
+#include "head_queries.hpp"
+
+namespace atl::headnode {
+
+struct DashboardConfig {
+  std::string bind = "127.0.0.1";
+  int port = 8265;          // 0: any free port
+  bool port_given = false;  // a default port that is taken falls back to any free one
+  std::optional<os::TlsFiles> tls;
+  std::string token;
+  std::string logs_dir;
+  std::string job_id;
+};
+
+class DashboardServer {
+ public:
+  explicit DashboardServer(DashboardConfig config);
+  ~DashboardServer();  // ends followers, stops serving, joins its threads
+  DashboardServer(const DashboardServer&) = delete;
+  DashboardServer& operator=(const DashboardServer&) = delete;
+
+  // Listens (answers nothing until serve); the port. `note` tells of a
+  // fallback from a taken default port.
+  Expected<std::uint16_t> bind(std::string* note);
+  void serve(std::shared_ptr<HeadQueries> queries);
+  const char* scheme() const;  // "https" or "http"
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace atl::headnode

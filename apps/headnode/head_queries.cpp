@@ -1,0 +1,86 @@
+#include "head_queries.hpp"
+
+#include <caf/all.hpp>
+#include <future>
+
+#include "atl/actors/messages.hpp"
+#include "atl/core/metrics.hpp"
+
+namespace atl::headnode {
+
+namespace {
+
+enum class Ask { status, events, log_stats };
+
+struct Question {
+  Ask ask;
+  std::promise<Expected<std::string>> answer;
+};
+using QuestionPtr = std::shared_ptr<Question>;
+
+}  // namespace
+}  // namespace atl::headnode
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(atl::headnode::QuestionPtr)
+
+namespace atl::headnode {
+
+struct HeadQueries::Impl {
+  caf::actor asker;
+  std::chrono::milliseconds timeout;
+
+  Expected<std::string> ask(Ask what) {
+    auto q = std::make_shared<Question>(Question{what, {}});
+    auto answer = q->answer.get_future();
+    caf::anon_send(asker, q);
+    // The asker's own request times out first; this is the backstop.
+    if (answer.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
+      return make_error("the head's actors did not answer in time");
+    return answer.get();
+  }
+};
+
+HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
+                         const caf::actor& sink, std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->timeout = timeout;
+  impl_->asker = sys.spawn([supervisor, sink,
+                            timeout](caf::event_based_actor* self) -> caf::behavior {
+    return {[self, supervisor, sink, timeout](QuestionPtr& q) {
+      auto ok = [q](std::string& text) { q->answer.set_value(std::move(text)); };
+      auto failed = [q](const char* who) {
+        return [q, who](caf::error& err) {
+          q->answer.set_value(
+              make_error(std::string(who) + " did not answer: " + caf::to_string(err)));
+        };
+      };
+      switch (q->ask) {
+        case Ask::status:
+          self->request(supervisor, timeout, info_atom::value).then(ok, failed("the supervisor"));
+          break;
+        case Ask::events:
+          self->request(supervisor, timeout, events_atom::value).then(ok, failed("the supervisor"));
+          break;
+        case Ask::log_stats:
+          self->request(sink, timeout, metrics_atom::value).then(ok, failed("the log sink"));
+          break;
+      }
+    }};
+  });
+}
+
+HeadQueries::~HeadQueries() { caf::anon_send_exit(impl_->asker, caf::exit_reason::user_shutdown); }
+
+Expected<std::string> HeadQueries::status() { return impl_->ask(Ask::status); }
+Expected<std::string> HeadQueries::events() { return impl_->ask(Ask::events); }
+Expected<std::string> HeadQueries::log_stats() { return impl_->ask(Ask::log_stats); }
+
+Expected<std::string> HeadQueries::prometheus() {
+  auto status = impl_->ask(Ask::status);
+  if (!status) return status;
+  auto logs = impl_->ask(Ask::log_stats);
+  if (!logs) return logs;
+  return prometheus_text(*status, *logs);
+}
+
+}  // namespace atl::headnode

@@ -1,0 +1,34 @@
+// What the head's HTTP servers (the dashboard, /metrics) ask the actors, from
+// their own threads: one asker actor does the requests (HTTP threads only
+// anon_send to it: CAF 0.17 and long-lived foreign threads, see libatl) and
+// each call waits for its answer, never longer than the timeout.
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::headnode {
+
+class HeadQueries {
+ public:
+  HeadQueries(caf::actor_system& sys, const caf::actor& supervisor, const caf::actor& sink,
+              std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  ~HeadQueries();
+  HeadQueries(const HeadQueries&) = delete;
+  HeadQueries& operator=(const HeadQueries&) = delete;
+
+  Expected<std::string> status();      // the supervisor's info: atlctl status --json
+  Expected<std::string> events();      // the job's timeline: atlctl events --json
+  Expected<std::string> log_stats();   // the log sink's byte and line counters per stream
+  Expected<std::string> prometheus();  // both of the above as Prometheus text
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace atl::headnode

@@ -1,0 +1,22 @@
+// Random secrets (OpenSSL's CSPRNG) and the dashboard token's file.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::os {
+
+// `chars` characters of [A-Za-z0-9] (5.95 bits each), from RAND_bytes.
+std::string random_token(std::size_t chars);
+
+// The token in `path` (its first line), checked by validate_dashboard_token;
+// the error names the file and what is wrong.
+Expected<std::string> load_dashboard_token(const std::string& path);
+
+// As load_dashboard_token when `path` exists; otherwise makes it (mode 0600,
+// 43 random characters: 256 bits) and returns the new token.
+Expected<std::string> load_or_make_dashboard_token(const std::string& path);
+
+}  // namespace atl::os

@@ -1,0 +1,344 @@
+"""The head's dashboard against a live spmd cluster (real headnode, workers
+and ranks on 127.0.0.1, HTTPS with the job's certificate): what it refuses
+without a session, that its API is `atlctl status --json`, /metrics behind
+the token, log following over Server-Sent Events, atlctl dashboard-url, and
+the pages in a real headless Chromium (Debian's chromium and chromium-driver,
+python3-selenium), with a screenshot of each page kept under
+build/test-artifacts/dashboard/ (not committed)."""
+import http.client
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import BIN, ROOT, Cluster
+
+ARTIFACTS = os.environ.get("ATL_TEST_ARTIFACTS",
+                           os.path.join(ROOT, "build", "test-artifacts", "dashboard"))
+RANK_SCRIPT = 'i=0; while true; do i=$((i+1)); echo "rank $RANK line $i"; sleep 0.2; done'
+
+
+class Http:
+    """HTTPS to the dashboard, trusting exactly the job's CA (the job's
+    certificate names no host, so the name is not checked)."""
+
+    def __init__(self, url, ca):
+        parts = urllib.parse.urlsplit(url)
+        assert parts.scheme == "https", url
+        self.host, self.port = parts.hostname, parts.port
+        self.ctx = ssl.create_default_context(cafile=ca)
+        self.ctx.check_hostname = False
+
+    def request(self, method, path, headers=None, body=None, timeout=30):
+        conn = http.client.HTTPSConnection(self.host, self.port, context=self.ctx,
+                                           timeout=timeout)
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        return r.status, r.headers, data
+
+    def get(self, path, token=None, cookie=None):
+        headers = {}
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        if cookie:
+            headers["Cookie"] = cookie
+        return self.request("GET", path, headers)
+
+
+@pytest.fixture(scope="module")
+def spmd():
+    c = Cluster(2, entrypoint=RANK_SCRIPT, mode="spmd", nproc_per_node=2,
+                extra=("--dashboard-port", "0", "--linger", "120s"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        c.url = c.line("dashboard ").split()[1]
+        c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
+        c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
+        yield c
+    finally:
+        c.stop()
+
+
+def test_token_file_is_private(spmd):
+    path = os.path.join(spmd.state, "dashboard-token")
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert len(spmd.token) == 43 and spmd.token.isalnum()
+
+
+def test_everything_is_refused_without_a_session(spmd):
+    h = spmd.http
+    for path in ("/api/status", "/api/events", "/api/logs", "/api/logs/rank-0?tail=5",
+                 "/api/logs/rank-0/follow", "/api/runs/1/report", "/metrics", "/api/nope"):
+        status, headers, body = h.get(path)
+        assert status == 401, (path, status, body)
+        assert "log in first" in json.loads(body)["error"], body
+        status, _, body = h.get(path, token="x" * 43)
+        assert status == 401 and "wrong dashboard token" in body.decode(), (path, body)
+        status, _, body = h.get(path, cookie="atl_session=made-up")
+        assert status == 401 and "no such session" in body.decode(), (path, body)
+    for path in ("/", "/static/app.js", "/static/chart.min.js", "/nope"):
+        status, headers, body = h.get(path)
+        assert status == 303 and headers["Location"] == "/login", (path, status)
+    # The login page itself, and a wrong token there: no session made.
+    status, _, body = h.get("/login")
+    assert status == 200 and b'name="token"' in body
+    status, headers, body = h.request("POST", "/login", {
+        "Content-Type": "application/x-www-form-urlencoded"}, "token=wrong")
+    assert status == 401 and b"Wrong token." in body and "Set-Cookie" not in headers
+    status, headers, _ = h.get("/login?token=" + spmd.token[:-1])
+    assert status == 401 and "Set-Cookie" not in headers
+
+
+def test_a_login_makes_a_session_and_logout_ends_it(spmd):
+    h = spmd.http
+    status, headers, _ = h.request("POST", "/login", {
+        "Content-Type": "application/x-www-form-urlencoded"}, "token=" + spmd.token)
+    assert status == 303 and headers["Location"] == "/"
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "Secure" in cookie and "SameSite=Lax" in cookie
+    session = cookie.split(";")[0]
+    status, _, body = h.get("/", cookie=session)
+    assert status == 200 and b"/static/app.js" in body
+    status, headers, _ = h.get("/static/app.js", cookie=session)
+    assert status == 200 and headers["Content-Type"].startswith("text/javascript")
+    status, _, body = h.get("/static/chart.min.js", cookie=session)
+    assert status == 200 and b"Chart" in body and len(body) > 100000
+    status, headers, _ = h.request("POST", "/logout", {"Cookie": session})
+    assert status == 303 and headers["Location"] == "/login"
+    status, _, body = h.get("/api/status", cookie=session)
+    assert status == 401 and b"no such session" in body
+
+
+def without_ages(status):
+    for p in status["pods"]:
+        p.pop("heartbeat_age_ms", None)
+    return status
+
+
+def test_the_api_is_the_status_atlctl_prints(spmd):
+    status, headers, body = spmd.http.get("/api/status", token=spmd.token)
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    assert headers["Cache-Control"] == "no-store"
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    api = without_ages(json.loads(body))
+    cli = without_ages(json.loads(spmd.atlctl("status", "--json").stdout))
+    assert api == cli
+    assert [r["stream"] for r in api["ranks"]] == [0, 1, 2, 3]
+    _, _, body = spmd.http.get("/api/events", token=spmd.token)
+    assert json.loads(body) == json.loads(spmd.atlctl("events", "--json").stdout)
+
+
+def test_metrics_behind_the_token_match_the_status(spmd):
+    status, headers, body = spmd.http.get("/metrics", token=spmd.token)
+    assert status == 200 and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    info = json.loads(spmd.atlctl("status", "--json").stdout)
+    ranks = {s.labels["state"]: s.value for s in families["atl_ranks"].samples}
+    assert ranks["running"] == sum(r["state"] == "running" for r in info["ranks"]) == 4
+    states = {s.labels["state"]: s.value for s in families["atl_job_state"].samples}
+    assert states[info["state"]] == 1
+
+
+def test_logs_read_tail_and_follow(spmd):
+    h, t = spmd.http, spmd.token
+    _, _, body = h.get("/api/logs", token=t)
+    streams = {l["stream"] for l in json.loads(body)}
+    assert {"head", "pod-worker-0", "pod-worker-1", "rank-0", "rank-3"} <= streams, streams
+    _, _, body = h.get("/api/logs/rank-2?tail=2", token=t)
+    tail = json.loads(body)
+    assert tail["text"].count("\n") == 2 and "rank 2 line" in tail["text"]
+    _, _, body = h.get("/api/logs/rank-2?offset=0&max=1000000", token=t)
+    assert json.loads(body)["text"].startswith("rank 2 line 1\n")
+    for bad in ("/api/logs/rank-2?offset=-1", "/api/logs/rank-2?tail=x", "/api/logs/rank-2?max=1e3"):
+        status, _, body = h.get(bad, token=t)
+        assert status == 400 and "not a non-negative integer" in body.decode(), bad
+    status, _, body = h.get("/api/logs/rank-99", token=t)
+    assert status == 404 and b"no log named 'rank-99'" in body
+    status, _, _ = h.get("/api/logs/..%2f..%2fetc%2fpasswd", token=t)
+    assert status == 404
+
+    # Follow from the tail's end: the lines come as they are written, in order.
+    conn = http.client.HTTPSConnection(h.host, h.port, context=h.ctx, timeout=30)
+    conn.request("GET", "/api/logs/rank-2/follow?offset=%d" % tail["next_offset"],
+                 headers={"Authorization": "Bearer " + t})
+    r = conn.getresponse()
+    assert r.status == 200 and r.headers["Content-Type"] == "text/event-stream"
+    text, events = "", 0
+    deadline = time.time() + 30
+    while text.count("\n") < 5 and time.time() < deadline:
+        line = r.fp.readline().decode()
+        if line.startswith("data: "):
+            chunk = json.loads(line[6:])
+            text += chunk["text"]
+            events += 1
+    conn.close()
+    numbers = [int(l.split()[-1]) for l in text.splitlines()]
+    last = int(tail["text"].splitlines()[-1].split()[-1])
+    assert numbers[:5] == list(range(last + 1, last + 6)), (tail, text)
+
+
+def test_dashboard_url_prints_a_login_link(spmd):
+    out = spmd.atlctl("dashboard-url").stdout.strip()
+    assert out == spmd.url + "/login?token=" + spmd.token
+    assert spmd.atlctl("dashboard-url", "--no-token").stdout.strip() == spmd.url
+    j = json.loads(spmd.atlctl("dashboard-url", "--json").stdout)
+    assert j == {"url": spmd.url, "token": spmd.token}
+    r = spmd.atlctl("dashboard-url", "--json", "--no-token", check=False)
+    assert r.returncode == 2 and "exclude each other" in r.stderr
+    # The link logs in.
+    path = urllib.parse.urlsplit(out)
+    status, headers, _ = spmd.http.get(path.path + "?" + path.query)
+    assert status == 303 and headers["Set-Cookie"].startswith("atl_session=")
+
+
+def run_head(*args):
+    return subprocess.run([os.path.join(BIN, "headnode"), "--workers", "1", "--port", "0",
+                           "--insecure", *args, "--", "true"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_dashboard_flags_are_checked(tmp_path):
+    for value in ("99999", "-1", "x", "80x", ""):
+        r = run_head("--state-dir", str(tmp_path / "a"), "--dashboard-port", value)
+        assert r.returncode == 2, (value, r.stderr)
+        assert "--dashboard-port: '%s' is not a port (0 to 65535) or 'off'" % value in r.stderr
+    r = run_head("--state-dir", str(tmp_path / "b"), "--dashboard-port", "off",
+                 "--dashboard-bind", "0.0.0.0")
+    assert r.returncode == 2 and "--dashboard-bind needs the dashboard on" in r.stderr
+    short = tmp_path / "short-token"
+    short.write_text("abc\n")
+    r = run_head("--state-dir", str(tmp_path / "c"), "--dashboard-token-file", str(short))
+    assert r.returncode == 2 and "--dashboard-token-file: " in r.stderr
+    assert "too short" in r.stderr
+    r = run_head("--state-dir", str(tmp_path / "d"), "--dashboard-token-file",
+                 str(tmp_path / "missing"))
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_a_given_port_that_is_taken_fails_and_off_means_none(spmd, tmp_path):
+    port = urllib.parse.urlsplit(spmd.url).port
+    r = run_head("--state-dir", str(tmp_path / "a"), "--dashboard-port", str(port))
+    assert r.returncode == 1 and "--dashboard-port: cannot listen on" in r.stderr, r.stderr
+    c = Cluster(1, mode="spmd", extra=("--dashboard-port", "off"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        assert "dashboard " not in c.output()
+        r = c.atlctl("dashboard-url", check=False)
+        assert r.returncode == 1 and "serves no dashboard" in r.stderr, r.stderr
+        assert not os.path.exists(os.path.join(c.state, "dashboard-token"))
+    finally:
+        c.stop()
+
+
+# --- the pages in a real browser ---------------------------------------------------
+
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    opts.set_capability("acceptInsecureCerts", True)  # the job's own CA
+    opts.binary_location = shutil.which("chromium")
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def wait(driver, what, timeout=30):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            got = what(driver)
+            if got:
+                return got
+        except Exception as e:  # the page is still being drawn
+            last = e
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting in the browser (%s) at %s" % (last, driver.current_url))
+
+
+needs_chromium = pytest.mark.skipif(
+    not (shutil.which("chromium") and shutil.which("chromedriver")),
+    reason="chromium and chromium-driver are not installed (scripts/setup.sh --tests)")
+
+
+@needs_chromium
+def test_pages_in_chromium(spmd):
+    from selenium.webdriver.common.by import By
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = lambda d, name: d.save_screenshot(os.path.join(ARTIFACTS, name + ".png"))
+    d = browser()
+    try:
+        # Without a session: the page sends the browser to the login, the API refuses.
+        d.get(spmd.url + "/#ranks")
+        wait(d, lambda d: urllib.parse.urlsplit(d.current_url).path == "/login")
+        d.get(spmd.url + "/api/status")
+        assert "log in first" in d.find_element(By.TAG_NAME, "body").text
+        d.get(spmd.url + "/login")
+        d.find_element(By.ID, "token").send_keys("not-the-token")
+        d.find_element(By.ID, "login").click()
+        assert "Wrong token." in wait(d, lambda d: d.find_element(By.ID, "login-error").text)
+        shot(d, "login-refused")
+
+        d.find_element(By.ID, "token").send_keys(spmd.token)
+        d.find_element(By.ID, "login").click()
+        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        assert d.find_element(By.ID, "job-id").text == spmd.job_id
+        shot(d, "job")
+
+        d.get(spmd.url + "/#pods")
+        rows = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#pods tbody tr"))
+        assert len(rows) == 2 and "jo-py" in rows[0].text
+        shot(d, "pods")
+
+        d.get(spmd.url + "/#ranks")
+        rows = wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr")) == 4
+                    and d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr"))
+        assert all("running" in r.text for r in rows), [r.text for r in rows]
+        shot(d, "ranks")
+
+        # Follow rank 1's log: new lines appear without a reload.
+        d.get(spmd.url + "/#logs/rank-1")
+        wait(d, lambda d: "following rank-1" in d.find_element(By.ID, "log-status").text)
+        first = wait(d, lambda d: d.find_element(By.ID, "log").text)
+        last = int(first.splitlines()[-1].split()[-1])
+        wait(d, lambda d: int(d.find_element(By.ID, "log").text.splitlines()[-1].split()[-1])
+             >= last + 3)
+        shot(d, "logs")
+
+        # A burn from atlctl; its chart on the burn page.
+        assert "Stop job task success." in spmd.atlctl("stop").stdout
+        burn = spmd.atlctl("burn", "-t", "global", "-d", "3s")
+        assert "Check finished." in burn.stdout, burn.stdout
+        d.get(spmd.url + "/#burn")
+        points = wait(d, lambda d: d.execute_script(
+            "const c = Chart.getChart('chart-allreduce');"
+            "return c && c.data.datasets.length && c.data.datasets[0].data.length;"))
+        assert points >= 1
+        sizes = d.execute_script(
+            "return Chart.getChart('chart-allreduce').data.datasets.map(s => s.label);")
+        assert any(s.startswith("8M") for s in sizes), sizes
+        shot(d, "burn")
+
+        d.get(spmd.url + "/#runs/1")
+        out = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "pre[data-stream]"))
+        assert any("AllReduce Perf" in p.text for p in out)
+        shot(d, "runs")
+
+        # Log out: the session is gone for the API too.
+        d.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        wait(d, lambda d: urllib.parse.urlsplit(d.current_url).path == "/login")
+        d.get(spmd.url + "/api/status")
+        assert "no such session" in d.find_element(By.TAG_NAME, "body").text or \
+            "log in first" in d.find_element(By.TAG_NAME, "body").text
+    finally:
+        d.quit()
