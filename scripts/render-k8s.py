@@ -19,7 +19,9 @@ import base64
 import json
 import os
 import re
+import secrets
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ATL_PORT = 6380
+DASHBOARD_PORT = 8265
+TOKEN = re.compile(r"^[!-~]{16,256}$")  # headnode's rule: printable ASCII, no space
 # Kubernetes names: DNS-1123 labels (job ids are "jo-" + lowercase letters and digits).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
@@ -72,6 +76,22 @@ def load_spec(path):
     return spec
 
 
+def dashboard_token(tls_dir):
+    """The dashboard's login token: --tls-dir's dashboard-token when it has
+    one (re-rendering keeps a job's token), else 43 random characters."""
+    path = os.path.join(tls_dir, "dashboard-token") if tls_dir else None
+    if path and os.path.exists(path):
+        try:
+            token = open(path).readline().strip()
+        except OSError as e:
+            fail(f"--tls-dir: cannot read {path}: {e.strerror}")
+        if not TOKEN.match(token):
+            fail(f"--tls-dir: {path}: a dashboard token is 16 to 256 printable characters, no space")
+        return token.encode() + b"\n"
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(43)).encode() + b"\n"
+
+
 def credentials(args, job_id):
     if args.tls_dir:
         files = {}
@@ -81,6 +101,7 @@ def credentials(args, job_id):
                     files[name] = f.read()
             except OSError as e:
                 fail(f"--tls-dir: cannot read {os.path.join(args.tls_dir, name)}: {e.strerror}")
+        files["dashboard-token"] = dashboard_token(args.tls_dir)
         return files
     headnode = os.path.join(ROOT, "build", "bin", "headnode")
     if not os.access(headnode, os.X_OK):
@@ -144,7 +165,8 @@ def pod_common(spec, image, role, command):
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
             {"name": "ATL_TLS_DIR", "value": "/etc/atl/tls"},
         ],
-        "ports": [{"name": "atl", "containerPort": ATL_PORT}] if role == "head" else [],
+        "ports": [{"name": "atl", "containerPort": ATL_PORT},
+                  {"name": "dashboard", "containerPort": DASHBOARD_PORT}] if role == "head" else [],
         "volumeMounts": mounts,
         # The node agent (and the head) write /run/atl/job.json: atlctl needs no flags.
         "readinessProbe": {"exec": {"command": ["atlctl", "status"]},
@@ -176,14 +198,17 @@ def render(spec, image, namespace, tls_files):
          "data": {k: base64.b64encode(v).decode("ascii") for k, v in tls_files.items()}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(f"{job_id}-head", "head"),
          "spec": {"clusterIP": "None", "selector": labels("head"),
-                  "ports": [{"name": "atl", "port": ATL_PORT, "targetPort": ATL_PORT}]}},
+                  "ports": [{"name": "atl", "port": ATL_PORT, "targetPort": ATL_PORT},
+                            {"name": "dashboard", "port": DASHBOARD_PORT,
+                             "targetPort": DASHBOARD_PORT}]}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(f"{job_id}-worker", "worker"),
          "spec": {"clusterIP": "None", "selector": labels("worker")}},
     ]
     head_pod = pod_common(spec, image, "head", [
         "headnode", "--job", "/etc/atl/job/job.json", "--bind", "0.0.0.0", "--port",
         str(ATL_PORT), "--advertise", head_host, "--tls-dir", "/etc/atl/tls", "--state-dir",
-        f"/var/lib/atl/{job_id}"])
+        f"/var/lib/atl/{job_id}", "--dashboard-port", str(DASHBOARD_PORT),
+        "--dashboard-token-file", "/etc/atl/tls/dashboard-token"])
     out.append({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(f"{job_id}-head", "head"),
         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": labels("head")},

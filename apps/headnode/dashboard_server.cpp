@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "atl/core/dashboard_auth.hpp"
+#include "atl/core/sse.hpp"
 #include "atl/gpu/burn_report.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/secrets.hpp"
@@ -37,9 +38,14 @@ constexpr const char* kCookie = "atl_session";
 // for the page's own requests beside them.
 constexpr std::size_t kMaxFollowers = 200;
 constexpr std::size_t kThreads = kMaxFollowers + 56;
-constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+constexpr auto kFollowPoll = std::chrono::milliseconds(500);
 constexpr auto kFollowPing = std::chrono::seconds(15);
-constexpr std::int64_t kFollowChunk = 256 << 10;
+// A follower gets at most kFollowChunk per kFollowPoll (128 KiB/s, 1300
+// lines of 100 bytes: more than a page can show; bench/dashboard); one more than kFollowMaxLag
+// behind skips to the last kFollowKeep bytes, and is told how much it missed.
+constexpr std::int64_t kFollowChunk = 64 << 10;
+constexpr std::int64_t kFollowMaxLag = 1 << 20;
+constexpr std::int64_t kFollowKeep = 64 << 10;
 constexpr std::int64_t kReportBytesPerStream = 16 << 20;
 
 std::string json_error(const std::string& message) {
@@ -242,6 +248,12 @@ void DashboardServer::Impl::routes() {
         [this](const httplib::Request& req, httplib::Response& res) {
           auto offset = int_param(req, "offset", 0);
           if (!offset) return fail(res, 400, offset.error());
+          // A browser's EventSource that reconnects says where it was.
+          if (req.has_header("Last-Event-ID")) {
+            auto id = parse_event_id(req.get_header_value("Last-Event-ID"));
+            if (!id) return fail(res, 400, "Last-Event-ID: not an offset");
+            offset = *id;
+          }
           struct stat st {};
           if (::stat(log_path(req.matches[1]).c_str(), &st) != 0)
             return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
@@ -283,7 +295,9 @@ void DashboardServer::Impl::routes() {
       });
 }
 
-// Server-Sent Events: each new piece of the log as {"text", "next_offset"},
+// Server-Sent Events (core/sse.hpp): each new piece of the log as an event of
+// its lines with the next offset as its id (and "skipped" before it when the
+// follower fell too far behind),
 // a comment line every kFollowPing so that a client that left is noticed.
 void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offset,
                                    httplib::Response& res) {
@@ -296,18 +310,23 @@ void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offse
     std::string path;
     std::int64_t offset;
     std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+    bool started = false;
   };
   auto f = std::make_shared<Follow>(Follow{log_path(stream), offset});
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, f](size_t, httplib::DataSink& sink) {
+        // Between two reads, always a pause: a fast log is sent in pieces.
+        if (f->started && !pause(kFollowPoll)) return false;
+        f->started = true;
         while (!stopping.load()) {
-          auto chunk = os::read_log(f->path, f->offset, kFollowChunk);
-          if (!chunk.bytes.empty()) {
+          auto chunk =
+              os::read_log_following(f->path, f->offset, kFollowChunk, kFollowMaxLag, kFollowKeep);
+          if (!chunk.bytes.empty() || chunk.skipped > 0) {
             f->offset = chunk.next_offset;
             f->last_write = std::chrono::steady_clock::now();
-            std::string event = "data: " + chunk_json(chunk) + "\n\n";
+            std::string event = sse_log_event(chunk.bytes, chunk.next_offset, chunk.skipped);
             return sink.write(event.data(), event.size());
           }
           if (std::chrono::steady_clock::now() - f->last_write >= kFollowPing) {
@@ -329,7 +348,7 @@ DashboardServer::DashboardServer(DashboardConfig config)
                                                          impl_->config.tls->key.c_str());
   else
     impl_->server = std::make_unique<httplib::Server>();
-  impl_->server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  impl_->server->new_task_queue = [] { return new GrowingTaskQueue(kThreads); };
   use_port_exclusively(*impl_->server);
   impl_->routes();
 }
@@ -360,6 +379,7 @@ Expected<std::uint16_t> DashboardServer::bind(std::string* note) {
               std::to_string(bound) + " (give --dashboard-port to choose)";
   }
   if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
+  widen_backlog(*impl_->server);
   return static_cast<std::uint16_t>(bound);
 }
 

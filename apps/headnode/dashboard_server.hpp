@@ -9,7 +9,7 @@
 //   GET  /api/status       atlctl status --json          GET /api/events  the timeline
 //   GET  /api/logs         [{stream, bytes}] of <state-dir>/logs
 //   GET  /api/logs/S?offset=N[&max=B] | ?tail=N  {text, next_offset}
-//   GET  /api/logs/S/follow?offset=N  Server-Sent Events: {text, next_offset} as it grows
+//   GET  /api/logs/S/follow?offset=N  Server-Sent Events: its lines as it grows (sse.hpp)
 //   GET  /api/runs/N/report   the burn figures in debug run N's output, per stream
 //   GET  /metrics          Prometheus text (a scraper sends Authorization: Bearer TOKEN)
 // Anything without a valid session or bearer token: 401 (API, /metrics) or a

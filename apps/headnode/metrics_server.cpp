@@ -18,6 +18,7 @@ MetricsServer::MetricsServer(std::shared_ptr<HeadQueries> queries)
     : impl_(std::make_unique<Impl>()) {
   impl_->queries = std::move(queries);
   use_port_exclusively(impl_->server);
+  impl_->server.new_task_queue = [] { return new GrowingTaskQueue(8); };
   impl_->server.Get("/metrics",
                     [q = impl_->queries](const httplib::Request&, httplib::Response& res) {
                       auto text = q->prometheus();
@@ -42,6 +43,7 @@ Expected<std::uint16_t> MetricsServer::start(const std::string& bind, int port) 
   int bound = port == 0 ? impl_->server.bind_to_any_port(bind.c_str())
                         : (impl_->server.bind_to_port(bind.c_str(), port) ? port : -1);
   if (bound <= 0) return make_error("cannot listen on " + bind + ":" + std::to_string(port));
+  widen_backlog(impl_->server);
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   return static_cast<std::uint16_t>(bound);
 }

@@ -53,6 +53,9 @@ def test_the_example_renders_to_valid_manifests():
     for name in ("ca.pem", "cert.pem"):
         assert base64.b64decode(secret["data"][name]).startswith(b"-----BEGIN CERTIFICATE")
     assert b"PRIVATE KEY" in base64.b64decode(secret["data"]["key.pem"])
+    token = base64.b64decode(secret["data"]["dashboard-token"]).decode()
+    assert len(token) == 44 and token.endswith("\n") and token[:-1].isalnum()
+    assert [p["port"] for p in head_svc["spec"]["ports"]] == [6380, 8265]
     assert head_svc["spec"]["clusterIP"] == "None"
     assert head_svc["metadata"]["namespace"] == "train"
     # Workers: an Indexed Job of workers + spares, named <job-id>-worker-<i>.
@@ -71,7 +74,14 @@ def test_the_example_renders_to_valid_manifests():
     assert c["readinessProbe"]["exec"]["command"] == ["atlctl", "status"]
     hc = head["spec"]["template"]["spec"]["containers"][0]
     assert hc["command"][:3] == ["headnode", "--job", "/etc/atl/job/job.json"]
-    assert hc["ports"] == [{"name": "atl", "containerPort": 6380}]
+    assert hc["ports"] == [{"name": "atl", "containerPort": 6380},
+                           {"name": "dashboard", "containerPort": 8265}]
+    assert hc["command"][-4:] == ["--dashboard-port", "8265", "--dashboard-token-file",
+                                  "/etc/atl/tls/dashboard-token"]
+    # Every render makes a new token unless --tls-dir holds one.
+    _, again = render(EXAMPLE, "--image", "atl:1")
+    other = [o for o in load(again).values() if o["kind"] == "Secret"][0]
+    assert other["data"]["dashboard-token"] != secret["data"]["dashboard-token"]
 
 
 def test_the_validator_catches_a_wrong_manifest():
@@ -94,6 +104,14 @@ def test_given_credentials_are_used_and_unreadable_ones_refused():
     assert r.returncode == 0, r.stderr
     secret = [o for o in load(out).values() if o["kind"] == "Secret"][0]
     assert base64.b64decode(secret["data"]["key.pem"]) == b"key.pem content\n"
+    # A token beside them is kept; a damaged one refused.
+    open(os.path.join(tls, "dashboard-token"), "w").write("t" * 20 + "\n")
+    r, out = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
+    secret = [o for o in load(out).values() if o["kind"] == "Secret"][0]
+    assert base64.b64decode(secret["data"]["dashboard-token"]) == b"t" * 20 + b"\n"
+    open(os.path.join(tls, "dashboard-token"), "w").write("short\n")
+    r, _ = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
+    assert r.returncode == 2 and "dashboard-token" in r.stderr and r.stderr.count("\n") == 1
     os.remove(os.path.join(tls, "key.pem"))
     r, _ = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
     assert r.returncode == 2 and "key.pem" in r.stderr and r.stderr.count("\n") == 1, r.stderr

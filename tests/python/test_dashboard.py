@@ -59,6 +59,11 @@ def spmd():
                 extra=("--dashboard-port", "0", "--linger", "120s"))
     try:
         assert c.wait_for("initializing -> command"), c.output()
+        logs = [os.path.join(c.state, "logs", "rank-%d.log" % r) for r in range(4)]
+        deadline = time.time() + 60
+        while not all(os.path.exists(l) and os.path.getsize(l) > 0 for l in logs):
+            assert time.time() < deadline, c.output()
+            time.sleep(0.05)
         c.url = c.line("dashboard ").split()[1]
         c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
         c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
@@ -147,6 +152,31 @@ def test_metrics_behind_the_token_match_the_status(spmd):
     assert states[info["state"]] == 1
 
 
+def read_events(response, enough, timeout=30):
+    """Server-Sent Events from a response until enough(events): each a dict
+    with its id, its event name and its data lines."""
+    events, current = [], {"data": []}
+    deadline = time.time() + timeout
+    while time.time() < deadline and not enough(events):
+        line = response.readline().decode()
+        assert line, "the stream ended"
+        line = line.rstrip("\n")
+        if not line:
+            if current["data"] or "id" in current:
+                events.append(current)
+            current = {"data": []}
+        elif line.startswith(":"):
+            continue
+        else:
+            field, _, value = line.partition(": ")
+            if field == "data":
+                current["data"].append(value)
+            else:
+                current[field] = value
+    assert enough(events), events
+    return events
+
+
 def test_logs_read_tail_and_follow(spmd):
     h, t = spmd.http, spmd.token
     _, _, body = h.get("/api/logs", token=t)
@@ -171,18 +201,24 @@ def test_logs_read_tail_and_follow(spmd):
                  headers={"Authorization": "Bearer " + t})
     r = conn.getresponse()
     assert r.status == 200 and r.headers["Content-Type"] == "text/event-stream"
-    text, events = "", 0
-    deadline = time.time() + 30
-    while text.count("\n") < 5 and time.time() < deadline:
-        line = r.fp.readline().decode()
-        if line.startswith("data: "):
-            chunk = json.loads(line[6:])
-            text += chunk["text"]
-            events += 1
+    events = read_events(r, lambda evs: sum(len(e["data"]) for e in evs) >= 5)
     conn.close()
-    numbers = [int(l.split()[-1]) for l in text.splitlines()]
+    lines = [l for e in events for l in e["data"]]
+    numbers = [int(l.split()[-1]) for l in lines]
     last = int(tail["text"].splitlines()[-1].split()[-1])
-    assert numbers[:5] == list(range(last + 1, last + 6)), (tail, text)
+    assert numbers[:5] == list(range(last + 1, last + 6)), (tail, events)
+    # Each event's id is the offset after it: a reconnect (Last-Event-ID) goes on there.
+    resume = int(events[0]["id"])
+    assert resume > tail["next_offset"]
+    conn = http.client.HTTPSConnection(h.host, h.port, context=h.ctx, timeout=30)
+    conn.request("GET", "/api/logs/rank-2/follow?offset=0",
+                 headers={"Authorization": "Bearer " + t, "Last-Event-ID": str(resume)})
+    again = read_events(conn.getresponse(), lambda evs: len(evs) >= 1)
+    conn.close()
+    assert int(again[0]["data"][0].split()[-1]) == int(events[0]["data"][-1].split()[-1]) + 1
+    status, _, body = h.request("GET", "/api/logs/rank-2/follow", {
+        "Authorization": "Bearer " + t, "Last-Event-ID": "x"})
+    assert status == 400 and b"Last-Event-ID" in body
 
 
 def test_dashboard_url_prints_a_login_link(spmd):
@@ -327,6 +363,9 @@ def test_pages_in_chromium(spmd):
         sizes = d.execute_script(
             "return Chart.getChart('chart-allreduce').data.datasets.map(s => s.label);")
         assert any(s.startswith("8M") for s in sizes), sizes
+        # The page redraws until the run is done.
+        wait(d, lambda d: any(h.text == "Run 1" for h in d.find_elements(By.TAG_NAME, "h2")))
+        wait(d, lambda d: d.execute_script("return !!Chart.getChart('chart-allreduce');"))
         shot(d, "burn")
 
         d.get(spmd.url + "/#runs/1")

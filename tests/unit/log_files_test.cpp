@@ -96,3 +96,32 @@ TEST(LogFiles, ListsLogFilesByName) {
   EXPECT_EQ(all[1].bytes, 4);
   EXPECT_TRUE(list_logs(d.path + "/none").empty());
 }
+
+TEST(LogFiles, AFollowerThatFallsTooFarBehindSkipsToTheLastLines) {
+  TempDir d;
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "line " + std::to_string(1000 + i) + "\n";  // 10 bytes
+  d.write("r.log", text);
+  const std::string path = d.path + "/r.log";
+  // Close enough: an ordinary read.
+  auto near = read_log_following(path, 9000, 1 << 20, 5000, 100);
+  EXPECT_EQ(near.skipped, 0);
+  EXPECT_EQ(near.bytes, text.substr(9000));
+  // Too far: the last 100 bytes (whole lines) and how much was left out.
+  auto far = read_log_following(path, 0, 1 << 20, 5000, 100);
+  EXPECT_EQ(far.skipped, 9900);
+  EXPECT_EQ(far.bytes, text.substr(9900));
+  EXPECT_EQ(far.next_offset, 10000);
+  // `keep` not on a line's start: the next line's start.
+  auto odd = read_log_following(path, 0, 1 << 20, 5000, 95);
+  EXPECT_EQ(odd.skipped, 9910);
+  EXPECT_EQ(odd.bytes, text.substr(9910));
+  // max_bytes still caps what comes.
+  auto capped = read_log_following(path, 0, 20, 5000, 100);
+  EXPECT_EQ(capped.bytes, "line 1990\nline 1991\n");
+  // An offset of an earlier attempt (past the end): from the top, nothing skipped.
+  auto earlier = read_log_following(path, 50000, 30, 5000, 100);
+  EXPECT_EQ(earlier.skipped, 0);
+  EXPECT_EQ(earlier.bytes, "line 1000\nline 1001\nline 1002\n");
+  EXPECT_EQ(read_log_following(d.path + "/none.log", 7, 10, 1, 1).next_offset, 7);
+}

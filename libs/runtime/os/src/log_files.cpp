@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace atl::os {
 
@@ -29,14 +30,53 @@ LogChunk read_log(const std::string& path, std::int64_t offset, std::int64_t max
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) return out;
   struct stat st {};
-  if (::fstat(f.fd, &st) == 0 && offset > st.st_size) offset = 0;
-  out.bytes.resize(static_cast<size_t>(std::clamp<std::int64_t>(max_bytes, 0, kMaxReadBytes)));
+  std::int64_t want = std::clamp<std::int64_t>(max_bytes, 0, kMaxReadBytes);
+  if (::fstat(f.fd, &st) == 0) {
+    if (offset > st.st_size) offset = 0;
+    // No bigger than what is there (a follower mostly finds nothing new);
+    // a file that grows meanwhile is read on the next call.
+    want = std::min<std::int64_t>(want, st.st_size - offset);
+  }
+  out.bytes.resize(static_cast<size_t>(want));
   ssize_t n = ::pread(f.fd, out.bytes.data(), out.bytes.size(), offset);
   out.bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
   auto last_nl = out.bytes.rfind('\n');
   if (last_nl != std::string::npos) out.bytes.resize(last_nl + 1);
   out.next_offset = offset + static_cast<std::int64_t>(out.bytes.size());
   return out;
+}
+
+LogChunk read_log_following(const std::string& path, std::int64_t offset, std::int64_t max_bytes,
+                            std::int64_t max_lag, std::int64_t keep) {
+  struct stat st {};
+  offset = std::max<std::int64_t>(offset, 0);
+  if (::stat(path.c_str(), &st) == 0 && offset <= st.st_size && st.st_size - offset > max_lag) {
+    std::int64_t from =
+        std::max<std::int64_t>(st.st_size - std::max<std::int64_t>(keep, 0), offset);
+    if (from > offset) {
+      // From the first line that starts at or after `from`.
+      Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+      char c = 0;
+      if (f.fd >= 0 && ::pread(f.fd, &c, 1, from - 1) == 1 && c != '\n') {
+        // The next line's start, looked for in small reads (lines are short).
+        char block[4096];
+        std::int64_t at = from;
+        while (at < st.st_size) {
+          ssize_t n = ::pread(f.fd, block, sizeof block, at);
+          if (n <= 0) break;
+          if (auto* nl = static_cast<char*>(std::memchr(block, '\n', static_cast<size_t>(n)))) {
+            from = at + (nl - block) + 1;
+            break;
+          }
+          at += n;
+        }
+      }
+      LogChunk out = read_log(path, from, max_bytes);
+      out.skipped = from - offset;
+      return out;
+    }
+  }
+  return read_log(path, offset, max_bytes);
 }
 
 LogChunk tail_log(const std::string& path, std::int64_t lines) {

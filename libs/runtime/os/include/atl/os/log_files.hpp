@@ -12,6 +12,7 @@ namespace atl::os {
 struct LogChunk {
   std::string bytes;
   std::int64_t next_offset = 0;  // where the next read starts
+  std::int64_t skipped = 0;      // bytes left out before `bytes` (read_log_following)
 };
 
 // Up to max_bytes from `offset`, whole lines only (unless one line is longer
@@ -19,6 +20,12 @@ struct LogChunk {
 // was taken in an earlier attempt's file, so the read starts this one from
 // its beginning (a follower across a restart). A missing file reads as empty.
 LogChunk read_log(const std::string& path, std::int64_t offset, std::int64_t max_bytes);
+
+// read_log for a follower that must not fall behind without end (a person
+// reading a page): when more than max_lag bytes wait past `offset`, all but
+// the last `keep` of them (from a line's start) are skipped and counted.
+LogChunk read_log_following(const std::string& path, std::int64_t offset, std::int64_t max_bytes,
+                            std::int64_t max_lag, std::int64_t keep);
 
 // The last `lines` lines and the file's end (where a follower goes on).
 LogChunk tail_log(const std::string& path, std::int64_t lines);
