@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "atl/core/byte_size.hpp"
+#include "atl/core/dashboard_auth.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/host_port.hpp"
@@ -18,6 +19,8 @@
 #include "atl/core/metrics.hpp"
 #include "atl/core/placement.hpp"
 #include "atl/core/rank_set.hpp"
+#include "atl/core/sse.hpp"
+#include "atl/gpu/burn_report.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/gpu/xid.hpp"
@@ -168,6 +171,46 @@ void fuzz_metrics(std::string_view in) {
   }
 }
 
+// The dashboard's burn charts read a run's output: anything parses to a
+// report of finite, non-negative figures, and formatting a parsed GEMM or
+// transfer round gives a line that parses back to the same round.
+void fuzz_burn_report(std::string_view in) {
+  auto r = atl::gpu::parse_burn_report(in);
+  for (const auto& a : r.allreduce) {
+    if (!(a.busbw_gbps >= 0) || !(a.algbw_gbps >= 0) || a.round < 0) broken("a bad allreduce");
+    if (a.size.empty() || a.master.empty()) broken("an allreduce without size or master");
+  }
+  for (const auto& g : r.gemm) {
+    if (!(g.tflops >= 0) || g.pod.empty()) broken("a bad gemm round");
+    auto again = atl::gpu::parse_burn_report(atl::gpu::format_gemm_round(g, "1s/1s"));
+    if (again.gemm.size() != 1 || again.gemm[0].pod != g.pod || again.gemm[0].gpu != g.gpu ||
+        again.gemm[0].round != g.round || again.gemm[0].verified != g.verified)
+      broken("a gemm round that does not survive its own format");
+  }
+  for (const auto& t : r.transfer) {
+    auto again = atl::gpu::parse_burn_report(atl::gpu::format_transfer_round(t, "1s/1s"));
+    if (again.transfer.size() != 1 || again.transfer[0].pod != t.pod ||
+        again.transfer[0].checksum_ok != t.checksum_ok)
+      broken("a transfer round that does not survive its own format");
+  }
+  (void)atl::gpu::burn_report_json(r);  // never throws, whatever the bytes
+}
+
+// What the dashboard takes from a request: a Cookie header, an Authorization
+// header, a Last-Event-ID; and what it sends a follower, built from a log.
+void fuzz_dashboard(std::string_view in) {
+  if (auto c = atl::cookie_value(in, "atl_session"); c && c->empty())
+    broken("an empty session cookie");
+  if (auto b = atl::bearer_token(in); b && (b->empty() || b->find(' ') != std::string::npos))
+    broken("a bearer token that is empty or holds a space");
+  if (auto id = atl::parse_event_id(in); id && *id < 0) broken("a negative event id");
+  (void)atl::validate_dashboard_token(in);
+  std::string event = atl::sse_log_event(in, 42, 0);
+  if (event.find('\r') != std::string::npos) broken("a CR inside an event");
+  if (event.find("\n\n") != event.size() - 2) broken("a log piece that ends its event early");
+  if (event.rfind("id: 42\ndata: ", 0) != 0) broken("an event without its id first");
+}
+
 using Target = void (*)(std::string_view);
 
 Target chosen() {
@@ -184,9 +227,11 @@ Target chosen() {
     if (n == "placement") return &fuzz_placement;
     if (n == "jobfile") return &fuzz_job_file;
     if (n == "metrics") return &fuzz_metrics;
+    if (n == "burnreport") return &fuzz_burn_report;
+    if (n == "dashboard") return &fuzz_dashboard;
     std::fprintf(stderr,
                  "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport, control, "
-                 "placement, jobfile or metrics\n");
+                 "placement, jobfile, metrics, burnreport or dashboard\n");
     std::exit(2);
   }();
   return target;
