@@ -45,7 +45,7 @@ constexpr auto kFollowPing = std::chrono::seconds(15);
 // behind skips to the last kFollowKeep bytes, and is told how much it missed.
 constexpr std::int64_t kFollowChunk = 64 << 10;
 constexpr std::int64_t kFollowMaxLag = 1 << 20;
-constexpr std::int64_t kFollowKeep = 64 << 10;
+constexpr std::int64_t kFollowKeep = 16 << 10;
 constexpr std::int64_t kReportBytesPerStream = 16 << 20;
 
 std::string json_error(const std::string& message) {
