@@ -39,6 +39,12 @@ struct LogBytes {
   std::int64_t next_offset = 0;
 };
 
+struct StreamBytes {
+  std::int32_t stream = 0;
+  std::string data;
+  std::int64_t next_offset = 0;
+};
+
 // A debug command's answer: atlctl's exit code and a text (message or JSON).
 struct Answer {
   std::int32_t code = 0;
@@ -53,6 +59,7 @@ class SupervisorClient {
   // Each returns nothing when no answer came (last_error() says why).
   std::optional<std::string> text(const caf::message& request);
   std::optional<LogBytes> bytes(const caf::message& request);
+  std::optional<std::vector<StreamBytes>> many_bytes(const caf::message& request);  // read_many
   std::optional<Answer> answer(const caf::message& request, std::chrono::milliseconds timeout);
 
   // As above, but exits with kExitUnreachable when no answer came.

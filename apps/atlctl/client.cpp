@@ -61,6 +61,20 @@ std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
   return out;
 }
 
+std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::message& request) {
+  std::optional<std::vector<StreamBytes>> out;
+  self_->request(supervisor_, kRequestTimeout, request)
+      .receive(
+          [&](const std::vector<std::int32_t>& streams, std::vector<std::string>& data,
+              const std::vector<std::int64_t>& next) {
+            out.emplace();
+            for (size_t i = 0; i < streams.size() && i < data.size() && i < next.size(); ++i)
+              out->push_back({streams[i], std::move(data[i]), next[i]});
+          },
+          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
 std::optional<Answer> SupervisorClient::answer(const caf::message& request,
                                                std::chrono::milliseconds timeout) {
   std::optional<Answer> out;

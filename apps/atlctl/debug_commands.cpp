@@ -27,6 +27,7 @@ constexpr auto kQuickAnswer = std::chrono::seconds(15);
 constexpr auto kStartAnswer = std::chrono::seconds(60);
 constexpr auto kStopAnswer = std::chrono::minutes(10);  // ranks get their grace first
 constexpr std::int64_t kRunPollMs = 250;
+constexpr std::int64_t kDrainBytes = 4 << 20;
 
 void no_options(po::options_description&) {}
 
@@ -83,17 +84,29 @@ nlohmann::json follow_run(SupervisorClient& client, const std::string& started_j
   const std::int32_t run_id = status["run"];
   std::map<std::int32_t, std::int64_t> offsets;  // stream -> bytes printed
   for (const auto& r : status["ranks"]) offsets[r["stream"].get<std::int32_t>()] = 0;
+  // Every rank's new output in one round trip (thousands of ranks: one read
+  // each per poll took seconds), repeated while a read came back full.
   auto drain = [&] {
-    for (auto& [stream, offset] : offsets) {
-      while (auto got = client.bytes(
-                 caf::make_message(atl::read_atom::value, stream, offset, std::int64_t{1} << 20))) {
-        if (got->data.empty()) break;
-        if (prefixed)
-          print_prefixed(stream, got->data);
-        else
-          std::cout << got->data;
-        offset = got->next_offset;
+    while (true) {
+      std::vector<std::int32_t> streams;
+      std::vector<std::int64_t> from;
+      for (const auto& [stream, offset] : offsets) {
+        streams.push_back(stream);
+        from.push_back(offset);
       }
+      auto got = client.many_bytes(
+          caf::make_message(atl::read_many_atom::value, streams, from, kDrainBytes));
+      if (!got || got->empty()) break;
+      std::int64_t total = 0;
+      for (auto& piece : *got) {
+        if (prefixed)
+          print_prefixed(piece.stream, piece.data);
+        else
+          std::cout << piece.data;
+        offsets[piece.stream] = piece.next_offset;
+        total += static_cast<std::int64_t>(piece.data.size());
+      }
+      if (total < kDrainBytes / 2) break;  // caught up
     }
     std::cout.flush();
   };

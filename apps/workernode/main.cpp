@@ -1,6 +1,7 @@
 // workernode: a worker pod's process. Joins the head, hosts the ranks' Executors
 // and exits with the job's outcome (0 succeeded, 1 failed; 2 refused or bad
 // usage, 3 head unreachable or lost).
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/node_agent.hpp"
@@ -35,6 +37,10 @@ struct WorkerOptions {
   atl::Resources custom;  // --resources
   atl::Millis connect_timeout = std::chrono::seconds(60);
   std::optional<atl::os::TlsFiles> tls;
+  int simulate = 0;        // --simulate K: K pods in this process (scale tests)
+  std::string pod_prefix;  // with it: --name's "<prefix><first_index>"
+  int first_index = 0;
+  bool fake_ranks = false;  // --fake-ranks
 };
 
 WorkerOptions parse_options(int argc, char** argv) {
@@ -62,7 +68,14 @@ WorkerOptions parse_options(int argc, char** argv) {
       "how long to keep trying to reach the head (default 60s)")(
       "tls-dir", po::value<std::string>(),
       "the job's TLS credentials: ca.pem, cert.pem, key.pem (default: $ATL_TLS_DIR)")(
-      "insecure", "no TLS (only for a head started with --insecure; prints a warning)");
+      "insecure", "no TLS (only for a head started with --insecure; prints a warning)")(
+      "simulate", po::value<int>(),
+      "scale tests: host K pods in this process, each its own node agent (sharing this "
+      "process's connection to the head), named from --name on (jo-x-worker-0 -> "
+      "jo-x-worker-0..K-1), on nodes <node>-<i>")(
+      "fake-ranks",
+      "ranks are in-process stand-ins, not processes: same messages to the head "
+      "(see fake_executor.hpp for what they do)");
   po::variables_map vm =
       atl::cli::parse_or_exit("workernode", po::command_line_parser(argc, argv), desc);
   if (!vm.count("head")) atl::cli::usage_error("workernode", "--head HOST:PORT is required");
@@ -112,6 +125,19 @@ WorkerOptions parse_options(int argc, char** argv) {
     opt.connect_timeout = atl::cli::value_or_exit(
         "workernode", atl::parse_duration(vm["connect-timeout"].as<std::string>()),
         "--connect-timeout");
+  opt.fake_ranks = vm.count("fake-ranks") > 0;
+  if (vm.count("simulate")) {
+    opt.simulate = vm["simulate"].as<int>();
+    if (opt.simulate < 1 || opt.simulate > 4096)
+      atl::cli::usage_error("workernode", "--simulate: must be between 1 and 4096");
+    auto digits = opt.name.find_last_not_of("0123456789");
+    if (digits == std::string::npos || digits + 1 == opt.name.size() ||
+        opt.name.size() - digits - 1 > 6)
+      atl::cli::usage_error("workernode",
+                            "--simulate: --name must end in the first pod's index (jo-x-worker-0)");
+    opt.pod_prefix = opt.name.substr(0, digits + 1);
+    opt.first_index = std::stoi(opt.name.substr(digits + 1));
+  }
   bool insecure = vm.count("insecure") > 0;
   opt.tls = atl::cli::value_or_exit(
       "workernode",
@@ -150,104 +176,174 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
   }
 }
 
+// Who is told of a SIGINT/SIGTERM: every node agent of this process (one, or
+// --simulate's K).
+struct SignalHub {
+  std::atomic<bool> signalled{false};
+  std::mutex mutex;
+  std::vector<caf::actor> agents;
+
+  void signal() {
+    signalled.store(true);
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& a : agents) caf::anon_send(a, atl::cancel_atom::value);
+  }
+  void add(const caf::actor& agent) {
+    std::lock_guard<std::mutex> lock(mutex);
+    agents.push_back(agent);
+    if (signalled.load()) caf::anon_send(agent, atl::cancel_atom::value);
+  }
+  void remove(const caf::actor& agent) {
+    std::lock_guard<std::mutex> lock(mutex);
+    agents.erase(std::remove(agents.begin(), agents.end(), agent), agents.end());
+  }
+};
+
+// One pod's life in an actor system of its own (its own connection to the
+// head): join, rejoin a head that went away (a restarted head comes back on
+// the same address) with backoff for up to --connect-timeout, until the job
+// ends. The exit code the pod ends with.
+int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
+  auto log = atl::component_logger("workernode");
+  auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
+  // Declared before the actor system, so it outlives it: its teardown is bounded.
+  std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
+  atl::AtlSystemConfig cfg{opt.tls};
+  caf::actor_system sys{cfg};
+  // Rejoins are bounded too: since the first failed one, for --connect-timeout,
+  // with the same backoff (a head that refuses for now is asked again later).
+  struct Withdraw {
+    std::string path, job, pod;
+    ~Withdraw() {
+      if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
+    }
+  } withdraw;
+  std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
+  auto pause = std::chrono::milliseconds(200);
+  while (true) {
+    if (rejoin_deadline) {
+      if (std::chrono::steady_clock::now() >= *rejoin_deadline) {
+        std::cerr << "workernode: " << node.info.pod << ": could not rejoin the head at "
+                  << opt.head.to_string() << " within " << atl::format_duration(opt.connect_timeout)
+                  << "\n";
+        return atl::kNodeExitHeadLost;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
+    }
+    auto supervisor = connect_with_backoff(sys, opt);
+    if (!supervisor) return atl::kNodeExitHeadLost;
+    if (withdraw.path.empty()) {
+      // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
+      atl::os::JobPointer pointer{job_id_of_pod(node.info.pod), node.info.pod, opt.head.to_string(),
+                                  opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "", !opt.tls};
+      auto published = atl::os::publish_job_pointer(pointer);
+      if (published) {
+        // Fields, not `= Withdraw{...}`: that temporary's destructor would withdraw it now.
+        withdraw.path = *published;
+        withdraw.job = pointer.job_id;
+        withdraw.pod = pointer.pod;
+      } else {
+        log->warn("{} (atlctl needs --address in this pod)", published.error());
+      }
+    }
+    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
+    if (!local) {
+      std::cerr << "workernode: " << local.error() << "\n";
+      return atl::kNodeExitHeadLost;
+    }
+    node.info.address = opt.advertise.empty() ? *local : opt.advertise;
+    node.info.interface = atl::os::interface_of_address(*local);
+    node.head_lost = std::make_shared<std::atomic<bool>>(false);
+    node.joined = std::make_shared<std::atomic<bool>>(false);
+    auto agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
+    hub.add(agent);
+    {
+      caf::scoped_actor self{sys};
+      self->wait_for(agent);
+    }
+    hub.remove(agent);
+    if (hub.signalled.load() || !node.head_lost->load()) break;
+    if (node.joined->load() || !rejoin_deadline) {
+      // It was in the job (or this is the first try): a fresh window.
+      rejoin_deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
+      pause = std::chrono::milliseconds(200);
+    }
+    log->warn(
+        "{}: the head at {} is gone or refused this pod for now: trying to rejoin for up "
+        "to {}",
+        node.info.pod, opt.head.to_string(), atl::format_duration(opt.connect_timeout));
+  }
+  watchdog =
+      std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), exit_code->load());
+  return exit_code->load();
+}
+
+// --simulate K: pods <prefix><first>..<prefix><first+K-1>, each its own node
+// agent, all in one actor system: CAF 0.17 gives every actor system of a
+// process the same node id, so K systems in one process would look like one
+// node reconnecting K times. The K agents share this process's connection to
+// the head (run several processes for several connections). No rejoin: when
+// the head goes, the simulated pods end. Exits with the first pod's code.
+int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
+  auto log = atl::component_logger("workernode");
+  std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;  // outlives the actor system
+  atl::AtlSystemConfig cfg{opt.tls};
+  caf::actor_system sys{cfg};
+  auto supervisor = connect_with_backoff(sys, opt);
+  if (!supervisor) return atl::kNodeExitHeadLost;
+  auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
+  if (!local) {
+    std::cerr << "workernode: " << local.error() << "\n";
+    return atl::kNodeExitHeadLost;
+  }
+  node.info.address = opt.advertise.empty() ? *local : opt.advertise;
+  node.info.interface = atl::os::interface_of_address(*local);
+  node.forward_log = false;  // the process's log is not one pod's
+  std::vector<std::shared_ptr<std::atomic<int>>> codes;
+  std::vector<caf::actor> agents;
+  for (int i = 0; i < opt.simulate; ++i) {
+    atl::NodeAgentConfig mine = node;
+    mine.info.pod = opt.pod_prefix + std::to_string(opt.first_index + i);
+    mine.info.node = opt.node + "-" + std::to_string(opt.first_index + i);
+    mine.head_lost = std::make_shared<std::atomic<bool>>(false);
+    mine.joined = std::make_shared<std::atomic<bool>>(false);
+    codes.push_back(std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost));
+    agents.push_back(atl::spawn_node_agent(sys, *supervisor, mine, codes.back()));
+    hub.add(agents.back());
+  }
+  log->info("simulating {} pods ({}{}..{}) with {} ranks", opt.simulate, opt.pod_prefix,
+            opt.first_index, opt.first_index + opt.simulate - 1,
+            opt.fake_ranks ? "in-process stand-in" : "real process");
+  {
+    caf::scoped_actor self{sys};
+    for (const auto& a : agents) self->wait_for(a);
+  }
+  for (const auto& a : agents) hub.remove(a);
+  watchdog =
+      std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), codes.front()->load());
+  return codes.front()->load();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   WorkerOptions opt = parse_options(argc, argv);
   atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();
-  auto log = atl::component_logger("workernode");
-  auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
-  std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
-  {
-    atl::AtlSystemConfig cfg{opt.tls};
-    caf::actor_system sys{cfg};
-    // Pods may start before the head: keep trying until the deadline.
-    atl::NodeAgentConfig node;
-    node.head_host = opt.head.host;
-    node.head_port = opt.head.port;
-    node.info.pod = opt.name;
-    node.info.node = opt.node;
-    node.info.cpus = opt.resources.cpus;
-    node.info.gpus = opt.resources.gpus;
-    node.info.memory = opt.resources.memory;
-    node.info.shm = opt.resources.shm;
-    node.info.resources = opt.custom;
-    std::atomic<bool> signalled{false};
-    caf::actor agent;
-    std::mutex agent_mutex;
-    atl::os::TerminationSignals signals([&](int) {
-      signalled.store(true);
-      std::lock_guard<std::mutex> lock(agent_mutex);
-      if (agent) caf::anon_send(agent, atl::cancel_atom::value);
-    });
-    // Join the head; when it goes away (a restarted head comes back on the
-    // same address), join again, with backoff, for up to --connect-timeout.
-    // Rejoins are bounded too: since the first failed one, for --connect-timeout,
-    // with the same backoff (a head that refuses for now is asked again later).
-    struct Withdraw {
-      std::string path, job, pod;
-      ~Withdraw() {
-        if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
-      }
-    } withdraw;
-    std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
-    auto pause = std::chrono::milliseconds(200);
-    while (true) {
-      if (rejoin_deadline) {
-        if (std::chrono::steady_clock::now() >= *rejoin_deadline) {
-          std::cerr << "workernode: could not rejoin the head at " << opt.head.to_string()
-                    << " within " << atl::format_duration(opt.connect_timeout) << "\n";
-          return atl::kNodeExitHeadLost;
-        }
-        std::this_thread::sleep_for(pause);
-        pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
-      }
-      auto supervisor = connect_with_backoff(sys, opt);
-      if (!supervisor) return atl::kNodeExitHeadLost;
-      if (withdraw.path.empty()) {
-        // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
-        atl::os::JobPointer pointer{job_id_of_pod(opt.name), opt.name, opt.head.to_string(),
-                                    opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "", !opt.tls};
-        auto published = atl::os::publish_job_pointer(pointer);
-        if (published) {
-          // Fields, not `= Withdraw{...}`: that temporary's destructor would withdraw it now.
-          withdraw.path = *published;
-          withdraw.job = pointer.job_id;
-          withdraw.pod = pointer.pod;
-        } else {
-          log->warn("{} (atlctl needs --address in this pod)", published.error());
-        }
-      }
-      auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
-      if (!local) {
-        std::cerr << "workernode: " << local.error() << "\n";
-        return atl::kNodeExitHeadLost;
-      }
-      node.info.address = opt.advertise.empty() ? *local : opt.advertise;
-      node.info.interface = atl::os::interface_of_address(*local);
-      node.head_lost = std::make_shared<std::atomic<bool>>(false);
-      node.joined = std::make_shared<std::atomic<bool>>(false);
-      {
-        std::lock_guard<std::mutex> lock(agent_mutex);
-        agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
-        if (signalled.load()) caf::anon_send(agent, atl::cancel_atom::value);
-      }
-      caf::scoped_actor self{sys};
-      self->wait_for(agent);
-      if (signalled.load() || !node.head_lost->load()) break;
-      if (node.joined->load() || !rejoin_deadline) {
-        // It was in the job (or this is the first try): a fresh window.
-        rejoin_deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
-        pause = std::chrono::milliseconds(200);
-      }
-      log->warn(
-          "the head at {} is gone or refused this pod for now: trying to rejoin for up "
-          "to {}",
-          opt.head.to_string(), atl::format_duration(opt.connect_timeout));
-    }
-    watchdog =
-        std::make_unique<atl::os::ShutdownWatchdog>(std::chrono::seconds(30), exit_code->load());
-  }
-  return exit_code->load();
+  SignalHub hub;
+  atl::os::TerminationSignals signals([&](int) { hub.signal(); });
+  atl::NodeAgentConfig node;
+  node.head_host = opt.head.host;
+  node.head_port = opt.head.port;
+  node.info.pod = opt.name;
+  node.info.node = opt.node;
+  node.info.cpus = opt.resources.cpus;
+  node.info.gpus = opt.resources.gpus;
+  node.info.memory = opt.resources.memory;
+  node.info.shm = opt.resources.shm;
+  node.info.resources = opt.custom;
+  node.fake_ranks = opt.fake_ranks;
+  if (opt.simulate == 0) return run_pod(opt, node, hub);
+  return run_simulated(opt, node, hub);
 }

@@ -16,6 +16,9 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<RankExit>("atl::RankExit");
   cfg.add_message_type<RankStarted>("atl::RankStarted");
   cfg.add_message_type<RankNote>("atl::RankNote");
+  // read_many's streams and offsets (std::vector<std::string> is CAF's own).
+  cfg.add_message_type<std::vector<std::int32_t>>("std::vector<int32_t>");
+  cfg.add_message_type<std::vector<std::int64_t>>("std::vector<int64_t>");
 }
 
 AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {

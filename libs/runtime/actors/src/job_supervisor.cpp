@@ -1430,6 +1430,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](tail_atom a, std::int32_t stream, std::int64_t lines) {
         return self->delegate(self->state.config.sink, a, stream, lines);
       },
+      [self](read_many_atom a, std::vector<std::int32_t>& streams,
+             std::vector<std::int64_t>& offsets, std::int64_t max) {
+        return self->delegate(self->state.config.sink, a, std::move(streams), std::move(offsets),
+                              max);
+      },
       [self](debug_stop_atom) { return begin_stop(self); },
       [self](stop_wait_atom) { return await_stop(self); },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {

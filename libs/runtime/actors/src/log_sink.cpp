@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -175,8 +176,7 @@ class LogWriter {
     }
     wake_.notify_one();
     thread_.join();
-    for (auto& [stream, fd] : fds_)
-      if (fd >= 0 && ::close(fd) != 0) report(stream, "cannot close", errno);
+    close_all();
   }
 
   void push(WriteJob job) {
@@ -221,41 +221,71 @@ class LogWriter {
   // rank-N.log is a link to the current attempt's. Nothing is truncated: an
   // earlier attempt's (or an earlier head's) lines stay where they were.
   void begin_attempt(std::int32_t attempt) {
-    for (auto& [stream, fd] : fds_)
-      if (fd >= 0 && ::close(fd) != 0) report(stream, "cannot close", errno);
-    fds_.clear();
+    close_all();
+    linked_.clear();
+    failed_.clear();
     at_line_start_.clear();
     attempt_dir_ = "attempt-" + std::to_string(attempt);
     std::string path = dir_ + "/" + attempt_dir_;
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(0, "cannot create", errno);
   }
 
+  void close_all() {
+    for (auto& [stream, f] : fds_)
+      if (::close(f.fd) != 0) report(stream, "cannot close", errno);
+    fds_.clear();
+  }
+
+  // At most kMaxOpenFiles descriptors: thousands of ranks (and a stream per
+  // rank per debug run) would otherwise exhaust the head's file limit. The
+  // least recently written is closed; files are append-only, so reopening
+  // one later (O_APPEND) goes on where it was.
   int fd_for(std::int32_t stream) {
     auto it = fds_.find(stream);
-    if (it != fds_.end()) return it->second;
+    if (it != fds_.end()) {
+      it->second.last_use = ++use_clock_;
+      return it->second.fd;
+    }
     if (attempt_dir_.empty()) begin_attempt(1);
+    if (fds_.size() >= kMaxOpenFiles) {
+      auto oldest = std::min_element(fds_.begin(), fds_.end(), [](const auto& a, const auto& b) {
+        return a.second.last_use < b.second.last_use;
+      });
+      if (::close(oldest->second.fd) != 0) report(oldest->first, "cannot close", errno);
+      fds_.erase(oldest);
+    }
     std::string name = stream_name(stream) + ".log";
     std::string path = dir_ + "/" + attempt_dir_ + "/" + name;
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) report(stream, "cannot open", errno);
-    // Point <stream>.log at it: a new link moved over the old one, atomically.
-    std::string link = log_path(dir_, stream);
-    std::string tmp = link + ".new";
-    ::unlink(tmp.c_str());
-    if (::symlink((attempt_dir_ + "/" + name).c_str(), tmp.c_str()) != 0 ||
-        ::rename(tmp.c_str(), link.c_str()) != 0)
-      report(stream, "cannot link", errno);
-    fds_[stream] = fd;
+    if (fd < 0) {
+      report(stream, "cannot open", errno);
+      return -1;
+    }
+    if (linked_.insert(stream).second) {
+      // Point <stream>.log at it: a new link moved over the old one, atomically.
+      std::string link = log_path(dir_, stream);
+      std::string tmp = link + ".new";
+      ::unlink(tmp.c_str());
+      if (::symlink((attempt_dir_ + "/" + name).c_str(), tmp.c_str()) != 0 ||
+          ::rename(tmp.c_str(), link.c_str()) != 0)
+        report(stream, "cannot link", errno);
+    }
+    fds_[stream] = OpenFile{fd, ++use_clock_};
     return fd;
   }
 
   void append(std::int32_t stream, const std::string& lines, std::int32_t count) {
-    int& fd = fds_[stream] = fd_for(stream);
-    if (fd >= 0) {
-      if (int err = write_all(fd, lines.data(), lines.size()); err != 0) {
-        report(stream, "cannot write", err);
-        ::close(fd);
-        fd = -1;  // one report per file; the job is failing anyway
+    if (!failed_.count(stream)) {
+      int fd = fd_for(stream);
+      int err = fd < 0 ? EBADF : write_all(fd, lines.data(), lines.size());
+      if (fd >= 0 && err != 0) report(stream, "cannot write", err);
+      if (err != 0) {
+        // One report per file; the job is failing anyway.
+        failed_.insert(stream);
+        if (auto it = fds_.find(stream); it != fds_.end()) {
+          ::close(it->second.fd);
+          fds_.erase(it);
+        }
       }
     }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
@@ -283,7 +313,15 @@ class LogWriter {
   bool echo_;
   ErrorReport on_error_;
   std::string attempt_dir_;  // "attempt-K": where the streams' files are now
-  std::map<std::int32_t, int> fds_;
+  static constexpr size_t kMaxOpenFiles = 256;
+  struct OpenFile {
+    int fd = -1;
+    std::uint64_t last_use = 0;
+  };
+  std::map<std::int32_t, OpenFile> fds_;  // open now (at most kMaxOpenFiles)
+  std::uint64_t use_clock_ = 0;
+  std::set<std::int32_t> linked_;  // streams with a file and link in this attempt
+  std::set<std::int32_t> failed_;  // streams whose file cannot be written (reported once)
   std::map<std::int32_t, bool> at_line_start_;  // per stream: did the last echo end a line
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
@@ -346,6 +384,26 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
              std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
         auto chunk = os::read_log(log_path(self->state.dir, stream), offset, max_bytes);
         return {std::move(chunk.bytes), chunk.next_offset};
+      },
+      [self](
+          read_many_atom, const std::vector<std::int32_t>& streams,
+          const std::vector<std::int64_t>& offsets,
+          std::int64_t max_total) -> std::tuple<std::vector<std::int32_t>, std::vector<std::string>,
+                                                std::vector<std::int64_t>> {
+        std::vector<std::int32_t> got_streams;
+        std::vector<std::string> got_bytes;
+        std::vector<std::int64_t> got_next;
+        if (streams.size() != offsets.size()) return {got_streams, got_bytes, got_next};
+        std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
+        for (size_t i = 0; i < streams.size() && left > 0; ++i) {
+          auto chunk = os::read_log(log_path(self->state.dir, streams[i]), offsets[i], left);
+          if (chunk.bytes.empty()) continue;
+          left -= static_cast<std::int64_t>(chunk.bytes.size());
+          got_streams.push_back(streams[i]);
+          got_next.push_back(chunk.next_offset);
+          got_bytes.push_back(std::move(chunk.bytes));
+        }
+        return {got_streams, got_bytes, got_next};
       },
       [self](tail_atom, std::int32_t stream,
              std::int64_t lines) -> std::tuple<std::string, std::int64_t> {

@@ -9,6 +9,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
+#include "atl/actors/fake_executor.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/logging.hpp"
@@ -72,8 +73,10 @@ void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<R
   auto& st = self->state;
   if (st.ending) return;
   for (const auto& launch : ranks) {
-    auto exec =
-        spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor, st.lease);
+    auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
+                                                           st.config.info.pod, sink, st.supervisor)
+                                     : spawn_executor(self->system(), launch, st.config.info.pod,
+                                                      sink, st.supervisor, st.lease);
     self->monitor(exec);
     st.executors.emplace(exec, NodeAgentState::Running{run, launch.stream, launch.attempt});
   }
@@ -255,7 +258,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         // From the supervisor this agent joined: this process's own log lines
         // go to the head's log directory too (never logging from in there).
         if (self->current_sender() !=
-            caf::actor_cast<caf::strong_actor_ptr>(self->state.supervisor))
+                caf::actor_cast<caf::strong_actor_ptr>(self->state.supervisor) ||
+            !self->state.config.forward_log)
           return;
         self->state.forwarding_log = true;
         set_log_forwarder([sink, stream](const std::string& line) {

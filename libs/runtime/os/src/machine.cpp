@@ -152,8 +152,11 @@ std::string interface_of_address(const std::string& address) {
 }
 
 Status check_writable_dir(const std::string& dir) {
-  std::string probe = dir + "/.atl-write-check-" + std::to_string(getpid());
-  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // A fresh name each time (mkstemp): concurrent checks in one process
+  // (workernode --simulate) and a file left by a crashed process whose pid
+  // comes back (pid 1 in every container) never collide.
+  std::string probe = dir + "/.atl-write-check-XXXXXX";
+  int fd = mkostemp(probe.data(), O_CLOEXEC);
   if (fd < 0) return make_error("working dir " + dir + " is not writable: " + strerror(errno));
   bool wrote = write(fd, "ok\n", 3) == 3;
   int err = errno;

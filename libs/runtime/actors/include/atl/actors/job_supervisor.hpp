@@ -65,7 +65,7 @@ void settle_outcome(std::promise<int>& outcome, int code);
 // in command, the job restarts (RestartPolicy decides) from scratch.
 // An exception in a handler fails the job (one line naming it), shuts the
 // workers down and settles the outcome as 1: the head never hangs on it.
-//   (read_atom, ...) / (tail_atom, ...) forwarded to the LogSink
+//   (read_atom, ...) / (tail_atom, ...) / (read_many_atom, ...) forwarded to the LogSink
 caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config);
 
 }  // namespace atl

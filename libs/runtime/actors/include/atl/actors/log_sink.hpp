@@ -17,6 +17,10 @@ namespace atl {
 //                            <logs_dir>/<stream>.log a link to it (nothing truncated)
 //   (read_atom, int32 stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
 //   (tail_atom, int32 stream, int64 lines)              -> (string bytes, int64 end_offset)
+//   (read_many_atom, vector<int32> streams, vector<int64> offsets, int64 max_total)
+//        -> (vector<int32> streams, vector<string> bytes, vector<int64> next_offsets): the
+//           streams that have bytes past their offset, in order, up to max_total bytes in
+//           all (atlctl run follows thousands of ranks in one round trip per poll)
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);
 
 }  // namespace atl

@@ -14,23 +14,24 @@
 namespace atl {
 
 // Atoms: at most 10 characters.
-using register_atom = caf::atom_constant<caf::atom("register")>;  // worker -> supervisor
-using start_atom = caf::atom_constant<caf::atom("start")>;        // head main -> supervisor
-using status_atom = caf::atom_constant<caf::atom("status")>;      // atlctl -> supervisor
-using info_atom = caf::atom_constant<caf::atom("info")>;          // atlctl -> supervisor
-using check_atom = caf::atom_constant<caf::atom("check")>;        // supervisor -> agent
-using launch_atom = caf::atom_constant<caf::atom("launch")>;      // supervisor -> agent
-using stop_atom = caf::atom_constant<caf::atom("stop")>;          // -> agent / executor
-using kill_atom = caf::atom_constant<caf::atom("kill")>;          // executor's grace timer
-using exited_atom = caf::atom_constant<caf::atom("exited")>;      // pump thread -> executor
-using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // supervisor -> agent
-using timeout_atom = caf::atom_constant<caf::atom("timeout")>;    // timers
-using cancel_atom = caf::atom_constant<caf::atom("cancel")>;      // signal thread -> actor
-using log_atom = caf::atom_constant<caf::atom("log")>;            // executor -> sink
-using ack_atom = caf::atom_constant<caf::atom("ack")>;            // sink -> executor
-using print_atom = caf::atom_constant<caf::atom("print")>;        // supervisor -> sink
-using read_atom = caf::atom_constant<caf::atom("read")>;          // atlctl -> sink (log bytes)
-using tail_atom = caf::atom_constant<caf::atom("tail")>;          // atlctl -> sink (last lines)
+using register_atom = caf::atom_constant<caf::atom("register")>;    // worker -> supervisor
+using start_atom = caf::atom_constant<caf::atom("start")>;          // head main -> supervisor
+using status_atom = caf::atom_constant<caf::atom("status")>;        // atlctl -> supervisor
+using info_atom = caf::atom_constant<caf::atom("info")>;            // atlctl -> supervisor
+using check_atom = caf::atom_constant<caf::atom("check")>;          // supervisor -> agent
+using launch_atom = caf::atom_constant<caf::atom("launch")>;        // supervisor -> agent
+using stop_atom = caf::atom_constant<caf::atom("stop")>;            // -> agent / executor
+using kill_atom = caf::atom_constant<caf::atom("kill")>;            // executor's grace timer
+using exited_atom = caf::atom_constant<caf::atom("exited")>;        // pump thread -> executor
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;    // supervisor -> agent
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;      // timers
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // signal thread -> actor
+using log_atom = caf::atom_constant<caf::atom("log")>;              // executor -> sink
+using ack_atom = caf::atom_constant<caf::atom("ack")>;              // sink -> executor
+using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
+using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
+using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
+using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)
 using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as

@@ -22,6 +22,12 @@ struct NodeAgentConfig {
   // dropped, or it fell silent): workernode then tries to join it again.
   std::shared_ptr<std::atomic<bool>> head_lost;
   std::shared_ptr<std::atomic<bool>> joined;  // set once the head took this node
+  // workernode --simulate --fake-ranks: ranks are in-process stand-ins
+  // (fake_executor.hpp), not processes.
+  bool fake_ranks = false;
+  // This process's own log lines go to the head (logs/pod-worker-<i>.log).
+  // Off for simulated pods: the forwarder is the process's, not a pod's.
+  bool forward_log = true;
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).

@@ -1,0 +1,64 @@
+// Scale paths with simulated pods (workernode --simulate --fake-ranks): the
+// head's log files stay within a bounded number of descriptors however many
+// streams a job writes, and atlctl run collects thousands of ranks' output.
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include "test_cluster.hpp"
+
+using namespace atl::test;
+
+namespace {
+
+int open_fds(int pid) {
+  int n = 0;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
+    while (::readdir(d)) ++n;
+    ::closedir(d);
+  }
+  return n - 2;  // . and ..
+}
+
+}  // namespace
+
+TEST(Scale, ThousandsOfLogStreamsKeepTheHeadsFilesBoundedAndRunCollectsThemAll) {
+  TestCluster c;
+  constexpr int kPods = 100, kPerPod = 8, kRanks = kPods * kPerPod;
+  auto& head =
+      c.start_head({"--workers", std::to_string(kPods), "--nproc-per-node", std::to_string(kPerPod),
+                    "--dashboard-port", "off", "--", "sleep 600"});
+  c.start_worker(0, {"--simulate", std::to_string(kPods), "--fake-ranks", "--node", "sim"});
+  ASSERT_TRUE(c.wait_for_status("command", 120s)) << c.output(head);
+  ASSERT_EQ(c.atlctl({"stop"}).exit_code, 0);
+  // Each run writes a stream per rank: 800 + 2 x 800 files in all.
+  for (int run = 0; run < 2; ++run) {
+    auto r = c.atlctl({"run", "-r", "all", "echo", "hello"}, 120s);
+    ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+    int hellos = 0;
+    for (size_t at = 0; (at = r.output.find("] hello\n", at)) != std::string::npos; ++at) ++hellos;
+    EXPECT_EQ(hellos, kRanks) << "run " << run;
+    ASSERT_EQ(c.atlctl({"stop"}).exit_code, 0);
+  }
+  EXPECT_LT(open_fds(head.process->pid()), 600);
+  // Every file is complete, and rank-0.log still points at this attempt's file.
+  EXPECT_EQ(read_file(c.state_dir() + "/logs/run-2-rank-799.log"), "hello\n");
+  EXPECT_NE(read_file(c.state_dir() + "/logs/rank-0.log").find("[fake rank] sleep 600"),
+            std::string::npos);
+  auto status = c.atlctl({"status"});
+  EXPECT_NE(status.output.find("debugStop"), std::string::npos) << status.output;
+}
+
+TEST(Scale, SimulateNeedsANameEndingInAnIndex) {
+  TestCluster c;
+  c.make_credentials();
+  auto& w = c.start("worker", {bin("workernode"), "--head", "127.0.0.1:1", "--name", "podx",
+                               "--simulate", "3", "--tls-dir", c.state_dir() + "/tls"});
+  EXPECT_EQ(c.wait_exit(w), 2);
+  EXPECT_NE(c.output(w).find("--simulate: --name must end in the first pod's index"),
+            std::string::npos)
+      << c.output(w);
+  auto& zero = c.start("worker0", {bin("workernode"), "--head", "127.0.0.1:1", "--name",
+                                   "p-worker-0", "--simulate", "0"});
+  EXPECT_EQ(c.wait_exit(zero), 2);
+  EXPECT_NE(c.output(zero).find("--simulate: must be between 1 and 4096"), std::string::npos);
+}
