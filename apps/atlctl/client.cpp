@@ -44,7 +44,7 @@ SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& 
 
 std::optional<std::string> SupervisorClient::text(const caf::message& request) {
   std::optional<std::string> out;
-  self_->request(supervisor_, kRequestTimeout, request)
+  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
       .receive([&](const std::string& s) { out = s; },
                [&](const caf::error& err) { last_error_ = sys_.render(err); });
   return out;
@@ -52,7 +52,7 @@ std::optional<std::string> SupervisorClient::text(const caf::message& request) {
 
 std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
   std::optional<LogBytes> out;
-  self_->request(supervisor_, kRequestTimeout, request)
+  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
       .receive(
           [&](const std::string& s, std::int64_t next) {
             out = LogBytes{s, next};
@@ -63,7 +63,7 @@ std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
 
 std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::message& request) {
   std::optional<std::vector<StreamBytes>> out;
-  self_->request(supervisor_, kRequestTimeout, request)
+  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
       .receive(
           [&](const std::vector<std::int32_t>& streams, std::vector<std::string>& data,
               const std::vector<std::int64_t>& next) {
@@ -78,7 +78,7 @@ std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::
 std::optional<Answer> SupervisorClient::answer(const caf::message& request,
                                                std::chrono::milliseconds timeout) {
   std::optional<Answer> out;
-  self_->request(supervisor_, timeout, request)
+  self_->request<caf::message_priority::high>(supervisor_, timeout, request)
       .receive(
           [&](std::int32_t code, const std::string& s) {
             out = Answer{code, s};

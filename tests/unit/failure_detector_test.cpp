@@ -86,3 +86,23 @@ TEST(Heartbeats, OptionsAreValidated) {
   ASSERT_FALSE(tight.ok());
   EXPECT_NE(tight.error().find("timeout (900ms)"), std::string::npos) << tight.error();
 }
+
+TEST(FailureDetector, TheWatchersOwnStallIsExcused) {
+  FailureDetector d(3s);
+  auto t0 = FailureDetector::Clock::time_point{} + 100s;
+  d.watch("a", t0);
+  d.watch("b", t0 + 2s);
+  // The watcher stalled 5 s (its timer came that late): nobody is lost for it.
+  d.excuse(5s, t0 + 6s);
+  EXPECT_TRUE(d.expire(t0 + 6s).empty());
+  EXPECT_EQ(*d.silence("a", t0 + 6s), 1s);
+  EXPECT_EQ(*d.silence("b", t0 + 6s), 0s);  // never pushed past now
+  // Silence after the stall still counts.
+  EXPECT_EQ(d.expire(t0 + 8500ms), std::vector<std::string>{"a"});
+  EXPECT_EQ(d.expire(t0 + 9500ms), std::vector<std::string>{"b"});
+  // Nothing to excuse: no change.
+  d.watch("c", t0);
+  d.excuse(0s, t0 + 1s);
+  d.excuse(-1s, t0 + 1s);
+  EXPECT_EQ(*d.silence("c", t0 + 1s), 1s);
+}

@@ -963,9 +963,18 @@ void on_heartbeat_tick(Actor* self) {
   auto& st = self->state;
   if (st.finalizing) return;
   auto now = std::chrono::steady_clock::now();
+  // A tick far later than due means this actor could not read its mailbox
+  // (thousands of rank reports queued, a stalled process): heartbeats that
+  // waited in it are not the pods' silence.
+  if (st.last_detector_tick != std::chrono::steady_clock::time_point{}) {
+    auto late = std::chrono::duration_cast<Millis>(now - st.last_detector_tick - kDetectorTick);
+    if (late > st.job().heartbeat.interval) st.detector.excuse(late, now);
+  }
+  st.last_detector_tick = now;
   if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
     st.last_heartbeat_sent = now;
-    for (const auto& [pod, node] : st.nodes) self->send(node.agent, heartbeat_atom::value);
+    for (const auto& [pod, node] : st.nodes)
+      self->send<caf::message_priority::high>(node.agent, heartbeat_atom::value);
     ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
   }
   // Deadlines of pending groups, taints and spares changing: placement catches up.
@@ -980,8 +989,11 @@ void on_heartbeat_tick(Actor* self) {
     self->send(it->second.agent, fence_atom::value, detail);
     lose_pod(self, pod, {FaultKind::pod_hung, pod, detail});
   }
-  self->delayed_send(self, kDetectorTick, timeout_atom::value,
-                     static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
+  // High priority, as the heartbeats: liveness goes ahead of a flood of rank
+  // reports (32,000 ranks ending at once took seconds to read).
+  self->delayed_send<caf::message_priority::high>(self, kDetectorTick, timeout_atom::value,
+                                                  static_cast<std::int32_t>(kHeartbeatTimer),
+                                                  std::int32_t{0});
 }
 
 // atlctl taint -a list|set|remove [-n NODES|all]: marks on the machines pods

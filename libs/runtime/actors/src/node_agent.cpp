@@ -44,6 +44,7 @@ struct NodeAgentState {
   // head silent for its timeout means it is lost. The lease tells this node's
   // ranks' guards that we are alive and in touch (renewed at each heartbeat).
   std::chrono::milliseconds heartbeat_interval{0};
+  std::chrono::steady_clock::time_point last_tick;  // to notice this node's own stalls
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
   std::optional<os::ProbeListener> probe;  // the pre-flight's network check, while it runs
@@ -100,7 +101,15 @@ void leave_at_once(NodeAgentActor* self, int code) {
 void heartbeat_tick(NodeAgentActor* self) {
   auto& st = self->state;
   if (st.ending) return;
-  if (!st.head.expire(std::chrono::steady_clock::now()).empty()) {
+  auto now = std::chrono::steady_clock::now();
+  // This node's own stall (its tick came late) is not the head's silence.
+  if (st.last_tick != std::chrono::steady_clock::time_point{}) {
+    auto late = std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_tick -
+                                                                      st.heartbeat_interval);
+    if (late > st.heartbeat_interval) st.head.excuse(late, now);
+  }
+  st.last_tick = now;
+  if (!st.head.expire(now).empty()) {
     component_logger("node")->error(
         "lost the head at {}:{}: no word from it for {}: killing this node's ranks and leaving",
         st.config.head_host, st.config.head_port, format_duration(st.head.timeout()));
@@ -112,8 +121,10 @@ void heartbeat_tick(NodeAgentActor* self) {
   // With the heartbeat: how many of the GPUs this pod declared are still
   // there (-1: it declared none), so the head notices one that disappears.
   const std::int32_t gpus = st.config.info.gpus > 0 ? os::count_gpu_devices() : -1;
-  self->send(st.supervisor, heartbeat_atom::value, st.config.info.pod, gpus);
-  self->delayed_send(self, st.heartbeat_interval, tick_atom::value);
+  // High priority: never queued behind the rank reports of a busy head.
+  self->send<caf::message_priority::high>(st.supervisor, heartbeat_atom::value, st.config.info.pod,
+                                          gpus);
+  self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval, tick_atom::value);
 }
 
 caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,

@@ -140,6 +140,7 @@ struct State {
   bool preflight_running = false;
   bool retry_pending = false;  // a failed pre-flight's pause before the next
   std::chrono::steady_clock::time_point last_heartbeat_sent;
+  std::chrono::steady_clock::time_point last_detector_tick;  // to notice our own stalls
   std::vector<TimelineEvent> events;
   TaintSet taints;
   std::map<std::string, std::string> pod_nodes;  // every pod ever joined -> its node

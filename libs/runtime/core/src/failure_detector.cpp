@@ -19,6 +19,11 @@ void FailureDetector::heard(const std::string& peer, TimePoint now) {
   if (it != last_heard_.end() && now > it->second) it->second = now;
 }
 
+void FailureDetector::excuse(Millis stall, TimePoint now) {
+  if (stall <= Millis{0}) return;
+  for (auto& [peer, at] : last_heard_) at = std::min(now, at + stall);
+}
+
 std::vector<std::string> FailureDetector::expire(TimePoint now) {
   std::vector<std::pair<TimePoint, std::string>> lost;
   for (auto it = last_heard_.begin(); it != last_heard_.end();) {

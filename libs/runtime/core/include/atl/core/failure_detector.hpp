@@ -47,6 +47,12 @@ class FailureDetector {
   // They are no longer watched: each is reported once.
   std::vector<std::string> expire(TimePoint now);
 
+  // The watcher itself could not listen for `stall` (its timer came that
+  // late: a busy mailbox, a paused process): every peer's silence shrinks by
+  // it (never below zero), so the watcher's own stall is never taken for its
+  // peers' silence.
+  void excuse(Millis stall, TimePoint now);
+
   // How long `peer` has been silent, if watched.
   std::optional<Millis> silence(const std::string& peer, TimePoint now) const;
 

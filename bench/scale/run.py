@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""bench/scale: one supervisor with 10 to 4,000 simulated worker
+pods of 8 ranks each (workernode --simulate --fake-ranks: real node agents,
+real TCP+TLS to a real headnode, in-process rank stand-ins; see README
+"Scale"). Measures, per size:
+
+  register   pods started -> every rank running (registration, pre-flight,
+             placement, launch of 8 per pod)
+  status     `atlctl status` wall time, idle and while debug runs fan out
+  fan-out    `atlctl run -r all true`: to every rank and back (median of 3)
+  restart    `atlctl delete` of one active pod -> every rank running again in
+             the next attempt (the spare pod takes its place)
+  rss        the head's resident memory with every rank running
+  idle cpu   the head's CPU over 10 s with every rank running (heartbeats)
+
+Writes bench/results/scale.md and bench/results/scale.svg.
+Usage: bench/scale/run.py [--sizes 10,100,300,1000,2000,4000] [--per-process N]
+"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import common  # noqa: E402
+
+RANKS_PER_POD = 8
+
+
+class Job:
+    def __init__(self, tmp, pods, per_process):
+        self.dir = os.path.join(tmp, "pods-%d" % pods)
+        os.makedirs(self.dir)
+        self.pods, self.job_id = pods, "jo-scale%d" % pods
+        self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"))
+        self.out = open(os.path.join(self.dir, "head.out"), "w")
+        self.head = subprocess.Popen(
+            [common.binary("headnode"), "--job-id", self.job_id, "--workers", str(pods),
+             "--spare-workers", "1", "--nproc-per-node", str(RANKS_PER_POD), "--port", "0",
+             "--state-dir", os.path.join(self.dir, "st"), "--dashboard-port", "off",
+             "--ready-timeout", "600s", "--", "sleep 100000"],
+            stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        self.address = self.wait_line("listening on ").split()[-1]
+        self.workers = []
+        # Simulated pods per workernode process: at least 100, and at most 8
+        # processes (each spins in CAF's TLS handshake loop while it connects:
+        # dozens of them would starve the head of the 2 cores they share).
+        self.per_process = per_process or max(100, -(-(pods + 1) // 8))
+
+    def wait_line(self, prefix, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for line in open(self.out.name):
+                if line.startswith(prefix):
+                    return line
+            time.sleep(0.02)
+        raise SystemExit("no '%s' from the head: see %s" % (prefix, self.out.name))
+
+    def start_workers(self):
+        total = self.pods + 1  # one spare
+        for first in range(0, total, self.per_process):
+            k = min(self.per_process, total - first)
+            log = open(os.path.join(self.dir, "workers-%d.out" % first), "w")
+            self.workers.append(subprocess.Popen(
+                [common.binary("workernode"), "--head", self.address, "--name",
+                 "%s-worker-%d" % (self.job_id, first), "--simulate", str(k), "--fake-ranks",
+                 "--node", "sim", "--cpus", "8", "--gpus", "0",
+                 "--tls-dir", os.path.join(self.dir, "st", "tls")],
+                stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True))
+
+    def atlctl(self, *args, check=True):
+        r = subprocess.run([common.binary("atlctl"), *args], env=self.env, capture_output=True,
+                           text=True, timeout=600)
+        if check and r.returncode != 0:
+            raise SystemExit("atlctl %s: %d %s %s" % (args, r.returncode, r.stdout[-500:],
+                                                      r.stderr[-500:]))
+        return r
+
+    def status(self):
+        return json.loads(self.atlctl("status", "--json").stdout)
+
+    def wait_all_running(self, attempt=None, timeout=600):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.status()
+            if (len(s["ranks"]) == self.pods * RANKS_PER_POD
+                    and all(r["state"] == "running" for r in s["ranks"])
+                    and s["state"] == "command" and (attempt is None or s["attempt"] == attempt)):
+                return s
+            time.sleep(0.05)
+        raise SystemExit("ranks not all running within %d s" % timeout)
+
+    def head_rss_mib(self):
+        for line in open("/proc/%d/status" % self.head.pid):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0
+
+    def head_cpu_s(self):
+        fields = open("/proc/%d/stat" % self.head.pid).read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self):
+        for p in [self.head] + self.workers:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in [self.head] + self.workers:
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+NOTES = """
+Notes:
+- register: from starting the workernode processes to every rank running
+  (connect + TLS, registration, pre-flight with its network check, placement,
+  launch). restart: `atlctl delete` of one active pod, the spare takes its place,
+  every rank of the next attempt running (the restart path a lost node takes,
+  minus the heartbeat timeout that detects it). status: wall time of the
+  `atlctl status` process, start-up included (~15 ms of it), as a user sees it.
+- 4,000 x 8 (32,000 ranks) registers and launches in ~1 s, idles at ~20% of a
+  core and answers status in ~20 ms, but does not survive the fan-out phase on
+  these 2 cores: a simulation process of 500 pods (4,000 stand-in ranks) stalls,
+  the head rightly declares its pods lost, and handling hundreds of losses back
+  to back (~20 ms each: O(ranks) per loss) stalls the head past the pods'
+  timeout. That is the first thing that breaks past 1,000-2,000, and its fix is
+  in docs/architecture.md ("Scale").
+- Ray: not run side by side at these sizes. A Ray node is a raylet plus workers
+  (~1.5 GiB and 19 processes for a head alone here, bench/results/ray.md), so a
+  thousand of them cannot be simulated on one machine; Ray documents ~250+ nodes
+  for its control plane and publishes 18.9 placement groups/s at 1,000 groups.
+  Placement groups at this scale were not measured for atl either (driver-mode
+  placement of 1,100 groups/s with a few pods: bench/results/driver.md).
+"""
+
+
+def timed(f):
+    t0 = time.time()
+    f()
+    return time.time() - t0
+
+
+def status_latency(job, n=20):
+    times = sorted(timed(lambda: job.atlctl("status")) for _ in range(n))
+    return common.median(times), times[int(len(times) * 0.95) - 1]
+
+
+def measure(tmp, pods, per_process):
+    job = Job(tmp, pods, per_process)
+    try:
+        t0 = time.time()
+        job.start_workers()
+        job.wait_all_running()
+        register = time.time() - t0
+        rss = job.head_rss_mib()
+        c0 = job.head_cpu_s()
+        time.sleep(10)
+        idle_cpu = (job.head_cpu_s() - c0) / 10 * 100
+        idle_status = status_latency(job)
+
+        job.atlctl("stop")
+        fanouts = []
+        for _ in range(3):
+            fanouts.append(timed(lambda: job.atlctl("run", "-r", "all", "true")))
+            job.atlctl("stop")
+        # atlctl status while debug runs fan out to every rank, back to back.
+        busy = threading.Event()
+        done = threading.Event()
+
+        def load():
+            while not done.is_set():
+                job.atlctl("run", "-r", "all", "true")
+                busy.set()
+                job.atlctl("stop")
+        loader = threading.Thread(target=load)
+        loader.start()
+        busy.wait(120)
+        loaded_status = status_latency(job)
+        done.set()
+        loader.join()
+        rss_after = job.head_rss_mib()
+        # Pods the head declared lost under that load (heartbeats late past
+        # the timeout): simulated pods do not rejoin, so the restart below
+        # cannot run then; the table says so.
+        lost = sum(p["state"] != "joined" for p in job.status()["pods"])
+        restart = None
+        if lost == 0:
+            job.atlctl("recover")
+            job.wait_all_running()
+            attempt = job.status()["attempt"]
+            t0 = time.time()
+            job.atlctl("delete", "-p", "%s-worker-3" % job.job_id)
+            job.wait_all_running(attempt=attempt + 1)
+            restart = time.time() - t0
+        return {"pods": pods, "ranks": pods * RANKS_PER_POD, "register": register,
+                "status_idle": idle_status, "status_loaded": loaded_status,
+                "fanout": common.median(fanouts), "restart": restart, "rss": rss,
+                "rss_after": rss_after, "idle_cpu": idle_cpu, "lost": lost}
+    finally:
+        job.stop()
+
+
+def svg(rows, path):
+    """Four small line charts (seconds or MiB against pods, log x axis)."""
+    import math
+    charts = [("register, fan-out, restart (s)", [("register", "#2563eb"), ("fanout", "#dc2626"),
+                                                   ("restart", "#16a34a")]),
+              ("atlctl status (ms, median)", [("status_idle_ms", "#2563eb"),
+                                              ("status_loaded_ms", "#dc2626")]),
+              ("head RSS (MiB)", [("rss", "#2563eb")]),
+              ("head idle CPU (% of a core)", [("idle_cpu", "#2563eb")])]
+    for r in rows:
+        r["status_idle_ms"] = r["status_idle"][0] * 1000
+        r["status_loaded_ms"] = r["status_loaded"][0] * 1000
+    w, h, pad = 360, 220, 40
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (w * 2, h * 2),
+           '<rect width="100%" height="100%" fill="white"/>']
+    xs = [r["pods"] for r in rows]
+    lx = lambda x: pad + (math.log10(x) - math.log10(min(xs))) / max(
+        1e-9, math.log10(max(xs)) - math.log10(min(xs))) * (w - 2 * pad)
+    for i, (title, series) in enumerate(charts):
+        ox, oy = (i % 2) * w, (i // 2) * h
+        top = max(max(r[k] or 0 for r in rows) for k, _ in series) * 1.1 or 1
+        ly = lambda y: oy + h - pad - y / top * (h - 2 * pad)
+        out.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (ox + pad, oy + 16, title))
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (
+            ox + pad, oy + h - pad, ox + w - pad, oy + h - pad))
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (
+            ox + pad, oy + pad, ox + pad, oy + h - pad))
+        for x in xs:
+            out.append('<text x="%.0f" y="%d" text-anchor="middle">%d</text>' % (
+                ox + lx(x), oy + h - pad + 14, x))
+        out.append('<text x="%d" y="%d" text-anchor="end">%.3g</text>' % (
+            ox + pad - 3, oy + pad + 4, top))
+        out.append('<text x="%d" y="%d" text-anchor="end">0</text>' % (ox + pad - 3, oy + h - pad))
+        out.append('<text x="%d" y="%d" text-anchor="middle">pods (x8 ranks), log scale</text>' % (
+            ox + w / 2, oy + h - 8))
+        for j, (key, color) in enumerate(series):
+            have = [r for r in rows if r.get(key) is not None]
+            pts = " ".join("%.1f,%.1f" % (ox + lx(r["pods"]), ly(r[key])) for r in have)
+            out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (
+                color, pts))
+            for r in have:
+                out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (
+                    ox + lx(r["pods"]), ly(r[key]), color))
+            out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (
+                ox + w - pad - 80, oy + 30 + 13 * j, color, key))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10,100,300,1000,2000,4000")
+    ap.add_argument("--per-process", type=int, default=0,
+                    help="simulated pods per workernode process (each one connection); "
+                    "default: at least 100, at most 8 processes")
+    ap.add_argument("--keep", help="put the state dirs here and keep them")
+    ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "scale.md"))
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+        if args.keep:  # the state dirs and logs stay there (to look into a failure)
+            os.makedirs(args.keep, exist_ok=True)
+            tmp = args.keep
+        for pods in [int(s) for s in args.sizes.split(",")]:
+            r = measure(tmp, pods, args.per_process)
+            rows.append(r)
+            print("%(pods)d pods: register %(register).2f s, fan-out %(fanout).2f s, "
+                  "restart %(restart)s s, rss %(rss).0f MiB, idle cpu %(idle_cpu).1f%%, "
+                  "lost under load %(lost)d" % r,
+                  "status idle %.0f ms, loaded %.0f ms" % (r["status_idle"][0] * 1000,
+                                                            r["status_loaded"][0] * 1000),
+                  flush=True)
+    svg_path = os.path.splitext(args.out)[0] + ".svg"
+    svg(rows, svg_path)
+    lines = [
+        "# bench/scale: one supervisor, 10 to 4,000 simulated pods x 8 ranks",
+        "",
+        f"Machine: {common.machine()}.",
+        f"Command: `bench/scale/run.py --sizes {args.sizes}`.",
+        "Pods: `workernode --simulate K --fake-ranks` processes of at least 100 pods each, at",
+        "most 8 processes (one TLS connection per process), plus one spare pod; the",
+        "head, the pods' agents and atlctl are real; ranks are in-process stand-ins (no",
+        "processes). Head, workers and atlctl share the machine's cores.",
+        "",
+        f"![curves]({os.path.basename(svg_path)})",
+        "",
+        "| pods | ranks | register (s) | fan-out `run -r all true` (s) | restart after a "
+        "delete (s) | status idle (ms, median / p95) | status under fan-out (ms, median / p95) "
+        "| head RSS (MiB) | RSS after runs (MiB) | head idle CPU (% core) | pods lost under "
+        "fan-out load |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        restart = "%.2f" % r["restart"] if r["restart"] is not None else "— (pods lost)"
+        lines.append("| %d | %d | %.2f | %.2f | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
+                     "%.1f | %d |" % (r["pods"], r["ranks"], r["register"], r["fanout"], restart,
+                                      r["status_idle"][0] * 1000, r["status_idle"][1] * 1000,
+                                      r["status_loaded"][0] * 1000, r["status_loaded"][1] * 1000,
+                                      r["rss"], r["rss_after"], r["idle_cpu"], r["lost"]))
+    lines += ["", "Goals at 1,000 x 8 (issue 14): fan-out <= 2 s, status <= 50 ms, head RSS <= "
+              "300 MB, restart <= 3 s."]
+    lines += NOTES.rstrip("\n").split("\n")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote %s and %s" % (args.out, svg_path))
+
+
+if __name__ == "__main__":
+    main()
