@@ -33,17 +33,18 @@ RANKS_PER_POD = 8
 
 
 class Job:
-    def __init__(self, tmp, pods, per_process):
-        self.dir = os.path.join(tmp, "pods-%d" % pods)
+    def __init__(self, tmp, pods, per_process, mode="spmd", entrypoint="sleep 100000"):
+        self.dir = os.path.join(tmp, "%s-pods-%d" % (mode, pods))
         os.makedirs(self.dir)
         self.pods, self.job_id = pods, "jo-scale%d" % pods
-        self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"))
+        self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"),
+                        ATL_PYTHON_DIR=os.path.join(common.ROOT, "python"))
         self.out = open(os.path.join(self.dir, "head.out"), "w")
         self.head = subprocess.Popen(
-            [common.binary("headnode"), "--job-id", self.job_id, "--workers", str(pods),
-             "--spare-workers", "1", "--nproc-per-node", str(RANKS_PER_POD), "--port", "0",
-             "--state-dir", os.path.join(self.dir, "st"), "--dashboard-port", "off",
-             "--ready-timeout", "600s", "--", "sleep 100000"],
+            [common.binary("headnode"), "--job-id", self.job_id, "--mode", mode, "--workers",
+             str(pods), "--spare-workers", "1", "--nproc-per-node", str(RANKS_PER_POD), "--port",
+             "0", "--state-dir", os.path.join(self.dir, "st"), "--dashboard-port", "off",
+             "--ready-timeout", "600s", "--", entrypoint],
             stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         self.address = self.wait_line("listening on ").split()[-1]
         self.workers = []
@@ -138,8 +139,9 @@ Notes:
   (~1.5 GiB and 19 processes for a head alone here, bench/results/ray.md), so a
   thousand of them cannot be simulated on one machine; Ray documents ~250+ nodes
   for its control plane and publishes 18.9 placement groups/s at 1,000 groups.
-  Placement groups at this scale were not measured for atl either (driver-mode
-  placement of 1,100 groups/s with a few pods: bench/results/driver.md).
+  placement groups: a driver (bench/scale/pg_driver.py, atl's Python package)
+  creates min(pods, 1,000) groups of 8 one-CPU bundles (STRICT_PACK) and waits
+  until all are ready.
 """
 
 
@@ -209,6 +211,24 @@ def measure(tmp, pods, per_process):
         job.stop()
 
 
+def measure_pgs(tmp, pods, per_process, groups):
+    """A driver-mode job on the same simulated pods: `groups` placement groups
+    of 8 one-CPU bundles, created and ready (pg_driver.py)."""
+    driver = "exec python3 %s %d" % (os.path.join(common.ROOT, "bench", "scale", "pg_driver.py"),
+                                     groups)
+    job = Job(tmp, pods, per_process, mode="driver", entrypoint=driver)
+    try:
+        job.start_workers()
+        code = job.head.wait(900)
+        for line in open(job.out.name):
+            if "PG-RESULT" in line:
+                fields = dict(kv.split("=") for kv in line.split("PG-RESULT")[1].split())
+                return float(fields["ready_s"]), int(fields["pods"])
+        raise SystemExit("the placement-group driver failed (%s): see %s" % (code, job.out.name))
+    finally:
+        job.stop()
+
+
 def svg(rows, path):
     """Four small line charts (seconds or MiB against pods, log x axis)."""
     import math
@@ -267,6 +287,8 @@ def main():
                     help="simulated pods per workernode process (each one connection); "
                     "default: at least 100, at most 8 processes")
     ap.add_argument("--keep", help="put the state dirs here and keep them")
+    ap.add_argument("--groups", type=int, default=1000,
+                    help="placement groups per size (at most one per pod)")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "scale.md"))
     args = ap.parse_args()
     rows = []
@@ -276,6 +298,9 @@ def main():
             tmp = args.keep
         for pods in [int(s) for s in args.sizes.split(",")]:
             r = measure(tmp, pods, args.per_process)
+            groups = min(pods, args.groups)
+            r["pg_groups"] = groups
+            r["pg_ready"], r["pg_pods"] = measure_pgs(tmp, pods, args.per_process, groups)
             rows.append(r)
             print("%(pods)d pods: register %(register).2f s, fan-out %(fanout).2f s, "
                   "restart %(restart)s s, rss %(rss).0f MiB, idle cpu %(idle_cpu).1f%%, "
@@ -300,16 +325,18 @@ def main():
         "| pods | ranks | register (s) | fan-out `run -r all true` (s) | restart after a "
         "delete (s) | status idle (ms, median / p95) | status under fan-out (ms, median / p95) "
         "| head RSS (MiB) | RSS after runs (MiB) | head idle CPU (% core) | pods lost under "
-        "fan-out load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "fan-out load | placement groups of 8 CPUs: created + ready (groups/s) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         restart = "%.2f" % r["restart"] if r["restart"] is not None else "— (pods lost)"
         lines.append("| %d | %d | %.2f | %.2f | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
-                     "%.1f | %d |" % (r["pods"], r["ranks"], r["register"], r["fanout"], restart,
-                                      r["status_idle"][0] * 1000, r["status_idle"][1] * 1000,
-                                      r["status_loaded"][0] * 1000, r["status_loaded"][1] * 1000,
-                                      r["rss"], r["rss_after"], r["idle_cpu"], r["lost"]))
+                     "%.1f | %d | %d in %.2f s (%.0f/s) |" % (
+                         r["pods"], r["ranks"], r["register"], r["fanout"], restart,
+                         r["status_idle"][0] * 1000, r["status_idle"][1] * 1000,
+                         r["status_loaded"][0] * 1000, r["status_loaded"][1] * 1000, r["rss"],
+                         r["rss_after"], r["idle_cpu"], r["lost"], r["pg_groups"], r["pg_ready"],
+                         r["pg_groups"] / r["pg_ready"]))
     lines += ["", "Goals at 1,000 x 8 (issue 14): fan-out <= 2 s, status <= 50 ms, head RSS <= "
               "300 MB, restart <= 3 s."]
     lines += NOTES.rstrip("\n").split("\n")
