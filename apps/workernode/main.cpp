@@ -176,6 +176,19 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
   }
 }
 
+// The address others reach this pod at (--advertise, else the one used
+// towards the head) and its interface; false, with one line, when there is none.
+bool set_address(const WorkerOptions& opt, atl::NodeAgentConfig& node) {
+  auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
+  if (!local) {
+    std::cerr << "workernode: " << local.error() << "\n";
+    return false;
+  }
+  node.info.address = opt.advertise.empty() ? *local : opt.advertise;
+  node.info.interface = atl::os::interface_of_address(*local);
+  return true;
+}
+
 // Who is told of a SIGINT/SIGTERM: every node agent of this process (one, or
 // --simulate's K).
 struct SignalHub {
@@ -247,13 +260,7 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
         log->warn("{} (atlctl needs --address in this pod)", published.error());
       }
     }
-    auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
-    if (!local) {
-      std::cerr << "workernode: " << local.error() << "\n";
-      return atl::kNodeExitHeadLost;
-    }
-    node.info.address = opt.advertise.empty() ? *local : opt.advertise;
-    node.info.interface = atl::os::interface_of_address(*local);
+    if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
     node.head_lost = std::make_shared<std::atomic<bool>>(false);
     node.joined = std::make_shared<std::atomic<bool>>(false);
     auto agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
@@ -292,13 +299,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
   caf::actor_system sys{cfg};
   auto supervisor = connect_with_backoff(sys, opt);
   if (!supervisor) return atl::kNodeExitHeadLost;
-  auto local = atl::os::local_address_towards(opt.head.host, opt.head.port);
-  if (!local) {
-    std::cerr << "workernode: " << local.error() << "\n";
-    return atl::kNodeExitHeadLost;
-  }
-  node.info.address = opt.advertise.empty() ? *local : opt.advertise;
-  node.info.interface = atl::os::interface_of_address(*local);
+  if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
   node.forward_log = false;  // the process's log is not one pod's
   std::vector<std::shared_ptr<std::atomic<int>>> codes;
   std::vector<caf::actor> agents;

@@ -1,5 +1,7 @@
 #include "atl/core/sse.hpp"
 
+#include "parse_util.hpp"
+
 namespace atl {
 
 std::string sse_log_event(std::string_view text, std::int64_t next_offset, std::int64_t skipped) {
@@ -25,14 +27,6 @@ std::string sse_log_event(std::string_view text, std::int64_t next_offset, std::
   return out;
 }
 
-std::optional<std::int64_t> parse_event_id(std::string_view id) {
-  if (id.empty() || id.size() > 18) return std::nullopt;
-  std::int64_t v = 0;
-  for (char c : id) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  return v;
-}
+std::optional<std::int64_t> parse_event_id(std::string_view id) { return detail::parse_uint(id); }
 
 }  // namespace atl
