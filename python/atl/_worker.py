@@ -9,6 +9,7 @@ import base64
 import os
 import pickle
 import sys
+import time
 import traceback
 
 from . import _serialize
@@ -50,7 +51,11 @@ def host_actor():
     print(f"actor {name} ready", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    done.wait()
+    # With a timeout: a SIGTERM the kernel hands to one of libatl's threads
+    # only flags the handler, which runs when this thread next wakes (an
+    # endless wait would sleep through it until SIGKILL).
+    while not done.wait(0.5):
+        pass
     host.close()
     atl.shutdown()
     return 0
@@ -117,7 +122,8 @@ def pool_worker():
 
     hosts["pool"] = atl.host_actor(name, handle)
     atl.ActorHandle(registry).call(f"ready {name}".encode(), timeout=30)
-    threading.Event().wait()
+    while True:  # woken twice a second: the SIGTERM handler runs (see host_actor)
+        time.sleep(0.5)
 
 
 def main():

@@ -60,6 +60,10 @@ TEST(BurnReport, DamagedLinesAreLeftOut) {
       "Round 1: AllReduce Perf(GB/s): Size=, BusBW=1.00 GB/s, AlgBW=1.00 GB/s, MasterAddr=m",
       "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=-1.00 GB/s, AlgBW=1.00 GB/s, MasterAddr=m",
       "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=1e9 GB/s, AlgBW=1.00 GB/s, MasterAddr=m",
+      // Found by the fuzzer: a figure whose formatted form no longer parsed.
+      "p GPU 0 round 3 (2s/20s): gemm 60040000000000000000000124345 TFLOP/s, verified",
+      "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=1000000000001 GB/s, AlgBW=1 GB/s, "
+      "MasterAddr=m",
       "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=1. GB/s, AlgBW=1.00 GB/s, MasterAddr=m",
       "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=nan GB/s, AlgBW=1.00 GB/s, MasterAddr=m",
       "Round 1: AllReduce Perf(GB/s): Size=8M, BusBW=1.00 GB/s, AlgBW=1.00 GB/s, MasterAddr=",

@@ -46,11 +46,13 @@ struct Cursor {
     s.remove_prefix(n);
     return static_cast<int>(v);
   }
-  // A plain decimal number: digits, at most one '.', no sign or exponent.
+  // A plain decimal number: digits, at most one '.', no sign or exponent,
+  // at most 1e12 (no burn figure comes near; what the formatters print for it
+  // then fits in the 24 characters read here, so a figure round-trips).
   std::optional<double> number() {
     std::size_t n = 0;
     bool dot = false;
-    while (n < s.size() && n < 32 &&
+    while (n < s.size() && n < 24 &&
            ((s[n] >= '0' && s[n] <= '9') || (s[n] == '.' && !dot && n > 0))) {
       if (s[n] == '.') dot = true;
       ++n;
@@ -60,7 +62,8 @@ struct Cursor {
     char* end = nullptr;
     errno = 0;
     double v = std::strtod(text.c_str(), &end);
-    if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+    if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(v) || v > 1e12)
+      return std::nullopt;
     s.remove_prefix(n);
     return v;
   }
