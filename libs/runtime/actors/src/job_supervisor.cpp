@@ -296,6 +296,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
   const bool driver_only = scope == LaunchScope::driver_only;
   if (!driver_only) {
     st.ranks.clear();
+    st.ranks_by_pod.clear();
     st.ray_cluster_torn_down = false;
   }
   clear_groups(self, "user code started again (attempt " + std::to_string(st.attempt) + ")");
@@ -310,6 +311,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     st.ranks[launch.first] = RankRecord{};
     st.ranks[launch.first].pod = pod;
     st.ranks[launch.first].attempt = st.attempt;
+    st.ranks_by_pod[pod].push_back(launch.first);
     if (launch.first < 0) {
       // The head pod's own processes: the driver (and in ray mode Ray's head).
       caf::actor exec = spawn_executor(self->system(), std::move(launch.second), pod,
@@ -924,18 +926,28 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     st.last_lost_node = node;
   }
   if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
-  for (auto& [stream, r] : st.ranks) {
-    if (r.pod == pod && !r.done) {
-      r.done = true;
-      r.note = "pod lost";
+  // Through the per-pod indexes: a loss costs that pod's ranks, not the job's
+  // (a walk over every rank made a batch of lost pods stall the supervisor).
+  if (auto idx = st.ranks_by_pod.find(pod); idx != st.ranks_by_pod.end()) {
+    for (std::int32_t stream : idx->second) {
+      auto r = st.ranks.find(stream);
+      if (r != st.ranks.end() && r->second.pod == pod && !r->second.done) {
+        r->second.done = true;
+        r->second.note = "pod lost";
+      }
     }
   }
   // Debug commands on that pod end too (their waiters get an answer).
   std::vector<RankExit> lost;
-  for (const auto& [id, run] : st.runs)
-    for (const auto& [rank, r] : run.ranks)
-      if (r.pod == pod && !r.done)
+  if (auto idx = st.run_ranks_by_pod.find(pod); idx != st.run_ranks_by_pod.end()) {
+    for (const auto& [id, rank] : idx->second) {
+      auto run = st.runs.find(id);
+      if (run == st.runs.end()) continue;
+      auto r = run->second.ranks.find(rank);
+      if (r != run->second.ranks.end() && r->second.pod == pod && !r->second.done)
         lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
+    }
+  }
   for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
   if (st.preflight_running) {
     // Moot: in restarting the pod is awaited and the pre-flight reruns when it

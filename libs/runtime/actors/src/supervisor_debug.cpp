@@ -195,6 +195,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
     run.ranks[rank] = RankRecord{};
     run.ranks[rank].pod = pod;
+    st.run_ranks_by_pod[pod].emplace_back(run.id, rank);
     per_pod[pod].push_back(std::move(launch));
   }
   for (auto& [pod, launches] : per_pod)

@@ -107,6 +107,10 @@ struct State {
   // current attempt of it is doing. `attempt` grows with every recover.
   std::map<std::int32_t, RankLaunch> launches;
   std::map<std::int32_t, RankRecord> ranks;
+  // Indexes for a lost pod: its user-code streams (this attempt), and its
+  // (debug run, rank) pairs. May hold stale entries; readers check the pod.
+  std::map<std::string, std::vector<std::int32_t>> ranks_by_pod;
+  std::map<std::string, std::vector<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
   std::int32_t attempt = 1;
   caf::actor driver;
   caf::actor ray_head;                 // ray mode: `ray start --head` on this pod
