@@ -128,13 +128,12 @@ Notes:
   every rank of the next attempt running (the restart path a lost node takes,
   minus the heartbeat timeout that detects it). status: wall time of the
   `atlctl status` process, start-up included (~15 ms of it), as a user sees it.
-- 4,000 x 8 (32,000 ranks) registers and launches in ~1 s, idles at ~20% of a
-  core and answers status in ~20 ms, but does not survive the fan-out phase on
-  these 2 cores: a simulation process of 500 pods (4,000 stand-in ranks) stalls,
-  the head rightly declares its pods lost, and handling hundreds of losses back
-  to back (~20 ms each: O(ranks) per loss) stalls the head past the pods'
-  timeout. That is the first thing that breaks past 1,000-2,000, and its fix is
-  in docs/architecture.md ("Scale").
+- 4,000 x 8 (32,000 ranks) registers in ~1 s and idles at ~20% of a core, but
+  does not get through this bench on these 2 cores: first a batch of lost pods
+  stalled the head (O(ranks) per loss: fixed, per-pod indexes), now the launch
+  or end of 32,000 ranks at once (O(n^2) "all done?" checks, 32,000 log files)
+  keeps it busy long enough for a status request to time out. Details and
+  fixes: docs/architecture.md ("Scale").
 - Ray: not run side by side at these sizes. A Ray node is a raylet plus workers
   (~1.5 GiB and 19 processes for a head alone here, bench/results/ray.md), so a
   thousand of them cannot be simulated on one machine; Ray documents ~250+ nodes
