@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "atl/os/tls_credentials.hpp"
+#include "common/free_ports.hpp"
 
 namespace atl::test {
 
@@ -135,18 +136,11 @@ Started& TestCluster::start_head(std::vector<std::string> args,
 }
 
 void TestCluster::use_fixed_head_port() {
-  // A port the kernel just handed out and we let go: free for the head.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ADD_FAILURE() << "no free port";
-  }
-  head_port_ = ntohs(addr.sin_port);
-  ::close(fd);
+  // Below the ephemeral range: nobody binding 0 or connecting out takes it
+  // while the head is down between two starts (free_ports.hpp).
+  auto ports = unused_ports(1);
+  if (ports.empty()) ADD_FAILURE() << "no free port";
+  head_port_ = ports.empty() ? 0 : ports[0];
 }
 
 std::string TestCluster::head_address(std::chrono::milliseconds timeout) {

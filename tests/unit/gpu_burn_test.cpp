@@ -14,6 +14,7 @@
 #include "atl/gpu/nccl_allreduce.hpp"
 #include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/verify.hpp"
+#include "common/free_ports.hpp"
 
 using namespace atl::gpu;
 
@@ -201,50 +202,9 @@ TEST(Backends, WithoutADeviceTheCpuBackendServes) {
 
 namespace {
 
-// A port nothing listens on right now (bind 0, read it back, close).
-std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// n distinct ports for a ring's members, below the kernel's ephemeral range:
-// a port from bind(0) could be handed to any other process binding 0 (a
-// parallel test's head, its dashboard) before the member listens on it, and
-// two such calls could even return the same port. Each candidate is held
-// bound until all are chosen.
 std::vector<atl::HostPort> loopback_peers(int n) {
-  int low = 32768;
-  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
-    std::fclose(f);
-  }
-  std::mt19937 rng(std::random_device{}());
-  std::uniform_int_distribution<int> pick(10000, std::max(10001, low - 1));
   std::vector<atl::HostPort> peers;
-  std::vector<int> held;
-  for (int tries = 0; static_cast<int>(peers.size()) < n && tries < 1000; ++tries) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<std::uint16_t>(pick(rng)));
-    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      close(fd);
-      continue;
-    }
-    held.push_back(fd);
-    peers.push_back({"127.0.0.1", ntohs(addr.sin_port)});
-  }
-  for (int fd : held) close(fd);
-  if (static_cast<int>(peers.size()) < n)  // no luck below the range: what bind(0) gives
-    while (static_cast<int>(peers.size()) < n) peers.push_back({"127.0.0.1", free_port()});
+  for (std::uint16_t port : atl::test::unused_ports(n)) peers.push_back({"127.0.0.1", port});
   return peers;
 }
 
