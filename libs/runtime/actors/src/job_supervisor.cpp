@@ -87,18 +87,6 @@ void record(Actor* self, const std::string& kind, const std::string& text) {
   if (events.size() > kMaxEvents) events.erase(events.begin());  // bounded: the oldest go
 }
 
-bool all_done(const std::map<std::int32_t, RankRecord>& ranks) {
-  for (const auto& [stream, r] : ranks)
-    if (!r.done) return false;
-  return true;
-}
-
-bool all_started(const std::map<std::int32_t, RankRecord>& ranks) {
-  for (const auto& [stream, r] : ranks)
-    if (!r.started && !r.done) return false;
-  return true;
-}
-
 namespace {
 
 void finalize(Actor* self);
@@ -308,9 +296,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     if (driver_only && launch.first != kDriverStream) continue;
     launch.second.attempt = st.attempt;
     std::string pod = pod_of_rank(st, launch.first);
-    st.ranks[launch.first] = RankRecord{};
-    st.ranks[launch.first].pod = pod;
-    st.ranks[launch.first].attempt = st.attempt;
+    st.ranks.add(launch.first, pod, st.attempt);
     st.ranks_by_pod[pod].push_back(launch.first);
     if (launch.first < 0) {
       // The head pod's own processes: the driver (and in ray mode Ray's head).
@@ -347,7 +333,7 @@ void fail(Actor* self, JobEvent event, const std::string& reason) {
   if (is_terminal(st.state()) || !apply(self, event)) return;
   st.failure = reason;
   st.log->error("job {} failed: {}", st.job().job_id, reason);
-  if (all_done(st.ranks)) {
+  if (st.ranks.all_done()) {
     finalize(self);
     return;
   }
@@ -410,12 +396,7 @@ void finalize(Actor* self) {
   if (st.finalizing) return;
   st.finalizing = true;
   clear_groups(self, "the job ended");
-  for (auto& [stream, r] : st.ranks) {
-    if (!r.done) {
-      r.done = true;
-      r.note = "abandoned";
-    }
-  }
+  st.ranks.end_remaining("abandoned");
   st.config.ending->store(true);
   bool ok = st.state() == JobState::succeeded;
   if (!ok) {
@@ -451,8 +432,7 @@ void on_rank_started(Actor* self, const RankStarted& started) {
   }
   auto it = st.ranks.find(started.stream);
   if (it == st.ranks.end() || started.attempt != it->second.attempt) return;
-  it->second.started = true;
-  it->second.pid = started.pid;
+  st.ranks.mark_started(started.stream, started.pid);
   on_user_code_progress(self);
 }
 
@@ -466,7 +446,7 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
       if (apply(self, JobEvent::ranks_succeeded)) {
         // Ray's processes everywhere are stopped; the job ends once they are.
         stop_user_code(self);
-        if (all_done(st.ranks)) finalize(self);
+        if (st.ranks.all_done()) finalize(self);
       }
       return;
     }
@@ -493,12 +473,9 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   }
   auto it = st.ranks.find(exit.stream);
   // Reports of an earlier attempt (before a recover) are history.
-  if (it == st.ranks.end() || exit.attempt != it->second.attempt || it->second.done) return;
-  RankRecord& r = it->second;
-  r.done = true;
-  r.code = exit.code;
-  r.signal = exit.signal;
-  r.note = exit.error;
+  if (it == st.ranks.end() || exit.attempt != it->second.attempt ||
+      !st.ranks.mark_done(exit.stream, exit.code, exit.signal, exit.error))
+    return;
   // A driver's placement groups are its own (Ray: the job's): they go with it.
   if (exit.stream == kDriverStream && st.job().mode == JobMode::driver)
     clear_groups(self, "the driver ended");
@@ -514,11 +491,11 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
     } else if (!status.success()) {
       on_fault(self, {FaultKind::rank_failed, exit.pod,
                       rank_label(exit.stream) + " on pod " + exit.pod + " " + status.ended()});
-    } else if (all_done(st.ranks) && apply(self, JobEvent::ranks_succeeded)) {
+    } else if (st.ranks.all_done() && apply(self, JobEvent::ranks_succeeded)) {
       finalize(self);
     }
   } else if (is_terminal(st.state())) {
-    if (all_done(st.ranks)) finalize(self);
+    if (st.ranks.all_done()) finalize(self);
   } else if (st.state() == JobState::restarting) {
     maybe_relaunch(self);  // the faulted attempt's ranks are stopping
   } else {
@@ -801,7 +778,7 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
 void maybe_relaunch(Actor* self) {
   auto& st = self->state;
   if (st.state() != JobState::restarting || st.preflight_running || st.retry_pending) return;
-  if (!all_done(st.ranks)) return;
+  if (!st.ranks.all_done()) return;
   // Enough pods on untainted nodes (spares included)? Else keep waiting.
   if (auto chosen = select_active(self); !chosen) {
     st.log->info("restart waits: {}", chosen.error());
@@ -821,7 +798,7 @@ void begin_restart(Actor* self, const Fault& fault) {
   ++st.check_round;  // a pre-flight under way is moot
   st.preflight_running = false;
   const std::int32_t restart = st.restarts.used();
-  if (!all_done(st.ranks)) {
+  if (!st.ranks.all_done()) {
     stop_user_code(self);
     self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
                        static_cast<std::int32_t>(kRestartStopTimer), restart);
@@ -931,10 +908,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   if (auto idx = st.ranks_by_pod.find(pod); idx != st.ranks_by_pod.end()) {
     for (std::int32_t stream : idx->second) {
       auto r = st.ranks.find(stream);
-      if (r != st.ranks.end() && r->second.pod == pod && !r->second.done) {
-        r->second.done = true;
-        r->second.note = "pod lost";
-      }
+      if (r != st.ranks.end() && r->second.pod == pod) st.ranks.mark_done(stream, 0, 0, "pod lost");
     }
   }
   // Debug commands on that pod end too (their waiters get an answer).
@@ -965,7 +939,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
       if (st.job().mode == JobMode::ray) on_ray_node_gone_while_parked(self, fault.detail);
       on_user_code_progress(self);
     }
-  } else if (all_done(st.ranks)) {
+  } else if (st.ranks.all_done()) {
     finalize(self);
   }
 }
@@ -1385,14 +1359,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             break;
           case kRestartStopTimer:
             if (st.state() == JobState::restarting && arg == st.restarts.used() &&
-                !all_done(st.ranks)) {
+                !st.ranks.all_done()) {
               st.log->warn("ranks of the faulted attempt did not all report; going on");
-              for (auto& [stream, r] : st.ranks) {
-                if (!r.done) {
-                  r.done = true;
-                  r.note = "did not report after the stop";
-                }
-              }
+              st.ranks.end_remaining("did not report after the stop");
               maybe_relaunch(self);
             }
             break;

@@ -30,16 +30,16 @@ bool stops_with_user_code(const State& st, std::int32_t stream) {
 }
 
 bool user_code_stopped(const State& st) {
-  for (const auto& [stream, r] : st.ranks)
-    if (stops_with_user_code(st, stream) && !r.done) return false;
-  return true;
+  if (st.job().mode != JobMode::ray) return st.ranks.all_done();
+  auto driver = st.ranks.find(kDriverStream);  // ray mode: the driver alone
+  return driver == st.ranks.end() || driver->second.done;
 }
 
 bool stop_complete(const State& st) {
   if (st.stopping_run == 0) return user_code_stopped(st);
   if (st.stopping_run > 0) {
     auto it = st.runs.find(st.stopping_run);
-    return it == st.runs.end() || all_done(it->second.ranks);
+    return it == st.runs.end() || it->second.ranks.all_done();
   }
   return true;
 }
@@ -57,7 +57,7 @@ void check_stop(Actor* self) {
 }
 
 // "ranks 0,3" (or "the driver") still starting (`want_started`) or running.
-std::string pending_ranks(const std::map<std::int32_t, RankRecord>& ranks, bool want_started,
+std::string pending_ranks(const RankTable& ranks, bool want_started,
                           const std::function<bool(std::int32_t)>& counts = nullptr) {
   std::string out;
   bool driver = false;
@@ -75,7 +75,7 @@ std::string pending_ranks(const std::map<std::int32_t, RankRecord>& ranks, bool 
 }
 
 nlohmann::json run_status(const DebugRun& run) {
-  nlohmann::json j{{"run", run.id}, {"done", all_done(run.ranks)}, {"tracked", run.tracked}};
+  nlohmann::json j{{"run", run.id}, {"done", run.ranks.all_done()}, {"tracked", run.tracked}};
   j["ranks"] = nlohmann::json::array();
   for (const auto& [rank, r] : run.ranks) {
     nlohmann::json rj{{"rank", rank},         {"stream", debug_stream(run.id, rank)},
@@ -92,7 +92,7 @@ nlohmann::json run_status(const DebugRun& run) {
 }
 
 void maybe_answer_start(DebugRun& run) {
-  if (run.start_answered || !all_started(run.ranks)) return;
+  if (run.start_answered || !run.ranks.all_started()) return;
   run.start_answered = true;
   run.started_reply.deliver(
       std::int32_t{0},
@@ -193,8 +193,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     launch.attempt = run.id;
     launch.control = node_tool;  // atl-burn's allreduce meets its peers through us
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
-    run.ranks[rank] = RankRecord{};
-    run.ranks[rank].pod = pod;
+    run.ranks.add(rank, pod);
     st.run_ranks_by_pod[pod].emplace_back(run.id, rank);
     per_pod[pod].push_back(std::move(launch));
   }
@@ -326,7 +325,7 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   auto it = st.runs.find(id);
   if (it == st.runs.end()) return usage("there is no run " + std::to_string(id));
-  if (all_done(it->second.ranks))
+  if (it->second.ranks.all_done())
     return ok(
         run_status(it->second).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto promise = self->make_response_promise<std::int32_t, std::string>();
@@ -354,7 +353,7 @@ Result recover(Actor* self) {
                                   pending_ranks(st.ranks, false) +
                                   " are still stopping; retry recover in a moment"));
     }
-  } else if (!stop_complete(st) || !all_done(st.ranks)) {
+  } else if (!stop_complete(st) || !st.ranks.all_done()) {
     return refused(make_error("job is in state debugStop but " + pending_ranks(st.ranks, false) +
                               " are still stopping; retry recover in a moment"));
   }
@@ -384,7 +383,7 @@ Result recover(Actor* self) {
 
 void on_user_code_progress(Actor* self) {
   auto& st = self->state;
-  if (st.recover_pending && all_started(st.ranks)) {
+  if (st.recover_pending && st.ranks.all_started()) {
     st.recover_pending = false;
     st.recover_reply.deliver(std::int32_t{0}, std::string());
   }
@@ -394,10 +393,7 @@ void on_user_code_progress(Actor* self) {
 void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id) {
   auto it = self->state.runs.find(id.run);
   if (it == self->state.runs.end()) return;
-  auto rank = it->second.ranks.find(id.rank);
-  if (rank == it->second.ranks.end()) return;
-  rank->second.started = true;
-  rank->second.pid = started.pid;
+  it->second.ranks.mark_started(id.rank, started.pid);
   maybe_answer_start(it->second);
 }
 
@@ -405,12 +401,8 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
   auto it = self->state.runs.find(id.run);
   if (it == self->state.runs.end()) return;
   DebugRun& run = it->second;
+  if (!run.ranks.mark_done(id.rank, exit.code, exit.signal, exit.error)) return;
   auto rank = run.ranks.find(id.rank);
-  if (rank == run.ranks.end() || rank->second.done) return;
-  rank->second.done = true;
-  rank->second.code = exit.code;
-  rank->second.signal = exit.signal;
-  rank->second.note = exit.error;
   if (run.is_check) {
     os::ExitStatus status{exit.code, exit.signal};
     bool passed = exit.error.empty() && status.success();
@@ -428,7 +420,7 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
                            ") before joining the allreduce");
   }
   maybe_answer_start(run);
-  if (all_done(run.ranks)) answer_run_waiters(run);
+  if (run.ranks.all_done()) answer_run_waiters(run);
   check_stop(self);
 }
 
@@ -483,7 +475,7 @@ std::string runs_json(const State& st) {
                  {"command", run.command},
                  {"tracked", run.tracked},
                  {"ranks", run.ranks.size()},
-                 {"done", all_done(run.ranks)}});
+                 {"done", run.ranks.all_done()}});
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

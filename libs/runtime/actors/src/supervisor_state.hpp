@@ -16,6 +16,7 @@
 #include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
 #include "atl/core/placement.hpp"
+#include "atl/core/rank_table.hpp"
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
@@ -55,18 +56,6 @@ struct Node {
   caf::actor agent;
 };
 
-struct RankRecord {
-  std::string pod;
-  std::int32_t attempt =
-      0;  // the start its reports must carry (ray mode: the driver's can be newer)
-  std::int32_t pid = 0;
-  bool started = false;
-  bool done = false;
-  std::int32_t code = 0;
-  std::int32_t signal = 0;
-  std::string note;  // why it ended, when not by itself (or why it never started)
-};
-
 // atlctl commands are answered (int32 exit code for atlctl, text).
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
 using Result = caf::result<std::int32_t, std::string>;
@@ -77,7 +66,7 @@ struct DebugRun {
   bool tracked = true;    // false for run -f: stop leaves it alone
   bool is_check = false;  // atlctl check: its verdicts feed the taint candidates
   std::string command;
-  std::map<std::int32_t, RankRecord> ranks;  // rank -> record
+  RankTable ranks;  // rank -> record
   Promise started_reply;
   bool start_answered = false;
   std::vector<Promise> waiters;  // run_wait long polls
@@ -106,7 +95,7 @@ struct State {
   // User code: the launch of each stream (rank, or the driver) and how the
   // current attempt of it is doing. `attempt` grows with every recover.
   std::map<std::int32_t, RankLaunch> launches;
-  std::map<std::int32_t, RankRecord> ranks;
+  RankTable ranks;
   // Indexes for a lost pod: its user-code streams (this attempt), and its
   // (debug run, rank) pairs. May hold stale entries; readers check the pod.
   std::map<std::string, std::vector<std::int32_t>> ranks_by_pod;
@@ -227,8 +216,6 @@ RayProcesses ray_processes(const State& st);
 // of the cluster is stopped; recover will start it all again.
 void on_ray_node_gone_while_parked(Actor* self, const std::string& why);
 void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
-bool all_done(const std::map<std::int32_t, RankRecord>& ranks);
-bool all_started(const std::map<std::int32_t, RankRecord>& ranks);
 
 // Debug half: handlers and the hooks the lifecycle half calls.
 Result begin_stop(Actor* self);
