@@ -9,12 +9,21 @@ real TCP+TLS to a real headnode, in-process rank stand-ins; see README
   status     `atlctl status` wall time, idle and while debug runs fan out
   fan-out    `atlctl run -r all true`: to every rank and back (median of 3)
   restart    `atlctl delete` of one active pod -> every rank running again in
-             the next attempt (the spare pod takes its place)
+             the next attempt (a spare pod takes its place)
+  killed     SIGKILL of one active pod's process -> every rank running again
+             in the next attempt (the head sees the connection go; a spare)
+  hung       SIGSTOP of one active pod's process (a hung machine, or one
+             whose power went: no FIN) -> every rank running again (the
+             heartbeat timeout, 3 s, detects it)
   rss        the head's resident memory with every rank running
   idle cpu   the head's CPU over 10 s with every rank running (heartbeats)
 
+Then the workloads that map on Ray 2.60 at the sizes one machine holds
+(--ray-sizes; bench/scale/ray_side.py with the Ray venv's python).
+
 Writes bench/results/scale.md and bench/results/scale.svg.
 Usage: bench/scale/run.py [--sizes 10,100,300,1000,2000,4000] [--per-process N]
+                          [--ray-sizes 10,30] [--ray-python build/ray-venv/bin/python]
 """
 import argparse
 import json
@@ -42,7 +51,7 @@ class Job:
         self.out = open(os.path.join(self.dir, "head.out"), "w")
         self.head = subprocess.Popen(
             [common.binary("headnode"), "--job-id", self.job_id, "--mode", mode, "--workers",
-             str(pods), "--spare-workers", "1", "--nproc-per-node", str(RANKS_PER_POD), "--port",
+             str(pods), "--spare-workers", "3", "--nproc-per-node", str(RANKS_PER_POD), "--port",
              "0", "--state-dir", os.path.join(self.dir, "st"), "--dashboard-port", "off",
              "--ready-timeout", "600s", "--", entrypoint],
             stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
@@ -63,16 +72,25 @@ class Job:
         raise SystemExit("no '%s' from the head: see %s" % (prefix, self.out.name))
 
     def start_workers(self):
-        total = self.pods + 1  # one spare
-        for first in range(0, total, self.per_process):
-            k = min(self.per_process, total - first)
-            log = open(os.path.join(self.dir, "workers-%d.out" % first), "w")
-            self.workers.append(subprocess.Popen(
-                [common.binary("workernode"), "--head", self.address, "--name",
-                 "%s-worker-%d" % (self.job_id, first), "--simulate", str(k), "--fake-ranks",
-                 "--node", "sim", "--cpus", "8", "--gpus", "0",
-                 "--tls-dir", os.path.join(self.dir, "st", "tls")],
-                stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True))
+        """Pods 0 and 1 alone in processes of their own (the bench kills
+        one and stops the other), pods 2..N+2 in the shared ones (three
+        spares: for a delete, a kill and a hang)."""
+        total = self.pods + 3
+        self.victim = self.start_process(0, 1)
+        self.hung = self.start_process(1, 1)
+        for first in range(2, total, self.per_process):
+            self.start_process(first, min(self.per_process, total - first))
+
+    def start_process(self, first, k):
+        log = open(os.path.join(self.dir, "workers-%d.out" % first), "w")
+        p = subprocess.Popen(
+            [common.binary("workernode"), "--head", self.address, "--name",
+             "%s-worker-%d" % (self.job_id, first), "--simulate", str(k), "--fake-ranks",
+             "--node", "sim", "--cpus", "8", "--gpus", "0",
+             "--tls-dir", os.path.join(self.dir, "st", "tls")],
+            stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        self.workers.append(p)
+        return p
 
     def atlctl(self, *args, check=True):
         r = subprocess.run([common.binary("atlctl"), *args], env=self.env, capture_output=True,
@@ -193,7 +211,7 @@ def measure(tmp, pods, per_process):
         # the timeout): simulated pods do not rejoin, so the restart below
         # cannot run then; the table says so.
         lost = sum(p["state"] != "joined" for p in job.status()["pods"])
-        restart = None
+        restart = killed = hung = None
         if lost == 0:
             job.atlctl("recover")
             job.wait_all_running()
@@ -202,9 +220,18 @@ def measure(tmp, pods, per_process):
             job.atlctl("delete", "-p", "%s-worker-3" % job.job_id)
             job.wait_all_running(attempt=attempt + 1)
             restart = time.time() - t0
+            t0 = time.time()
+            os.killpg(job.victim.pid, signal.SIGKILL)
+            job.wait_all_running(attempt=attempt + 2)
+            killed = time.time() - t0
+            t0 = time.time()
+            os.killpg(job.hung.pid, signal.SIGSTOP)
+            job.wait_all_running(attempt=attempt + 3)
+            hung = time.time() - t0
+            os.killpg(job.hung.pid, signal.SIGKILL)
         return {"pods": pods, "ranks": pods * RANKS_PER_POD, "register": register,
                 "status_idle": idle_status, "status_loaded": loaded_status,
-                "fanout": common.median(fanouts), "restart": restart, "rss": rss,
+                "fanout": common.median(fanouts), "restart": restart, "killed": killed, "hung": hung, "rss": rss,
                 "rss_after": rss_after, "idle_cpu": idle_cpu, "lost": lost}
     finally:
         job.stop()
@@ -228,11 +255,28 @@ def measure_pgs(tmp, pods, per_process, groups):
         job.stop()
 
 
+def measure_ray(tmp, pods, groups, python):
+    """bench/scale/ray_side.py on a Ray cluster of `pods` nodes: its JSON."""
+    log = os.path.join(tmp, "ray-%d.out" % pods)
+    env = dict(os.environ, PATH=os.path.dirname(python) + os.pathsep + os.environ["PATH"],
+               RAY_USAGE_STATS_ENABLED="0")
+    with open(log, "w") as out:
+        code = subprocess.run([python, os.path.join(common.ROOT, "bench", "scale", "ray_side.py"),
+                               str(pods), str(groups)], stdout=out, stderr=subprocess.STDOUT,
+                              env=env, cwd=tmp, timeout=1800).returncode
+    for line in open(log):
+        if line.startswith("RAY-RESULT "):
+            return json.loads(line.split(" ", 1)[1])
+    raise SystemExit("Ray at %d nodes failed (%d): see %s" % (pods, code, log))
+
+
 def svg(rows, path):
     """Four small line charts (seconds or MiB against pods, log x axis)."""
     import math
-    charts = [("register, fan-out, restart (s)", [("register", "#2563eb"), ("fanout", "#dc2626"),
-                                                   ("restart", "#16a34a")]),
+    charts = [("register, fan-out, restarts (s)", [("register", "#2563eb"), ("fanout", "#dc2626"),
+                                                    ("restart", "#16a34a"),
+                                                    ("killed", "#9333ea"),
+                                                    ("hung", "#ca8a04")]),
               ("atlctl status (ms, median)", [("status_idle_ms", "#2563eb"),
                                               ("status_loaded_ms", "#dc2626")]),
               ("head RSS (MiB)", [("rss", "#2563eb")]),
@@ -288,6 +332,10 @@ def main():
     ap.add_argument("--keep", help="put the state dirs here and keep them")
     ap.add_argument("--groups", type=int, default=1000,
                     help="placement groups per size (at most one per pod)")
+    ap.add_argument("--ray-sizes", default="10,30",
+                    help="Ray cluster sizes for the side-by-side ('' for none)")
+    ap.add_argument("--ray-python",
+                    default=os.path.join(common.ROOT, "build", "ray-venv", "bin", "python"))
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "scale.md"))
     args = ap.parse_args()
     rows = []
@@ -307,6 +355,13 @@ def main():
                   "status idle %.0f ms, loaded %.0f ms" % (r["status_idle"][0] * 1000,
                                                             r["status_loaded"][0] * 1000),
                   flush=True)
+        ray_rows = []
+        for pods in [int(s) for s in args.ray_sizes.split(",") if s]:
+            if not os.access(args.ray_python, os.X_OK):
+                raise SystemExit("--ray-python %s: not found (the ray_mode test makes the venv; "
+                                 "--ray-sizes '' skips Ray)" % args.ray_python)
+            ray_rows.append(measure_ray(tmp, pods, args.groups, args.ray_python))
+            print("ray %d nodes: %s" % (pods, json.dumps(ray_rows[-1])), flush=True)
     svg_path = os.path.splitext(args.out)[0] + ".svg"
     svg(rows, svg_path)
     lines = [
@@ -322,22 +377,59 @@ def main():
         f"![curves]({os.path.basename(svg_path)})",
         "",
         "| pods | ranks | register (s) | fan-out `run -r all true` (s) | restart after a "
-        "delete (s) | status idle (ms, median / p95) | status under fan-out (ms, median / p95) "
+        "delete (s) | restart after a kill -9 (s) | restart after a hang (s) | status idle (ms, median / p95) | status under fan-out (ms, median / p95) "
         "| head RSS (MiB) | RSS after runs (MiB) | head idle CPU (% core) | pods lost under "
         "fan-out load | placement groups of 8 CPUs: created + ready (groups/s) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         restart = "%.2f" % r["restart"] if r["restart"] is not None else "— (pods lost)"
-        lines.append("| %d | %d | %.2f | %.2f | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
+        killed = "%.2f" % r["killed"] if r["killed"] is not None else "— (pods lost)"
+        hung = "%.2f" % r["hung"] if r["hung"] is not None else "— (pods lost)"
+        lines.append("| %d | %d | %.2f | %.2f | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
                      "%.1f | %d | %d in %.2f s (%.0f/s) |" % (
-                         r["pods"], r["ranks"], r["register"], r["fanout"], restart,
+                         r["pods"], r["ranks"], r["register"], r["fanout"], restart, killed, hung,
                          r["status_idle"][0] * 1000, r["status_idle"][1] * 1000,
                          r["status_loaded"][0] * 1000, r["status_loaded"][1] * 1000, r["rss"],
                          r["rss_after"], r["idle_cpu"], r["lost"], r["pg_groups"], r["pg_ready"],
                          r["pg_groups"] / r["pg_ready"]))
     lines += ["", "Goals at 1,000 x 8 (issue 14): fan-out <= 2 s, status <= 50 ms, head RSS <= "
               "300 MB, restart <= 3 s."]
+    if ray_rows:
+        ray_version = subprocess.run([args.ray_python, "-c", "import ray; print(ray.__version__)"],
+                                     capture_output=True, text=True).stdout.strip()
+        lines += [
+            "",
+            f"## The same workloads on Ray {ray_version}, same machine, same run",
+            "",
+            "`bench/scale/ray_side.py`: a `ray.cluster_utils.Cluster` of a head with no CPUs and",
+            "N nodes of 8 CPUs, each node a raylet of its own (as a pod would run), one GCS, the",
+            "dashboard off (as atl's was). A Ray node is processes, not an actor: 30 nodes and",
+            "their 240 worker processes are about what 2 cores and 24 GiB hold.",
+            "",
+            "| nodes | CPUs | register (s) | a task per CPU, first: workers start (s) | a task "
+            "per CPU, warm (s) | node killed -> marked dead (s) | `ray status` (ms, median / p95) "
+            "| head RSS (MiB, processes) | head idle CPU (% core) | placement groups of 8 CPUs: "
+            "created + ready (groups/s) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in ray_rows:
+            killed = "%.2f" % r["killed_detected"] if r["killed_detected"] is not None else "—"
+            lines.append("| %d | %d | %.2f | %.2f | %.2f | %s | %.0f / %.0f | %.0f (%d) | %.1f | "
+                         "%d in %.2f s (%.0f/s) |" % (
+                             r["pods"], r["pods"] * RANKS_PER_POD, r["register"],
+                             r["fanout_cold"], r["fanout"], killed, r["status"][0] * 1000,
+                             r["status"][1] * 1000, r["rss"], r["head_processes"], r["idle_cpu"],
+                             r["pg_groups"], r["pg_ready"], r["pg_groups"] / r["pg_ready"]))
+        lines += [
+            "",
+            "Where they map: register = atl's register minus its launch; a task per CPU = "
+            "`atlctl run -r all true` (Ray's warm workers vs atl's in-process stand-ins; "
+            "the first call is what a cold Ray pays); node killed -> marked dead is only "
+            "the detection half of atl's restart after a kill -9 (Ray restarts no job); "
+            "`ray status` = `atlctl status`. Ray has no restart of a job after a lost "
+            "node to compare.",
+        ]
     lines += NOTES.rstrip("\n").split("\n")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
