@@ -23,7 +23,7 @@ Then the workloads that map on Ray 2.60 at the sizes one machine holds
 
 Writes bench/results/scale.md and bench/results/scale.svg.
 Usage: bench/scale/run.py [--sizes 10,100,300,1000,2000,4000] [--per-process N]
-                          [--ray-sizes 10,30] [--ray-python build/ray-venv/bin/python]
+                          [--ray-sizes 10,20] [--ray-python build/ray-venv/bin/python]
 """
 import argparse
 import json
@@ -332,7 +332,7 @@ def main():
     ap.add_argument("--keep", help="put the state dirs here and keep them")
     ap.add_argument("--groups", type=int, default=1000,
                     help="placement groups per size (at most one per pod)")
-    ap.add_argument("--ray-sizes", default="10,30",
+    ap.add_argument("--ray-sizes", default="10,20",
                     help="Ray cluster sizes for the side-by-side ('' for none)")
     ap.add_argument("--ray-python",
                     default=os.path.join(common.ROOT, "build", "ray-venv", "bin", "python"))
@@ -404,8 +404,9 @@ def main():
             "",
             "`bench/scale/ray_side.py`: a `ray.cluster_utils.Cluster` of a head with no CPUs and",
             "N nodes of 8 CPUs, each node a raylet of its own (as a pod would run), one GCS, the",
-            "dashboard off (as atl's was). A Ray node is processes, not an actor: 30 nodes and",
-            "their 240 worker processes are about what 2 cores and 24 GiB hold.",
+            "dashboard off (as atl's was). A Ray node is processes, not an actor (a raylet, and",
+            "a worker process per CPU once tasks run): a few dozen nodes are what 2 cores and",
+            "24 GiB hold, so Ray runs at the small sizes only.",
             "",
             "| nodes | CPUs | register (s) | a task per CPU, first: workers start (s) | a task "
             "per CPU, warm (s) | node killed -> marked dead (s) | `ray status` (ms, median / p95) "
