@@ -3,8 +3,10 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -47,6 +49,7 @@ constexpr std::int64_t kFollowChunk = 64 << 10;
 constexpr std::int64_t kFollowMaxLag = 1 << 20;
 constexpr std::int64_t kFollowKeep = 16 << 10;
 constexpr std::int64_t kReportBytesPerStream = 16 << 20;
+constexpr std::size_t kReportRunsKept = 4;
 
 std::string json_error(const std::string& message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
@@ -94,6 +97,10 @@ struct DashboardServer::Impl {
   std::atomic<std::size_t> followers{0};
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
+  // The burn reports of the latest debug runs, read on as their logs grow
+  // (the burn page polls every 2 s while a run runs): run -> stream -> reader.
+  std::mutex reports_mutex;
+  std::map<int, std::map<std::string, gpu::BurnReportReader>> reports;
 
   explicit Impl(DashboardConfig c)
       : config(std::move(c)),
@@ -261,22 +268,29 @@ void DashboardServer::Impl::routes() {
         });
   s.Get(R"(/api/runs/(\d{1,9})/report)", [this](const httplib::Request& req,
                                                 httplib::Response& res) {
+    const int run = std::stoi(req.matches[1]);
     const std::string prefix = "run-" + std::string(req.matches[1]) + "-rank-";
     nlohmann::json streams = nlohmann::json::object();
+    std::lock_guard<std::mutex> lock(reports_mutex);
+    auto& readers = reports[run];
+    // The latest few runs are kept; an older one asked again is read afresh.
+    while (reports.size() > kReportRunsKept)
+      reports.erase(reports.begin()->first == run ? std::next(reports.begin()) : reports.begin());
     for (const auto& f : os::list_logs(config.logs_dir)) {
       if (f.stream.rfind(prefix, 0) != 0) continue;
-      std::string text;
-      std::int64_t offset = 0;
-      while (static_cast<std::int64_t>(text.size()) < kReportBytesPerStream) {
-        auto chunk = os::read_log(log_path(f.stream), offset, 4 << 20);
+      gpu::BurnReportReader& reader = readers[f.stream];
+      while (reader.offset() < kReportBytesPerStream) {
+        auto chunk =
+            os::read_log(log_path(f.stream), reader.offset(),
+                         std::min<std::int64_t>(4 << 20, kReportBytesPerStream - reader.offset()));
         if (chunk.bytes.empty()) break;
-        text += chunk.bytes;
-        offset = chunk.next_offset;
+        if (chunk.next_offset != reader.offset() + static_cast<std::int64_t>(chunk.bytes.size()))
+          reader = gpu::BurnReportReader{};  // not the file it read before: from its start
+        reader.feed(chunk.bytes);
       }
-      streams[f.stream] =
-          nlohmann::json::parse(gpu::burn_report_json(gpu::parse_burn_report(text)));
+      streams[f.stream] = nlohmann::json::parse(gpu::burn_report_json(reader.report()));
     }
-    send_json(res, nlohmann::json{{"run", std::stoi(req.matches[1])}, {"streams", streams}}.dump());
+    send_json(res, nlohmann::json{{"run", run}, {"streams", streams}}.dump());
   });
 
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -368,19 +382,10 @@ const char* DashboardServer::scheme() const { return impl_->config.tls ? "https"
 Expected<std::uint16_t> DashboardServer::bind(std::string* note) {
   if (!impl_->server->is_valid())
     return make_error("cannot load the job's certificate for HTTPS from " + impl_->config.tls->dir);
-  const std::string& host = impl_->config.bind;
-  int port = impl_->config.port;
-  int bound = port == 0 ? impl_->server->bind_to_any_port(host)
-                        : (impl_->server->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0 && port != 0 && !impl_->config.port_given) {
-    bound = impl_->server->bind_to_any_port(host);
-    if (bound > 0 && note)
-      *note = "port " + std::to_string(port) + " is taken: the dashboard is on " +
-              std::to_string(bound) + " (give --dashboard-port to choose)";
-  }
-  if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
-  widen_backlog(*impl_->server);
-  return static_cast<std::uint16_t>(bound);
+  auto bound = bind_server(*impl_->server, impl_->config.bind, impl_->config.port,
+                           !impl_->config.port_given, "the dashboard", note);
+  if (bound && note && !note->empty()) *note += " (give --dashboard-port to choose)";
+  return bound;
 }
 
 void DashboardServer::serve(std::shared_ptr<HeadQueries> queries) {

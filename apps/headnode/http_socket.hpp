@@ -10,6 +10,10 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cstdint>
+#include <string>
+
+#include "atl/core/expected.hpp"
 #include "atl/os/growing_pool.hpp"
 
 namespace atl::headnode {
@@ -44,6 +48,25 @@ class GrowingTaskQueue : public httplib::TaskQueue {
 // After bind_to_port / bind_to_any_port.
 inline void widen_backlog(httplib::Server& server) {
   ::listen(detail::ListeningSocket::of(server), SOMAXCONN);
+}
+
+// Binds `server` to host:port (0: any free port) with the wide backlog. With
+// `fallback` (a default port, not one the user gave) a taken port falls back
+// to any free one, and *note says so in words about `what`.
+inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::string& host,
+                                           int port, bool fallback, const std::string& what,
+                                           std::string* note) {
+  int bound =
+      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0 && port != 0 && fallback) {
+    bound = server.bind_to_any_port(host);
+    if (bound > 0 && note)
+      *note =
+          "port " + std::to_string(port) + " is taken: " + what + " is on " + std::to_string(bound);
+  }
+  if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
+  widen_backlog(server);
+  return static_cast<std::uint16_t>(bound);
 }
 
 }  // namespace atl::headnode

@@ -40,12 +40,9 @@ MetricsServer::~MetricsServer() {
 }
 
 Expected<std::uint16_t> MetricsServer::start(const std::string& bind, int port) {
-  int bound = port == 0 ? impl_->server.bind_to_any_port(bind.c_str())
-                        : (impl_->server.bind_to_port(bind.c_str(), port) ? port : -1);
-  if (bound <= 0) return make_error("cannot listen on " + bind + ":" + std::to_string(port));
-  widen_backlog(impl_->server);
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
-  return static_cast<std::uint16_t>(bound);
+  auto bound = bind_server(impl_->server, bind, port, false, "/metrics", nullptr);
+  if (bound) impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  return bound;
 }
 
 }  // namespace atl::headnode

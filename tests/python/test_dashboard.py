@@ -355,6 +355,17 @@ def test_pages_in_chromium(spmd):
         assert "Stop job task success." in spmd.atlctl("stop").stdout
         burn = spmd.atlctl("burn", "-t", "global", "-d", "3s")
         assert "Check finished." in burn.stdout, burn.stdout
+        # The report is read on as the logs grow (each poll parses what came
+        # since): asked twice after the run, it holds every round line once.
+        rounds = sum(open(os.path.join(spmd.state, "logs", f)).read().count("AllReduce Perf")
+                     for f in os.listdir(os.path.join(spmd.state, "logs"))
+                     if f.startswith("run-1-rank-"))
+        assert rounds >= 1
+        for _ in range(2):
+            status, _, body = spmd.http.get("/api/runs/1/report", token=spmd.token)
+            assert status == 200, body
+            report = json.loads(body)
+            assert sum(len(s["allreduce"]) for s in report["streams"].values()) == rounds, report
         d.get(spmd.url + "/#burn")
         points = wait(d, lambda d: d.execute_script(
             "const c = Chart.getChart('chart-allreduce');"

@@ -105,3 +105,59 @@ TEST(BurnReport, JsonHasEverySeries) {
   EXPECT_EQ(nlohmann::json::parse(burn_report_json({})),
             nlohmann::json::parse(R"({"gemm":[],"transfer":[],"allreduce":[]})"));
 }
+
+namespace {
+
+std::string mixed_log(int rounds) {
+  std::string text;
+  for (int i = 1; i <= rounds; ++i) {
+    text += format_gemm_round({"jo-x-worker-0", i % 8, i, 600.0 + i, i % 5 != 0}, "1s/20s") + "\n";
+    text += "user output that is not a report line\r\n";
+    text += format_transfer_round({"p", 0, i, 50, 51, 80, 1800, true}, "1s/1s") + "\r\n";
+    text += format_allreduce_round(i, 8 << 20, i * 0.5, i * 0.25, "m") + "\n";
+  }
+  return text;
+}
+
+std::string json_of(const BurnReport& r) { return burn_report_json(r); }
+
+}  // namespace
+
+TEST(BurnReportReader, AnySplitOfTheLogReadsAsTheWholeLog) {
+  std::string text = mixed_log(40);
+  std::string whole = json_of(parse_burn_report(text));
+  for (std::size_t step : {1u, 2u, 7u, 64u, 100u, 1000u, 100000u}) {
+    BurnReportReader reader;
+    for (std::size_t at = 0; at < text.size(); at += step)
+      reader.feed(std::string_view(text).substr(at, step));
+    EXPECT_EQ(json_of(reader.report()), whole) << "fed " << step << " bytes at a time";
+    EXPECT_EQ(reader.offset(), static_cast<std::int64_t>(text.size()));
+  }
+}
+
+TEST(BurnReportReader, ALineStillBeingWrittenWaitsForItsEnd) {
+  std::string line = format_gemm_round({"p", 0, 1, 612.5, true}, "1s/2s");
+  BurnReportReader reader;
+  reader.feed(line.substr(0, line.size() - 12));  // "...gemm 612" so far
+  EXPECT_TRUE(reader.report().empty());
+  reader.feed(line.substr(line.size() - 12));
+  EXPECT_TRUE(reader.report().empty());  // no '\n' yet
+  reader.feed("\n");
+  ASSERT_EQ(reader.report().gemm.size(), 1u);
+  EXPECT_DOUBLE_EQ(reader.report().gemm[0].tflops, 612.5);
+}
+
+TEST(BurnReportReader, AnOverlongLineIsDroppedAndTheNextOneRead) {
+  BurnReportReader reader;
+  std::string junk(BurnReportReader::kMaxLine / 3, 'x');
+  for (int i = 0; i < 5; ++i) reader.feed(junk);  // past kMaxLine, no newline
+  reader.feed(junk + "\n");
+  reader.feed(format_allreduce_round(1, 1000, 1, 1, "m") + "\n");
+  EXPECT_TRUE(reader.report().gemm.empty());
+  ASSERT_EQ(reader.report().allreduce.size(), 1u);
+  // A report line glued after an overlong start is part of that line: dropped.
+  BurnReportReader glued;
+  glued.feed(std::string(BurnReportReader::kMaxLine + 1, 'x') +
+             format_allreduce_round(2, 1000, 1, 1, "m") + "\n");
+  EXPECT_TRUE(glued.report().empty());
+}

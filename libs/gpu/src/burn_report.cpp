@@ -150,24 +150,56 @@ std::optional<AllreduceRound> parse_allreduce(std::string_view line) {
   return r;
 }
 
+// One line (without its '\n') into the report, when it is one of its lines.
+void add_line(BurnReport& report, std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (auto a = parse_allreduce(line)) {
+    report.allreduce.push_back(std::move(*a));
+  } else if (auto g = parse_gemm(line)) {
+    report.gemm.push_back(std::move(*g));
+  } else if (auto t = parse_transfer(line)) {
+    report.transfer.push_back(std::move(*t));
+  }
+}
+
 }  // namespace
 
 BurnReport parse_burn_report(std::string_view text) {
   BurnReport report;
   while (!text.empty()) {
     auto nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
+    add_line(report, text.substr(0, nl));
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (auto a = parse_allreduce(line)) {
-      report.allreduce.push_back(std::move(*a));
-    } else if (auto g = parse_gemm(line)) {
-      report.gemm.push_back(std::move(*g));
-    } else if (auto t = parse_transfer(line)) {
-      report.transfer.push_back(std::move(*t));
-    }
   }
   return report;
+}
+
+void BurnReportReader::feed(std::string_view bytes) {
+  offset_ += static_cast<std::int64_t>(bytes.size());
+  while (!bytes.empty()) {
+    auto nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      // A line still being written waits for its end; one longer than any
+      // report line is not one, and is dropped up to its end.
+      if (!skipping_) partial_.append(bytes);
+      if (partial_.size() > kMaxLine) {
+        partial_.clear();
+        skipping_ = true;
+      }
+      return;
+    }
+    if (!skipping_) {
+      if (partial_.empty()) {
+        add_line(report_, bytes.substr(0, nl));
+      } else {
+        partial_.append(bytes.substr(0, nl));
+        if (partial_.size() <= kMaxLine) add_line(report_, partial_);
+      }
+    }
+    partial_.clear();
+    skipping_ = false;
+    bytes.remove_prefix(nl + 1);
+  }
 }
 
 std::string burn_report_json(const BurnReport& report) {

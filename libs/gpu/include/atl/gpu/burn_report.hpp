@@ -5,6 +5,7 @@
 // verdicts, warnings), never an error.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -51,6 +52,27 @@ struct BurnReport {
 // Every recognised line of `text` (lines end with '\n'; a last one without is
 // read too), in order.
 BurnReport parse_burn_report(std::string_view text);
+
+// A report read while its log grows: each feed parses only the lines it
+// completes (a line still being written waits for its '\n'), so a dashboard
+// polling a running burn pays for what was written since its last poll, not
+// for the whole log again. Fed the whole of a text that ends in '\n', it
+// holds what parse_burn_report(text) returns.
+class BurnReportReader {
+ public:
+  static constexpr std::size_t kMaxLine = 64 * 1024;  // longer: not a report line
+
+  // The log's next bytes, from where the last feed ended.
+  void feed(std::string_view bytes);
+  const BurnReport& report() const { return report_; }
+  std::int64_t offset() const { return offset_; }  // bytes fed so far
+
+ private:
+  BurnReport report_;
+  std::string partial_;    // the start of a line not ended yet
+  bool skipping_ = false;  // inside a line longer than kMaxLine
+  std::int64_t offset_ = 0;
+};
 
 // {"gemm": [{"pod","gpu","round","tflops","verified"}...], "transfer": [...],
 //  "allreduce": [{"round","size","busbw_gbps","algbw_gbps","master"}...]}
