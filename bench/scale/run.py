@@ -142,23 +142,25 @@ NOTES = """
 Notes:
 - register: from starting the workernode processes to every rank running
   (connect + TLS, registration, pre-flight with its network check, placement,
-  launch). restart: `atlctl delete` of one active pod, the spare takes its place,
-  every rank of the next attempt running (the restart path a lost node takes,
-  minus the heartbeat timeout that detects it). status: wall time of the
-  `atlctl status` process, start-up included (~15 ms of it), as a user sees it.
-- 4,000 x 8 (32,000 ranks) registers in ~1 s and idles at ~20% of a core, but
-  does not get through this bench on these 2 cores: first a batch of lost pods
-  stalled the head (O(ranks) per loss: fixed, per-pod indexes), now the launch
-  or end of 32,000 ranks at once (O(n^2) "all done?" checks, 32,000 log files)
-  keeps it busy long enough for a status request to time out. Details and
-  fixes: docs/architecture.md ("Scale").
-- Ray: not run side by side at these sizes. A Ray node is a raylet plus workers
-  (~1.5 GiB and 19 processes for a head alone here, bench/results/ray.md), so a
-  thousand of them cannot be simulated on one machine; Ray documents ~250+ nodes
-  for its control plane and publishes 18.9 placement groups/s at 1,000 groups.
-  placement groups: a driver (bench/scale/pg_driver.py, atl's Python package)
+  launch). restart after a delete: `atlctl delete` of one active pod, a spare
+  takes its place, every rank of the next attempt running. after a kill -9:
+  SIGKILL of the process of one active pod (the connection drops: the head
+  knows at once), to every rank running again. after a hang: SIGSTOP of
+  one (a hung machine, or one whose power or network went: no FIN), found by
+  its silence (--heartbeat-timeout, 3 s by default, is most of the figure).
+  status: wall time of the `atlctl status` process, start-up included (~16 ms
+  of it: loading, TLS, its actor system), as a user sees it; under load it
+  also waits for a core, which the head, nine simulation processes and the
+  loader's atlctl share (the head answers it ahead of any queued work).
+- 4,000 x 8 (32,000 ranks) gets through since the supervisor keeps counts of
+  started/ended ranks (RankTable): every rank report asked "all started?" /
+  "all done?" by walking the ranks, O(n^2) over a launch or end of n ranks,
+  and at 32,000 a status request timed out behind it.
+- Placement groups: a driver (bench/scale/pg_driver.py, atl's Python package)
   creates min(pods, 1,000) groups of 8 one-CPU bundles (STRICT_PACK) and waits
-  until all are ready.
+  until all are ready. A group costs O(pods) (every pod is scored): 1,000
+  groups slow from ~1,700/s on 100 pods to 37/s on 4,000. Ray publishes 18.9
+  groups/s at 1,000 groups; it documents ~250+ nodes for its control plane.
 """
 
 
