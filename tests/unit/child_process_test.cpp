@@ -1,10 +1,12 @@
 // Real child processes: exit codes, signals, process groups, output pumping.
 #include "atl/os/child_process.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -248,4 +250,41 @@ TEST(OutputPump, CancelKillsTheProcess) {
       },
       cancel);
   EXPECT_EQ(st.signal, SIGKILL);
+}
+
+// A fast writer's output is read in chunk-sized batches (fewer wake-ups and
+// log messages than the default 64 KiB pipe gives), unless the system caps
+// pipes below that.
+TEST(ChildProcess, TheOutputPipeHoldsAWholeChunk) {
+  auto child = atl::os::ChildProcess::spawn(shell("exit 0"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  std::ifstream max_file("/proc/sys/fs/pipe-max-size");
+  long max_size = 0;
+  max_file >> max_size;
+  int size = ::fcntl(child->output_fd(), F_GETPIPE_SZ);
+  const auto chunk = static_cast<long>(atl::os::PumpOptions{}.chunk_bytes);
+  if (max_size >= chunk) {
+    EXPECT_GE(size, chunk);
+  }
+  child->wait();
+}
+
+// Lines that exactly fill a chunk, then silence: they arrive while the
+// writer still runs (a read that fills its buffer must not hold them back).
+TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
+  auto child = atl::os::ChildProcess::spawn(
+      shell("yes $(printf '%063d' 0) | head -n 4096; exec sleep 60"));  // 4096 x 64 B = 256 KiB
+  ASSERT_TRUE(child.ok()) << child.error();
+  std::atomic<bool> cancel{false};
+  int lines = 0;
+  auto start = std::chrono::steady_clock::now();
+  atl::os::pump_output(*child,
+                       [&](atl::os::LineChunk&& c) {
+                         lines += c.lines;
+                         if (lines >= 4096) cancel = true;  // all there: stop the sleeper
+                         return true;
+                       },
+                       cancel, {});
+  EXPECT_EQ(lines, 4096);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }

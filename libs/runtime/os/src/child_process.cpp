@@ -44,6 +44,8 @@ ExitStatus decode_wait_status(int status) {
 
 namespace {
 
+constexpr int kOutputPipeBytes = 256 * 1024;  // = PumpOptions::chunk_bytes
+
 // Only async-signal-safe calls between fork and exec: report errno and die.
 [[noreturn]] void child_fail(int report_fd, int step) {
   int payload[2] = {step, errno};
@@ -314,6 +316,11 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (req.output == OutputMode::pipe) {
     if (::pipe2(out_pipe, O_CLOEXEC) != 0)
       return make_error(std::string("pipe: ") + strerror(errno));
+    // A 64 KiB pipe (the default) makes a fast writer and the pump take turns
+    // every 64 KiB: a wake-up, a read and a log message each. 256 KiB (the
+    // pump's chunk) lets it read whole chunks. Best effort: past the user's
+    // pipe-buffer allowance the kernel refuses, and the default stays.
+    (void)::fcntl(out_pipe[0], F_SETPIPE_SZ, kOutputPipeBytes);
   } else if (req.output == OutputMode::file) {
     out_file = ::open(req.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_file < 0) {

@@ -1,9 +1,11 @@
 #include "atl/os/output_pump.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -21,7 +23,12 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
     if (chunk.data.empty()) return;
     if (sink_alive) sink_alive = sink(std::move(chunk));
   };
-  const size_t read_size = options.chunk_bytes;
+  // Reads ask for more than the pipe can hold, so a read returns everything
+  // that was waiting and its whole lines go out at once (a read that filled
+  // the buffer could leave lines behind until the next byte came).
+  const int pipe_bytes = child.output_fd() >= 0 ? ::fcntl(child.output_fd(), F_GETPIPE_SZ) : -1;
+  const size_t read_size =
+      std::max(options.chunk_bytes, pipe_bytes > 0 ? static_cast<size_t>(pipe_bytes) + 4096 : 0);
   std::optional<Clock::time_point> exited_at;
   Clock::time_point partial_since{};  // an unfinished line waits from then ({}: none)
   bool group_killed = false;
@@ -50,8 +57,8 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
       ssize_t got = ::read(child.output_fd(), chunker.prepare(read_size), read_size);
       chunker.commit(got > 0 ? static_cast<size_t>(got) : 0);
       if (got > 0) {
-        // Full buffers mean a fast writer: batch. A short read means the writer
-        // paused: send what is whole now, for low latency.
+        // Chunks of at most chunk_bytes; what is whole now goes now (low
+        // latency), a fast writer's bytes in pipe-sized batches.
         while (chunker.complete_bytes() >= options.chunk_bytes)
           deliver(chunker.take(options.chunk_bytes));
         if (static_cast<size_t>(got) < read_size && chunker.complete_bytes() > 0)
