@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -216,7 +217,25 @@ void DashboardServer::Impl::routes() {
       send_json(res, *body);
     };
   };
-  s.Get("/api/status", from_actors(&HeadQueries::status));
+  // ?ranks=N&rank_offset=K&pods=N&pod_offset=K: a page of the ranks and pods
+  // (a big job's are tens of thousands); without them, all.
+  s.Get("/api/status", [this](const httplib::Request& req, httplib::Response& res) {
+    StatusPage page;
+    std::int32_t* fields[] = {&page.rank_limit, &page.rank_offset, &page.pod_limit,
+                              &page.pod_offset};
+    const char* names[] = {"ranks", "rank_offset", "pods", "pod_offset"};
+    for (int i = 0; i < 4; ++i) {
+      auto v = int_param(req, names[i], *fields[i]);
+      if (v && *v > std::numeric_limits<std::int32_t>::max())
+        v = make_error(std::string(names[i]) + ": '" + req.get_param_value(names[i]) +
+                       "' is too large");
+      if (!v) return fail(res, 400, v.error());
+      *fields[i] = static_cast<std::int32_t>(*v);
+    }
+    auto body = queries->status(page);
+    if (!body) return fail(res, 503, body.error());
+    send_json(res, *body);
+  });
   s.Get("/api/events", from_actors(&HeadQueries::events));
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto text = queries->prometheus();

@@ -7,6 +7,7 @@
 //   POST /login            form field `token`; POST /logout ends the session
 //   GET  /                 the page (app.js draws the views from the API)
 //   GET  /api/status       atlctl status --json          GET /api/events  the timeline
+//        ?ranks=N&rank_offset=K&pods=N&pod_offset=K  a page of the ranks and pods
 //   GET  /api/logs         [{stream, bytes}] of <state-dir>/logs
 //   GET  /api/logs/S?offset=N[&max=B] | ?tail=N  {text, next_offset}
 //   GET  /api/logs/S/follow?offset=N  Server-Sent Events: its lines as it grows (sse.hpp)

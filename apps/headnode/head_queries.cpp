@@ -14,6 +14,7 @@ enum class Ask { status, events, log_stats };
 
 struct Question {
   Ask ask;
+  StatusPage page;  // Ask::status
   std::promise<Expected<std::string>> answer;
 };
 using QuestionPtr = std::shared_ptr<Question>;
@@ -29,8 +30,8 @@ struct HeadQueries::Impl {
   caf::actor asker;
   std::chrono::milliseconds timeout;
 
-  Expected<std::string> ask(Ask what) {
-    auto q = std::make_shared<Question>(Question{what, {}});
+  Expected<std::string> ask(Ask what, StatusPage page = {}) {
+    auto q = std::make_shared<Question>(Question{what, page, {}});
     auto answer = q->answer.get_future();
     caf::anon_send(asker, q);
     // The asker's own request times out first; this is the backstop.
@@ -56,7 +57,9 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
       };
       switch (q->ask) {
         case Ask::status:
-          self->request(supervisor, timeout, info_atom::value).then(ok, failed("the supervisor"));
+          self->request(supervisor, timeout, info_atom::value, q->page.rank_offset,
+                        q->page.rank_limit, q->page.pod_offset, q->page.pod_limit)
+              .then(ok, failed("the supervisor"));
           break;
         case Ask::events:
           self->request(supervisor, timeout, events_atom::value).then(ok, failed("the supervisor"));
@@ -71,12 +74,13 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
 
 HeadQueries::~HeadQueries() { caf::anon_send_exit(impl_->asker, caf::exit_reason::user_shutdown); }
 
-Expected<std::string> HeadQueries::status() { return impl_->ask(Ask::status); }
+Expected<std::string> HeadQueries::status(StatusPage page) { return impl_->ask(Ask::status, page); }
 Expected<std::string> HeadQueries::events() { return impl_->ask(Ask::events); }
 Expected<std::string> HeadQueries::log_stats() { return impl_->ask(Ask::log_stats); }
 
 Expected<std::string> HeadQueries::prometheus() {
-  auto status = impl_->ask(Ask::status);
+  // Rank figures come from the counts: no rank list (32,000 at scale).
+  auto status = impl_->ask(Ask::status, StatusPage{0, 0, 0, -1});
   if (!status) return status;
   auto logs = impl_->ask(Ask::log_stats);
   if (!logs) return logs;

@@ -6,12 +6,22 @@
 
 #include <caf/fwd.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "atl/core/expected.hpp"
 
 namespace atl::headnode {
+
+// Which ranks and pods a status answer lists (a negative limit: all); its
+// counts and totals are always of all of them.
+struct StatusPage {
+  std::int32_t rank_offset = 0;
+  std::int32_t rank_limit = -1;
+  std::int32_t pod_offset = 0;
+  std::int32_t pod_limit = -1;
+};
 
 class HeadQueries {
  public:
@@ -21,7 +31,8 @@ class HeadQueries {
   HeadQueries(const HeadQueries&) = delete;
   HeadQueries& operator=(const HeadQueries&) = delete;
 
-  Expected<std::string> status();      // the supervisor's info: atlctl status --json
+  // The supervisor's info: atlctl status --json (by default every rank and pod).
+  Expected<std::string> status(StatusPage page = {});
   Expected<std::string> events();      // the job's timeline: atlctl events --json
   Expected<std::string> log_stats();   // the log sink's byte and line counters per stream
   Expected<std::string> prometheus();  // both of the above as Prometheus text

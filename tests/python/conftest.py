@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
-                 nproc_per_node=1):
+                 nproc_per_node=1, local_workers=None):
         self.dir = tempfile.mkdtemp(prefix="atl-py-")
         self.state = os.path.join(self.dir, "state")
         self.job_id = "jo-py" + str(os.getpid())
@@ -31,7 +31,8 @@ class Cluster:
         self.head = subprocess.Popen(
             [os.path.join(BIN, "headnode"), "--mode", mode, "--workers", str(workers),
              "--nproc-per-node", str(nproc_per_node),
-             "--local-workers", str(workers), "--port", "0", "--bind", "127.0.0.1",
+             "--local-workers", str(workers if local_workers is None else local_workers),
+             "--port", "0", "--bind", "127.0.0.1",
              "--job-id", self.job_id, "--state-dir", self.state, *extra, "--", entrypoint],
             stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.address = None

@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import ssl
 import subprocess
 import time
@@ -139,6 +140,31 @@ def test_the_api_is_the_status_atlctl_prints(spmd):
     assert [r["stream"] for r in api["ranks"]] == [0, 1, 2, 3]
     _, _, body = spmd.http.get("/api/events", token=spmd.token)
     assert json.loads(body) == json.loads(spmd.atlctl("events", "--json").stdout)
+
+
+def test_the_status_comes_in_pages_with_whole_counts(spmd):
+    def get(query):
+        status, _, body = spmd.http.get("/api/status?" + query, token=spmd.token)
+        return status, body
+    status, body = get("ranks=2&rank_offset=1&pods=1&pod_offset=1")
+    assert status == 200, body
+    s = json.loads(body)
+    assert [r["stream"] for r in s["ranks"]] == [1, 2], s["ranks"]
+    assert s["ranks_total"] == 4
+    assert s["rank_counts"] == {"starting": 0, "running": 4, "exited": 0}, s["rank_counts"]
+    assert [p["name"] for p in s["pods"]] == [spmd.job_id + "-worker-1"], s["pods"]
+    assert s["pods_total"] == 2 and s["pod_counts"]["joined"] == 2, s
+    # The summary the job view asks for: no lists, the same counts.
+    summary = json.loads(get("ranks=0&pods=0")[1])
+    assert summary["ranks"] == [] and summary["pods"] == []
+    assert summary["rank_counts"] == s["rank_counts"]
+    # Past the end: empty pages.
+    assert json.loads(get("ranks=5&rank_offset=100")[1])["ranks"] == []
+    # Bad paging is refused, naming the parameter.
+    for query, name in (("ranks=-1", "ranks"), ("rank_offset=x", "rank_offset"),
+                        ("pods=99999999999", "pods"), ("pod_offset=", "pod_offset")):
+        status, body = get(query)
+        assert status == 400 and name.encode() in body, (query, status, body)
 
 
 def test_metrics_behind_the_token_match_the_status(spmd):
@@ -392,3 +418,47 @@ def test_pages_in_chromium(spmd):
             "log in first" in d.find_element(By.TAG_NAME, "body").text
     finally:
         d.quit()
+
+
+@needs_chromium
+def test_a_big_job_lists_its_ranks_a_page_at_a_time_in_chromium():
+    """70 simulated pods x 8 ranks (workernode --simulate, in-process ranks):
+    the ranks view shows 500 rows and pages on to the other 60."""
+    from selenium.webdriver.common.by import By
+    c = Cluster(70, entrypoint="sleep 100000", mode="spmd", nproc_per_node=8, local_workers=0,
+                extra=("--dashboard-port", "0"))
+    sim = None
+    d = None
+    try:
+        sim = subprocess.Popen(
+            [os.path.join(BIN, "workernode"), "--head", c.address, "--name",
+             c.job_id + "-worker-0", "--simulate", "70", "--fake-ranks", "--tls-dir", c.tls],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+        assert c.wait_for("initializing -> command"), c.output()
+        url = c.line("dashboard ").split()[1]
+        token = open(os.path.join(c.state, "dashboard-token")).read().strip()
+        d = browser()
+        d.get(url + "/login?token=" + token)
+        d.get(url + "/#ranks")
+        pager = lambda: d.find_element(By.ID, "ranks-pager").text
+        rows = lambda: d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr")
+        wait(d, lambda d: len(rows()) == 500 and "560 running" in d.find_element(
+            By.TAG_NAME, "h2").text)
+        assert pager().startswith("1–500 of 560"), pager()
+        assert rows()[0].text.split()[0] == "0"
+        d.find_element(By.LINK_TEXT, "next →").click()
+        wait(d, lambda d: len(rows()) == 60)
+        assert pager().startswith("501–560 of 560"), pager()
+        assert rows()[0].text.split()[0] == "500"
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        d.save_screenshot(os.path.join(ARTIFACTS, "ranks-page-2.png"))
+        d.get(url + "/#pods")
+        wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pods tbody tr")) == 70)
+        assert not d.find_elements(By.ID, "pods-pager")  # one page
+    finally:
+        if d:
+            d.quit()
+        if sim:
+            os.killpg(sim.pid, signal.SIGKILL)
+            sim.wait()
+        c.stop()

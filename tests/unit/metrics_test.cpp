@@ -106,3 +106,16 @@ TEST(Metrics, DocumentsThatAreNotTheStatusAreErrors) {
     EXPECT_NE(text.error().find(bad.says), std::string::npos) << text.error();
   }
 }
+
+// A big job's status comes without its rank list: the counts give the figures.
+TEST(Metrics, RankCountsStandInForAnOmittedRankList) {
+  const char* status = R"({
+    "job_id": "jo-x", "state": "command", "mode": "spmd", "pods": [], "ranks": [],
+    "rank_counts": {"starting": 3, "running": 31990, "exited": 7}, "ranks_total": 32000
+  })";
+  auto text = atl::prometheus_text(status, "{}");
+  ASSERT_TRUE(text.ok()) << text.error();
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="running"} 31990)")) << *text;
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="starting"} 3)")) << *text;
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="exited"} 7)")) << *text;
+}

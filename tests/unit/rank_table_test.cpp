@@ -36,7 +36,9 @@ TEST(RankTable, StartsThenEndsRankByRank) {
   t.add(1, "w1", 3);
   EXPECT_FALSE(t.all_started());
   EXPECT_FALSE(t.all_done());
+  EXPECT_EQ(t.starting_count(), 2u);
   t.mark_started(0, 100);
+  EXPECT_EQ(t.starting_count(), 1u);
   EXPECT_FALSE(t.all_started());
   t.mark_started(1, 101);
   EXPECT_TRUE(t.all_started());
@@ -156,9 +158,13 @@ TEST(RankTable, CountersAgreeWithAWalkOverRandomChanges) {
       }
       ASSERT_EQ(t.all_done(), walk_all_done(t)) << "round " << round << " step " << step;
       ASSERT_EQ(t.all_started(), walk_all_started(t)) << "round " << round << " step " << step;
-      std::size_t done = 0;
-      for (const auto& [s, r] : t) done += r.done;
+      std::size_t done = 0, starting = 0;
+      for (const auto& [s, r] : t) {
+        done += r.done;
+        starting += !r.started && !r.done;
+      }
       ASSERT_EQ(t.done_count(), done);
+      ASSERT_EQ(t.starting_count(), starting);
     }
   }
 }

@@ -1,11 +1,14 @@
-// atl's dashboard: one page, views chosen by the URL's hash (#job, #pods,
-// #ranks, #logs/STREAM, #runs/N, #burn/N). Data from the head's /api/ (the
+// atl's dashboard: one page, views chosen by the URL's hash (#job, #pods[/K],
+// #ranks[/K], #logs/STREAM, #runs/N, #burn/N; K: the first row of a page). Data from the head's /api/ (the
 // same documents atlctl status --json and events --json print); text goes in
 // with textContent only.
 'use strict';
 
-const state = { status: null, events: [], view: null, arg: null, follow: null, charts: [],
-                renderedBurn: null, afterAttach: [] };
+const state = { status: null, statusQuery: null, events: [], view: null, arg: null, follow: null,
+                charts: [], renderedBurn: null, afterAttach: [] };
+// A big job has tens of thousands of ranks: the status comes a page at a time
+// (the views that list none ask for none: its counts are always whole).
+const PAGE = 500;
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -74,9 +77,24 @@ function viewJob(v) {
     : el('p', { class: 'muted', text: 'No events yet.' }));
 }
 
+// "1–500 of 32000" with links to the pages before and after, when there are more.
+function pager(view, first, shown, total) {
+  if (total <= shown && first === 0) return el('span');
+  const nav = el('p', { class: 'pager', id: view + '-pager' },
+    (first + (shown ? 1 : 0)) + '–' + (first + shown) + ' of ' + total + '  ');
+  if (first > 0) nav.append(el('a', { href: '#' + view + '/' + Math.max(0, first - PAGE), text: '← previous' }), ' ');
+  if (first + shown < total) nav.append(el('a', { href: '#' + view + '/' + (first + PAGE), text: 'next →' }));
+  return nav;
+}
+
+function pageStart() { return Math.max(0, parseInt(state.arg, 10) || 0); }
+
 function viewPods(v) {
   const s = state.status;
-  v.append(el('h2', { text: 'Pods (' + s.pods.length + ')' }));
+  const c = s.pod_counts || {};
+  v.append(el('h2', { text: 'Pods (' + s.pods_total + ': ' + (c.joined || 0) + ' joined, ' +
+    (c.lost || 0) + ' lost, ' + (c.missing || 0) + ' missing)' }));
+  v.append(pager('pods', pageStart(), s.pods.length, s.pods_total));
   v.append(table(['Pod', 'State', 'Role', 'Node', 'Address', 'CPUs', 'GPUs', 'Memory', 'Heartbeat age', 'Tainted', 'Log'],
     s.pods.map((p) => {
       const idx = p.name.lastIndexOf('-worker-');
@@ -96,12 +114,15 @@ function rankExit(r) {
 
 function viewRanks(v) {
   const s = state.status;
-  if (!s.ranks.length) {
+  if (!s.ranks_total) {
     v.append(el('p', { class: 'muted', text: s.mode === 'spmd' ? 'No ranks are running.' : 'A ' + s.mode + '-mode job has no ranks: see its driver log.' }));
     if (s.mode !== 'spmd') v.append(el('a', { href: '#logs/driver', text: 'driver log' }));
     return;
   }
-  v.append(el('h2', { text: 'Ranks (' + s.ranks.length + ')' }));
+  const c = s.rank_counts;
+  v.append(el('h2', { text: 'Ranks (' + s.ranks_total + ': ' + c.running + ' running, ' +
+    c.starting + ' starting, ' + c.exited + ' exited)' }));
+  v.append(pager('ranks', pageStart(), s.ranks.length, s.ranks_total));
   v.append(table(['Rank', 'Pod', 'PID', 'State', 'Exit', 'Log'], s.ranks.map((r) => [
     r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
     el('a', { href: '#logs/rank-' + r.stream, text: 'rank-' + r.stream + '.log' })]), 'ranks'));
@@ -270,8 +291,18 @@ const views = { job: viewJob, pods: viewPods, ranks: viewRanks, logs: viewLogs, 
 
 // --- the loop -------------------------------------------------------------------
 
+// What the current view needs of the status: a page of its list, or no list.
+function statusQuery() {
+  const first = pageStart();
+  if (state.view === 'ranks') return '?ranks=' + PAGE + '&rank_offset=' + first + '&pods=0';
+  if (state.view === 'pods') return '?pods=' + PAGE + '&pod_offset=' + first + '&ranks=0';
+  return '?ranks=0&pods=0';
+}
+
 async function refreshStatus() {
-  state.status = await api('/api/status');
+  const query = statusQuery();
+  state.status = await api('/api/status' + query);
+  state.statusQuery = query;
   state.events = await api('/api/events');
   document.getElementById('job-id').textContent = state.status.job_id;
   const badge = document.getElementById('job-state');
@@ -285,6 +316,13 @@ async function render() {
   const view = views[name] ? name : 'job';
   state.view = view;
   state.arg = rest.length ? decodeURIComponent(rest.join('/')) : null;
+  if (state.statusQuery !== statusQuery()) {
+    try {
+      await refreshStatus();
+    } catch (err) {
+      document.getElementById('footer').textContent = 'not updated: ' + (err.message || err);
+    }
+  }
   stopFollowing();
   state.charts.forEach((c) => c.destroy());
   state.charts = [];
@@ -321,7 +359,6 @@ async function tick() {
 
 window.addEventListener('hashchange', () => { render(); });
 (async () => {
-  try { await refreshStatus(); } catch (err) { /* render shows it */ }
-  await render();
+  await render();  // fetches the status this view needs
   setInterval(tick, 2000);
 })();

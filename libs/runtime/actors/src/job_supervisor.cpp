@@ -1,6 +1,7 @@
 #include "atl/actors/job_supervisor.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -1134,7 +1135,22 @@ std::string events_json(const State& st) {
 
 namespace {
 
-std::string info_json(const State& st) {
+// A page of the status: ranks [rank_offset, +rank_limit) and pods likewise
+// (a negative limit: all of them). Counts and totals are always whole.
+struct InfoPage {
+  std::int32_t rank_offset = 0;
+  std::int32_t rank_limit = -1;
+  std::int32_t pod_offset = 0;
+  std::int32_t pod_limit = -1;
+};
+
+// Whether the i-th item (0-based) of a list is on the page.
+bool on_page(std::size_t i, std::int32_t offset, std::int32_t limit) {
+  return i >= static_cast<std::size_t>(offset) &&
+         (limit < 0 || i < static_cast<std::size_t>(offset) + static_cast<std::size_t>(limit));
+}
+
+std::string info_json(const State& st, const InfoPage& page = {}) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;
   j["state"] = to_string(st.state());
@@ -1150,11 +1166,15 @@ std::string info_json(const State& st) {
   j["attempts"] = st.restarts.attempt_lines();
   if (!st.failure.empty()) j["failure"] = st.failure;
   j["pods"] = nlohmann::json::array();
+  std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
+  std::size_t pod_index = 0;
   for (const auto& pod : st.expected_pods) {
-    nlohmann::json p{{"name", pod},
-                     {"state", st.nodes.count(pod)       ? "joined"
-                               : st.lost_pods.count(pod) ? "lost"
-                                                         : "missing"}};
+    const char* pod_state = st.nodes.count(pod)       ? "joined"
+                            : st.lost_pods.count(pod) ? "lost"
+                                                      : "missing";
+    ++pod_counts[pod_state];
+    if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
+    nlohmann::json p{{"name", pod}, {"state", pod_state}};
     bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
     if (auto node = st.pod_nodes.find(pod); node != st.pod_nodes.end()) {
       p["node"] = node->second;
@@ -1173,8 +1193,22 @@ std::string info_json(const State& st) {
     }
     j["pods"].push_back(p);
   }
+  j["pods_total"] = st.expected_pods.size();
+  j["pod_counts"] = pod_counts;
+  // Rank counts come from the table's counters, not from a walk.
+  const std::size_t started_or_done = st.ranks.size() - st.ranks.starting_count();
+  j["rank_counts"] = {{"starting", st.ranks.starting_count()},
+                      {"running", started_or_done - st.ranks.done_count()},
+                      {"exited", st.ranks.done_count()}};
+  j["ranks_total"] = st.ranks.size();
   j["ranks"] = nlohmann::json::array();
-  for (const auto& [stream, r] : st.ranks) {
+  auto first = st.ranks.begin();
+  std::advance(first,
+               std::min<std::size_t>(static_cast<std::size_t>(page.rank_offset), st.ranks.size()));
+  for (auto it = first; it != st.ranks.end(); ++it) {
+    if (page.rank_limit >= 0 && j["ranks"].size() >= static_cast<std::size_t>(page.rank_limit))
+      break;
+    const auto& [stream, r] = *it;
     nlohmann::json rj{{"stream", stream},
                       {"pod", r.pod},
                       {"pid", r.pid},
@@ -1416,6 +1450,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         if (self->state.config.testing_throw_on_info)
           throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
         return info_json(self->state);
+      },
+      [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
+             std::int32_t pod_limit) {
+        // Offsets past the end give empty pages; negative offsets are none.
+        InfoPage page{std::max(0, rank_offset), rank_limit, std::max(0, pod_offset), pod_limit};
+        return info_json(self->state, page);
       },
       [self](read_atom a, std::int32_t stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.sink, a, stream, offset, max);

@@ -97,7 +97,12 @@ Expected<std::string> prometheus_text(std::string_view status_json,
   w.sample("atl_job_restart_budget", {{"job", job}}, number_or(st, "max_restarts", 0));
 
   std::map<std::string, int> ranks_by_state = {{"starting", 0}, {"running", 0}, {"exited", 0}};
-  for (const auto& r : st["ranks"]) ++ranks_by_state[text_or(r, "state")];
+  if (auto counts = st.find("rank_counts"); counts != st.end() && counts->is_object()) {
+    // The supervisor's counts: the rank list may be a page of it, or empty.
+    for (auto& [s, n] : ranks_by_state) n = static_cast<int>(number_or(*counts, s.c_str(), 0));
+  } else {
+    for (const auto& r : st["ranks"]) ++ranks_by_state[text_or(r, "state")];
+  }
   w.family("atl_ranks", "gauge", "processes of user code (ranks, the driver) by state");
   for (const auto& [s, n] : ranks_by_state)
     if (!s.empty()) w.sample("atl_ranks", {{"job", job}, {"state", s}}, n);

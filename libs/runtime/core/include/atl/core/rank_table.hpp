@@ -50,6 +50,8 @@ class RankTable {
   bool all_started() const { return started_or_done_ == records_.size(); }
   bool all_done() const { return done_ == records_.size(); }
   std::size_t done_count() const { return done_; }
+  // Neither started nor ended (running = size - starting - done).
+  std::size_t starting_count() const { return records_.size() - started_or_done_; }
 
   std::size_t size() const { return records_.size(); }
   bool empty() const { return records_.empty(); }
