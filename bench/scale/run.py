@@ -42,8 +42,9 @@ RANKS_PER_POD = 8
 
 
 class Job:
-    def __init__(self, tmp, pods, per_process, mode="spmd", entrypoint="sleep 100000"):
-        self.dir = os.path.join(tmp, "%s-pods-%d" % (mode, pods))
+    def __init__(self, tmp, pods, per_process, mode="spmd", entrypoint="sleep 100000", tag="",
+                 extra=(), echo_to_file=True):
+        self.dir = os.path.join(tmp, "%s%s-pods-%d" % (mode, tag, pods))
         os.makedirs(self.dir)
         self.pods, self.job_id = pods, "jo-scale%d" % pods
         self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"),
@@ -53,9 +54,19 @@ class Job:
             [common.binary("headnode"), "--job-id", self.job_id, "--mode", mode, "--workers",
              str(pods), "--spare-workers", "3", "--nproc-per-node", str(RANKS_PER_POD), "--port",
              "0", "--state-dir", os.path.join(self.dir, "st"), "--dashboard-port", "off",
-             "--ready-timeout", "600s", "--", entrypoint],
-            stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
-        self.address = self.wait_line("listening on ").split()[-1]
+             "--ready-timeout", "600s", *extra, "--", entrypoint],
+            stdout=self.out if echo_to_file else subprocess.DEVNULL, stderr=subprocess.STDOUT,
+            env=self.env, start_new_session=True)
+        if echo_to_file:
+            self.address = self.wait_line("listening on ").split()[-1]
+        else:  # the ranks' lines would fill the file: the address file says where
+            address = os.path.join(self.dir, "st", "address")
+            deadline = time.time() + 60
+            while not (os.path.exists(address) and open(address).read().strip()):
+                if time.time() > deadline:
+                    raise SystemExit("no address file from the head in " + self.dir)
+                time.sleep(0.02)
+            self.address = open(address).read().strip()
         self.workers = []
         # Simulated pods per workernode process: at least 100, and at most 8
         # processes (each spins in CAF's TLS handshake loop while it connects:
@@ -114,9 +125,9 @@ class Job:
             time.sleep(0.05)
         raise SystemExit("ranks not all running within %d s" % timeout)
 
-    def head_rss_mib(self):
+    def head_rss_mib(self, field="VmRSS:"):
         for line in open("/proc/%d/status" % self.head.pid):
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
         return 0
 
@@ -156,6 +167,13 @@ Notes:
   started/ended ranks (RankTable): every rank report asked "all started?" /
   "all done?" by walking the ranks, O(n^2) over a launch or end of n ranks,
   and at 32,000 a status request timed out behind it.
+- every rank prints N lines: a job whose entrypoint is `seq N` on every rank
+  (the stand-ins stream it in ~64 KiB chunks, each sent once the head's log
+  sink acknowledged the one before, as a rank's pump does), from starting the
+  workers (registration included: see that column) to the job's success;
+  the head echoes every line to its stdout (/dev/null here) as well as
+  writing each rank's file; lines lost: lines expected minus lines found in
+  the rank files.
 - Placement groups: a driver (bench/scale/pg_driver.py, atl's Python package)
   creates min(pods, 1,000) groups of 8 one-CPU bundles (STRICT_PACK) and waits
   until all are ready. A group costs O(pods) (every pod is scored): 1,000
@@ -235,6 +253,34 @@ def measure(tmp, pods, per_process):
                 "status_idle": idle_status, "status_loaded": loaded_status,
                 "fanout": common.median(fanouts), "restart": restart, "killed": killed, "hung": hung, "rss": rss,
                 "rss_after": rss_after, "idle_cpu": idle_cpu, "lost": lost}
+    finally:
+        job.stop()
+
+
+def measure_logs(tmp, pods, per_process, lines):
+    """Every rank prints `lines` lines at once (fake `seq N`, streamed in
+    acknowledged chunks as a pump does) and exits: workers started -> the job
+    succeeded; the head's peak RSS; lines missing from the rank files."""
+    job = Job(tmp, pods, per_process, entrypoint="seq %d" % lines, tag="-logs",
+              extra=("--linger", "600s"), echo_to_file=False)
+    try:
+        t0 = time.time()
+        job.start_workers()
+        deadline = time.time() + 900
+        while job.atlctl("status").stdout.split()[-1] != "succeeded":
+            if time.time() > deadline or job.head.poll() is not None:
+                raise SystemExit("the logs job did not succeed: see " + job.dir)
+            time.sleep(0.05)
+        took = time.time() - t0
+        peak = job.head_rss_mib("VmHWM:")
+        logs = os.path.join(job.dir, "st", "logs")
+        found = 0
+        for name in os.listdir(logs):
+            if name.startswith("rank-") and name.endswith(".log"):
+                with open(os.path.join(logs, name), "rb") as f:
+                    found += f.read().count(b"\n")
+        return {"logs_s": took, "logs_peak_rss": peak,
+                "logs_lost": pods * RANKS_PER_POD * lines - found}
     finally:
         job.stop()
 
@@ -332,6 +378,8 @@ def main():
                     help="simulated pods per workernode process (each one connection); "
                     "default: at least 100, at most 8 processes")
     ap.add_argument("--keep", help="put the state dirs here and keep them")
+    ap.add_argument("--lines", type=int, default=1000,
+                    help="lines every rank prints in the logs workload")
     ap.add_argument("--groups", type=int, default=1000,
                     help="placement groups per size (at most one per pod)")
     ap.add_argument("--ray-sizes", default="10,20",
@@ -350,6 +398,8 @@ def main():
             groups = min(pods, args.groups)
             r["pg_groups"] = groups
             r["pg_ready"], r["pg_pods"] = measure_pgs(tmp, pods, args.per_process, groups)
+            r.update(measure_logs(tmp, pods, args.per_process, args.lines))
+            r["lines"] = args.lines
             rows.append(r)
             print("%(pods)d pods: register %(register).2f s, fan-out %(fanout).2f s, "
                   "restart %(restart)s s, rss %(rss).0f MiB, idle cpu %(idle_cpu).1f%%, "
@@ -381,20 +431,22 @@ def main():
         "| pods | ranks | register (s) | fan-out `run -r all true` (s) | restart after a "
         "delete (s) | restart after a kill -9 (s) | restart after a hang (s) | status idle (ms, median / p95) | status under fan-out (ms, median / p95) "
         "| head RSS (MiB) | RSS after runs (MiB) | head idle CPU (% core) | pods lost under "
-        "fan-out load | placement groups of 8 CPUs: created + ready (groups/s) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "fan-out load | placement groups of 8 CPUs: created + ready (groups/s) | every rank "
+        f"prints {args.lines:,} lines: job end (s) | head peak RSS then (MiB) | lines lost |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         restart = "%.2f" % r["restart"] if r["restart"] is not None else "— (pods lost)"
         killed = "%.2f" % r["killed"] if r["killed"] is not None else "— (pods lost)"
         hung = "%.2f" % r["hung"] if r["hung"] is not None else "— (pods lost)"
         lines.append("| %d | %d | %.2f | %.2f | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
-                     "%.1f | %d | %d in %.2f s (%.0f/s) |" % (
+                     "%.1f | %d | %d in %.2f s (%.0f/s) | %.2f | %.0f | %d |" % (
                          r["pods"], r["ranks"], r["register"], r["fanout"], restart, killed, hung,
                          r["status_idle"][0] * 1000, r["status_idle"][1] * 1000,
                          r["status_loaded"][0] * 1000, r["status_loaded"][1] * 1000, r["rss"],
                          r["rss_after"], r["idle_cpu"], r["lost"], r["pg_groups"], r["pg_ready"],
-                         r["pg_groups"] / r["pg_ready"]))
+                         r["pg_groups"] / r["pg_ready"], r["logs_s"], r["logs_peak_rss"],
+                         r["logs_lost"]))
     lines += ["", "Goals at 1,000 x 8 (issue 14): fan-out <= 2 s, status <= 50 ms, head RSS <= "
               "300 MB, restart <= 3 s."]
     if ray_rows:

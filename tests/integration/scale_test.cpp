@@ -48,6 +48,31 @@ TEST(Scale, ThousandsOfLogStreamsKeepTheHeadsFilesBoundedAndRunCollectsThemAll) 
   EXPECT_NE(status.output.find("debugStop"), std::string::npos) << status.output;
 }
 
+// `seq N` on fake ranks streams N lines in acknowledged chunks (as a pump
+// does): every line lands in each rank's file, in order, and the run ends.
+TEST(Scale, FakeRanksStreamSeqInChunksAndEveryLineLands) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "2", "--nproc-per-node", "8", "--dashboard-port", "off", "--", "sleep 600"});
+  c.start_worker(0, {"--simulate", "2", "--fake-ranks", "--node", "sim"});
+  ASSERT_TRUE(c.wait_for_status("command", 120s)) << c.output(head);
+  ASSERT_EQ(c.atlctl({"stop"}).exit_code, 0);
+  auto r = c.atlctl({"run", "-r", "0-15", "seq", "20000"}, 120s);  // ~106 KiB: 2 chunks each
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 2000);
+  std::string expected;
+  for (int i = 1; i <= 20000; ++i) expected += std::to_string(i) + "\n";
+  for (int rank : {0, 7, 15})
+    EXPECT_EQ(read_file(c.state_dir() + "/logs/run-1-rank-" + std::to_string(rank) + ".log"),
+              expected)
+        << "rank " << rank;
+  ASSERT_EQ(c.atlctl({"stop"}).exit_code, 0);
+  auto bad = c.atlctl({"run", "-r", "0", "seq", "x"}, 120s);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("seq: expected one count from 0 to 999999999, got 'x'"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST(Scale, SimulateNeedsANameEndingInAnIndex) {
   TestCluster c;
   c.make_credentials();
