@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <random>
 #include <set>
 
 using namespace atl;
@@ -346,4 +348,82 @@ TEST(PlacementGroups, ATaintedNodeTakesNoNewBundleButKeepsItsOwn) {
   EXPECT_EQ(t.find(*first)->state, GroupState::created);
   auto second = t.create({"", gpus(1), PlacementStrategy::pack, 0}, 2);
   EXPECT_EQ(t.find(*second)->why, "bundle 0 {\"GPU\": 1} fits no node: a: tainted by the user");
+}
+
+// The reservation table is kept as groups change, not recomputed: after any
+// sequence of creates, removes, node losses, node changes and schedules it
+// equals the sum of the live groups' placed bundles, and each node's free
+// resources are its total minus that.
+TEST(PlacementGroups, KeptReservationsEqualARecountAfterAnyChanges) {
+  std::mt19937 rng(1130);
+  const PlacementStrategy strategies[] = {PlacementStrategy::pack, PlacementStrategy::spread,
+                                          PlacementStrategy::strict_pack,
+                                          PlacementStrategy::strict_spread};
+  for (int round = 0; round < 30; ++round) {
+    PlacementGroups pg;
+    std::vector<PlacementNode> nodes;
+    auto reset_nodes = [&] {
+      nodes.clear();
+      for (int i = 0; i < 6; ++i) {
+        if (rng() % 5 == 0) continue;  // lost or not joined yet
+        nodes.push_back(node("w-" + std::to_string(i),
+                             {{"CPU", double(2 + rng() % 4)}, {"GPU", double(rng() % 3)}},
+                             rng() % 8 == 0 ? "tainted" : ""));
+      }
+      pg.set_nodes(nodes);
+    };
+    reset_nodes();
+    std::int64_t now = 0;
+    for (int step = 0; step < 300; ++step) {
+      now += 10;
+      switch (rng() % 6) {
+        case 0:
+        case 1: {
+          GroupSpec spec;
+          int bundles = 1 + static_cast<int>(rng() % 4);
+          for (int b = 0; b < bundles; ++b)
+            spec.bundles.push_back(res({{"CPU", double(rng() % 3)}, {"GPU", double(rng() % 2)}}));
+          spec.strategy = strategies[rng() % 4];
+          if (rng() % 3 == 0) spec.deadline_ms = now + 50;
+          (void)pg.create(std::move(spec), now);  // some ask for nothing: refused
+          break;
+        }
+        case 2:
+          if (!pg.groups().empty()) {
+            auto it = pg.groups().begin();
+            std::advance(it, rng() % pg.groups().size());
+            (void)pg.remove(it->first);  // some are removed already: refused
+          }
+          break;
+        case 3:
+          pg.lose_node("w-" + std::to_string(rng() % 6));
+          reset_nodes();
+          break;
+        case 4:
+          reset_nodes();
+          break;
+        default:
+          pg.schedule(now);
+      }
+      std::map<std::string, Resources> recount;
+      for (const auto& [id, g] : pg.groups()) {
+        bool live = g.state == GroupState::pending || g.state == GroupState::created ||
+                    g.state == GroupState::rescheduling;
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+          if (g.nodes[i].empty()) continue;
+          ASSERT_TRUE(live) << "a group no longer live holds a node";
+          recount[g.nodes[i]] = add(recount[g.nodes[i]], g.spec.bundles[i]);
+        }
+      }
+      for (auto& [n, r] : recount)
+        for (auto it = r.begin(); it != r.end();)
+          it = it->second == 0 ? r.erase(it) : std::next(it);
+      for (auto it = recount.begin(); it != recount.end();)
+        it = it->second.empty() ? recount.erase(it) : std::next(it);
+      ASSERT_EQ(pg.reservations(), recount) << "round " << round << " step " << step;
+      for (const auto& n : nodes)
+        ASSERT_EQ(pg.available_on(n.name), subtract(n.total, pg.reserved_on(n.name)))
+            << n.name << " round " << round << " step " << step;
+    }
+  }
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_set>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
@@ -1168,6 +1170,7 @@ std::string info_json(const State& st, const InfoPage& page = {}) {
   j["pods"] = nlohmann::json::array();
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
   std::size_t pod_index = 0;
+  const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
   for (const auto& pod : st.expected_pods) {
     const char* pod_state = st.nodes.count(pod)       ? "joined"
                             : st.lost_pods.count(pod) ? "lost"
@@ -1175,7 +1178,7 @@ std::string info_json(const State& st, const InfoPage& page = {}) {
     ++pod_counts[pod_state];
     if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
     nlohmann::json p{{"name", pod}, {"state", pod_state}};
-    bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
+    bool active = actives.count(pod) > 0;
     if (auto node = st.pod_nodes.find(pod); node != st.pod_nodes.end()) {
       p["node"] = node->second;
       p["tainted"] = st.taints.tainted(node->second);

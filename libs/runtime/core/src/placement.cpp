@@ -259,7 +259,32 @@ bool live(GroupState s) {
 
 }  // namespace
 
-void PlacementGroups::set_nodes(std::vector<PlacementNode> nodes) { nodes_ = std::move(nodes); }
+void PlacementGroups::set_nodes(std::vector<PlacementNode> nodes) {
+  nodes_ = std::move(nodes);
+  index_.clear();
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    index_[nodes_[n].name] = n;
+    auto r = reserved_.find(nodes_[n].name);
+    nodes_[n].available =
+        r == reserved_.end() ? nodes_[n].total : subtract(nodes_[n].total, r->second);
+  }
+}
+
+void PlacementGroups::hold(const std::string& node, const Resources& bundle, bool take) {
+  Resources& held = reserved_[node];
+  held = take ? add(held, bundle) : subtract(held, bundle);
+  for (auto it = held.begin(); it != held.end();)
+    it = it->second == 0 ? held.erase(it) : std::next(it);
+  auto n = index_.find(node);
+  if (n != index_.end()) nodes_[n->second].available = subtract(nodes_[n->second].total, held);
+  if (held.empty()) reserved_.erase(node);
+}
+
+void PlacementGroups::release_all(PlacementGroup& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!g.nodes[i].empty()) hold(g.nodes[i], g.spec.bundles[i], false);
+  g.nodes.assign(g.nodes.size(), "");
+}
 
 Expected<std::int64_t> PlacementGroups::create(GroupSpec spec, std::int64_t now_ms) {
   if (spec.bundles.empty()) return make_error("a placement group needs at least one bundle");
@@ -292,7 +317,7 @@ Status PlacementGroups::remove(std::int64_t id) {
     return make_error("placement group " + std::to_string(id) + " is " +
                       std::string(to_string(it->second.state)) + " already");
   it->second.state = GroupState::removed;
-  it->second.nodes.assign(it->second.nodes.size(), "");
+  release_all(it->second);
   it->second.why.clear();
   return Ok{};
 }
@@ -302,9 +327,10 @@ std::vector<GroupChange> PlacementGroups::lose_node(const std::string& node) {
   for (auto& [id, g] : groups_) {
     if (!live(g.state)) continue;
     bool hit = false;
-    for (auto& n : g.nodes) {
-      if (n == node) {
-        n.clear();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i] == node) {
+        hold(node, g.spec.bundles[i], false);
+        g.nodes[i].clear();
         hit = true;
       }
     }
@@ -329,7 +355,7 @@ std::vector<GroupChange> PlacementGroups::schedule(std::int64_t now_ms) {
     if (g.state == GroupState::pending && g.spec.deadline_ms > 0 && now_ms >= g.spec.deadline_ms) {
       g.state = GroupState::failed;
       g.why = "not placed by its deadline: " + g.why;
-      g.nodes.assign(g.nodes.size(), "");
+      release_all(g);
       changes.push_back({id, g.state});
     }
   }
@@ -337,43 +363,28 @@ std::vector<GroupChange> PlacementGroups::schedule(std::int64_t now_ms) {
 }
 
 bool PlacementGroups::try_place(PlacementGroup& g) {
-  std::vector<PlacementNode> nodes = view();
+  // nodes_ carries what is free on each node now (kept as groups change).
   std::vector<std::optional<size_t>> fixed(g.nodes.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (g.nodes[i].empty()) continue;
-    for (size_t n = 0; n < nodes.size(); ++n)
-      if (nodes[n].name == g.nodes[i]) fixed[i] = n;
+    if (auto n = index_.find(g.nodes[i]); n != index_.end()) fixed[i] = n->second;
   }
-  auto placed = place_bundles(g.spec.bundles, g.spec.strategy, nodes, fixed);
+  auto placed = place_bundles(g.spec.bundles, g.spec.strategy, nodes_, fixed);
   if (!placed) {
     g.why = placed.error();
     return false;
   }
-  for (size_t i = 0; i < placed->size(); ++i) g.nodes[i] = nodes[(*placed)[i]].name;
+  for (size_t i = 0; i < placed->size(); ++i) {
+    if (!g.nodes[i].empty()) continue;  // pinned: held already
+    g.nodes[i] = nodes_[(*placed)[i]].name;
+    hold(g.nodes[i], g.spec.bundles[i], true);
+  }
   g.state = GroupState::created;
   g.why.clear();
   return true;
 }
 
-std::vector<PlacementNode> PlacementGroups::view() const {
-  std::vector<PlacementNode> nodes = nodes_;
-  const auto reserved = reservations();
-  for (auto& n : nodes) {
-    auto r = reserved.find(n.name);
-    n.available = r == reserved.end() ? n.total : subtract(n.total, r->second);
-  }
-  return nodes;
-}
-
-std::map<std::string, Resources> PlacementGroups::reservations() const {
-  std::map<std::string, Resources> out;
-  for (const auto& [id, g] : groups_) {
-    if (!live(g.state)) continue;
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!g.nodes[i].empty()) out[g.nodes[i]] = add(out[g.nodes[i]], g.spec.bundles[i]);
-  }
-  return out;
-}
+std::map<std::string, Resources> PlacementGroups::reservations() const { return reserved_; }
 
 bool PlacementGroups::waiting() const {
   for (const auto& [id, g] : groups_)
@@ -393,15 +404,13 @@ const PlacementGroup* PlacementGroups::find(const std::string& name) const {
 }
 
 Resources PlacementGroups::reserved_on(const std::string& node) const {
-  auto all = reservations();
-  auto it = all.find(node);
-  return it == all.end() ? Resources{} : it->second;
+  auto it = reserved_.find(node);
+  return it == reserved_.end() ? Resources{} : it->second;
 }
 
 Resources PlacementGroups::available_on(const std::string& node) const {
-  for (const auto& n : nodes_)
-    if (n.name == node) return subtract(n.total, reserved_on(node));
-  return {};
+  auto n = index_.find(node);
+  return n == index_.end() ? Resources{} : nodes_[n->second].available;
 }
 
 std::vector<Resources> PlacementGroups::pending_demand() const {
