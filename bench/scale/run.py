@@ -28,6 +28,7 @@ Usage: bench/scale/run.py [--sizes 10,100,300,1000,2000,4000] [--per-process N]
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -388,32 +389,53 @@ def main():
                     default=os.path.join(common.ROOT, "build", "ray-venv", "bin", "python"))
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "scale.md"))
     args = ap.parse_args()
-    rows = []
+    rows, ray_rows = [], []
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
         if args.keep:  # the state dirs and logs stay there (to look into a failure)
             os.makedirs(args.keep, exist_ok=True)
             tmp = args.keep
-        for pods in [int(s) for s in args.sizes.split(",")]:
-            r = measure(tmp, pods, args.per_process)
-            groups = min(pods, args.groups)
-            r["pg_groups"] = groups
-            r["pg_ready"], r["pg_pods"] = measure_pgs(tmp, pods, args.per_process, groups)
-            r.update(measure_logs(tmp, pods, args.per_process, args.lines))
-            r["lines"] = args.lines
-            rows.append(r)
-            print("%(pods)d pods: register %(register).2f s, fan-out %(fanout).2f s, "
-                  "restart %(restart)s s, rss %(rss).0f MiB, idle cpu %(idle_cpu).1f%%, "
-                  "lost under load %(lost)d" % r,
-                  "status idle %.0f ms, loaded %.0f ms" % (r["status_idle"][0] * 1000,
-                                                            r["status_loaded"][0] * 1000),
-                  flush=True)
-        ray_rows = []
-        for pods in [int(s) for s in args.ray_sizes.split(",") if s]:
-            if not os.access(args.ray_python, os.X_OK):
-                raise SystemExit("--ray-python %s: not found (the ray_mode test makes the venv; "
-                                 "--ray-sizes '' skips Ray)" % args.ray_python)
-            ray_rows.append(measure_ray(tmp, pods, args.groups, args.ray_python))
-            print("ray %d nodes: %s" % (pods, json.dumps(ray_rows[-1])), flush=True)
+        try:
+            measure_all(args, tmp, rows, ray_rows)
+        except BaseException:
+            # The heads' and workers' own output, to see what went wrong (the
+            # state dirs go with the temporary directory).
+            keep = tempfile.mkdtemp(prefix="scale-failed-")
+            for root, _, files in os.walk(tmp):
+                for name in files:
+                    if name.endswith(".out"):
+                        dest = os.path.join(keep, os.path.relpath(root, tmp))
+                        os.makedirs(dest, exist_ok=True)
+                        shutil.copy(os.path.join(root, name), dest)
+            print("the heads' and workers' output is kept in " + keep, file=sys.stderr)
+            raise
+    write_results(args, rows, ray_rows)
+
+
+def measure_all(args, tmp, rows, ray_rows):
+    """Every size on atl, then the Ray sizes: into rows and ray_rows."""
+    for pods in [int(s) for s in args.sizes.split(",")]:
+        r = measure(tmp, pods, args.per_process)
+        groups = min(pods, args.groups)
+        r["pg_groups"] = groups
+        r["pg_ready"], r["pg_pods"] = measure_pgs(tmp, pods, args.per_process, groups)
+        r.update(measure_logs(tmp, pods, args.per_process, args.lines))
+        r["lines"] = args.lines
+        rows.append(r)
+        print("%(pods)d pods: register %(register).2f s, fan-out %(fanout).2f s, "
+              "restart %(restart)s s, rss %(rss).0f MiB, idle cpu %(idle_cpu).1f%%, "
+              "lost under load %(lost)d" % r,
+              "status idle %.0f ms, loaded %.0f ms" % (r["status_idle"][0] * 1000,
+                                                        r["status_loaded"][0] * 1000),
+              flush=True)
+    for pods in [int(s) for s in args.ray_sizes.split(",") if s]:
+        if not os.access(args.ray_python, os.X_OK):
+            raise SystemExit("--ray-python %s: not found (the ray_mode test makes the venv; "
+                             "--ray-sizes '' skips Ray)" % args.ray_python)
+        ray_rows.append(measure_ray(tmp, pods, args.groups, args.ray_python))
+        print("ray %d nodes: %s" % (pods, json.dumps(ray_rows[-1])), flush=True)
+
+
+def write_results(args, rows, ray_rows):
     svg_path = os.path.splitext(args.out)[0] + ".svg"
     svg(rows, svg_path)
     lines = [

@@ -142,6 +142,23 @@ TEST(FaultTolerance, AFrozenWorkerIsDetectedFencedAndItsRanksDie) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A supervisor that stalls (here: its whole process stopped for 1.5 s) says
+// so in the head's log, and the pods' heartbeats it missed meanwhile cost
+// nothing: its own stall is excused, the job goes on.
+TEST(FaultTolerance, AStalledSupervisorSaysSoAndLosesNoPod) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--dashboard-port", "off", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_status("command", 60s)) << c.output(head);
+  head.process->signal(SIGSTOP);        // its process group: the guard and the head
+  std::this_thread::sleep_for(1500ms);  // the stall itself (under the pods' 3 s timeout)
+  head.process->signal(SIGCONT);
+  ASSERT_TRUE(c.wait_for_output(head, "the supervisor was busy for ", 30s)) << c.output(head);
+  EXPECT_EQ(c.output(head).find("stopped answering"), std::string::npos) << c.output(head);
+  auto status = c.atlctl({"status"});
+  EXPECT_NE(status.output.find("Job status:  command"), std::string::npos) << status.output;
+}
+
 TEST(FaultTolerance, ASpentBudgetFailsTheJobListingEveryAttempt) {
   TestCluster c;
   auto& head = c.start_head(

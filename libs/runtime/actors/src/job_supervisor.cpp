@@ -958,6 +958,11 @@ void on_heartbeat_tick(Actor* self) {
   if (st.last_detector_tick != std::chrono::steady_clock::time_point{}) {
     auto late = std::chrono::duration_cast<Millis>(now - st.last_detector_tick - kDetectorTick);
     if (late > st.job().heartbeat.interval) st.detector.excuse(late, now);
+    // A stall of the supervisor itself: requests (atlctl, the dashboard)
+    // waited as long. Said in the log, so that one can be traced afterwards.
+    if (late >= std::chrono::seconds(1))
+      st.log->warn("the supervisor was busy for {} ms (its liveness tick came that late)",
+                   late.count());
   }
   st.last_detector_tick = now;
   if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
