@@ -427,3 +427,24 @@ TEST(PlacementGroups, KeptReservationsEqualARecountAfterAnyChanges) {
     }
   }
 }
+
+// A group's bundle pinned on a node that left the list (without lose_node) is
+// placed again like an unpinned one, and its old node's share is given back.
+TEST(PlacementGroups, ABundleOnANodeGoneFromTheListIsPlacedAgain) {
+  PlacementGroups pg;
+  pg.set_nodes({node("w-0", {{"CPU", 4}}), node("w-1", {{"CPU", 4}})});
+  auto id =
+      pg.create({"", {res({{"CPU", 2}}), res({{"CPU", 2}})}, PlacementStrategy::spread, 0}, 0);
+  ASSERT_TRUE(id.ok());
+  ASSERT_EQ(pg.find(*id)->nodes, (std::vector<std::string>{"w-0", "w-1"}));
+  pg.lose_node("w-1");
+  pg.set_nodes({node("w-1", {{"CPU", 4}}), node("w-2", {{"CPU", 4}})});  // w-0 gone too
+  auto changes = pg.schedule(10);
+  ASSERT_EQ(pg.find(*id)->state, GroupState::created);
+  for (const auto& n : pg.find(*id)->nodes) EXPECT_TRUE(n == "w-1" || n == "w-2") << n;
+  auto reserved = pg.reservations();
+  EXPECT_EQ(reserved.count("w-0"), 0u);
+  std::int64_t cpus = 0;
+  for (const auto& [n, r] : reserved) cpus += r.at("CPU");
+  EXPECT_EQ(cpus, res({{"CPU", 4}}).at("CPU"));
+}

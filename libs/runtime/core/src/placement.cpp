@@ -375,9 +375,12 @@ bool PlacementGroups::try_place(PlacementGroup& g) {
     return false;
   }
   for (size_t i = 0; i < placed->size(); ++i) {
-    if (!g.nodes[i].empty()) continue;  // pinned: held already
-    g.nodes[i] = nodes_[(*placed)[i]].name;
-    hold(g.nodes[i], g.spec.bundles[i], true);
+    const std::string& target = nodes_[(*placed)[i]].name;
+    if (g.nodes[i] == target) continue;  // pinned there: held already
+    // (A pinned node that is gone from the node list was not pinned: moved.)
+    if (!g.nodes[i].empty()) hold(g.nodes[i], g.spec.bundles[i], false);
+    g.nodes[i] = target;
+    hold(target, g.spec.bundles[i], true);
   }
   g.state = GroupState::created;
   g.why.clear();
