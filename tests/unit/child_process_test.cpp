@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "atl/os/output_pump.hpp"
 
@@ -287,4 +288,33 @@ TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
                        cancel, {});
   EXPECT_EQ(lines, 4096);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+// Enlarged pipes count against the user's pipe-buffer allowance: at most 32
+// of a process's output pipes are enlarged at a time, and closing one frees
+// its place.
+TEST(ChildProcess, OnlySoManyOutputPipesAreEnlargedAtOnce) {
+  std::ifstream max_file("/proc/sys/fs/pipe-max-size");
+  long max_size = 0;
+  max_file >> max_size;
+  const auto chunk = static_cast<long>(atl::os::PumpOptions{}.chunk_bytes);
+  if (max_size < chunk) GTEST_SKIP() << "pipes are capped below a chunk here";
+  std::vector<atl::os::ChildProcess> children;
+  for (int i = 0; i < 40; ++i) {
+    auto child = atl::os::ChildProcess::spawn(shell("exec sleep 60"));
+    ASSERT_TRUE(child.ok()) << child.error();
+    children.push_back(std::move(*child));
+  }
+  int enlarged = 0;
+  for (const auto& c : children) enlarged += ::fcntl(c.output_fd(), F_GETPIPE_SZ) >= chunk;
+  EXPECT_EQ(enlarged, 32);
+  for (auto& c : children) {
+    c.signal(SIGKILL);
+    c.wait();
+    c.close_output();
+  }
+  auto again = atl::os::ChildProcess::spawn(shell("exit 0"));
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_GE(::fcntl(again->output_fd(), F_GETPIPE_SZ), chunk);
+  again->wait();
 }

@@ -45,6 +45,14 @@ ExitStatus decode_wait_status(int status) {
 namespace {
 
 constexpr int kOutputPipeBytes = 256 * 1024;  // = PumpOptions::chunk_bytes
+// Pipe buffers count against their user's allowance (fs.pipe-user-pages-soft,
+// 64 MiB by default, shared by every process of the uid, and in containers
+// without user namespaces by every container's root): past it the kernel
+// gives each new pipe of that user 2 pages. So at most this many output pipes
+// of this process are enlarged at a time (2,048 pages); the others keep the
+// default 64 KiB.
+constexpr int kMaxEnlargedPipes = 32;
+std::atomic<int> g_enlarged_pipes{0};
 
 // Only async-signal-safe calls between fork and exec: report errno and die.
 [[noreturn]] void child_fail(int report_fd, int step) {
@@ -313,6 +321,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
 
   int out_pipe[2] = {-1, -1};
   int out_file = -1;
+  bool enlarged = false;  // out_pipe holds kOutputPipeBytes
   if (req.output == OutputMode::pipe) {
     if (::pipe2(out_pipe, O_CLOEXEC) != 0)
       return make_error(std::string("pipe: ") + strerror(errno));
@@ -320,7 +329,11 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     // every 64 KiB: a wake-up, a read and a log message each. 256 KiB (the
     // pump's chunk) lets it read whole chunks. Best effort: past the user's
     // pipe-buffer allowance the kernel refuses, and the default stays.
-    (void)::fcntl(out_pipe[0], F_SETPIPE_SZ, kOutputPipeBytes);
+    if (g_enlarged_pipes.fetch_add(1) < kMaxEnlargedPipes &&
+        ::fcntl(out_pipe[0], F_SETPIPE_SZ, kOutputPipeBytes) >= 0)
+      enlarged = true;
+    else
+      --g_enlarged_pipes;
   } else if (req.output == OutputMode::file) {
     out_file = ::open(req.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_file < 0) {
@@ -396,6 +409,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   child.own_group_ = req.new_process_group;
   child.guarded_ = req.kill_with_parent && req.new_process_group;
   child.output_fd_ = out_pipe[0];
+  child.enlarged_pipe_ = enlarged;
   if (n == static_cast<ssize_t>(sizeof payload)) {
     child.wait();
     return make_error("cannot " + std::string(step_name(payload[0])) + " for '" + req.argv[0] +
@@ -416,9 +430,11 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     pidfd_ = o.pidfd_;
     own_group_ = o.own_group_;
     guarded_ = o.guarded_;
+    enlarged_pipe_ = o.enlarged_pipe_;
     status_ = o.status_;
     o.pid_ = -1;
     o.output_fd_ = -1;
+    o.enlarged_pipe_ = false;
     o.pidfd_ = -1;
   }
   return *this;
@@ -432,6 +448,8 @@ ChildProcess::~ChildProcess() {
 void ChildProcess::close_output() {
   if (output_fd_ >= 0) ::close(output_fd_);
   output_fd_ = -1;
+  if (enlarged_pipe_) --g_enlarged_pipes;
+  enlarged_pipe_ = false;
 }
 
 // The guard's "kill everything below you now" signal (its handler: on_kill_tree).

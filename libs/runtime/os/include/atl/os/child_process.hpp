@@ -116,6 +116,7 @@ class ChildProcess {
   int pidfd_ = -1;
   bool own_group_ = false;
   bool guarded_ = false;
+  bool enlarged_pipe_ = false;  // its output pipe counts against kMaxEnlargedPipes
   std::optional<ExitStatus> status_;
 };
 
