@@ -340,15 +340,26 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
       return make_error("cannot open " + req.output_file + ": " + strerror(errno));
     }
   }
+  // Before there is a child to own them: the output's descriptors and slot.
+  auto give_back_output = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], out_file})
+      if (fd >= 0) ::close(fd);
+    if (enlarged) --g_enlarged_pipes;
+  };
   int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + strerror(errno));
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    int err = errno;
+    give_back_output();
+    return make_error(std::string("pipe: ") + strerror(err));
+  }
 
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
-    for (int fd : {out_pipe[0], out_pipe[1], out_file, report[0], report[1]})
-      if (fd >= 0) ::close(fd);
+    give_back_output();
+    ::close(report[0]);
+    ::close(report[1]);
     return make_error(std::string("fork: ") + strerror(err));
   }
   if (pid == 0) {
