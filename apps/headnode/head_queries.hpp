@@ -11,17 +11,9 @@
 #include <string>
 
 #include "atl/core/expected.hpp"
+#include "atl/core/status_page.hpp"
 
 namespace atl::headnode {
-
-// Which ranks and pods a status answer lists (a negative limit: all); its
-// counts and totals are always of all of them.
-struct StatusPage {
-  std::int32_t rank_offset = 0;
-  std::int32_t rank_limit = -1;
-  std::int32_t pod_offset = 0;
-  std::int32_t pod_limit = -1;
-};
 
 class HeadQueries {
  public:

@@ -1,7 +1,6 @@
 #include "atl/actors/job_supervisor.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_set>
@@ -12,6 +11,7 @@
 #include "atl/core/rank_layout.hpp"
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/split.hpp"
+#include "atl/core/status_page.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/machine.hpp"
@@ -1142,22 +1142,7 @@ std::string events_json(const State& st) {
 
 namespace {
 
-// A page of the status: ranks [rank_offset, +rank_limit) and pods likewise
-// (a negative limit: all of them). Counts and totals are always whole.
-struct InfoPage {
-  std::int32_t rank_offset = 0;
-  std::int32_t rank_limit = -1;
-  std::int32_t pod_offset = 0;
-  std::int32_t pod_limit = -1;
-};
-
-// Whether the i-th item (0-based) of a list is on the page.
-bool on_page(std::size_t i, std::int32_t offset, std::int32_t limit) {
-  return i >= static_cast<std::size_t>(offset) &&
-         (limit < 0 || i < static_cast<std::size_t>(offset) + static_cast<std::size_t>(limit));
-}
-
-std::string info_json(const State& st, const InfoPage& page = {}) {
+std::string info_json(const State& st, const StatusPage& page = {}) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;
   j["state"] = to_string(st.state());
@@ -1210,13 +1195,9 @@ std::string info_json(const State& st, const InfoPage& page = {}) {
                       {"exited", st.ranks.done_count()}};
   j["ranks_total"] = st.ranks.size();
   j["ranks"] = nlohmann::json::array();
-  auto first = st.ranks.begin();
-  std::advance(first,
-               std::min<std::size_t>(static_cast<std::size_t>(page.rank_offset), st.ranks.size()));
-  for (auto it = first; it != st.ranks.end(); ++it) {
-    if (page.rank_limit >= 0 && j["ranks"].size() >= static_cast<std::size_t>(page.rank_limit))
-      break;
-    const auto& [stream, r] = *it;
+  std::size_t rank_index = 0;
+  for (const auto& [stream, r] : st.ranks) {
+    if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
     nlohmann::json rj{{"stream", stream},
                       {"pod", r.pod},
                       {"pid", r.pid},
@@ -1462,8 +1443,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
              std::int32_t pod_limit) {
         // Offsets past the end give empty pages; negative offsets are none.
-        InfoPage page{std::max(0, rank_offset), rank_limit, std::max(0, pod_offset), pod_limit};
-        return info_json(self->state, page);
+        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit});
       },
       [self](read_atom a, std::int32_t stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.sink, a, stream, offset, max);

@@ -1,0 +1,24 @@
+// Which ranks and pods a status answer lists: a page of each (a big job has
+// tens of thousands of ranks). A negative limit: all of them. The answer's
+// counts and totals are always of all of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace atl {
+
+struct StatusPage {
+  std::int32_t rank_offset = 0;
+  std::int32_t rank_limit = -1;
+  std::int32_t pod_offset = 0;
+  std::int32_t pod_limit = -1;
+};
+
+// Whether the i-th item (0-based) of a list of `offset`/`limit` is on the page.
+inline bool on_page(std::size_t i, std::int32_t offset, std::int32_t limit) {
+  const auto first = static_cast<std::size_t>(offset < 0 ? 0 : offset);
+  return i >= first && (limit < 0 || i < first + static_cast<std::size_t>(limit));
+}
+
+}  // namespace atl
