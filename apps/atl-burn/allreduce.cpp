@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/metrics.hpp"
@@ -29,19 +30,33 @@ namespace {
 struct Reducer {
   virtual ~Reducer() = default;
   virtual int world() const = 0;
-  virtual Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) = 0;
+  // NCCL measures both ways (nccl-tests' out-of-place and in-place
+  // columns); the TCP ring has one way.
+  virtual bool has_in_place() const = 0;
+  virtual Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round,
+                                                  const gpu::AllreduceOptions& options) = 0;
   virtual Expected<bool> agree(bool decision) = 0;
 };
 
 int world_of(const gpu::TcpRing& ring) { return ring.size(); }
 int world_of(const gpu::NcclAllreduce& nccl) { return nccl.world(); }
+Expected<gpu::AllreduceRound> reduce(gpu::TcpRing& ring, std::int64_t bytes, int round,
+                                     const gpu::AllreduceOptions&) {
+  return ring.allreduce(bytes, round);  // one exchange, host-timed
+}
+Expected<gpu::AllreduceRound> reduce(gpu::NcclAllreduce& nccl, std::int64_t bytes, int round,
+                                     const gpu::AllreduceOptions& options) {
+  return nccl.allreduce(bytes, round, options);
+}
 
 template <class Impl>
 struct ReducerOf : Reducer {
   explicit ReducerOf(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
   int world() const override { return world_of(*impl); }
-  Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round) override {
-    return impl->allreduce(bytes, round);
+  bool has_in_place() const override { return std::is_same_v<Impl, gpu::NcclAllreduce>; }
+  Expected<gpu::AllreduceRound> allreduce(std::int64_t bytes, int round,
+                                          const gpu::AllreduceOptions& options) override {
+    return reduce(*impl, bytes, round, options);
   }
   Expected<bool> agree(bool decision) override { return impl->agree(decision); }
   std::unique_ptr<Impl> impl;
@@ -66,7 +81,10 @@ std::vector<int> all_devices(const gpu::Backend& backend) {
   return devices;
 }
 
-// Rounds over every size until member 0 says stop.
+// Rounds over every size until member 0 says stop. Each size: NCCL's
+// warm-up and timed window out of place, then in place; the seed's round
+// line carries the out-of-place figures, a line after it both ways with
+// their #wrong.
 int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_t>& sizes,
                bool is_master, const std::string& what) {
   const int n = reducer.world();
@@ -74,10 +92,16 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
   int round = 0;
   std::int64_t wrong = 0;
   std::string problem;
+  // The longest one size may take: both windows, each under NCCL's own
+  // watchdog of o.timeout per wait.
+  const Millis size_limit = 3 * o.timeout + kDeadlineGrace;
+  gpu::AllreduceOptions out_of_place{o.warmup_iterations, o.iterations, false};
+  gpu::AllreduceOptions in_place{o.warmup_iterations, o.iterations, true};
   // One verified round that is not printed: NCCL connects its channels on
   // first use, which no bandwidth figure should include.
   if (!sizes.empty()) {
-    auto warm = reducer.allreduce(sizes.front(), 0);
+    gpu::PhaseMonitor::Scope phase(monitor(), -1, "the allreduce warm-up", size_limit);
+    auto warm = reducer.allreduce(sizes.front(), 0, {0, 1, true});
     if (!warm)
       problem = warm.error();
     else if (warm->wrong)
@@ -85,7 +109,11 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
     if (warm) wrong += warm->wrong;
   }
   while (problem.empty()) {
-    auto more = reducer.agree(round == 0 || Clock::now() - t0 < o.duration);
+    Expected<bool> more = make_error("not asked");
+    {
+      gpu::PhaseMonitor::Scope phase(monitor(), -1, "agreeing on another round", size_limit);
+      more = reducer.agree(round == 0 || Clock::now() - t0 < o.duration);
+    }
     if (!more) {
       problem = more.error();
       break;
@@ -93,21 +121,44 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
     if (!*more) break;
     ++round;
     for (std::int64_t bytes : sizes) {
-      auto r = reducer.allreduce(bytes, round);
+      const std::string label = gpu::format_burn_size(bytes);
+      gpu::PhaseMonitor::Scope phase(monitor(), -1, "the allreduce of " + label, size_limit);
+      auto r = reducer.allreduce(bytes, round, out_of_place);
       if (!r) {
         problem = r.error();
         break;
       }
-      wrong += r->wrong;
-      if (is_master) {
-        const double busbw = gpu::allreduce_busbw_gbps(bytes, r->seconds, n);
-        std::printf("%s\n", gpu::format_allreduce_round(
-                                round, bytes, busbw, gpu::algbw_gbps(bytes, r->seconds), o.master)
-                                .c_str());
-        std::fflush(stdout);
-        report_figure(0, "allreduce_busbw_gbps", busbw, gpu::format_burn_size(bytes));
+      Expected<gpu::AllreduceRound> r2 = make_error("no in-place run");
+      if (reducer.has_in_place()) {
+        r2 = reducer.allreduce(bytes, round, in_place);
+        if (!r2) {
+          problem = r2.error();
+          break;
+        }
+        wrong += r2->wrong;
       }
-      if (r->wrong) problem = std::to_string(r->wrong) + " wrong elements (#wrong)";
+      wrong += r->wrong;
+      const auto figures = gpu::allreduce_figures(bytes, r->seconds, n);
+      if (is_master && !figures.measured) {
+        std::printf("Round %d: Size=%s: %s\n", round, label.c_str(), figures.note.c_str());
+      } else if (is_master) {
+        const double busbw = figures.busbw;
+        std::printf(
+            "%s\n",
+            gpu::format_allreduce_round(round, bytes, busbw, figures.algbw, o.master).c_str());
+        if (r2) {
+          std::printf(
+              "Round %d: Size=%s out-of-place %.3f ms BusBW=%.2f GB/s #wrong %lld, in-place %.3f "
+              "ms BusBW=%.2f GB/s #wrong %lld (%d timed after %d warm-up, %d ranks)\n",
+              round, label.c_str(), r->seconds * 1e3, busbw, static_cast<long long>(r->wrong),
+              r2->seconds * 1e3, gpu::allreduce_busbw_gbps(bytes, r2->seconds, n),
+              static_cast<long long>(r2->wrong), o.iterations, o.warmup_iterations, n);
+        }
+        std::fflush(stdout);
+        report_figure(0, "allreduce_busbw_gbps", busbw, label);
+      }
+      const std::int64_t bad = r->wrong + (r2 ? r2->wrong : 0);
+      if (bad) problem = std::to_string(bad) + " wrong elements (#wrong) at " + label;
     }
   }
   std::printf("%s: allreduce %s, %d rounds, #wrong %lld: %s%s\n", o.pod.c_str(), what.c_str(),
@@ -181,7 +232,8 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     hello.transport = std::string(gpu::kTransportNccl);
     devices = all_devices(backend);
     for (int d : devices) hello.gpus.push_back(backend.uuid(d));
-    hello.free_bytes = gpu::least_free_device_memory(devices);
+    // Out of place needs a send and a receive buffer of each size.
+    hello.free_bytes = gpu::least_free_device_memory(devices) / 2;
     if (hello.index == 0) {
       // Member 0 hosts NCCL's bootstrap root: the id is made here, in the
       // process that stays to use it, and travels to the others through
@@ -206,6 +258,8 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     plan = alone ? Expected<gpu::RendezvousReply>(alone->front())
                  : Expected<gpu::RendezvousReply>(Error{alone.error()});
   } else {
+    gpu::PhaseMonitor::Scope phase(monitor(), -1, "the rendezvous",
+                                   o.rendezvous_timeout + kDeadlineGrace);
     plan = rendezvous(*control, hello, o.rendezvous_timeout);
   }
   if (!plan) {
@@ -236,13 +290,26 @@ int burn_allreduce(gpu::Backend& backend, const Options& o) {
     return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,
                       "over " + std::to_string(members) + " nodes (TCP ring)");
   }
+  if (plan->world == 1) {
+    // NCCL with one rank moves nothing (an in-place sum is a no-op): no
+    // bandwidth to report.
+    std::printf(
+        "%s: allreduce of 1 rank (1 GPU in all): nothing to reduce, no bandwidth to "
+        "measure: SKIP\n",
+        o.pod.c_str());
+    return 0;
+  }
   gpu::NcclSetup setup;
   setup.unique_id = plan->nccl_id;
   setup.world = plan->world;
   setup.first_rank = plan->first_rank;
   setup.devices = devices;
   setup.timeout = o.timeout;
-  auto nccl = gpu::NcclAllreduce::create(setup);
+  Expected<std::unique_ptr<gpu::NcclAllreduce>> nccl = make_error("not created");
+  {
+    gpu::PhaseMonitor::Scope phase(monitor(), -1, "NCCL's init", o.timeout + kDeadlineGrace);
+    nccl = gpu::NcclAllreduce::create(setup);
+  }
   if (!nccl) return fail(o, nccl.error());
   NcclReducer reducer(std::move(*nccl));
   return run_rounds(reducer, o, plan->sizes, plan->first_rank == 0,

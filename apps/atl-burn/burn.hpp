@@ -9,6 +9,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/gpu/backend.hpp"
+#include "atl/gpu/phase_monitor.hpp"
 
 namespace atl::burn {
 
@@ -29,9 +30,23 @@ struct Options {
   std::vector<HostPort> peers;  // without a control channel: the whole TCP ring
   std::string master;
   std::vector<std::int64_t> sizes;
-  Millis timeout{60000};              // the watchdog: any one collective or peer wait
+  int iterations = 20;                // allreduce: timed collectives per size (nccl-tests -n)
+  int warmup_iterations = 5;          // allreduce: untimed ones before them (nccl-tests -w)
+  Millis timeout{60000};              // the watchdogs: any one collective, peer wait or GPU phase
   Millis rendezvous_timeout{600000};  // how long to wait for the other members' hellos
 };
+
+// Grace added to every deadline of the phase monitor (process start, CUDA
+// context creation, the last progress line).
+inline constexpr Millis kDeadlineGrace{30000};
+
+// The process's phase monitor (gpu/phase_monitor.hpp), set up by main; null
+// in tests that call the parts directly.
+gpu::PhaseMonitor* monitor();
+// Inside a PhaseMonitor::Scope: the GPU moves on to its next phase.
+inline void next_phase(int gpu, std::string phase, Millis limit) {
+  if (auto* m = monitor()) m->enter(gpu, std::move(phase), limit);
+}
 
 // Hands a figure to the supervisor (its metrics) when atl runs this process
 // with a control channel; nothing otherwise. Never fails the burn.

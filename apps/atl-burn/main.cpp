@@ -4,6 +4,7 @@
 // every GPU passed, 1 when one failed, 2 on bad usage. No CAF: it needs
 // libs/gpu, and atl_os for its control channel to the supervisor.
 #include <boost/program_options.hpp>
+#include <cstdio>
 #include <string>
 
 #include "atl/cli/command_line.hpp"
@@ -47,7 +48,13 @@ Options parse(int argc, char** argv) {
       "peers", po::value<std::string>(), "allreduce by hand: HOST:PORT of every member, in order")(
       "master", po::value<std::string>(), "allreduce: the pod named as MasterAddr")(
       "sizes", po::value<std::string>(),
-      "allreduce sizes, e.g. 512M,1G (default: 512M,1G,2G,4G on GPUs, 8M,32M over TCP)")(
+      "allreduce sizes: a list (512M,1G) or a sweep BEGIN:END[:FACTOR] (8M:1G:2); default "
+      "512M,1G,2G,4G on GPUs, 8M,32M over TCP")("begin,b", po::value<std::string>(),
+                                                "allreduce sweep: smallest size (nccl-tests -b)")(
+      "end,e", po::value<std::string>(), "allreduce sweep: largest size (nccl-tests -e)")(
+      "factor,f", po::value<int>(), "allreduce sweep: size multiplier (nccl-tests -f, default 2)")(
+      "iters,n", po::value<int>(), "allreduce: timed iterations per size (default 20)")(
+      "warmup-iters,w", po::value<int>(), "allreduce: untimed iterations first (default 5)")(
       "timeout", po::value<std::string>(),
       "allreduce watchdog: longest wait for one collective or peer (default 60s)")(
       "rendezvous-timeout", po::value<std::string>(),
@@ -97,23 +104,72 @@ Options parse(int argc, char** argv) {
   }
   o.master = vm.count("master") ? vm["master"].as<std::string>() : o.pod;
   if (vm.count("sizes")) {
-    const std::string sizes = vm["sizes"].as<std::string>();
-    for (std::string_view item : atl::split_list(sizes)) {
-      auto size = atl::gpu::parse_burn_size(item);
-      if (!size || *size < 4) usage("--sizes: " + (size ? std::string("too small") : size.error()));
-      o.sizes.push_back(*size);
-    }
+    auto sizes = atl::gpu::parse_size_spec(vm["sizes"].as<std::string>());
+    if (!sizes) usage("--sizes: " + sizes.error());
+    o.sizes = *sizes;
+  }
+  const bool sweep = vm.count("begin") || vm.count("end") || vm.count("factor");
+  if (sweep) {
+    if (vm.count("sizes")) usage("--sizes and -b/-e/-f: give a list or a sweep, not both");
+    if (!vm.count("begin") || !vm.count("end")) usage("a sweep needs both -b and -e");
+    auto begin = atl::gpu::parse_burn_size(vm["begin"].as<std::string>());
+    if (!begin) usage("-b: " + begin.error());
+    auto end = atl::gpu::parse_burn_size(vm["end"].as<std::string>());
+    if (!end) usage("-e: " + end.error());
+    auto sizes =
+        atl::gpu::sweep_sizes(*begin, *end, vm.count("factor") ? vm["factor"].as<int>() : 2);
+    if (!sizes) usage(sizes.error());
+    o.sizes = *sizes;
+  }
+  if (vm.count("iters")) {
+    o.iterations = vm["iters"].as<int>();
+    if (o.iterations < 1) usage("--iters: must be positive");
+  }
+  if (vm.count("warmup-iters")) {
+    o.warmup_iterations = vm["warmup-iters"].as<int>();
+    if (o.warmup_iterations < 0) usage("--warmup-iters: must not be negative");
   }
   return o;
 }
 
 }  // namespace
 
+namespace atl::burn {
+namespace {
+gpu::PhaseMonitor* the_monitor = nullptr;
+}
+gpu::PhaseMonitor* monitor() { return the_monitor; }
+}  // namespace atl::burn
+
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
-  auto backend = atl::gpu::make_backend();
-  if (o.what == "allreduce") return atl::burn::burn_allreduce(*backend, o);
-  if (o.what == "gemm") return atl::burn::burn_gemm(*backend, o);
-  if (o.what == "transfer") return atl::burn::burn_transfer(*backend, o);
-  return atl::burn::check(*backend, o);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line is out as soon as it is printed
+  // Every GPU phase has a deadline; one past it ends the process with a
+  // FAIL line (a hung CUDA call cannot be cancelled).
+  atl::gpu::PhaseMonitor watchdog(atl::gpu::exit_when_stuck(o.pod));
+  atl::burn::the_monitor = &watchdog;
+  auto choice = atl::gpu::choose_backend();
+  auto& backend = *choice.backend;
+  // No silent fallback: a pod that declares GPUs is burned on them or fails.
+  if (auto gpus = atl::gpu::require_gpus(backend.name(), backend.device_count(), o.expect_gpus,
+                                         choice.cuda_note);
+      !gpus) {
+    std::printf("%s: %s FAIL: %s\n", o.pod.c_str(), o.what.c_str(), gpus.error().c_str());
+    return 1;
+  }
+  if (backend.name() != "cuda" && atl::gpu::cuda_compiled_in())
+    std::printf("%s: no GPU in use (%s): the CPU is %s\n", o.pod.c_str(), choice.cuda_note.c_str(),
+                o.what == "check" ? "checked" : "burned");
+  int rc = 0;
+  if (o.what == "allreduce")
+    rc = atl::burn::burn_allreduce(backend, o);
+  else if (o.what == "gemm")
+    rc = atl::burn::burn_gemm(backend, o);
+  else if (o.what == "transfer")
+    rc = atl::burn::burn_transfer(backend, o);
+  else
+    rc = atl::burn::check(backend, o);
+  std::fflush(stdout);
+  atl::burn::the_monitor = nullptr;
+  return rc;
 }

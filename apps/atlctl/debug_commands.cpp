@@ -182,7 +182,10 @@ void burn_options(po::options_description& desc) {
       "workers,w", po::value<std::string>()->default_value("all"),
       "all or pod names, comma separated (also --workerList)")(
       "output,o", po::value<std::string>(),
-      "write the log to FILE (overwritten) instead of stdout (also --outputLogs)");
+      "write the log to FILE (overwritten) instead of stdout (also --outputLogs)")(
+      "sizes", po::value<std::string>(),
+      "allreduce sizes (-t local|global|batch): a list, 512M,1G, or a sweep BEGIN:END[:FACTOR] "
+      "like nccl-tests' -b/-e/-f, 8M:1G:2 (default 512M,1G,2G,4G)");
   guide_aliases(desc, {{"burnType", "type"}, {"workerList", "workers"}, {"outputLogs", "output"}});
 }
 
@@ -238,7 +241,8 @@ class OutputRedirect {
 
 // Runs atl-burn on one rank of each chosen node; its lines name pod and GPU.
 int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const std::string& kind,
-                  const std::string& tools, const std::string& duration) {
+                  const std::string& tools, const std::string& duration,
+                  const std::string& sizes = "") {
   std::string envs = vm.count("envs") ? vm["envs"].as<std::string>() : "";
   if (!envs.empty()) {
     if (auto parsed = atl::parse_env_spec(envs); !parsed) die(kExitUsage, "-e: " + parsed.error());
@@ -248,7 +252,7 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
     die(kExitUsage, "-w: " + parsed.error());
   check_output_writable(vm);
   Answer started = checked(client.answer_or_die(
-      caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers),
+      caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers, sizes),
       kStartAnswer));
   OutputRedirect output(vm);
   // The guide's first line, for burn as for check.
@@ -265,6 +269,7 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
     failed += (failed.empty() ? "" : ", ") + r["pod"].get<std::string>() + " (" + why + ")";
   }
   std::cout.flush();
+  if (status.contains("deadline")) failed += "; " + status["deadline"].get<std::string>();
   if (!failed.empty()) die(kExitFailed, kind + " failed on " + failed + ": see its FAIL lines");
   return kExitOk;
 }
@@ -284,7 +289,15 @@ int burn(SupervisorClient& client, const po::variables_map& vm) {
   std::string tool = (*type == atl::gpu::BurnType::global || *type == atl::gpu::BurnType::batch)
                          ? "allreduce"
                          : std::string(atl::gpu::to_string(*type));
-  return run_node_tool(client, vm, "burn", tool, atl::format_duration(*duration));
+  std::string sizes;
+  if (vm.count("sizes")) {
+    if (*type == atl::gpu::BurnType::gemm || *type == atl::gpu::BurnType::transfer)
+      die(kExitUsage, "burn --sizes: only allreduce burns (-t local, global, batch) take sizes");
+    auto parsed = atl::gpu::parse_size_spec(vm["sizes"].as<std::string>());
+    if (!parsed) die(kExitUsage, "burn --sizes: " + parsed.error());
+    sizes = atl::gpu::format_size_list(*parsed);
+  }
+  return run_node_tool(client, vm, "burn", tool, atl::format_duration(*duration), sizes);
 }
 
 int check(SupervisorClient& client, const po::variables_map& vm) {
@@ -338,7 +351,7 @@ const Command kRunCommand{
 
 const Command kBurnCommand{
     "Usage: atlctl burn [-t gemm|transfer|local|global|batch] [-d DUR] [-e ENVS] [-w WORKERS] "
-    "[-o FILE]\n\n"
+    "[-o FILE] [--sizes SIZES]\n\n"
     "Stress test: runs atl-burn on one rank of each chosen worker (all by default)\n"
     "in a child process, with progress lines and a verdict per GPU, then 'Check\n"
     "finished.' Needs debugStop and leaves debugCommand (end it with atlctl stop).\n"

@@ -25,7 +25,7 @@ one() {
   local secs execs corpus crashes
   secs=$(( $(date +%s) - start ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/long-$t.log" | grep -o '[0-9]*$' || echo 0)
-  corpus=$(ls "$out/long-$t" | wc -l)
+  corpus=$(find "$out/long-$t" -maxdepth 1 -type f | wc -l)
   crashes=$([[ $status -eq 0 ]] && echo 0 || echo "1 (see $out/long-$t.log)")
   echo "| $t | $execs | $secs | $(( execs / (secs > 0 ? secs : 1) )) | $corpus | $crashes |" >"$out/long-$t.row"
   echo "fuzz $t: $execs executions, $secs s, crashes: $crashes"

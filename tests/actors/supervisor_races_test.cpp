@@ -33,6 +33,7 @@ struct AgentLog {
   std::vector<std::int32_t> shutdowns;
   std::vector<std::string> last_env;
   int runs = 0;
+  std::vector<std::int32_t> run_stops;    // debug runs it was told to stop
   std::vector<std::int32_t> log_streams;  // where it was told to send its own log
 };
 
@@ -55,6 +56,7 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
       [self](fence_atom, const std::string&) { self->quit(); },
       [self](delete_atom) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
+      [log](stop_atom, std::int32_t run, std::int64_t) { log->run_stops.push_back(run); },
       [self, log](shutdown_atom, std::int32_t code) {
         log->shutdowns.push_back(code);
         self->quit();
@@ -377,7 +379,7 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   step();
   CAF_CHECK_EQUAL(status(), "debugStop");
   op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
-           std::string("1ms"), std::string(""), std::string("all"));
+           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
   step();
   // The check's process on rank 0 (run 1) ends with a failure.
   self->send(sup, RankExit{debug_stream(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
@@ -391,6 +393,72 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   CAF_CHECK(taints.find("\"node\":\"node-0\"") != std::string::npos);
   CAF_CHECK(taints.find("\"source\":\"platform\"") != std::string::npos);
   CAF_CHECK(taints.find("failed atlctl check") != std::string::npos);
+}
+
+CAF_TEST(a burn that outlives its deadline is stopped and says why) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  rank_exit(0, 1, 143);
+  step();
+  op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"), std::string("1s"),
+           std::string(""), std::string("all"), std::string(""));
+  step();
+  CAF_CHECK_EQUAL(log0->runs, 1);
+  // 1s of burn + atl-burn's 60s watchdog + 30s grace: nothing before that.
+  sched.advance_time(std::chrono::seconds(90));
+  step();
+  CAF_CHECK(log0->run_stops.empty());
+  sched.advance_time(std::chrono::seconds(2));
+  step();
+  CAF_REQUIRE_EQUAL(log0->run_stops.size(), 1u);
+  CAF_CHECK_EQUAL(log0->run_stops[0], 1);
+  op->send(sup, run_wait_atom::value, std::int32_t{1}, std::int64_t{1});
+  step();
+  sched.advance_time(std::chrono::milliseconds(1));  // the long poll's answer is due
+  step();
+  // op's mailbox also holds the stop's and the burn's own answers.
+  std::string replies;
+  for (int i = 0; i < 4; ++i)
+    op->receive([&](std::int32_t, const std::string& text) { replies += text + "\n"; },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK(replies.find("\"deadline\":\"burn -t gemm -d 1s ran past its deadline of 91s and was "
+                         "stopped\"") != std::string::npos);
+}
+
+CAF_TEST(sizes are for allreduce burns and are checked by the supervisor too) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  rank_exit(0, 1, 143);
+  step();
+  op->receive([](std::int32_t, const std::string&) {},  // the stop's answer
+              caf::after(std::chrono::seconds(0)) >> [] {});
+  for (const char* bad_tools_sizes : {"gemm|8M", "allreduce|8M:1M", "allreduce|1X", "local|2"}) {
+    std::string spec(bad_tools_sizes);
+    auto bar = spec.find('|');
+    op->send(sup, node_tool_atom::value, std::string("burn"), spec.substr(0, bar),
+             std::string("1s"), std::string(""), std::string("all"), spec.substr(bar + 1));
+    step();
+    std::int32_t code = -1;
+    op->receive([&](std::int32_t c, const std::string&) { code = c; },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+    CAF_CHECK_EQUAL(code, 2);
+  }
+  CAF_CHECK_EQUAL(log0->runs, 0);  // nothing started
+  CAF_CHECK_EQUAL(status(), "debugStop");
 }
 
 CAF_TEST(a node lost twice in a row is not tainted when no spare could replace it) {

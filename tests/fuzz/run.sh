@@ -21,11 +21,13 @@ sources=(
   "$src"/libs/runtime/os/src/job_pointer.cpp
   "$src"/tests/fuzz/fuzz_parsers.cpp
 )
+# shellcheck disable=SC2012  # ls -t: the newest by mtime (the names are ours)
 newest=$(ls -t "${sources[@]}" "$src"/libs/runtime/core/include/atl/core/*.hpp \
   "$src"/libs/gpu/include/atl/gpu/*.hpp "$src"/libs/runtime/os/include/atl/os/job_pointer.hpp \
   "$0" | head -1)
 if [[ ! -x "$binary" || "$newest" -nt "$binary" ]]; then
   echo "fuzz: building $binary"
+  # shellcheck disable=SC2054  # -fsanitize takes a comma list
   flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
          -I"$src"/libs/runtime/core/include -I"$src"/libs/gpu/include
          -I"$src"/libs/runtime/os/include)

@@ -197,6 +197,25 @@ TEST(BurnAndCheck, GlobalAllreduceAcrossTwoWorkersInTheSeedsFormat) {
   EXPECT_NE(burn.output.find("#wrong 0: PASS"), std::string::npos) << burn.output;
 }
 
+TEST(BurnAndCheck, SizesSweepLikeNcclTestsAndBadSizesAreRefused) {
+  BurnCluster b;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"burn", "-t", "gemm", "--sizes", "8M"},  // not an allreduce
+           {"burn", "-t", "global", "--sizes", "8M:1M"},
+           {"burn", "-t", "global", "--sizes", "1M:8M:1"},
+           {"burn", "-t", "global", "--sizes", "1M;rm -rf /"}}) {
+    auto r = b.ctl(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  EXPECT_EQ(b.ctl({"status"}).output, "Job status:  debugStop\n");  // nothing started
+  auto burn = b.ctl({"burn", "-t", "global", "-d", "1ms", "--sizes", "1M:4M"});
+  EXPECT_EQ(burn.exit_code, 0) << burn.output;
+  for (const char* size : {"Size=1M,", "Size=2M,", "Size=4M,"})
+    EXPECT_NE(burn.output.find(size), std::string::npos) << size << "\n" << burn.output;
+  EXPECT_EQ(burn.output.find("Size=8M"), std::string::npos) << burn.output;
+}
+
 TEST(BurnAndCheck, CheckAllRunsTheGpuAndAllreduceChecks) {
   BurnCluster b;
   auto check = b.ctl({"check"});
@@ -255,4 +274,58 @@ TEST(BurnAndCheck, BatchOfOneWorkerMeetsOnlyItself) {
             std::string::npos)
       << burn.output;
   EXPECT_EQ(burn.output.find(b.c.worker_name(0)), std::string::npos) << burn.output;
+}
+
+namespace {
+
+CommandResult atl_burn(TestCluster& c, std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(ATL_BIN_DIR) + "/atl-burn");
+  Started& p = c.start("atl-burn", args);
+  CommandResult r;
+  r.exit_code = c.wait_exit(p, 120s);
+  r.output = c.output(p);
+  return r;
+}
+
+}  // namespace
+
+TEST(AtlBurnByHand, APodThatDeclaresGpusIsNeverBurnedOnTheCpuInstead) {
+  TestCluster c;
+  for (const char* what : {"gemm", "transfer", "allreduce", "check"}) {
+    auto r = atl_burn(c, {what, "-d", "1s", "--pod", "p", "--expect-gpus", "64"});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(
+        r.output.find(std::string("p: ") + what + " FAIL: the pod declares 64 GPUs but CUDA sees "),
+        std::string::npos)
+        << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;  // nothing ran
+  }
+  // Without a declaration it burns what there is, and says why not a GPU.
+  auto cpu = atl_burn(c, {"gemm", "-d", "1ms", "--pod", "p", "--size", "64"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+  if (cpu.output.find("(cuda)") == std::string::npos) {
+    EXPECT_NE(cpu.output.find("p: no GPU in use ("), std::string::npos) << cpu.output;
+  }
+  EXPECT_NE(cpu.output.find("p GPU 0 ("), std::string::npos) << cpu.output;
+}
+
+TEST(AtlBurnByHand, SweepOptionsAreCheckedLikeNcclTests) {
+  TestCluster c;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"allreduce", "-b", "8M"},                         // no end
+           {"allreduce", "-b", "8M", "-e", "1M"},             // end below begin
+           {"allreduce", "-b", "8M", "-e", "1G", "-f", "1"},  // never ends
+           {"allreduce", "-b", "2", "-e", "1G"},              // less than a float
+           {"allreduce", "-b", "8M", "-e", "1G", "--sizes", "8M"},
+           {"allreduce", "--iters", "0"},
+           {"allreduce", "--warmup-iters", "-1"}}) {
+    auto r = atl_burn(c, args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  }
+  // A sweep by hand over one member: the sizes are taken, nothing to exchange.
+  auto one = atl_burn(c, {"allreduce", "-b", "1M", "-e", "4M", "--pod", "p"});
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("p: allreduce over 1 node: nothing to exchange"), std::string::npos)
+      << one.output;
 }

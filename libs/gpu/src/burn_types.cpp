@@ -1,5 +1,6 @@
 #include "atl/gpu/burn_types.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -135,6 +136,82 @@ Expected<BurnFigure> decode_figure(std::string_view line) {
     f.size = format_burn_size(*bytes);
   }
   return f;
+}
+
+Expected<std::vector<std::int64_t>> sweep_sizes(std::int64_t begin, std::int64_t end, int factor) {
+  if (begin < 4) return make_error("-b: the smallest size is 4 bytes (one float)");
+  if (end < begin) return make_error("-e: below -b");
+  if (factor < 2) return make_error("-f: the factor must be 2 or more");
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t s = begin; s <= end; s *= factor) {
+    if (sizes.size() == 64) return make_error("-b/-e/-f: more than 64 sizes");
+    sizes.push_back(s);
+    if (s > end / factor) break;  // the next would pass end (or overflow)
+  }
+  return sizes;
+}
+
+Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
+  if (text.empty()) return make_error("no sizes given");
+  if (text.find(':') != std::string_view::npos) {
+    std::vector<std::string_view> parts;
+    size_t at = 0;
+    for (;;) {
+      size_t colon = text.find(':', at);
+      parts.push_back(text.substr(at, colon == std::string_view::npos ? colon : colon - at));
+      if (colon == std::string_view::npos) break;
+      at = colon + 1;
+    }
+    if (parts.size() < 2 || parts.size() > 3)
+      return make_error("'" + std::string(text) + "': a sweep is BEGIN:END[:FACTOR], e.g. 8M:1G:2");
+    auto begin = parse_burn_size(parts[0]);
+    if (!begin) return make_error("sweep begin: " + begin.error());
+    auto end = parse_burn_size(parts[1]);
+    if (!end) return make_error("sweep end: " + end.error());
+    int factor = 2;
+    if (parts.size() == 3) {
+      const std::string f(parts[2]);
+      if (f.empty() || f.size() > 4 || f.find_first_not_of("0123456789") != std::string::npos)
+        return make_error("sweep factor '" + f + "' is not a small whole number");
+      factor = std::stoi(f);
+    }
+    return sweep_sizes(*begin, *end, factor);
+  }
+  std::vector<std::int64_t> sizes;
+  size_t at = 0;
+  for (;;) {
+    size_t comma = text.find(',', at);
+    auto item = text.substr(at, comma == std::string_view::npos ? comma : comma - at);
+    auto size = parse_burn_size(item);
+    if (!size) return Error{size.error()};
+    if (*size < 4)
+      return make_error("size '" + std::string(item) + "' is below 4 bytes (one float)");
+    if (sizes.size() == 64) return make_error("more than 64 sizes");
+    sizes.push_back(*size);
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  return sizes;
+}
+
+std::string format_size_list(const std::vector<std::int64_t>& sizes) {
+  std::string out;
+  for (auto s : sizes) out += (out.empty() ? "" : ",") + format_burn_size(s);
+  return out;
+}
+
+std::chrono::milliseconds node_tool_deadline(const std::vector<std::string_view>& steps,
+                                             std::chrono::milliseconds duration, int sizes) {
+  using std::chrono::milliseconds;
+  const milliseconds watchdog(60000), grace(30000), rendezvous(600000);
+  milliseconds total(0);
+  for (std::string_view step : steps) {
+    total += duration + watchdog + grace;
+    if (step == "allreduce" || step == "local")
+      total += rendezvous + watchdog * (2 * std::max(sizes, 4) + 2);
+    if (step == "check") total += 4 * watchdog;  // its four phases
+  }
+  return total;
 }
 
 }  // namespace atl::gpu

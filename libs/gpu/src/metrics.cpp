@@ -1,5 +1,6 @@
 #include "atl/gpu/metrics.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace atl::gpu {
@@ -15,6 +16,42 @@ double allreduce_busbw_gbps(std::int64_t bytes, double seconds, int ranks) {
 
 double gemm_tflops(std::int64_t m, std::int64_t n, std::int64_t k, double seconds) {
   return seconds > 0 ? 2.0 * static_cast<double>(m) * n * k / seconds / 1e12 : 0;
+}
+
+AllreduceFigures allreduce_figures(std::int64_t bytes, double seconds, int ranks) {
+  AllreduceFigures f;
+  if (ranks < 2) {
+    f.note = "world size " + std::to_string(ranks) +
+             ": nothing to reduce, no link crossed, no bandwidth to report";
+    return f;
+  }
+  if (seconds <= 0) {
+    f.note = "no time measured";
+    return f;
+  }
+  f.measured = true;
+  f.algbw = algbw_gbps(bytes, seconds);
+  f.busbw = allreduce_busbw_gbps(bytes, seconds, ranks);
+  return f;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::vector<bool> lagging_devices(const std::vector<double>& figures, double fraction) {
+  std::vector<bool> lagging(figures.size(), false);
+  std::vector<double> measured;
+  for (double f : figures)
+    if (f > 0) measured.push_back(f);
+  if (measured.size() < 2) return lagging;
+  const double median = median_of(measured);
+  for (size_t i = 0; i < figures.size(); ++i)
+    lagging[i] = figures[i] > 0 && figures[i] < fraction * median;
+  return lagging;
 }
 
 std::string format_allreduce_round(int round, std::int64_t bytes, double busbw, double algbw,

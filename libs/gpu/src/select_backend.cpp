@@ -4,16 +4,32 @@
 namespace atl::gpu {
 
 #ifdef ATL_GPU_WITH_CUDA
-std::unique_ptr<Backend> make_cuda_backend();  // null when no device answers
+Expected<std::unique_ptr<Backend>> make_cuda_backend();  // why not, when no device answers
 bool cuda_compiled_in() { return true; }
-std::unique_ptr<Backend> make_backend() {
-  if (auto cuda = make_cuda_backend()) return cuda;
-  return make_cpu_backend();
+BackendChoice choose_backend() {
+  auto cuda = make_cuda_backend();
+  if (cuda) return {std::move(*cuda), ""};
+  return {make_cpu_backend(), cuda.error()};
 }
 #else
 bool cuda_compiled_in() { return false; }
-std::unique_ptr<Backend> make_backend() { return make_cpu_backend(); }
+BackendChoice choose_backend() { return {make_cpu_backend(), "this build of atl has no CUDA"}; }
 #endif
+
+std::unique_ptr<Backend> make_backend() { return choose_backend().backend; }
+
+Status require_gpus(const std::string& backend_name, int devices, int expected,
+                    const std::string& cuda_note) {
+  if (expected <= 0) return Ok{};
+  const std::string declared =
+      "the pod declares " + std::to_string(expected) + " GPU" + (expected == 1 ? "" : "s");
+  if (backend_name != "cuda")
+    return make_error(declared + " but CUDA sees none" +
+                      (cuda_note.empty() ? std::string() : " (" + cuda_note + ")"));
+  if (devices != expected)
+    return make_error(declared + " but CUDA sees " + std::to_string(devices));
+  return Ok{};
+}
 
 #ifndef ATL_GPU_WITH_NCCL
 // Built without NCCL: GPU allreduce is unavailable, and callers say so (the

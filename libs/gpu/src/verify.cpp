@@ -69,3 +69,33 @@ std::int64_t count_known_answer_errors(const std::vector<std::uint32_t>& got) {
 }
 
 }  // namespace atl::gpu
+
+namespace atl::gpu {
+
+std::int64_t spot_check_gemm_tolerant(const std::vector<float>& a_rows, const std::vector<float>& b,
+                                      const std::vector<float>& c_rows, int n, int rows,
+                                      double tolerance) {
+  std::int64_t wrong = 0;
+  const auto nn = static_cast<size_t>(n);
+  std::vector<double> exact(nn), magnitude(nn);
+  for (int i = 0; i < rows; ++i) {
+    std::fill(exact.begin(), exact.end(), 0.0);
+    std::fill(magnitude.begin(), magnitude.end(), 0.0);
+    for (size_t p = 0; p < nn; ++p) {
+      const double av = a_rows[static_cast<size_t>(i) * nn + p];
+      const float* brow = &b[p * nn];
+      for (size_t j = 0; j < nn; ++j) {
+        exact[j] += av * brow[j];
+        magnitude[j] += std::fabs(av * brow[j]);
+      }
+    }
+    for (size_t j = 0; j < nn; ++j) {
+      const double got = c_rows[static_cast<size_t>(i) * nn + j];
+      // NaN fails the comparison too.
+      if (!(std::fabs(got - exact[j]) <= tolerance * magnitude[j] + 1e-30)) ++wrong;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace atl::gpu

@@ -3,6 +3,8 @@
 // them). Grid-stride loops over 64-bit indices.
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include "atl/gpu/device_math.hpp"
 #include "kernels.hpp"
 
@@ -12,11 +14,26 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Each device's SM count, read once (a launch must not cost an attribute query).
+constexpr int kMaxDevices = 64;
+std::atomic<int> sm_counts[kMaxDevices];
+
+int sm_count() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 80;
+  int sms = sm_counts[device].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        sms <= 0)
+      sms = 80;
+    sm_counts[device].store(sms, std::memory_order_relaxed);
+  }
+  return sms;
+}
+
 // Enough blocks to fill every SM several times; the loops cover the rest.
 int blocks_for(std::int64_t n) {
-  int device = 0, sms = 80;
-  if (cudaGetDevice(&device) == cudaSuccess)
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int sms = sm_count();
   std::int64_t wanted = (n + kThreads - 1) / kThreads;
   std::int64_t cap = static_cast<std::int64_t>(sms) * 8;
   return static_cast<int>(wanted < cap ? (wanted > 0 ? wanted : 1) : cap);
@@ -74,7 +91,31 @@ __global__ void count_differences_kernel(const float* got, const float* ref, std
   if (nans) atomicAdd(&counts[1], nans);
 }
 
+__global__ void fill_random_bf16_kernel(std::uint16_t* out, std::int64_t n, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = gpu::to_bf16_bits(gpu::random_unit(seed, static_cast<std::uint64_t>(i)));
+}
+
+__global__ void fill_random_f32_kernel(float* out, std::int64_t n, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = gpu::random_unit(seed, static_cast<std::uint64_t>(i));
+}
+
 }  // namespace
+
+int fill_random_bf16(std::uint16_t* out, std::int64_t n, std::uint64_t seed, void* stream) {
+  fill_random_bf16_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(out, n,
+                                                                                             seed);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int fill_random_f32(float* out, std::int64_t n, std::uint64_t seed, void* stream) {
+  fill_random_f32_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(out, n,
+                                                                                            seed);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int count_differences(const float* got, const float* ref, std::int64_t n,
                       unsigned long long* counts, void* stream) {

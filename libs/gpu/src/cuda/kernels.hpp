@@ -23,6 +23,10 @@ int fill_memory_pattern(std::uint32_t* words, std::int64_t n, int pass, void* st
 int count_memory_errors(const std::uint32_t* words, std::int64_t n, int pass,
                         unsigned long long* bad, void* stream);
 
+// out[i] = random_unit(seed, i) (device_math.hpp), as bf16 bits or as float.
+int fill_random_bf16(std::uint16_t* out, std::int64_t n, std::uint64_t seed, void* stream);
+int fill_random_f32(float* out, std::int64_t n, std::uint64_t seed, void* stream);
+
 // Compares got[i] with ref[i] bit for bit for i < n: counts[0] += elements
 // that differ, counts[1] += NaNs in got (device memory, two counters).
 int count_differences(const float* got, const float* ref, std::int64_t n,

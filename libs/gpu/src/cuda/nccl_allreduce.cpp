@@ -31,8 +31,9 @@ struct LocalRank {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
-  float* buffer = nullptr;
-  std::int64_t capacity = 0;  // bytes
+  float* buffer = nullptr;    // receive (and, in place, send) buffer
+  float* send = nullptr;      // out of place: the send buffer
+  std::int64_t capacity = 0;  // bytes of each
   float* flag = nullptr;      // agree()'s one float
   unsigned long long* wrong = nullptr;
 };
@@ -62,6 +63,7 @@ class NcclImpl : public NcclAllreduce {
     for (auto& r : ranks_) {
       cudaSetDevice(r.device);
       if (r.buffer) cudaFree(r.buffer);
+      if (r.send) cudaFree(r.send);
       if (r.flag) cudaFree(r.flag);
       if (r.wrong) cudaFree(r.wrong);
       if (r.start) cudaEventDestroy(r.start);
@@ -128,38 +130,53 @@ class NcclImpl : public NcclAllreduce {
 
   int world() const override { return world_; }
 
-  Expected<AllreduceRound> allreduce(std::int64_t bytes, int round) override {
+  Expected<AllreduceRound> allreduce(std::int64_t bytes, int round,
+                                     const AllreduceOptions& options) override {
     if (broken_) return make_error("NCCL communicator was aborted: " + last_error_);
     const std::int64_t count = bytes / static_cast<std::int64_t>(sizeof(float));
     if (count < 1) return make_error("allreduce of less than one float");
+    if (options.iterations < 1) return make_error("allreduce: at least one timed iteration");
+    const bool in_place = options.in_place;
     for (size_t k = 0; k < ranks_.size(); ++k) {
       auto& r = ranks_[k];
-      cudaSetDevice(r.device);
+      if (cudaError_t e = cudaSetDevice(r.device); e != cudaSuccess)
+        return make_error(cuda_text("cudaSetDevice", e));
       if (r.capacity < bytes) {
         if (r.buffer) cudaFree(r.buffer);
-        r.buffer = nullptr;
+        if (r.send) cudaFree(r.send);
+        r.buffer = r.send = nullptr;
         r.capacity = 0;
         if (cudaError_t e = cudaMalloc(&r.buffer, static_cast<size_t>(bytes)); e != cudaSuccess)
-          return make_error(cuda_text(("GPU " + std::to_string(r.device) + " buffer").c_str(), e));
+          return make_error(
+              cuda_text(("cudaMalloc GPU " + std::to_string(r.device) + " buffer").c_str(), e));
         r.capacity = bytes;
       }
-      int rank = setup_.first_rank + static_cast<int>(k);
-      if (auto e = static_cast<cudaError_t>(
-              kernels::fill_ring_input(r.buffer, count, rank, round, r.stream));
-          e != cudaSuccess)
-        return make_error(cuda_text("fill kernel", e));
-      cudaMemsetAsync(r.wrong, 0, sizeof(unsigned long long), r.stream);
-      cudaEventRecord(r.start, r.stream);
+      if (!in_place && !r.send) {
+        if (cudaError_t e = cudaMalloc(&r.send, static_cast<size_t>(r.capacity)); e != cudaSuccess)
+          return make_error(cuda_text(
+              ("cudaMalloc GPU " + std::to_string(r.device) + " send buffer").c_str(), e));
+      }
+      if (auto s = fill(r, k, count, round, in_place); !s) return Error{s.error()};
     }
-    if (auto s = collective([&](LocalRank& r) {
-          return ncclAllReduce(r.buffer, r.buffer, static_cast<size_t>(count), ncclFloat, ncclSum,
-                               r.comm, r.stream);
-        });
-        !s)
-      return Error{s.error()};
+    auto once = [&] {
+      return collective([&](LocalRank& r) {
+        return ncclAllReduce(in_place ? r.buffer : r.send, r.buffer, static_cast<size_t>(count),
+                             ncclFloat, ncclSum, r.comm, r.stream);
+      });
+    };
+    for (int w = 0; w < options.warmup; ++w)
+      if (auto s = once(); !s) return Error{s.error()};
     for (auto& r : ranks_) {
       cudaSetDevice(r.device);
-      cudaEventRecord(r.stop, r.stream);
+      if (cudaError_t e = cudaEventRecord(r.start, r.stream); e != cudaSuccess)
+        return make_error(cuda_text("cudaEventRecord", e));
+    }
+    for (int it = 0; it < options.iterations; ++it)
+      if (auto s = once(); !s) return Error{s.error()};
+    for (auto& r : ranks_) {
+      cudaSetDevice(r.device);
+      if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
+        return make_error(cuda_text("cudaEventRecord", e));
     }
     if (!wait_streams("allreduce of " + std::to_string(bytes) + " bytes"))
       return make_error(last_error_);
@@ -168,8 +185,29 @@ class NcclImpl : public NcclAllreduce {
     for (auto& r : ranks_) {
       cudaSetDevice(r.device);
       float ms = 0;
-      cudaEventElapsedTime(&ms, r.start, r.stop);
-      result.seconds = std::max(result.seconds, ms / 1000.0);
+      if (cudaError_t e = cudaEventElapsedTime(&ms, r.start, r.stop); e != cudaSuccess)
+        return make_error(cuda_text("cudaEventElapsedTime", e));
+      result.seconds += ms / 1000.0 / options.iterations;
+    }
+    result.seconds /= static_cast<double>(ranks_.size());
+    if (in_place) {
+      // The window's sums compounded: fill anew and reduce once for the check.
+      for (size_t k = 0; k < ranks_.size(); ++k)
+        if (auto s = fill(ranks_[k], k, count, round, true); !s) return Error{s.error()};
+      if (auto s = once(); !s) return Error{s.error()};
+      for (auto& r : ranks_) {
+        cudaSetDevice(r.device);
+        if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
+          return make_error(cuda_text("cudaEventRecord", e));
+      }
+      if (!wait_streams("allreduce of " + std::to_string(bytes) + " bytes"))
+        return make_error(last_error_);
+    }
+    for (auto& r : ranks_) {
+      cudaSetDevice(r.device);
+      if (cudaError_t e = cudaMemsetAsync(r.wrong, 0, sizeof(unsigned long long), r.stream);
+          e != cudaSuccess)
+        return make_error(cuda_text("cudaMemsetAsync", e));
       if (auto e = static_cast<cudaError_t>(
               kernels::count_wrong_sums(r.buffer, count, world_, round, r.wrong, r.stream));
           e != cudaSuccess)
@@ -221,6 +259,17 @@ class NcclImpl : public NcclAllreduce {
  private:
   // Enqueues `call` on every local rank as one group, and waits (watched)
   // until the enqueue finished on every communicator.
+  // Rank k's input for `round`: in its only buffer (in place) or its send buffer.
+  Status fill(LocalRank& r, size_t k, std::int64_t count, int round, bool in_place) {
+    cudaSetDevice(r.device);
+    const int rank = setup_.first_rank + static_cast<int>(k);
+    if (auto e = static_cast<cudaError_t>(
+            kernels::fill_ring_input(in_place ? r.buffer : r.send, count, rank, round, r.stream));
+        e != cudaSuccess)
+      return make_error(cuda_text("fill kernel", e));
+    return Ok{};
+  }
+
   template <class Call>
   Status collective(Call call) {
     ncclGroupStart();
@@ -250,7 +299,8 @@ class NcclImpl : public NcclAllreduce {
   // never erroring) until nothing is in progress. An error or the deadline
   // aborts every communicator.
   bool watch(const std::string& what, bool streams) {
-    const auto deadline = Clock::now() + setup_.timeout;
+    const auto started = Clock::now();
+    const auto deadline = started + setup_.timeout;
     for (;;) {
       bool pending = false;
       for (auto& r : ranks_) {
@@ -276,12 +326,20 @@ class NcclImpl : public NcclAllreduce {
         }
       }
       if (!pending) return true;
-      if (Clock::now() > deadline) {
+      const auto now = Clock::now();
+      if (now > deadline) {
         fail("NCCL " + what + " did not finish within " +
              std::to_string(setup_.timeout.count() / 1000) + "s (a peer is gone or stuck)");
         return false;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(streams ? 200 : 1000));
+      // An enqueue inside a timed window is waited for by spinning (a sleep
+      // there would leave the GPU idle and count in the figure); a wait
+      // that goes on, or one for streams whose stop event is recorded
+      // already, sleeps.
+      if (!streams && now - started < std::chrono::milliseconds(50))
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(streams ? 200 : 1000));
     }
   }
 

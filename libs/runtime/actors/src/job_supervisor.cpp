@@ -1501,8 +1501,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
              std::int64_t timeout_ms) { return call_actor(self, name, request, timeout_ms); },
       [self](actor_list_atom) { return actors_json(self->state); },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
-             const std::string& duration, const std::string& envs, const std::string& workers) {
-        return start_node_tool(self, kind, tools, duration, envs, workers);
+             const std::string& duration, const std::string& envs, const std::string& workers,
+             const std::string& sizes) {
+        return start_node_tool(self, kind, tools, duration, envs, workers, sizes);
       },
   };
 }

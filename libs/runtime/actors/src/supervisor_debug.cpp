@@ -4,11 +4,13 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "atl/core/env.hpp"
 #include "atl/core/rank_layout.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/split.hpp"
+#include "atl/gpu/burn_types.hpp"
 #include "atl/os/child_process.hpp"
 #include "supervisor_state.hpp"
 
@@ -88,6 +90,7 @@ nlohmann::json run_status(const DebugRun& run) {
     }
     j["ranks"].push_back(rj);
   }
+  if (!run.deadline_note.empty()) j["deadline"] = run.deadline_note;
   return j;
 }
 
@@ -169,7 +172,8 @@ std::optional<RankLaunch> debug_base(const State& st, int rank) {
 template <class CommandFor>
 Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
                   const EnvMap& extra_env, bool tracked, const std::string& label,
-                  bool node_tool = false, bool is_check = false) {
+                  bool node_tool = false, bool is_check = false,
+                  std::chrono::milliseconds deadline = std::chrono::milliseconds(0)) {
   auto& st = self->state;
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
@@ -184,6 +188,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   run.tracked = tracked;
   run.is_check = is_check;
   run.command = label;
+  run.deadline = deadline;
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (int rank : ranks) {
     RankLaunch launch = *debug_base(st, rank);
@@ -211,6 +216,9 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   st.runs.emplace(id, std::move(run));
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kStartTimer), id);
+  if (deadline.count() > 0)
+    self->delayed_send(self, deadline, timeout_atom::value,
+                       static_cast<std::int32_t>(kRunDeadlineTimer), id);
   return reply;
 }
 
@@ -249,7 +257,7 @@ static std::string node_tool_shown(const std::string& kind, const std::string& t
 
 Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
                        const std::string& duration, const std::string& env_text,
-                       const std::string& worker_text) {
+                       const std::string& worker_text, const std::string& sizes_text) {
   auto& st = self->state;
   const DebugCommand command = kind == "check" ? DebugCommand::check : DebugCommand::burn;
   if (auto allowed = allow(command, st.state()); !allowed) return refused(allowed);
@@ -290,11 +298,29 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   std::vector<std::string> chosen_pods;
   for (int rank : ranks) chosen_pods.push_back(pod_of_rank(st, rank));
   const std::vector<std::string_view> steps = split_list(tools);
+  bool reduces = false;
   for (std::string_view step : steps) {
     if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce" &&
         step != "local")
       return usage("unknown burn step '" + std::string(step) + "'");
+    reduces |= step == "allreduce" || step == "local";
   }
+  // --sizes: checked again here (any client may send it), and handed on in
+  // atl-burn's list form (digits and K/M/G: safe in the shell line).
+  std::string sizes;
+  int size_count = 0;
+  if (!sizes_text.empty()) {
+    if (!reduces)
+      return usage("--sizes: only allreduce burns (-t local, global, batch) take sizes");
+    auto parsed = gpu::parse_size_spec(sizes_text);
+    if (!parsed) return usage("--sizes: " + parsed.error());
+    sizes = gpu::format_size_list(*parsed);
+    size_count = static_cast<int>(parsed->size());
+  }
+  auto step_duration = parse_duration(duration);
+  if (!step_duration || step_duration->count() <= 0)
+    return usage("-d: " +
+                 (step_duration ? std::string("must be positive") : step_duration.error()));
   auto command_for = [&](int, const std::string& pod) {
     size_t index = 0;
     while (chosen_pods[index] != pod) ++index;
@@ -303,7 +329,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     std::string cmd = "s=0";
     for (std::string_view step : steps) {
       if (step == "local") {  // each node on its own: no rendezvous
-        cmd += "; atl-burn allreduce --local -d " + duration + " --pod " + pod;
+        cmd += "; atl-burn allreduce --local -d " + duration + " --pod " + pod + " --expect-gpus " +
+               std::to_string(st.nodes.at(pod).info.gpus);
       } else {
         cmd += "; atl-burn " + std::string(step) + " -d " + duration + " --pod " + pod +
                " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
@@ -312,13 +339,15 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
         cmd += " --index " + std::to_string(index) + " --host " + st.nodes.at(pod).info.address +
                " --master " + chosen_pods.front();
       }
+      if ((step == "allreduce" || step == "local") && !sizes.empty()) cmd += " --sizes " + sizes;
       cmd += " || s=1";
     }
     return cmd + "; exit $s";
   };
   return launch_run(self, ranks, command_for, env, true,
                     node_tool_shown(kind, tools, duration, worker_text), true,
-                    command == DebugCommand::check);
+                    command == DebugCommand::check,
+                    gpu::node_tool_deadline(steps, *step_duration, size_count));
 }
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
@@ -442,6 +471,23 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       break;
     case kRunWaitTimer:
       if (auto it = st.runs.find(arg); it != st.runs.end()) answer_run_waiters(it->second);
+      break;
+    case kRunDeadlineTimer:
+      // atl-burn's own phase monitor ends a stuck GPU phase; this is the
+      // backstop for a burn wedged past it: stop its processes, say why.
+      if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.ranks.all_done()) {
+        DebugRun& run = it->second;
+        run.deadline_note = run.command + " ran past its deadline of " +
+                            format_duration(run.deadline) + " and was stopped";
+        st.log->warn("debug run {}: {}", run.id, run.deadline_note);
+        std::set<std::string> pods;
+        for (const auto& [rank, r] : run.ranks)
+          if (!r.done) pods.insert(r.pod);
+        for (const auto& pod : pods)
+          if (auto n = st.nodes.find(pod); n != st.nodes.end())
+            self->send(n->second.agent, stop_atom::value, run.id,
+                       static_cast<std::int64_t>(st.job().grace.count()));
+      }
       break;
     case kStartTimer:
       if (arg == kRecoverStart && st.recover_pending) {

@@ -42,6 +42,7 @@ enum TimerKind : std::int32_t {
   kGroupWaitTimer,     // a pg_wait long poll is due an answer (arg: its waiter)
   kTaskWaitTimer,      // a task_wait long poll is due an answer (arg: its waiter)
   kTaskStartTimer,     // a task did not report started (arg: the task)
+  kRunDeadlineTimer,   // a burn or check ran past its deadline (arg: the run)
 };
 
 // One line of the job's timeline (atlctl events).
@@ -79,6 +80,10 @@ struct DebugRun {
   };
   std::map<std::int32_t, Member> hellos;  // rank -> member
   bool rendezvous_answered = false;
+  // A burn or check: how long it may run (gpu::node_tool_deadline) and,
+  // once it ran past that and was stopped, why (shown by atlctl).
+  std::chrono::milliseconds deadline{0};
+  std::string deadline_note;
 };
 
 struct State {
@@ -223,7 +228,7 @@ Result await_stop(Actor* self);
 Result start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
 Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
                        const std::string& duration, const std::string& env_text,
-                       const std::string& worker_text);
+                       const std::string& worker_text, const std::string& sizes_text);
 Result await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
 Result recover(Actor* self);
 // Streams per worker pod: spmd nproc_per_node ranks; ray mode one (its Ray

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "atl/core/expected.hpp"
+#include "atl/gpu/timing.hpp"
 
 namespace atl::gpu {
 
@@ -17,13 +18,26 @@ struct GemmConfig {
   int size = 8192;   // m = n = k
   bool bf16 = true;  // CUDA: bf16 inputs, fp32 accumulate; else fp32 (tf32 if allowed)
   bool allow_tf32 = false;
-  int repeats = 3;  // identical GEMMs per round, compared element-wise
+  int repeats = 3;  // identical GEMMs per round, each timed and compared with the first result
+  // Random inputs, uniform in [-1, 1) (a burn's and a benchmark's: real
+  // power and real bit patterns, spot-checked against a double reference
+  // with a tolerance), or small integers whose products are exact (check's
+  // known-answer GEMM: every element must be exactly right).
+  bool random_inputs = true;
+  // Untimed GEMMs for at least this long before the timed ones (clocks up).
+  std::chrono::milliseconds warmup{0};
+  // Results are written round-robin over this fraction of the free memory
+  // (gpu-burn's scheme: the whole HBM is written and read under heat); 0:
+  // one result buffer.
+  double result_memory_fraction = 0;
 };
 
 struct GemmResult {
   int device = 0;
-  double tflops = 0;
-  std::int64_t differing = 0;  // elements differing between the repeats
+  double tflops = 0;  // from the median repeat
+  TimingSummary timing;
+  std::int64_t result_bytes = 0;  // memory the results were spread over
+  std::int64_t differing = 0;     // elements differing between the repeats
   std::int64_t nans = 0;
   std::int64_t wrong = 0;  // elements off the exact reference (spot check)
   bool ok() const { return differing == 0 && nans == 0 && wrong == 0; }
@@ -79,8 +93,22 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
-// CUDA when compiled in and a device answers; otherwise the CPU backend.
-std::unique_ptr<Backend> make_backend();
+
+// CUDA when compiled in and a device answers; otherwise the CPU backend and,
+// in cuda_note, why not CUDA ("cudaGetDeviceCount: no CUDA-capable device is
+// detected", "built without CUDA"): a fallback is never silent.
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::string cuda_note;  // empty when the backend is CUDA
+};
+BackendChoice choose_backend();
+std::unique_ptr<Backend> make_backend();  // choose_backend().backend
 bool cuda_compiled_in();
+
+// The no-fallback rule: a node that declares GPUs (expected > 0) is burned
+// and checked on them or fails; expected < 0 (by hand) or 0 (a CPU pod)
+// accepts whatever backend was chosen. The error says what CUDA said.
+Status require_gpus(const std::string& backend_name, int devices, int expected,
+                    const std::string& cuda_note);
 
 }  // namespace atl::gpu

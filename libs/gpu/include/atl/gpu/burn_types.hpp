@@ -2,6 +2,7 @@
 // seed writes them ("512M", "1G": powers of 1024, like nccl-tests).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,6 +37,25 @@ struct BurnFigure {
 inline constexpr std::string_view kFigureVerb = "figure ";
 std::string encode_figure(const BurnFigure& figure);        // with the verb
 Expected<BurnFigure> decode_figure(std::string_view line);  // after the verb
+
+// nccl-tests' -b/-e/-f sweep: begin, begin*factor, ... up to end (inclusive
+// when reached). Refused: begin below 4 bytes (one float), end below begin,
+// factor below 2, more than 64 sizes.
+Expected<std::vector<std::int64_t>> sweep_sizes(std::int64_t begin, std::int64_t end, int factor);
+
+// --sizes of atlctl burn and atl-burn: a list ("512M,1G") or a sweep
+// "BEGIN:END[:FACTOR]" ("8M:1G:2", nccl-tests' -b/-e/-f; factor 2 when
+// left out). Every size at least 4 bytes, at most 64 sizes.
+Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text);
+// "512M,1G,2G": the form atl-burn --sizes takes (and a shell passes as is).
+std::string format_size_list(const std::vector<std::int64_t>& sizes);
+
+// How long the supervisor lets one node's burn or check run before it stops
+// it (atl-burn's own phase monitor should have ended it long before): per
+// step, its duration, atl-burn's watchdog timeout once per phase it can
+// wait in, and a grace; allreduce steps also their rendezvous wait.
+std::chrono::milliseconds node_tool_deadline(const std::vector<std::string_view>& steps,
+                                             std::chrono::milliseconds duration, int sizes);
 
 // The seed's allreduce sizes, dropping those that do not fit in `max_bytes`.
 std::vector<std::int64_t> allreduce_sizes(std::int64_t max_bytes);

@@ -44,6 +44,42 @@ ATL_HOST_DEVICE inline std::uint32_t known_answer(std::uint32_t i, std::uint32_t
   return x ^ static_cast<std::uint32_t>(f);
 }
 
+// A burn's random GEMM input for element i: uniform in [-1, 1) with 24
+// significant bits (exact in float; bf16 keeps its top 8), from a
+// splitmix64 hash of (seed, i), so the GPU fills gigabytes without the host
+// and the CPU path draws the same numbers.
+ATL_HOST_DEVICE inline float random_unit(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 8388608.0f) - 1.0f;  // [0, 2^24) / 2^23 - 1
+}
+
+// bf16 is an fp32's top 16 bits; rounding to nearest even, as cuBLAS's
+// conversions do (NaN never occurs here: the inputs are finite).
+ATL_HOST_DEVICE inline std::uint16_t to_bf16_bits(float f) {
+  std::uint32_t bits;
+#if defined(__CUDA_ARCH__)
+  bits = __float_as_uint(f);
+#else
+  __builtin_memcpy(&bits, &f, sizeof bits);
+#endif
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+ATL_HOST_DEVICE inline float from_bf16_bits(std::uint16_t h) {
+  std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
 // A memory test's passes: the word written at index i in pass `pass`. Four
 // constant patterns (zeros, ones, alternating bits both ways: stuck and
 // coupled bits), then one that differs from address to address (address

@@ -27,15 +27,31 @@ struct NcclSetup {
   std::chrono::milliseconds timeout{60000};  // the watchdog: init, and each collective
 };
 
+// How one size is measured, as nccl-tests does: `warmup` untimed
+// collectives, then `iterations` back to back between one pair of events
+// per GPU (no host sleep inside: the enqueue waits spin); the time per
+// collective is the window over the iterations, averaged over the local
+// GPUs. Out of place (send and receive buffers apart: the receive buffer is
+// the sum after every iteration, checked after the window) or in place
+// (one buffer: the window's sums compound, so it is filled anew and reduced
+// once more for the check).
+struct AllreduceOptions {
+  int warmup = 5;
+  int iterations = 20;
+  bool in_place = true;
+};
+
 class NcclAllreduce {
  public:
   static Expected<std::unique_ptr<NcclAllreduce>> create(const NcclSetup& setup);
   virtual ~NcclAllreduce() = default;  // healthy: finalize and destroy; broken: abort
 
   virtual int world() const = 0;
-  // In-place sum of `bytes` of floats on every local GPU at once; seconds are
-  // the slowest GPU's (CUDA events); wrong = elements off the exact sum.
-  virtual Expected<AllreduceRound> allreduce(std::int64_t bytes, int round) = 0;
+  // A sum of `bytes` of floats on every local GPU at once, measured as
+  // `options` say: seconds per collective (CUDA events, averaged over the
+  // local GPUs); wrong = elements off the exact sum.
+  virtual Expected<AllreduceRound> allreduce(std::int64_t bytes, int round,
+                                             const AllreduceOptions& options = {}) = 0;
   // Rank 0's word passed to every rank (a one-float allreduce): "another round?"
   virtual Expected<bool> agree(bool decision_of_rank_0) = 0;
 };

@@ -33,6 +33,14 @@ std::int64_t count_wrong(const std::vector<double>& reference, const std::vector
 std::int64_t spot_check_gemm(const std::vector<float>& a, const std::vector<float>& b,
                              const std::vector<float>& c, int n);
 
+// The spot check for random inputs: the first `rows` rows of C = A B (n x n)
+// against a double reference, each element within `tolerance` times the sum
+// of its products' magnitudes (fp32 accumulation of K products errs by at
+// most about K * 2^-24 of that sum). Returns the elements outside it.
+std::int64_t spot_check_gemm_tolerant(const std::vector<float>& a_rows, const std::vector<float>& b,
+                                      const std::vector<float>& c_rows, int n, int rows,
+                                      double tolerance = 2e-3);
+
 // Elements of a known-answer run (element i computed from index i) that are
 // not known_answer(i, kKnownAnswerSeed, kKnownAnswerRounds).
 std::int64_t count_known_answer_errors(const std::vector<std::uint32_t>& got);
