@@ -360,7 +360,9 @@ const Command kBurnCommand{
     "allreduce rounds among all workers (NCCL, one rank per GPU; a TCP ring\n"
     "between nodes without GPUs), batch: among -w's. The master prints 'Round N:\n"
     "AllReduce Perf(GB/s): Size=..., BusBW=..., AlgBW=..., MasterAddr=POD'. Two\n"
-    "ranks on one GPU are refused before NCCL starts. Exit 1 names the node\n"
+    "ranks on one GPU are refused before NCCL starts. --sizes: a list (512M,1G)\n"
+    "or a sweep BEGIN:END[:FACTOR] (8M:1G:2, nccl-tests' -b/-e/-f). A pod that\n"
+    "declares GPUs fails when CUDA does not see them. Exit 1 names the node\n"
     "that failed.",
     burn_options, burn};
 
@@ -368,7 +370,9 @@ const Command kCheckCommand{
     "Usage: atlctl check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]\n\n"
     "Built-in checks on the chosen workers: the declared GPUs are there, a kernel\n"
     "and a GEMM with known answers are right, copies round-trip, memory holds\n"
-    "its patterns, no ECC errors, pending retired pages or critical Xid events.\n"
+    "its patterns; NVML: no uncorrected ECC errors, no row remapping pending or\n"
+    "failed, no hardware clock slowdown, temperature below the slowdown\n"
+    "threshold, a full-width PCIe link; no critical Xid events.\n"
     "Prints 'All workers will be checked.', a verdict per GPU, 'Check finished.'\n"
     "and 'Check Quit.'; exit 1 names the node that failed. allreduce: a short verified allreduce "
     "among the\n"

@@ -18,12 +18,17 @@ struct XidInfo {
   const char* meaning;
 };
 
-// From NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors).
+// From NVIDIA's Xid catalogue for Ampere and later (docs.nvidia.com/deploy/
+// xid-errors, "Analyzing Xid Errors with the Xid Catalog"), checked again
+// 2026-11: critical = its immediate action resets the GPU, reboots the node
+// or needs service; RESTART_APP ones (the application's fault, or an error
+// contained to it) are not, and must not taint a node.
 constexpr XidInfo kXids[] = {
     {13, false, "graphics engine exception"},
     {31, false, "GPU memory page fault (usually the program's bad address)"},
     {43, false, "GPU stopped processing (a context was killed)"},
     {45, false, "preemptive cleanup after a context ended"},
+    {46, true, "GPU stopped processing (reset required)"},
     {48, true, "double-bit ECC error"},
     {61, true, "internal micro-controller breakpoint"},
     {62, true, "internal micro-controller halt"},
@@ -32,11 +37,14 @@ constexpr XidInfo kXids[] = {
     {74, true, "NVLink error"},
     {79, true, "GPU has fallen off the bus"},
     {92, true, "high single-bit ECC error rate"},
-    {94, true, "contained uncorrectable ECC error"},
+    {94, false,
+     "contained uncorrectable ECC error (the application was stopped; the GPU stays usable)"},
     {95, true, "uncontained uncorrectable ECC error"},
     {119, true, "GSP RPC timeout"},
     {120, true, "GSP error"},
     {140, true, "unrecovered ECC error"},
+    {143, true, "GPU initialization failure"},
+    {154, true, "GPU recovery action changed (the driver asks for a reset, a reboot or a drain)"},
 };
 
 const XidInfo* find_xid(int xid) {
