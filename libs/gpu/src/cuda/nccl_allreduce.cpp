@@ -230,8 +230,13 @@ class NcclImpl : public NcclAllreduce {
       auto& r = ranks_[k];
       cudaSetDevice(r.device);
       float mine = (setup_.first_rank + static_cast<int>(k) == 0 && decision) ? 1.0f : 0.0f;
-      cudaMemcpyAsync(r.flag, &mine, sizeof mine, cudaMemcpyHostToDevice, r.stream);
-      cudaStreamSynchronize(r.stream);  // `mine` lives on this stack frame
+      if (cudaError_t e =
+              cudaMemcpyAsync(r.flag, &mine, sizeof mine, cudaMemcpyHostToDevice, r.stream);
+          e != cudaSuccess)
+        return make_error(cuda_text("agree: cudaMemcpyAsync", e));
+      // `mine` lives on this stack frame.
+      if (cudaError_t e = cudaStreamSynchronize(r.stream); e != cudaSuccess)
+        return make_error(cuda_text("agree: cudaStreamSynchronize", e));
     }
     if (auto s = collective([&](LocalRank& r) {
           return ncclAllReduce(r.flag, r.flag, 1, ncclFloat, ncclSum, r.comm, r.stream);
@@ -240,7 +245,8 @@ class NcclImpl : public NcclAllreduce {
       return Error{s.error()};
     for (auto& r : ranks_) {
       cudaSetDevice(r.device);
-      cudaEventRecord(r.stop, r.stream);
+      if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
+        return make_error(cuda_text("agree: cudaEventRecord", e));
     }
     if (!wait_streams("agreeing on another round")) return make_error(last_error_);
     float sum = 0;
