@@ -8,7 +8,7 @@
 
 namespace atl {
 
-bool openssl_error_queue_fix_linked();  // openssl_error_queue.cpp
+bool openssl_error_queue_fix_linked();  // openssl_interpose.cpp
 
 void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<NodeInfo>("atl::NodeInfo");

@@ -15,6 +15,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <vector>
+
+#include "atl/os/tls_cache.hpp"
 
 namespace atl::os {
 
@@ -122,17 +126,62 @@ Status write_pem(const std::string& path, Write write) {
   return Ok{};
 }
 
-Expected<Owned<X509>> read_certificate(const std::string& path) {
-  Owned<BIO> in(BIO_new_file(path.c_str(), "r"));
-  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
-  Owned<X509> cert(PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr));
-  if (!cert) return make_error(path + ": not a PEM certificate (" + ssl_errors() + ")");
-  return cert;
-}
-
 int no_passphrase(char*, int, int, void*) { return 0; }
 
 }  // namespace
+
+namespace {
+
+struct TlsCache {
+  std::mutex mu;
+  std::string cert_path, key_path, ca_path;
+  X509* cert = nullptr;
+  EVP_PKEY* key = nullptr;
+  X509_STORE* store = nullptr;
+  // Replaced objects stay alive: a pointer handed out is never freed.
+  std::vector<X509*> old_certs;
+  std::vector<EVP_PKEY*> old_keys;
+  std::vector<X509_STORE*> old_stores;
+};
+
+TlsCache& tls_cache() {
+  static auto* cache = new TlsCache;  // never destroyed: used up to exit
+  return *cache;
+}
+
+}  // namespace
+
+void remember_tls(const TlsFiles& files, X509* cert, EVP_PKEY* key, X509_STORE* store) {
+  TlsCache& c = tls_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.cert) c.old_certs.push_back(c.cert);
+  if (c.key) c.old_keys.push_back(c.key);
+  if (c.store) c.old_stores.push_back(c.store);
+  c.cert = cert && X509_up_ref(cert) == 1 ? cert : nullptr;
+  c.key = key && EVP_PKEY_up_ref(key) == 1 ? key : nullptr;
+  c.store = store && X509_STORE_up_ref(store) == 1 ? store : nullptr;
+  c.cert_path = files.cert;
+  c.key_path = files.key;
+  c.ca_path = files.ca;
+}
+
+X509* tls_cached_certificate(std::string_view path) {
+  TlsCache& c = tls_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return path == c.cert_path ? c.cert : nullptr;
+}
+
+EVP_PKEY* tls_cached_key(std::string_view path) {
+  TlsCache& c = tls_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return path == c.key_path ? c.key : nullptr;
+}
+
+X509_STORE* tls_cached_store(std::string_view path) {
+  TlsCache& c = tls_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return path == c.ca_path ? c.store : nullptr;
+}
 
 TlsFiles tls_files_in(const std::string& dir) {
   return TlsFiles{dir, dir + "/ca.pem", dir + "/cert.pem", dir + "/key.pem"};
@@ -159,32 +208,50 @@ Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::s
     wrote = write_pem(path, [c = c](FILE* f) { return PEM_write_X509(f, c); });
     if (!wrote) return make_error(wrote.error());
   }
+  Owned<X509_STORE> store(X509_STORE_new());
+  if (store && X509_STORE_add_cert(store.get(), ca.get()) == 1)
+    remember_tls(files, cert.get(), key.get(), store.get());
   return files;
 }
 
 Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
   TlsFiles files = tls_files_in(dir);
   ERR_clear_error();
-  auto ca = read_certificate(files.ca);
-  if (!ca) return make_error(ca.error());
-  auto cert = read_certificate(files.cert);
-  if (!cert) return make_error(cert.error());
+  // Each file is read and parsed once (OpenSSL 3 decodes every public key
+  // through its decoder framework: a process's TLS start-up is mostly this),
+  // and what is parsed is kept for CAF's contexts (tls_cache.hpp).
+  // The trusted CAs: every certificate in ca.pem, as
+  // SSL_CTX_load_verify_locations would load them.
+  if (::access(files.ca.c_str(), R_OK) != 0)
+    return make_error("cannot read " + files.ca + ": " + std::strerror(errno));
+  Owned<X509_STORE> trusted(X509_STORE_new());
+  if (!trusted || X509_STORE_load_file(trusted.get(), files.ca.c_str()) != 1)
+    return make_error(files.ca + ": not a PEM certificate (" + ssl_errors() + ")");
+  // This process's certificate; a chain after it (a mounted Secret's
+  // intermediates) is left to CAF's own loader, chain and all.
+  Owned<BIO> cert_in(BIO_new_file(files.cert.c_str(), "r"));
+  if (!cert_in) return make_error("cannot read " + files.cert + ": " + std::strerror(errno));
+  Owned<X509> cert(PEM_read_bio_X509(cert_in.get(), nullptr, nullptr, nullptr));
+  if (!cert) return make_error(files.cert + ": not a PEM certificate (" + ssl_errors() + ")");
+  Owned<X509> next(PEM_read_bio_X509(cert_in.get(), nullptr, nullptr, nullptr));
+  const bool single = !next;
+  ERR_clear_error();  // a single certificate's second read ends in "no start line"
   Owned<BIO> in(BIO_new_file(files.key.c_str(), "r"));
   if (!in) return make_error("cannot read " + files.key + ": " + std::strerror(errno));
   Owned<EVP_PKEY> key(PEM_read_bio_PrivateKey(in.get(), nullptr, no_passphrase, nullptr));
   if (!key)
     return make_error(files.key + ": not an unencrypted PEM private key (" + ssl_errors() + ")");
-  if (X509_check_private_key(cert->get(), key.get()) != 1)
+  if (X509_check_private_key(cert.get(), key.get()) != 1)
     return make_error(files.key + ": does not match the certificate " + files.cert);
-  Owned<X509_STORE> store(X509_STORE_new());
   Owned<X509_STORE_CTX> ctx(X509_STORE_CTX_new());
-  if (!store || !ctx || X509_STORE_add_cert(store.get(), ca->get()) != 1 ||
-      X509_STORE_CTX_init(ctx.get(), store.get(), cert->get(), nullptr) != 1)
+  if (!ctx || X509_STORE_CTX_init(ctx.get(), trusted.get(), cert.get(), nullptr) != 1)
     return make_error("cannot check " + files.cert + ": " + ssl_errors());
   if (X509_verify_cert(ctx.get()) != 1) {
     return make_error(files.cert + ": not valid under " + files.ca + " (" +
                       X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())) + ")");
   }
+  remember_tls(files, single ? cert.get() : nullptr, key.get(), trusted.get());
+  ERR_clear_error();
   return files;
 }
 

@@ -1,0 +1,124 @@
+// The parsed-once credentials that atl's interposed SSL_CTX_use_* calls hand
+// CAF's per-connection contexts (os/tls_cache.hpp): kept for exactly the
+// paths loaded, replaced by a later load, and never for a certificate chain
+// (OpenSSL's own loader reads chains).
+#include "atl/os/tls_cache.hpp"
+
+#include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "atl/os/tls_credentials.hpp"
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/atl-tls-cache-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
+  std::string path;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST(TlsCache, MadeOrLoadedCredentialsAreKeptForTheirPathsOnly) {
+  TempDir a;
+  auto made = atl::os::generate_tls_credentials(a.path + "/tls", "jo-cache");
+  ASSERT_TRUE(made) << made.error();
+  X509* cert = atl::os::tls_cached_certificate(made->cert);
+  EVP_PKEY* key = atl::os::tls_cached_key(made->key);
+  X509_STORE* store = atl::os::tls_cached_store(made->ca);
+  ASSERT_NE(cert, nullptr);
+  ASSERT_NE(key, nullptr);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(X509_check_private_key(cert, key), 1);  // the pair that was written
+  EXPECT_EQ(atl::os::tls_cached_certificate(made->key), nullptr);
+  EXPECT_EQ(atl::os::tls_cached_key("/elsewhere/key.pem"), nullptr);
+  // A context built from the kept objects verifies like one built from files.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(SSL_CTX_use_certificate(ctx, cert), 1);
+  EXPECT_EQ(SSL_CTX_use_PrivateKey(ctx, key), 1);
+  EXPECT_EQ(SSL_CTX_check_private_key(ctx), 1);
+  SSL_CTX_set1_cert_store(ctx, store);
+  SSL_CTX_free(ctx);  // the kept objects outlive the context
+  EXPECT_EQ(X509_check_private_key(atl::os::tls_cached_certificate(made->cert), key), 1);
+
+  // Loading another job's folder replaces them; the old pointers stay valid.
+  TempDir b;
+  auto other = atl::os::generate_tls_credentials(b.path + "/tls", "jo-other");
+  ASSERT_TRUE(other);
+  auto loaded = atl::os::load_tls_credentials(b.path + "/tls");
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(atl::os::tls_cached_certificate(made->cert), nullptr);
+  EXPECT_NE(atl::os::tls_cached_certificate(loaded->cert), nullptr);
+  EXPECT_NE(atl::os::tls_cached_store(loaded->ca), nullptr);
+  EXPECT_EQ(X509_check_private_key(cert, key), 1);
+}
+
+TEST(TlsCache, ACertificateChainIsLeftToOpenSslsLoader) {
+  TempDir a;
+  auto made = atl::os::generate_tls_credentials(a.path + "/tls", "jo-chain");
+  ASSERT_TRUE(made) << made.error();
+  // cert.pem followed by the CA: a chain, as a mounted Secret may hold.
+  const std::string chain = slurp(made->cert) + slurp(made->ca);
+  std::ofstream(made->cert, std::ios::trunc) << chain;
+  auto loaded = atl::os::load_tls_credentials(a.path + "/tls");
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(atl::os::tls_cached_certificate(loaded->cert), nullptr);
+  EXPECT_NE(atl::os::tls_cached_key(loaded->key), nullptr);
+  EXPECT_NE(atl::os::tls_cached_store(loaded->ca), nullptr);
+}
+
+TEST(TlsCredentials, EachBrokenFileIsNamedWithWhatIsWrong) {
+  TempDir a, b;
+  auto mine = atl::os::generate_tls_credentials(a.path + "/tls", "jo-mine");
+  auto theirs = atl::os::generate_tls_credentials(b.path + "/tls", "jo-theirs");
+  ASSERT_TRUE(mine && theirs);
+  auto expect_error = [&](const std::string& needle) {
+    auto r = atl::os::load_tls_credentials(a.path + "/tls");
+    ASSERT_FALSE(r) << needle;
+    EXPECT_NE(r.error().find(needle), std::string::npos) << r.error();
+  };
+  const std::string ca = slurp(mine->ca), cert = slurp(mine->cert), key = slurp(mine->key);
+  auto restore = [&] {
+    std::ofstream(mine->ca, std::ios::trunc) << ca;
+    std::ofstream(mine->cert, std::ios::trunc) << cert;
+    std::ofstream(mine->key, std::ios::trunc) << key;
+  };
+  EXPECT_FALSE(atl::os::load_tls_credentials(a.path + "/nothing-here"));
+  std::ofstream(mine->ca, std::ios::trunc) << "not a certificate\n";
+  expect_error(mine->ca + ": not a PEM certificate");
+  restore();
+  std::ofstream(mine->cert, std::ios::trunc) << "";
+  expect_error(mine->cert + ": not a PEM certificate");
+  restore();
+  std::ofstream(mine->key, std::ios::trunc) << "-----BEGIN PRIVATE KEY-----\nAAAA\n";
+  expect_error(mine->key + ": not an unencrypted PEM private key");
+  restore();
+  std::ofstream(mine->key, std::ios::trunc) << slurp(theirs->key);  // another job's key
+  expect_error(mine->key + ": does not match the certificate");
+  restore();
+  std::ofstream(mine->cert, std::ios::trunc) << slurp(theirs->cert);  // signed by another CA
+  std::ofstream(mine->key, std::ios::trunc) << slurp(theirs->key);
+  expect_error(mine->cert + ": not valid under " + mine->ca);
+  restore();
+  EXPECT_TRUE(atl::os::load_tls_credentials(a.path + "/tls"));
+}
