@@ -1,5 +1,6 @@
 #include "local_pods.hpp"
 
+#include <poll.h>
 #include <signal.h>
 
 #include "atl/actors/node_agent.hpp"
@@ -86,7 +87,8 @@ void LocalPods::watch() {
         pod.starts = -pod.starts + 1;
       }
     }
-    std::this_thread::sleep_for(kPoll);
+    std::unique_lock<std::mutex> lock(wake_mu_);
+    wake_.wait_for(lock, kPoll, [this] { return stopping_.load(); });
   }
   reap_all();
 }
@@ -94,8 +96,19 @@ void LocalPods::watch() {
 void LocalPods::reap_all() {
   for (auto& pod : pods_) {
     if (!pod.process) continue;
-    while (!pod.process->try_wait() && std::chrono::steady_clock::now() < deadline_)
-      std::this_thread::sleep_for(kPoll);
+    // The pod's exit wakes the pidfd (no polling delay at every job's end);
+    // without one, short sleeps.
+    while (!pod.process->try_wait()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline_ - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      if (pod.process->pidfd() >= 0) {
+        pollfd p{pod.process->pidfd(), POLLIN, 0};
+        ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
     if (!pod.process->reaped()) {
       component_logger("headnode")
           ->warn("local worker {} (pid {}) did not exit: killing it", pod.name, pod.process->pid());
@@ -107,7 +120,11 @@ void LocalPods::reap_all() {
 
 void LocalPods::stop_and_reap(std::chrono::milliseconds timeout) {
   deadline_ = std::chrono::steady_clock::now() + timeout;
-  stopping_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    stopping_.store(true);
+  }
+  wake_.notify_all();
   // The watcher reaps before it ends: the pods it spawned die with its thread.
   if (watcher_.joinable()) watcher_.join();
 }

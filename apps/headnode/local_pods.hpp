@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,6 +56,8 @@ class LocalPods {
   LocalPodsConfig config_;
   std::vector<Pod> pods_;
   std::atomic<bool> stopping_{false};
+  std::mutex wake_mu_;  // stop_and_reap wakes the watcher at once, not at its next poll
+  std::condition_variable wake_;
   std::chrono::steady_clock::time_point deadline_;  // written before stopping_ is set
   std::thread watcher_;
 };
