@@ -81,6 +81,16 @@ void fuzz_size(std::string_view in) {
   check_error(s);
   if (s && *s < 0) broken("a negative size");
   check_error(atl::gpu::parse_burn_size(in));
+  // atlctl burn --sizes / atl-burn --sizes: a list or a BEGIN:END[:FACTOR] sweep.
+  auto spec = atl::gpu::parse_size_spec(in);
+  check_error(spec);
+  if (spec) {
+    if (spec->empty() || spec->size() > 64) broken("a size spec outside 1..64 sizes");
+    for (auto size : *spec)
+      if (size < 4) broken("a size spec below one float");
+    auto again = atl::gpu::parse_size_spec(atl::gpu::format_size_list(*spec));
+    if (!again || *again != *spec) broken("format_size_list does not round-trip");
+  }
 }
 
 void fuzz_host_port(std::string_view in) {

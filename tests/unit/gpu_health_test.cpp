@@ -405,7 +405,7 @@ TEST(SizeSpec, AListOrASweepAndNothingElse) {
   EXPECT_EQ(format_size_list(*parse_size_spec("1M:4M")), "1M,2M,4M");
   EXPECT_EQ(format_size_list({4, 1536}), "4,1536");
   for (const char* bad : {"", "8M:", ":8M", "8M:1M", "8M:1G:1", "8M:1G:x", "8M:1G:2:2", "1X", "2",
-                          "8M,,1G", "8M,", "-8M", "8M:1G:99999"}) {
+                          "8M,,1G", "8M,", "-8M", "8M:1G:99999", "1G:1024G", "600G"}) {
     EXPECT_FALSE(parse_size_spec(bad)) << bad;
   }
   std::string many;

@@ -151,6 +151,10 @@ Expected<std::vector<std::int64_t>> sweep_sizes(std::int64_t begin, std::int64_t
   return sizes;
 }
 
+// The largest size a spec takes: beyond any GPU's memory, and small enough
+// that every size prints back as at most 12 digits (format_size_list).
+constexpr std::int64_t kMaxSpecSize = 512LL << 30;
+
 Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
   if (text.empty()) return make_error("no sizes given");
   if (text.find(':') != std::string_view::npos) {
@@ -163,7 +167,7 @@ Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
       at = colon + 1;
     }
     if (parts.size() < 2 || parts.size() > 3)
-      return make_error("'" + std::string(text) + "': a sweep is BEGIN:END[:FACTOR], e.g. 8M:1G:2");
+      return make_error(quote(text) + ": a sweep is BEGIN:END[:FACTOR], e.g. 8M:1G:2");
     auto begin = parse_burn_size(parts[0]);
     if (!begin) return make_error("sweep begin: " + begin.error());
     auto end = parse_burn_size(parts[1]);
@@ -172,9 +176,10 @@ Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
     if (parts.size() == 3) {
       const std::string f(parts[2]);
       if (f.empty() || f.size() > 4 || f.find_first_not_of("0123456789") != std::string::npos)
-        return make_error("sweep factor '" + f + "' is not a small whole number");
+        return make_error("sweep factor " + quote(f) + " is not a small whole number");
       factor = std::stoi(f);
     }
+    if (*end > kMaxSpecSize) return make_error("sweep end above 512G (no GPU holds that)");
     return sweep_sizes(*begin, *end, factor);
   }
   std::vector<std::int64_t> sizes;
@@ -184,8 +189,8 @@ Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
     auto item = text.substr(at, comma == std::string_view::npos ? comma : comma - at);
     auto size = parse_burn_size(item);
     if (!size) return Error{size.error()};
-    if (*size < 4)
-      return make_error("size '" + std::string(item) + "' is below 4 bytes (one float)");
+    if (*size < 4) return make_error("size " + quote(item) + " is below 4 bytes (one float)");
+    if (*size > kMaxSpecSize) return make_error("size " + quote(item) + " is above 512G");
     if (sizes.size() == 64) return make_error("more than 64 sizes");
     sizes.push_back(*size);
     if (comma == std::string_view::npos) break;

@@ -45,7 +45,7 @@ Expected<std::vector<std::int64_t>> sweep_sizes(std::int64_t begin, std::int64_t
 
 // --sizes of atlctl burn and atl-burn: a list ("512M,1G") or a sweep
 // "BEGIN:END[:FACTOR]" ("8M:1G:2", nccl-tests' -b/-e/-f; factor 2 when
-// left out). Every size at least 4 bytes, at most 64 sizes.
+// left out). Every size 4 bytes to 512G, at most 64 sizes.
 Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text);
 // "512M,1G,2G": the form atl-burn --sizes takes (and a shell passes as is).
 std::string format_size_list(const std::vector<std::int64_t>& sizes);
