@@ -166,18 +166,10 @@ class NcclImpl : public NcclAllreduce {
     };
     for (int w = 0; w < options.warmup; ++w)
       if (auto s = once(); !s) return Error{s.error()};
-    for (auto& r : ranks_) {
-      cudaSetDevice(r.device);
-      if (cudaError_t e = cudaEventRecord(r.start, r.stream); e != cudaSuccess)
-        return make_error(cuda_text("cudaEventRecord", e));
-    }
+    if (auto s = record(&LocalRank::start); !s) return Error{s.error()};
     for (int it = 0; it < options.iterations; ++it)
       if (auto s = once(); !s) return Error{s.error()};
-    for (auto& r : ranks_) {
-      cudaSetDevice(r.device);
-      if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
-        return make_error(cuda_text("cudaEventRecord", e));
-    }
+    if (auto s = record(&LocalRank::stop); !s) return Error{s.error()};
     if (!wait_streams("allreduce of " + std::to_string(bytes) + " bytes"))
       return make_error(last_error_);
     AllreduceRound result;
@@ -195,11 +187,7 @@ class NcclImpl : public NcclAllreduce {
       for (size_t k = 0; k < ranks_.size(); ++k)
         if (auto s = fill(ranks_[k], k, count, round, true); !s) return Error{s.error()};
       if (auto s = once(); !s) return Error{s.error()};
-      for (auto& r : ranks_) {
-        cudaSetDevice(r.device);
-        if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
-          return make_error(cuda_text("cudaEventRecord", e));
-      }
+      if (auto s = record(&LocalRank::stop); !s) return Error{s.error()};
       if (!wait_streams("allreduce of " + std::to_string(bytes) + " bytes"))
         return make_error(last_error_);
     }
@@ -243,11 +231,7 @@ class NcclImpl : public NcclAllreduce {
         });
         !s)
       return Error{s.error()};
-    for (auto& r : ranks_) {
-      cudaSetDevice(r.device);
-      if (cudaError_t e = cudaEventRecord(r.stop, r.stream); e != cudaSuccess)
-        return make_error(cuda_text("agree: cudaEventRecord", e));
-    }
+    if (auto s = record(&LocalRank::stop); !s) return Error{s.error()};
     if (!wait_streams("agreeing on another round")) return make_error(last_error_);
     float sum = 0;
     auto& first = ranks_.front();
@@ -265,6 +249,16 @@ class NcclImpl : public NcclAllreduce {
  private:
   // Enqueues `call` on every local rank as one group, and waits (watched)
   // until the enqueue finished on every communicator.
+  // Records `event` (start or stop) on every local rank's stream.
+  Status record(cudaEvent_t LocalRank::*event) {
+    for (auto& r : ranks_) {
+      cudaSetDevice(r.device);
+      if (cudaError_t e = cudaEventRecord(r.*event, r.stream); e != cudaSuccess)
+        return make_error(cuda_text("cudaEventRecord", e));
+    }
+    return Ok{};
+  }
+
   // Rank k's input for `round`: in its only buffer (in place) or its send buffer.
   Status fill(LocalRank& r, size_t k, std::int64_t count, int round, bool in_place) {
     cudaSetDevice(r.device);
