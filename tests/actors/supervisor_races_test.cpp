@@ -441,7 +441,7 @@ CAF_TEST(a burn that outlives its deadline is stopped and says why) {
                          "stopped\"") != std::string::npos);
 }
 
-CAF_TEST(sizes are for allreduce burns and are checked by the supervisor too) {
+CAF_TEST(sizes and durations of a burn are checked by the supervisor too) {
   caf::scoped_actor op{sys, true};
   auto log0 = one_rank_parked(op);
   for (const char* bad_tools_sizes : {"gemm|8M", "allreduce|8M:1M", "allreduce|1X", "local|2"}) {
@@ -449,6 +449,16 @@ CAF_TEST(sizes are for allreduce burns and are checked by the supervisor too) {
     auto bar = spec.find('|');
     op->send(sup, node_tool_atom::value, std::string("burn"), spec.substr(0, bar),
              std::string("1s"), std::string(""), std::string("all"), spec.substr(bar + 1));
+    step();
+    std::int32_t code = -1;
+    op->receive([&](std::int32_t c, const std::string&) { code = c; },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+    CAF_CHECK_EQUAL(code, 2);
+  }
+  // Any client may send the duration: only a duration is taken.
+  for (const char* bad_duration : {"1s; touch /tmp/pwned", "0s", "", "5x"}) {
+    op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"),
+             std::string(bad_duration), std::string(""), std::string("all"), std::string(""));
     step();
     std::int32_t code = -1;
     op->receive([&](std::int32_t c, const std::string&) { code = c; },

@@ -321,6 +321,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   if (!step_duration || step_duration->count() <= 0)
     return usage("-d: " +
                  (step_duration ? std::string("must be positive") : step_duration.error()));
+  // The shell line gets the duration as atl formats it, never the text sent.
+  const std::string dur = format_duration(*step_duration);
   auto command_for = [&](int, const std::string& pod) {
     size_t index = 0;
     while (chosen_pods[index] != pod) ++index;
@@ -329,10 +331,10 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     std::string cmd = "s=0";
     for (std::string_view step : steps) {
       if (step == "local") {  // each node on its own: no rendezvous
-        cmd += "; atl-burn allreduce --local -d " + duration + " --pod " + pod + " --expect-gpus " +
+        cmd += "; atl-burn allreduce --local -d " + dur + " --pod " + pod + " --expect-gpus " +
                std::to_string(st.nodes.at(pod).info.gpus);
       } else {
-        cmd += "; atl-burn " + std::string(step) + " -d " + duration + " --pod " + pod +
+        cmd += "; atl-burn " + std::string(step) + " -d " + dur + " --pod " + pod +
                " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
       }
       if (step == "allreduce") {
@@ -344,10 +346,9 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     }
     return cmd + "; exit $s";
   };
-  return launch_run(self, ranks, command_for, env, true,
-                    node_tool_shown(kind, tools, duration, worker_text), true,
-                    command == DebugCommand::check,
-                    gpu::node_tool_deadline(steps, *step_duration, size_count));
+  return launch_run(
+      self, ranks, command_for, env, true, node_tool_shown(kind, tools, dur, worker_text), true,
+      command == DebugCommand::check, gpu::node_tool_deadline(steps, *step_duration, size_count));
 }
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
