@@ -9,6 +9,10 @@
 #   no device        FAIL naming what cudaGetDeviceCount said (no CPU fallback)
 #   a slow phase     FAIL: GPU 0 stuck in gemm round 1 (the phase monitor, exit 1)
 # Each step under `timeout`, all output tee'd into $OUT/atl-burn.log.
+# Prepare here (the folder must be ignored, then named in the device call's carry):
+#   echo /.gpu-prebuilt/ >> .git/info/exclude; mkdir -p .gpu-prebuilt/lib
+#   strip -o .gpu-prebuilt/atl-burn build/bin/atl-burn
+#   cp -L /lib/x86_64-linux-gnu/libboost_program_options.so.1.74.0 .gpu-prebuilt/lib/
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 out="${OUT:-/tmp/atl-gpu-out}"
