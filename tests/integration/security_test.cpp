@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "atl/os/tls_credentials.hpp"
@@ -291,6 +292,42 @@ TEST(Security, RanksReachTheSupervisorWithoutFlagsWithTlsAndWithout) {
     EXPECT_EQ(c.output(head).find("warning: --insecure") != std::string::npos, insecure)
         << c.output(head);
   }
+}
+
+TEST(Security, ACertificateFileWithAChainStillJoinsAndIsStillChecked) {
+  // A mounted Secret's cert.pem may carry intermediates after the leaf: atl
+  // then leaves the file to OpenSSL's own loader (os/tls_cache.hpp keeps only
+  // single certificates), and the job must run as with a single one.
+  TestCluster c;
+  const std::string dir = c.dir() + "/chain-tls";
+  auto made = os::generate_tls_credentials(dir, c.job_id());
+  ASSERT_TRUE(made.ok()) << (made ? "" : made.error());
+  std::string leaf, ca;
+  {
+    std::ifstream a(made->cert), b(made->ca);
+    std::stringstream sa, sb;
+    sa << a.rdbuf();
+    sb << b.rdbuf();
+    leaf = sa.str();
+    ca = sb.str();
+  }
+  std::ofstream(made->cert, std::ios::trunc) << leaf << ca;
+  auto& head =
+      c.start_head({"--tls-dir", dir, "--workers", "1", "--local-workers", "1", "--", "sleep 600"});
+  // The local worker joins (the job reaches command) and atlctl, both with
+  // the chain file, are served; another CA's holder is still refused.
+  bool running = false;
+  for (int i = 0; i < 200 && !running; ++i) {
+    auto r = c.atlctl({"--address", c.head_address(), "--tls-dir", dir, "status"});
+    running = r.output == "Job status:  command\n";
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(running) << c.output(head);
+  auto stranger =
+      c.atlctl({"--address", c.head_address(), "--tls-dir", other_credentials(c), "status"});
+  EXPECT_EQ(stranger.exit_code, 4) << stranger.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
 }
 
 }  // namespace
