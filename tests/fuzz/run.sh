@@ -21,11 +21,16 @@ sources=(
   "$src"/libs/runtime/os/src/job_pointer.cpp
   "$src"/tests/fuzz/fuzz_parsers.cpp
 )
-# shellcheck disable=SC2012  # ls -t: the newest by mtime (the names are ours)
-newest=$(ls -t "${sources[@]}" "$src"/libs/runtime/core/include/atl/core/*.hpp \
-  "$src"/libs/gpu/include/atl/gpu/*.hpp "$src"/libs/runtime/os/include/atl/os/job_pointer.hpp \
-  "$0" | head -1)
-if [[ ! -x "$binary" || "$newest" -nt "$binary" ]]; then
+# Rebuilt when any source or header is newer than the binary. (This was
+# `ls -t ... | head -1` under pipefail: once the list outgrew head's first
+# read, ls could die of SIGPIPE and end the script with no output at all.)
+stale=0
+[[ -x "$binary" ]] || stale=1
+for f in "${sources[@]}" "$src"/libs/runtime/core/include/atl/core/*.hpp \
+  "$src"/libs/gpu/include/atl/gpu/*.hpp "$src"/libs/runtime/os/include/atl/os/job_pointer.hpp "$0"; do
+  [[ "$f" -nt "$binary" ]] && stale=1
+done
+if [[ $stale -eq 1 ]]; then
   echo "fuzz: building $binary"
   # shellcheck disable=SC2054  # -fsanitize takes a comma list
   flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
