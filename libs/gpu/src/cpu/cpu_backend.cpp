@@ -82,11 +82,15 @@ class CpuBackend : public Backend {
       Work(const CpuBackend& be, const std::vector<float>& a, const std::vector<float>& b,
            const std::vector<float>& first, std::vector<float>& c, int n, GemmResult& result)
           : be(be), a(a), b(b), first(first), c(c), n(n), result(result) {}
-      void one() {
+      // One product, compared with the first; the seconds it took.
+      double one() {
+        auto t0 = Clock::now();
         parallel_gemm(a, b, c, n, be.threads_);
+        const double seconds = seconds_since(t0);
         auto m = compare_results(first, c);
         result.differing += m.differing;
         result.nans += m.nans;
+        return seconds;
       }
       Status untimed(int count) override {
         for (int r = 0; r < count; ++r) one();
@@ -94,14 +98,7 @@ class CpuBackend : public Backend {
       }
       Expected<std::vector<double>> timed(int count) override {
         std::vector<double> seconds;
-        for (int r = 0; r < count; ++r) {
-          auto t0 = Clock::now();
-          parallel_gemm(a, b, c, n, be.threads_);
-          seconds.push_back(seconds_since(t0));
-          auto m = compare_results(first, c);
-          result.differing += m.differing;
-          result.nans += m.nans;
-        }
+        for (int r = 0; r < count; ++r) seconds.push_back(one());
         return seconds;
       }
       const CpuBackend& be;

@@ -140,16 +140,16 @@ Expected<std::unique_ptr<GemmState>> make_gemm_state(const GemmConfig& config) {
   if (config.random_inputs) {
     // Filled on the device (gigabytes at 8192 and up); a and b differ by seed.
     const auto count = static_cast<std::int64_t>(elems);
-    int e1 =
-        config.bf16
-            ? kernels::fill_random_bf16(static_cast<std::uint16_t*>(g->a.ptr), count, 1, nullptr)
-            : kernels::fill_random_f32(static_cast<float*>(g->a.ptr), count, 1, nullptr);
-    int e2 =
-        config.bf16
-            ? kernels::fill_random_bf16(static_cast<std::uint16_t*>(g->b.ptr), count, 2, nullptr)
-            : kernels::fill_random_f32(static_cast<float*>(g->b.ptr), count, 2, nullptr);
-    if (e1 != cudaSuccess || e2 != cudaSuccess)
-      return make_error(cuda_error("random input kernel", static_cast<cudaError_t>(e1 ? e1 : e2)));
+    auto fill = [&](void* m, std::uint64_t seed) {
+      return static_cast<cudaError_t>(
+          config.bf16
+              ? kernels::fill_random_bf16(static_cast<std::uint16_t*>(m), count, seed, nullptr)
+              : kernels::fill_random_f32(static_cast<float*>(m), count, seed, nullptr));
+    };
+    if (cudaError_t e = fill(g->a.ptr, 1); e != cudaSuccess)
+      return make_error(cuda_error("random input kernel", e));
+    if (cudaError_t e = fill(g->b.ptr, 2); e != cudaSuccess)
+      return make_error(cuda_error("random input kernel", e));
   } else {
     a.resize(elems);
     b.resize(elems);
