@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -577,12 +578,21 @@ int main(int argc, char** argv) {
   auto address = atl::parse_host_port(address_text);
   if (!address) die(kExitUsage, "--address: " + address.error());
 
-  auto tls = atl::os::resolve_tls_credentials(tls_dir, insecure);
-  if (!tls) die(kExitUsage, tls.error());
+  auto dir = atl::os::choose_tls_dir(tls_dir, insecure);
+  if (!dir) die(kExitUsage, dir.error());
   if (insecure) std::cerr << "atlctl: warning: --insecure: TLS is off\n";
+  std::optional<atl::os::TlsFiles> tls;
+  std::future<atl::Expected<atl::os::TlsFiles>> loaded;  // while the actor system starts
+  if (*dir) {
+    tls = atl::os::tls_files_in(**dir);
+    loaded = atl::os::load_tls_credentials_async(**dir);
+  }
 
-  atl::AtlSystemConfig cfg{*tls};
+  atl::AtlSystemConfig cfg{tls};
   caf::actor_system sys{cfg};
+  if (loaded.valid()) {
+    if (auto ready = loaded.get(); !ready) die(kExitUsage, ready.error());
+  }
   SupervisorClient client(sys, *address);
   return it->second.run(client, vm);
 }

@@ -7,7 +7,10 @@
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -346,21 +349,33 @@ void prepare_state_dir(const HeadOptions& opt) {
   }
 }
 
-// The job's credentials: mounted (--tls-dir), kept from an earlier run of this
-// job in the same state dir (so its workers still trust a restarted head), or
-// made now. Exits 2 naming the file when they are unusable.
-std::optional<atl::os::TlsFiles> head_credentials(const HeadOptions& opt) {
+// The job's credentials: mounted (--tls-dir) or kept from an earlier run of
+// this job in the same state dir (so its workers still trust a restarted
+// head), both checked now; or, for a new job, to be made (`to_make`, on a
+// thread of its own: see main). Exits 2 naming the file when they are unusable.
+struct HeadCredentials {
+  std::optional<atl::os::TlsFiles> files;  // nullopt: --insecure
+  bool to_make = false;
+};
+
+HeadCredentials head_credentials(const HeadOptions& opt) {
   if (opt.insecure) {
     std::cerr << "headnode: warning: --insecure: TLS is off; anyone who reaches this port can "
                  "run commands in the job and read its environment\n";
-    return std::nullopt;
+    return {};
   }
   std::string dir = opt.tls_dir.empty() ? opt.state_dir + "/tls" : opt.tls_dir;
+  if (opt.tls_dir.empty() && ::access(atl::os::tls_files_in(dir).ca.c_str(), F_OK) != 0) {
+    // Made later on a thread of its own; the folder now, so that its
+    // absolute path is what ranks and local workers inherit.
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      atl::cli::usage_error("headnode",
+                            "--state-dir: cannot create " + dir + ": " + std::strerror(errno));
+    return {atl::os::tls_files_in(dir), true};
+  }
   auto files = atl::os::load_tls_credentials(dir);
-  if (!files && opt.tls_dir.empty() && ::access(atl::os::tls_files_in(dir).ca.c_str(), F_OK) != 0)
-    files = atl::os::generate_tls_credentials(dir, opt.job.job_id);
   if (!files) atl::cli::usage_error("headnode", "--tls-dir: " + files.error());
-  return std::move(files).value();
+  return {std::move(files).value(), false};
 }
 
 // The dashboard, listening before anything starts (a port given and taken
@@ -405,21 +420,35 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
 int main(int argc, char** argv) {
   HeadOptions opt = parse_options(argc, argv);
   prepare_state_dir(opt);
-  auto tls = head_credentials(opt);
-  std::string dashboard_url, dashboard_token;
-  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token);
+  auto credentials = head_credentials(opt);
+  const auto& tls = credentials.files;
   atl::os::export_tls_choice(tls);  // the driver and local workers inherit it
   atl::os::TerminationSignals::block_in_this_thread();
+  // A new job's keys and certificates (and OpenSSL's start-up) are made while
+  // the state store opens.
+  std::future<atl::Expected<atl::os::TlsFiles>> made;
+  if (credentials.to_make) made = atl::os::generate_tls_credentials_async(tls->dir, opt.job.job_id);
   auto log = atl::component_logger("headnode");
+
+  // A refusal exits the process: the credentials thread ends first.
+  auto refuse = [&made](const std::string& message) {
+    if (made.valid()) made.wait();
+    atl::cli::usage_error("headnode", message);
+  };
 
   // The job's durable state: a head restarted on this state dir resumes it.
   auto opened = atl::os::JobStore::open(opt.state_dir + "/state.db");
-  if (!opened) atl::cli::usage_error("headnode", "--state-dir: " + opened.error());
+  if (!opened) refuse("--state-dir: " + opened.error());
   std::shared_ptr<atl::os::JobStore> store = std::move(opened).value();
   auto found = store->load(opt.job.job_id);
-  if (!found) atl::cli::usage_error("headnode", "--state-dir: " + found.error());
+  if (!found) refuse("--state-dir: " + found.error());
   std::shared_ptr<const atl::os::JobRecord> resumed;
   if (found->has_value()) resumed = std::make_shared<atl::os::JobRecord>(std::move(**found));
+  if (made.valid()) {
+    if (auto ready = made.get(); !ready) refuse("--tls-dir: " + ready.error());
+  }
+  std::string dashboard_url, dashboard_token;
+  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token);
 
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;

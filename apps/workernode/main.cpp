@@ -36,7 +36,9 @@ struct WorkerOptions {
   atl::NodeResources resources;
   atl::Resources custom;  // --resources
   atl::Millis connect_timeout = std::chrono::seconds(60);
-  std::optional<atl::os::TlsFiles> tls;
+  std::optional<atl::os::TlsFiles> tls;  // its paths; the files are checked by tls_loaded
+  // The files' loading, on a thread of its own while the actor system starts.
+  std::shared_future<atl::Expected<atl::os::TlsFiles>> tls_loaded;
   int simulate = 0;        // --simulate K: K pods in this process (scale tests)
   std::string pod_prefix;  // with it: --name's "<prefix><first_index>"
   int first_index = 0;
@@ -139,11 +141,11 @@ WorkerOptions parse_options(int argc, char** argv) {
     opt.first_index = std::stoi(opt.name.substr(digits + 1));
   }
   bool insecure = vm.count("insecure") > 0;
-  opt.tls = atl::cli::value_or_exit(
+  auto tls_dir = atl::cli::value_or_exit(
       "workernode",
-      atl::os::resolve_tls_credentials(vm.count("tls-dir") ? vm["tls-dir"].as<std::string>() : "",
-                                       insecure),
+      atl::os::choose_tls_dir(vm.count("tls-dir") ? vm["tls-dir"].as<std::string>() : "", insecure),
       "--tls-dir");
+  if (tls_dir) opt.tls = atl::os::tls_files_in(*tls_dir);
   if (insecure)
     std::cerr << "workernode: warning: --insecure: TLS is off; this pod's control connection "
                  "is unauthenticated\n";
@@ -154,6 +156,16 @@ WorkerOptions parse_options(int argc, char** argv) {
 std::string job_id_of_pod(const std::string& pod) {
   auto at = pod.rfind("-worker-");
   return at == std::string::npos ? std::string() : pod.substr(0, at);
+}
+
+// Whether this process's credentials loaded (the check of its --tls-dir);
+// false, with the line the flag's other errors have, when they did not.
+bool tls_loaded(const WorkerOptions& opt) {
+  if (!opt.tls) return true;
+  const auto& loaded = opt.tls_loaded.get();
+  if (loaded) return true;
+  std::cerr << "workernode: --tls-dir: " << loaded.error() << "\n";
+  return false;
 }
 
 // The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
@@ -223,6 +235,7 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   atl::AtlSystemConfig cfg{opt.tls};
   caf::actor_system sys{cfg};
+  if (!tls_loaded(opt)) return atl::cli::kExitUsage;
   // Rejoins are bounded too: since the first failed one, for --connect-timeout,
   // with the same backoff (a head that refuses for now is asked again later).
   struct Withdraw {
@@ -297,6 +310,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;  // outlives the actor system
   atl::AtlSystemConfig cfg{opt.tls};
   caf::actor_system sys{cfg};
+  if (!tls_loaded(opt)) return atl::cli::kExitUsage;
   auto supervisor = connect_with_backoff(sys, opt);
   if (!supervisor) return atl::kNodeExitHeadLost;
   if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
@@ -332,6 +346,7 @@ int main(int argc, char** argv) {
   WorkerOptions opt = parse_options(argc, argv);
   atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();
+  if (opt.tls) opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
   SignalHub hub;
   atl::os::TerminationSignals signals([&](int) { hub.signal(); });
   atl::NodeAgentConfig node;

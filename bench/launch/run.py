@@ -3,7 +3,8 @@
 job's end, for 1, 4 and 16 local workers (1 rank each). Each rank records the
 moment it started in a file; the median of several runs is reported.
 
-Usage: bench/launch/run.py [--runs N] [--out bench/results/launch.md]
+Usage: bench/launch/run.py [--runs N] [--workers 1,4,16] [--out bench/results/launch.md]
+(a quick A/B of one size: --workers 1 --out /tmp/launch.md)
 """
 import argparse
 import os
@@ -44,10 +45,12 @@ def one_run(workers, tls):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--workers", default="1,4,16",
+                    type=lambda s: [int(w) for w in s.split(",")])
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "launch.md"))
     args = ap.parse_args()
     rows = []
-    for workers in (1, 4, 16):
+    for workers in args.workers:
         # TLS on and off interleaved run by run: the machine's drift (2
         # shared cores) falls on both alike.
         runs = {True: [], False: []}
@@ -84,10 +87,10 @@ def main():
     cpu_by = {(w, t): cpu for w, t, _, _, _, _, cpu in rows}
     lines.append("")
     lines.append("TLS on / off, job end: " + ", ".join(
-        f"{w} workers {by[(w, True)] / by[(w, False)]:.2f}x" for w in (1, 4, 16)) +
+        f"{w} workers {by[(w, True)] / by[(w, False)]:.2f}x" for w in args.workers) +
         " (target: no more than 1.2x); CPU: " + ", ".join(
         f"{w} workers +{(cpu_by[(w, True)] - cpu_by[(w, False)]) * 1000 / (w + 1):.1f} ms a "
-        "process" for w in (1, 4, 16)) + ".")
+        "process" for w in args.workers) + ".")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

@@ -122,3 +122,62 @@ TEST(TlsCredentials, EachBrokenFileIsNamedWithWhatIsWrong) {
   restore();
   EXPECT_TRUE(atl::os::load_tls_credentials(a.path + "/tls"));
 }
+
+// The async forms (which overlap a process's TLS start-up with its actor
+// system's) give what the plain calls give, errors included, and fill the
+// cache from their own thread.
+TEST(TlsCredentials, TheThreadedFormsGiveWhatThePlainOnesGive) {
+  TempDir a;
+  auto made = atl::os::generate_tls_credentials_async(a.path + "/tls", "jo-async").get();
+  ASSERT_TRUE(made) << made.error();
+  EXPECT_NE(atl::os::tls_cached_certificate(made->cert), nullptr);
+  auto loaded = atl::os::load_tls_credentials_async(a.path + "/tls").get();
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_EQ(loaded->cert, made->cert);
+  EXPECT_NE(atl::os::tls_cached_key(loaded->key), nullptr);
+  // Made twice into one folder: refused, as the plain call refuses.
+  auto again = atl::os::generate_tls_credentials_async(a.path + "/tls", "jo-async").get();
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().find(made->key), std::string::npos) << again.error();
+  auto missing = atl::os::load_tls_credentials_async(a.path + "/nothing-here").get();
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error(), atl::os::load_tls_credentials(a.path + "/nothing-here").error());
+}
+
+// Which credentials a node process takes, before any file is read: the flag,
+// then $ATL_TLS_DIR; plain TCP only when asked (--insecure, or
+// $ATL_INSECURE=1 from an insecure job); neither is an error naming both.
+TEST(TlsCredentials, TheChoiceOfFolderFollowsFlagThenEnvironment) {
+  ::unsetenv("ATL_TLS_DIR");
+  ::unsetenv("ATL_INSECURE");
+  auto neither = atl::os::choose_tls_dir("", false);
+  ASSERT_FALSE(neither);
+  EXPECT_NE(neither.error().find("--tls-dir"), std::string::npos) << neither.error();
+  EXPECT_NE(neither.error().find("--insecure"), std::string::npos) << neither.error();
+  auto both = atl::os::choose_tls_dir("/x", true);
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error(), "--tls-dir and --insecure exclude each other");
+  auto insecure = atl::os::choose_tls_dir("", true);
+  ASSERT_TRUE(insecure);
+  EXPECT_FALSE(*insecure);
+  ::setenv("ATL_INSECURE", "yes", 1);  // only "1" means plain TCP
+  EXPECT_FALSE(atl::os::choose_tls_dir("", false));
+  ::setenv("ATL_INSECURE", "1", 1);
+  auto inherited = atl::os::choose_tls_dir("", false);
+  ASSERT_TRUE(inherited);
+  EXPECT_FALSE(*inherited);
+  ::setenv("ATL_TLS_DIR", "/from/env", 1);  // credentials win over an inherited ATL_INSECURE
+  auto from_env = atl::os::choose_tls_dir("", false);
+  ASSERT_TRUE(from_env && *from_env);
+  EXPECT_EQ(**from_env, "/from/env");
+  auto from_flag = atl::os::choose_tls_dir("/from/flag", false);
+  ASSERT_TRUE(from_flag && *from_flag);
+  EXPECT_EQ(**from_flag, "/from/flag");
+  ::unsetenv("ATL_TLS_DIR");
+  ::unsetenv("ATL_INSECURE");
+  // resolve_tls_credentials reads the chosen folder: a missing one is named.
+  auto resolved = atl::os::resolve_tls_credentials("/no/such/atl-tls", false);
+  ASSERT_FALSE(resolved);
+  EXPECT_NE(resolved.error().find("/no/such/atl-tls/ca.pem"), std::string::npos)
+      << resolved.error();
+}

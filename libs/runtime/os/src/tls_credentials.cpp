@@ -1,6 +1,7 @@
 #include "atl/os/tls_credentials.hpp"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -14,6 +15,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -128,6 +130,22 @@ Status write_pem(const std::string& path, Write write) {
 
 int no_passphrase(char*, int, int, void*) { return 0; }
 
+// OpenSSL 3 frees its providers, method stores and error tables in an atexit
+// handler (~0.6 ms a process, paid at every job's end by every process, and
+// racing threads that still run); the kernel frees them anyway. Decided by
+// OpenSSL's first initialisation, so it runs before any other OpenSSL call
+// of atl (cheap: OpenSSL's base initialisation, no configuration read).
+void skip_openssl_cleanup_at_exit() { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr); }
+
+// What starts a credentials thread: the decision above made on the caller's
+// thread first (CAF's OpenSSL start-up may run meanwhile), and the thread's
+// first OpenSSL calls, which read the environment, after the caller's setenv.
+template <class Work>
+std::future<Expected<TlsFiles>> start_tls_thread(Work work) {
+  skip_openssl_cleanup_at_exit();
+  return std::async(std::launch::async, std::move(work));
+}
+
 }  // namespace
 
 namespace {
@@ -188,6 +206,7 @@ TlsFiles tls_files_in(const std::string& dir) {
 }
 
 Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id) {
+  skip_openssl_cleanup_at_exit();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return make_error("cannot create " + dir + ": " + std::strerror(errno));
   TlsFiles files = tls_files_in(dir);
@@ -215,6 +234,7 @@ Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::s
 }
 
 Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
+  skip_openssl_cleanup_at_exit();
   TlsFiles files = tls_files_in(dir);
   ERR_clear_error();
   // Each file is read and parsed once (OpenSSL 3 decodes every public key
@@ -255,23 +275,42 @@ Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
   return files;
 }
 
-Expected<std::optional<TlsFiles>> resolve_tls_credentials(const std::string& dir_flag,
-                                                          bool insecure_flag) {
+std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir,
+                                                               std::string job_id) {
+  return start_tls_thread([dir = std::move(dir), job_id = std::move(job_id)] {
+    return generate_tls_credentials(dir, job_id);
+  });
+}
+
+std::future<Expected<TlsFiles>> load_tls_credentials_async(std::string dir) {
+  return start_tls_thread([dir = std::move(dir)] { return load_tls_credentials(dir); });
+}
+
+Expected<std::optional<std::string>> choose_tls_dir(const std::string& dir_flag,
+                                                    bool insecure_flag) {
   if (insecure_flag && !dir_flag.empty())
     return make_error("--tls-dir and --insecure exclude each other");
-  if (insecure_flag) return std::optional<TlsFiles>{};
+  if (insecure_flag) return std::optional<std::string>{};
   std::string dir = dir_flag;
   if (dir.empty()) {
     if (const char* env = std::getenv("ATL_TLS_DIR")) dir = env;
   }
   if (dir.empty()) {
     const char* insecure_env = std::getenv("ATL_INSECURE");
-    if (insecure_env && std::string(insecure_env) == "1") return std::optional<TlsFiles>{};
+    if (insecure_env && std::string(insecure_env) == "1") return std::optional<std::string>{};
     return make_error(
         "no TLS credentials: give --tls-dir DIR (the job's ca.pem, cert.pem, key.pem) or set "
         "ATL_TLS_DIR; --insecure turns TLS off");
   }
-  auto files = load_tls_credentials(dir);
+  return std::optional<std::string>(std::move(dir));
+}
+
+Expected<std::optional<TlsFiles>> resolve_tls_credentials(const std::string& dir_flag,
+                                                          bool insecure_flag) {
+  auto dir = choose_tls_dir(dir_flag, insecure_flag);
+  if (!dir) return make_error(dir.error());
+  if (!*dir) return std::optional<TlsFiles>{};
+  auto files = load_tls_credentials(**dir);
   if (!files) return make_error(files.error());
   return std::optional<TlsFiles>(std::move(files).value());
 }

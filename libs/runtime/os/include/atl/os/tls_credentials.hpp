@@ -2,6 +2,7 @@
 // of the job presents. Made by the head, or mounted from a Kubernetes Secret.
 #pragma once
 
+#include <future>
 #include <optional>
 #include <string>
 
@@ -30,12 +31,26 @@ Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::s
 // (dates included). The error names the file and what is wrong with it.
 Expected<TlsFiles> load_tls_credentials(const std::string& dir);
 
+// The same two, started on a thread of their own: OpenSSL 3's start-up and
+// the keys' generation or parsing (2-5 ms a process, the largest part of what
+// TLS adds to a job's launch) then overlap the caller's actor-system start.
+// The caller takes the result, an error included, before its first
+// connection. Start it after export_tls_choice (OpenSSL reads the
+// environment) and after blocking signals (the thread inherits the mask).
+std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id);
+std::future<Expected<TlsFiles>> load_tls_credentials_async(std::string dir);
+
 // Where a node process (workernode, atlctl) takes its credentials from:
 // `dir_flag` (--tls-dir), else $ATL_TLS_DIR. `insecure_flag` (--insecure), or
 // $ATL_INSECURE=1 set by an insecure job for its ranks, means plain TCP
 // (nullopt). Neither is an error naming both ways: TLS is never silently off.
 Expected<std::optional<TlsFiles>> resolve_tls_credentials(const std::string& dir_flag,
                                                           bool insecure_flag);
+
+// resolve_tls_credentials's choice without reading the files: the folder (its
+// files still to be loaded) or nullopt for plain TCP.
+Expected<std::optional<std::string>> choose_tls_dir(const std::string& dir_flag,
+                                                    bool insecure_flag);
 
 // Puts the choice into this process's environment (ATL_TLS_DIR, absolute, or
 // ATL_INSECURE=1), which every rank, driver and local worker inherits, so that
