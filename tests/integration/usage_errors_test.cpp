@@ -2,6 +2,7 @@
 // (usage), and nothing started.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "test_cluster.hpp"
@@ -136,4 +137,42 @@ TEST(AtlctlRejects, BadUsage) {
   auto help = c.atlctl({"status", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.output.find("Job status:"), std::string::npos);
+}
+
+// Credentials that do not load (a garbled ca.pem, a folder that is not
+// there) are refused by each program before it listens or connects: exit 2
+// and one line naming the file. workernode and atlctl read them on a thread
+// of their own while their actor system starts; the refusal is the same,
+// and a workernode's comes before any try to reach the head (exit 3).
+TEST(TlsDirRejects, EachProgramNamesTheFileThatDoesNotLoad) {
+  TestCluster c;
+  const std::string garbled = c.state_dir() + "-garbled-tls";
+  const std::string missing = c.state_dir() + "-no-such-tls";
+  ASSERT_EQ(std::system(("mkdir -p " + garbled).c_str()), 0);
+  std::ofstream(garbled + "/ca.pem") << "not a certificate\n";
+  struct Case {
+    std::string dir, named;
+  };
+  for (const auto& k : std::vector<Case>{{garbled, garbled + "/ca.pem: not a PEM certificate"},
+                                         {missing, "cannot read " + missing + "/ca.pem"}}) {
+    auto head = run(c, "headnode",
+                    {"--state-dir", c.state_dir(), "--tls-dir", k.dir, "--port", "0",
+                     "--dashboard-port", "off", "--workers", "1", "--", "true"});
+    EXPECT_EQ(head.exit_code, 2) << head.output;
+    EXPECT_EQ(count_lines(head.output), 1) << head.output;
+    EXPECT_NE(head.output.find("headnode: --tls-dir: " + k.named), std::string::npos)
+        << head.output;
+    EXPECT_EQ(head.output.find("listening on"), std::string::npos) << head.output;
+    auto worker = run(
+        c, "workernode",
+        {"--head", "127.0.0.1:1", "--name", "w", "--tls-dir", k.dir, "--connect-timeout", "1s"});
+    EXPECT_EQ(worker.exit_code, 2) << worker.output;
+    EXPECT_EQ(count_lines(worker.output), 1) << worker.output;
+    EXPECT_NE(worker.output.find("workernode: --tls-dir: " + k.named), std::string::npos)
+        << worker.output;
+    auto ctl = run(c, "atlctl", {"--address", "127.0.0.1:1", "--tls-dir", k.dir, "status"});
+    EXPECT_EQ(ctl.exit_code, 2) << ctl.output;
+    EXPECT_EQ(count_lines(ctl.output), 1) << ctl.output;
+    EXPECT_NE(ctl.output.find("atlctl: " + k.named), std::string::npos) << ctl.output;
+  }
 }
