@@ -18,6 +18,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <vector>
 
 #include "atl/os/tls_cache.hpp"
@@ -140,10 +141,18 @@ void skip_openssl_cleanup_at_exit() { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT
 // What starts a credentials thread: the decision above made on the caller's
 // thread first (CAF's OpenSSL start-up may run meanwhile), and the thread's
 // first OpenSSL calls, which read the environment, after the caller's setenv.
+// Where no thread can be made (a pod at its pid limit), the work is done
+// here and now: slower, never a crash.
 template <class Work>
-std::future<Expected<TlsFiles>> start_tls_thread(Work work) {
+std::future<Expected<TlsFiles>> start_tls_thread(const Work& work) {
   skip_openssl_cleanup_at_exit();
-  return std::async(std::launch::async, std::move(work));
+  try {
+    return std::async(std::launch::async, work);
+  } catch (const std::system_error&) {
+    std::promise<Expected<TlsFiles>> done;
+    done.set_value(work());
+    return done.get_future();
+  }
 }
 
 }  // namespace
