@@ -56,6 +56,7 @@ void send_all(int fd, const std::string& bytes) {
 struct TlsProbe {
   bool handshake = false;
   size_t app_bytes = 0;
+  bool ticket = false;  // the node sent a session ticket (before its first bytes)
 };
 
 // Connects with `cert`/`key` (none when empty), never verifying the node, so
@@ -81,6 +82,7 @@ TlsProbe tls_probe(std::uint16_t port, const std::string& cert, const std::strin
       out.app_bytes += static_cast<size_t>(n);
       if (out.app_bytes > 0) break;
     }
+    out.ticket = SSL_SESSION_has_ticket(SSL_get0_session(ssl)) == 1;
     SSL_free(ssl);
     ::close(fd);
   }
@@ -199,6 +201,8 @@ TEST(Security, TheHeadTalksOnlyToHoldersOfTheJobsCertificate) {
   auto good = tls_probe(port, mine + "/cert.pem", mine + "/key.pem");
   EXPECT_TRUE(good.handshake);
   EXPECT_GT(good.app_bytes, 0u);
+  // CAF never resumes a session: the head spends nothing on tickets.
+  EXPECT_FALSE(good.ticket);
   // No certificate, or one from another CA: not one byte of BASP.
   EXPECT_EQ(tls_probe(port, "", "").app_bytes, 0u);
   EXPECT_EQ(tls_probe(port, other + "/cert.pem", other + "/key.pem").app_bytes, 0u);

@@ -14,8 +14,8 @@
 //
 // 2. The handshake's busy loop (handshake_step below).
 //
-// 3. Credentials parsed once. CAF builds a fresh SSL_CTX per connection and
-// loads the certificate, key and CA files into it; the three SSL_CTX_use_*/
+// 3. Credentials parsed once, and no session tickets (see below). CAF builds a fresh SSL_CTX per
+// connection and loads the certificate, key and CA files into it; the three SSL_CTX_use_*/
 // load_verify calls below take the objects atl parsed once for this process
 // (os/tls_cache.hpp) when the path is the one atl loaded, and fall back to
 // OpenSSL's loaders for anything else.
@@ -110,6 +110,12 @@ int SSL_CTX_use_PrivateKey_file(SSL_CTX* ctx, const char* file, int type) {
 int SSL_CTX_load_verify_locations(SSL_CTX* ctx, const char* cafile, const char* capath) {
   static auto real =
       next_definition<int (*)(SSL_CTX*, const char*, const char*)>("SSL_CTX_load_verify_locations");
+  // Called for each of CAF's per-connection contexts (nothing else in atl's
+  // processes checks a peer against a CA file: the dashboard asks browsers for
+  // no certificate). CAF never offers a session again, so the two session
+  // tickets a TLS 1.3 server sends by default are waste: ~0.45 ms of the
+  // head's CPU per connection, on its one I/O thread (bench/results/tls.md).
+  SSL_CTX_set_num_tickets(ctx, 0);
   if (X509_STORE* store = cafile && !capath ? atl::os::tls_cached_store(cafile) : nullptr) {
     SSL_CTX_set1_cert_store(ctx, store);  // shared, read-only: peers are checked against it
     return 1;
