@@ -131,26 +131,18 @@ Cost connect_once(const Credentials& c, const Mode& mode, SSL_SESSION* offer, SS
     SSL_set_session(cl, copy);
     SSL_SESSION_free(copy);
   }
+  // One side's next step, timed on its account; true once its handshake is done.
+  auto step = [](SSL* ssl, double* spent, const char* failed) {
+    double start = cpu_ms();
+    int r = SSL_do_handshake(ssl);
+    *spent += cpu_ms() - start;
+    if (r != 1 && SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ) die(failed);
+    return r == 1;
+  };
   bool cl_done = false, sv_done = false;
   for (int round = 0; round < 20 && !(cl_done && sv_done); ++round) {
-    if (!cl_done) {
-      t = cpu_ms();
-      int r = SSL_do_handshake(cl);
-      cost.client += cpu_ms() - t;
-      if (r == 1)
-        cl_done = true;
-      else if (SSL_get_error(cl, r) != SSL_ERROR_WANT_READ)
-        die("the client's handshake failed");
-    }
-    if (!sv_done) {
-      t = cpu_ms();
-      int r = SSL_do_handshake(sv);
-      cost.server += cpu_ms() - t;
-      if (r == 1)
-        sv_done = true;
-      else if (SSL_get_error(sv, r) != SSL_ERROR_WANT_READ)
-        die("the server's handshake failed");
-    }
+    if (!cl_done) cl_done = step(cl, &cost.client, "the client's handshake failed");
+    if (!sv_done) sv_done = step(sv, &cost.server, "the server's handshake failed");
   }
   if (!cl_done || !sv_done) die("the handshake did not end");
   // The client takes in what followed the handshake (TLS 1.3 tickets).
