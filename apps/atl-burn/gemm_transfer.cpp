@@ -53,13 +53,10 @@ int on_every_gpu(const gpu::Backend& backend, const Options& o, const char* figu
   for (int dev = 0; dev < devices; ++dev)
     threads.emplace_back([&, dev] { outcomes[static_cast<size_t>(dev)] = burn(dev); });
   for (auto& t : threads) t.join();
-  std::vector<double> figures, measured;  // failed GPUs (0) take no part in the median
-  for (const auto& out : outcomes) {
-    figures.push_back(out.problem.empty() ? out.figure : 0);
-    if (figures.back() > 0) measured.push_back(figures.back());
-  }
+  std::vector<double> figures;  // failed GPUs (0) take no part in the median
+  for (const auto& out : outcomes) figures.push_back(out.problem.empty() ? out.figure : 0);
   const auto lagging = gpu::lagging_devices(figures);
-  const double median = gpu::median_of(measured);  // the one lagging_devices compared with
+  const double median = gpu::measured_median(figures);
   int failed = 0;
   for (int dev = 0; dev < devices; ++dev) {
     auto& out = outcomes[static_cast<size_t>(dev)];

@@ -19,6 +19,7 @@
 #include "atl/gpu/metrics.hpp"
 #include "atl/gpu/nvml_health.hpp"
 #include "atl/gpu/phase_monitor.hpp"
+#include "atl/gpu/ticker.hpp"
 #include "atl/gpu/timing.hpp"
 #include "atl/gpu/verify.hpp"
 
@@ -324,6 +325,43 @@ TEST(PhaseMonitorDeathTest, TheDefaultActionPrintsAFailLineAndExits1) {
         std::this_thread::sleep_for(30s);  // a hung phase; the monitor ends the process
       },
       ::testing::ExitedWithCode(1), "jo-x-worker-0 GPU 2: FAIL: GPU 2 stuck in the memory test");
+}
+
+// The periodic thread under the phase monitor and NVML's sampler: it ticks
+// until stopped, and no tick starts after stop() returned (twice is fine).
+TEST(Ticker, TicksUntilStoppedAndNeverAfter) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int ticks = 0;
+  Ticker ticker(1ms, [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++ticks;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return ticks >= 3; }));
+  }
+  ticker.stop();
+  int at_stop = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    at_stop = ticks;
+  }
+  ticker.stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(ticks, at_stop);
+}
+
+// A long period does not hold up stop(): it wakes the thread at once.
+TEST(Ticker, StopDoesNotWaitForThePeriod) {
+  std::atomic<int> ticks{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Ticker ticker(std::chrono::hours(1), [&] { ++ticks; });
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::minutes(30));
+  EXPECT_EQ(ticks.load(), 0);
 }
 
 TEST(Sweep, NcclTestsBeginEndFactor) {

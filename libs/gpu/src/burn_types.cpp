@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "atl/core/quote.hpp"
+#include "atl/core/split.hpp"
 
 namespace atl::gpu {
 
@@ -158,14 +159,7 @@ constexpr std::int64_t kMaxSpecSize = 512LL << 30;
 Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
   if (text.empty()) return make_error("no sizes given");
   if (text.find(':') != std::string_view::npos) {
-    std::vector<std::string_view> parts;
-    size_t at = 0;
-    for (;;) {
-      size_t colon = text.find(':', at);
-      parts.push_back(text.substr(at, colon == std::string_view::npos ? colon : colon - at));
-      if (colon == std::string_view::npos) break;
-      at = colon + 1;
-    }
+    const std::vector<std::string_view> parts = split_list(text, ':');
     if (parts.size() < 2 || parts.size() > 3)
       return make_error(quote(text) + ": a sweep is BEGIN:END[:FACTOR], e.g. 8M:1G:2");
     auto begin = parse_burn_size(parts[0]);
@@ -183,18 +177,13 @@ Expected<std::vector<std::int64_t>> parse_size_spec(std::string_view text) {
     return sweep_sizes(*begin, *end, factor);
   }
   std::vector<std::int64_t> sizes;
-  size_t at = 0;
-  for (;;) {
-    size_t comma = text.find(',', at);
-    auto item = text.substr(at, comma == std::string_view::npos ? comma : comma - at);
+  for (std::string_view item : split_list(text)) {
     auto size = parse_burn_size(item);
     if (!size) return Error{size.error()};
     if (*size < 4) return make_error("size " + quote(item) + " is below 4 bytes (one float)");
     if (*size > kMaxSpecSize) return make_error("size " + quote(item) + " is above 512G");
     if (sizes.size() == 64) return make_error("more than 64 sizes");
     sizes.push_back(*size);
-    if (comma == std::string_view::npos) break;
-    at = comma + 1;
   }
   return sizes;
 }

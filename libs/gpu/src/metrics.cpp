@@ -42,13 +42,18 @@ double median_of(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::vector<bool> lagging_devices(const std::vector<double>& figures, double fraction) {
-  std::vector<bool> lagging(figures.size(), false);
+double measured_median(const std::vector<double>& figures) {
   std::vector<double> measured;
   for (double f : figures)
     if (f > 0) measured.push_back(f);
-  if (measured.size() < 2) return lagging;
-  const double median = median_of(measured);
+  return median_of(std::move(measured));
+}
+
+std::vector<bool> lagging_devices(const std::vector<double>& figures, double fraction) {
+  std::vector<bool> lagging(figures.size(), false);
+  if (std::count_if(figures.begin(), figures.end(), [](double f) { return f > 0; }) < 2)
+    return lagging;
+  const double median = measured_median(figures);
   for (size_t i = 0; i < figures.size(); ++i)
     lagging[i] = figures[i] > 0 && figures[i] < fraction * median;
   return lagging;

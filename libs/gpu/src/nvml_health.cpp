@@ -3,12 +3,9 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
+#include "atl/gpu/ticker.hpp"
 #include "atl/gpu/xid.hpp"
 
 namespace atl::gpu {
@@ -226,34 +223,25 @@ struct Nvml {
   }
 };
 
-// Samples `dev` every 250 ms on a thread of its own until stopped.
+// Samples `dev` every 250 ms on a thread of its own, and once more at the end.
 class Sampler {
  public:
   Sampler(const Nvml& nvml, nvmlDevice_t dev, NvmlReadings& readings)
-      : nvml_(nvml), dev_(dev), readings_(readings), thread_([this] { loop(); }) {}
+      : nvml_(nvml),
+        dev_(dev),
+        readings_(readings),
+        ticker_(std::chrono::milliseconds(250), [this] { take(); }) {}
   ~Sampler() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    add_sample(readings_, nvml_.sample(dev_));  // the state just after the work
+    ticker_.stop();
+    take();  // the state just after the work
   }
 
  private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; }))
-      add_sample(readings_, nvml_.sample(dev_));
-  }
+  void take() { add_sample(readings_, nvml_.sample(dev_)); }
   const Nvml& nvml_;
   nvmlDevice_t dev_;
   NvmlReadings& readings_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is set
+  Ticker ticker_;  // last: ticks once the rest is set
 };
 
 }  // namespace

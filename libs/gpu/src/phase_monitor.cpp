@@ -7,16 +7,9 @@
 namespace atl::gpu {
 
 PhaseMonitor::PhaseMonitor(OnStuck on_stuck, std::chrono::milliseconds poll)
-    : on_stuck_(std::move(on_stuck)), poll_(poll), thread_([this] { loop(); }) {}
+    : on_stuck_(std::move(on_stuck)), ticker_(poll, [this] { check(); }) {}
 
-PhaseMonitor::~PhaseMonitor() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
+PhaseMonitor::~PhaseMonitor() { ticker_.stop(); }
 
 void PhaseMonitor::enter(int gpu, std::string phase, std::chrono::milliseconds limit) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -28,25 +21,22 @@ void PhaseMonitor::leave(int gpu) {
   phases_.erase(gpu);
 }
 
-void PhaseMonitor::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, poll_, [this] { return stop_; })) {
+void PhaseMonitor::check() {
+  std::map<int, Phase> stuck;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     const auto now = Clock::now();
     for (auto it = phases_.begin(); it != phases_.end();) {
       if (now < it->second.deadline) {
         ++it;
-        continue;
+      } else {
+        stuck.insert(*it);
+        it = phases_.erase(it);
       }
-      // Reported once; the default action never returns.
-      const int gpu = it->first;
-      Phase stuck = it->second;
-      it = phases_.erase(it);
-      lock.unlock();
-      on_stuck_(gpu, stuck.name, stuck.limit);
-      lock.lock();
-      it = phases_.lower_bound(gpu);
     }
   }
+  // Outside the lock: the default action never returns.
+  for (const auto& [gpu, phase] : stuck) on_stuck_(gpu, phase.name, phase.limit);
 }
 
 PhaseMonitor::OnStuck exit_when_stuck(std::string pod) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "atl/gpu/metrics.hpp"
+
 namespace atl::gpu {
 
 TimingSummary summarize(std::vector<double> seconds) {
@@ -11,7 +13,7 @@ TimingSummary summarize(std::vector<double> seconds) {
   std::sort(seconds.begin(), seconds.end());
   const size_t n = seconds.size();
   s.iterations = static_cast<int>(n);
-  s.median = n % 2 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  s.median = median_of(seconds);
   s.mean = std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(n);
   s.min = seconds.front();
   s.max = seconds.back();

@@ -68,10 +68,6 @@ std::int64_t count_known_answer_errors(const std::vector<std::uint32_t>& got) {
   return wrong;
 }
 
-}  // namespace atl::gpu
-
-namespace atl::gpu {
-
 std::int64_t spot_check_gemm_tolerant(const std::vector<float>& a_rows, const std::vector<float>& b,
                                       const std::vector<float>& c_rows, int n, int rows,
                                       double tolerance) {

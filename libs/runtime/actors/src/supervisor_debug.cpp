@@ -330,13 +330,10 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     // each other); the exit status is the worst of them.
     std::string cmd = "s=0";
     for (std::string_view step : steps) {
-      if (step == "local") {  // each node on its own: no rendezvous
-        cmd += "; atl-burn allreduce --local -d " + dur + " --pod " + pod + " --expect-gpus " +
-               std::to_string(st.nodes.at(pod).info.gpus);
-      } else {
-        cmd += "; atl-burn " + std::string(step) + " -d " + dur + " --pod " + pod +
-               " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
-      }
+      // "local": an allreduce of each node on its own (no rendezvous).
+      cmd += "; atl-burn " +
+             (step == "local" ? std::string("allreduce --local") : std::string(step)) + " -d " +
+             dur + " --pod " + pod + " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
       if (step == "allreduce") {
         cmd += " --index " + std::to_string(index) + " --host " + st.nodes.at(pod).info.address +
                " --master " + chosen_pods.front();

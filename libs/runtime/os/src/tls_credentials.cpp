@@ -155,10 +155,6 @@ std::future<Expected<TlsFiles>> start_tls_thread(const Work& work) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 struct TlsCache {
   std::mutex mu;
   std::string cert_path, key_path, ca_path;

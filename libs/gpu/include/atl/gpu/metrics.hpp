@@ -27,6 +27,9 @@ AllreduceFigures allreduce_figures(std::int64_t bytes, double seconds, int ranks
 // none, lags nothing; a zero figure (nothing measured) is left out.
 std::vector<bool> lagging_devices(const std::vector<double>& figures, double fraction = 0.9);
 double median_of(std::vector<double> values);
+// The median lagging_devices compares with: over the measured (positive)
+// figures only.
+double measured_median(const std::vector<double>& figures);
 
 // "Round 1: AllReduce Perf(GB/s): Size=512M, BusBW=1.34 GB/s, AlgBW=1.34 GB/s, MasterAddr=<pod>"
 std::string format_allreduce_round(int round, std::int64_t bytes, double busbw, double algbw,

@@ -9,12 +9,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
-#include <thread>
+
+#include "atl/gpu/ticker.hpp"
 
 namespace atl::gpu {
 
@@ -58,15 +58,12 @@ class PhaseMonitor {
     std::chrono::milliseconds limit{};
     Clock::time_point deadline;
   };
-  void loop();
+  void check();  // each tick: reports (once) every phase past its deadline
 
   OnStuck on_stuck_;
-  std::chrono::milliseconds poll_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<int, Phase> phases_;
-  bool stop_ = false;
-  std::thread thread_;  // last: starts once the rest is set
+  Ticker ticker_;  // last: ticks once the rest is set
 };
 
 // atl-burn's on_stuck: "<pod> GPU n: FAIL: GPU n stuck in <phase> (limit 60s)"

@@ -1,0 +1,24 @@
+#include "atl/gpu/ticker.hpp"
+
+namespace atl::gpu {
+
+Ticker::Ticker(std::chrono::milliseconds period, std::function<void()> tick)
+    : period_(period), tick_(std::move(tick)), thread_([this] {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (!cv_.wait_for(lock, period_, [this] { return stopping_; })) {
+          lock.unlock();
+          tick_();
+          lock.lock();
+        }
+      }) {}
+
+void Ticker::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace atl::gpu
