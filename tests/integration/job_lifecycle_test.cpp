@@ -205,9 +205,12 @@ TEST(JobLifecycle, DriverModeSucceedsWithTheDriversExitCode) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
-TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPod) {
+// A ready timeout is a counted fault (seed 002: a clear error, then retried
+// per the policy): with the budget spent the job fails naming the pod each time.
+TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPodEachTimeUntilTheBudgetIsSpent) {
   TestCluster c;
-  auto& head = c.start_head({"--workers", "2", "--ready-timeout", "2s", "--", "true"});
+  auto& head = c.start_head(
+      {"--workers", "2", "--ready-timeout", "2s", "--max-restarts", "1", "--", "true"});
   auto& w0 = c.start_worker(0);
   EXPECT_EQ(c.wait_exit(head), 1);
   EXPECT_EQ(c.wait_exit(w0), 1);
@@ -215,6 +218,31 @@ TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPod) {
   EXPECT_NE(out.find("workers not ready after 2s: missing " + c.worker_name(1) + "\n"),
             std::string::npos)
       << out;
+  EXPECT_NE(out.find("job restarting (restart 1/1): workers not ready after 2s: missing " +
+                     c.worker_name(1)),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("restart not ready after 2s: pods not back: " + c.worker_name(1) +
+                     "; the restart budget is spent (1/1 restarts used)"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// ...and within the budget the job waits again and runs once the pod comes.
+TEST(JobLifecycle, AReadyTimeoutRestartsAndThePodThatComesLaterRunsTheJob) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--ready-timeout", "2s", "--", "echo ran $RANK"});
+  auto& w0 = c.start_worker(0);
+  ASSERT_TRUE(c.wait_for_output(head, "job restarting (restart 1/10): workers not ready"))
+      << c.output(head);
+  auto& w1 = c.start_worker(1);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("job restarted: attempt 2 (restart 1/10)"), std::string::npos) << out;
+  EXPECT_NE(out.find("[rank 1] ran 1"), std::string::npos) << out;
+  c.wait_exit(w0);
+  c.wait_exit(w1);
   EXPECT_TRUE(c.no_strays_within());
 }
 

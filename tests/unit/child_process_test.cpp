@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -160,6 +161,78 @@ TEST(ChildProcess, AStopSignalReachesTheCommandAndItsStatusComesBack) {
   }
   child->signal(SIGTERM);
   EXPECT_EQ(child->wait().signal, SIGTERM);
+}
+
+namespace {
+
+// A rank that checkpoints on SIGTERM: its handler says "term", works for
+// `handler_s`, writes `done_file` and exits 0.
+std::string checkpointing_rank(const std::string& dir, double handler_s) {
+  std::string script = dir + "/term.py";
+  std::ofstream(script) << "import signal, sys, time\n"
+                           "def on_term(*_):\n"
+                           "    print('term', flush=True)\n"
+                           "    time.sleep("
+                        << handler_s
+                        << ")\n"
+                           "    open(sys.argv[1], 'w').write('saved')\n"
+                           "    sys.exit(0)\n"
+                           "signal.signal(signal.SIGTERM, on_term)\n"
+                           "print('ready', flush=True)\n"
+                           "while True: time.sleep(1)\n";
+  return script;
+}
+
+std::string read_line(int fd) {
+  std::string line;
+  char ch;
+  while (::read(fd, &ch, 1) == 1 && ch != '\n') line += ch;
+  return line;
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/atl-grace-XXXXXX";
+  return ::mkdtemp(tmpl);
+}
+
+}  // namespace
+
+// The wrapper shell dies of the stop at once; the rank's handler under it
+// still runs to its end and the rank is reported as the handler ended it.
+TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {
+  std::string dir = temp_dir();
+  std::string script = checkpointing_rank(dir, 1.0);
+  // "; true": the shell stays as a wrapper instead of exec'ing python.
+  auto child = atl::os::ChildProcess::spawn(
+      shell("python3 " + script + " " + dir + "/saved; true"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  ASSERT_EQ(read_line(child->output_fd()), "ready");
+  child->signal(SIGTERM);
+  auto st = child->wait();
+  EXPECT_TRUE(st.success()) << st.describe();
+  std::ifstream saved(dir + "/saved");
+  std::string text;
+  EXPECT_TRUE(saved >> text) << "the handler's checkpoint was never written";
+  EXPECT_EQ(text, "saved");
+  std::filesystem::remove_all(dir);
+}
+
+// A handler that outlives the grace: the owner's kill_tree() ends it, and the
+// rank is reported as SIGKILLed.
+TEST(ChildProcess, KillTreeEndsAHandlerThatOutlivesTheGrace) {
+  std::string dir = temp_dir();
+  std::string script = checkpointing_rank(dir, 300);
+  auto child = atl::os::ChildProcess::spawn(
+      shell("python3 " + script + " " + dir + "/saved; true"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  ASSERT_EQ(read_line(child->output_fd()), "ready");
+  child->signal(SIGTERM);
+  ASSERT_EQ(read_line(child->output_fd()), "term");
+  child->kill_tree();
+  auto st = child->wait();
+  EXPECT_EQ(st.signal, SIGKILL) << st.describe();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Lease, AnExpiredLeaseKillsTheCommandAndWhatItStarted) {

@@ -17,7 +17,7 @@ Fault lost(const std::string& pod) {
 const FaultKind kAllKinds[] = {FaultKind::pod_lost,         FaultKind::pod_hung,
                                FaultKind::pod_deleted,      FaultKind::gpu_lost,
                                FaultKind::preflight_failed, FaultKind::rank_failed,
-                               FaultKind::head_restarted};
+                               FaultKind::head_restarted,   FaultKind::ready_timeout};
 
 }  // namespace
 
@@ -67,7 +67,9 @@ TEST(RestartPolicy, EveryKindInEveryStateHasOneAnswer) {
       FaultResponse want = FaultResponse::carry_on;
       switch (state) {
         case S::pending:
-          want = kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::carry_on;
+          want = kind == FaultKind::rank_failed     ? FaultResponse::fail
+                 : kind == FaultKind::ready_timeout ? FaultResponse::restart
+                                                    : FaultResponse::carry_on;
           break;
         case S::initializing:
           want = kind == FaultKind::preflight_failed ? FaultResponse::restart : FaultResponse::fail;
@@ -76,8 +78,14 @@ TEST(RestartPolicy, EveryKindInEveryStateHasOneAnswer) {
           want = kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::restart;
           break;
         case S::restarting:
-          want = kind == FaultKind::preflight_failed ? FaultResponse::restart
-                                                     : FaultResponse::carry_on;
+          want = kind == FaultKind::preflight_failed || kind == FaultKind::ready_timeout
+                     ? FaultResponse::restart
+                     : FaultResponse::carry_on;
+          break;
+        case S::debugStop:
+        case S::debugCommand:
+          want = kind == FaultKind::pod_deleted ? FaultResponse::restart_uncounted
+                                                : FaultResponse::carry_on;
           break;
         default:
           want = FaultResponse::carry_on;
@@ -107,13 +115,30 @@ TEST(RestartPolicy, WithoutWorkerLossRestartsOnlyThoseFaultsCarryOn) {
   }
 }
 
-TEST(RestartPolicy, DebugStatesNeverCount) {
-  RestartPolicy p({1, false});
-  for (S state : {S::debugStop, S::debugCommand}) {
-    EXPECT_EQ(p.respond(state, {FaultKind::pod_deleted, "w0", "deleted"}), FaultResponse::carry_on);
+// The seed: atlctl debug, then delete, restarts the job and costs nothing,
+// even with the budget spent.
+TEST(RestartPolicy, ADeleteInADebugStateRestartsAndNeverCounts) {
+  for (int budget : {0, 1}) {
+    RestartPolicy p({budget, false});
+    for (S state : {S::debugStop, S::debugCommand}) {
+      EXPECT_EQ(p.respond(state, {FaultKind::pod_deleted, "w0", "deleted"}),
+                FaultResponse::restart_uncounted);
+      EXPECT_EQ(p.respond(state, lost("w0")), FaultResponse::carry_on);
+    }
+    EXPECT_EQ(p.used(), 0);
+    EXPECT_TRUE(p.history().empty());
   }
-  EXPECT_EQ(p.used(), 0);
-  EXPECT_TRUE(p.history().empty());
+}
+
+// Pods that never came: retried within the budget, then the job fails.
+TEST(RestartPolicy, AReadyTimeoutIsRetriedUntilTheBudgetIsSpent) {
+  RestartPolicy p({1, false});
+  Fault timeout{FaultKind::ready_timeout, "", "workers not ready after 2s: missing w1"};
+  EXPECT_EQ(p.respond(S::pending, timeout), FaultResponse::restart);
+  EXPECT_EQ(p.respond(S::restarting, timeout), FaultResponse::fail);
+  EXPECT_EQ(p.used(), 1);
+  ASSERT_EQ(p.history().size(), 2u);
+  EXPECT_EQ(p.history()[1].kind, FaultKind::ready_timeout);
 }
 
 TEST(RestartPolicy, CountAndRestore) {

@@ -790,17 +790,30 @@ void maybe_relaunch(Actor* self) {
   preflight(self);
 }
 
-void begin_restart(Actor* self, const Fault& fault) {
+// `counted`: the fault used one restart of the budget (a delete while parked
+// in a debug state uses none).
+void begin_restart(Actor* self, const Fault& fault, bool counted) {
   auto& st = self->state;
+  const JobState before = st.state();
   apply(self, JobEvent::restart);
-  std::string line = "job restarting (restart " + std::to_string(st.restarts.used()) + "/" +
-                     std::to_string(st.restarts.budget()) + "): " + fault.detail;
+  std::string line = counted ? "job restarting (restart " + std::to_string(st.restarts.used()) +
+                                   "/" + std::to_string(st.restarts.budget()) + "): " + fault.detail
+                             : "job restarting (from " + std::string(to_string(before)) +
+                                   ": no restart used, " + std::to_string(st.restarts.used()) +
+                                   "/" + std::to_string(st.restarts.budget()) + "): " + fault.detail;
   st.log->warn("{}", line);
   record(self, "restart", line);
   self->send(st.config.sink, print_atom::value, line);
   ++st.check_round;  // a pre-flight under way is moot
   st.preflight_running = false;
-  const std::int32_t restart = st.restarts.used();
+  if (before == JobState::debugCommand && st.tracked_run != 0) {
+    // The debug command that held the job ends with the attempt it parked.
+    auto grace = static_cast<std::int64_t>(st.job().grace.count());
+    for (const auto& [pod, node] : st.nodes)
+      self->send(node.agent, stop_atom::value, st.tracked_run, grace);
+    st.tracked_run = 0;
+  }
+  const std::int32_t restart = ++st.restart_round;
   if (!st.ranks.all_done()) {
     stop_user_code(self);
     self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
@@ -824,6 +837,8 @@ JobEvent failure_event(FaultKind kind) {
       return JobEvent::check_failed;
     case FaultKind::rank_failed:
       return JobEvent::rank_failed;
+    case FaultKind::ready_timeout:
+      return JobEvent::ready_timeout;
     default:
       return JobEvent::node_lost;
   }
@@ -836,8 +851,9 @@ void on_fault(Actor* self, const Fault& fault) {
   const JobState state = st.state();
   switch (st.restarts.respond(state, fault)) {
     case FaultResponse::restart:
+    case FaultResponse::restart_uncounted:
       record(self, "fault", fault.detail);
-      begin_restart(self, fault);
+      begin_restart(self, fault, st.restarts.history().size() > counted_before);
       return;
     case FaultResponse::carry_on:
       if (state == JobState::command) {  // driver mode: the driver goes on
@@ -861,6 +877,16 @@ void on_fault(Actor* self, const Fault& fault) {
   } else {
     fail(self, failure_event(fault.kind), fault.detail);
   }
+}
+
+// Pods did not all come (back) within the ready timeout: a fault like the
+// others (seed 002: a clear error, then retried per the policy), in every
+// mode. A retry waits for them again; a spent budget fails the job naming them.
+void on_ready_timeout(Actor* self, const std::string& detail) {
+  auto& st = self->state;
+  st.log->warn("{}", detail);
+  self->send(st.config.sink, print_atom::value, detail);
+  on_fault(self, {FaultKind::ready_timeout, "", detail});
 }
 
 // Whether the job could still start with `node` tainted (the same choice
@@ -1365,23 +1391,23 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         switch (kind) {
           case kReadyTimer:
             if (st.state() == JobState::pending && arg == 0) {
-              fail(self, JobEvent::ready_timeout,
-                   "workers not ready after " + format_duration(st.job().ready_timeout) +
-                       ": missing " + missing_pods(st));
-            } else if (st.state() == JobState::restarting && arg == st.restarts.used()) {
+              on_ready_timeout(self, "workers not ready after " +
+                                         format_duration(st.job().ready_timeout) + ": missing " +
+                                         missing_pods(st));
+            } else if (st.state() == JobState::restarting && arg == st.restart_round) {
               std::string missing = missing_pods(st);
-              fail(self, JobEvent::ready_timeout,
-                   "restart " + std::to_string(arg) + " not ready after " +
-                       format_duration(st.job().ready_timeout) +
-                       (missing.empty() ? ": ranks of the faulted attempt still stopping"
-                                        : ": pods not back: " + missing));
+              on_ready_timeout(self, "restart not ready after " +
+                                         format_duration(st.job().ready_timeout) +
+                                         (missing.empty()
+                                              ? ": ranks of the faulted attempt still stopping"
+                                              : ": pods not back: " + missing));
             }
             break;
           case kHeartbeatTimer:
             on_heartbeat_tick(self);
             break;
           case kRestartStopTimer:
-            if (st.state() == JobState::restarting && arg == st.restarts.used() &&
+            if (st.state() == JobState::restarting && arg == st.restart_round &&
                 !st.ranks.all_done()) {
               st.log->warn("ranks of the faulted attempt did not all report; going on");
               st.ranks.end_remaining("did not report after the stop");
@@ -1389,7 +1415,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             }
             break;
           case kRestartRetryTimer:
-            if (arg == st.restarts.used()) {
+            if (arg == st.restart_round) {
               st.retry_pending = false;
               maybe_relaunch(self);
             }

@@ -12,7 +12,9 @@
 // I/O calls CAF makes, each now starts with an empty queue, as OpenSSL's docs
 // require.
 //
-// 2. The handshake's busy loop (handshake_step below).
+// 2. The handshake's busy loop (handshake_step below) and the accepting
+// side's gate: a handshake waits without CPU, has a deadline, and only so
+// many wait at once (HandshakeGate below).
 //
 // 3. Credentials parsed once, and no session tickets (see below). CAF builds a fresh SSL_CTX per
 // connection and loads the certificate, key and CA files into it; the three SSL_CTX_use_*/
@@ -20,14 +22,24 @@
 // (os/tls_cache.hpp) when the path is the one atl loaded, and fall back to
 // OpenSSL's loaders for anything else.
 #include <dlfcn.h>
+#include <malloc.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
-#include <sched.h>
+#include <sys/epoll.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "atl/core/pending_handshakes.hpp"
 #include "atl/os/tls_cache.hpp"
 
 namespace {
@@ -42,26 +54,205 @@ F next_definition(const char* name) {
   return reinterpret_cast<F>(f);
 }
 
-// CAF's multiplexer keeps a handshaking socket registered for writing, so
-// while a handshake waits for the peer it calls SSL_connect/accept in a busy
-// loop. The accepting side (the head, serving many) gives the core away
-// between tries and never blocks: a stranger that stalls its handshake
-// cannot slow anyone else's. The connecting side (a workernode or atlctl,
-// whose multiplexer has nothing else to do until its one connection is up)
-// waits up to 20 ms for the peer's bytes instead: sixteen workers spinning
-// while the head handshakes one after the other took the head's cores.
-int handshake_step(int (*real)(SSL*), SSL* ssl, bool connecting) {
+using EpollCtl = int (*)(int, int, int, epoll_event*);
+
+// CAF's multiplexer keeps a handshaking socket registered for writing (the
+// first BASP message waits in its buffer), so while a handshake waits for the
+// peer it calls SSL_connect/accept in a busy loop: one idle TCP connection
+// to the head took a whole core. The gate breaks that loop on the accepting
+// side without touching CAF: while a handshake waits for the peer's bytes,
+// the socket's registration in CAF's epoll set is narrowed to reading (CAF's
+// own view of it is kept and restored as soon as the handshake moves on), so
+// it waits in epoll at no cost. Each handshake has a deadline (a thread of
+// the gate shuts the socket down when it passes, which CAF then sees as the
+// handshake failing) and at most kMaxPending wait at once: past that the
+// oldest waiting one is dropped (PendingHandshakes), so stalled strangers
+// never keep a real client out. A connection's memory goes with its session
+// (SSL_free below).
+class HandshakeGate {
+ public:
+  static constexpr std::size_t kMaxPending = 256;
+  static constexpr std::chrono::seconds kDeadline{5};
+
+  static HandshakeGate& instance() {
+    static auto* gate = new HandshakeGate;  // never destroyed: CAF's threads outlive statics
+    return *gate;
+  }
+
+  // Every epoll_ctl of the process passes here; a socket whose handshake
+  // waits for reading is registered without EPOLLOUT.
+  int epoll_ctl(int epfd, int op, int fd, epoll_event* event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (op == EPOLL_CTL_DEL) {
+      registrations_.erase(fd);
+      return real_epoll_ctl_(epfd, op, fd, event);
+    }
+    if (!event) return real_epoll_ctl_(epfd, op, fd, event);
+    registrations_[fd] = Registration{epfd, *event};
+    if (!reading_only_.count(fd)) return real_epoll_ctl_(epfd, op, fd, event);
+    epoll_event narrowed = *event;
+    narrowed.events &= ~static_cast<uint32_t>(EPOLLOUT);
+    return real_epoll_ctl_(epfd, op, fd, &narrowed);
+  }
+
+  // After each SSL_accept step of `ssl` on `fd`: what it returned and the
+  // error it reported.
+  void after_accept_step(SSL* ssl, int fd, int ret, int error) {
+    auto key = reinterpret_cast<atl::PendingHandshakes::Key>(ssl);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ret == 1 || (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE)) {
+      forget(key);
+      return;
+    }
+    if (fd < 0) return;
+    auto admission = pending_.admit(key, atl::PendingHandshakes::Clock::now());
+    if (admission.first_step) {
+      // A descriptor of the gate's own: the deadline can shut the socket down
+      // even if CAF closed its descriptor and the number was reused.
+      sockets_[key] = Socket{fd, ::fcntl(fd, F_DUPFD_CLOEXEC, 0)};
+      if (!deadline_thread_.joinable()) deadline_thread_ = std::thread([this] { watch_deadlines(); });
+      wake_.notify_one();
+    }
+    set_reading_only(fd, error == SSL_ERROR_WANT_READ);
+    if (admission.evicted) {
+      if (!eviction_logged_) {
+        std::fprintf(stderr,
+                     "atl: %zu TLS handshakes are waiting for their peers: the oldest are "
+                     "dropped to make room\n",
+                     pending_.cap());
+        eviction_logged_ = true;
+      }
+      drop(*admission.evicted);
+    }
+  }
+
+  void session_freed(SSL* ssl) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forget(reinterpret_cast<atl::PendingHandshakes::Key>(ssl));
+  }
+
+ private:
+  struct Registration {
+    int epfd;
+    epoll_event event;  // as CAF asked for it
+  };
+
+  HandshakeGate()
+      : real_epoll_ctl_(reinterpret_cast<EpollCtl>(::dlsym(RTLD_NEXT, "epoll_ctl"))),
+        pending_(kMaxPending, std::chrono::duration_cast<std::chrono::milliseconds>(kDeadline)) {
+    if (!real_epoll_ctl_) {
+      std::fprintf(stderr, "atl: cannot find libc's epoll_ctl: %s\n", ::dlerror());
+      std::abort();
+    }
+  }
+
+  // Under mutex_. Narrows or restores the socket's epoll registration.
+  void set_reading_only(int fd, bool on) {
+    bool was = reading_only_.count(fd) > 0;
+    if (on == was) return;
+    if (on) {
+      reading_only_.insert(fd);
+    } else {
+      reading_only_.erase(fd);
+    }
+    auto reg = registrations_.find(fd);
+    if (reg == registrations_.end()) return;  // not in epoll yet: narrowed when CAF adds it
+    epoll_event event = reg->second.event;
+    if (on) event.events &= ~static_cast<uint32_t>(EPOLLOUT);
+    real_epoll_ctl_(reg->second.epfd, EPOLL_CTL_MOD, fd, &event);
+  }
+
+  // Under mutex_. The handshake ended one way or another: CAF's own wish for
+  // the socket applies again. (CAF frees a session before it closes the
+  // socket, so `fd` still names it here.)
+  void forget(atl::PendingHandshakes::Key key) {
+    pending_.finish(key);
+    auto socket = sockets_.find(key);
+    if (socket == sockets_.end()) return;
+    set_reading_only(socket->second.fd, false);
+    if (socket->second.copy >= 0) ::close(socket->second.copy);
+    sockets_.erase(socket);
+    if (pending_.size() < kMaxPending / 2) eviction_logged_ = false;
+    // A burst of connections is over: what their sessions took goes back to
+    // the system (glibc keeps freed heap otherwise: 1,500 handshakes left the
+    // head ~20 MB larger for good). On the gate's thread, not CAF's.
+    if (++ended_since_trim_ >= kTrimAfter && pending_.size() == 0) {
+      ended_since_trim_ = 0;
+      trim_due_ = true;
+      wake_.notify_one();
+    }
+  }
+
+  // Under mutex_. Ends a waiting handshake: its socket reads as ended, CAF's
+  // next SSL_accept on it fails and CAF drops the connection.
+  void drop(atl::PendingHandshakes::Key key) {
+    auto socket = sockets_.find(key);
+    if (socket == sockets_.end()) return;
+    if (socket->second.copy >= 0) ::shutdown(socket->second.copy, SHUT_RDWR);
+    set_reading_only(socket->second.fd, false);  // CAF sees the end either way
+  }
+
+  // The gate's thread: drops the handshakes past their deadline.
+  void watch_deadlines() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      auto next = pending_.next_deadline();
+      if (trim_due_) {
+        trim_due_ = false;
+        lock.unlock();
+        ::malloc_trim(0);
+        lock.lock();
+        continue;
+      }
+      if (next) {
+        wake_.wait_until(lock, *next);
+      } else {
+        wake_.wait(lock);
+      }
+      for (auto key : pending_.take_expired(atl::PendingHandshakes::Clock::now())) drop(key);
+    }
+  }
+
+  EpollCtl real_epoll_ctl_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  atl::PendingHandshakes pending_;
+  struct Socket {
+    int fd;    // CAF's descriptor
+    int copy;  // the gate's own, for the deadline
+  };
+  std::unordered_map<atl::PendingHandshakes::Key, Socket> sockets_;
+  std::unordered_map<int, Registration> registrations_;
+  std::unordered_set<int> reading_only_;
+  std::thread deadline_thread_;
+  bool eviction_logged_ = false;
+  static constexpr int kTrimAfter = 64;  // handshakes ended before a trim is worth it
+  int ended_since_trim_ = 0;
+  bool trim_due_ = false;
+};
+
+// The connecting side (a workernode or atlctl, whose multiplexer has nothing
+// else to do until its one connection is up) waits up to 20 ms for the
+// peer's bytes instead of spinning: sixteen workers spinning while the head
+// handshakes one after the other took the head's cores.
+int connect_step(int (*real)(SSL*), SSL* ssl) {
   ERR_clear_error();
   int ret = real(ssl);
   if (ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_WANT_READ) {
     int fd = SSL_get_fd(ssl);
-    if (connecting && fd >= 0) {
+    if (fd >= 0) {
       pollfd p{fd, POLLIN, 0};
       ::poll(&p, 1, 20);
-    } else {
-      sched_yield();
     }
   }
+  return ret;
+}
+
+int accept_step(int (*real)(SSL*), SSL* ssl) {
+  ERR_clear_error();
+  int ret = real(ssl);
+  int error = ret == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, ret);
+  HandshakeGate::instance().after_accept_step(ssl, SSL_get_fd(ssl), ret, error);
   return ret;
 }
 
@@ -83,12 +274,22 @@ int SSL_write(SSL* ssl, const void* buf, int num) {
 
 int SSL_connect(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_connect");
-  return handshake_step(real, ssl, true);
+  return connect_step(real, ssl);
 }
 
 int SSL_accept(SSL* ssl) {
   static auto real = next_definition<int (*)(SSL*)>("SSL_accept");
-  return handshake_step(real, ssl, false);
+  return accept_step(real, ssl);
+}
+
+void SSL_free(SSL* ssl) {
+  static auto real = next_definition<void (*)(SSL*)>("SSL_free");
+  if (ssl && SSL_is_server(ssl)) HandshakeGate::instance().session_freed(ssl);
+  real(ssl);
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
+  return HandshakeGate::instance().epoll_ctl(epfd, op, fd, event);
 }
 
 int SSL_CTX_use_certificate_chain_file(SSL_CTX* ctx, const char* file) {

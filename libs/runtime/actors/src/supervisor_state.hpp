@@ -137,6 +137,9 @@ struct State {
   std::int32_t check_round = 0;  // replies of an older pre-flight are ignored
   bool preflight_running = false;
   bool retry_pending = false;  // a failed pre-flight's pause before the next
+  // Grows with every restart, counted or not (a delete while parked costs
+  // none): the tag of each restart's timers, so an older one's is moot.
+  std::int32_t restart_round = 0;
   std::chrono::steady_clock::time_point last_heartbeat_sent;
   std::chrono::steady_clock::time_point last_detector_tick;  // to notice our own stalls
   std::vector<TimelineEvent> events;

@@ -71,6 +71,9 @@ Expected<JobState> next_state(JobState from, JobEvent event) {
     case S::pending:
       if (event == E::all_joined) return S::initializing;
       if (event == E::ready_timeout) return S::failed;
+      // Pods that never came within the ready timeout: a counted fault, and
+      // the job waits again for them as after any restart.
+      if (event == E::restart) return S::restarting;
       // A worker that leaves before the others joined is simply missing again.
       if (event == E::node_lost) return S::pending;
       break;
@@ -99,12 +102,16 @@ Expected<JobState> next_state(JobState from, JobEvent event) {
       if (event == E::debug_stop) return S::debugStop;
       if (event == E::debug_run) return S::debugCommand;
       if (event == E::recover) return S::command;
-      // No user code runs: a lost (or deleted) pod is awaited, at no cost.
+      // No user code runs: a lost pod is awaited, at no cost.
       if (event == E::node_lost) return S::debugStop;
+      // atlctl delete: the job starts again once the pods are back (the seed:
+      // 删除后任务会自动重启), still at no cost.
+      if (event == E::restart) return S::restarting;
       break;
     case S::debugCommand:
       if (event == E::debug_stop) return S::debugStop;
       if (event == E::node_lost) return S::debugCommand;
+      if (event == E::restart) return S::restarting;
       break;
     default:
       break;

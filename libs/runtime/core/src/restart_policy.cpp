@@ -18,6 +18,8 @@ std::string_view to_string(FaultKind kind) {
       return "rank_failed";
     case FaultKind::head_restarted:
       return "head_restarted";
+    case FaultKind::ready_timeout:
+      return "ready_timeout";
   }
   return "unknown";
 }
@@ -26,6 +28,8 @@ std::string_view to_string(FaultResponse response) {
   switch (response) {
     case FaultResponse::restart:
       return "restart";
+    case FaultResponse::restart_uncounted:
+      return "restart_uncounted";
     case FaultResponse::fail:
       return "fail";
     case FaultResponse::carry_on:
@@ -38,8 +42,12 @@ FaultResponse RestartPolicy::respond(JobState state, const Fault& fault) {
   using S = JobState;
   switch (state) {
     case S::pending:
-      // Before the job ever started, a pod that leaves is just missing again.
-      return fault.kind == FaultKind::rank_failed ? FaultResponse::fail : FaultResponse::carry_on;
+      // Before the job ever started, a pod that leaves is just missing again;
+      // pods that never came within the ready timeout cost a restart (the
+      // seed: a clear error, then retried per the policy).
+      if (fault.kind == FaultKind::rank_failed) return FaultResponse::fail;
+      if (fault.kind != FaultKind::ready_timeout) return FaultResponse::carry_on;
+      break;
     case S::initializing:
       // The first pre-flight: a node that failed it is tainted and (the
       // supervisor asks only when a spare can take its place) costs a restart.
@@ -48,13 +56,18 @@ FaultResponse RestartPolicy::respond(JobState state, const Fault& fault) {
       break;
     case S::debugStop:
     case S::debugCommand:
-      // User code is parked: nothing to restart, and the seed says a delete
-      // here costs nothing. The pod comes back and is awaited.
-      return FaultResponse::carry_on;
+      // User code is parked. A delete restarts the job once the pods are
+      // back, and the seed says it costs nothing (删除后任务会自动重启; debug
+      // then delete 不会消耗用户任务容错次数). Any other loss: the pod comes
+      // back and is awaited.
+      return fault.kind == FaultKind::pod_deleted ? FaultResponse::restart_uncounted
+                                                  : FaultResponse::carry_on;
     case S::restarting:
       // A restart is already under way: ranks are stopping and pods are
-      // awaited. Only a failed pre-flight of the new attempt costs another.
-      if (fault.kind != FaultKind::preflight_failed) return FaultResponse::carry_on;
+      // awaited. Only a failed pre-flight of the new attempt, or pods still
+      // missing at its ready timeout, cost another.
+      if (fault.kind != FaultKind::preflight_failed && fault.kind != FaultKind::ready_timeout)
+        return FaultResponse::carry_on;
       break;
     case S::command:
       if (fault.kind == FaultKind::rank_failed && !options_.restart_on_failure)

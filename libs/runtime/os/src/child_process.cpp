@@ -120,11 +120,23 @@ bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
   return true;
 }
 
-// SIGKILLs every process that is our child (the guard is a subreaper, so an
-// orphan anywhere below us becomes one, setsid or not) or in our group, and
-// reaps the children (but never the command: the main loop waits for it).
-// Returns how many were still there.
-int kill_descendants() {
+volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
+volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
+volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
+
+void reap(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) == pid) {
+    g_orphan_status = status;
+    g_orphan_ended = 1;
+  }
+}
+
+// Sends `sig` (0: none, only count) to every process that is our child (the
+// guard is a subreaper, so an orphan anywhere below us becomes one, setsid or
+// not) or in our group, and reaps the children that are dead (but never the
+// command: the main loop waits for it). Returns how many were still there.
+int signal_descendants(int sig) {
   pid_t self = ::getpid();
   pid_t group = ::getpgrp();
   int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -147,17 +159,19 @@ int kill_descendants() {
       if (!mine && (pgrp != group || state == 'Z')) continue;  // others reap their zombies
       if (state == 'Z') {
         // Dead already: reap it (the command is left to the main loop's waitpid).
-        if (pid != g_inner) ::waitpid(pid, nullptr, WNOHANG);
+        if (pid != g_inner) reap(pid);
         continue;
       }
       ++found;
-      ::kill(pid, SIGKILL);
-      if (mine && pid != g_inner) ::waitpid(pid, nullptr, WNOHANG);
+      if (sig != 0) ::kill(pid, sig);
+      if (mine && pid != g_inner) reap(pid);
     }
   }
   ::close(dir);
   return found;
 }
+
+int kill_descendants() { return signal_descendants(SIGKILL); }
 
 // Until nothing below us is left (bounded: 10 s).
 void sweep() {
@@ -214,6 +228,28 @@ int wait_for_command(pid_t inner, const Lease* lease) {
 // ChildProcess::kill_tree(): end the command and everything it started now.
 void on_kill_tree(int) { sweep(); }
 
+// A stop reached the group: the command's end is no longer the rank's end.
+// Only what ends after the stop speaks for the rank.
+void on_stop(int) {
+  if (!g_stopping) g_orphan_ended = 0;
+  g_stopping = 1;
+}
+
+// After a stop, the command (often a shell wrapper that SIGTERM ends at once)
+// may end before what it started: a Python rank still saving its checkpoint
+// in its SIGTERM handler. The rank's grace belongs to the whole group, so the
+// guard waits for everything below it to end by itself; the owner's grace
+// timer (kill_tree, SIGUSR2) or an expired lease ends the wait. Orphans that
+// left the group (setsid) were never signalled: they get the stop too.
+void wait_for_the_rest(const Lease* lease) {
+  signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
+  while (signal_descendants(0) > 0) {
+    if (lease && lease->expired()) return;  // the sweep that follows ends them
+    timespec pause{0, 20 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
 // The child forks once more: this first process stays as a guard in the new
 // group while the second execs the command. pdeathsig only reaches a direct
 // child, so the guard turns "my parent died" into SIGKILL for everything
@@ -226,9 +262,9 @@ void become_guard(pid_t parent) {
   ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
   if (::getppid() != parent) kill_own_group(0);  // the parent died before prctl took
   // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
-  // to report how it ended.
-  set_disposition(SIGTERM, SIG_IGN);
-  set_disposition(SIGINT, SIG_IGN);
+  // to report how it ended, and notes it: from then on it waits for the group.
+  set_disposition(SIGTERM, on_stop);
+  set_disposition(SIGINT, on_stop);
   // The guard never dumps core: a crashed rank's core file is the user's evidence.
   ::getrlimit(RLIMIT_CORE, &g_core_limit);
   rlimit no_core{0, g_core_limit.rlim_max};
@@ -256,6 +292,15 @@ void become_guard(pid_t parent) {
   g_inner = inner;
   ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
   int status = wait_for_command(inner, lease);
+  if (g_stopping) {
+    wait_for_the_rest(lease);
+    // A wrapper the stop signal ended speaks for nothing: the rank ended as
+    // the last process of its tree did (the handler's exit, or the SIGKILL
+    // of an expired grace).
+    bool wrapper_stopped =
+        WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT);
+    if (wrapper_stopped && g_orphan_ended) status = g_orphan_status;
+  }
   // The rank ended: whatever it left behind, in its group or not, goes too.
   sweep();
   if (WIFSIGNALED(status)) {

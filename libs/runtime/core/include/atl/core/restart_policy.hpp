@@ -21,6 +21,7 @@ enum class FaultKind {
   preflight_failed,  // a node failed the checks before a (re)start
   rank_failed,       // a rank exited non-zero (a fault only with restart_on_failure)
   head_restarted,    // the head itself died and was started again
+  ready_timeout,     // pods did not all come (back) within the ready timeout
 };
 
 std::string_view to_string(FaultKind kind);
@@ -33,6 +34,8 @@ struct Fault {
 
 enum class FaultResponse {
   restart,   // stop every rank, count one restart, start the job again from scratch
+  restart_uncounted,  // the same, at no cost: atlctl delete while the job is
+                      // parked in a debug state (the seed: no budget is used)
   fail,      // the job fails (no restart allowed here, or the budget is spent)
   carry_on,  // nothing to restart: user code is not running (debug states, or
              // a restart already under way); a lost pod is simply awaited
