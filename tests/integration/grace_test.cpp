@@ -1,0 +1,119 @@
+// A rank's grace on real processes: a SIGTERM handler that saves a checkpoint
+// runs to its end under a shell wrapper, through atlctl stop, a restart and
+// the job's end, and the rank is reported as its handler ended it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "test_cluster.hpp"
+
+namespace atl::test {
+namespace {
+
+// Saves "<dir>/saved.<rank>.<restart>" 2 s into its SIGTERM handler, then
+// exits 0; exits 3 by itself once "<dir>/fail.<rank>" appears.
+std::string write_rank_script(const std::string& dir) {
+  std::string path = dir + "/term.py";
+  std::ofstream(path) << R"(import os, signal, sys, time
+d = sys.argv[1]
+rank = os.environ["RANK"]
+restart = os.environ.get("ATL_RESTART_COUNT", "0")
+def on_term(*_):
+    time.sleep(2)
+    with open(f"{d}/saved.{rank}.{restart}", "w") as f:
+        f.write("saved")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print("ready", flush=True)
+while True:
+    if os.path.exists(f"{d}/fail.{rank}"):
+        sys.exit(3)
+    time.sleep(0.1)
+)";
+  return path;
+}
+
+bool saved(const TestCluster& c, int rank, int restart) {
+  return std::filesystem::exists(c.dir() + "/saved." + std::to_string(rank) + "." +
+                                 std::to_string(restart));
+}
+
+struct Form {
+  const char* name;
+  std::vector<std::string> words;  // after "--"; %S: the script, %D: the folder
+};
+
+std::vector<std::string> entrypoint(const Form& form, const std::string& script,
+                                    const std::string& dir) {
+  std::vector<std::string> out;
+  for (std::string w : form.words) {
+    for (auto [key, value] : {std::pair{"%S", script}, {"%D", dir}}) {
+      auto at = w.find(key);
+      if (at != std::string::npos) w.replace(at, 2, value);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+class GraceForms : public ::testing::TestWithParam<Form> {};
+
+// The guide's stop: the handler gets its 2 s (of a 5 s grace) in every form.
+TEST_P(GraceForms, AtlctlStopLeavesTheHandlerItsGrace) {
+  TestCluster c;
+  std::string script = write_rank_script(c.dir());
+  std::vector<std::string> args = {"--workers", "1", "--local-workers", "1", "--grace", "5s", "--"};
+  for (auto& w : entrypoint(GetParam(), script, c.dir())) args.push_back(w);
+  auto& head = c.start_head(args);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] ready")) << c.output(head);
+  auto stop = c.atlctl({"--address", c.head_address(), "stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  EXPECT_EQ(stop.output, "Stopping task in all workers...\nStop job task success.\n");
+  EXPECT_TRUE(saved(c, 0, 0)) << "the checkpoint was never written\n" << c.output(head);
+  EXPECT_TRUE(c.wait_for_output(head, "rank-0 ended: exit code 0")) << c.output(head);
+  EXPECT_EQ(c.output(head).find("outlived its grace"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Entrypoints, GraceForms,
+    ::testing::Values(Form{"OneWord", {"python3 %S %D"}},
+                      Form{"Argv", {"python3", "%S", "%D"}},
+                      Form{"Exec", {"exec python3 %S %D"}}),
+    [](const ::testing::TestParamInfo<Form>& info) { return std::string(info.param.name); });
+
+// The same grace when a fault restarts the job and when the job ends.
+TEST(Grace, ARestartAndTheJobsEndLeaveTheHandlerItsGrace) {
+  TestCluster c;
+  std::string script = write_rank_script(c.dir());
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--grace", "5s", "--",
+                             "python3 " + script + " " + c.dir()});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] ready")) << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] ready")) << c.output(head);
+  // A lost pod: rank 0 on the other one is stopped for the restart.
+  ASSERT_EQ(::kill(c.worker_pid(1), SIGKILL), 0);
+  ASSERT_TRUE(c.wait_for_output(head, "job restarted: attempt 2", 60s)) << c.output(head);
+  EXPECT_TRUE(saved(c, 0, 0)) << "no checkpoint on the restart\n" << c.output(head);
+  // Attempt 2 runs; rank 1 fails, the job ends and rank 0 is stopped.
+  for (int i = 0; i < 600 && count_lines(c.output(head)) > 0; ++i) {
+    std::string out = c.output(head);
+    auto first = out.find("[rank 0] ready");
+    if (first != std::string::npos && out.find("[rank 0] ready", first + 1) != std::string::npos &&
+        out.find("[rank 1] ready", out.find("job restarted: attempt 2")) != std::string::npos)
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::ofstream(c.dir() + "/fail.1") << "now";
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(saved(c, 0, 1)) << "no checkpoint at the job's end\n" << c.output(head);
+  EXPECT_EQ(c.output(head).find("outlived its grace"), std::string::npos) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+}  // namespace
+}  // namespace atl::test
