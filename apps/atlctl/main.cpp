@@ -556,7 +556,8 @@ int main(int argc, char** argv) {
                    (env_insecure && std::string(env_insecure) == "1");
   if (address_text.empty() || !tls_given) {
     std::string path;
-    auto pointer = atl::os::find_job_pointer(&path);
+    const char* env_job = std::getenv("ATL_JOB_ID");
+    auto pointer = atl::os::find_job_pointer({env_job ? env_job : "", address_text}, &path);
     if (pointer && !*pointer && address_text.empty())
       die(kExitUsage, "no supervisor address: " + pointer->error());
     if (pointer && *pointer) {

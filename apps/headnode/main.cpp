@@ -343,6 +343,8 @@ void make_dirs(const std::string& path) {
 // cannot be written is refused, not run blind.
 void prepare_state_dir(const HeadOptions& opt) {
   make_dirs(opt.state_dir + "/logs");
+  // Private to the job's user, also when an earlier version made it 0755.
+  ::chmod(opt.state_dir.c_str(), 0700);
   for (const std::string& dir : {opt.state_dir, opt.state_dir + "/logs"}) {
     if (auto ok = atl::os::check_writable_dir(dir); !ok)
       atl::cli::usage_error("headnode", "--state-dir: " + ok.error());
@@ -418,6 +420,7 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
 }  // namespace
 
 int main(int argc, char** argv) {
+  atl::os::keep_own_files_private();
   HeadOptions opt = parse_options(argc, argv);
   prepare_state_dir(opt);
   auto credentials = head_credentials(opt);

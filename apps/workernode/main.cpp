@@ -18,6 +18,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/resources.hpp"
+#include "atl/os/child_process.hpp"
 #include "atl/os/job_pointer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
@@ -343,6 +344,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
 }  // namespace
 
 int main(int argc, char** argv) {
+  atl::os::keep_own_files_private();
   WorkerOptions opt = parse_options(argc, argv);
   atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();

@@ -1,6 +1,7 @@
 // A job's life end to end with real processes: SPMD and driver mode, failures,
 // timeouts, lost pods, logs, and no process left behind.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -98,17 +99,23 @@ TEST(JobLifecycle, AtlctlFindsTheJobFromAPlainShellOfAPod) {
   auto [code, out] = plain({});
   EXPECT_EQ(code, 0) << out;
   EXPECT_EQ(out, "Job status:  command\n");
-  // $ATL_ADDRESS comes before the file (here: a port nobody listens on).
+  // $ATL_ADDRESS comes before the file (here: a port nobody listens on), and
+  // another job's credentials are never taken for it.
   auto [env_code, env_out] = plain({"ATL_ADDRESS=127.0.0.1:1"});
-  EXPECT_EQ(env_code, 4) << env_out;
+  EXPECT_EQ(env_code, 2) << env_out;
+  EXPECT_NE(env_out.find("no TLS credentials"), std::string::npos) << env_out;
+  // The job's own file is found by its id, too.
+  auto [id_code, id_out] = plain({"ATL_JOB_ID=" + c.job_id()});
+  EXPECT_EQ(id_code, 0) << id_out;
   // A damaged file is named, not silently skipped.
-  std::string damaged = c.dir() + "/damaged.json";
+  ::mkdir((c.dir() + "/damaged").c_str(), 0700);
+  std::string damaged = c.dir() + "/damaged/job.json";
   std::ofstream(damaged) << "{\"address\": 5}";
   auto [bad_code, bad_out] = plain({"ATL_JOB_FILE=" + damaged});
   EXPECT_EQ(bad_code, 2) << bad_out;
   EXPECT_NE(bad_out.find(damaged + ": field 'address' is not text"), std::string::npos) << bad_out;
   // No file at all: the message says where one would be.
-  auto [none_code, none_out] = plain({"ATL_JOB_FILE=" + c.dir() + "/none.json"});
+  auto [none_code, none_out] = plain({"ATL_JOB_FILE=" + c.dir() + "/none/job.json"});
   EXPECT_EQ(none_code, 2) << none_out;
   EXPECT_NE(none_out.find("run in a pod of the job"), std::string::npos) << none_out;
   head.process->signal(SIGTERM);

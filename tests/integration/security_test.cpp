@@ -8,11 +8,13 @@
 #include <openssl/ssl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -409,6 +411,37 @@ TEST(Security, IdleConnectionsAndStalledHandshakesCostTheHeadNothing) {
   EXPECT_LT(after - baseline, 5 * 1024) << baseline << " KiB -> " << after << " KiB";
   EXPECT_FALSE(head.process->try_wait().has_value()) << c.output(head);
   EXPECT_TRUE(c.wait_for_status("command", 10s));
+}
+
+}  // namespace atl::test
+
+namespace atl::test {
+
+// What atl writes is the job user's alone (a rank's printed secret sat in a
+// 0644 log); what the ranks write keeps the umask they were started with.
+TEST(Security, AtlsOwnFilesArePrivateAndRankFilesKeepTheUsersUmask) {
+  mode_t user_umask = ::umask(022);
+  ::umask(user_umask);
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "echo secret-token-123; touch " + c.dir() + "/rank-file; mkdir " + c.dir() + "/rank-dir"});
+  ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
+  int files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(c.state_dir())) {
+    struct stat st {};
+    ASSERT_EQ(::lstat(entry.path().c_str(), &st), 0) << entry.path();
+    if (S_ISLNK(st.st_mode)) continue;
+    EXPECT_EQ(st.st_mode & 077, 0u) << entry.path() << " is " << std::oct << (st.st_mode & 0777);
+    files += S_ISREG(st.st_mode);
+  }
+  EXPECT_GE(files, 4) << "state.db, address, head.log, a rank log at least";
+  struct stat top {};
+  ASSERT_EQ(::stat(c.state_dir().c_str(), &top), 0);
+  EXPECT_EQ(top.st_mode & 0777, 0700u) << std::oct << (top.st_mode & 0777);
+  struct stat rank_file {}, rank_dir {};
+  ASSERT_EQ(::stat((c.dir() + "/rank-file").c_str(), &rank_file), 0);
+  ASSERT_EQ(::stat((c.dir() + "/rank-dir").c_str(), &rank_dir), 0);
+  EXPECT_EQ(rank_file.st_mode & 0777, 0666u & ~user_umask) << std::oct << rank_file.st_mode;
+  EXPECT_EQ(rank_dir.st_mode & 0777, 0777u & ~user_umask) << std::oct << rank_dir.st_mode;
 }
 
 }  // namespace atl::test

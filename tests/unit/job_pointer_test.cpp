@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -84,28 +85,73 @@ TEST_F(JobPointerFile, PublishedIsFoundAndWithdrawnOnlyByItsWriter) {
   EXPECT_FALSE(atl::os::find_job_pointer().has_value());  // none yet
   auto written = atl::os::publish_job_pointer(sample());
   ASSERT_TRUE(written.ok()) << written.error();
-  EXPECT_EQ(*written, path_);
+  const std::string own = dir_ + "/sub/dir/jobs/jo-x.json";
+  EXPECT_EQ(*written, own);
+  EXPECT_EQ(access(path_.c_str(), F_OK), 0) << "job.json for a host with one job";
   std::string found_at;
-  auto found = atl::os::find_job_pointer(&found_at);
+  auto found = atl::os::find_job_pointer({}, &found_at);
   ASSERT_TRUE(found.has_value());
   ASSERT_TRUE(found->ok()) << found->error();
   EXPECT_EQ((*found)->address, "10.0.0.1:6380");
-  EXPECT_EQ(found_at, path_);
+  EXPECT_EQ(found_at, own);
+  // Private: the pointer names where the job's key is.
+  struct stat st {};
+  ASSERT_EQ(stat(own.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u);
   // Another pod (or job) does not take it away; its writer does.
-  atl::os::withdraw_job_pointer(path_, "jo-x", "jo-x-worker-1");
-  atl::os::withdraw_job_pointer(path_, "jo-y", "jo-x-worker-0");
-  EXPECT_EQ(access(path_.c_str(), F_OK), 0);
-  atl::os::withdraw_job_pointer(path_, "jo-x", "jo-x-worker-0");
+  atl::os::withdraw_job_pointer(*written, "jo-x", "jo-x-worker-1");
+  atl::os::withdraw_job_pointer(*written, "jo-y", "jo-x-worker-0");
+  EXPECT_EQ(access(own.c_str(), F_OK), 0);
+  atl::os::withdraw_job_pointer(*written, "jo-x", "jo-x-worker-0");
+  EXPECT_NE(access(own.c_str(), F_OK), 0);
   EXPECT_NE(access(path_.c_str(), F_OK), 0);
 }
 
+// Two jobs on one host: each keeps its own file, job.json stays the first's,
+// and a reader that names neither is told to choose instead of given a guess.
+TEST_F(JobPointerFile, TwoJobsOnAHostNeverTakeEachOthersFile) {
+  atl::os::JobPointer a = sample();
+  atl::os::JobPointer b{"jo-y", "jo-y-worker-0", "10.0.0.2:6380", "/etc/atl-y", false};
+  ASSERT_TRUE(atl::os::publish_job_pointer(a).ok());
+  auto written_b = atl::os::publish_job_pointer(b);
+  ASSERT_TRUE(written_b.ok());
+  auto shared = atl::os::find_job_pointer({"jo-x", ""});
+  ASSERT_TRUE(shared && shared->ok());
+  EXPECT_EQ((*shared)->tls_dir, "/etc/atl");
+  auto by_id = atl::os::find_job_pointer({"jo-y", ""});
+  ASSERT_TRUE(by_id && by_id->ok());
+  EXPECT_EQ((*by_id)->tls_dir, "/etc/atl-y");
+  // --address of job y takes job y's credentials, whatever job.json says.
+  auto by_address = atl::os::find_job_pointer({"", "10.0.0.2:6380"});
+  ASSERT_TRUE(by_address && by_address->ok());
+  EXPECT_EQ((*by_address)->tls_dir, "/etc/atl-y");
+  EXPECT_FALSE(atl::os::find_job_pointer({"", "10.9.9.9:1"}).has_value());
+  EXPECT_FALSE(atl::os::find_job_pointer({"jo-z", ""}).has_value());
+  auto neither = atl::os::find_job_pointer();
+  ASSERT_TRUE(neither.has_value());
+  ASSERT_FALSE(neither->ok());
+  EXPECT_NE(neither->error().find("2 jobs on this host (jo-x at 10.0.0.1:6380, jo-y at "
+                                  "10.0.0.2:6380): pass --address HOST:PORT or set ATL_JOB_ID"),
+            std::string::npos)
+      << neither->error();
+  // job.json is still the first job's; y leaving takes only its own file.
+  std::ifstream pointer(path_);
+  std::string text((std::istreambuf_iterator<char>(pointer)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("jo-x"), std::string::npos) << text;
+  atl::os::withdraw_job_pointer(*written_b, "jo-y", "jo-y-worker-0");
+  auto one = atl::os::find_job_pointer();
+  ASSERT_TRUE(one && one->ok());
+  EXPECT_EQ((*one)->job_id, "jo-x");
+}
+
 TEST_F(JobPointerFile, ADamagedFileIsAnErrorNamingIt) {
-  ASSERT_TRUE(atl::os::publish_job_pointer(sample()).ok());
-  std::ofstream(path_) << "{\"address\": 1";
+  auto written = atl::os::publish_job_pointer(sample());
+  ASSERT_TRUE(written.ok());
+  std::ofstream(*written) << "{\"address\": 1";
   auto found = atl::os::find_job_pointer();
   ASSERT_TRUE(found.has_value());
   ASSERT_FALSE(found->ok());
-  EXPECT_NE(found->error().find(path_), std::string::npos) << found->error();
+  EXPECT_NE(found->error().find(*written), std::string::npos) << found->error();
 }
 
 TEST_F(JobPointerFile, AnUnwritablePlaceIsAnError) {

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,10 @@ struct LinuxDirent64 {
   unsigned char d_type;
   char d_name[];
 };
+
+// The umask children get (keep_own_files_private() sets the process's own).
+mode_t g_children_umask = 022;
+bool g_children_umask_set = false;
 
 volatile pid_t g_inner = 0;  // the command: reaped by the guard's main loop only
 rlimit g_core_limit{};       // the command's core limit (the guard's own soft limit is 0)
@@ -417,7 +422,9 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) _exit(127);
     }
-    // Undo what the parent may have set: blocked signals and ignored SIGPIPE.
+    // Undo what the parent may have set: blocked signals, ignored SIGPIPE and
+    // the private umask of atl's own files.
+    if (g_children_umask_set) ::umask(g_children_umask);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -578,6 +585,11 @@ void Lease::revoke() { stamp_->store(INT64_MIN / 2, std::memory_order_relaxed); 
 bool Lease::expired() const {
   std::int64_t age = monotonic_ns() - stamp_->load(std::memory_order_relaxed);
   return age > static_cast<std::int64_t>(timeout_.count()) * 1000000;
+}
+
+void keep_own_files_private() {
+  g_children_umask = ::umask(077);
+  g_children_umask_set = true;
 }
 
 std::vector<std::string> current_environment() {

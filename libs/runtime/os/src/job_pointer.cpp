@@ -1,9 +1,11 @@
 #include "atl/os/job_pointer.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -18,7 +20,7 @@ namespace {
 
 using json = nlohmann::json;
 
-// mkdir -p for the pointer's directory (0755: the pointer names no secret).
+// mkdir -p for the pointer's directory (0755 less the writer's umask).
 bool make_dirs(const std::string& dir) {
   if (dir.empty()) return false;
   struct stat st {};
@@ -36,7 +38,7 @@ std::string dir_of(const std::string& path) {
 Expected<std::string> write_file(const std::string& path, const std::string& text) {
   if (!make_dirs(dir_of(path))) return make_error(dir_of(path) + ": " + std::strerror(errno));
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return make_error(tmp + ": " + std::strerror(errno));
   const char* p = text.data();
   size_t left = text.size();
@@ -111,37 +113,120 @@ std::vector<std::string> job_pointer_paths() {
   return out;
 }
 
+std::string job_file_beside(const std::string& pointer_path, const std::string& job_id) {
+  return dir_of(pointer_path) + "/jobs/" + job_id + ".json";
+}
+
+namespace {
+
+// A job id that can name a file: no separators, no dot files.
+bool usable_id(const std::string& id) {
+  return !id.empty() && id[0] != '.' && id.find('/') == std::string::npos;
+}
+
+std::optional<Expected<JobPointer>> read_pointer(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto p = parse_job_pointer(text.str());
+  if (!p) return Expected<JobPointer>(make_error(path + ": " + p.error()));
+  return Expected<JobPointer>(std::move(p).value());
+}
+
+// The jobs/ files of a place, sorted by name, with what each holds.
+std::vector<std::pair<std::string, Expected<JobPointer>>> job_files(const std::string& pointer) {
+  std::vector<std::pair<std::string, Expected<JobPointer>>> out;
+  std::string dir = dir_of(pointer) + "/jobs";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 5 && name[0] != '.' && name.compare(name.size() - 5, 5, ".json") == 0)
+      names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    auto p = read_pointer(dir + "/" + name);
+    if (p) out.emplace_back(dir + "/" + name, std::move(*p));
+  }
+  return out;
+}
+
+}  // namespace
+
 Expected<std::string> publish_job_pointer(const JobPointer& p) {
   std::string text = to_json(p);
   std::string errors;
   for (const auto& path : job_pointer_paths()) {
-    auto written = write_file(path, text);
-    if (written) return written;
-    errors += (errors.empty() ? "" : "; ") + written.error();
+    if (!usable_id(p.job_id)) {
+      // No id to name a file after (an older head): the shared pointer only.
+      auto written = write_file(path, text);
+      if (written) return written;
+      errors += (errors.empty() ? "" : "; ") + written.error();
+      continue;
+    }
+    auto written = write_file(job_file_beside(path, p.job_id), text);
+    if (!written) {
+      errors += (errors.empty() ? "" : "; ") + written.error();
+      continue;
+    }
+    // job.json for a host with one job: taken by the first, never overwritten
+    // by another job (a damaged one is replaced).
+    auto current = read_pointer(path);
+    if (!current || !*current || (*current)->job_id == p.job_id) write_file(path, text);
+    return written;
   }
   return make_error("cannot publish the job's address: " + errors);
 }
 
 void withdraw_job_pointer(const std::string& path, const std::string& job_id,
                           const std::string& pod) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
-  auto p = parse_job_pointer(text.str());
-  if (p && p->job_id == job_id && p->pod == pod) ::unlink(path.c_str());
+  std::vector<std::string> paths = {path};
+  for (const auto& pointer : job_pointer_paths()) paths.push_back(pointer);
+  for (const auto& candidate : paths) {
+    auto p = read_pointer(candidate);
+    if (p && *p && (*p)->job_id == job_id && (*p)->pod == pod) ::unlink(candidate.c_str());
+  }
 }
 
-std::optional<Expected<JobPointer>> find_job_pointer(std::string* path_out) {
-  for (const auto& path : job_pointer_paths()) {
-    std::ifstream in(path);
-    if (!in) continue;
+std::optional<Expected<JobPointer>> find_job_pointer(const JobPointerQuery& query,
+                                                     std::string* path_out) {
+  auto found = [&](const std::string& path, Expected<JobPointer> p) {
     if (path_out) *path_out = path;
-    std::stringstream text;
-    text << in.rdbuf();
-    auto p = parse_job_pointer(text.str());
-    if (!p) return Expected<JobPointer>(make_error(path + ": " + p.error()));
-    return Expected<JobPointer>(std::move(p).value());
+    return std::optional<Expected<JobPointer>>(std::move(p));
+  };
+  for (const auto& pointer : job_pointer_paths()) {
+    if (!query.job_id.empty()) {
+      if (usable_id(query.job_id)) {
+        std::string own = job_file_beside(pointer, query.job_id);
+        if (auto p = read_pointer(own)) return found(own, std::move(*p));
+      }
+      auto p = read_pointer(pointer);
+      if (p && *p && (*p)->job_id == query.job_id) return found(pointer, std::move(*p));
+      continue;
+    }
+    auto jobs = job_files(pointer);
+    if (!query.address.empty()) {
+      for (auto& [path, p] : jobs)
+        if (p && p->address == query.address) return found(path, std::move(p));
+      auto p = read_pointer(pointer);
+      if (p && *p && (*p)->address == query.address) return found(pointer, std::move(*p));
+      continue;
+    }
+    if (jobs.size() == 1) return found(jobs[0].first, std::move(jobs[0].second));
+    if (jobs.size() > 1) {
+      std::string list;
+      for (const auto& [path, p] : jobs)
+        list += (list.empty() ? "" : ", ") +
+                (p ? p->job_id + " at " + p->address : path + " (" + p.error() + ")");
+      return found(dir_of(pointer) + "/jobs",
+                   make_error(std::to_string(jobs.size()) + " jobs on this host (" + list +
+                              "): pass --address HOST:PORT or set ATL_JOB_ID"));
+    }
+    if (auto p = read_pointer(pointer)) return found(pointer, std::move(*p));
   }
   return std::nullopt;
 }

@@ -124,6 +124,13 @@ class ChildProcess {
 // command and everything below it now; returns at once (kill_tree() waits).
 void ask_guard_to_kill_tree(pid_t guard);
 
+// Everything this process creates from now on is private to its user (umask
+// 077: files 0600, folders 0700): logs, the state store, the address, the
+// job file. The processes it starts (ranks, drivers, local workers) get the
+// umask it had before, so user code writes files as it always would. Call
+// first thing in main, before any thread.
+void keep_own_files_private();
+
 // The calling process's environment as "K=V" strings.
 std::vector<std::string> current_environment();
 

@@ -6,7 +6,10 @@
 //
 // The place: $ATL_JOB_FILE when set (tests, unusual images), else the first
 // writable of /run/atl/job.json, $XDG_RUNTIME_DIR/atl/job.json and
-// /tmp/atl-<uid>/job.json; readers look in the same order.
+// /tmp/atl-<uid>/job.json; readers look in the same order. Each job has a
+// file of its own beside it, jobs/<job-id>.json (several jobs can share a
+// host: their pods never overwrite each other's); job.json itself is the
+// first job's, for hosts that run one. Files are 0600 (the writer's umask).
 #pragma once
 
 #include <optional>
@@ -36,16 +39,30 @@ std::vector<std::string> job_pointer_paths();
 // `dir` made absolute (realpath when it exists): the pointer is read from other cwds.
 std::string absolute_dir(const std::string& dir);
 
-// Writes `p` (atomically: a temporary file renamed) to the first candidate
-// it can; the path written, or why none could be.
+// The job's own file beside the pointer `pointer_path`.
+std::string job_file_beside(const std::string& pointer_path, const std::string& job_id);
+
+// Writes `p` (atomically: a temporary file renamed) as its job's file in the
+// first place it can, and as job.json there unless that names another job;
+// the job's file written, or why none could be.
 Expected<std::string> publish_job_pointer(const JobPointer& p);
 
-// Removes `path` if it still names `job_id` and `pod` (another job's pointer stays).
+// Removes `path` and the job.json of every place where they still name
+// `job_id` and `pod` (another job's or pod's pointer stays).
 void withdraw_job_pointer(const std::string& path, const std::string& job_id,
                           const std::string& pod);
 
-// The first candidate that exists: its pointer, or why it is unusable (a
-// damaged file is an error, not a silent fallback). Nothing: none exists.
-std::optional<Expected<JobPointer>> find_job_pointer(std::string* path_out = nullptr);
+// Which job a reader wants: by id ($ATL_JOB_ID), by the supervisor's address
+// (--address), or, with neither, the one job of the host.
+struct JobPointerQuery {
+  std::string job_id;
+  std::string address;
+};
+
+// The first place with a match: its pointer, or why it is unusable (a
+// damaged file is an error, not a silent fallback; so are several jobs when
+// the query names none: atl never guesses between them). Nothing: no match.
+std::optional<Expected<JobPointer>> find_job_pointer(const JobPointerQuery& query = {},
+                                                     std::string* path_out = nullptr);
 
 }  // namespace atl::os
