@@ -339,3 +339,24 @@ def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster
     # The pool gave up: calls now get a process each (cold) and work.
     assert atl._warm_pool() is None
     assert len(set(atl.get([pid.remote() for _ in range(2)], timeout=60))) == 2
+
+
+def test_shutdown_from_another_thread_returns(tmp_path):
+    # It never returned (the actor system held by the thread that made it),
+    # so the driver, and the job, never ended.
+    script = tmp_path / "driver.py"
+    script.write_text(
+        "import threading, atl\n"
+        "atl.init()\n"
+        "atl.nodes()\n"
+        "t = threading.Thread(target=atl.shutdown)\n"
+        "t.start()\n"
+        "t.join(30)\n"
+        "print('shutdown returned:', not t.is_alive(), flush=True)\n"
+        "raise SystemExit(1 if t.is_alive() else 0)\n")
+    c = Cluster(1, entrypoint=f"{sys.executable} {script}")
+    try:
+        assert c.wait_exit(120) == 0, c.output()
+        assert "[driver] shutdown returned: True" in c.output(), c.output()
+    finally:
+        c.stop()

@@ -286,9 +286,13 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
     auto c = std::make_unique<atl_client>();
     c->address = hp->to_string();
     c->config = std::make_unique<atl::AtlSystemConfig>(*tls);
-    c->system = std::make_unique<caf::actor_system>(*c->config);
-    // Connected and bridged from a thread that ends here (see atl_client).
+    // Made, connected and bridged from a thread that ends here (see
+    // atl_client): the actor system's own actors are spawned where it is
+    // made, and made on the caller's thread they held atl_disconnect from any
+    // other thread until that one exited (a driver's shutdown() from a
+    // worker thread never returned).
     auto made = std::async(std::launch::async, [&]() -> caf::expected<caf::actor> {
+      c->system = std::make_unique<caf::actor_system>(*c->config);
       auto found = atl::connect_actor(*c->system, hp->host, hp->port);
       if (!found) return found;
       c->bridge = c->system->spawn([](caf::event_based_actor* self) -> caf::behavior {
