@@ -1,6 +1,8 @@
 // atlctl stop, run and recover: the seed's debug workflow. The supervisor
 // decides what is allowed; these print the seed's lines and map its answers
 // to exit codes.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -201,20 +203,24 @@ void check_options(po::options_description& desc) {
 }
 
 // -o FILE must be writable before anything starts (a refused command changes
-// nothing, the file included): an existing file writable, or its directory.
+// nothing, the file included). Tried for real, not with access(): root passes
+// access() for a directory or for /proc, and the check ran before the file
+// failed to open. An existing file is opened without truncating it; a new
+// one is made and removed again.
 void check_output_writable(const po::variables_map& vm) {
   if (!vm.count("output")) return;
   const std::string path = vm["output"].as<std::string>();
   if (path.empty()) die(kExitUsage, "-o: the file name is empty");
-  if (::access(path.c_str(), F_OK) == 0) {
-    if (::access(path.c_str(), W_OK) != 0)
-      die(kExitUsage, "-o: cannot write " + path + ": " + std::strerror(errno));
-    return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    die(kExitUsage, "-o: " + path + " is a directory: give a file name");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) ::unlink(path.c_str());
   }
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  if (::access(dir.c_str(), W_OK) != 0)
-    die(kExitUsage, "-o: cannot write " + path + ": " + dir + ": " + std::strerror(errno));
+  if (fd < 0) die(kExitUsage, "-o: cannot write " + path + ": " + std::strerror(errno));
+  ::close(fd);
 }
 
 // -o FILE: std::cout writes to the file while this lives (an exit() on the way

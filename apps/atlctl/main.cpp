@@ -451,7 +451,17 @@ po::variables_map parse_command(const std::string& name, const Command& command,
   desc.add_options()("help,h", "show this help");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    auto parsed = po::command_line_parser(args).options(desc).run();
+    // A word no option takes was silently dropped (`delete -p POD0 POD1`
+    // deleted POD0 only): refused, naming it.
+    for (const auto& o : parsed.options) {
+      if (!o.string_key.empty() && o.position_key < 0) continue;
+      std::string word = o.original_tokens.empty() ? o.value.empty() ? "" : o.value.front()
+                                                   : o.original_tokens.front();
+      die(kExitUsage, name + ": unexpected word '" + word +
+                          "': each option takes one word (a list is comma-separated, e.g. a,b)");
+    }
+    po::store(parsed, vm);
     po::notify(vm);
   } catch (const po::invalid_command_line_syntax& e) {
     if (e.kind() == po::invalid_command_line_syntax::empty_adjacent_parameter)

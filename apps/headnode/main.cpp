@@ -163,11 +163,17 @@ HeadOptions parse_options(int argc, char** argv) {
   HeadOptions opt;
   if (vm.count("job")) {
     std::string path = vm["job"].as<std::string>();
-    std::ifstream in(path);
+    std::ifstream in(path, std::ios::binary);
     if (!in) atl::cli::usage_error("headnode", "cannot read job file " + path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto spec = atl::parse_job_spec_json(text.str());
+    // Bounded: --job /dev/zero (or a log given by mistake) must not read forever.
+    constexpr std::size_t kMaxJobFile = 1 << 20;
+    std::string text(kMaxJobFile + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxJobFile)
+      atl::cli::usage_error("headnode", path + ": larger than " + std::to_string(kMaxJobFile) +
+                                            " bytes: not a job spec");
+    auto spec = atl::parse_job_spec_json(text);
     if (!spec) atl::cli::usage_error("headnode", path + ": " + spec.error());
     opt.job = std::move(spec).value();
   }

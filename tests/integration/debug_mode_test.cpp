@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -117,6 +118,27 @@ TEST(DebugMode, AnEmptyOptionValueIsAPlainUsageError) {
   EXPECT_EQ(ranks.exit_code, 0) << ranks.output;
   EXPECT_NE(ranks.output.find("[rank 1] forced-1\n"), std::string::npos) << ranks.output;
   EXPECT_EQ(d.status(), "Job status:  debugStop\n");  // forced: untracked, state kept
+}
+
+// A check whose -o cannot be written is refused before it starts: the job
+// stays in debugStop (it was left in debugCommand, the check running).
+TEST(DebugMode, AnUnwritableOutputFileRefusesTheCheckAndChangesNothing) {
+  DebugCluster d;
+  ASSERT_EQ(d.ctl({"stop"}).exit_code, 0);
+  struct Case {
+    std::string path, says;
+  };
+  for (const auto& k : {Case{d.c.dir(), "is a directory"}, Case{"/proc/x", "cannot write /proc/x"},
+                        Case{d.c.dir() + "/no/such/dir/log", "cannot write"}}) {
+    for (const char* cmd : {"check", "burn"}) {
+      auto r = d.ctl({cmd, "-o", k.path});
+      EXPECT_EQ(r.exit_code, 2) << cmd << " " << r.output;
+      EXPECT_NE(r.output.find(k.says), std::string::npos) << r.output;
+      EXPECT_EQ(count_lines(r.output), 1) << r.output;
+      EXPECT_EQ(d.status(), "Job status:  debugStop\n") << cmd << " -o " << k.path;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(d.c.dir() + "/no")) << "nothing made on the way";
 }
 
 TEST(DebugMode, FailedRanksAreSummarisedAndFailTheRun) {

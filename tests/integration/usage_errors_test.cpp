@@ -46,6 +46,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--job-id", "Bad_Id", "--", "true"}, "job id"},
         BadUsage{{"--port", "70000", "--", "true"}, "--port"},
         BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
+        // Read without bound (a hang, or bad_alloc) before.
+        BadUsage{{"--job", "/dev/zero"}, "/dev/zero: larger than 1048576 bytes"},
+        // A bare number is no duration; the id is echoed at most 64 characters.
+        BadUsage{{"--grace", "10", "--", "true"}, "--grace: bad duration '10': give a unit"},
+        BadUsage{{"--job-id", std::string(1000, 'a'), "--", "true"}, "(1000 given)"},
         BadUsage{{"--bogus", "--", "true"}, "bogus"},
         BadUsage{{"--workers", "1", "--local-workers", "3", "--", "true"}, "--local-workers"},
         BadUsage{{"--workers", "1", "--spare-workers", "1", "--local-workers", "3", "--", "true"},
@@ -124,6 +129,12 @@ TEST(AtlctlRejects, BadUsage) {
            {{"--address", "127.0.0.1:1", "status", "--bogus"}, 2, "bogus"},
            {{"--address", "127.0.0.1:1", "status"}, 4, "127.0.0.1:1"},
            {{"--address", "127.0.0.1:1", "logs", "--tail", "x"}, 2, "tail"},
+           // Extra words were silently dropped: only POD0 was deleted.
+           {{"--address", "127.0.0.1:1", "delete", "-p", "POD0", "POD1"}, 2,
+            "delete: unexpected word 'POD1'"},
+           {{"--address", "127.0.0.1:1", "taint", "-a", "set", "-n", "n0", "n1"}, 2,
+            "taint: unexpected word 'n1'"},
+           {{"--address", "127.0.0.1:1", "status", "extra"}, 2, "status: unexpected word 'extra'"},
        }) {
     std::vector<std::string> argv = {"env", "-u", "ATL_ADDRESS", bin("atlctl")};
     argv.insert(argv.end(), k.args.begin(), k.args.end());

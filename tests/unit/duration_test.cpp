@@ -10,8 +10,17 @@ TEST(ParseDuration, AcceptsTheSeedsForms) {
   EXPECT_EQ(*atl::parse_duration("10min"), 10min);
   EXPECT_EQ(*atl::parse_duration("300ms"), 300ms);
   EXPECT_EQ(*atl::parse_duration("2h"), 2h);
-  EXPECT_EQ(*atl::parse_duration("15"), 15s);
   EXPECT_EQ(*atl::parse_duration("0s"), 0s);
+  EXPECT_EQ(*atl::parse_duration("0"), 0s);  // nothing to misread
+}
+
+TEST(ParseDuration, ABareNumberIsRefusedNamingTheUnits) {
+  for (const char* bare : {"15", "10", "1"}) {
+    auto r = atl::parse_duration(bare);
+    ASSERT_FALSE(r.ok()) << bare;
+    EXPECT_NE(r.error().find("give a unit"), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find(std::string(bare) + "s"), std::string::npos) << r.error();
+  }
 }
 
 TEST(ParseDuration, RejectsMalformedWithTheText) {

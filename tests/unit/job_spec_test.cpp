@@ -11,10 +11,10 @@ using namespace std::chrono_literals;
 TEST(JobSpecJson, ReadsEveryField) {
   auto spec = atl::parse_job_spec_json(R"({
     "job_id": "jo-abc", "mode": "driver", "entrypoint": "python3 train.py",
-    "workers": 3, "nproc_per_node": 2, "env": {"A": "1", "N": 4},
+    "workers": 3, "nproc_per_node": 2, "env": {"A": "1", "N": "4"},
     "runtime_env": {"env_vars": {"A": "2"}, "working_dir": "/tmp"},
     "spec": {"cpus": 8, "gpus": 2, "memory": "16Gi", "shm": 1024},
-    "ready_timeout": "5m", "master_port": 29600, "grace": 3,
+    "ready_timeout": "5m", "master_port": 29600, "grace": "3s",
     "max_restarts": 4, "restart_on_failure": true,
     "heartbeat_interval": "200ms", "heartbeat_timeout": "2s"
   })");
@@ -99,6 +99,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"workers": 100001})", "'workers'"},
         BadField{R"({"nproc_per_node": 1025})", "'nproc_per_node'"},
         BadField{R"({"grace": 99999999999})", "'grace'"},
+        // A bare number is no duration (10 what?); an env value is text.
+        BadField{R"({"grace": 10})", "'grace' must be a duration with its unit"},
+        BadField{R"({"grace": "10"})", "give a unit"},
+        BadField{R"({"heartbeat_timeout": 3})", "'heartbeat_timeout'"},
+        BadField{R"({"env": {"N": 4}})", "'env.N' must be a string"},
+        BadField{R"({"env": {"B": true}})", "'env.B' must be a string"},
+        BadField{R"({"runtime_env": {"env_vars": {"X": 1.5}}})", "'runtime_env.env_vars.X'"},
+        // A NUL byte would cut the command, value or path short.
+        BadField{R"({"entrypoint": "echo a\u0000b"})", "'entrypoint' holds a NUL byte"},
+        BadField{R"({"env": {"A": "x\u0000y"}})", "'env.A' holds a NUL byte"},
+        BadField{R"({"runtime_env": {"working_dir": "/t\u0000"}})",
+                 "'runtime_env.working_dir' holds a NUL byte"},
         BadField{R"({"ready_timeout": "2562048h"})", "'ready_timeout'"},
         BadField{R"({"max_restarts": -1})", "'max_restarts'"},
         BadField{R"({"max_restarts": 10001})", "'max_restarts'"},
@@ -228,6 +240,14 @@ TEST(JobId, LooksLikeThePlatforms) {
   EXPECT_TRUE(atl::validate_job_id(id).ok());
   EXPECT_EQ(atl::worker_pod_name(id, 3), id + "-worker-3");
   EXPECT_EQ(atl::head_pod_name(id), id + "-head-0");
+}
+
+TEST(JobId, ATooLongIdIsEchoedAtMost64Characters) {
+  auto st = atl::validate_job_id(std::string(1000, 'a'));
+  ASSERT_FALSE(st.ok());
+  EXPECT_LT(st.error().size(), 140u) << st.error();
+  EXPECT_NE(st.error().find(std::string(61, 'a') + "..."), std::string::npos) << st.error();
+  EXPECT_NE(st.error().find("1000 given"), std::string::npos) << st.error();
 }
 
 TEST(NodeMatchesSpec, OnlyStatedFieldsMustBeEqualAndTheErrorNamesTheField) {

@@ -14,8 +14,12 @@ Expected<Millis> parse_duration(std::string_view text) {
   auto number = detail::parse_uint(text.substr(0, digits));
   if (!number) return make_error("bad duration " + quote(text) + ": must start with a number");
   std::string_view unit = text.substr(digits);
+  // A bare number is refused: "grace 10" could mean 10 ms or 10 min.
+  if (digits == text.size() && text != "0")
+    return make_error("bad duration " + quote(text) + ": give a unit (ms, s, m, min or h), e.g. " +
+                      std::string(text) + "s");
   static constexpr std::pair<std::string_view, std::int64_t> kUnits[] = {
-      {"", 1000},   {"ms", 1},      {"s", 1000},    {"sec", 1000},
+      {"", 1},      {"ms", 1},      {"s", 1000},    {"sec", 1000},
       {"m", 60000}, {"min", 60000}, {"h", 3600000}, {"hr", 3600000}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {

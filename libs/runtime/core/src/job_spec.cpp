@@ -83,8 +83,17 @@ Status read_int(const json& v, std::string_view name, int min, int max, int& out
   return Ok{};
 }
 
+// A NUL byte ("\u0000") would cut the text short where the OS takes it: the
+// command run, a variable's value or a directory would silently be another.
+Status no_nul(std::string_view name, const std::string& text) {
+  if (text.find('\0') == std::string::npos) return Ok{};
+  return make_error("job spec: field " + detail::quote(name) +
+                    " holds a NUL byte (\\u0000), which no command, variable or path can carry");
+}
+
 Status read_string(const json& v, std::string_view name, std::string& out) {
   if (!v.is_string()) return field_error(name, "must be a string", v);
+  if (auto ok = no_nul(name, v.get_ref<const std::string&>()); !ok) return ok;
   out = v.get<std::string>();
   return Ok{};
 }
@@ -109,14 +118,9 @@ Status read_size(const json& v, std::string_view name, std::int64_t& out) {
 }
 
 Status read_duration(const json& v, std::string_view name, Millis& out) {
-  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
-    if (v.get<std::int64_t>() >
-        std::chrono::duration_cast<std::chrono::seconds>(kMaxDuration).count())
-      return field_error(name, "is too long (at most " + format_duration(kMaxDuration) + ")", v);
-    out = std::chrono::seconds(v.get<std::int64_t>());
-    return Ok{};
-  }
-  if (!v.is_string()) return field_error(name, "must be a duration such as \"300s\" or seconds", v);
+  // A bare number is refused: 10 could be seconds, milliseconds or minutes.
+  if (!v.is_string())
+    return field_error(name, "must be a duration with its unit, such as \"300s\" or \"5m\"", v);
   auto d = parse_duration(v.get<std::string>());
   if (!d) return make_error("job spec: field '" + std::string(name) + "': " + d.error());
   out = *d;
@@ -131,13 +135,12 @@ Status read_env(const json& v, std::string_view name, EnvMap& out) {
       return make_error("job spec: field " + detail::quote(field) +
                         " is not a valid environment variable name");
     }
-    if (value.is_string()) {
-      out[key] = value.get<std::string>();
-    } else if (value.is_number() || value.is_boolean()) {
-      out[key] = value.dump();  // {"OMP_NUM_THREADS": 4} is what people write
-    } else {
-      return field_error(field, "must be a string", value);
-    }
+    // Text only: 4 would be taken, but 1e3 or 0.1 would reach the rank as
+    // whatever the JSON library prints, and true as "true" where "1" was meant.
+    if (!value.is_string())
+      return field_error(field, "must be a string (quote it: \"4\")", value);
+    if (auto ok = no_nul(field, value.get_ref<const std::string&>()); !ok) return ok;
+    out[key] = value.get<std::string>();
   }
   return Ok{};
 }
@@ -266,8 +269,11 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
 }
 
 Status validate_job_id(std::string_view id) {
+  // The id as the error line shows it: at most 64 characters of it.
+  std::string shown = id.size() > 64 ? std::string(id.substr(0, 61)) + "..." : std::string(id);
   if (id.empty() || id.size() > 40) {
-    return make_error("bad job id '" + std::string(id) + "': must be 1-40 characters");
+    return make_error("bad job id '" + shown + "': must be 1-40 characters (" +
+                      std::to_string(id.size()) + " given)");
   }
   auto ok_char = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
