@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from ._capi import (AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
+from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
                     UsageError)
 from . import _serialize
 
@@ -646,7 +646,16 @@ def get(refs, timeout=None):
     """The value(s) of remote calls; RemoteError if one raised, GetTimeoutError
     if one is not done after `timeout` seconds (all of them together)."""
     single = isinstance(refs, (ObjectRef, ActorRef))
+    if not single and not isinstance(refs, (list, tuple)):
+        raise UsageError(USAGE, f"atl.get: expected an ObjectRef or a list of them, "
+                                f"got {type(refs).__name__} {refs!r:.60}")
     items = [refs] if single else list(refs)
+    for i, ref in enumerate(items):
+        if not isinstance(ref, (ObjectRef, ActorRef)):
+            raise UsageError(USAGE, f"atl.get: item {i} is {type(ref).__name__} {ref!r:.60}, "
+                                    f"not an ObjectRef")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
+        raise UsageError(USAGE, f"atl.get: timeout={timeout!r}: expected seconds >= 0 or None")
     deadline = None if timeout is None else time.monotonic() + timeout
     values = []
     for ref in items:

@@ -360,3 +360,13 @@ def test_shutdown_from_another_thread_returns(tmp_path):
         assert "[driver] shutdown returned: True" in c.output(), c.output()
     finally:
         c.stop()
+
+
+def test_get_refuses_what_is_not_a_ref(cluster):
+    # atl.get('garbage') raised AttributeError from deep inside.
+    for bad in ("garbage", 5, ["x"], [None]):
+        with pytest.raises(atl.UsageError) as e:
+            atl.get(bad)
+        assert "atl.get" in str(e.value)
+    with pytest.raises(atl.UsageError):
+        atl.get([], timeout="soon")
