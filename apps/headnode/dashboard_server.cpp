@@ -42,6 +42,7 @@ constexpr const char* kCookie = "atl_session";
 constexpr std::size_t kMaxFollowers = 200;
 constexpr std::size_t kThreads = kMaxFollowers + 56;
 constexpr auto kFollowPoll = std::chrono::milliseconds(500);
+constexpr auto kKeepAlive = std::chrono::seconds(2);
 constexpr auto kFollowPing = std::chrono::seconds(15);
 // A follower gets at most kFollowChunk per kFollowPoll (128 KiB/s, 1300
 // lines of 100 bytes: more than a page can show; bench/dashboard); one more than kFollowMaxLag
@@ -88,6 +89,7 @@ bool is_public(const std::string& path) {
 }  // namespace
 
 struct DashboardServer::Impl {
+  LobbyOf lobby;  // destroyed last: after the server's thread is joined
   DashboardConfig config;
   std::unique_ptr<httplib::Server> server;
   std::shared_ptr<HeadQueries> queries;
@@ -171,6 +173,8 @@ void DashboardServer::Impl::routes() {
     if (is_public(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     Access a = access(req);
     if (a == Access::granted) return httplib::Server::HandlerResponse::Unhandled;
+    // A stranger's connection is not kept alive: it would hold a thread.
+    res.set_header("Connection", "close");
     if (req.path.rfind("/api/", 0) == 0 || req.path == "/metrics") {
       res.set_header("WWW-Authenticate", "Bearer realm=\"atl\"");
       fail(res, 401, describe(a));
@@ -382,6 +386,10 @@ DashboardServer::DashboardServer(DashboardConfig config)
   else
     impl_->server = std::make_unique<httplib::Server>();
   impl_->server->new_task_queue = [] { return new GrowingTaskQueue(kThreads); };
+  // An idle keep-alive connection holds a thread: a page's next request
+  // comes within a second or opens a new connection.
+  impl_->server->set_keep_alive_timeout(kKeepAlive.count());
+  impl_->server->set_read_timeout(kKeepAlive.count(), 0);
   use_port_exclusively(*impl_->server);
   impl_->routes();
 }
@@ -403,6 +411,7 @@ Expected<std::uint16_t> DashboardServer::bind(std::string* note) {
     return make_error("cannot load the job's certificate for HTTPS from " + impl_->config.tls->dir);
   auto bound = bind_server(*impl_->server, impl_->config.bind, impl_->config.port,
                            !impl_->config.port_given, "the dashboard", note);
+  if (bound) impl_->lobby.bound(*impl_->server);
   if (bound && note && !note->empty()) *note += " (give --dashboard-port to choose)";
   return bound;
 }

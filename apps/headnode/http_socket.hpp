@@ -15,6 +15,7 @@
 
 #include "atl/core/expected.hpp"
 #include "atl/os/growing_pool.hpp"
+#include "connection_lobby.hpp"
 
 namespace atl::headnode {
 
@@ -50,7 +51,8 @@ inline void widen_backlog(httplib::Server& server) {
   ::listen(detail::ListeningSocket::of(server), SOMAXCONN);
 }
 
-// Binds `server` to host:port (0: any free port) with the wide backlog. With
+// Binds `server` to host:port (0: any free port) with the wide backlog; its
+// connections wait in the lobby (connection_lobby.hpp) until they speak. With
 // `fallback` (a default port, not one the user gave) a taken port falls back
 // to any free one, and *note says so in words about `what`.
 inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::string& host,
@@ -66,7 +68,18 @@ inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::s
   }
   if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
   widen_backlog(server);
+  hold_idle_connections(detail::ListeningSocket::of(server));
   return static_cast<std::uint16_t>(bound);
 }
+
+// The lobby of a bound server, closed with it (after its accept thread ended).
+class LobbyOf {
+ public:
+  void bound(httplib::Server& server) { fd_ = detail::ListeningSocket::of(server); }
+  ~LobbyOf() { release_idle_connections(fd_); }
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace atl::headnode

@@ -10,6 +10,7 @@ namespace atl::headnode {
 
 struct MetricsServer::Impl {
   std::shared_ptr<HeadQueries> queries;
+  LobbyOf lobby;  // released after the thread below is joined
   httplib::Server server;
   std::thread thread;
 };
@@ -41,6 +42,7 @@ MetricsServer::~MetricsServer() {
 
 Expected<std::uint16_t> MetricsServer::start(const std::string& bind, int port) {
   auto bound = bind_server(impl_->server, bind, port, false, "/metrics", nullptr);
+  if (bound) impl_->lobby.bound(impl_->server);
   if (bound) impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   return bound;
 }

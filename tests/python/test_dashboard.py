@@ -79,6 +79,42 @@ def test_token_file_is_private(spmd):
     assert len(spmd.token) == 43 and spmd.token.isalnum()
 
 
+def test_idle_connections_hold_no_thread_and_leave(spmd):
+    # 1,000 idle TCP connections held all 256 HTTP threads: a real request
+    # timed out. They now wait in the lobby until they speak, 5 s at most.
+    import socket
+    idle = [socket.create_connection((spmd.http.host, spmd.http.port)) for _ in range(1000)]
+    try:
+        started = time.time()
+        status, _, _ = spmd.http.get("/api/status", token=spmd.token)
+        assert status == 200
+        # Generous for 2 shared cores; it was a timeout (30 s) before.
+        assert time.time() - started < 10
+        tasks = len(os.listdir("/proc/%d/task" % spmd.head.pid))
+        assert tasks < 200, tasks
+        # A stranger's connection is closed after its answer, not kept alive.
+        _, headers, _ = spmd.http.get("/api/status")
+        assert headers.get("Connection", "").lower() == "close"
+        # The idle ones are closed by the head after their wait.
+        deadline = time.time() + 30
+        open_ones = len(idle)
+        while open_ones and time.time() < deadline:
+            time.sleep(0.5)
+            open_ones = 0
+            for s in idle:
+                s.setblocking(False)
+                try:
+                    open_ones += s.recv(1) != b""
+                except BlockingIOError:
+                    open_ones += 1
+                except OSError:
+                    pass
+        assert open_ones == 0, open_ones
+    finally:
+        for s in idle:
+            s.close()
+
+
 def test_everything_is_refused_without_a_session(spmd):
     h = spmd.http
     for path in ("/api/status", "/api/events", "/api/logs", "/api/logs/rank-0?tail=5",

@@ -1,0 +1,152 @@
+// cpp-httplib gives every accepted connection a thread of its pool, which
+// then waits up to its read timeout for a request: 1,000 idle TCP connections
+// held all 256 threads of the dashboard and a real request timed out. The
+// head's executable therefore interposes accept() (libcpp-httplib's own call
+// binds to it, as libssl's do to openssl_interpose.cpp): for a registered
+// listening socket, accept() itself keeps the connections that have not
+// spoken in one poll() on httplib's accept thread and returns the first that
+// has. Every other accept() of the process (CAF's) goes straight to libc.
+#include "connection_lobby.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "atl/core/pending_handshakes.hpp"
+
+namespace atl::headnode {
+
+namespace {
+
+// Connections waiting for their first bytes, per server; each may wait
+// kLobbyWait. The bookkeeping is PendingHandshakes': an HTTP request that has
+// not begun is a handshake that has not begun.
+constexpr std::size_t kLobbySize = 1024;
+constexpr auto kLobbyWait = std::chrono::seconds(5);
+
+using AcceptFn = int (*)(int, sockaddr*, socklen_t*);
+
+struct Lobby {
+  PendingHandshakes pending{kLobbySize, kLobbyWait};
+  std::vector<int> waiting;  // in arrival order
+  bool closed = false;
+
+  void forget(int fd) {
+    pending.finish(static_cast<PendingHandshakes::Key>(fd));
+    waiting.erase(std::remove(waiting.begin(), waiting.end(), fd), waiting.end());
+  }
+  void drop(int fd) {
+    forget(fd);
+    ::close(fd);
+  }
+};
+
+std::mutex g_mutex;
+std::map<int, std::shared_ptr<Lobby>> g_lobbies;  // by listening socket
+
+std::shared_ptr<Lobby> lobby_of(int fd) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_lobbies.find(fd);
+  return it == g_lobbies.end() ? nullptr : it->second;
+}
+
+AcceptFn real_accept() {
+  static auto real = reinterpret_cast<AcceptFn>(::dlsym(RTLD_NEXT, "accept"));
+  if (!real) {
+    std::fprintf(stderr, "atl: cannot find libc's accept: %s\n", ::dlerror());
+    std::abort();
+  }
+  return real;
+}
+
+// Only the server's accept thread calls this for its socket.
+int accept_from_lobby(Lobby& lobby, int listener, sockaddr* addr, socklen_t* len) {
+  using Clock = PendingHandshakes::Clock;
+  while (!lobby.closed) {
+    auto now = Clock::now();
+    for (auto fd : lobby.pending.take_expired(now)) lobby.drop(static_cast<int>(fd));
+    std::vector<pollfd> fds;
+    fds.push_back({listener, POLLIN, 0});
+    for (int fd : lobby.waiting) fds.push_back({fd, POLLIN, 0});
+    int wait_ms = 500;  // also how soon a closed listener is noticed at worst
+    if (auto next = lobby.pending.next_deadline()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1;
+      wait_ms = static_cast<int>(std::clamp<long long>(left, 0, wait_ms));
+    }
+    int n = ::poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    // A waiting connection spoke (or hung up: the server sees that itself).
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      int fd = fds[i].fd;
+      lobby.forget(fd);
+      if (addr && len) ::getpeername(fd, addr, len);
+      return fd;
+    }
+    if (fds[0].revents & POLLNVAL) {
+      errno = EBADF;
+      return -1;
+    }
+    if (fds[0].revents == 0) continue;
+    int fd = real_accept()(listener, nullptr, nullptr);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)
+        continue;
+      return -1;  // shut down (the server stops), or out of descriptors: the server decides
+    }
+    auto admitted = lobby.pending.admit(static_cast<PendingHandshakes::Key>(fd), Clock::now());
+    lobby.waiting.push_back(fd);
+    if (admitted.evicted) lobby.drop(static_cast<int>(*admitted.evicted));
+  }
+  errno = EBADF;
+  return -1;
+}
+
+}  // namespace
+
+void hold_idle_connections(int listening_fd) {
+  if (listening_fd < 0) return;
+  // Never block in accept(): a connection reset between poll() and accept()
+  // would hold the thread.
+  ::fcntl(listening_fd, F_SETFL, ::fcntl(listening_fd, F_GETFL) | O_NONBLOCK);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_lobbies[listening_fd] = std::make_shared<Lobby>();
+}
+
+void release_idle_connections(int listening_fd) {
+  std::shared_ptr<Lobby> lobby;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_lobbies.find(listening_fd);
+    if (it == g_lobbies.end()) return;
+    lobby = it->second;
+    g_lobbies.erase(it);
+  }
+  // The accept thread has returned (the server joined it): nobody else holds these.
+  for (int fd : lobby->waiting) ::close(fd);
+  lobby->waiting.clear();
+  lobby->closed = true;
+}
+
+}  // namespace atl::headnode
+
+extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
+  auto lobby = atl::headnode::lobby_of(fd);
+  if (!lobby) return atl::headnode::real_accept()(fd, addr, len);
+  return atl::headnode::accept_from_lobby(*lobby, fd, addr, len);
+}
