@@ -59,6 +59,8 @@ std::vector<std::string> entrypoint(const Form& form, const std::string& script,
   return out;
 }
 
+void PrintTo(const Form& form, std::ostream* os) { *os << form.name; }
+
 class GraceForms : public ::testing::TestWithParam<Form> {};
 
 // The guide's stop: the handler gets its 2 s (of a 5 s grace) in every form.
@@ -80,12 +82,13 @@ TEST_P(GraceForms, AtlctlStopLeavesTheHandlerItsGrace) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Entrypoints, GraceForms,
-    ::testing::Values(Form{"OneWord", {"python3 %S %D"}},
-                      Form{"Argv", {"python3", "%S", "%D"}},
-                      Form{"Exec", {"exec python3 %S %D"}}),
-    [](const ::testing::TestParamInfo<Form>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Entrypoints, GraceForms,
+                         ::testing::Values(Form{"OneWord", {"python3 %S %D"}},
+                                           Form{"Argv", {"python3", "%S", "%D"}},
+                                           Form{"Exec", {"exec python3 %S %D"}}),
+                         [](const ::testing::TestParamInfo<Form>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // The same grace when a fault restarts the job and when the job ends.
 TEST(Grace, ARestartAndTheJobsEndLeaveTheHandlerItsGrace) {

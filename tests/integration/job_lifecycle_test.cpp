@@ -1,8 +1,8 @@
 // A job's life end to end with real processes: SPMD and driver mode, failures,
 // timeouts, lost pods, logs, and no process left behind.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>

@@ -423,7 +423,9 @@ TEST(Security, AtlsOwnFilesArePrivateAndRankFilesKeepTheUsersUmask) {
   mode_t user_umask = ::umask(022);
   ::umask(user_umask);
   TestCluster c;
-  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "echo secret-token-123; touch " + c.dir() + "/rank-file; mkdir " + c.dir() + "/rank-dir"});
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--",
+       "echo secret-token-123; touch " + c.dir() + "/rank-file; mkdir " + c.dir() + "/rank-dir"});
   ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
   int files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(c.state_dir())) {
@@ -437,7 +439,8 @@ TEST(Security, AtlsOwnFilesArePrivateAndRankFilesKeepTheUsersUmask) {
   struct stat top {};
   ASSERT_EQ(::stat(c.state_dir().c_str(), &top), 0);
   EXPECT_EQ(top.st_mode & 0777, 0700u) << std::oct << (top.st_mode & 0777);
-  struct stat rank_file {}, rank_dir {};
+  struct stat rank_file {
+  }, rank_dir{};
   ASSERT_EQ(::stat((c.dir() + "/rank-file").c_str(), &rank_file), 0);
   ASSERT_EQ(::stat((c.dir() + "/rank-dir").c_str(), &rank_dir), 0);
   EXPECT_EQ(rank_file.st_mode & 0777, 0666u & ~user_umask) << std::oct << rank_file.st_mode;

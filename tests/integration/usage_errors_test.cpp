@@ -130,9 +130,11 @@ TEST(AtlctlRejects, BadUsage) {
            {{"--address", "127.0.0.1:1", "status"}, 4, "127.0.0.1:1"},
            {{"--address", "127.0.0.1:1", "logs", "--tail", "x"}, 2, "tail"},
            // Extra words were silently dropped: only POD0 was deleted.
-           {{"--address", "127.0.0.1:1", "delete", "-p", "POD0", "POD1"}, 2,
+           {{"--address", "127.0.0.1:1", "delete", "-p", "POD0", "POD1"},
+            2,
             "delete: unexpected word 'POD1'"},
-           {{"--address", "127.0.0.1:1", "taint", "-a", "set", "-n", "n0", "n1"}, 2,
+           {{"--address", "127.0.0.1:1", "taint", "-a", "set", "-n", "n0", "n1"},
+            2,
             "taint: unexpected word 'n1'"},
            {{"--address", "127.0.0.1:1", "status", "extra"}, 2, "status: unexpected word 'extra'"},
        }) {

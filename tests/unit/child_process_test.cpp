@@ -203,8 +203,8 @@ TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {
   std::string dir = temp_dir();
   std::string script = checkpointing_rank(dir, 1.0);
   // "; true": the shell stays as a wrapper instead of exec'ing python.
-  auto child = atl::os::ChildProcess::spawn(
-      shell("python3 " + script + " " + dir + "/saved; true"));
+  auto child =
+      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
   ASSERT_TRUE(child.ok()) << child.error();
   ASSERT_EQ(read_line(child->output_fd()), "ready");
   child->signal(SIGTERM);
@@ -222,8 +222,8 @@ TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {
 TEST(ChildProcess, KillTreeEndsAHandlerThatOutlivesTheGrace) {
   std::string dir = temp_dir();
   std::string script = checkpointing_rank(dir, 300);
-  auto child = atl::os::ChildProcess::spawn(
-      shell("python3 " + script + " " + dir + "/saved; true"));
+  auto child =
+      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
   ASSERT_TRUE(child.ok()) << child.error();
   ASSERT_EQ(read_line(child->output_fd()), "ready");
   child->signal(SIGTERM);

@@ -796,11 +796,12 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
   auto& st = self->state;
   const JobState before = st.state();
   apply(self, JobEvent::restart);
-  std::string line = counted ? "job restarting (restart " + std::to_string(st.restarts.used()) +
-                                   "/" + std::to_string(st.restarts.budget()) + "): " + fault.detail
-                             : "job restarting (from " + std::string(to_string(before)) +
-                                   ": no restart used, " + std::to_string(st.restarts.used()) +
-                                   "/" + std::to_string(st.restarts.budget()) + "): " + fault.detail;
+  std::string line = counted
+                         ? "job restarting (restart " + std::to_string(st.restarts.used()) + "/" +
+                               std::to_string(st.restarts.budget()) + "): " + fault.detail
+                         : "job restarting (from " + std::string(to_string(before)) +
+                               ": no restart used, " + std::to_string(st.restarts.used()) + "/" +
+                               std::to_string(st.restarts.budget()) + "): " + fault.detail;
   st.log->warn("{}", line);
   record(self, "restart", line);
   self->send(st.config.sink, print_atom::value, line);
@@ -1396,11 +1397,10 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
                                          missing_pods(st));
             } else if (st.state() == JobState::restarting && arg == st.restart_round) {
               std::string missing = missing_pods(st);
-              on_ready_timeout(self, "restart not ready after " +
-                                         format_duration(st.job().ready_timeout) +
-                                         (missing.empty()
-                                              ? ": ranks of the faulted attempt still stopping"
-                                              : ": pods not back: " + missing));
+              on_ready_timeout(
+                  self, "restart not ready after " + format_duration(st.job().ready_timeout) +
+                            (missing.empty() ? ": ranks of the faulted attempt still stopping"
+                                             : ": pods not back: " + missing));
             }
             break;
           case kHeartbeatTimer:

@@ -22,12 +22,12 @@
 // (os/tls_cache.hpp) when the path is the one atl loaded, and fall back to
 // OpenSSL's loaders for anything else.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -110,7 +110,8 @@ class HandshakeGate {
       // A descriptor of the gate's own: the deadline can shut the socket down
       // even if CAF closed its descriptor and the number was reused.
       sockets_[key] = Socket{fd, ::fcntl(fd, F_DUPFD_CLOEXEC, 0)};
-      if (!deadline_thread_.joinable()) deadline_thread_ = std::thread([this] { watch_deadlines(); });
+      if (!deadline_thread_.joinable())
+        deadline_thread_ = std::thread([this] { watch_deadlines(); });
       wake_.notify_one();
     }
     set_reading_only(fd, error == SSL_ERROR_WANT_READ);

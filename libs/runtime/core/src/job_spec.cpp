@@ -137,8 +137,7 @@ Status read_env(const json& v, std::string_view name, EnvMap& out) {
     }
     // Text only: 4 would be taken, but 1e3 or 0.1 would reach the rank as
     // whatever the JSON library prints, and true as "true" where "1" was meant.
-    if (!value.is_string())
-      return field_error(field, "must be a string (quote it: \"4\")", value);
+    if (!value.is_string()) return field_error(field, "must be a string (quote it: \"4\")", value);
     if (auto ok = no_nul(field, value.get_ref<const std::string&>()); !ok) return ok;
     out[key] = value.get<std::string>();
   }

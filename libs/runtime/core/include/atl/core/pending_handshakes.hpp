@@ -22,8 +22,8 @@ class PendingHandshakes {
   PendingHandshakes(std::size_t cap, std::chrono::milliseconds deadline);
 
   struct Admission {
-    bool first_step = false;      // first seen: it waits from now
-    std::optional<Key> evicted;   // at the cap: the oldest waiting one, to drop now
+    bool first_step = false;     // first seen: it waits from now
+    std::optional<Key> evicted;  // at the cap: the oldest waiting one, to drop now
   };
   // A new handshake is always admitted: at the cap the oldest one that still
   // waits gives way (it is reported here once, as if its deadline had come).

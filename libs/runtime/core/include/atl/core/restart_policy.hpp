@@ -33,12 +33,12 @@ struct Fault {
 };
 
 enum class FaultResponse {
-  restart,   // stop every rank, count one restart, start the job again from scratch
+  restart,            // stop every rank, count one restart, start the job again from scratch
   restart_uncounted,  // the same, at no cost: atlctl delete while the job is
                       // parked in a debug state (the seed: no budget is used)
-  fail,      // the job fails (no restart allowed here, or the budget is spent)
-  carry_on,  // nothing to restart: user code is not running (debug states, or
-             // a restart already under way); a lost pod is simply awaited
+  fail,               // the job fails (no restart allowed here, or the budget is spent)
+  carry_on,           // nothing to restart: user code is not running (debug states, or
+                      // a restart already under way); a lost pod is simply awaited
 };
 
 std::string_view to_string(FaultResponse response);
