@@ -189,6 +189,21 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
   }
 }
 
+// The head went silent (a cut link, a frozen head): its old connection is
+// shut, and CAF's proxy of the supervisor awaited going down, before a
+// rejoin. Else CAF 0.17 answers the rejoin's connect from its cache and
+// routes it over the dead connection (the same node id), where it waited
+// for TCP's retransmission backoff: after an 8 s cut the pod heard its
+// "joined" 6 s late and the head, hearing no heartbeat, declared it lost again.
+void forget_head_connection(caf::actor_system& sys, const WorkerOptions& opt,
+                            const caf::actor& supervisor) {
+  if (atl::os::shutdown_connections_to(opt.head.host, opt.head.port) == 0) return;
+  caf::scoped_actor self{sys};
+  self->monitor(supervisor);
+  self->receive([](const caf::down_msg&) {},
+                caf::after(std::chrono::seconds(2)) >> [] {});
+}
+
 // The address others reach this pod at (--advertise, else the one used
 // towards the head) and its interface; false, with one line, when there is none.
 bool set_address(const WorkerOptions& opt, atl::NodeAgentConfig& node) {
@@ -285,6 +300,7 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
     }
     hub.remove(agent);
     if (hub.signalled.load() || !node.head_lost->load()) break;
+    forget_head_connection(sys, opt, *supervisor);
     if (node.joined->load() || !rejoin_deadline) {
       // It was in the job (or this is the first try): a fresh window.
       rejoin_deadline = std::chrono::steady_clock::now() + opt.connect_timeout;

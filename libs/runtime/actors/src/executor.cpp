@@ -69,7 +69,8 @@ void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
 // control reader sent its last line (`control_done`), so a task's result line
 // reaches the supervisor before its end.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
-                  std::int32_t stream, std::string scratch_dir, caf::actor executor,
+                  std::int32_t stream, std::int32_t attempt, std::string scratch_dir,
+                  caf::actor executor,
                   std::shared_ptr<std::atomic<bool>> cancel,
                   std::shared_ptr<std::atomic<bool>> control_done) {
   caf::scoped_actor io{sys};
@@ -87,7 +88,7 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
     while (outstanding >= kAckWindow) {
       if (!await_ack()) return false;
     }
-    io->send(sink, log_atom::value, stream, std::move(chunk.data),
+    io->send(sink, log_atom::value, stream, attempt, std::move(chunk.data),
              static_cast<std::int32_t>(chunk.lines));
     ++outstanding;
     return true;
@@ -177,8 +178,8 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
-                        st.launch.stream, st.launch.scratch_dir, caf::actor_cast<caf::actor>(self),
-                        st.cancel, st.control_done);
+                        st.launch.stream, st.launch.attempt, st.launch.scratch_dir,
+                        caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},

@@ -153,6 +153,10 @@ struct WriteJob {
   caf::actor ack_to;  // set for chunks: acked once written
   bool print_only = false;
   std::int32_t attempt = 0;  // > 0: from now on streams go to attempt-<attempt>/
+  // A chunk's own attempt (0: the current one). A fenced pod's pump may
+  // deliver its rank's last chunks after the job moved on: they belong to
+  // the attempt that wrote them, not to the new attempt's file.
+  std::int32_t chunk_attempt = 0;
 };
 
 // Owns the thread that does the blocking file writes, so the actor never
@@ -206,7 +210,11 @@ class LogWriter {
         begin_attempt(job.attempt);
         continue;
       }
-      append(job.stream, job.text, job.lines);
+      if (job.chunk_attempt > 0 && job.chunk_attempt != attempt_) {
+        append_to_attempt(job.chunk_attempt, job.stream, job.text);
+      } else {
+        append(job.stream, job.text, job.lines);
+      }
       if (job.ack_to) caf::anon_send(job.ack_to, ack_atom::value);
     }
   }
@@ -225,9 +233,30 @@ class LogWriter {
     linked_.clear();
     failed_.clear();
     at_line_start_.clear();
+    attempt_ = attempt;
     attempt_dir_ = "attempt-" + std::to_string(attempt);
     std::string path = dir_ + "/" + attempt_dir_;
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(0, "cannot create", errno);
+  }
+
+  // A chunk of another attempt than the current one (late, from a pod that
+  // was cut off): appended to that attempt's file, opened for this write
+  // only; not echoed (the head's stdout shows the current attempt).
+  void append_to_attempt(std::int32_t attempt, std::int32_t stream, const std::string& lines) {
+    std::string dir = dir_ + "/attempt-" + std::to_string(attempt);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      report(stream, "cannot create", errno);
+      return;
+    }
+    std::string path = dir + "/" + stream_name(stream) + ".log";
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      report(stream, "cannot open", errno);
+      return;
+    }
+    if (int err = write_all(fd, lines.data(), lines.size()); err != 0)
+      report(stream, "cannot write", err);
+    ::close(fd);
   }
 
   void close_all() {
@@ -312,6 +341,7 @@ class LogWriter {
   std::string dir_;
   bool echo_;
   ErrorReport on_error_;
+  std::int32_t attempt_ = 0;  // K of attempt_dir_ (0: none yet)
   std::string attempt_dir_;  // "attempt-K": where the streams' files are now
   static constexpr size_t kMaxOpenFiles = 256;
   struct OpenFile {
@@ -367,6 +397,19 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         total.second += count;
         self->state.writer->push(WriteJob{stream, std::move(lines), count,
                                           caf::actor_cast<caf::actor>(self->current_sender())});
+      },
+      // A rank's chunk with the attempt it belongs to (debug runs and the
+      // nodes' own logs have none: they take the form above).
+      [self](log_atom, std::int32_t stream, std::int32_t attempt, std::string& lines,
+             std::int32_t count) {
+        auto& total = self->state.totals[stream];
+        total.first += static_cast<std::int64_t>(lines.size());
+        total.second += count;
+        WriteJob job{stream, std::move(lines), count,
+                     caf::actor_cast<caf::actor>(self->current_sender())};
+        if (!decode_debug_stream(stream) && !is_agent_log_stream(stream))
+          job.chunk_attempt = attempt;
+        self->state.writer->push(std::move(job));
       },
       [self](metrics_atom) {
         nlohmann::json j = nlohmann::json::object();

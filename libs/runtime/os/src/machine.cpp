@@ -6,15 +6,18 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace atl::os {
 
@@ -181,6 +184,62 @@ Status check_resolvable(const std::string& host) {
   if (found) ::freeaddrinfo(found);
   if (rc != 0) return make_error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
   return Ok{};
+}
+
+int shutdown_connections_to(const std::string& host, std::uint16_t port) {
+  // Every address the name stands for: the connection may use any of them.
+  std::vector<sockaddr_storage> targets;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) == 0) {
+    for (addrinfo* a = found; a; a = a->ai_next) {
+      sockaddr_storage s{};
+      std::memcpy(&s, a->ai_addr, a->ai_addrlen);
+      targets.push_back(s);
+    }
+    ::freeaddrinfo(found);
+  }
+  auto same_host = [&](const sockaddr_storage& peer) {
+    for (const auto& t : targets) {
+      if (t.ss_family != peer.ss_family) continue;
+      if (peer.ss_family == AF_INET &&
+          reinterpret_cast<const sockaddr_in&>(t).sin_addr.s_addr ==
+              reinterpret_cast<const sockaddr_in&>(peer).sin_addr.s_addr)
+        return true;
+      if (peer.ss_family == AF_INET6 &&
+          std::memcmp(&reinterpret_cast<const sockaddr_in6&>(t).sin6_addr,
+                      &reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr,
+                      sizeof(in6_addr)) == 0)
+        return true;
+    }
+    return false;
+  };
+  int shut = 0;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return 0;
+  std::vector<int> fds;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (end != e->d_name && *end == 0 && fd != ::dirfd(dir)) fds.push_back(static_cast<int>(fd));
+  }
+  ::closedir(dir);
+  for (int fd : fds) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    std::uint16_t peer_port = 0;
+    if (peer.ss_family == AF_INET)
+      peer_port = ntohs(reinterpret_cast<const sockaddr_in&>(peer).sin_port);
+    else if (peer.ss_family == AF_INET6)
+      peer_port = ntohs(reinterpret_cast<const sockaddr_in6&>(peer).sin6_port);
+    else
+      continue;
+    if (peer_port != port || !same_host(peer)) continue;
+    if (::shutdown(fd, SHUT_RDWR) == 0) ++shut;
+  }
+  return shut;
 }
 
 }  // namespace atl::os

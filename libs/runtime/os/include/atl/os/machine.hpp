@@ -35,4 +35,12 @@ int count_gpu_devices();
 // Whether `host` (a name or an address) resolves to an address to bind or reach.
 Status check_resolvable(const std::string& host);
 
+// Shuts down (both ways) every TCP connection of this process to host:port,
+// and returns how many there were. For a node that lost its head: CAF 0.17
+// keeps a silent connection for its connection-timeout and routes a rejoin
+// over it (the same node id), so a rejoin after a network cut waited for
+// TCP's retransmission backoff on the dead connection. Once shut, CAF drops
+// the connection and the rejoin opens a fresh one.
+int shutdown_connections_to(const std::string& host, std::uint16_t port);
+
 }  // namespace atl::os
