@@ -2,6 +2,7 @@
 // that asks the supervisor things (every request with a timeout).
 #pragma once
 
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -9,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +57,9 @@ class SupervisorClient {
  public:
   // Exits with kExitUnreachable when the supervisor cannot be reached.
   SupervisorClient(caf::actor_system& sys, const atl::HostPort& address);
+  ~SupervisorClient();
+  SupervisorClient(const SupervisorClient&) = delete;
+  SupervisorClient& operator=(const SupervisorClient&) = delete;
 
   // Each returns nothing when no answer came (last_error() says why).
   std::optional<std::string> text(const caf::message& request);
@@ -73,6 +78,8 @@ class SupervisorClient {
   caf::scoped_actor self_;
   atl::HostPort address_;
   caf::actor supervisor_;
+  caf::actor watcher_;  // ends atlctl when the connection to the supervisor drops
+  std::shared_ptr<std::atomic<bool>> done_ = std::make_shared<std::atomic<bool>>(false);
   std::string last_error_;
 };
 

@@ -40,6 +40,27 @@ SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& 
                               atl::describe_connect_error(sys, found.error()));
   }
   supervisor_ = *found;
+  // A request to a node that went away never fails by itself in CAF 0.17:
+  // an atlctl in flight when the head died waited its whole timeout and
+  // then blamed the wrong thing. Its connection dropping ends atlctl now.
+  auto done = done_;
+  watcher_ = sys.spawn<caf::hidden>([supervisor = supervisor_, address = address.to_string(),
+                                     done](caf::event_based_actor* self) -> caf::behavior {
+    self->monitor(supervisor);
+    self->set_down_handler([address, done](caf::down_msg&) {
+      if (done->load()) return;
+      std::cout.flush();
+      std::cerr << "atlctl: lost the supervisor at " << address
+                << " before it answered (the head ended, or the connection dropped)\n";
+      std::_Exit(kExitUnreachable);
+    });
+    return {[](caf::exit_msg&) {}};
+  });
+}
+
+SupervisorClient::~SupervisorClient() {
+  done_->store(true);
+  caf::anon_send_exit(watcher_, caf::exit_reason::user_shutdown);
 }
 
 std::optional<std::string> SupervisorClient::text(const caf::message& request) {

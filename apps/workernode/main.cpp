@@ -172,12 +172,16 @@ bool tls_loaded(const WorkerOptions& opt) {
 // The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
 // --connect-timeout: pods may start before the head, and a restarted head
 // comes back on the same address. Nothing (and one line) when it never does.
-std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const WorkerOptions& opt) {
+// `signalled`: a SIGTERM/SIGINT came; connecting stops at the next try.
+std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const WorkerOptions& opt,
+                                               const std::atomic<bool>& signalled) {
   auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
   auto pause = std::chrono::milliseconds(200);
   while (true) {
+    if (signalled.load()) return std::nullopt;
     auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
     if (found) return *found;
+    if (signalled.load()) return std::nullopt;
     std::string error = atl::describe_connect_error(sys, found.error());
     if (std::chrono::steady_clock::now() >= deadline) {
       std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
@@ -200,8 +204,7 @@ void forget_head_connection(caf::actor_system& sys, const WorkerOptions& opt,
   if (atl::os::shutdown_connections_to(opt.head.host, opt.head.port) == 0) return;
   caf::scoped_actor self{sys};
   self->monitor(supervisor);
-  self->receive([](const caf::down_msg&) {},
-                caf::after(std::chrono::seconds(2)) >> [] {});
+  self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(2)) >> [] {});
 }
 
 // The address others reach this pod at (--advertise, else the one used
@@ -228,6 +231,16 @@ struct SignalHub {
     signalled.store(true);
     std::lock_guard<std::mutex> lock(mutex);
     for (const auto& a : agents) caf::anon_send(a, atl::cancel_atom::value);
+    if (agents.empty()) {
+      // Connecting or rejoining: no rank runs. A connect to a host that does
+      // not answer blocks in the kernel (SYN retries, minutes): if the next
+      // try does not see the flag within 5 s, the process ends here.
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        std::cerr << "workernode: SIGTERM while connecting to the head: exiting\n";
+        std::_Exit(atl::kNodeExitSignalled);
+      }).detach();
+    }
   }
   void add(const caf::actor& agent) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -273,8 +286,8 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
     }
-    auto supervisor = connect_with_backoff(sys, opt);
-    if (!supervisor) return atl::kNodeExitHeadLost;
+    auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
+    if (!supervisor) return hub.signalled.load() ? atl::kNodeExitSignalled : atl::kNodeExitHeadLost;
     if (withdraw.path.empty()) {
       // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
       atl::os::JobPointer pointer{job_id_of_pod(node.info.pod), node.info.pod, opt.head.to_string(),
@@ -328,7 +341,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
   atl::AtlSystemConfig cfg{opt.tls};
   caf::actor_system sys{cfg};
   if (!tls_loaded(opt)) return atl::cli::kExitUsage;
-  auto supervisor = connect_with_backoff(sys, opt);
+  auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
   if (!supervisor) return atl::kNodeExitHeadLost;
   if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
   node.forward_log = false;  // the process's log is not one pod's

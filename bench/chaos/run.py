@@ -161,7 +161,8 @@ def active_pods(address, env):
         pods = json.loads(r.stdout)["pods"]
     except (ValueError, KeyError):
         return list(range(ACTIVE))
-    active = [i for i, p in enumerate(pods) if p.get("role") == "active"]
+    active = [int(p["name"].rsplit("-", 1)[1]) for p in pods
+              if p.get("role") == "active" and p.get("state") == "joined"]
     return active or list(range(ACTIVE))
 
 
@@ -287,13 +288,17 @@ def main():
             else:
                 # An active pod: one that runs ranks of this attempt.
                 pod = random.choice(active_pods(address, env))
+                pid = workernode_pid(job_id, pod)
+                if pid is None and kind != "net-cut":
+                    print(f"round {k}: pod {pod} has no process now; skipped", flush=True)
+                    continue
                 if kind == "worker-kill":
-                    os.kill(workernode_pid(job_id, pod), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
                 elif kind == "worker-stop":
-                    pid = workernode_pid(job_id, pod)
-                    seen = open(head_log).read().count("stopped answering")
+                    seen = open(head_log).read().count(f"-worker-{pod} stopped answering")
                     os.kill(pid, signal.SIGSTOP)
-                    wait_for(lambda: open(head_log).read().count("stopped answering") > seen, 30)
+                    wait_for(lambda: open(head_log).read().count(
+                        f"-worker-{pod} stopped answering") > seen, 30)
                     os.kill(pid, signal.SIGCONT)
                 else:
                     hosts.link(pod, False)

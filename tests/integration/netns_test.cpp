@@ -77,11 +77,11 @@ TEST(NetworkNamespaces, APodCutOffLongerThanTcpsBackoffRejoinsAtOnce) {
   TestCluster c;
   const std::string head_ip = hosts.address(0);
   auto& head = c.start(
-      "headnode", concat(hosts.on(0), {bin("headnode"), "--port", "0", "--job-id", c.job_id(),
-                                       "--state-dir", c.state_dir(), "--bind", head_ip,
-                                       "--workers", "1", "--",
-                                       "echo \"start restart=$ATL_RESTART_COUNT\"; "
-                                       "while :; do seq 1 2000; sleep 0.05; done"}));
+      "headnode",
+      concat(hosts.on(0), {bin("headnode"), "--port", "0", "--job-id", c.job_id(), "--state-dir",
+                           c.state_dir(), "--bind", head_ip, "--workers", "1", "--",
+                           "echo \"start restart=$ATL_RESTART_COUNT\"; "
+                           "while :; do seq 1 2000; sleep 0.05; done"}));
   ASSERT_TRUE(c.wait_for_output(head, "listening on " + head_ip + ":")) << c.output(head);
   std::string out = c.output(head);
   auto at = out.find("listening on ") + 13;
@@ -98,8 +98,7 @@ TEST(NetworkNamespaces, APodCutOffLongerThanTcpsBackoffRejoinsAtOnce) {
   ASSERT_TRUE(c.wait_for_output(head, "[rank 0] start restart=1", 60s)) << c.output(head);
   // Generous: TCP's SYN backoff may take its next try up to ~7 s after the link is back.
   EXPECT_LT(std::chrono::steady_clock::now() - back, 20s);
-  EXPECT_EQ(c.output(worker).find("declared this pod lost"), std::string::npos)
-      << c.output(worker);
+  EXPECT_EQ(c.output(worker).find("declared this pod lost"), std::string::npos) << c.output(worker);
   head.process->signal(SIGTERM);
   c.wait_exit(head);
   c.wait_exit(worker);

@@ -1,9 +1,11 @@
 // Bad input to every binary: a one-line reason naming what is wrong, exit 2
 // (usage), and nothing started.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "test_cluster.hpp"
 
@@ -100,6 +102,39 @@ TEST(WorkernodeRejects, AnUnreachableHeadWithExitThree) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(count_lines(r.output), 1) << r.output;
   EXPECT_NE(r.output.find("cannot reach the head at 127.0.0.1:1"), std::string::npos) << r.output;
+}
+
+// It kept trying for the whole --connect-timeout and ignored SIGTERM.
+TEST(WorkernodeRejects, SigtermWhileConnectingEndsItAtOnce) {
+  TestCluster c;
+  c.make_credentials();
+  auto& p = c.start("workernode", {bin("workernode"), "--head", "127.0.0.1:1", "--name", "w",
+                                   "--connect-timeout", "120s"});
+  // Trying: nothing listens at port 1, so it backs off and tries again.
+  std::this_thread::sleep_for(1s);  // lets it reach its connect loop; not a wait for an event
+  auto sent = std::chrono::steady_clock::now();
+  p.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(p, 30s), 143) << c.output(p);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, 15s) << c.output(p);
+}
+
+// An atlctl waiting for an answer when the head dies ends at once, saying so
+// (it waited its whole timeout and then blamed the TLS certificates).
+TEST(AtlctlRejects, AHeadThatDiesMidRequestEndsItAtOnceSayingSo) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--grace", "60s", "--",
+                             "trap '' TERM; echo up; sleep 300"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] up")) << c.output(head);
+  // stop waits for the rank, which ignores SIGTERM: for the 60 s grace.
+  auto& stop = c.start("atlctl", {bin("atlctl"), "--address", c.head_address(), "stop"});
+  ASSERT_TRUE(c.wait_for_output(stop, "Stopping task in all workers...")) << c.output(stop);
+  auto killed = std::chrono::steady_clock::now();
+  head.process->signal(SIGKILL);
+  EXPECT_EQ(c.wait_exit(stop, 60s), 4) << c.output(stop);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s) << c.output(stop);
+  EXPECT_NE(c.output(stop).find("lost the supervisor at " + c.head_address()), std::string::npos)
+      << c.output(stop);
+  EXPECT_EQ(c.output(stop).find("certificate"), std::string::npos) << c.output(stop);
 }
 
 TEST(WorkernodeRejects, AnUnknownPodIsRefusedByTheHead) {

@@ -70,8 +70,7 @@ void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
 // reaches the supervisor before its end.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
                   std::int32_t stream, std::int32_t attempt, std::string scratch_dir,
-                  caf::actor executor,
-                  std::shared_ptr<std::atomic<bool>> cancel,
+                  caf::actor executor, std::shared_ptr<std::atomic<bool>> cancel,
                   std::shared_ptr<std::atomic<bool>> control_done) {
   caf::scoped_actor io{sys};
   int outstanding = 0;

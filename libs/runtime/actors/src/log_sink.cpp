@@ -342,7 +342,7 @@ class LogWriter {
   bool echo_;
   ErrorReport on_error_;
   std::int32_t attempt_ = 0;  // K of attempt_dir_ (0: none yet)
-  std::string attempt_dir_;  // "attempt-K": where the streams' files are now
+  std::string attempt_dir_;   // "attempt-K": where the streams' files are now
   static constexpr size_t kMaxOpenFiles = 256;
   struct OpenFile {
     int fd = -1;
