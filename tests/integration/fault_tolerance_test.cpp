@@ -237,6 +237,35 @@ TEST(FaultTolerance, DeleteInCommandCostsARestartAndAfterDebugItRestartsForFree)
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A user taint on the only node, then a restart: no spare can take its
+// place, so the restart waits, saying for what, and goes on once the taint
+// is removed (it failed the job at the next restart with budget left).
+TEST(FaultTolerance, ARestartBlockedByAUserTaintWaitsSayingWhyAndGoesOnWhenItIsRemoved) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--ready-timeout", "60s", "--", entrypoint(99)});
+  auto* worker = &c.start_worker(0, {"--node", "n0"});
+  ASSERT_TRUE(ranks_started(c, head, 1, 0)) << c.output(head);
+  auto taint = c.atlctl({"--address", c.head_address(), "taint", "-a", "set", "-n", "n0"});
+  ASSERT_EQ(taint.exit_code, 0) << taint.output;
+  auto del = c.atlctl({"--address", c.head_address(), "delete", "-p", c.worker_name(0)});
+  ASSERT_EQ(del.exit_code, 0) << del.output;
+  EXPECT_EQ(c.wait_exit(*worker), 4);
+  worker = &c.start_worker(0, {"--node", "n0"});  // recreated on the same node, as a pod would be
+  ASSERT_TRUE(c.wait_for_output(head, "restart waits: 0 of 1 pods available on untainted nodes; "
+                                      "on tainted nodes: " +
+                                          c.worker_name(0) + " (node n0)"))
+      << c.output(head);
+  EXPECT_TRUE(c.wait_for_status("restarting"));
+  auto remove = c.atlctl({"--address", c.head_address(), "taint", "-a", "remove", "-n", "n0"});
+  ASSERT_EQ(remove.exit_code, 0) << remove.output;
+  ASSERT_TRUE(ranks_started(c, head, 1, 1)) << c.output(head);
+  EXPECT_EQ(c.output(head).find("job failed"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  c.wait_exit(*worker);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(FaultTolerance, BadDeleteArgumentsAreRefusedAndChangeNothing) {
   TestCluster c;
   auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--", entrypoint(99)});

@@ -1048,6 +1048,8 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
   std::string line = "taint " + action + " on " + node_text + " (atlctl taint)";
   st.log->info("{}", line);
   record(self, "taint", line);
+  // A restart waiting for untainted pods may go on now.
+  if (action == "remove") maybe_relaunch(self);
   return {std::int32_t{0}, std::string()};
 }
 
@@ -1396,11 +1398,20 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
                                          format_duration(st.job().ready_timeout) + ": missing " +
                                          missing_pods(st));
             } else if (st.state() == JobState::restarting && arg == st.restart_round) {
+              // What it waits for: pods not back, pods back on tainted nodes
+              // (no spare to take their place), or ranks still stopping.
               std::string missing = missing_pods(st);
-              on_ready_timeout(
-                  self, "restart not ready after " + format_duration(st.job().ready_timeout) +
-                            (missing.empty() ? ": ranks of the faulted attempt still stopping"
-                                             : ": pods not back: " + missing));
+              std::string why;
+              if (!missing.empty()) {
+                why = "pods not back: " + missing;
+              } else if (auto chosen = choose_active(pod_views(st), st.job().workers, st.taints);
+                         !chosen) {
+                why = chosen.error();
+              } else {
+                why = "ranks of the faulted attempt still stopping";
+              }
+              on_ready_timeout(self, "restart not ready after " +
+                                         format_duration(st.job().ready_timeout) + ": " + why);
             }
             break;
           case kHeartbeatTimer:
