@@ -436,7 +436,10 @@ int main(int argc, char** argv) {
   // A new job's keys and certificates (and OpenSSL's start-up) are made while
   // the state store opens.
   std::future<atl::Expected<atl::os::TlsFiles>> made;
-  if (credentials.to_make) made = atl::os::generate_tls_credentials_async(tls->dir, opt.job.job_id);
+  if (credentials.to_make)
+    made = atl::os::generate_tls_credentials_async(
+        tls->dir, opt.job.job_id,
+        {opt.advertise, opt.bind, opt.dashboard_bind, atl::os::host_name()});
   auto log = atl::component_logger("headnode");
 
   // A refusal exits the process: the credentials thread ends first.

@@ -251,9 +251,10 @@ TEST(FaultTolerance, ARestartBlockedByAUserTaintWaitsSayingWhyAndGoesOnWhenItIsR
   ASSERT_EQ(del.exit_code, 0) << del.output;
   EXPECT_EQ(c.wait_exit(*worker), 4);
   worker = &c.start_worker(0, {"--node", "n0"});  // recreated on the same node, as a pod would be
-  ASSERT_TRUE(c.wait_for_output(head, "restart waits: 0 of 1 pods available on untainted nodes; "
-                                      "on tainted nodes: " +
-                                          c.worker_name(0) + " (node n0)"))
+  ASSERT_TRUE(c.wait_for_output(head,
+                                "restart waits: 0 of 1 pods available on untainted nodes; "
+                                "on tainted nodes: " +
+                                    c.worker_name(0) + " (node n0)"))
       << c.output(head);
   EXPECT_TRUE(c.wait_for_status("restarting"));
   auto remove = c.atlctl({"--address", c.head_address(), "taint", "-a", "remove", "-n", "n0"});

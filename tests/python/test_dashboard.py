@@ -498,3 +498,14 @@ def test_a_big_job_lists_its_ranks_a_page_at_a_time_in_chromium():
             os.killpg(sim.pid, signal.SIGKILL)
             sim.wait()
         c.stop()
+
+
+def test_a_browser_trusting_the_ca_accepts_the_certificate(spmd):
+    # The job's certificate had no subjectAltName: browsers refused it even
+    # with ca.pem imported. Full hostname checking, as a browser does.
+    ctx = ssl.create_default_context(cafile=os.path.join(spmd.tls, "ca.pem"))
+    assert ctx.check_hostname
+    conn = http.client.HTTPSConnection(spmd.http.host, spmd.http.port, context=ctx, timeout=30)
+    conn.request("GET", "/login")
+    assert conn.getresponse().status == 200
+    conn.close()

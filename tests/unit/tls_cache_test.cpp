@@ -8,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -180,4 +181,28 @@ TEST(TlsCredentials, TheChoiceOfFolderFollowsFlagThenEnvironment) {
   ASSERT_FALSE(resolved);
   EXPECT_NE(resolved.error().find("/no/such/atl-tls/ca.pem"), std::string::npos)
       << resolved.error();
+}
+
+// A browser that trusts ca.pem must accept the dashboard: the certificate
+// names the head (it had no subjectAltName at all).
+TEST(TlsCredentials, TheCertificateNamesTheHeadForBrowsers) {
+  EXPECT_EQ(atl::os::subject_alt_names("jo-x", {"10.0.0.5", "head.example", "0.0.0.0", "",
+                                                "bad,name", "localhost", "fe80::1"}),
+            "DNS:localhost,IP:127.0.0.1,IP:::1,DNS:jo-x-head-0,IP:10.0.0.5,DNS:head.example,"
+            "IP:fe80::1");
+  TempDir a;
+  auto made = atl::os::generate_tls_credentials(a.path + "/tls", "jo-san", {"10.1.2.3", "head"});
+  ASSERT_TRUE(made.ok()) << made.error();
+  FILE* f = std::fopen(made->cert.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  ASSERT_NE(cert, nullptr);
+  EXPECT_EQ(X509_check_host(cert, "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_host(cert, "head", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_host(cert, "jo-san-head-0", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_ip_asc(cert, "127.0.0.1", 0), 1);
+  EXPECT_EQ(X509_check_ip_asc(cert, "10.1.2.3", 0), 1);
+  EXPECT_NE(X509_check_host(cert, "elsewhere", 0, 0, nullptr), 1);
+  X509_free(cert);
 }

@@ -1,5 +1,6 @@
 #include "atl/os/tls_credentials.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -69,7 +71,7 @@ bool add_extension(X509* cert, X509* issuer, int nid, const char* value) {
 // A certificate for `key`, named CN=`name`, signed by `issuer_key` (itself when
 // `issuer` is null: the CA).
 Owned<X509> make_certificate(EVP_PKEY* key, const std::string& name, X509* issuer,
-                             EVP_PKEY* issuer_key) {
+                             EVP_PKEY* issuer_key, const std::string& alt_names = "") {
   Owned<X509> cert(X509_new());
   if (!cert || X509_set_version(cert.get(), 2) != 1) return nullptr;
   Owned<BIGNUM> serial(BN_new());
@@ -91,14 +93,16 @@ Owned<X509> make_certificate(EVP_PKEY* key, const std::string& name, X509* issue
       X509_set_pubkey(cert.get(), key) != 1)
     return nullptr;
   bool is_ca = issuer == nullptr;
-  bool ok =
-      add_extension(cert.get(), signer, NID_basic_constraints,
-                    is_ca ? "critical,CA:TRUE,pathlen:0" : "critical,CA:FALSE") &&
-      add_extension(cert.get(), signer, NID_key_usage,
-                    is_ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature") &&
-      add_extension(cert.get(), signer, NID_subject_key_identifier, "hash") &&
-      (is_ca || (add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth") &&
-                 add_extension(cert.get(), signer, NID_authority_key_identifier, "keyid:always")));
+  bool ok = add_extension(cert.get(), signer, NID_basic_constraints,
+                          is_ca ? "critical,CA:TRUE,pathlen:0" : "critical,CA:FALSE") &&
+            add_extension(cert.get(), signer, NID_key_usage,
+                          is_ca ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature") &&
+            add_extension(cert.get(), signer, NID_subject_key_identifier, "hash") &&
+            (is_ca ||
+             (add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth") &&
+              add_extension(cert.get(), signer, NID_authority_key_identifier, "keyid:always"))) &&
+            (alt_names.empty() ||
+             add_extension(cert.get(), signer, NID_subject_alt_name, alt_names.c_str()));
   if (!ok || X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) return nullptr;
   return cert;
 }
@@ -210,7 +214,30 @@ TlsFiles tls_files_in(const std::string& dir) {
   return TlsFiles{dir, dir + "/ca.pem", dir + "/cert.pem", dir + "/key.pem"};
 }
 
-Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id) {
+std::string subject_alt_names(const std::string& job_id, const std::vector<std::string>& hosts) {
+  std::vector<std::string> names = {"localhost", "127.0.0.1", "::1", job_id + "-head-0"};
+  names.insert(names.end(), hosts.begin(), hosts.end());
+  std::vector<std::string> seen;
+  std::string out;
+  for (const auto& name : names) {
+    if (name.empty() || name == "0.0.0.0" || name == "::") continue;  // "any": no name
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    unsigned char buf[sizeof(in6_addr)];
+    const bool address = ::inet_pton(AF_INET, name.c_str(), buf) == 1 ||
+                         ::inet_pton(AF_INET6, name.c_str(), buf) == 1;
+    // A host name of letters, digits, '-', '.' and '_' only: nothing that
+    // could end the list early.
+    if (!address && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-._") != std::string::npos)
+      continue;
+    seen.push_back(name);
+    out += (out.empty() ? "" : ",") + std::string(address ? "IP:" : "DNS:") + name;
+  }
+  return out;
+}
+
+Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id,
+                                            const std::vector<std::string>& hosts) {
   skip_openssl_cleanup_at_exit();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return make_error("cannot create " + dir + ": " + std::strerror(errno));
@@ -221,7 +248,8 @@ Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::s
   if (!ca_key || !key) return make_error("cannot make a key: " + ssl_errors());
   auto ca = make_certificate(ca_key.get(), "atl job " + job_id + " CA", nullptr, ca_key.get());
   if (!ca) return make_error("cannot make the job's CA certificate: " + ssl_errors());
-  auto cert = make_certificate(key.get(), "atl job " + job_id, ca.get(), ca_key.get());
+  auto cert = make_certificate(key.get(), "atl job " + job_id, ca.get(), ca_key.get(),
+                               subject_alt_names(job_id, hosts));
   if (!cert) return make_error("cannot make the job's certificate: " + ssl_errors());
   // The key first: a folder with a certificate but no key is unusable, not half-trusted.
   auto wrote = write_pem(files.key, [&](FILE* f) {
@@ -280,11 +308,12 @@ Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
   return files;
 }
 
-std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir,
-                                                               std::string job_id) {
-  return start_tls_thread([dir = std::move(dir), job_id = std::move(job_id)] {
-    return generate_tls_credentials(dir, job_id);
-  });
+std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id,
+                                                               std::vector<std::string> hosts) {
+  return start_tls_thread(
+      [dir = std::move(dir), job_id = std::move(job_id), hosts = std::move(hosts)] {
+        return generate_tls_credentials(dir, job_id, hosts);
+      });
 }
 
 std::future<Expected<TlsFiles>> load_tls_credentials_async(std::string dir) {

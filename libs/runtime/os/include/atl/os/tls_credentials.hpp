@@ -5,6 +5,7 @@
 #include <future>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "atl/core/expected.hpp"
 
@@ -23,8 +24,16 @@ TlsFiles tls_files_in(const std::string& dir);
 
 // Makes a fresh CA (its key is never written) and a certificate signed by it
 // (ECDSA P-256), writing ca.pem, cert.pem and key.pem with mode 0600 into
-// `dir` (created 0700). Refuses to overwrite existing files.
-Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id);
+// `dir` (created 0700). Refuses to overwrite existing files. The
+// certificate names (subjectAltName) localhost, 127.0.0.1, ::1, the head
+// pod `<job-id>-head-0` and each of `hosts` (names or addresses the head is
+// reached at), so that a browser that trusts ca.pem accepts the dashboard.
+Expected<TlsFiles> generate_tls_credentials(const std::string& dir, const std::string& job_id,
+                                            const std::vector<std::string>& hosts = {});
+
+// The subjectAltName value for those names: "DNS:a,IP:1.2.3.4,..." (each
+// once; an address as IP, anything else as DNS; empty ones left out).
+std::string subject_alt_names(const std::string& job_id, const std::vector<std::string>& hosts);
 
 // Checks that `dir` holds the three files, that they parse, that the key
 // matches the certificate and that the certificate verifies against the CA
@@ -37,7 +46,8 @@ Expected<TlsFiles> load_tls_credentials(const std::string& dir);
 // The caller takes the result, an error included, before its first
 // connection. Start it after export_tls_choice (OpenSSL reads the
 // environment) and after blocking signals (the thread inherits the mask).
-std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id);
+std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id,
+                                                               std::vector<std::string> hosts = {});
 std::future<Expected<TlsFiles>> load_tls_credentials_async(std::string dir);
 
 // Where a node process (workernode, atlctl) takes its credentials from:
