@@ -197,6 +197,18 @@ std::string temp_dir() {
 
 }  // namespace
 
+TEST(ChildProcess, TheCommandDiesWithItsGuard) {
+  auto child = atl::os::ChildProcess::spawn(shell("echo $$; exec sleep 300"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  pid_t command = std::stoi(read_line(child->output_fd()));
+  ASSERT_NE(command, child->pid());
+  ::kill(child->pid(), SIGKILL);  // the guard only, from outside
+  child->wait();
+  for (int i = 0; i < 500 && alive(command); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(command)) << "the command outlived its guard";
+}
+
 // The wrapper shell dies of the stop at once; the rank's handler under it
 // still runs to its end and the rank is reported as the handler ended it.
 TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {

@@ -290,6 +290,10 @@ void become_guard(pid_t parent) {
     set_disposition(SIGINT, SIG_DFL);
     set_disposition(SIGUSR1, SIG_DFL);
     set_disposition(SIGUSR2, SIG_DFL);
+    // The guard killed from outside (kill -9 of a local worker's wrapper):
+    // the command goes with it instead of running on unwatched (a second
+    // workernode for the same pod then looped on "already joined").
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // The command dumps core as the node would have let it.
     ::setrlimit(RLIMIT_CORE, &g_core_limit);
     exec_command(argv, envp, report_fd);
