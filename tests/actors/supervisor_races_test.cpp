@@ -54,7 +54,7 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
         ++log->runs;
       },
       [self](fence_atom, const std::string&) { self->quit(); },
-      [self](delete_atom) { self->quit(); },
+      [self](delete_atom, const std::string&) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
       [log](stop_atom, std::int32_t run, std::int64_t) { log->run_stops.push_back(run); },
       [self, log](shutdown_atom, std::int32_t code) {
@@ -517,6 +517,46 @@ CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it)
               caf::after(std::chrono::seconds(0)) >> [] {});
   CAF_CHECK(taints.find("\"node\":\"gpu-node\"") != std::string::npos);
   CAF_CHECK(taints.find("lost a GPU (it declared 2, 1 are there)") != std::string::npos);
+}
+
+// The pod recreated on the machine whose GPU went (still tainted) while the
+// job is parked: it stays, quarantined. It was removed again on its first
+// heartbeat, recreated, removed... every second, for ever.
+CAF_TEST(a pod back on a node that lost a GPU is not removed again while parked) {
+  start(1, false, 10);
+  NodeInfo info;
+  info.pod = worker_pod_name("jo-race", 0);
+  info.address = "127.0.0.1";
+  info.node = "gpu-node";
+  info.gpus = 2;
+  auto [a0, log0] = agent();
+  self->send(sup, register_atom::value, info, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op{sys, true};
+  op->send(sup, debug_stop_atom::value);
+  step();
+  rank_exit(0, 1, 143);
+  step();
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});  // one GPU gone
+  step();
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  auto [b0, logb] = agent();  // recreated, on the same machine
+  self->send(sup, register_atom::value, info, b0);
+  step();
+  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});
+  step();
+  self->send(sup, info_atom::value);
+  step();
+  std::string json;
+  for (bool more = true; more;)
+    self->receive([&](const std::string& s) { json = s; },
+                  [](const std::string&, bool, std::int64_t, std::int64_t) {},
+                  caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+  CAF_CHECK(json.find("\"state\":\"joined\"") != std::string::npos);
+  CAF_CHECK_EQUAL(status(), "debugStop");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -1087,7 +1087,7 @@ Result delete_pods(Actor* self, const std::string& spec) {
   for (const auto& pod : pods) {
     std::string detail = "pod " + pod + " was deleted (atlctl delete)";
     record(self, "delete", detail);
-    self->send(st.nodes.at(pod).agent, delete_atom::value);
+    self->send(st.nodes.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
     lose_pod(self, pod, {FaultKind::pod_deleted, pod, detail});
   }
   return {std::int32_t{0}, std::string()};
@@ -1360,14 +1360,22 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         const JobState state = st.state();
         bool checked = state == JobState::command || state == JobState::debugStop ||
                        state == JobState::debugCommand;
-        if (checked && gpus_present >= 0 && gpus_present < declared) {
+        // A pod on a node already tainted (its GPU went before, and the pod
+        // was recreated on the same machine) is quarantined, not removed
+        // again: that looped every second, for ever. Unless it runs ranks.
+        const bool runs_ranks =
+            std::find(st.active.begin(), st.active.end(), pod) != st.active.end() &&
+            (state == JobState::command || state == JobState::debugCommand);
+        auto node_of = st.pod_nodes.find(pod);
+        const bool known = node_of != st.pod_nodes.end() && st.taints.tainted(node_of->second);
+        if (checked && gpus_present >= 0 && gpus_present < declared && (!known || runs_ranks)) {
           // A GPU fell off the bus: the node is not to be used again, and the
           // pod leaves (to be recreated elsewhere); in command the job restarts.
           std::string detail = "pod " + pod + " lost a GPU (it declared " +
                                std::to_string(declared) + ", " + std::to_string(gpus_present) +
                                " are there)";
           taint_platform(self, pod, detail);
-          self->send(it->second.agent, delete_atom::value);
+          self->send(it->second.agent, delete_atom::value, detail);
           lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
         }
       },

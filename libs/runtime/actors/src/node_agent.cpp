@@ -296,8 +296,11 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
             why);
         leave_at_once(self, kNodeExitHeadLost);
       },
-      [self](delete_atom) {
-        component_logger("node")->warn("deleted (atlctl delete): killing its ranks and leaving");
+      // The head removes this pod (atlctl delete, or a GPU gone): it leaves
+      // to be recreated. `why` says which (it always said "atlctl delete").
+      [self](delete_atom, const std::string& why) {
+        component_logger("node")->warn("removed from the job ({}): killing its ranks and leaving",
+                                       why);
         leave_at_once(self, kNodeExitDeleted);
       },
       [self](cancel_atom) {
