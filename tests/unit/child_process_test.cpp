@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -207,6 +209,40 @@ TEST(ChildProcess, TheCommandDiesWithItsGuard) {
   for (int i = 0; i < 500 && alive(command); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive(command)) << "the command outlived its guard";
+}
+
+// A multi-threaded rank (Python with threads, atl-burn) shows 'Z' while its
+// threads still exit and cannot be reaped yet: the guard took it for gone,
+// left, and the rank became a zombie of whoever adopted it (a local
+// worker's guard, after every `stop` of a burn). Run in a forked subreaper,
+// as the local worker's guard is, which looks for zombies left to it.
+TEST(ChildProcess, AStoppedMultiThreadedRankLeavesNoZombie) {
+  pid_t probe = ::fork();
+  ASSERT_GE(probe, 0);
+  if (probe == 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int zombies = 0;
+    for (int round = 0; round < 5; ++round) {
+      auto child = atl::os::ChildProcess::spawn(
+          shell("s=0; python3 -c \"import os, threading, time\n"
+                "for _ in range(64): threading.Thread(target=time.sleep, args=(100,), "
+                "daemon=True).start()\n"
+                "print('ready', flush=True)\n"
+                "time.sleep(100)\" || s=1; exit $s"));
+      if (!child.ok()) ::_exit(3);
+      if (read_line(child->output_fd()) != "ready") ::_exit(4);
+      child->signal(SIGTERM);
+      child->wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) ++zombies;  // left to us
+    }
+    ::_exit(zombies == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(probe, &status, 0), probe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "a stopped rank was left as a zombie (1) or the probe failed";
 }
 
 // The wrapper shell dies of the stop at once; the rank's handler under it

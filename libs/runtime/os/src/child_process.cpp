@@ -129,12 +129,13 @@ volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM
 volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
 volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
 
-void reap(pid_t pid) {
+// Whether `pid` (our child) was reaped now.
+bool reap(pid_t pid) {
   int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) == pid) {
-    g_orphan_status = status;
-    g_orphan_ended = 1;
-  }
+  if (::waitpid(pid, &status, WNOHANG) != pid) return false;
+  g_orphan_status = status;
+  g_orphan_ended = 1;
+  return true;
 }
 
 // Sends `sig` (0: none, only count) to every process that is our child (the
@@ -163,8 +164,12 @@ int signal_descendants(int sig) {
       bool mine = ppid == self;
       if (!mine && (pgrp != group || state == 'Z')) continue;  // others reap their zombies
       if (state == 'Z') {
-        // Dead already: reap it (the command is left to the main loop's waitpid).
-        if (pid != g_inner) reap(pid);
+        // Dead already: reap it (the command is left to the main loop's
+        // waitpid). A multi-threaded process shows 'Z' while its other
+        // threads still exit, and cannot be reaped yet: it still counts, or
+        // the guard left it behind as a zombie of whoever adopted it next
+        // (atl-burn under a local worker's guard, after every stop).
+        if (pid != g_inner && mine && !reap(pid)) ++found;
         continue;
       }
       ++found;
@@ -203,17 +208,47 @@ std::int64_t monotonic_ns() {
 
 // Waits for the command, and with a lease, kills its tree once the lease runs
 // out. Returns the command's wait status.
+// Reaps every child that has ended: orphans adopted by this subreaper would
+// stay zombies for as long as the command runs (a local worker's guard lives
+// as long as its workernode). True, with its status, once the command ended.
+bool reap_ended(pid_t inner, int* status, bool block) {
+  while (true) {
+    int st = 0;
+    pid_t p = ::waitpid(-1, &st, block ? 0 : WNOHANG);
+    if (p == inner) {
+      *status = st;
+      return true;
+    }
+    if (p > 0) {
+      if (g_stopping) {
+        g_orphan_status = st;
+        g_orphan_ended = 1;
+      }
+      continue;
+    }
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0 && errno == ECHILD) {
+      *status = 255 << 8;  // cannot happen (the command is ours, unreaped): never wait for ever
+      return true;
+    }
+    return false;  // nothing more has ended yet
+  }
+}
+
 int wait_for_command(pid_t inner, const Lease* lease) {
   int status = 0;
   if (lease) {
     int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, inner, 0));
     while (true) {
+      if (reap_ended(inner, &status, false)) {
+        if (pidfd >= 0) ::close(pidfd);
+        return status;
+      }
       if (pidfd >= 0) {
         pollfd p{pidfd, POLLIN, 0};
-        if (::poll(&p, 1, 100) > 0) break;  // the command ended
+        ::poll(&p, 1, 100);  // the command ended, or 100 ms: look again
       } else {
         // No pidfd (an old kernel): look every 20 ms.
-        if (::waitpid(inner, &status, WNOHANG) == inner) return status;
         timespec pause{0, 20 * 1000 * 1000};
         ::nanosleep(&pause, nullptr);
       }
@@ -225,7 +260,7 @@ int wait_for_command(pid_t inner, const Lease* lease) {
     }
     if (pidfd >= 0) ::close(pidfd);
   }
-  while (::waitpid(inner, &status, 0) < 0 && errno == EINTR) {
+  while (!reap_ended(inner, &status, true)) {
   }
   return status;
 }
