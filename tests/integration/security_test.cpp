@@ -448,3 +448,37 @@ TEST(Security, AtlsOwnFilesArePrivateAndRankFilesKeepTheUsersUmask) {
 }
 
 }  // namespace atl::test
+
+namespace atl::test {
+
+// Each atlctl is a new CAF node; CAF 0.17 kept ~1.1 kB per node it ever met
+// (basp_interpose.cpp): 10,000 `atlctl status` grew the head by ~11 MB.
+TEST(Security, ManyAtlctlCallsLeaveTheHeadsMemoryAsItWas) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_status("command"));
+  const int pid = head.process->pid();
+  // Warm: the first calls allocate what every later call reuses.
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(c.atlctl({"--address", c.head_address(), "status"}).exit_code, 0);
+  const long before = rss_kib(pid);
+  constexpr int kCalls = 3000;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < kCalls / 4; ++i) {
+        std::string cmd = "ATL_TLS_DIR=" + c.state_dir() + "/tls " + bin("atlctl") + " --address " +
+                          c.head_address() + " status >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) != 0) ++failed;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failed.load(), 0);
+  const long after = rss_kib(pid);
+  // It grew ~3.8 MB over these 3,000 calls; now ~0.1 MB.
+  EXPECT_LT(after - before, 2 * 1024) << before << " KiB -> " << after << " KiB";
+}
+
+}  // namespace atl::test

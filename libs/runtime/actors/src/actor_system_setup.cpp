@@ -9,6 +9,7 @@
 namespace atl {
 
 bool openssl_error_queue_fix_linked();  // openssl_interpose.cpp
+bool basp_spawn_server_skip_linked();   // basp_interpose.cpp
 
 void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<NodeInfo>("atl::NodeInfo");
@@ -33,6 +34,7 @@ AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
     openssl_cafile = tls->ca;
     secure_ = true;
   }
+  if (!basp_spawn_server_skip_linked()) throw std::logic_error("CAF without its leak fix");
   add_atl_message_types(*this);
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.
