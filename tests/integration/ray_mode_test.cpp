@@ -103,12 +103,17 @@ struct RayCluster {
     std::string out = c.output(*head);
     auto at = out.find("listening on ") + 13;
     address = out.substr(at, out.find('\n', at) - at);
-    for (int w = 0; w < 2; ++w)
-      c.start("worker" + std::to_string(w),
-              concat(hosts.on(w + 1),
-                     {bin("workernode"), "--head", address, "--name", c.worker_name(w), "--node",
-                      "host-" + std::to_string(w + 1), "--cpus", "1", "--memory", "2Gi"}),
-              env());
+    for (int w = 0; w < 2; ++w) start_worker(w);
+  }
+
+  // Worker pod w on its host (again, as Kubernetes recreates a deleted pod).
+  Started& start_worker(int w) {
+    return c.start("worker" + std::to_string(w),
+                   concat(hosts.on(w + 1),
+                          {bin("workernode"), "--head", address, "--name", c.worker_name(w),
+                           "--node", "host-" + std::to_string(w + 1), "--cpus", "1", "--memory",
+                           "2Gi"}),
+                   env());
   }
 };
 
@@ -251,6 +256,33 @@ TEST(RayMode, StopKeepsRayUpAndRecoverRunsTheDriverOnIt) {
   for (int pid : raylets) EXPECT_NE(::kill(pid, 0), 0) << "raylet " << pid << " outlived recover";
   EXPECT_TRUE(r.c.no_strays_within(60s));
   EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+}
+
+// The guide's "debug, then delete": the pod comes back and the whole job
+// starts again by itself (Ray's cluster and the driver), at no cost.
+TEST(RayMode, DeleteAfterDebugStartsRayAndTheDriverAgainForFree) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  const std::string count = r.c.dir() + "/starts";
+  r.start("n=$(cat " + count + " 2>/dev/null || echo 0); echo $((n + 1)) > " + count +
+              "; if [ $n -lt 1 ]; then exec sleep 600; fi; " + kProgram,
+          {"--grace", "5s"});
+  for (int i = 0; i < 1800 && read_file(count) != "1\n"; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(read_file(count), "1\n") << r.c.output(*r.head);
+  auto debug = r.c.atlctl({"--address", r.address, "debug"});
+  ASSERT_EQ(debug.exit_code, 0) << debug.output;
+  auto del = r.c.atlctl({"--address", r.address, "delete", "-p", r.c.worker_name(1)});
+  ASSERT_EQ(del.exit_code, 0) << del.output;
+  ASSERT_TRUE(r.c.wait_for_output(*r.head, "from debugStop: no restart used, 0/", 60s))
+      << r.c.output(*r.head);
+  // The deleted pod ends (exit 4) and is recreated, as Kubernetes would.
+  for (int i = 0; i < 600 && r.c.worker_pid(1) > 0; ++i) std::this_thread::sleep_for(100ms);
+  r.start_worker(1);
+  EXPECT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("job restarted: attempt 2 (restart 0/"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
 // A Ray Tune search (ray[tune], a synthetic objective): 4 trials, one CPU

@@ -453,10 +453,15 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
       }
       return;
     }
-    std::string detail = "the Ray driver " + how;
-    if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit)
-      detail = "the Ray cluster did not become ready (see the driver's log)";
-    on_fault(self, {FaultKind::rank_failed, exit.pod, detail});
+    if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit) {
+      // Ray's nodes that never joined are a ready timeout like pods that never
+      // came: retried within the budget (it needed --restart-on-failure).
+      on_fault(self, {FaultKind::ready_timeout, exit.pod,
+                      "the Ray cluster did not become ready (the driver's log names the pods "
+                      "not alive in Ray)"});
+      return;
+    }
+    on_fault(self, {FaultKind::rank_failed, exit.pod, "the Ray driver " + how});
     return;
   }
   std::string who =

@@ -398,8 +398,8 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         self->state.writer->push(WriteJob{stream, std::move(lines), count,
                                           caf::actor_cast<caf::actor>(self->current_sender())});
       },
-      // A rank's chunk with the attempt it belongs to (debug runs and the
-      // nodes' own logs have none: they take the form above).
+      // A chunk with the attempt of the process that wrote it (executors send
+      // this form; the nodes' own logs take the one above).
       [self](log_atom, std::int32_t stream, std::int32_t attempt, std::string& lines,
              std::int32_t count) {
         auto& total = self->state.totals[stream];
@@ -407,7 +407,10 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         total.second += count;
         WriteJob job{stream, std::move(lines), count,
                      caf::actor_cast<caf::actor>(self->current_sender())};
-        if (!decode_debug_stream(stream) && !is_agent_log_stream(stream))
+        // Only user code's streams (ranks, the driver, Ray's processes) have
+        // per-attempt files; a debug run's or a task's `attempt` is its own id.
+        if (!decode_debug_stream(stream) && !decode_task_stream(stream) &&
+            !is_agent_log_stream(stream))
           job.chunk_attempt = attempt;
         self->state.writer->push(std::move(job));
       },
