@@ -34,3 +34,39 @@ def machine():
 
 def median(xs):
     return statistics.median(xs)
+
+
+def workernode_pid(job_id, index):
+    """The workernode process of pod `index` of job `job_id` (not a rank guard
+    forked from it: those share its command line), or None."""
+    pod = f"{job_id}-worker-{index}".encode()
+    found = None
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            args = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+            if not args[0].endswith(b"/workernode") or pod not in args:
+                continue
+            ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
+            if open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[0].endswith(b"/workernode"):
+                continue  # a rank's guard
+            found = int(d)
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def tagged(tag):
+    """Live processes (zombies excluded) whose environment holds `tag`."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            if tag.encode() in open(f"/proc/{d}/environ", "rb").read():
+                if open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+                    pids.append(int(d))
+        except OSError:
+            continue
+    return pids

@@ -133,23 +133,6 @@ class Pods:
                 p.kill()
 
 
-def workernode_pid(job_id, k):
-    """The workernode process of pod k (not a rank guard forked from it)."""
-    pod = f"{job_id}-worker-{k}".encode()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            args = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-            if not args[0].endswith(b"/workernode") or pod not in args:
-                continue
-            ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
-            if open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[0].endswith(b"/workernode"):
-                continue
-            return int(d)
-        except (OSError, IndexError):
-            continue
-    return None
 
 
 def active_pods(address, env):
@@ -183,18 +166,6 @@ def rank_pids(tag):
     return found
 
 
-def tagged(tag):
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            if tag.encode() in open(f"/proc/{d}/environ", "rb").read():
-                if open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
-                    pids.append(int(d))
-        except OSError:
-            continue
-    return pids
 
 
 RANK_SCRIPT = """import os, sys, time
@@ -288,7 +259,7 @@ def main():
             else:
                 # An active pod: one that runs ranks of this attempt.
                 pod = random.choice(active_pods(address, env))
-                pid = workernode_pid(job_id, pod)
+                pid = common.workernode_pid(job_id, pod)
                 if pid is None and kind != "net-cut":
                     print(f"round {k}: pod {pod} has no process now; skipped", flush=True)
                     continue
@@ -334,8 +305,8 @@ def main():
                 n, gaps, d = count_gaps(path)
                 lines, lost, dups = lines + n, lost + gaps, dups + d
     leaked = 0
-    if wait_for(lambda: not tagged(tag), 20) is False:
-        leaked = len(tagged(tag))
+    if wait_for(lambda: not common.tagged(tag), 20) is False:
+        leaked = len(common.tagged(tag))
     text = open(head_log, errors="replace").read()
     restarted = text.count("job restarted: attempt")
     by_kind = ", ".join(f"{f} {kinds.count(f)}" for f in FAULTS)

@@ -57,40 +57,8 @@ def first_after(path, needle, after, timeout):
     return None
 
 
-def worker_pid(job_id, index):
-    """The workernode process of pod `index` (not a rank guard forked from it)."""
-    pod = f"{job_id}-worker-{index}"
-    found = None
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            args = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-            if not args[0].endswith(b"/workernode") or pod.encode() not in args:
-                continue
-            ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
-            pargs = open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")
-            if pargs[0].endswith(b"/workernode"):
-                continue  # a rank's guard
-            found = int(d)
-        except (OSError, IndexError):
-            continue
-    return found
 
 
-def tagged(tag):
-    pids = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        try:
-            if tag.encode() in open(f"/proc/{d}/environ", "rb").read():
-                state = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
-                    pids.append(int(d))
-        except OSError:
-            continue
-    return pids
 
 
 class Job:
@@ -170,7 +138,7 @@ def crash_phase(rounds):
                     time.sleep(0.01)
                 if k == rounds:
                     break
-                pid = worker_pid(job.job_id, random.randrange(PODS))
+                pid = common.workernode_pid(job.job_id, random.randrange(PODS))
                 killed_at = time.time()
                 os.kill(pid, signal.SIGKILL)
                 t = first_after(job.log, "command -> restarting", killed_at, 30)
@@ -189,7 +157,7 @@ def crash_phase(rounds):
                 got = open(path).read().count("\n") if os.path.exists(path) else 0
                 lost += max(0, LINES - got)
         time.sleep(2)
-        leaked = len(tagged(job.tag))
+        leaked = len(common.tagged(job.tag))
         return detect, restart, recovered, lost, leaked
 
 
@@ -202,7 +170,7 @@ def hang_phase(rounds):
         try:
             for k in range(rounds):
                 ok = wait_for_starts(tmp, k, PODS)
-                pid = worker_pid(job.job_id, random.randrange(PODS))
+                pid = common.workernode_pid(job.job_id, random.randrange(PODS))
                 if not ok or pid is None:
                     print(f"hang round {k + 1}: the attempt did not come up", flush=True)
                     break

@@ -194,6 +194,16 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return codes;
   }
 
+  // Pod 0 on machine "gpu-node", declaring two GPUs.
+  static NodeInfo gpu_pod() {
+    NodeInfo info;
+    info.pod = worker_pod_name("jo-race", 0);
+    info.address = "127.0.0.1";
+    info.node = "gpu-node";
+    info.gpus = 2;
+    return info;
+  }
+
   void rank_exit(int rank, int attempt, int code) {
     self->send(sup, RankExit{rank, attempt, worker_pod_name("jo-race", rank), code, 0, ""});
   }
@@ -494,11 +504,7 @@ CAF_TEST(a node lost twice in a row is not tainted when no spare could replace i
 
 CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it) {
   start(1, false, 10);
-  NodeInfo info;
-  info.pod = worker_pod_name("jo-race", 0);
-  info.address = "127.0.0.1";
-  info.node = "gpu-node";
-  info.gpus = 2;
+  NodeInfo info = gpu_pod();
   auto [a0, log0] = agent();
   self->send(sup, register_atom::value, info, a0);
   step();
@@ -524,11 +530,7 @@ CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it)
 // heartbeat, recreated, removed... every second, for ever.
 CAF_TEST(a pod back on a node that lost a GPU is not removed again while parked) {
   start(1, false, 10);
-  NodeInfo info;
-  info.pod = worker_pod_name("jo-race", 0);
-  info.address = "127.0.0.1";
-  info.node = "gpu-node";
-  info.gpus = 2;
+  NodeInfo info = gpu_pod();
   auto [a0, log0] = agent();
   self->send(sup, register_atom::value, info, a0);
   step();

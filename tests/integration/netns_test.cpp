@@ -14,6 +14,14 @@
 namespace atl::test {
 namespace {
 
+// The HOST:PORT the head printed once it listened on `ip`; empty if it did not.
+std::string listening_address(TestCluster& c, const Started& head, const std::string& ip) {
+  if (!c.wait_for_output(head, "listening on " + ip + ":")) return "";
+  std::string out = c.output(head);
+  auto at = out.find("listening on ") + 13;
+  return out.substr(at, out.find('\n', at) - at);
+}
+
 TEST(NetworkNamespaces, ACutLinkIsDetectedAndASpareOnAnotherHostTakesOver) {
   Hosts hosts(4);  // h0 the head, h1..h3 three workers (two active, one spare)
   if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
@@ -26,10 +34,8 @@ TEST(NetworkNamespaces, ACutLinkIsDetectedAndASpareOnAnotherHostTakesOver) {
                            "1", "--heartbeat-timeout", "2s", "--linger", "60s", "--",
                            "echo \"start $RANK restart=$ATL_RESTART_COUNT on $(hostname -I)\"; "
                            "[ $ATL_RESTART_COUNT -ge 1 ] && exit 0; sleep 300"}));
-  ASSERT_TRUE(c.wait_for_output(head, "listening on " + head_ip + ":")) << c.output(head);
-  std::string out = c.output(head);
-  auto at = out.find("listening on ") + 13;
-  const std::string address = out.substr(at, out.find('\n', at) - at);
+  const std::string address = listening_address(c, head, head_ip);
+  ASSERT_FALSE(address.empty()) << c.output(head);
   for (int w = 0; w < 3; ++w) {
     c.start("worker" + std::to_string(w),
             concat(hosts.on(w + 1), {bin("workernode"), "--head", address, "--name",
@@ -82,10 +88,8 @@ TEST(NetworkNamespaces, APodCutOffLongerThanTcpsBackoffRejoinsAtOnce) {
                            c.state_dir(), "--bind", head_ip, "--workers", "1", "--",
                            "echo \"start restart=$ATL_RESTART_COUNT\"; "
                            "while :; do seq 1 2000; sleep 0.05; done"}));
-  ASSERT_TRUE(c.wait_for_output(head, "listening on " + head_ip + ":")) << c.output(head);
-  std::string out = c.output(head);
-  auto at = out.find("listening on ") + 13;
-  const std::string address = out.substr(at, out.find('\n', at) - at);
+  const std::string address = listening_address(c, head, head_ip);
+  ASSERT_FALSE(address.empty()) << c.output(head);
   auto& worker = c.start("worker", concat(hosts.on(1), {bin("workernode"), "--head", address,
                                                         "--name", c.worker_name(0)}));
   ASSERT_TRUE(c.wait_for_output(head, "[rank 0] start restart=0")) << c.output(head);
