@@ -108,12 +108,12 @@ struct RayCluster {
 
   // Worker pod w on its host (again, as Kubernetes recreates a deleted pod).
   Started& start_worker(int w) {
-    return c.start("worker" + std::to_string(w),
-                   concat(hosts.on(w + 1),
-                          {bin("workernode"), "--head", address, "--name", c.worker_name(w),
-                           "--node", "host-" + std::to_string(w + 1), "--cpus", "1", "--memory",
-                           "2Gi"}),
-                   env());
+    return c.start(
+        "worker" + std::to_string(w),
+        concat(hosts.on(w + 1),
+               {bin("workernode"), "--head", address, "--name", c.worker_name(w), "--node",
+                "host-" + std::to_string(w + 1), "--cpus", "1", "--memory", "2Gi"}),
+        env());
   }
 };
 
