@@ -12,9 +12,9 @@
 // I/O calls CAF makes, each now starts with an empty queue, as OpenSSL's docs
 // require.
 //
-// 2. The handshake's busy loop (handshake_step below) and the accepting
-// side's gate: a handshake waits without CPU, has a deadline, and only so
-// many wait at once (HandshakeGate below).
+// 2. The handshake's busy loop (connect_step, and HandshakeGate for the
+// accepting side: a handshake waits without CPU, has a deadline, and only
+// so many wait at once).
 //
 // 3. Credentials parsed once, and no session tickets (see below). CAF builds a fresh SSL_CTX per
 // connection and loads the certificate, key and CA files into it; the three SSL_CTX_use_*/
