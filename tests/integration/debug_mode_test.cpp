@@ -270,6 +270,12 @@ TEST(DebugMode, ConcurrentCommandsNeverCorruptState) {
   EXPECT_EQ(d.c.wait_exit(s1), 0) << d.c.output(s1);
   EXPECT_EQ(d.c.wait_exit(s2), 0) << d.c.output(s2);
   EXPECT_EQ(d.status(), "Job status:  debugStop\n");
+  // Sixty at once: every one answers (1-2% of the replies were lost in
+  // CAF's deserialization pool; actor_system_setup.cpp).
+  std::vector<atl::test::Started*> many;
+  for (int i = 0; i < 60; ++i)
+    many.push_back(&d.c.start("taint-" + std::to_string(i), args({"taint", "-a", "list"})));
+  for (auto* p : many) EXPECT_EQ(d.c.wait_exit(*p), 0) << d.c.output(*p);
 }
 
 TEST(DebugMode, RefusedBeforeUserCodeRuns) {
