@@ -36,8 +36,9 @@ SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& 
     : sys_(sys), self_(sys), address_(address) {
   auto found = atl::connect_actor(sys, address.host, address.port);
   if (!found) {
-    die(kExitUnreachable, "cannot reach the supervisor at " + address.to_string() + ": " +
-                              atl::describe_connect_error(sys, found.error()));
+    die(kExitUnreachable,
+        "cannot reach the supervisor at " + address.to_string() + ": " +
+            atl::describe_connect_error(sys, found.error(), address.host, address.port));
   }
   supervisor_ = *found;
   // A request to a node that went away never fails by itself in CAF 0.17:

@@ -182,7 +182,8 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
     auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
     if (found) return *found;
     if (signalled.load()) return std::nullopt;
-    std::string error = atl::describe_connect_error(sys, found.error());
+    std::string error =
+        atl::describe_connect_error(sys, found.error(), opt.head.host, opt.head.port);
     if (std::chrono::steady_clock::now() >= deadline) {
       std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
                 << atl::format_duration(opt.connect_timeout) << ": " << error << "\n";

@@ -302,9 +302,10 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
     });
     auto found = made.get();
     if (!found)
-      return make_status(ATL_UNREACHABLE,
-                         "atl_connect: cannot reach the supervisor at " + c->address + ": " +
-                             atl::describe_connect_error(*c->system, found.error()));
+      return make_status(
+          ATL_UNREACHABLE,
+          "atl_connect: cannot reach the supervisor at " + c->address + ": " +
+              atl::describe_connect_error(*c->system, found.error(), hp->host, hp->port));
     c->supervisor = *found;
     *out = c.release();
     return nullptr;

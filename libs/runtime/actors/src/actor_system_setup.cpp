@@ -5,6 +5,7 @@
 #include <caf/openssl/all.hpp>
 
 #include "atl/actors/messages.hpp"
+#include "atl/os/reach_probe.hpp"
 
 namespace atl {
 
@@ -73,9 +74,16 @@ std::string describe_exception(const std::exception_ptr& e) {
   }
 }
 
-std::string describe_connect_error(caf::actor_system& sys, const caf::error& err) {
+std::string describe_connect_error(caf::actor_system& sys, const caf::error& err,
+                                   const std::string& host, std::uint16_t port) {
   std::string text = sys.render(err);
-  if (err == caf::sec::disconnect_during_handshake) {
+  // A certificate refused while the peer answers at once fails inside CAF's
+  // first handshake step: that reads as cannot_connect_to_node, the same as
+  // nothing listening. A plain TCP connect tells the two apart.
+  bool tls_refused = err == caf::sec::disconnect_during_handshake ||
+                     (err == caf::sec::cannot_connect_to_node && sys.has_openssl_manager() &&
+                      os::probe_connect(host, port, std::chrono::seconds(1)).ok());
+  if (tls_refused) {
     text += sys.has_openssl_manager()
                 ? " (the peer refused this process's TLS certificate or does not speak TLS: "
                   "check --tls-dir / ATL_TLS_DIR)"

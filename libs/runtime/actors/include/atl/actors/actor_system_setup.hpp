@@ -44,7 +44,9 @@ caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::strin
 // What an actor's exception handler says about the exception it caught.
 std::string describe_exception(const std::exception_ptr& e);
 
-// connect_actor's error as one line; a failed TLS handshake says what to check.
-std::string describe_connect_error(caf::actor_system& sys, const caf::error& err);
+// connect_actor's error to host:port as one line; a failed TLS handshake
+// says what to check.
+std::string describe_connect_error(caf::actor_system& sys, const caf::error& err,
+                                   const std::string& host, std::uint16_t port);
 
 }  // namespace atl
