@@ -177,6 +177,14 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return log0;
   }
 
+  // `op` runs atlctl stop while rank 0 of attempt 1 runs; the rank ends.
+  void park_rank_zero(caf::scoped_actor& op) {
+    op->send(sup, debug_stop_atom::value);
+    step();
+    rank_exit(0, 1, 143);
+    step();
+  }
+
   // atlctl stop as it asks: dbg_stop, then stop_wait.
   void stop_and_wait(caf::scoped_actor& op) {
     op->send(sup, debug_stop_atom::value);
@@ -401,10 +409,7 @@ CAF_TEST(an exception in a handler fails the job and shuts the workers down) {
 CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   auto a0 = one_rank_running();
   caf::scoped_actor op{sys, true};
-  op->send(sup, debug_stop_atom::value);
-  step();
-  rank_exit(0, 1, 143);
-  step();
+  park_rank_zero(op);
   CAF_CHECK_EQUAL(status(), "debugStop");
   op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
            std::string("1ms"), std::string(""), std::string("all"), std::string(""));
@@ -537,10 +542,7 @@ CAF_TEST(a pod back on a node that lost a GPU is not removed again while parked)
   rank_started(0, 1);
   step();
   caf::scoped_actor op{sys, true};
-  op->send(sup, debug_stop_atom::value);
-  step();
-  rank_exit(0, 1, 143);
-  step();
+  park_rank_zero(op);
   CAF_CHECK_EQUAL(status(), "debugStop");
   self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});  // one GPU gone
   step();

@@ -14,6 +14,15 @@
 namespace atl::test {
 namespace {
 
+// headnode on host 0 of `hosts` with `args` (after the common ones).
+Started& start_head_on(TestCluster& c, Hosts& hosts, std::vector<std::string> args) {
+  std::vector<std::string> argv = {bin("headnode"), "--port",   "0",
+                                   "--job-id",      c.job_id(), "--state-dir",
+                                   c.state_dir(),   "--bind",   hosts.address(0)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return c.start("headnode", concat(hosts.on(0), argv));
+}
+
 // The HOST:PORT the head printed once it listened on `ip`; empty if it did not.
 std::string listening_address(TestCluster& c, const Started& head, const std::string& ip) {
   if (!c.wait_for_output(head, "listening on " + ip + ":")) return "";
@@ -27,13 +36,11 @@ TEST(NetworkNamespaces, ACutLinkIsDetectedAndASpareOnAnotherHostTakesOver) {
   if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
   TestCluster c;
   const std::string head_ip = hosts.address(0);
-  auto& head = c.start(
-      "headnode",
-      concat(hosts.on(0), {bin("headnode"), "--port", "0", "--job-id", c.job_id(), "--state-dir",
-                           c.state_dir(), "--bind", head_ip, "--workers", "2", "--spare-workers",
-                           "1", "--heartbeat-timeout", "2s", "--linger", "60s", "--",
-                           "echo \"start $RANK restart=$ATL_RESTART_COUNT on $(hostname -I)\"; "
-                           "[ $ATL_RESTART_COUNT -ge 1 ] && exit 0; sleep 300"}));
+  auto& head = start_head_on(c, hosts,
+                             {"--workers", "2", "--spare-workers", "1", "--heartbeat-timeout", "2s",
+                              "--linger", "60s", "--",
+                              "echo \"start $RANK restart=$ATL_RESTART_COUNT on $(hostname -I)\"; "
+                              "[ $ATL_RESTART_COUNT -ge 1 ] && exit 0; sleep 300"});
   const std::string address = listening_address(c, head, head_ip);
   ASSERT_FALSE(address.empty()) << c.output(head);
   for (int w = 0; w < 3; ++w) {
@@ -82,12 +89,10 @@ TEST(NetworkNamespaces, APodCutOffLongerThanTcpsBackoffRejoinsAtOnce) {
   if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
   TestCluster c;
   const std::string head_ip = hosts.address(0);
-  auto& head = c.start(
-      "headnode",
-      concat(hosts.on(0), {bin("headnode"), "--port", "0", "--job-id", c.job_id(), "--state-dir",
-                           c.state_dir(), "--bind", head_ip, "--workers", "1", "--",
-                           "echo \"start restart=$ATL_RESTART_COUNT\"; "
-                           "while :; do seq 1 2000; sleep 0.05; done"}));
+  auto& head = start_head_on(c, hosts,
+                             {"--workers", "1", "--",
+                              "echo \"start restart=$ATL_RESTART_COUNT\"; "
+                              "while :; do seq 1 2000; sleep 0.05; done"});
   const std::string address = listening_address(c, head, head_ip);
   ASSERT_FALSE(address.empty()) << c.output(head);
   auto& worker = c.start("worker", concat(hosts.on(1), {bin("workernode"), "--head", address,
