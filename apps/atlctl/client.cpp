@@ -55,6 +55,8 @@ SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& 
                 << " before it answered (the head ended, or the connection dropped)\n";
       std::_Exit(kExitUnreachable);
     });
+    // It only waits for that down message (or its own exit); a behaviour
+    // with no handler would end it at once.
     return {[](caf::exit_msg&) {}};
   });
 }

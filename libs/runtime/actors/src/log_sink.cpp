@@ -210,7 +210,9 @@ class LogWriter {
         begin_attempt(job.attempt);
         continue;
       }
-      if (job.chunk_attempt > 0 && job.chunk_attempt != attempt_) {
+      // Only a chunk of an earlier attempt goes elsewhere (a later one cannot
+      // come: the attempt begins before its ranks are launched).
+      if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
         append_to_attempt(job.chunk_attempt, job.stream, job.text);
       } else {
         append(job.stream, job.text, job.lines);

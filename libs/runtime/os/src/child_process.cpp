@@ -129,12 +129,18 @@ volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM
 volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
 volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
 
+// A process below the command ended with `status` (on_stop forgets those
+// that ended before a stop).
+void note_orphan_end(int status) {
+  g_orphan_status = status;
+  g_orphan_ended = 1;
+}
+
 // Whether `pid` (our child) was reaped now.
 bool reap(pid_t pid) {
   int status = 0;
   if (::waitpid(pid, &status, WNOHANG) != pid) return false;
-  g_orphan_status = status;
-  g_orphan_ended = 1;
+  note_orphan_end(status);
   return true;
 }
 
@@ -220,10 +226,7 @@ bool reap_ended(pid_t inner, int* status, bool block) {
       return true;
     }
     if (p > 0) {
-      if (g_stopping) {
-        g_orphan_status = st;
-        g_orphan_ended = 1;
-      }
+      note_orphan_end(st);
       continue;
     }
     if (p < 0 && errno == EINTR) continue;

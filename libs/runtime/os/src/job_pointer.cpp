@@ -160,23 +160,19 @@ std::vector<std::pair<std::string, Expected<JobPointer>>> job_files(const std::s
 Expected<std::string> publish_job_pointer(const JobPointer& p) {
   std::string text = to_json(p);
   std::string errors;
+  // No id to name a file after (an older head): the shared pointer only.
+  const bool own_file = usable_id(p.job_id);
   for (const auto& path : job_pointer_paths()) {
-    if (!usable_id(p.job_id)) {
-      // No id to name a file after (an older head): the shared pointer only.
-      auto written = write_file(path, text);
-      if (written) return written;
-      errors += (errors.empty() ? "" : "; ") + written.error();
-      continue;
-    }
-    auto written = write_file(job_file_beside(path, p.job_id), text);
+    auto written = write_file(own_file ? job_file_beside(path, p.job_id) : path, text);
     if (!written) {
       errors += (errors.empty() ? "" : "; ") + written.error();
       continue;
     }
     // job.json for a host with one job: taken by the first, never overwritten
     // by another job (a damaged one is replaced).
-    auto current = read_pointer(path);
-    if (!current || !*current || (*current)->job_id == p.job_id) write_file(path, text);
+    auto current = own_file ? read_pointer(path) : std::nullopt;
+    if (own_file && (!current || !*current || (*current)->job_id == p.job_id))
+      write_file(path, text);
     return written;
   }
   return make_error("cannot publish the job's address: " + errors);
