@@ -11,21 +11,25 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "atl/core/host_port.hpp"
+#include "atl/core/log_stream.hpp"
+#include "atl/core/reply_code.hpp"
 
 namespace atlctl {
 
 namespace po = boost::program_options;
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitRefused = 3;
-constexpr int kExitUnreachable = 4;
+// atlctl's exit status is the supervisor's ReplyCode (the guide's 0/1/2/3).
+constexpr int kExitOk = atl::wire(atl::ReplyCode::ok);
+constexpr int kExitFailed = atl::wire(atl::ReplyCode::failed);
+constexpr int kExitUsage = atl::wire(atl::ReplyCode::usage);
+constexpr int kExitRefused = atl::wire(atl::ReplyCode::refused);
+constexpr int kExitUnreachable = atl::wire(atl::ReplyCode::unreachable);
 
 [[noreturn]] void die(int code, const std::string& message);
 
@@ -42,7 +46,7 @@ struct LogBytes {
 };
 
 struct StreamBytes {
-  std::int32_t stream = 0;
+  atl::StreamId stream;
   std::string data;
   std::int64_t next_offset = 0;
 };
@@ -92,7 +96,10 @@ struct Command {
 };
 
 // Writes each line of `data` prefixed as the stream's lines are ("[rank N] ").
-void print_prefixed(std::int32_t stream, const std::string& data);
+void print_prefixed(const atl::StreamId& stream, const std::string& data);
+// The stream a status or run entry names ("stream": "rank-3"); dies naming
+// what it got when that is no stream's name.
+atl::StreamId stream_of(const nlohmann::json& entry);
 
 // Debug commands (debug_commands.cpp).
 extern const Command kStopCommand;

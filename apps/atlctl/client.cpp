@@ -1,6 +1,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/core/log_stream.hpp"
@@ -18,7 +19,14 @@ void die(int code, const std::string& message) {
   std::exit(code);
 }
 
-void print_prefixed(std::int32_t stream, const std::string& data) {
+atl::StreamId stream_of(const nlohmann::json& entry) {
+  const auto name = entry.value("stream", std::string());
+  auto id = atl::parse_stream_name(name);
+  if (!id) die(kExitFailed, "the supervisor named a stream atlctl cannot read: '" + name + "'");
+  return *id;
+}
+
+void print_prefixed(const atl::StreamId& stream, const std::string& data) {
   std::string out;
   const std::string prefix = atl::stream_prefix(stream);
   size_t start = 0;
@@ -89,7 +97,7 @@ std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::
   std::optional<std::vector<StreamBytes>> out;
   self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
       .receive(
-          [&](const std::vector<std::int32_t>& streams, std::vector<std::string>& data,
+          [&](const std::vector<atl::StreamId>& streams, std::vector<std::string>& data,
               const std::vector<std::int64_t>& next) {
             out.emplace();
             for (size_t i = 0; i < streams.size() && i < data.size() && i < next.size(); ++i)

@@ -39,9 +39,18 @@ Answer checked(Answer a) {
 }
 
 int stop(SupervisorClient& client, const po::variables_map&) {
-  checked(client.answer_or_die(caf::make_message(atl::debug_stop_atom::value), kQuickAnswer));
+  // The stop is an operation with an id: its end is what we wait for, even
+  // when another operator recovers the job meanwhile.
+  Answer accepted =
+      checked(client.answer_or_die(caf::make_message(atl::debug_stop_atom::value), kQuickAnswer));
+  std::int32_t op = 0;
+  try {
+    op = std::stoi(accepted.text);
+  } catch (const std::exception&) {
+    die(kExitFailed, "stop: the supervisor's answer names no stop: '" + accepted.text + "'");
+  }
   std::cout << "Stopping task in all workers..." << std::endl;
-  checked(client.answer_or_die(caf::make_message(atl::stop_wait_atom::value), kStopAnswer));
+  checked(client.answer_or_die(caf::make_message(atl::stop_wait_atom::value, op), kStopAnswer));
   std::cout << "Stop job task success." << std::endl;
   return kExitOk;
 }
@@ -84,13 +93,13 @@ nlohmann::json follow_run(SupervisorClient& client, const std::string& started_j
                           bool prefixed) {
   auto status = nlohmann::json::parse(started_json);
   const std::int32_t run_id = status["run"];
-  std::map<std::int32_t, std::int64_t> offsets;  // stream -> bytes printed
-  for (const auto& r : status["ranks"]) offsets[r["stream"].get<std::int32_t>()] = 0;
+  std::map<atl::StreamId, std::int64_t> offsets;  // stream -> bytes printed
+  for (const auto& r : status["ranks"]) offsets[stream_of(r)] = 0;
   // Every rank's new output in one round trip (thousands of ranks: one read
   // each per poll took seconds), repeated while a read came back full.
   auto drain = [&] {
     while (true) {
-      std::vector<std::int32_t> streams;
+      std::vector<atl::StreamId> streams;
       std::vector<std::int64_t> from;
       for (const auto& [stream, offset] : offsets) {
         streams.push_back(stream);

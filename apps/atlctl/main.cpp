@@ -107,14 +107,15 @@ void print_details(const nlohmann::json& info) {
             << std::setw(10) << "STATE"
             << "EXIT\n";
   for (const auto& r : info["ranks"]) {
-    int stream = r["stream"];
     std::string exit = !r.contains("exit_code") ? "-"
                        : r["signal"].get<int>() ? "signal " + cell(r, "signal")
                                                 : cell(r, "exit_code");
     if (r.contains("note")) exit += " (" + cell(r, "note") + ")";
+    const atl::StreamId stream = stream_of(r);
     std::cout << "  " << std::setw(7)
-              << (stream < 0 ? atl::stream_name(stream) : std::to_string(stream)) << std::setw(34)
-              << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
+              << (stream.kind == atl::StreamKind::rank ? std::to_string(stream.rank)
+                                                       : atl::stream_name(stream))
+              << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
               << cell(r, "state") << exit << "\n";
   }
   if (!info["taints"].empty()) {
@@ -226,7 +227,7 @@ void logs_options(po::options_description& desc) {
 // own log (the head's, or its node agent's: logs/head.log, pod-worker-<i>.log)
 // and then the processes it runs in this attempt. "head" names the head pod;
 // a pod not in the job is a usage error.
-std::vector<std::int32_t> pod_streams(const nlohmann::json& info, const std::string& pod_list) {
+std::vector<atl::StreamId> pod_streams(const nlohmann::json& info, const std::string& pod_list) {
   auto pods = atl::parse_worker_list(pod_list);
   if (!pods) die(kExitUsage, "logs: --pod: " + pods.error());
   const std::string head = atl::head_pod_name(info["job_id"].get<std::string>());
@@ -234,24 +235,25 @@ std::vector<std::int32_t> pod_streams(const nlohmann::json& info, const std::str
     pods->push_back(head);
     for (const auto& p : info["pods"]) pods->push_back(p["name"].get<std::string>());
   }
-  std::vector<std::int32_t> streams;
+  std::vector<atl::StreamId> streams;
   for (auto pod : *pods) {
     if (pod == "head") pod = head;
-    std::int32_t own = -1;
-    if (pod == head) own = atl::kHeadLogStream;
+    std::optional<atl::StreamId> own;
+    if (pod == head) own = atl::StreamId::head_log();
     for (size_t i = 0; i < info["pods"].size(); ++i)
-      if (info["pods"][i]["name"] == pod) own = atl::pod_log_stream(static_cast<std::int32_t>(i));
-    if (own == -1) die(kExitUsage, "logs: --pod: '" + pod + "' is not a pod of this job");
-    streams.push_back(own);
+      if (info["pods"][i]["name"] == pod)
+        own = atl::StreamId::pod_log(static_cast<std::int32_t>(i));
+    if (!own) die(kExitUsage, "logs: --pod: '" + pod + "' is not a pod of this job");
+    streams.push_back(*own);
     for (const auto& r : info["ranks"])
-      if (r["pod"] == pod) streams.push_back(r["stream"].get<std::int32_t>());
+      if (r["pod"] == pod) streams.push_back(stream_of(r));
   }
   return streams;
 }
 
 int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
-  std::vector<std::int32_t> streams;
+  std::vector<atl::StreamId> streams;
   if (vm.count("pod")) {
     if (vm.count("run") || vm.count("ranks"))
       die(kExitUsage, "logs: --pod cannot be combined with -r or --run");
@@ -267,40 +269,44 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     auto ranks =
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
-    for (int rank : *ranks) streams.push_back(atl::debug_stream(run, rank));
+    for (int rank : *ranks) streams.push_back(atl::StreamId::of_run(run, rank));
   } else if (info["mode"] == "driver" || (info["mode"] == "ray" && !vm.count("ranks"))) {
     if (vm.count("ranks")) die(kExitUsage, "logs: a driver-mode job has no ranks: drop -r");
-    streams.push_back(atl::kDriverStream);
+    streams.push_back(atl::StreamId::driver());
   } else {
     // Ray mode with -r: rank k is worker pod k's Ray node.
     int world = info["mode"] == "ray" ? info["workers"].get<int>() : info["world_size"].get<int>();
     auto ranks =
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
-    streams.assign(ranks->begin(), ranks->end());
+    for (int rank : *ranks) streams.push_back(atl::StreamId::of_rank(rank));
   }
   long tail = vm.count("tail") ? vm["tail"].as<long>() : -1;
   if (vm.count("tail") && tail < 0) die(kExitUsage, "logs: --tail: must not be negative");
 
-  std::map<std::int32_t, std::int64_t> offsets;
+  std::map<atl::StreamId, std::int64_t> offsets;
   constexpr std::int64_t kReadMax = 1 << 20;
-  // Reads each stream from its offset to the current end; false if the supervisor is gone.
+  // Reads every stream from its offset to the current end, all of them in one
+  // round trip per MiB (read_many: streams in order, so each stream's bytes
+  // still come out whole before the next's); false if the supervisor is gone.
   auto drain = [&]() -> bool {
-    for (auto stream : streams) {
-      while (true) {
-        auto got = client.bytes(
-            caf::make_message(atl::read_atom::value, stream, offsets[stream], kReadMax));
-        if (!got) return false;
-        if (got->data.empty()) break;
-        print_prefixed(stream, got->data);
-        offsets[stream] = got->next_offset;
+    while (true) {
+      std::vector<std::int64_t> from;
+      for (const auto& stream : streams) from.push_back(offsets[stream]);
+      auto got =
+          client.many_bytes(caf::make_message(atl::read_many_atom::value, streams, from, kReadMax));
+      if (!got) return false;
+      if (got->empty()) break;
+      for (auto& piece : *got) {
+        print_prefixed(piece.stream, piece.data);
+        offsets[piece.stream] = piece.next_offset;
       }
     }
     std::cout.flush();
     return true;
   };
   if (tail >= 0) {
-    for (auto stream : streams) {
+    for (const auto& stream : streams) {
       auto got = client.bytes(
           caf::make_message(atl::tail_atom::value, stream, static_cast<std::int64_t>(tail)));
       if (!got) die(kExitUnreachable, "the supervisor went away while reading logs");

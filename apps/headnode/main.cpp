@@ -51,7 +51,8 @@ struct HeadOptions {
   int local_workers = 0;
   atl::Millis pod_restart_delay = std::chrono::seconds(1);
   atl::Millis linger{0};
-  std::string tls_dir;  // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
+  std::size_t history = 10000;  // --history
+  std::string tls_dir;          // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
   bool insecure = false;
   int metrics_port = -1;      // --metrics-port: -1 off, 0 any free port
   int dashboard_port = 8265;  // -1 off, 0 any free port (ray mode: 8266, Ray's own has 8265)
@@ -138,6 +139,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "made 0600 on the first start)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
+      "history", po::value<std::string>(),
+      "finished tasks and finished debug runs kept for status and the API, each (default "
+      "10000; older ones are dropped, oldest first)")(
       "make-tls", po::value<std::string>(),
       "make a job's credentials (ca.pem, cert.pem, key.pem) in DIR for --job-id and exit: what "
       "a Kubernetes Secret holds (scripts/render-k8s.py)")(
@@ -298,6 +302,18 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("linger"))
     opt.linger = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
+  if (vm.count("history")) {
+    const std::string v = vm["history"].as<std::string>();
+    std::size_t used = 0;
+    long long n = -1;
+    try {
+      n = std::stoll(v, &used);
+    } catch (const std::exception&) {
+    }
+    if (v.empty() || used != v.size() || n < 0 || n > 10'000'000)
+      atl::cli::usage_error("headnode", "--history: '" + v + "' is not a count from 0 to 10000000");
+    opt.history = static_cast<std::size_t>(n);
+  }
   if (job.job_id.empty()) {
     std::mt19937_64 rng(std::random_device{}());
     job.job_id = atl::make_job_id(rng);
@@ -471,10 +487,15 @@ int main(int argc, char** argv) {
     atl::AtlSystemConfig cfg{tls};
     caf::actor_system sys{cfg};
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
+    auto reader = atl::spawn_log_reader(sys, opt.state_dir + "/logs");
+    // A resumed job's new head writes into its new attempt from its first
+    // line (it wrote its start-up into the previous attempt's head.log).
+    if (resumed) caf::anon_send(sink, atl::attempt_atom::value, atl::os::resumed_attempt(*resumed));
     // The head's own log lines also go to logs/head.log (atlctl logs -p head),
     // until the actor system ends (the guard, declared after it, goes first).
     atl::set_log_forwarder([sink](const std::string& line) {
-      caf::anon_send(sink, atl::log_atom::value, atl::kHeadLogStream, line + "\n", std::int32_t{1});
+      caf::anon_send(sink, atl::log_atom::value, atl::StreamId::head_log(), line + "\n",
+                     std::int32_t{1});
     });
     struct StopForwarding {
       ~StopForwarding() { atl::set_log_forwarder({}); }
@@ -488,6 +509,8 @@ int main(int argc, char** argv) {
     config.ray_python = opt.ray_python;
     config.dashboard_url = dashboard_url;
     config.dashboard_token = dashboard_token;
+    config.finished_kept = opt.history;
+    config.reader = reader;
     auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
@@ -501,6 +524,7 @@ int main(int argc, char** argv) {
                 << sys.render(port.error()) << "\n";
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
       dashboard.reset();
       return kExitFailed;
     }
@@ -534,6 +558,7 @@ int main(int argc, char** argv) {
         queries.reset();
         caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
         caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
         return kExitFailed;
       } else {
         std::cout << "metrics http://" << opt.metrics_bind << ":" << *served << "/metrics"
@@ -566,6 +591,7 @@ int main(int argc, char** argv) {
     watchdog =
         std::make_unique<atl::os::ShutdownWatchdog>(opt.job.grace + std::chrono::seconds(5), code);
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
     sys.middleman().unpublish(supervisor, *port);
   }
   if (local_pods) local_pods->stop_and_reap();

@@ -71,6 +71,7 @@ _lib = _load()
 _P = ctypes.c_void_p
 _signatures = {
     "atl_api_version": ([], ctypes.c_int),
+    "atl_code_name": ([ctypes.c_int], ctypes.c_char_p),
     "atl_status_code": ([_P], ctypes.c_int),
     "atl_status_message": ([_P], ctypes.c_char_p),
     "atl_status_free": ([_P], None),
@@ -115,6 +116,14 @@ for _name, (_args, _res) in _signatures.items():
 if _lib.atl_api_version() != ATL_API_VERSION:
     raise ImportError(f"atl: libatl.so speaks API {_lib.atl_api_version()}, this package "
                       f"{ATL_API_VERSION}")
+
+# The codes above are the supervisor's ReplyCode (atl_code): checked, not assumed.
+_CODE_NAMES = {OK: "ok", FAILED: "failed", USAGE: "usage", REFUSED: "refused",
+               UNREACHABLE: "unreachable", TIMEOUT: "timeout", INTERNAL: "internal"}
+for _code, _expected in _CODE_NAMES.items():
+    if _lib.atl_code_name(_code).decode() != _expected:
+        raise ImportError(f"atl: libatl.so's code {_code} is "
+                          f"{_lib.atl_code_name(_code).decode()!r}, this package's {_expected!r}")
 
 
 def check(status):

@@ -33,8 +33,8 @@ struct AgentLog {
   std::vector<std::int32_t> shutdowns;
   std::vector<std::string> last_env;
   int runs = 0;
-  std::vector<std::int32_t> run_stops;    // debug runs it was told to stop
-  std::vector<std::int32_t> log_streams;  // where it was told to send its own log
+  std::vector<std::int32_t> run_stops;  // debug runs it was told to stop
+  std::vector<StreamId> log_streams;    // where it was told to send its own log
 };
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
@@ -47,16 +47,14 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
         if (!ranks.empty()) log->last_env = ranks.front().env;
       },
       [](heartbeat_atom) {},
-      [log](agent_log_atom, const caf::actor&, std::int32_t stream) {
+      [log](agent_log_atom, const caf::actor&, const StreamId& stream) {
         log->log_streams.push_back(stream);
       },
-      [log](run_atom, std::int32_t, const std::vector<RankLaunch>&, const caf::actor&) {
-        ++log->runs;
-      },
+      [log](run_atom, const std::vector<RankLaunch>&, const caf::actor&) { ++log->runs; },
       [self](fence_atom, const std::string&) { self->quit(); },
       [self](delete_atom, const std::string&) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
-      [log](stop_atom, std::int32_t run, std::int64_t) { log->run_stops.push_back(run); },
+      [log](stop_atom, const StreamId& run, std::int64_t) { log->run_stops.push_back(run.run); },
       [self, log](shutdown_atom, std::int32_t code) {
         log->shutdowns.push_back(code);
         self->quit();
@@ -185,11 +183,22 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     step();
   }
 
-  // atlctl stop as it asks: dbg_stop, then stop_wait.
-  void stop_and_wait(caf::scoped_actor& op) {
+  // dbg_stop as atlctl sends it: the stop's id from its answer (0: refused).
+  std::int32_t begin_stop(caf::scoped_actor& op) {
     op->send(sup, debug_stop_atom::value);
     step();
-    op->send(sup, stop_wait_atom::value);
+    std::int32_t id = 0;
+    op->receive(
+        [&](std::int32_t code, const std::string& text) { id = code == 0 ? std::stoi(text) : 0; },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+    return id;
+  }
+
+  // atlctl stop as it asks: dbg_stop, then stop_wait for that stop (whose
+  // answer stays in op's mailbox).
+  void stop_and_wait(caf::scoped_actor& op) {
+    std::int32_t id = begin_stop(op);
+    op->send(sup, stop_wait_atom::value, id);
     step();
   }
 
@@ -213,10 +222,12 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   }
 
   void rank_exit(int rank, int attempt, int code) {
-    self->send(sup, RankExit{rank, attempt, worker_pod_name("jo-race", rank), code, 0, ""});
+    self->send(sup, RankExit{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
+                             code, 0, ""});
   }
   void rank_started(int rank, int attempt) {
-    self->send(sup, RankStarted{rank, attempt, worker_pod_name("jo-race", rank), 100 + rank});
+    self->send(sup, RankStarted{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
+                                100 + rank});
   }
 };
 
@@ -245,8 +256,8 @@ CAF_TEST(reports of an earlier attempt are history) {
   auto [a0, log0, a1, log1] = two_joined();
   CAF_CHECK_EQUAL(status(), "command");
   // Each joined agent was told where its own log goes: pod-worker-<i>.
-  CAF_CHECK_EQUAL(log0->log_streams, std::vector<std::int32_t>{pod_log_stream(0)});
-  CAF_CHECK_EQUAL(log1->log_streams, std::vector<std::int32_t>{pod_log_stream(1)});
+  CAF_CHECK_EQUAL(log0->log_streams, std::vector<StreamId>{StreamId::pod_log(0)});
+  CAF_CHECK_EQUAL(log1->log_streams, std::vector<StreamId>{StreamId::pod_log(1)});
   CAF_CHECK_EQUAL(log0->launches, 1);
   rank_started(0, 1);
   rank_started(1, 1);
@@ -264,23 +275,21 @@ CAF_TEST(two operators stopping at once both get an answer) {
   auto a0 = one_rank_running();
   caf::scoped_actor op1{sys, true};
   caf::scoped_actor op2{sys, true};
-  op1->send(sup, debug_stop_atom::value);
-  op2->send(sup, debug_stop_atom::value);
-  step();
+  std::int32_t id1 = begin_stop(op1);
+  std::int32_t id2 = begin_stop(op2);
+  CAF_CHECK_EQUAL(id1, 1);
+  CAF_CHECK_EQUAL(id2, 1);  // the second waits for the same stop
   CAF_CHECK_EQUAL(status(), "debugStop");
-  op1->send(sup, stop_wait_atom::value);
-  op2->send(sup, stop_wait_atom::value);
+  op1->send(sup, stop_wait_atom::value, id1);
+  op2->send(sup, stop_wait_atom::value, id2);
   step();
   rank_exit(0, 1, 143);  // the rank ends by SIGTERM: a stop, not a failure
   step();
   int answered = 0;
-  for (auto* op : {&op1, &op2}) {
-    // dbg_stop's answer, then stop_wait's.
-    for (int i = 0; i < 2; ++i)
-      (*op)->receive([&](std::int32_t code, const std::string&) { answered += code == 0; },
-                     caf::after(std::chrono::seconds(0)) >> [] {});
-  }
-  CAF_CHECK_EQUAL(answered, 4);
+  for (auto* op : {&op1, &op2})
+    (*op)->receive([&](std::int32_t code, const std::string&) { answered += code == 0; },
+                   caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(answered, 2);
   CAF_CHECK_EQUAL(status(), "debugStop");
 }
 
@@ -294,10 +303,9 @@ CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
   step();
   rank_exit(0, 1, 143);
   step();
-  auto codes = answers(op, 2);
-  CAF_REQUIRE_EQUAL(codes.size(), 2u);
-  CAF_CHECK_EQUAL(codes[0], 0);  // the stop was accepted
-  CAF_CHECK_EQUAL(codes[1], 1);  // the wait: the job ended first
+  auto codes = answers(op, 1);
+  CAF_REQUIRE_EQUAL(codes.size(), 1u);
+  CAF_CHECK_EQUAL(codes[0], 1);  // the wait: the job ended first
   CAF_CHECK(settled(1));
 }
 
@@ -307,9 +315,9 @@ CAF_TEST(a node lost in debugStop is awaited and a waiting stop is answered) {
   stop_and_wait(op);
   anon_send_exit(a0, caf::exit_reason::kill);
   step();
-  auto codes = answers(op, 2);
-  CAF_REQUIRE_EQUAL(codes.size(), 2u);
-  CAF_CHECK_EQUAL(codes[1], 0);  // its ranks are gone with it: stopped
+  auto codes = answers(op, 1);
+  CAF_REQUIRE_EQUAL(codes.size(), 1u);
+  CAF_CHECK_EQUAL(codes[0], 0);  // its ranks are gone with it: stopped
   CAF_CHECK_EQUAL(status(), "debugStop");
   CAF_CHECK(!settled(1));
   // The pod comes back (recreated) and may be used again.
@@ -415,7 +423,7 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
            std::string("1ms"), std::string(""), std::string("all"), std::string(""));
   step();
   // The check's process on rank 0 (run 1) ends with a failure.
-  self->send(sup, RankExit{debug_stream(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
+  self->send(sup, RankExit{StreamId::of_run(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
   step();
   op->send(sup, taint_atom::value, std::string("list"), std::string(""));
   step();
@@ -561,6 +569,130 @@ CAF_TEST(a pod back on a node that lost a GPU is not removed again while parked)
                   caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
   CAF_CHECK(json.find("\"state\":\"joined\"") != std::string::npos);
   CAF_CHECK_EQUAL(status(), "debugStop");
+}
+
+// --- the debug protocol's races (issue 24): operations carry ids ---------------
+
+// Recover #1 armed a 30 s start timer; a stop and recover #2 followed within
+// it. The leftover timer failed recover #2 after 21 s ("ranks 0 did not
+// start within 30s") before recovers were tagged with their attempt.
+CAF_TEST(the start timer of an earlier recover does not fail a later recover) {
+  caf::scoped_actor op{sys, true};
+  one_rank_parked(op);
+  op->send(sup, recover_atom::value);
+  step();
+  rank_started(0, 2);
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
+  sched.advance_time(std::chrono::seconds(9));
+  step();
+  CAF_CHECK_EQUAL(begin_stop(op), 2);
+  rank_exit(0, 2, 143);
+  step();
+  op->send(sup, recover_atom::value);  // recover #2: attempt 3, its rank not started yet
+  step();
+  sched.advance_time(std::chrono::seconds(21));  // recover #1's timer is due now
+  step();
+  CAF_CHECK(answers(op, 1).empty());  // recover #2 still waits for its rank
+  rank_started(0, 3);
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
+  CAF_CHECK_EQUAL(status(), "command");
+}
+
+// Operator A stops (dbg_stop), the ranks end, operator B recovers, and only
+// then A's atlctl asks stop_wait: A's stop is over, whatever B did since. It
+// used to wait on B's new attempt until its timer failed it.
+CAF_TEST(a stop_wait after a recover by another operator answers at once) {
+  one_rank_running();
+  caf::scoped_actor a{sys, true};
+  caf::scoped_actor b{sys, true};
+  std::int32_t stop = begin_stop(a);
+  CAF_REQUIRE(stop > 0);
+  rank_exit(0, 1, 143);
+  step();
+  b->send(sup, recover_atom::value);
+  step();
+  rank_started(0, 2);
+  step();
+  CAF_CHECK_EQUAL(answers(b, 1), std::vector<std::int32_t>{0});
+  a->send(sup, stop_wait_atom::value, stop);
+  step();
+  CAF_CHECK_EQUAL(answers(a, 1), std::vector<std::int32_t>{0});
+  CAF_CHECK_EQUAL(status(), "command");
+  // A stop that never was is a usage error, not a wait.
+  a->send(sup, stop_wait_atom::value, std::int32_t{99});
+  step();
+  CAF_CHECK_EQUAL(answers(a, 1), std::vector<std::int32_t>{2});
+}
+
+// atlctl stop returns once the ranks ended; but run/check sent while they are
+// still in their grace (saving a checkpoint, holding the GPUs) must wait.
+CAF_TEST(run and check are refused while stopped ranks are still in their grace) {
+  start(1);
+  auto [a0, log0] = agent();
+  join(0, a0);
+  step();
+  rank_started(0, 1);
+  step();
+  caf::scoped_actor op{sys, true};
+  CAF_REQUIRE(begin_stop(op) > 0);
+  CAF_CHECK_EQUAL(status(), "debugStop");
+  op->send(sup, debug_run_atom::value, std::string("all"), std::string("nvidia-smi"), false);
+  step();
+  std::int32_t code = -1;
+  std::string text;
+  op->receive(
+      [&](std::int32_t c, const std::string& t) {
+        code = c;
+        text = t;
+      },
+      caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(code, 3);
+  CAF_CHECK(text.find("ranks 0 are still stopping (in their grace)") != std::string::npos);
+  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
+           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{3});
+  CAF_CHECK_EQUAL(log0->runs, 0);  // nothing started
+  rank_exit(0, 1, 143);            // the grace is over
+  step();
+  op->send(sup, debug_run_atom::value, std::string("all"), std::string("nvidia-smi"), false);
+  step();
+  CAF_CHECK_EQUAL(log0->runs, 1);
+}
+
+// `atlctl check & sleep 0.4; atlctl stop`: the check's processes end by
+// SIGTERM. That is no verdict: no node is tainted, and recover goes on.
+CAF_TEST(a check stopped by an operator taints no node and recover goes on) {
+  caf::scoped_actor op{sys, true};
+  one_rank_parked(op);
+  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
+           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
+  step();
+  const std::string pod = worker_pod_name("jo-race", 0);
+  self->send(sup, RankStarted{StreamId::of_run(1, 0), 1, pod, 77});
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // the check started
+  CAF_CHECK_EQUAL(status(), "debugCommand");
+  std::int32_t stop = begin_stop(op);
+  CAF_REQUIRE(stop > 0);
+  self->send(sup, RankExit{StreamId::of_run(1, 0), 1, pod, 0, 15, ""});  // SIGTERM
+  step();
+  op->send(sup, stop_wait_atom::value, stop);
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
+  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
+  step();
+  std::string taints = "(none)";
+  op->receive([&](std::int32_t, const std::string& t) { taints = t; },
+              caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK_EQUAL(taints, "[]");
+  op->send(sup, recover_atom::value);
+  step();
+  rank_started(0, 2);
+  step();
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -409,6 +409,20 @@ TEST(FaultTolerance, ARestartedHeadResumesTheJobWithItsCountsTaintsAndEvents) {
   // Attempt 1's log is intact beside attempt 2's.
   EXPECT_NE(read_file(c.state_dir() + "/logs/attempt-1/rank-0.log").find("restart=0"),
             std::string::npos);
+  // The second head's own lines, from its first, are attempt 2's.
+  EXPECT_EQ(
+      read_file(c.state_dir() + "/logs/attempt-1/head.log").find("resumed: the head restarted"),
+      std::string::npos);
+  // (written by the LogSink's thread: waited for, not assumed there yet)
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (
+      read_file(c.state_dir() + "/logs/attempt-2/head.log").find("resumed: the head restarted") ==
+          std::string::npos &&
+      std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  EXPECT_NE(
+      read_file(c.state_dir() + "/logs/attempt-2/head.log").find("resumed: the head restarted"),
+      std::string::npos);
   head2.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head2), 1) << c.output(head2);
   EXPECT_TRUE(c.no_strays_within(30s));

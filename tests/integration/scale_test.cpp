@@ -87,3 +87,27 @@ TEST(Scale, SimulateNeedsANameEndingInAnIndex) {
   EXPECT_EQ(c.wait_exit(zero), 2);
   EXPECT_NE(c.output(zero).find("--simulate: must be between 1 and 4096"), std::string::npos);
 }
+
+// Above 65,536 ranks the old packed stream ids collided: run 1's rank 70,000
+// wrote into run-2-rank-4464.log. Typed ids: each run's rank its own file.
+TEST(Scale, ARunOnRankSeventyThousandLandsInItsOwnFile) {
+  TestCluster c;
+  constexpr int kPods = 70, kPerPod = 1001;  // 70,070 ranks
+  auto& head =
+      c.start_head({"--workers", std::to_string(kPods), "--nproc-per-node", std::to_string(kPerPod),
+                    "--dashboard-port", "off", "--", "sleep 600"});
+  c.start_worker(0, {"--simulate", std::to_string(kPods), "--fake-ranks", "--node", "sim"});
+  ASSERT_TRUE(c.wait_for_status("command", 300s)) << c.output(head).substr(0, 4000);
+  ASSERT_EQ(c.atlctl({"stop"}, 120s).exit_code, 0);
+  auto first = c.atlctl({"run", "-r", "70000", "echo", "seventy-thousand"}, 120s);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("[rank 70000] seventy-thousand"), std::string::npos) << first.output;
+  ASSERT_EQ(c.atlctl({"stop"}, 120s).exit_code, 0);
+  auto second = c.atlctl({"run", "-r", "4464", "echo", "four-thousand"}, 120s);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.output.find("seventy-thousand"), std::string::npos) << second.output;
+  EXPECT_EQ(read_file(c.state_dir() + "/logs/run-1-rank-70000.log"), "seventy-thousand\n");
+  EXPECT_EQ(read_file(c.state_dir() + "/logs/run-2-rank-4464.log"), "four-thousand\n");
+  auto logs = c.atlctl({"logs", "--run", "1", "-r", "70000"}, 120s);
+  EXPECT_EQ(logs.output, "[rank 70000] seventy-thousand\n") << logs.output;
+}

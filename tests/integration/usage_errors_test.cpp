@@ -47,6 +47,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--workers", "0", "--", "true"}, "workers"},
         BadUsage{{"--job-id", "Bad_Id", "--", "true"}, "job id"},
         BadUsage{{"--port", "70000", "--", "true"}, "--port"},
+        BadUsage{{"--history", "-1", "--", "true"}, "--history: '-1' is not a count"},
+        BadUsage{{"--history", "10k", "--", "true"}, "--history: '10k'"},
+        BadUsage{{"--history", "99999999", "--", "true"}, "--history"},
         BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
         // Read without bound (a hang, or bad_alloc) before.
         BadUsage{{"--job", "/dev/zero"}, "/dev/zero: larger than 1048576 bytes"},

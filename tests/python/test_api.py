@@ -15,6 +15,15 @@ def square(x):
     return x * x
 
 
+def test_the_packages_codes_are_the_librarys():
+    from atl import _capi
+    names = {_capi._lib.atl_code_name(c).decode() for c in range(7)}
+    assert names == {"ok", "failed", "usage", "refused", "unreachable", "timeout", "internal"}
+    assert _capi._lib.atl_code_name(_capi.REFUSED) == b"refused"
+    assert _capi._lib.atl_code_name(_capi.TIMEOUT) == b"timeout"
+    assert _capi._lib.atl_code_name(99) == b"unknown"
+
+
 def test_nodes_and_resources(cluster):
     nodes = atl.nodes()
     assert sorted(n["pod"] for n in nodes) == [f"{cluster.job_id}-worker-0",

@@ -173,7 +173,8 @@ def test_the_api_is_the_status_atlctl_prints(spmd):
     api = without_ages(json.loads(body))
     cli = without_ages(json.loads(spmd.atlctl("status", "--json").stdout))
     assert api == cli
-    assert [r["stream"] for r in api["ranks"]] == [0, 1, 2, 3]
+    assert [r["rank"] for r in api["ranks"]] == [0, 1, 2, 3]
+    assert [r["stream"] for r in api["ranks"]] == ["rank-0", "rank-1", "rank-2", "rank-3"]
     _, _, body = spmd.http.get("/api/events", token=spmd.token)
     assert json.loads(body) == json.loads(spmd.atlctl("events", "--json").stdout)
 
@@ -185,7 +186,7 @@ def test_the_status_comes_in_pages_with_whole_counts(spmd):
     status, body = get("ranks=2&rank_offset=1&pods=1&pod_offset=1")
     assert status == 200, body
     s = json.loads(body)
-    assert [r["stream"] for r in s["ranks"]] == [1, 2], s["ranks"]
+    assert [r["rank"] for r in s["ranks"]] == [1, 2], s["ranks"]
     assert s["ranks_total"] == 4
     assert s["rank_counts"] == {"starting": 0, "running": 4, "exited": 0}, s["rank_counts"]
     assert [p["name"] for p in s["pods"]] == [spmd.job_id + "-worker-1"], s["pods"]

@@ -2,6 +2,7 @@
 #include "atl/os/job_store.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,8 +24,8 @@ atl::os::JobRecord sample() {
   r.state = "restarting";
   r.attempt = 3;
   r.restarts = 2;
-  r.faults = {{atl::FaultKind::pod_lost, "w1", "pod w1 was lost"},
-              {atl::FaultKind::pod_hung, "w0", "pod w0 stopped answering"}};
+  r.faults = {{atl::FaultKind::pod_lost, "w1", "pod w1 was lost", 1},
+              {atl::FaultKind::pod_hung, "w0", "pod w0 stopped answering", 3}};
   r.taints["local-1"] = {atl::TaintSource::platform, "lost twice in a row", 42};
   r.taints["local-2"] = {atl::TaintSource::user, "set by atlctl taint", 43};
   return r;
@@ -58,11 +59,42 @@ TEST(JobStore, WhatIsSavedIsReadBackByANewOpen) {
   ASSERT_EQ(r.faults.size(), 2u);
   EXPECT_EQ(r.faults[1].kind, atl::FaultKind::pod_hung);
   EXPECT_EQ(r.faults[1].detail, "pod w0 stopped answering");
+  EXPECT_EQ(r.faults[1].attempt, 3);
   ASSERT_EQ(r.taints.size(), 2u);
   EXPECT_EQ(r.taints.at("local-1").source, atl::TaintSource::platform);
   EXPECT_EQ(r.taints.at("local-2").since_unix_ms, 43);
   ASSERT_EQ(r.events.size(), 2u) << "only this job's events, in order";
   EXPECT_EQ(r.events[1].text, "pod w1 was lost");
+}
+
+// A state dir written before faults had their attempt: opened, it gains the
+// column, keeps its rows (attempt 0: not known) and takes new ones.
+TEST(JobStore, AStoreOfAnOlderHeadGainsTheAttemptColumn) {
+  TempDir dir;
+  std::string path = dir.path + "/state.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* old_schema =
+      "CREATE TABLE faults (job_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, "
+      "pod TEXT NOT NULL, detail TEXT NOT NULL, PRIMARY KEY (job_id, seq)); CREATE TABLE jobs "
+      "(job_id TEXT PRIMARY KEY, state TEXT NOT NULL, attempt INTEGER NOT NULL, restarts INTEGER "
+      "NOT NULL); INSERT INTO jobs VALUES ('jo-old', 'command', 2, 1); INSERT INTO faults VALUES "
+      "('jo-old', 0, 'pod_lost', 'w0', 'pod w0 was lost');";
+  EXPECT_EQ(sqlite3_exec(db, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto store = atl::os::JobStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  auto loaded = (*store)->load("jo-old");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_TRUE(loaded->has_value());
+  ASSERT_EQ((*loaded)->faults.size(), 1u);
+  EXPECT_EQ((*loaded)->faults[0].attempt, 0);
+  auto r = **loaded;
+  r.faults.push_back({atl::FaultKind::pod_hung, "w1", "pod w1 hung", 2});
+  ASSERT_TRUE((*store)->save("jo-old", r).ok());
+  auto again = (*store)->load("jo-old");
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->faults.at(1).attempt, 2);
 }
 
 TEST(JobStore, SaveReplacesFaultsAndTaintsAndResetForgetsTheJob) {

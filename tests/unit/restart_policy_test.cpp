@@ -37,6 +37,21 @@ TEST(RestartPolicy, AFaultInCommandRestartsUntilTheBudgetIsSpent) {
   EXPECT_EQ(lines[2], "attempt 3: pod w0 was lost");
 }
 
+// After a recover (attempt 2 began without a fault) the next fault ends
+// attempt 2: status -v numbered it by restart ("attempt 1"), one off from
+// logs/attempt-K.
+TEST(RestartPolicy, AttemptLinesAreNumberedByTheAttemptTheFaultEnded) {
+  RestartPolicy p({5, false});
+  Fault second = lost("w0");
+  second.attempt = 2;
+  Fault fourth = lost("w1");
+  fourth.attempt = 4;
+  p.respond(S::command, second);
+  p.respond(S::command, fourth);
+  EXPECT_EQ(p.attempt_lines(),
+            (std::vector<std::string>{"attempt 2: pod w0 was lost", "attempt 4: pod w1 was lost"}));
+}
+
 TEST(RestartPolicy, ZeroRestartsNeverRestarts) {
   for (FaultKind kind : kAllKinds) {
     RestartPolicy fresh({0, true});

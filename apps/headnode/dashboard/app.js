@@ -124,8 +124,8 @@ function viewRanks(v) {
     c.starting + ' starting, ' + c.exited + ' exited)' }));
   v.append(pager('ranks', pageStart(), s.ranks.length, s.ranks_total));
   v.append(table(['Rank', 'Pod', 'PID', 'State', 'Exit', 'Log'], s.ranks.map((r) => [
-    r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
-    el('a', { href: '#logs/rank-' + r.stream, text: 'rank-' + r.stream + '.log' })]), 'ranks'));
+    r.rank !== undefined ? r.rank : r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
+    el('a', { href: '#logs/' + r.stream, text: r.stream + '.log' })]), 'ranks'));
 }
 
 function stopFollowing() {

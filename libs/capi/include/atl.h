@@ -41,6 +41,10 @@ typedef enum atl_code {
   ATL_INTERNAL = 6     /* a bug in atl: the message says what */
 } atl_code;
 
+/* "ok", "failed", "usage", "refused", "unreachable", "timeout", "internal";
+ * "unknown" for any other number. */
+ATL_API const char* atl_code_name(atl_code code);
+
 typedef struct atl_status atl_status;
 ATL_API atl_code atl_status_code(const atl_status* status);
 ATL_API const char* atl_status_message(const atl_status* status);

@@ -29,6 +29,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/log_stream.hpp"
+#include "atl/core/reply_code.hpp"
 #include "atl/os/tls_credentials.hpp"
 
 struct atl_status {
@@ -193,11 +194,13 @@ atl_status* ask(atl_client* c, const char* call, caf::message request,
     if (text_out) *text_out = std::move(text);
     return nullptr;
   }
-  atl_code mapped = code == 2   ? ATL_USAGE
-                    : code == 3 ? ATL_REFUSED
-                    : code == 5 ? ATL_TIMEOUT
-                                : ATL_FAILED;
-  return make_status(mapped, text);
+  // The supervisor's ReplyCode is atl_code (checked at compile time below);
+  // a number no code has is the peer's bug, not a failure of the request.
+  auto known = atl::reply_code_from_wire(code);
+  if (!known)
+    return make_status(ATL_INTERNAL, std::string(call) + ": the supervisor answered code " +
+                                         std::to_string(code) + ": " + text);
+  return make_status(static_cast<atl_code>(atl::wire(*known)), text);
 }
 
 // Sends `request`, expects a plain string (info, cluster state).
@@ -255,6 +258,20 @@ void stop_actor(atl_actor* a) {
 extern "C" {
 
 int atl_api_version(void) { return ATL_API_VERSION; }
+
+// atl_code is the supervisor's ReplyCode: one set of numbers everywhere.
+static_assert(ATL_OK == atl::wire(atl::ReplyCode::ok));
+static_assert(ATL_FAILED == atl::wire(atl::ReplyCode::failed));
+static_assert(ATL_USAGE == atl::wire(atl::ReplyCode::usage));
+static_assert(ATL_REFUSED == atl::wire(atl::ReplyCode::refused));
+static_assert(ATL_UNREACHABLE == atl::wire(atl::ReplyCode::unreachable));
+static_assert(ATL_TIMEOUT == atl::wire(atl::ReplyCode::timeout));
+static_assert(ATL_INTERNAL == atl::wire(atl::ReplyCode::internal));
+
+const char* atl_code_name(atl_code code) {
+  auto known = atl::reply_code_from_wire(static_cast<std::int32_t>(code));
+  return known ? atl::to_string(*known) : "unknown";
+}
 
 atl_code atl_status_code(const atl_status* status) { return status ? status->code : ATL_OK; }
 
@@ -472,7 +489,7 @@ atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, ch
     constexpr std::int64_t kMax = 1 << 20;
     auto answer = call_supervisor<std::string, std::int64_t>(
         client,
-        caf::make_message(atl::read_atom::value, atl::task_stream(task), std::int64_t{offset},
+        caf::make_message(atl::read_atom::value, atl::StreamId::of_task(task), std::int64_t{offset},
                           kMax),
         kRequestTimeout);
     if (!answer) return unreachable(client, "atl_task_output", answer.error());

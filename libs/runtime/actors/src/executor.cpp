@@ -49,7 +49,7 @@ using ExecutorActor = caf::stateful_actor<ExecutorState>;
 
 // A process's scratch dir (Ray's sessions and sockets) goes with it. Only an
 // absolute path below a top-level directory: never "/" or a relative path.
-void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
+void remove_scratch_dir(const std::string& dir, const StreamId& stream) {
   std::filesystem::path path(dir);
   if (!path.is_absolute() || std::distance(path.begin(), path.end()) < 3) {
     component_logger("executor")
@@ -69,7 +69,7 @@ void remove_scratch_dir(const std::string& dir, std::int32_t stream) {
 // control reader sent its last line (`control_done`), so a task's result line
 // reaches the supervisor before its end.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
-                  std::int32_t stream, std::int32_t attempt, std::string scratch_dir,
+                  StreamId stream, std::int32_t attempt, std::string scratch_dir,
                   caf::actor executor, std::shared_ptr<std::atomic<bool>> cancel,
                   std::shared_ptr<std::atomic<bool>> control_done) {
   caf::scoped_actor io{sys};

@@ -64,14 +64,14 @@ void store_failed(Actor* self, const std::string& why) {
 
 void persist(Actor* self) {
   auto& st = self->state;
-  if (!st.config.store) return;
+  if (!st.journal) return;
   os::JobRecord r;
   r.state = std::string(to_string(st.state()));
   r.attempt = st.attempt;
   r.restarts = st.restarts.used();
   r.faults = st.restarts.history();
   r.taints = st.taints.all();
-  if (auto ok = st.config.store->save(st.job().job_id, r); !ok) store_failed(self, ok.error());
+  st.journal->save(std::move(r));  // written on the journal's thread, never here
 }
 
 std::int64_t unix_ms_now() {
@@ -82,12 +82,8 @@ std::int64_t unix_ms_now() {
 void record(Actor* self, const std::string& kind, const std::string& text) {
   auto& events = self->state.events;
   events.push_back({unix_ms_now(), kind, text});
-  if (const auto& store = self->state.config.store) {
-    if (auto ok = store->add_event(self->state.job().job_id, {events.back().unix_ms, kind, text});
-        !ok)
-      store_failed(self, ok.error());
-  }
-  if (events.size() > kMaxEvents) events.erase(events.begin());  // bounded: the oldest go
+  if (self->state.journal) self->state.journal->add_event({events.back().unix_ms, kind, text});
+  if (events.size() > kMaxEvents) events.pop_front();  // a bounded ring: all of it is in SQLite
 }
 
 namespace {
@@ -170,24 +166,24 @@ bool plan_ray(Actor* self) {
     const NodeInfo& info = st.nodes.at(st.active[k]).info;
     workers.push_back({info.pod, info.address});
     RankLaunch launch;
-    launch.stream = static_cast<std::int32_t>(k);
+    launch.stream = StreamId::of_rank(static_cast<std::int32_t>(k));
     launch.command = ray_worker_command(job, st.config.ray_bin, head_host, info.address,
                                         kRayReadyWait, static_cast<int>(k));
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
     EnvMap env = build_process_env(job, atl, pod_site(st, info.pod));
     env["ATL_RESTART_COUNT"] = restarts;
     launch.env = to_env_strings(env);
-    st.launches[launch.stream] = std::move(launch);
+    st.launches[static_cast<std::int32_t>(k)] = std::move(launch);
   }
   RankLaunch head;
-  head.stream = kRayHeadStream;
+  head.stream = StreamId::ray_head();
   head.command = ray_head_command(job, st.config.ray_bin, head_host);
   head.scratch_dir = ray_temp_dir(job.job_id, "h");
   EnvMap head_env = build_process_env(job, atl, head_site(st));
   head.env = to_env_strings(head_env);
   st.launches[kRayHeadStream] = std::move(head);
   RankLaunch driver;
-  driver.stream = kDriverStream;
+  driver.stream = StreamId::driver();
   driver.command = ray_driver_command(job, st.config.ray_python, head_host, workers, kRayReadyWait);
   EnvMap env = ray_driver_env(job, atl, head_site(st));
   env["ATL_RESTART_COUNT"] = restarts;
@@ -208,7 +204,7 @@ bool plan_user_code(Actor* self) {
   if (job.mode == JobMode::ray) return plan_ray(self);
   if (job.mode == JobMode::driver) {
     RankLaunch launch;
-    launch.stream = kDriverStream;
+    launch.stream = StreamId::driver();
     launch.command = job.entrypoint;
     EnvMap env = build_process_env(job, atl, head_site(st));
     env["ATL_RESTART_COUNT"] = restarts;
@@ -239,7 +235,7 @@ bool plan_user_code(Actor* self) {
   for (const auto& placement : *layout) st.rank_pods[placement.rank] = slots[placement.slot].pod;
   for (const auto& placement : *layout) {
     RankLaunch launch;
-    launch.stream = placement.rank;
+    launch.stream = StreamId::of_rank(placement.rank);
     launch.command = job.entrypoint;
     EnvMap env = build_rank_env(job, slots, *layout, placement, atl);
     env["ATL_RESTART_COUNT"] = restarts;
@@ -354,6 +350,9 @@ void release(Actor* self) {
   st.released = true;
   answer_owed_replies(self, "the job ended (" + std::string(to_string(st.state())) +
                                 ") before this command finished");
+  // The durable record is complete before the head says how the job ended
+  // (the one wait on the journal: a resumed head must find the final state).
+  if (st.journal) st.journal->flush();
   settle_outcome(*st.config.outcome, st.state() == JobState::succeeded ? 0 : 1);
   self->quit();
 }
@@ -425,26 +424,31 @@ void finalize(Actor* self) {
 
 void on_rank_started(Actor* self, const RankStarted& started) {
   auto& st = self->state;
-  if (auto task = decode_task_stream(started.stream)) {
-    on_task_started(self, started, *task);
-    return;
+  switch (started.stream.kind) {
+    case StreamKind::task:
+      on_task_started(self, started, started.stream.run);
+      return;
+    case StreamKind::run:
+      on_debug_started(self, started, started.stream);
+      return;
+    default:
+      break;
   }
-  if (auto debug = decode_debug_stream(started.stream)) {
-    on_debug_started(self, started, *debug);
-    return;
-  }
-  auto it = st.ranks.find(started.stream);
+  auto key = user_code_key(started.stream);
+  if (!key) return;
+  auto it = st.ranks.find(*key);
   if (it == st.ranks.end() || started.attempt != it->second.attempt) return;
-  st.ranks.mark_started(started.stream, started.pid);
+  st.ranks.mark_started(*key, started.pid);
   on_user_code_progress(self);
 }
 
 // Ray mode in command: the driver decides the job; a Ray node that ends
 // before it is its pod's fault (the whole cluster restarts, within the budget).
-void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status) {
+void on_ray_exit(Actor* self, const RankExit& exit, std::int32_t key,
+                 const os::ExitStatus& status) {
   auto& st = self->state;
   std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
-  if (exit.stream == kDriverStream) {
+  if (key == kDriverStream) {
     if (exit.error.empty() && status.success()) {
       if (apply(self, JobEvent::ranks_succeeded)) {
         // Ray's processes everywhere are stopped; the job ends once they are.
@@ -465,40 +469,44 @@ void on_ray_exit(Actor* self, const RankExit& exit, const os::ExitStatus& status
     return;
   }
   std::string who =
-      exit.stream == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
+      key == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
   on_fault(self, {FaultKind::pod_lost, exit.pod, who + " " + how});
 }
 
 void on_rank_exit(Actor* self, const RankExit& exit) {
   auto& st = self->state;
-  if (auto task = decode_task_stream(exit.stream)) {
-    on_task_exit(self, exit, *task);
-    return;
+  switch (exit.stream.kind) {
+    case StreamKind::task:
+      on_task_exit(self, exit, exit.stream.run);
+      return;
+    case StreamKind::run:
+      on_debug_exit(self, exit, exit.stream);
+      return;
+    default:
+      break;
   }
-  if (auto debug = decode_debug_stream(exit.stream)) {
-    on_debug_exit(self, exit, *debug);
-    return;
-  }
-  auto it = st.ranks.find(exit.stream);
+  auto user_key = user_code_key(exit.stream);
+  if (!user_key) return;
+  const std::int32_t key = *user_key;
+  auto it = st.ranks.find(key);
   // Reports of an earlier attempt (before a recover) are history.
   if (it == st.ranks.end() || exit.attempt != it->second.attempt ||
-      !st.ranks.mark_done(exit.stream, exit.code, exit.signal, exit.error))
+      !st.ranks.mark_done(key, exit.code, exit.signal, exit.error))
     return;
   // A driver's placement groups are its own (Ray: the job's): they go with it.
-  if (exit.stream == kDriverStream && st.job().mode == JobMode::driver)
+  if (key == kDriverStream && st.job().mode == JobMode::driver)
     clear_groups(self, "the driver ended");
   os::ExitStatus status{exit.code, exit.signal};
   if (st.state() == JobState::command && st.job().mode == JobMode::ray) {
-    on_ray_exit(self, exit, status);
+    on_ray_exit(self, exit, key, status);
   } else if (st.state() == JobState::command) {
     if (!exit.error.empty()) {
       // A failure, or with restart_on_failure a fault (the policy decides).
       on_fault(self, {FaultKind::rank_failed, exit.pod,
-                      rank_label(exit.stream) + " on pod " + exit.pod +
-                          " could not start: " + exit.error});
+                      rank_label(key) + " on pod " + exit.pod + " could not start: " + exit.error});
     } else if (!status.success()) {
       on_fault(self, {FaultKind::rank_failed, exit.pod,
-                      rank_label(exit.stream) + " on pod " + exit.pod + " " + status.ended()});
+                      rank_label(key) + " on pod " + exit.pod + " " + status.ended()});
     } else if (st.ranks.all_done() && apply(self, JobEvent::ranks_succeeded)) {
       finalize(self);
     }
@@ -507,10 +515,10 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   } else if (st.state() == JobState::restarting) {
     maybe_relaunch(self);  // the faulted attempt's ranks are stopping
   } else {
-    if (st.job().mode == JobMode::ray && exit.stream != kDriverStream)
+    if (st.job().mode == JobMode::ray && key != kDriverStream)
       on_ray_node_gone_while_parked(
-          self, (exit.stream == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod +
-                    " " + (exit.error.empty() ? status.ended() : "could not start: " + exit.error));
+          self, (key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod + " " +
+                    (exit.error.empty() ? status.ended() : "could not start: " + exit.error));
     on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
 }
@@ -814,9 +822,10 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
   st.preflight_running = false;
   if (before == JobState::debugCommand && st.tracked_run != 0) {
     // The debug command that held the job ends with the attempt it parked.
+    if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
     auto grace = static_cast<std::int64_t>(st.job().grace.count());
     for (const auto& [pod, node] : st.nodes)
-      self->send(node.agent, stop_atom::value, st.tracked_run, grace);
+      self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
   const std::int32_t restart = ++st.restart_round;
@@ -851,8 +860,10 @@ JobEvent failure_event(FaultKind kind) {
 }
 
 // Every fault goes through the RestartPolicy: restart, fail, or carry on.
-void on_fault(Actor* self, const Fault& fault) {
+void on_fault(Actor* self, const Fault& reported) {
   auto& st = self->state;
+  Fault fault = reported;
+  fault.attempt = st.attempt;  // the attempt it ends (status -v, logs/attempt-K)
   const size_t counted_before = st.restarts.history().size();
   const JobState state = st.state();
   switch (st.restarts.respond(state, fault)) {
@@ -954,10 +965,10 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
       if (run == st.runs.end()) continue;
       auto r = run->second.ranks.find(rank);
       if (r != run->second.ranks.end() && r->second.pod == pod && !r->second.done)
-        lost.push_back({debug_stream(id, rank), id, pod, 255, 0, "pod lost"});
+        lost.push_back({StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"});
     }
   }
-  for (const auto& exit : lost) on_debug_exit(self, exit, *decode_debug_stream(exit.stream));
+  for (const auto& exit : lost) on_debug_exit(self, exit, exit.stream);
   if (st.preflight_running) {
     // Moot: in restarting the pod is awaited and the pre-flight reruns when it
     // is back; in initializing the loss decides.
@@ -1027,16 +1038,17 @@ void on_heartbeat_tick(Actor* self) {
 Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text) {
   auto& st = self->state;
   if (action == "list") {
-    if (!node_text.empty()) return {std::int32_t{2}, "-n is only for set and remove"};
-    return {std::int32_t{0}, taints_json(st)};
+    if (!node_text.empty()) return {wire(ReplyCode::usage), "-n is only for set and remove"};
+    return {wire(ReplyCode::ok), taints_json(st)};
   }
   if (action != "set" && action != "remove")
-    return {std::int32_t{2}, "-a: unknown action " + quote(action) + " (list, set or remove)"};
+    return {wire(ReplyCode::usage),
+            "-a: unknown action " + quote(action) + " (list, set or remove)"};
   auto nodes = parse_node_list(node_text);
-  if (!nodes) return {std::int32_t{2}, "-n: " + nodes.error()};
+  if (!nodes) return {wire(ReplyCode::usage), "-n: " + nodes.error()};
   if (is_terminal(st.state()) || st.finalizing)
-    return {std::int32_t{3}, "job is in state " + std::string(to_string(st.state())) +
-                                 ": it has ended, taint is refused"};
+    return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(st.state())) +
+                                          ": it has ended, taint is refused"};
   Status done = Ok{};
   if (action == "set") {
     std::vector<std::string> known;
@@ -1047,7 +1059,7 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
   } else {
     done = st.taints.remove(*nodes);
   }
-  if (!done) return {std::int32_t{2}, done.error()};
+  if (!done) return {wire(ReplyCode::usage), done.error()};
   persist(self);
   refresh_placement(self);
   std::string line = "taint " + action + " on " + node_text + " (atlctl taint)";
@@ -1055,7 +1067,7 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
   record(self, "taint", line);
   // A restart waiting for untainted pods may go on now.
   if (action == "remove") maybe_relaunch(self);
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 // atlctl delete -p PODS|all: refused as a whole (nothing deleted) when a pod
@@ -1064,38 +1076,41 @@ Result delete_pods(Actor* self, const std::string& spec) {
   auto& st = self->state;
   const JobState state = st.state();
   if (is_terminal(state) || st.finalizing)
-    return {std::int32_t{3}, "job is in state " + std::string(to_string(state)) +
-                                 ": it has ended, delete is refused"};
+    return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(state)) +
+                                          ": it has ended, delete is refused"};
   std::vector<std::string> pods;
   if (spec == "all") {
     for (const auto& [pod, node] : st.nodes) pods.push_back(pod);
   } else {
     for (std::string_view item : split_list(spec)) {
       std::string name(item);
-      if (name.empty()) return {std::int32_t{2}, "-p/--pods: empty pod name in " + quote(spec)};
+      if (name.empty())
+        return {wire(ReplyCode::usage), "-p/--pods: empty pod name in " + quote(spec)};
       bool known = false;
       for (const auto& p : st.expected_pods) known |= p == name;
       if (!known)
-        return {std::int32_t{2},
+        return {wire(ReplyCode::usage),
                 "unknown pod " + quote(name) + ": job " + st.job().job_id + " has " +
                     (st.expected_pods.empty()
                          ? std::string("no worker pods")
                          : st.expected_pods.front() + " .. " + st.expected_pods.back())};
       if (!st.nodes.count(name))
-        return {std::int32_t{3}, "pod " + name + " is not in the job now (" +
-                                     (st.lost_pods.count(name) ? "lost" : "not joined yet") +
-                                     "); nothing was deleted"};
+        return {wire(ReplyCode::refused),
+                "pod " + name + " is not in the job now (" +
+                    (st.lost_pods.count(name) ? "lost" : "not joined yet") +
+                    "); nothing was deleted"};
       if (std::find(pods.begin(), pods.end(), name) == pods.end()) pods.push_back(name);
     }
   }
-  if (pods.empty()) return {std::int32_t{3}, "no worker pod is in the job now; nothing to delete"};
+  if (pods.empty())
+    return {wire(ReplyCode::refused), "no worker pod is in the job now; nothing to delete"};
   for (const auto& pod : pods) {
     std::string detail = "pod " + pod + " was deleted (atlctl delete)";
     record(self, "delete", detail);
     self->send(st.nodes.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
     lose_pod(self, pod, {FaultKind::pod_deleted, pod, detail});
   }
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
@@ -1113,7 +1128,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (msg.reason != caf::exit_reason::normal) {
       // It never reported: its process's fate is unknown, so it failed.
       auto record = st.ranks.find(stream);
-      RankExit lost{stream,
+      RankExit lost{user_code_stream(stream),
                     record == st.ranks.end() ? st.attempt : record->second.attempt,
                     head_pod_name(st.job().job_id),
                     255,
@@ -1232,12 +1247,13 @@ std::string info_json(const State& st, const StatusPage& page = {}) {
   std::size_t rank_index = 0;
   for (const auto& [stream, r] : st.ranks) {
     if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
-    nlohmann::json rj{{"stream", stream},
+    nlohmann::json rj{{"stream", stream_name(user_code_stream(stream))},
                       {"pod", r.pod},
                       {"pid", r.pid},
                       {"state", r.done      ? "exited"
                                 : r.started ? "running"
                                             : "starting"}};
+    if (stream >= 0) rj["rank"] = stream;  // not for the driver or Ray's head
     if (r.done) {
       rj["exit_code"] = r.code;
       rj["signal"] = r.signal;
@@ -1273,15 +1289,18 @@ bool resume(Actor* self) {
     return true;
   }
   const os::JobRecord& r = *st.config.resumed;
-  st.attempt = r.attempt + 1;  // log directories of earlier attempts stay as they are
+  st.attempt = os::resumed_attempt(r);  // log directories of earlier attempts stay as they are
   if (r.state == "succeeded" || r.state == "failed") {
-    if (auto ok = st.config.store->reset(st.job().job_id); !ok) store_failed(self, ok.error());
+    st.journal->reset();
     record(self, "state",
            "job " + st.job().job_id + " submitted anew (its last run " + r.state + "): " + waiting);
     persist(self);
     return true;
   }
-  for (const auto& e : r.events) st.events.push_back({e.unix_ms, e.kind, e.text});
+  for (const auto& e : r.events) {
+    st.events.push_back({e.unix_ms, e.kind, e.text});
+    if (st.events.size() > kMaxEvents) st.events.pop_front();
+  }
   st.taints.restore(r.taints);
   st.restarts.restore(r.restarts, r.faults);
   const bool was_running =
@@ -1289,7 +1308,7 @@ bool resume(Actor* self) {
   std::string line =
       "the head restarted (attempt " + std::to_string(r.attempt) + " was in " + r.state + ")";
   if (was_running) {
-    Fault fault{FaultKind::head_restarted, "", line};
+    Fault fault{FaultKind::head_restarted, "", line, r.attempt};
     record(self, "fault", line);
     if (!st.restarts.count(fault)) {
       fail(self, JobEvent::head_failed,
@@ -1310,6 +1329,16 @@ bool resume(Actor* self) {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
+  st.tasks = TaskBook(st.config.finished_kept);
+  if (st.config.store) {
+    // SQLite off the scheduler's threads; its errors come back as a message.
+    caf::actor_addr me = self->address();
+    st.journal = std::make_unique<os::JournalWriter>(
+        st.config.store, st.job().job_id, [me](const std::string& why) {
+          if (auto supervisor = caf::actor_cast<caf::actor>(me))
+            caf::anon_send(supervisor, journal_error_atom::value, why);
+        });
+  }
   st.restarts = RestartPolicy(
       {st.job().max_restarts, st.job().restart_on_failure, st.job().mode != JobMode::driver});
   st.detector = FailureDetector(st.job().heartbeat.timeout);
@@ -1348,7 +1377,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           auto at = std::find(pods.begin(), pods.end(), info.pod);
           if (at != pods.end())
             self->send(agent, agent_log_atom::value, self->state.config.sink,
-                       pod_log_stream(static_cast<std::int32_t>(at - pods.begin())));
+                       StreamId::pod_log(static_cast<std::int32_t>(at - pods.begin())));
         }
         return {refusal, retry, std::int64_t{hb.interval.count()},
                 std::int64_t{hb.timeout.count()}};
@@ -1463,13 +1492,17 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           case kGroupWaitTimer:
             on_group_timer(self, arg);
             break;
-          case kTaskWaitTimer:
           case kTaskStartTimer:
-            on_task_timer(self, kind, arg);
+            on_task_start_timer(self, arg);
             break;
           default:
             on_debug_timer(self, kind, arg);
         }
+      },
+      [self](journal_error_atom, const std::string& why) { store_failed(self, why); },
+      [self](expire_atom, std::int32_t kind, WaiterId waiter) {
+        if (kind == kTaskWaitTimer) on_task_wait_timer(self, waiter);
+        if (kind == kRunWaitTimer) on_run_wait_timer(self, waiter);
       },
       [self](cancel_atom, const std::string& why) {
         if (self->state.finished) {
@@ -1495,19 +1528,19 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         // Offsets past the end give empty pages; negative offsets are none.
         return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit});
       },
-      [self](read_atom a, std::int32_t stream, std::int64_t offset, std::int64_t max) {
-        return self->delegate(self->state.config.sink, a, stream, offset, max);
+      [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
+        return self->delegate(self->state.config.reader, a, stream, offset, max);
       },
-      [self](tail_atom a, std::int32_t stream, std::int64_t lines) {
-        return self->delegate(self->state.config.sink, a, stream, lines);
+      [self](tail_atom a, const StreamId& stream, std::int64_t lines) {
+        return self->delegate(self->state.config.reader, a, stream, lines);
       },
-      [self](read_many_atom a, std::vector<std::int32_t>& streams,
-             std::vector<std::int64_t>& offsets, std::int64_t max) {
-        return self->delegate(self->state.config.sink, a, std::move(streams), std::move(offsets),
+      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
+             std::int64_t max) {
+        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
                               max);
       },
       [self](debug_stop_atom) { return begin_stop(self); },
-      [self](stop_wait_atom) { return await_stop(self); },
+      [self](stop_wait_atom, std::int32_t op) { return await_stop(self, op); },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
         return start_run(self, ranks, command, forced);
       },

@@ -66,7 +66,7 @@ int write_all(int fd, const char* data, size_t size,
   return 0;
 }
 
-std::string log_path(const std::string& dir, std::int32_t stream) {
+std::string log_path(const std::string& dir, const StreamId& stream) {
   return dir + "/" + stream_name(stream) + ".log";
 }
 
@@ -147,7 +147,7 @@ class EchoWriter {
 
 // One chunk of lines to append and echo, or one line to print.
 struct WriteJob {
-  std::int32_t stream = 0;
+  StreamId stream;
   std::string text;
   std::int32_t lines = 0;
   caf::actor ack_to;  // set for chunks: acked once written
@@ -221,8 +221,8 @@ class LogWriter {
     }
   }
 
-  void report(std::int32_t stream, const char* what, int err) {
-    std::string line = std::string(what) + " " + log_path(dir_, stream) + ": " + std::strerror(err);
+  void report(const std::string& path, const char* what, int err) {
+    std::string line = std::string(what) + " " + path + ": " + std::strerror(err);
     component_logger("logs")->error("{}", line);
     if (on_error_) on_error_(line);
   }
@@ -238,32 +238,32 @@ class LogWriter {
     attempt_ = attempt;
     attempt_dir_ = "attempt-" + std::to_string(attempt);
     std::string path = dir_ + "/" + attempt_dir_;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(0, "cannot create", errno);
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(path, "cannot create", errno);
   }
 
   // A chunk of another attempt than the current one (late, from a pod that
   // was cut off): appended to that attempt's file, opened for this write
   // only; not echoed (the head's stdout shows the current attempt).
-  void append_to_attempt(std::int32_t attempt, std::int32_t stream, const std::string& lines) {
+  void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines) {
     std::string dir = dir_ + "/attempt-" + std::to_string(attempt);
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      report(stream, "cannot create", errno);
+      report(dir, "cannot create", errno);
       return;
     }
     std::string path = dir + "/" + stream_name(stream) + ".log";
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-      report(stream, "cannot open", errno);
+      report(path, "cannot open", errno);
       return;
     }
     if (int err = write_all(fd, lines.data(), lines.size()); err != 0)
-      report(stream, "cannot write", err);
+      report(path, "cannot write", err);
     ::close(fd);
   }
 
   void close_all() {
     for (auto& [stream, f] : fds_)
-      if (::close(f.fd) != 0) report(stream, "cannot close", errno);
+      if (::close(f.fd) != 0) report(log_path(dir_, stream), "cannot close", errno);
     fds_.clear();
   }
 
@@ -271,7 +271,7 @@ class LogWriter {
   // rank per debug run) would otherwise exhaust the head's file limit. The
   // least recently written is closed; files are append-only, so reopening
   // one later (O_APPEND) goes on where it was.
-  int fd_for(std::int32_t stream) {
+  int fd_for(const StreamId& stream) {
     auto it = fds_.find(stream);
     if (it != fds_.end()) {
       it->second.last_use = ++use_clock_;
@@ -282,14 +282,15 @@ class LogWriter {
       auto oldest = std::min_element(fds_.begin(), fds_.end(), [](const auto& a, const auto& b) {
         return a.second.last_use < b.second.last_use;
       });
-      if (::close(oldest->second.fd) != 0) report(oldest->first, "cannot close", errno);
+      if (::close(oldest->second.fd) != 0)
+        report(log_path(dir_, oldest->first), "cannot close", errno);
       fds_.erase(oldest);
     }
     std::string name = stream_name(stream) + ".log";
     std::string path = dir_ + "/" + attempt_dir_ + "/" + name;
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-      report(stream, "cannot open", errno);
+      report(log_path(dir_, stream), "cannot open", errno);
       return -1;
     }
     if (linked_.insert(stream).second) {
@@ -299,17 +300,17 @@ class LogWriter {
       ::unlink(tmp.c_str());
       if (::symlink((attempt_dir_ + "/" + name).c_str(), tmp.c_str()) != 0 ||
           ::rename(tmp.c_str(), link.c_str()) != 0)
-        report(stream, "cannot link", errno);
+        report(log_path(dir_, stream), "cannot link", errno);
     }
     fds_[stream] = OpenFile{fd, ++use_clock_};
     return fd;
   }
 
-  void append(std::int32_t stream, const std::string& lines, std::int32_t count) {
+  void append(const StreamId& stream, const std::string& lines, std::int32_t count) {
     if (!failed_.count(stream)) {
       int fd = fd_for(stream);
       int err = fd < 0 ? EBADF : write_all(fd, lines.data(), lines.size());
-      if (fd >= 0 && err != 0) report(stream, "cannot write", err);
+      if (fd >= 0 && err != 0) report(log_path(dir_, stream), "cannot write", err);
       if (err != 0) {
         // One report per file; the job is failing anyway.
         failed_.insert(stream);
@@ -321,7 +322,7 @@ class LogWriter {
     }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
     // Nor are the head's and agents' own logs (on their stderr already).
-    if (!echo_ || decode_debug_stream(stream) || is_agent_log_stream(stream)) return;
+    if (!echo_ || stream.kind == StreamKind::run || stream.is_agent_log()) return;
     const std::string prefix = stream_prefix(stream);
     std::string out;
     out.reserve(lines.size() + static_cast<size_t>(count + 1) * prefix.size());
@@ -350,11 +351,11 @@ class LogWriter {
     int fd = -1;
     std::uint64_t last_use = 0;
   };
-  std::map<std::int32_t, OpenFile> fds_;  // open now (at most kMaxOpenFiles)
+  std::map<StreamId, OpenFile> fds_;  // open now (at most kMaxOpenFiles)
   std::uint64_t use_clock_ = 0;
-  std::set<std::int32_t> linked_;  // streams with a file and link in this attempt
-  std::set<std::int32_t> failed_;  // streams whose file cannot be written (reported once)
-  std::map<std::int32_t, bool> at_line_start_;  // per stream: did the last echo end a line
+  std::set<StreamId> linked_;               // streams with a file and link in this attempt
+  std::set<StreamId> failed_;               // streams whose file cannot be written (reported once)
+  std::map<StreamId, bool> at_line_start_;  // per stream: did the last echo end a line
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -370,7 +371,7 @@ struct LogSinkState {
   std::shared_ptr<caf::actor> watcher = std::make_shared<caf::actor>();
   std::unique_ptr<LogWriter> writer;  // destroyed (drained, joined) when the actor ends
   // Bytes and lines taken per stream since the head started (metrics).
-  std::map<std::int32_t, std::pair<std::int64_t, std::int64_t>> totals;
+  std::map<StreamId, std::pair<std::int64_t, std::int64_t>> totals;
 };
 
 using LogSinkActor = caf::stateful_actor<LogSinkState>;
@@ -393,7 +394,7 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         std::lock_guard<std::mutex> lock(*self->state.watcher_mutex);
         *self->state.watcher = caf::actor_cast<caf::actor>(self->current_sender());
       },
-      [self](log_atom, std::int32_t stream, std::string& lines, std::int32_t count) {
+      [self](log_atom, const StreamId& stream, std::string& lines, std::int32_t count) {
         auto& total = self->state.totals[stream];
         total.first += static_cast<std::int64_t>(lines.size());
         total.second += count;
@@ -402,7 +403,7 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
       },
       // A chunk with the attempt of the process that wrote it (executors send
       // this form; the nodes' own logs take the one above).
-      [self](log_atom, std::int32_t stream, std::int32_t attempt, std::string& lines,
+      [self](log_atom, const StreamId& stream, std::int32_t attempt, std::string& lines,
              std::int32_t count) {
         auto& total = self->state.totals[stream];
         total.first += static_cast<std::int64_t>(lines.size());
@@ -411,9 +412,7 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
                      caf::actor_cast<caf::actor>(self->current_sender())};
         // Only user code's streams (ranks, the driver, Ray's processes) have
         // per-attempt files; a debug run's or a task's `attempt` is its own id.
-        if (!decode_debug_stream(stream) && !decode_task_stream(stream) &&
-            !is_agent_log_stream(stream))
-          job.chunk_attempt = attempt;
+        if (stream.is_user_code()) job.chunk_attempt = attempt;
         self->state.writer->push(std::move(job));
       },
       [self](metrics_atom) {
@@ -423,28 +422,37 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         return j.dump();
       },
       [self](print_atom, std::string& line) {
-        self->state.writer->push(WriteJob{0, std::move(line), 1, caf::actor{}, true});
+        self->state.writer->push(WriteJob{StreamId{}, std::move(line), 1, caf::actor{}, true});
       },
       [self](attempt_atom, std::int32_t attempt) {
-        if (attempt > 0) self->state.writer->push(WriteJob{0, "", 0, caf::actor{}, false, attempt});
+        if (attempt > 0)
+          self->state.writer->push(WriteJob{StreamId{}, "", 0, caf::actor{}, false, attempt});
       },
-      [self](read_atom, std::int32_t stream, std::int64_t offset,
-             std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
-        auto chunk = os::read_log(log_path(self->state.dir, stream), offset, max_bytes);
+  };
+}
+
+// The reads (atlctl logs, run, the C API's task output) on a thread of their
+// own: not behind the chunks in the sink's mailbox, and no blocking file read
+// on a scheduler thread. The files are the writer's: a read sees what it wrote.
+caf::behavior log_reader(std::string logs_dir) {
+  auto dir = std::make_shared<const std::string>(std::move(logs_dir));
+  return {
+      [dir](read_atom, const StreamId& stream, std::int64_t offset,
+            std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
+        auto chunk = os::read_log(log_path(*dir, stream), offset, max_bytes);
         return {std::move(chunk.bytes), chunk.next_offset};
       },
-      [self](
-          read_many_atom, const std::vector<std::int32_t>& streams,
-          const std::vector<std::int64_t>& offsets,
-          std::int64_t max_total) -> std::tuple<std::vector<std::int32_t>, std::vector<std::string>,
-                                                std::vector<std::int64_t>> {
-        std::vector<std::int32_t> got_streams;
+      [dir](read_many_atom, const std::vector<StreamId>& streams,
+            const std::vector<std::int64_t>& offsets,
+            std::int64_t max_total) -> std::tuple<std::vector<StreamId>, std::vector<std::string>,
+                                                  std::vector<std::int64_t>> {
+        std::vector<StreamId> got_streams;
         std::vector<std::string> got_bytes;
         std::vector<std::int64_t> got_next;
         if (streams.size() != offsets.size()) return {got_streams, got_bytes, got_next};
         std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
         for (size_t i = 0; i < streams.size() && left > 0; ++i) {
-          auto chunk = os::read_log(log_path(self->state.dir, streams[i]), offsets[i], left);
+          auto chunk = os::read_log(log_path(*dir, streams[i]), offsets[i], left);
           if (chunk.bytes.empty()) continue;
           left -= static_cast<std::int64_t>(chunk.bytes.size());
           got_streams.push_back(streams[i]);
@@ -453,15 +461,19 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         }
         return {got_streams, got_bytes, got_next};
       },
-      [self](tail_atom, std::int32_t stream,
-             std::int64_t lines) -> std::tuple<std::string, std::int64_t> {
-        auto chunk = os::tail_log(log_path(self->state.dir, stream), lines);
+      [dir](tail_atom, const StreamId& stream,
+            std::int64_t lines) -> std::tuple<std::string, std::int64_t> {
+        auto chunk = os::tail_log(log_path(*dir, stream), lines);
         return {std::move(chunk.bytes), chunk.next_offset};
       },
   };
 }
 
 }  // namespace
+
+caf::actor spawn_log_reader(caf::actor_system& sys, std::string logs_dir) {
+  return sys.spawn<caf::detached>(log_reader, std::move(logs_dir));
+}
 
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo) {
   ::mkdir(logs_dir.c_str(), 0755);

@@ -34,8 +34,7 @@ struct NodeAgentState {
   caf::actor supervisor;
   std::shared_ptr<std::atomic<int>> exit_code;
   struct Running {
-    std::int32_t run = 0;  // debug run id, 0 for user code
-    std::int32_t stream = 0;
+    StreamId stream;
     std::int32_t attempt = 0;
   };
   std::map<caf::actor, Running> executors;
@@ -68,8 +67,9 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
   self->delayed_send(self, std::chrono::milliseconds(grace_ms + 5000), timeout_atom::value);
 }
 
-// `run` 0 is the job's user code; other runs are atlctl's debug commands.
-void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<RankLaunch>& ranks,
+// User code, a debug run's ranks (atlctl run/check/burn) or a task: each
+// launch's stream says which.
+void start_executors(NodeAgentActor* self, const std::vector<RankLaunch>& ranks,
                      const caf::actor& sink) {
   auto& st = self->state;
   if (st.ending) return;
@@ -79,13 +79,16 @@ void start_executors(NodeAgentActor* self, std::int32_t run, const std::vector<R
                                      : spawn_executor(self->system(), launch, st.config.info.pod,
                                                       sink, st.supervisor, st.lease);
     self->monitor(exec);
-    st.executors.emplace(exec, NodeAgentState::Running{run, launch.stream, launch.attempt});
+    st.executors.emplace(exec, NodeAgentState::Running{launch.stream, launch.attempt});
   }
 }
 
-void stop_executors(NodeAgentActor* self, std::int32_t run, std::int64_t grace_ms) {
+// Stops user code's processes (run: nothing), or those of one debug run or task.
+void stop_executors(NodeAgentActor* self, const std::optional<StreamId>& run,
+                    std::int64_t grace_ms) {
   for (const auto& [e, r] : self->state.executors)
-    if (r.run == run) self->send(e, stop_atom::value, grace_ms);
+    if (run ? r.stream.in_run_of(*run) : r.stream.is_user_code())
+      self->send(e, stop_atom::value, grace_ms);
 }
 
 // The head said this pod is gone (silent too long, or deleted): its ranks die
@@ -163,7 +166,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       // reported its rank: report it failed, or the job would wait forever.
       std::string why =
           "its executor on " + st.config.info.pod + " ended: " + self->system().render(msg.reason);
-      component_logger("node")->error("stream {}: {}", it->second.stream, why);
+      component_logger("node")->error("{}: {}", stream_name(it->second.stream), why);
       self->send(st.supervisor,
                  RankExit{it->second.stream, it->second.attempt, st.config.info.pod, 255, 0, why});
     }
@@ -265,7 +268,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                   });
         return answer;
       },
-      [self](agent_log_atom, const caf::actor& sink, std::int32_t stream) {
+      [self](agent_log_atom, const caf::actor& sink, const StreamId& stream) {
         // From the supervisor this agent joined: this process's own log lines
         // go to the head's log directory too (never logging from in there).
         if (self->current_sender() !=
@@ -278,12 +281,13 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         });
       },
       [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
-        start_executors(self, 0, ranks, sink);
+        start_executors(self, ranks, sink);
       },
-      [self](run_atom, std::int32_t run, const std::vector<RankLaunch>& ranks,
-             const caf::actor& sink) { start_executors(self, run, ranks, sink); },
-      [self](stop_atom, std::int64_t grace_ms) { stop_executors(self, 0, grace_ms); },
-      [self](stop_atom, std::int32_t run, std::int64_t grace_ms) {
+      [self](run_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
+        start_executors(self, ranks, sink);
+      },
+      [self](stop_atom, std::int64_t grace_ms) { stop_executors(self, std::nullopt, grace_ms); },
+      [self](stop_atom, const StreamId& run, std::int64_t grace_ms) {
         stop_executors(self, run, grace_ms);
       },
       [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },

@@ -35,39 +35,39 @@ Result register_actor(Actor* self, const std::string& name, const caf::actor& ha
                       const std::string& owner) {
   auto& st = self->state;
   if (!valid_name(name))
-    return {std::int32_t{2},
+    return {wire(ReplyCode::usage),
             "bad actor name " + quote(name) + " (1 to 128 printable characters, no spaces)"};
-  if (!handle) return {std::int32_t{2}, "no actor given for " + quote(name)};
+  if (!handle) return {wire(ReplyCode::usage), "no actor given for " + quote(name)};
   if (is_terminal(st.state()) || st.finalizing)
-    return {std::int32_t{3}, "job is in state " + std::string(to_string(st.state())) +
-                                 ": it has ended, no new actors"};
+    return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(st.state())) +
+                                          ": it has ended, no new actors"};
   auto it = st.named.find(name);
   if (it != st.named.end())
-    return {std::int32_t{3}, "an actor named " + quote(name) + " exists already (hosted by " +
-                                 it->second.owner + ")"};
+    return {wire(ReplyCode::refused), "an actor named " + quote(name) +
+                                          " exists already (hosted by " + it->second.owner + ")"};
   self->monitor(handle);
   st.named[name] = {handle, owner, 0, {}};
   st.log->info("actor {} hosted by {}", name, owner);
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 Result unregister_actor(Actor* self, const std::string& name) {
   auto& st = self->state;
   auto it = st.named.find(name);
-  if (it == st.named.end()) return {std::int32_t{2}, "no actor named " + quote(name)};
+  if (it == st.named.end()) return {wire(ReplyCode::usage), "no actor named " + quote(name)};
   self->demonitor(it->second.handle);
   answer_pending(it->second, 1, "actor " + quote(name) + " was closed by its host");
   st.named.erase(it);
   st.log->info("actor {} closed", name);
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 Result call_actor(Actor* self, const std::string& name, const std::string& request,
                   std::int64_t timeout_ms) {
   auto& st = self->state;
   auto it = st.named.find(name);
-  if (it == st.named.end()) return {std::int32_t{2}, "no actor named " + quote(name)};
-  if (timeout_ms <= 0) return {std::int32_t{2}, "a call needs a timeout above 0"};
+  if (it == st.named.end()) return {wire(ReplyCode::usage), "no actor named " + quote(name)};
+  if (timeout_ms <= 0) return {wire(ReplyCode::usage), "a call needs a timeout above 0"};
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   const std::int64_t id = st.next_call++;
   it->second.pending.emplace(id, promise);
@@ -84,10 +84,12 @@ Result call_actor(Actor* self, const std::string& name, const std::string& reque
       .then([finish](std::int32_t code, std::string& reply) { finish(code, std::move(reply)); },
             [self, finish, name, timeout_ms](caf::error& err) {
               if (err == caf::sec::request_timeout) {
-                finish(5, "actor " + quote(name) + " did not answer within " +
-                              std::to_string(timeout_ms) + " ms");
+                finish(wire(ReplyCode::timeout), "actor " + quote(name) +
+                                                     " did not answer within " +
+                                                     std::to_string(timeout_ms) + " ms");
               } else {
-                finish(1, "actor " + quote(name) + ": " + self->system().render(err));
+                finish(wire(ReplyCode::failed),
+                       "actor " + quote(name) + ": " + self->system().render(err));
               }
             });
   return promise;

@@ -19,11 +19,10 @@ namespace atl::supervisor {
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(30);
-constexpr std::int32_t kRecoverStart = 0;  // kStartTimer's arg for a recover
 
-Result refused(const Status& status) { return {std::int32_t{3}, status.error()}; }
-Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
-Result ok(const std::string& text = "") { return {std::int32_t{0}, text}; }
+Result refused(const Status& status) { return {wire(ReplyCode::refused), status.error()}; }
+Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
+Result ok(const std::string& text = "") { return {wire(ReplyCode::ok), text}; }
 
 // What a stop of user code ends: every rank, or in ray mode the driver alone
 // (the Ray cluster stays up for debugging).
@@ -46,16 +45,22 @@ bool stop_complete(const State& st) {
   return true;
 }
 
-void answer_stop_waiters(Actor* self, std::int32_t code, const std::string& text) {
+// The current stop is over (its processes ended, or it is given up): its
+// waiters hear `code`, and a stop_wait for it that comes later answers at once.
+void answer_stop_waiters(Actor* self, ReplyCode code, const std::string& text) {
   auto& st = self->state;
-  for (auto& p : st.stop_waiters) p.deliver(code, text);
+  for (auto& p : st.stop_waiters) p.deliver(wire(code), text);
   st.stop_waiters.clear();
   st.stopping_run = -1;
+  st.stop_settled = st.stop_generation;
 }
 
+// Settles the current stop once what it stops has ended, waited for or not:
+// an operator's stop_wait that arrives after another's recover must find its
+// stop over, not the new attempt running.
 void check_stop(Actor* self) {
-  if (!self->state.stop_waiters.empty() && stop_complete(self->state))
-    answer_stop_waiters(self, 0, "");
+  if (self->state.stopping_run != -1 && stop_complete(self->state))
+    answer_stop_waiters(self, ReplyCode::ok, "");
 }
 
 // "ranks 0,3" (or "the driver") still starting (`want_started`) or running.
@@ -80,9 +85,10 @@ nlohmann::json run_status(const DebugRun& run) {
   nlohmann::json j{{"run", run.id}, {"done", run.ranks.all_done()}, {"tracked", run.tracked}};
   j["ranks"] = nlohmann::json::array();
   for (const auto& [rank, r] : run.ranks) {
-    nlohmann::json rj{{"rank", rank},         {"stream", debug_stream(run.id, rank)},
-                      {"pod", r.pod},         {"pid", r.pid},
-                      {"started", r.started}, {"done", r.done}};
+    nlohmann::json rj{
+        {"rank", rank},         {"stream", stream_name(StreamId::of_run(run.id, rank))},
+        {"pod", r.pod},         {"pid", r.pid},
+        {"started", r.started}, {"done", r.done}};
     if (r.done) {
       rj["code"] = r.code;
       rj["signal"] = r.signal;
@@ -98,15 +104,32 @@ void maybe_answer_start(DebugRun& run) {
   if (run.start_answered || !run.ranks.all_started()) return;
   run.start_answered = true;
   run.started_reply.deliver(
-      std::int32_t{0},
+      wire(ReplyCode::ok),
       run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-void answer_run_waiters(DebugRun& run) {
+void answer_run_waiters(State& st, DebugRun& run) {
   std::string status =
       run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  for (auto& p : run.waiters) p.deliver(std::int32_t{0}, status);
-  run.waiters.clear();
+  for (auto& p : st.run_waiters.take(run.id))
+    if (p.pending()) p.deliver(wire(ReplyCode::ok), status);
+}
+
+// A run whose every rank ended joins the bounded history of ended runs; the
+// oldest beyond config.finished_kept are dropped (and their index entries).
+void retire(State& st, const DebugRun& run) {
+  st.finished_runs.push_back(run.id);
+  while (st.finished_runs.size() > std::max<std::size_t>(st.config.finished_kept, 1)) {
+    auto old = st.runs.find(st.finished_runs.front());
+    st.finished_runs.pop_front();
+    if (old == st.runs.end()) continue;
+    for (const auto& [rank, r] : old->second.ranks)
+      if (auto idx = st.run_ranks_by_pod.find(r.pod); idx != st.run_ranks_by_pod.end()) {
+        idx->second.erase({old->first, rank});
+        if (idx->second.empty()) st.run_ranks_by_pod.erase(idx);
+      }
+    st.runs.erase(old);
+  }
 }
 
 }  // namespace
@@ -115,7 +138,8 @@ Result begin_stop(Actor* self) {
   auto& st = self->state;
   if (auto allowed = allow(DebugCommand::stop, st.state()); !allowed) return refused(allowed);
   JobState before = st.state();
-  if (before == JobState::debugStop) return ok("already stopped");
+  // Already stopped (or stopping): the caller waits for the same stop.
+  if (before == JobState::debugStop) return ok(std::to_string(st.stop_generation));
   apply(self, JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   if (before == JobState::command) {
@@ -127,27 +151,41 @@ Result begin_stop(Actor* self) {
     }
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     st.stopping_run = st.tracked_run;
+    // A check stopped by an operator gives no verdict on its nodes.
+    if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
     for (const auto& [pod, node] : st.nodes)
-      self->send(node.agent, stop_atom::value, st.tracked_run, grace);
+      self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
+  const std::int32_t op = ++st.stop_generation;
   self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
-                     static_cast<std::int32_t>(kDebugStopTimer), ++st.stop_generation);
-  return ok();
+                     static_cast<std::int32_t>(kDebugStopTimer), op);
+  check_stop(self);  // nothing was running: over at once
+  return ok(std::to_string(op));
 }
 
-Result await_stop(Actor* self) {
+Result await_stop(Actor* self, std::int32_t op) {
   auto& st = self->state;
-  if (stop_complete(st)) {
-    st.stopping_run = -1;
-    return ok();
-  }
+  if (op < 1 || op > st.stop_generation) return usage("there is no stop " + std::to_string(op));
+  // That stop is over: maybe another operator recovered the job since.
+  if (op <= st.stop_settled) return ok();
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   st.stop_waiters.push_back(promise);
   return promise;
 }
 
 namespace {
+
+// What the current stop still waits for: "ranks 0,3", "the driver", or the run.
+std::string still_stopping(const State& st) {
+  if (st.stopping_run == 0)
+    return pending_ranks(st.ranks, false,
+                         [&](std::int32_t stream) { return stops_with_user_code(st, stream); });
+  if (auto run = st.runs.find(st.stopping_run); run != st.runs.end())
+    return pending_ranks(run->second.ranks, false) + " of debug run " +
+           std::to_string(st.stopping_run);
+  return "debug run " + std::to_string(st.stopping_run);
+}
 
 // What a debug command on target `rank` starts from (env, directory): the
 // rank's own launch, or in driver mode the worker pod's site.
@@ -160,7 +198,7 @@ std::optional<RankLaunch> debug_base(const State& st, int rank) {
   std::string pod = pod_of_rank(st, rank);
   if (pod.empty()) return std::nullopt;
   RankLaunch launch;
-  launch.stream = rank;
+  launch.stream = StreamId::of_rank(rank);
   launch.env =
       to_env_strings(build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod)));
   launch.working_dir = st.job().working_dir;
@@ -175,6 +213,12 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
                   bool node_tool = false, bool is_check = false,
                   std::chrono::milliseconds deadline = std::chrono::milliseconds(0)) {
   auto& st = self->state;
+  // What atlctl stop ends gets its grace first: a run that starts beside
+  // ranks still saving a checkpoint (or holding the GPUs) sees a busy node.
+  if (tracked && !stop_complete(st))
+    return refused(make_error("job is in state " + std::string(to_string(st.state())) + " but " +
+                              still_stopping(st) +
+                              " are still stopping (in their grace); retry in a moment"));
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
@@ -194,17 +238,16 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     RankLaunch launch = *debug_base(st, rank);
     std::string pod = pod_of_rank(st, rank);
     launch.command = command_for(rank, pod);
-    launch.stream = debug_stream(run.id, rank);
+    launch.stream = StreamId::of_run(run.id, rank);
     launch.attempt = run.id;
     launch.control = node_tool;  // atl-burn's allreduce meets its peers through us
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
     run.ranks.add(rank, pod);
-    st.run_ranks_by_pod[pod].emplace_back(run.id, rank);
+    st.run_ranks_by_pod[pod].emplace(run.id, rank);
     per_pod[pod].push_back(std::move(launch));
   }
   for (auto& [pod, launches] : per_pod)
-    self->send(st.nodes.at(pod).agent, run_atom::value, run.id, std::move(launches),
-               st.config.sink);
+    self->send(st.nodes.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
   if (run.tracked) {
     apply(self, JobEvent::debug_run);
     st.tracked_run = run.id;
@@ -351,14 +394,22 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   auto it = st.runs.find(id);
-  if (it == st.runs.end()) return usage("there is no run " + std::to_string(id));
+  if (it == st.runs.end()) {
+    if (id >= 1 && id < st.next_run)
+      return {wire(ReplyCode::failed),
+              "run " + std::to_string(id) +
+                  " ended and its record was dropped (the supervisor keeps the "
+                  "newest " +
+                  std::to_string(st.config.finished_kept) + " ended runs)"};
+    return usage("there is no run " + std::to_string(id));
+  }
   if (it->second.ranks.all_done())
     return ok(
         run_status(it->second).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto promise = self->make_response_promise<std::int32_t, std::string>();
-  it->second.waiters.push_back(promise);
+  WaiterId waiter = st.run_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
-                     timeout_atom::value, static_cast<std::int32_t>(kRunWaitTimer), id);
+                     expire_atom::value, static_cast<std::int32_t>(kRunWaitTimer), waiter);
   return promise;
 }
 
@@ -390,7 +441,7 @@ Result recover(Actor* self) {
     if (auto chosen = select_active(self); !chosen)
       return refused(make_error("job is in state debugStop but cannot recover yet: " +
                                 chosen.error() + "; retry recover once the pods are back"));
-    if (!plan_user_code(self)) return {std::int32_t{1}, st.failure};
+    if (!plan_user_code(self)) return {wire(ReplyCode::failed), st.failure};
   }
   ++st.attempt;
   apply(self, JobEvent::recover);
@@ -401,8 +452,9 @@ Result recover(Actor* self) {
   launch_user_code(self, scope);
   st.recover_reply = self->make_response_promise<std::int32_t, std::string>();
   st.recover_pending = true;
+  // Tagged with this attempt: an earlier recover's timer finds a newer attempt.
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kStartTimer), kRecoverStart);
+                     static_cast<std::int32_t>(kRecoverStartTimer), st.attempt);
   auto reply = st.recover_reply;
   on_user_code_progress(self);  // nothing to start (no ranks) answers at once
   return reply;
@@ -412,25 +464,28 @@ void on_user_code_progress(Actor* self) {
   auto& st = self->state;
   if (st.recover_pending && st.ranks.all_started()) {
     st.recover_pending = false;
-    st.recover_reply.deliver(std::int32_t{0}, std::string());
+    st.recover_reply.deliver(wire(ReplyCode::ok), std::string());
   }
   check_stop(self);
 }
 
-void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id) {
+void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id) {
   auto it = self->state.runs.find(id.run);
   if (it == self->state.runs.end()) return;
   it->second.ranks.mark_started(id.rank, started.pid);
   maybe_answer_start(it->second);
 }
 
-void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
+void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
   auto it = self->state.runs.find(id.run);
   if (it == self->state.runs.end()) return;
   DebugRun& run = it->second;
   if (!run.ranks.mark_done(id.rank, exit.code, exit.signal, exit.error)) return;
   auto rank = run.ranks.find(id.rank);
-  if (run.is_check) {
+  if (run.is_check && run.stopped) {
+    self->state.log->info("check run {} on {} stopped before its verdict: no taint", run.id,
+                          rank->second.pod);
+  } else if (run.is_check) {
     os::ExitStatus status{exit.code, exit.signal};
     bool passed = exit.error.empty() && status.success();
     std::string reason = !exit.error.empty() ? exit.error : status.describe();
@@ -447,28 +502,36 @@ void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id) {
                            ") before joining the allreduce");
   }
   maybe_answer_start(run);
-  if (run.ranks.all_done()) answer_run_waiters(run);
+  if (run.ranks.all_done()) {
+    answer_run_waiters(self->state, run);
+    retire(self->state, run);  // may drop the oldest ended run: `run` is not used after
+  }
   check_stop(self);
+}
+
+void on_run_wait_timer(Actor* self, WaiterId waiter) {
+  auto& st = self->state;
+  auto expired = st.run_waiters.expire(waiter);
+  if (!expired) return;  // answered meanwhile
+  auto& [id, reply] = *expired;
+  auto it = st.runs.find(id);
+  if (reply.pending())
+    reply.deliver(wire(ReplyCode::ok),
+                  it == st.runs.end()
+                      ? std::string("{}")
+                      : run_status(it->second)
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
   auto& st = self->state;
   switch (kind) {
     case kDebugStopTimer:
-      if (arg == st.stop_generation && !st.stop_waiters.empty()) {
-        std::string late = st.stopping_run == 0
-                               ? pending_ranks(st.ranks, false,
-                                               [&](std::int32_t stream) {
-                                                 return stops_with_user_code(st, stream);
-                                               })
-                               : pending_ranks(st.runs.at(st.stopping_run).ranks, false);
-        answer_stop_waiters(self, 1,
-                            late + " did not report their end within " +
+      if (arg == st.stop_generation && arg > st.stop_settled) {
+        answer_stop_waiters(self, ReplyCode::failed,
+                            still_stopping(st) + " did not report their end within " +
                                 format_duration(st.job().grace + kStopSlack));
       }
-      break;
-    case kRunWaitTimer:
-      if (auto it = st.runs.find(arg); it != st.runs.end()) answer_run_waiters(it->second);
       break;
     case kRunDeadlineTimer:
       // atl-burn's own phase monitor ends a stuck GPU phase; this is the
@@ -483,21 +546,24 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
           if (!r.done) pods.insert(r.pod);
         for (const auto& pod : pods)
           if (auto n = st.nodes.find(pod); n != st.nodes.end())
-            self->send(n->second.agent, stop_atom::value, run.id,
+            self->send(n->second.agent, stop_atom::value, StreamId::of_run(run.id, 0),
                        static_cast<std::int64_t>(st.job().grace.count()));
       }
       break;
-    case kStartTimer:
-      if (arg == kRecoverStart && st.recover_pending) {
+    case kRecoverStartTimer:
+      if (arg == st.attempt && st.recover_pending) {
         st.recover_pending = false;
-        st.recover_reply.deliver(std::int32_t{1}, pending_ranks(st.ranks, true) +
-                                                      " did not start within " +
-                                                      format_duration(kStartTimeout));
-      } else if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.start_answered) {
-        it->second.start_answered = true;
-        it->second.started_reply.deliver(std::int32_t{1}, pending_ranks(it->second.ranks, true) +
+        st.recover_reply.deliver(wire(ReplyCode::failed), pending_ranks(st.ranks, true) +
                                                               " did not start within " +
                                                               format_duration(kStartTimeout));
+      }
+      break;
+    case kStartTimer:
+      if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.start_answered) {
+        it->second.start_answered = true;
+        it->second.started_reply.deliver(
+            wire(ReplyCode::failed), pending_ranks(it->second.ranks, true) +
+                                         " did not start within " + format_duration(kStartTimeout));
       }
       break;
   }
@@ -526,20 +592,19 @@ std::string runs_json(const State& st) {
 
 void answer_owed_replies(Actor* self, const std::string& why) {
   auto& st = self->state;
-  const std::int32_t failed = 1;
-  answer_stop_waiters(self, failed, why);
+  const std::int32_t failed = wire(ReplyCode::failed);
+  answer_stop_waiters(self, ReplyCode::failed, why);
   if (st.recover_pending) {
     st.recover_pending = false;
     if (st.recover_reply.pending()) st.recover_reply.deliver(failed, why);
   }
-  for (auto& [id, task] : st.tasks) {
-    if (!task.start_answered && task.started_reply.pending())
-      task.started_reply.deliver(failed, why);
-    task.start_answered = true;
-  }
-  for (auto& [serial, w] : st.task_waiters)
-    if (w.reply.pending()) w.reply.deliver(failed, why);
-  st.task_waiters.clear();
+  for (auto& [id, reply] : st.task_starts)
+    if (reply.pending()) reply.deliver(failed, why);
+  st.task_starts.clear();
+  for (auto& reply : st.task_waiters.take_all())
+    if (reply.pending()) reply.deliver(failed, why);
+  for (auto& reply : st.run_waiters.take_all())
+    if (reply.pending()) reply.deliver(failed, why);
   for (auto& [name, a] : st.named) {
     for (auto& [id, p] : a.pending)
       if (p.pending()) p.deliver(failed, why);
@@ -550,9 +615,6 @@ void answer_owed_replies(Actor* self, const std::string& why) {
       run.start_answered = true;
       if (run.started_reply.pending()) run.started_reply.deliver(failed, why);
     }
-    for (auto& p : run.waiters)
-      if (p.pending()) p.deliver(failed, why);
-    run.waiters.clear();
   }
 }
 

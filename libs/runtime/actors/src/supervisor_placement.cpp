@@ -12,8 +12,8 @@ namespace atl::supervisor {
 
 namespace {
 
-Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
-Result refused(const std::string& text) { return {std::int32_t{3}, text}; }
+Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
+Result refused(const std::string& text) { return {wire(ReplyCode::refused), text}; }
 
 nlohmann::json amounts(const Resources& r) {
   nlohmann::json j = nlohmann::json::object();
@@ -86,11 +86,12 @@ void answer_waiters(Actor* self, std::int64_t group) {
       continue;
     }
     if (g->state == GroupState::created) {
-      it->second.reply.deliver(std::int32_t{0}, dump(group_json(*g)));
+      it->second.reply.deliver(wire(ReplyCode::ok), dump(group_json(*g)));
     } else {
-      it->second.reply.deliver(std::int32_t{1}, "placement group " + std::to_string(group) +
-                                                    " is " + std::string(to_string(g->state)) +
-                                                    (g->why.empty() ? "" : ": " + g->why));
+      it->second.reply.deliver(wire(ReplyCode::failed), "placement group " + std::to_string(group) +
+                                                            " is " +
+                                                            std::string(to_string(g->state)) +
+                                                            (g->why.empty() ? "" : ": " + g->why));
     }
     it = st.group_waiters.erase(it);
   }
@@ -132,7 +133,7 @@ void clear_groups(Actor* self, const std::string& why) {
     }
   }
   for (auto& [serial, w] : st.group_waiters)
-    w.reply.deliver(std::int32_t{1},
+    w.reply.deliver(wire(ReplyCode::failed),
                     "placement group " + std::to_string(w.group) + " was removed: " + why);
   st.group_waiters.clear();
 }
@@ -164,18 +165,18 @@ Result create_group(Actor* self, const std::string& name, const std::string& str
   st.log->info("placement group {} ({} {} bundles): {}{}", *id, to_string(g->spec.strategy),
                g->spec.bundles.size(), to_string(g->state), g->why.empty() ? "" : ": " + g->why);
   // The deadline is checked on the heartbeat tick (every 100 ms).
-  return {std::int32_t{0}, dump(group_json(*g))};
+  return {wire(ReplyCode::ok), dump(group_json(*g))};
 }
 
 Result await_group(Actor* self, std::int64_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   const PlacementGroup* g = st.groups.find(id);
   if (!g) return usage("no placement group " + std::to_string(id));
-  if (g->state == GroupState::created) return {std::int32_t{0}, dump(group_json(*g))};
+  if (g->state == GroupState::created) return {wire(ReplyCode::ok), dump(group_json(*g))};
   if (g->state == GroupState::failed || g->state == GroupState::removed)
-    return {std::int32_t{1}, "placement group " + std::to_string(id) + " is " +
-                                 std::string(to_string(g->state)) +
-                                 (g->why.empty() ? "" : ": " + g->why)};
+    return {wire(ReplyCode::failed), "placement group " + std::to_string(id) + " is " +
+                                         std::string(to_string(g->state)) +
+                                         (g->why.empty() ? "" : ": " + g->why)};
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   std::int32_t serial = st.next_group_waiter++;
   st.group_waiters[serial] = {id, promise};
@@ -189,7 +190,7 @@ void on_group_timer(Actor* self, std::int32_t serial) {
   auto it = st.group_waiters.find(serial);
   if (it == st.group_waiters.end()) return;
   const PlacementGroup* g = st.groups.find(it->second.group);
-  it->second.reply.deliver(std::int32_t{1},
+  it->second.reply.deliver(wire(ReplyCode::failed),
                            "placement group " + std::to_string(it->second.group) + " is still " +
                                (g ? std::string(to_string(g->state)) : std::string("unknown")) +
                                (g && !g->why.empty() ? ": " + g->why : std::string()));
@@ -204,7 +205,7 @@ Result remove_group(Actor* self, std::int64_t id) {
   kill_tasks(self, id, "placement group " + std::to_string(id) + " was removed");
   answer_waiters(self, id);
   refresh_placement(self);  // what it held may place others
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 std::string cluster_json(const State& st) {

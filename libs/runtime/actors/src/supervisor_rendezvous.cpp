@@ -33,13 +33,13 @@ void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why) {
 
 void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor) {
   auto& st = self->state;
-  if (auto task = decode_task_stream(note.stream)) {
-    on_task_note(self, note, *task);
+  if (note.stream.kind == StreamKind::task) {
+    on_task_note(self, note, note.stream.run);
     return;
   }
-  auto id = decode_debug_stream(note.stream);
-  auto it = id ? st.runs.find(id->run) : st.runs.end();
-  if (it == st.runs.end() || !it->second.ranks.count(id->rank)) {
+  const bool of_a_run = note.stream.kind == StreamKind::run;
+  auto it = of_a_run ? st.runs.find(note.stream.run) : st.runs.end();
+  if (it == st.runs.end() || !it->second.ranks.count(note.stream.rank)) {
     st.log->warn("control line from {} of no current run ignored", stream_name(note.stream));
     return;
   }
@@ -67,7 +67,7 @@ void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor)
   if (!hello) return answer_one(hello.error());
   if (run.rendezvous_answered) return answer_one("the allreduce of this run already started");
   hello->pod = note.pod;  // the supervisor's name for it, whatever the process said
-  run.hellos[id->rank] = {std::move(*hello), executor};
+  run.hellos[note.stream.rank] = {std::move(*hello), executor};
   for (const auto& [rank, record] : run.ranks) {
     if (record.done && !run.hellos.count(rank))
       return abandon_rendezvous(self, run, record.pod + " ended before joining the allreduce");

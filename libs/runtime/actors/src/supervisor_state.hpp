@@ -3,6 +3,7 @@
 #pragma once
 
 #include <caf/all.hpp>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,11 +19,15 @@
 #include "atl/core/placement.hpp"
 #include "atl/core/rank_table.hpp"
 #include "atl/core/ray_cluster.hpp"
+#include "atl/core/reply_code.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
+#include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/supervisor/task_book.hpp"
+#include "atl/supervisor/waiter_set.hpp"
 
 namespace atl::supervisor {
 
@@ -34,13 +39,14 @@ enum TimerKind : std::int32_t {
   kDebugStopTimer,  // ranks did not report after atlctl stop: answer anyway
   kShutdownTimer,
   kLingerTimer,
-  kRunWaitTimer,       // a run_wait long poll is due an answer
-  kStartTimer,         // ranks did not report started
+  kRunWaitTimer,       // a run_wait long poll is due an answer (expire_atom: its waiter)
+  kStartTimer,         // a debug run's ranks did not report started (arg: the run)
+  kRecoverStartTimer,  // a recover's ranks did not report started (arg: its attempt)
   kHeartbeatTimer,     // every heartbeat interval: send ours, expire silent nodes
   kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
   kRestartRetryTimer,  // a failed pre-flight of a restart: try again
   kGroupWaitTimer,     // a pg_wait long poll is due an answer (arg: its waiter)
-  kTaskWaitTimer,      // a task_wait long poll is due an answer (arg: its waiter)
+  kTaskWaitTimer,      // a task_wait long poll is due an answer (expire_atom: its waiter)
   kTaskStartTimer,     // a task did not report started (arg: the task)
   kRunDeadlineTimer,   // a burn or check ran past its deadline (arg: the run)
 };
@@ -57,7 +63,7 @@ struct Node {
   caf::actor agent;
 };
 
-// atlctl commands are answered (int32 exit code for atlctl, text).
+// atlctl commands are answered (ReplyCode on the wire, atlctl's exit status; text).
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
 using Result = caf::result<std::int32_t, std::string>;
 
@@ -70,7 +76,6 @@ struct DebugRun {
   RankTable ranks;  // rank -> record
   Promise started_reply;
   bool start_answered = false;
-  std::vector<Promise> waiters;  // run_wait long polls
 
   // A burn or check allreduce: each member's hello, and the executor that
   // forwarded it (the answer goes back the same way). Answered once.
@@ -84,6 +89,9 @@ struct DebugRun {
   // once it ran past that and was stopped, why (shown by atlctl).
   std::chrono::milliseconds deadline{0};
   std::string deadline_note;
+  // Stopped by atlctl stop or a restart (not by its deadline): a check that
+  // ends so has no verdict on its nodes.
+  bool stopped = false;
 };
 
 struct State {
@@ -104,7 +112,7 @@ struct State {
   // Indexes for a lost pod: its user-code streams (this attempt), and its
   // (debug run, rank) pairs. May hold stale entries; readers check the pod.
   std::map<std::string, std::vector<std::int32_t>> ranks_by_pod;
-  std::map<std::string, std::vector<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
+  std::map<std::string, std::set<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
   std::int32_t attempt = 1;
   caf::actor driver;
   caf::actor ray_head;                 // ray mode: `ray start --head` on this pod
@@ -112,13 +120,17 @@ struct State {
   Promise recover_reply;
   bool recover_pending = false;
 
-  // atlctl's debug commands.
+  // atlctl's debug commands: every run not yet ended, and the newest
+  // config.finished_kept ended ones (finished_runs: oldest end first).
   std::map<std::int32_t, DebugRun> runs;
+  std::deque<std::int32_t> finished_runs;
+  WaiterSet<std::int32_t, Promise> run_waiters;  // run_wait long polls, by run
   std::int32_t next_run = 1;
   std::int32_t tracked_run = 0;    // the run that put the job in debugCommand
   std::int32_t stopping_run = -1;  // what a pending stop waits for: 0 user code, else a run
   std::vector<Promise> stop_waiters;
-  std::int32_t stop_generation = 0;
+  std::int32_t stop_generation = 0;  // the id of the latest atlctl stop (an operation)
+  std::int32_t stop_settled = 0;     // stops up to this id are over
 
   // The latest atlctl check verdict of each pod (run id, passed). A failed
   // one makes the pod a platform taint candidate for the fault-tolerance policy.
@@ -142,11 +154,14 @@ struct State {
   std::int32_t restart_round = 0;
   std::chrono::steady_clock::time_point last_heartbeat_sent;
   std::chrono::steady_clock::time_point last_detector_tick;  // to notice our own stalls
-  std::vector<TimelineEvent> events;
+  std::deque<TimelineEvent> events;  // the newest 10,000 (the JobStore has them all)
   TaintSet taints;
   std::map<std::string, std::string> pod_nodes;  // every pod ever joined -> its node
   std::string last_lost_node;                    // a node lost twice in a row is tainted
   bool store_failed = false;                     // said once: the durable state is behind
+  // The JobStore's writes, in order, on a thread of their own (null: no store).
+  // Declared late: destroyed (drained, joined) before the rest of the state.
+  std::unique_ptr<os::JournalWriter> journal;
 
   // Placement groups (driver mode): the table, and who waits for which group.
   PlacementGroups groups;
@@ -157,26 +172,11 @@ struct State {
   std::map<std::int32_t, GroupWaiter> group_waiters;  // waiter id -> waiter
   std::int32_t next_group_waiter = 1;
 
-  // The driver's tasks: a command on a worker (in a bundle, or on a pod).
-  struct Task {
-    std::int32_t id = 0;
-    std::int64_t group = 0;  // 0: none
-    std::int32_t bundle = -1;
-    std::string command;
-    RankRecord record;
-    Promise started_reply;
-    bool start_answered = false;
-    std::optional<std::string> result;  // the line it handed back ("result <text>")
-    std::string result_error;           // why a result it sent was not kept
-  };
-  std::map<std::int32_t, Task> tasks;
-  std::int32_t next_task = 1;
-  struct TaskWaiter {
-    std::int32_t task = 0;
-    Promise reply;
-  };
-  std::map<std::int32_t, TaskWaiter> task_waiters;  // waiter id -> waiter
-  std::int32_t next_task_waiter = 1;
+  // The driver's tasks (a command on a worker, in a bundle or on a pod); who
+  // waits for a task to start (one each) and for it to end (long polls).
+  TaskBook tasks;
+  std::map<TaskId, Promise> task_starts;
+  WaiterSet<TaskId, Promise> task_waiters;
 
   // Named actors: hosted by any process of the job, called through here.
   struct NamedActor {
@@ -227,7 +227,7 @@ void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every
 
 // Debug half: handlers and the hooks the lifecycle half calls.
 Result begin_stop(Actor* self);
-Result await_stop(Actor* self);
+Result await_stop(Actor* self, std::int32_t op);
 Result start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
 Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
                        const std::string& duration, const std::string& env_text,
@@ -242,14 +242,15 @@ std::string pod_of_rank(const State& st, std::int32_t stream);
 // processes (Ray nodes, debug commands in driver mode): MASTER_ADDR is the head.
 ProcessSite head_site(const State& st);
 ProcessSite pod_site(const State& st, const std::string& pod);
-void on_debug_started(Actor* self, const RankStarted& started, DebugStreamId id);
-void on_debug_exit(Actor* self, const RankExit& exit, DebugStreamId id);
+void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id);
+void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id);
 // A line a run's process wrote on its control channel (the allreduce rendezvous).
 void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor);
 // Tells members still waiting for the rendezvous that it will not happen.
 void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why);
 void on_user_code_progress(Actor* self);  // a user rank started or ended
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
+void on_run_wait_timer(Actor* self, WaiterId waiter);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
@@ -280,7 +281,8 @@ Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
 Result kill_task(Actor* self, std::int32_t id);
 void on_task_started(Actor* self, const RankStarted& started, std::int32_t id);
 void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id);
-void on_task_timer(Actor* self, std::int32_t kind, std::int32_t id);
+void on_task_start_timer(Actor* self, TaskId id);
+void on_task_wait_timer(Actor* self, WaiterId waiter);
 // Stops the tasks in `group` (0: every task): their bundle, or their driver, is gone.
 void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
 // `pod` is gone: its tasks ended with it.

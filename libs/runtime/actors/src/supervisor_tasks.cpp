@@ -22,13 +22,14 @@ constexpr auto kTaskStartTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxResultBytes = 8 << 20;
 constexpr std::string_view kResultVerb = "result ";
 
-Result usage(const std::string& text) { return {std::int32_t{2}, text}; }
-Result refused(const std::string& text) { return {std::int32_t{3}, text}; }
+Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
+Result refused(const std::string& text) { return {wire(ReplyCode::refused), text}; }
 
-std::string task_json(const State::Task& t) {
+std::string task_json(const Task& t) {
   const RankRecord& r = t.record;
-  nlohmann::json j{{"task", t.id}, {"pod", r.pod},         {"stream", task_stream(t.id)},
-                   {"pid", r.pid}, {"started", r.started}, {"done", r.done}};
+  nlohmann::json j{
+      {"task", t.id}, {"pod", r.pod},         {"stream", stream_name(StreamId::of_task(t.id))},
+      {"pid", r.pid}, {"started", r.started}, {"done", r.done}};
   if (t.group > 0) {
     j["group"] = t.group;
     j["bundle"] = t.bundle;
@@ -43,54 +44,45 @@ std::string task_json(const State::Task& t) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void answer_started(State::Task& t, std::int32_t code, const std::string& text) {
-  if (t.start_answered) return;
-  t.start_answered = true;
-  if (t.started_reply.pending()) t.started_reply.deliver(code, text);
+void answer_started(State& st, TaskId id, std::int32_t code, const std::string& text) {
+  auto it = st.task_starts.find(id);
+  if (it == st.task_starts.end()) return;
+  if (it->second.pending()) it->second.deliver(code, text);
+  st.task_starts.erase(it);
 }
 
-void answer_done(State& st, State::Task& t) {
-  std::string text = task_json(t);
-  for (auto it = st.task_waiters.begin(); it != st.task_waiters.end();) {
-    if (it->second.task != t.id) {
-      ++it;
-      continue;
-    }
-    if (it->second.reply.pending()) it->second.reply.deliver(std::int32_t{0}, text);
-    it = st.task_waiters.erase(it);
-  }
+// An id the book does not hold: never started here, or ended and dropped
+// from the bounded history of finished tasks.
+Result not_held(const State& st, TaskId id) {
+  if (st.tasks.fate(id) == TaskFate::dropped)
+    return {wire(ReplyCode::failed),
+            "task " + std::to_string(id) +
+                " ended and its record was dropped (the supervisor keeps the "
+                "newest " +
+                std::to_string(st.tasks.finished_kept()) + " finished tasks)"};
+  return usage("no task " + std::to_string(id));
 }
 
 // The task ended (by itself, or with its pod): its callers hear of it.
-void finish(State& st, State::Task& t, std::int32_t code, std::int32_t signal,
-            const std::string& note) {
-  if (t.record.done) return;
-  t.record.done = true;
-  t.record.code = code;
-  t.record.signal = signal;
-  t.record.note = note;
-  answer_started(t, std::int32_t{1},
-                 "task " + std::to_string(t.id) + " ended before it started: " +
+void finish(State& st, TaskId id, std::int32_t code, std::int32_t signal, const std::string& note) {
+  const Task* t = st.tasks.finish(id, code, signal, note);
+  if (!t) return;
+  answer_started(st, id, wire(ReplyCode::failed),
+                 "task " + std::to_string(id) + " ended before it started: " +
                      (note.empty() ? os::ExitStatus{code, signal}.describe() : note));
-  answer_done(st, t);
+  const std::string text = task_json(*t);
+  for (auto& reply : st.task_waiters.take(id))
+    if (reply.pending()) reply.deliver(wire(ReplyCode::ok), text);
 }
 
 // The pod a task without a bundle goes to: the named one, or the active pod
-// running the fewest tasks now (the lowest on a tie).
+// running the fewest tasks now (the first on a tie): per-pod counts, no walk.
 std::string choose_pod(const State& st, const std::string& pod) {
   if (!pod.empty()) return pod;
-  std::string best;
-  size_t best_load = 0;
-  for (const auto& candidate : st.active) {
-    if (!st.nodes.count(candidate)) continue;
-    size_t load = 0;
-    for (const auto& [id, t] : st.tasks) load += t.record.pod == candidate && !t.record.done;
-    if (best.empty() || load < best_load) {
-      best = candidate;
-      best_load = load;
-    }
-  }
-  return best;
+  std::vector<std::string> joined;
+  for (const auto& candidate : st.active)
+    if (st.nodes.count(candidate)) joined.push_back(candidate);
+  return st.tasks.least_loaded(joined).value_or(std::string());
 }
 
 }  // namespace
@@ -134,15 +126,9 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
                ? refused("pod " + pod + " is not in the job now (lost or deleted)")
                : usage("'" + pod + "' is not a pod in the job now");
 
-  State::Task t;
-  t.id = st.next_task++;
-  t.group = group;
-  t.bundle = group > 0 ? bundle : -1;
-  t.command = command;
-  t.record.pod = pod;
+  Task& t = st.tasks.add(group, bundle, pod, command);
   RankLaunch launch;
-  launch.stream = task_stream(t.id);
-  launch.attempt = launch.stream;  // the agent's run id for this task
+  launch.stream = StreamId::of_task(t.id);
   launch.command = command;
   EnvMap vars = build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod));
   for (const auto& [k, v] : env_from_strings(env)) vars[k] = v;  // the task's own win
@@ -150,10 +136,10 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   launch.env = to_env_strings(vars);
   launch.working_dir = working_dir.empty() ? st.job().working_dir : working_dir;
   launch.control = true;  // its result comes back on the control channel
-  t.started_reply = self->make_response_promise<std::int32_t, std::string>();
-  auto reply = t.started_reply;
-  self->send(node->second.agent, run_atom::value, launch.stream,
-             std::vector<RankLaunch>{std::move(launch)}, st.config.sink);
+  auto reply = self->make_response_promise<std::int32_t, std::string>();
+  st.task_starts.emplace(t.id, reply);
+  self->send(node->second.agent, run_atom::value, std::vector<RankLaunch>{std::move(launch)},
+             st.config.sink);
   st.log->info("task {} on {}{}: {}", t.id, pod,
                group > 0
                    ? " (group " + std::to_string(group) + " bundle " + std::to_string(bundle) + ")"
@@ -161,106 +147,96 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
                command);
   self->delayed_send(self, kTaskStartTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kTaskStartTimer), t.id);
-  st.tasks.emplace(t.id, std::move(t));
   return reply;
 }
 
 Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
-  auto it = st.tasks.find(id);
-  if (it == st.tasks.end()) return usage("no task " + std::to_string(id));
+  const Task* t = st.tasks.find(id);
+  if (!t) return not_held(st, id);
   if (timeout_ms < 0) return usage("timeout must not be negative");
-  if (it->second.record.done || timeout_ms == 0) return {std::int32_t{0}, task_json(it->second)};
+  if (t->record.done || timeout_ms == 0) return {wire(ReplyCode::ok), task_json(*t)};
   auto promise = self->make_response_promise<std::int32_t, std::string>();
-  std::int32_t serial = st.next_task_waiter++;
-  st.task_waiters[serial] = {id, promise};
-  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), timeout_atom::value,
-                     static_cast<std::int32_t>(kTaskWaitTimer), serial);
+  WaiterId waiter = st.task_waiters.add(id, promise);
+  self->delayed_send(self, std::chrono::milliseconds(timeout_ms), expire_atom::value,
+                     static_cast<std::int32_t>(kTaskWaitTimer), waiter);
   return promise;
 }
 
 Result kill_task(Actor* self, std::int32_t id) {
   auto& st = self->state;
-  auto it = st.tasks.find(id);
-  if (it == st.tasks.end()) return usage("no task " + std::to_string(id));
-  if (it->second.record.done) return refused("task " + std::to_string(id) + " has ended already");
-  auto node = st.nodes.find(it->second.record.pod);
+  const Task* t = st.tasks.find(id);
+  if (!t) return not_held(st, id);
+  if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
+  auto node = st.nodes.find(t->record.pod);
   if (node != st.nodes.end())
-    self->send(node->second.agent, stop_atom::value, task_stream(id),
+    self->send(node->second.agent, stop_atom::value, StreamId::of_task(id),
                static_cast<std::int64_t>(st.job().grace.count()));
-  return {std::int32_t{0}, std::string()};
+  return {wire(ReplyCode::ok), std::string()};
 }
 
 void kill_tasks(Actor* self, std::int64_t group, const std::string& why) {
   auto& st = self->state;
-  for (auto& [id, t] : st.tasks) {
-    if (t.record.done || (group > 0 && t.group != group)) continue;
+  for (TaskId id : st.tasks.live_in_group(group)) {
     st.log->info("task {} stopped: {}", id, why);
     kill_task(self, id);
   }
 }
 
 void on_pod_lost_tasks(Actor* self, const std::string& pod) {
-  for (auto& [id, t] : self->state.tasks)
-    if (t.record.pod == pod) finish(self->state, t, 255, 0, "pod " + pod + " was lost");
+  for (TaskId id : self->state.tasks.live_on(pod))
+    finish(self->state, id, 255, 0, "pod " + pod + " was lost");
 }
 
 void on_task_started(Actor* self, const RankStarted& started, std::int32_t id) {
-  auto it = self->state.tasks.find(id);
-  if (it == self->state.tasks.end() || it->second.record.done) return;
-  State::Task& t = it->second;
-  t.record.started = true;
-  t.record.pid = started.pid;
-  answer_started(t, std::int32_t{0}, task_json(t));
+  auto& st = self->state;
+  if (!st.tasks.mark_started(id, started.pid)) return;
+  answer_started(st, id, wire(ReplyCode::ok), task_json(*st.tasks.find(id)));
 }
 
 void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id) {
-  auto it = self->state.tasks.find(id);
-  if (it == self->state.tasks.end()) return;
-  self->state.log->info(
-      "task {} ended: {}", id,
-      exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.describe() : exit.error);
-  finish(self->state, it->second, exit.code, exit.signal, exit.error);
+  auto& st = self->state;
+  if (st.tasks.fate(id) != TaskFate::live) return;
+  st.log->info("task {} ended: {}", id,
+               exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.describe() : exit.error);
+  finish(st, id, exit.code, exit.signal, exit.error);
 }
 
 void on_task_note(Actor* self, const RankNote& note, std::int32_t id) {
   auto& st = self->state;
-  auto it = st.tasks.find(id);
-  if (it == st.tasks.end() || it->second.record.done) return;
+  Task* t = st.tasks.live(id);
+  if (!t) return;
   if (note.line.rfind(kResultVerb, 0) != 0) {
     st.log->warn("task {}: unknown control line ignored", id);
     return;
   }
   if (note.line.size() - kResultVerb.size() > kMaxResultBytes) {
-    it->second.result_error = "its result of " +
-                              std::to_string(note.line.size() - kResultVerb.size()) +
-                              " bytes is over the limit of " + std::to_string(kMaxResultBytes) +
-                              " (pass big data through shared storage)";
-    it->second.result.reset();
-    st.log->warn("task {}: {}", id, it->second.result_error);
+    t->result_error = "its result of " + std::to_string(note.line.size() - kResultVerb.size()) +
+                      " bytes is over the limit of " + std::to_string(kMaxResultBytes) +
+                      " (pass big data through shared storage)";
+    t->result.reset();
+    st.log->warn("task {}: {}", id, t->result_error);
     return;
   }
-  it->second.result = note.line.substr(kResultVerb.size());
+  t->result = note.line.substr(kResultVerb.size());
 }
 
-void on_task_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
+void on_task_wait_timer(Actor* self, WaiterId waiter) {
   auto& st = self->state;
-  if (kind == kTaskWaitTimer) {  // this wait's time is up: "not done" yet
-    auto w = st.task_waiters.find(arg);
-    if (w == st.task_waiters.end()) return;
-    auto t = st.tasks.find(w->second.task);
-    if (w->second.reply.pending())
-      w->second.reply.deliver(std::int32_t{0}, t == st.tasks.end() ? "{}" : task_json(t->second));
-    st.task_waiters.erase(w);
-    return;
-  }
-  auto it = st.tasks.find(arg);
-  if (it == st.tasks.end()) return;
-  State::Task& t = it->second;
-  if (!t.record.started && !t.record.done)
-    answer_started(t, std::int32_t{1},
-                   "task " + std::to_string(arg) + " did not start within " +
-                       format_duration(kTaskStartTimeout));
+  auto expired = st.task_waiters.expire(waiter);
+  if (!expired) return;  // answered meanwhile
+  auto& [id, reply] = *expired;
+  const Task* t = st.tasks.find(id);
+  if (reply.pending()) reply.deliver(wire(ReplyCode::ok), t ? task_json(*t) : std::string("{}"));
+}
+
+void on_task_start_timer(Actor* self, TaskId id) {
+  auto& st = self->state;
+  const Task* t = st.tasks.find(id);
+  if (!t || t->record.started || t->record.done) return;
+  answer_started(
+      st, id, wire(ReplyCode::failed),
+      "task " + std::to_string(id) + " did not start within " + format_duration(kTaskStartTimeout));
 }
 
 }  // namespace atl::supervisor

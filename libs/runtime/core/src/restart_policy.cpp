@@ -96,8 +96,12 @@ bool RestartPolicy::count(const Fault& fault) {
 
 std::vector<std::string> RestartPolicy::attempt_lines() const {
   std::vector<std::string> lines;
-  for (size_t i = 0; i < history_.size(); ++i)
-    lines.push_back("attempt " + std::to_string(i + 1) + ": " + history_[i].detail);
+  for (size_t i = 0; i < history_.size(); ++i) {
+    // Numbered as logs/attempt-K is: a recover starts an attempt without a fault.
+    const std::int32_t k =
+        history_[i].attempt > 0 ? history_[i].attempt : static_cast<std::int32_t>(i + 1);
+    lines.push_back("attempt " + std::to_string(k) + ": " + history_[i].detail);
+  }
   return lines;
 }
 

@@ -80,6 +80,11 @@ Expected<std::unique_ptr<JobStore>> JobStore::open(const std::string& path) {
   for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;"})
     if (auto st = store->exec(pragma); !st) return make_error(path + ": " + st.error());
   if (auto st = store->exec(kSchema); !st) return make_error(path + ": " + st.error());
+  // A store made before faults had their attempt gains the column (0: not known).
+  if (!store->exec("SELECT attempt FROM faults LIMIT 0;"))
+    if (auto st = store->exec("ALTER TABLE faults ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;");
+        !st)
+      return make_error(path + ": " + st.error());
   return store;
 }
 
@@ -107,12 +112,14 @@ Expected<std::optional<JobRecord>> JobStore::load(const std::string& job_id) {
   r.attempt = static_cast<int>(job.integer(1));
   r.restarts = static_cast<int>(job.integer(2));
 
-  Statement faults(db_, "SELECT kind, pod, detail FROM faults WHERE job_id = ? ORDER BY seq");
+  Statement faults(db_,
+                   "SELECT kind, pod, detail, attempt FROM faults WHERE job_id = ? ORDER BY seq");
   faults.bind(1, job_id);
   while ((rc = faults.step()) == SQLITE_ROW) {
     auto kind = parse_fault_kind(faults.text(0));
     if (!kind) return make_error("state store: " + kind.error());
-    r.faults.push_back({*kind, faults.text(1), faults.text(2)});
+    r.faults.push_back(
+        {*kind, faults.text(1), faults.text(2), static_cast<std::int32_t>(faults.integer(3))});
   }
   if (rc != SQLITE_DONE) return make_error("state store: " + faults.error());
 
@@ -157,12 +164,16 @@ Status JobStore::save(const std::string& job_id, const JobRecord& r) {
     if (del.step() != SQLITE_DONE) return fail(del.error());
   }
   for (size_t i = 0; i < r.faults.size(); ++i) {
-    Statement f(db_, "INSERT INTO faults (job_id, seq, kind, pod, detail) VALUES (?, ?, ?, ?, ?)");
+    Statement f(
+        db_,
+        "INSERT INTO faults (job_id, seq, kind, pod, detail, attempt) VALUES (?, ?, ?, ?, ?, "
+        "?)");
     f.bind(1, job_id)
         .bind(2, static_cast<std::int64_t>(i))
         .bind(3, std::string(to_string(r.faults[i].kind)))
         .bind(4, r.faults[i].pod)
-        .bind(5, r.faults[i].detail);
+        .bind(5, r.faults[i].detail)
+        .bind(6, static_cast<std::int64_t>(r.faults[i].attempt));
     if (f.step() != SQLITE_DONE) return fail(f.error());
   }
   for (const auto& [node, t] : r.taints) {
@@ -183,6 +194,18 @@ Status JobStore::add_event(const std::string& job_id, const StoredEvent& e) {
   ins.bind(1, job_id).bind(2, e.unix_ms).bind(3, e.kind).bind(4, e.text);
   if (ins.step() != SQLITE_DONE) return make_error("state store: " + ins.error());
   return Ok{};
+}
+
+Status JobStore::add_events(const std::string& job_id, const std::vector<StoredEvent>& events) {
+  if (events.empty()) return Ok{};
+  if (auto st = exec("BEGIN IMMEDIATE;"); !st) return st;
+  for (const auto& e : events) {
+    if (auto st = add_event(job_id, e); !st) {
+      exec("ROLLBACK;");
+      return st;
+    }
+  }
+  return exec("COMMIT;");
 }
 
 Status JobStore::reset(const std::string& job_id) {

@@ -40,6 +40,12 @@ struct SupervisorConfig {
   // the token that logs in. Whoever the control plane lets in may have both.
   std::string dashboard_url{};
   std::string dashboard_token{};
+  // How many finished tasks and finished debug runs are kept for status and
+  // the API (each a bounded history, oldest dropped first; headnode --history).
+  std::size_t finished_kept = 10000;
+  // The head's LogReader (spawn_log_reader): atlctl's and the C API's log
+  // reads go there, not through the LogSink's mailbox.
+  caf::actor reader{};
   // Testing only (headnode reads ATL_TESTING_SUPERVISOR_THROW=info): the info
   // handler (status -v/--json) throws, to prove that an exception fails the
   // job and ends the head, never hangs it.

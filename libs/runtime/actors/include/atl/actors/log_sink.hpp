@@ -11,16 +11,21 @@
 namespace atl {
 
 // Blocking file and stdout writes happen on a thread the actor owns. Messages:
-//   (log_atom, int32 stream, string lines, int32 count) -> ack_atom to sender once written
+//   (log_atom, StreamId stream, string lines, int32 count) -> ack_atom to sender once written
+//   (log_atom, StreamId stream, int32 attempt, string lines, int32 count): the same, from the
+//                            given attempt of user code (earlier attempts' chunks go to their
+//                            files)
 //   (print_atom, string line)                           -> a line on stdout
 //   (attempt_atom, int32 k)  from now on <logs_dir>/attempt-k/<stream>.log, with
 //                            <logs_dir>/<stream>.log a link to it (nothing truncated)
-//   (read_atom, int32 stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
-//   (tail_atom, int32 stream, int64 lines)              -> (string bytes, int64 end_offset)
-//   (read_many_atom, vector<int32> streams, vector<int64> offsets, int64 max_total)
-//        -> (vector<int32> streams, vector<string> bytes, vector<int64> next_offsets): the
+// The LogReader (spawn_log_reader, a thread of its own) answers reads of the files:
+//   (read_atom, StreamId stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
+//   (tail_atom, StreamId stream, int64 lines)              -> (string bytes, int64 end_offset)
+//   (read_many_atom, vector<StreamId> streams, vector<int64> offsets, int64 max_total)
+//        -> (vector<StreamId> streams, vector<string> bytes, vector<int64> next_offsets): the
 //           streams that have bytes past their offset, in order, up to max_total bytes in
 //           all (atlctl run follows thousands of ranks in one round trip per poll)
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);
+caf::actor spawn_log_reader(caf::actor_system& sys, std::string logs_dir);
 
 }  // namespace atl

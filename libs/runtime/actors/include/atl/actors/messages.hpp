@@ -14,21 +14,23 @@
 namespace atl {
 
 // Atoms: at most 10 characters.
-using register_atom = caf::atom_constant<caf::atom("register")>;    // worker -> supervisor
-using start_atom = caf::atom_constant<caf::atom("start")>;          // head main -> supervisor
-using status_atom = caf::atom_constant<caf::atom("status")>;        // atlctl -> supervisor
-using info_atom = caf::atom_constant<caf::atom("info")>;            // atlctl -> supervisor
-using check_atom = caf::atom_constant<caf::atom("check")>;          // supervisor -> agent
-using launch_atom = caf::atom_constant<caf::atom("launch")>;        // supervisor -> agent
-using stop_atom = caf::atom_constant<caf::atom("stop")>;            // -> agent / executor
-using kill_atom = caf::atom_constant<caf::atom("kill")>;            // executor's grace timer
-using exited_atom = caf::atom_constant<caf::atom("exited")>;        // pump thread -> executor
-using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;    // supervisor -> agent
-using timeout_atom = caf::atom_constant<caf::atom("timeout")>;      // timers
-using cancel_atom = caf::atom_constant<caf::atom("cancel")>;        // signal thread -> actor
-using log_atom = caf::atom_constant<caf::atom("log")>;              // executor -> sink
-using ack_atom = caf::atom_constant<caf::atom("ack")>;              // sink -> executor
-using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
+using register_atom = caf::atom_constant<caf::atom("register")>;         // worker -> supervisor
+using start_atom = caf::atom_constant<caf::atom("start")>;               // head main -> supervisor
+using status_atom = caf::atom_constant<caf::atom("status")>;             // atlctl -> supervisor
+using info_atom = caf::atom_constant<caf::atom("info")>;                 // atlctl -> supervisor
+using check_atom = caf::atom_constant<caf::atom("check")>;               // supervisor -> agent
+using launch_atom = caf::atom_constant<caf::atom("launch")>;             // supervisor -> agent
+using stop_atom = caf::atom_constant<caf::atom("stop")>;                 // -> agent / executor
+using kill_atom = caf::atom_constant<caf::atom("kill")>;                 // executor's grace timer
+using exited_atom = caf::atom_constant<caf::atom("exited")>;             // pump thread -> executor
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;         // supervisor -> agent
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;           // timers
+using expire_atom = caf::atom_constant<caf::atom("expire")>;             // a long poll's deadline
+using journal_error_atom = caf::atom_constant<caf::atom("journal_er")>;  // journal -> supervisor
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;             // signal thread -> actor
+using log_atom = caf::atom_constant<caf::atom("log")>;                   // executor -> sink
+using ack_atom = caf::atom_constant<caf::atom("ack")>;                   // sink -> executor
+using print_atom = caf::atom_constant<caf::atom("print")>;               // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
 using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)
@@ -36,8 +38,9 @@ using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sin
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as
 // atlctl's exit status (0 ok, 1 failed, 2 usage, 3 refused in this state).
-using debug_stop_atom = caf::atom_constant<caf::atom("dbg_stop")>;  // -> accepted or refused
-using stop_wait_atom = caf::atom_constant<caf::atom("stop_wait")>;  // -> when stopped
+using debug_stop_atom =
+    caf::atom_constant<caf::atom("dbg_stop")>;  // -> (0, "<stop id>") or refused
+using stop_wait_atom = caf::atom_constant<caf::atom("stop_wait")>;  // (int32 stop id) -> when over
 using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when started
 using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
@@ -82,6 +85,11 @@ using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: cou
 // supervisor -> a joined agent: where its own log lines go (sink, stream).
 using agent_log_atom = caf::atom_constant<caf::atom("agent_log")>;
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StreamId& x) {
+  return f(caf::meta::type_name("atl::StreamId"), x.kind, x.run, x.rank);
+}
+
 // What a worker tells the supervisor when it joins.
 struct NodeInfo {
   std::string pod;
@@ -104,7 +112,7 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
 
 // One process to run: a rank's entrypoint, the driver, or a debug command.
 struct RankLaunch {
-  std::int32_t stream = 0;
+  StreamId stream;
   std::int32_t attempt = 0;      // user code: which start of it; debug: the run id
   std::string command;           // run with /bin/sh -c
   std::vector<std::string> env;  // "K=V", laid over the node's own environment
@@ -121,7 +129,7 @@ typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
 
 // How a rank's process ended. `error` is set when it could not even start.
 struct RankExit {
-  std::int32_t stream = 0;
+  StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;
   std::int32_t code = 0;
@@ -137,7 +145,7 @@ typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
 
 // Sent by an Executor once its process runs.
 struct RankStarted {
-  std::int32_t stream = 0;
+  StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;
   std::int32_t pid = 0;
@@ -151,7 +159,7 @@ typename Inspector::result_type inspect(Inspector& f, RankStarted& x) {
 // A line a process wrote on its control channel, forwarded by its Executor to
 // the supervisor (which answers the Executor with control_atom + a line).
 struct RankNote {
-  std::int32_t stream = 0;
+  StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;
   std::string line;

@@ -30,6 +30,9 @@ struct Fault {
   FaultKind kind = FaultKind::pod_lost;
   std::string pod;     // the pod it concerns; empty when none
   std::string detail;  // one line for people: "pod x was lost (connection closed)"
+  // The attempt of user code it ended (logs/attempt-K); 0: not known (a
+  // record of an older head). Attempts grow with restarts and recovers alike.
+  std::int32_t attempt = 0;
 };
 
 enum class FaultResponse {

@@ -34,6 +34,10 @@ struct JobRecord {
   std::vector<StoredEvent> events;
 };
 
+// The attempt a head that resumes `r` starts with: the next one, so that the
+// earlier attempts' log directories stay as they were.
+inline int resumed_attempt(const JobRecord& r) { return r.attempt + 1; }
+
 // Fault kinds as stored (to_string) and read back; an unknown name is an error.
 Expected<FaultKind> parse_fault_kind(const std::string& text);
 
@@ -52,6 +56,8 @@ class JobStore {
   // (events are appended separately).
   Status save(const std::string& job_id, const JobRecord& record);
   Status add_event(const std::string& job_id, const StoredEvent& event);
+  // Many events in one transaction (the journal writer's batches): all or none.
+  Status add_events(const std::string& job_id, const std::vector<StoredEvent>& events);
 
   // Forgets everything about the job but its events (a job submitted anew).
   Status reset(const std::string& job_id);
