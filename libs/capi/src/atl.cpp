@@ -416,16 +416,12 @@ atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char
   return guarded("atl_pg_wait", [&]() -> atl_status* {
     if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_pg_wait: timeout_ms is negative");
     std::string text;
-    auto* s =
-        ask(client, "atl_pg_wait",
+    // Still pending at the deadline: the supervisor answers ReplyCode::timeout.
+    if (auto* s = ask(
+            client, "atl_pg_wait",
             caf::make_message(atl::pg_wait_atom::value, std::int64_t{id}, std::int64_t{timeout_ms}),
-            std::chrono::milliseconds(timeout_ms), &text);
-    if (s) {
-      // The supervisor's "still pending" answer is a timeout to the caller.
-      if (s->code == ATL_FAILED && s->message.find(" is still ") != std::string::npos)
-        s->code = ATL_TIMEOUT;
+            std::chrono::milliseconds(timeout_ms), &text))
       return s;
-    }
     return text_out("atl_pg_wait", text, json_out);
   });
 }

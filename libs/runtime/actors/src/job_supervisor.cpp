@@ -1489,9 +1489,6 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           case kLingerTimer:
             release(self);
             break;
-          case kGroupWaitTimer:
-            on_group_timer(self, arg);
-            break;
           case kTaskStartTimer:
             on_task_start_timer(self, arg);
             break;
@@ -1503,6 +1500,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](expire_atom, std::int32_t kind, WaiterId waiter) {
         if (kind == kTaskWaitTimer) on_task_wait_timer(self, waiter);
         if (kind == kRunWaitTimer) on_run_wait_timer(self, waiter);
+        if (kind == kGroupWaitTimer) on_group_timer(self, waiter);
       },
       [self](cancel_atom, const std::string& why) {
         if (self->state.finished) {

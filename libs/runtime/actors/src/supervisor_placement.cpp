@@ -80,20 +80,15 @@ void answer_waiters(Actor* self, std::int64_t group) {
   auto& st = self->state;
   const PlacementGroup* g = st.groups.find(group);
   if (!g || g->state == GroupState::pending || g->state == GroupState::rescheduling) return;
-  for (auto it = st.group_waiters.begin(); it != st.group_waiters.end();) {
-    if (it->second.group != group) {
-      ++it;
-      continue;
-    }
+  for (auto& reply : st.group_waiters.take(group)) {
+    if (!reply.pending()) continue;
     if (g->state == GroupState::created) {
-      it->second.reply.deliver(wire(ReplyCode::ok), dump(group_json(*g)));
+      reply.deliver(wire(ReplyCode::ok), dump(group_json(*g)));
     } else {
-      it->second.reply.deliver(wire(ReplyCode::failed), "placement group " + std::to_string(group) +
-                                                            " is " +
-                                                            std::string(to_string(g->state)) +
-                                                            (g->why.empty() ? "" : ": " + g->why));
+      reply.deliver(wire(ReplyCode::failed), "placement group " + std::to_string(group) + " is " +
+                                                 std::string(to_string(g->state)) +
+                                                 (g->why.empty() ? "" : ": " + g->why));
     }
-    it = st.group_waiters.erase(it);
   }
 }
 
@@ -132,10 +127,12 @@ void clear_groups(Actor* self, const std::string& why) {
       st.groups.remove(id);
     }
   }
-  for (auto& [serial, w] : st.group_waiters)
-    w.reply.deliver(wire(ReplyCode::failed),
-                    "placement group " + std::to_string(w.group) + " was removed: " + why);
-  st.group_waiters.clear();
+  // Every group went: each waiter hears why (its own group's id in the line).
+  for (const auto& [id, g] : st.groups.groups())
+    for (auto& reply : st.group_waiters.take(id))
+      if (reply.pending())
+        reply.deliver(wire(ReplyCode::failed),
+                      "placement group " + std::to_string(id) + " was removed: " + why);
 }
 
 Result create_group(Actor* self, const std::string& name, const std::string& strategy_text,
@@ -178,23 +175,24 @@ Result await_group(Actor* self, std::int64_t id, std::int64_t timeout_ms) {
                                          std::string(to_string(g->state)) +
                                          (g->why.empty() ? "" : ": " + g->why)};
   auto promise = self->make_response_promise<std::int32_t, std::string>();
-  std::int32_t serial = st.next_group_waiter++;
-  st.group_waiters[serial] = {id, promise};
+  WaiterId waiter = st.group_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
-                     timeout_atom::value, static_cast<std::int32_t>(kGroupWaitTimer), serial);
+                     expire_atom::value, static_cast<std::int32_t>(kGroupWaitTimer), waiter);
   return promise;
 }
 
-void on_group_timer(Actor* self, std::int32_t serial) {
+void on_group_timer(Actor* self, WaiterId waiter) {
   auto& st = self->state;
-  auto it = st.group_waiters.find(serial);
-  if (it == st.group_waiters.end()) return;
-  const PlacementGroup* g = st.groups.find(it->second.group);
-  it->second.reply.deliver(wire(ReplyCode::failed),
-                           "placement group " + std::to_string(it->second.group) + " is still " +
-                               (g ? std::string(to_string(g->state)) : std::string("unknown")) +
-                               (g && !g->why.empty() ? ": " + g->why : std::string()));
-  st.group_waiters.erase(it);
+  auto expired = st.group_waiters.expire(waiter);
+  if (!expired) return;  // answered meanwhile
+  auto& [group, reply] = *expired;
+  const PlacementGroup* g = st.groups.find(group);
+  // Not placed in time: a timeout (ReplyCode), not a failure of the group.
+  if (reply.pending())
+    reply.deliver(wire(ReplyCode::timeout),
+                  "placement group " + std::to_string(group) + " is still " +
+                      (g ? std::string(to_string(g->state)) : std::string("unknown")) +
+                      (g && !g->why.empty() ? ": " + g->why : std::string()));
 }
 
 Result remove_group(Actor* self, std::int64_t id) {

@@ -45,7 +45,7 @@ enum TimerKind : std::int32_t {
   kHeartbeatTimer,     // every heartbeat interval: send ours, expire silent nodes
   kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
   kRestartRetryTimer,  // a failed pre-flight of a restart: try again
-  kGroupWaitTimer,     // a pg_wait long poll is due an answer (arg: its waiter)
+  kGroupWaitTimer,     // a pg_wait long poll is due an answer (expire_atom: its waiter)
   kTaskWaitTimer,      // a task_wait long poll is due an answer (expire_atom: its waiter)
   kTaskStartTimer,     // a task did not report started (arg: the task)
   kRunDeadlineTimer,   // a burn or check ran past its deadline (arg: the run)
@@ -165,12 +165,7 @@ struct State {
 
   // Placement groups (driver mode): the table, and who waits for which group.
   PlacementGroups groups;
-  struct GroupWaiter {
-    std::int64_t group = 0;
-    Promise reply;
-  };
-  std::map<std::int32_t, GroupWaiter> group_waiters;  // waiter id -> waiter
-  std::int32_t next_group_waiter = 1;
+  WaiterSet<std::int64_t, Promise> group_waiters;  // pg_wait long polls, by group
 
   // The driver's tasks (a command on a worker, in a bundle or on a pod); who
   // waits for a task to start (one each) and for it to end (long polls).
@@ -271,7 +266,7 @@ void refresh_placement(Actor* self);
 void on_pod_lost_placement(Actor* self, const std::string& pod);
 // A new attempt of user code, or the job's end: every group is removed.
 void clear_groups(Actor* self, const std::string& why);
-void on_group_timer(Actor* self, std::int32_t waiter);
+void on_group_timer(Actor* self, WaiterId waiter);
 
 // Tasks half (supervisor_tasks.cpp).
 Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod,
