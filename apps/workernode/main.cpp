@@ -351,7 +351,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
   for (int i = 0; i < opt.simulate; ++i) {
     atl::NodeAgentConfig mine = node;
     mine.info.pod = opt.pod_prefix + std::to_string(opt.first_index + i);
-    mine.info.node = opt.node + "-" + std::to_string(opt.first_index + i);
+    mine.info.machine = opt.node + "-" + std::to_string(opt.first_index + i);
     mine.head_lost = std::make_shared<std::atomic<bool>>(false);
     mine.joined = std::make_shared<std::atomic<bool>>(false);
     codes.push_back(std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost));
@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
   node.head_host = opt.head.host;
   node.head_port = opt.head.port;
   node.info.pod = opt.name;
-  node.info.node = opt.node;
+  node.info.machine = opt.node;
   node.info.cpus = opt.resources.cpus;
   node.info.gpus = opt.resources.gpus;
   node.info.memory = opt.resources.memory;

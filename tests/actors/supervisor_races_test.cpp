@@ -75,6 +75,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::future<int> result = outcome->get_future();
   caf::actor sink = sys.spawn(fake_sink);
   caf::actor sup;
+  std::size_t history = 10000;  // SupervisorConfig::finished_kept
 
   // The supervisor's heartbeat tick re-arms itself: the base fixture's final
   // run() (timers included) would never end while it lives.
@@ -96,6 +97,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     job.workers = workers;
     SupervisorConfig config{job, "127.0.0.1", sink, std::chrono::milliseconds(0), outcome};
     config.testing_throw_on_info = throw_on_info;
+    config.finished_kept = history;
     sup = spawn_job_supervisor(sys, std::move(config));
     self->send(sup, start_atom::value, std::uint16_t{1});
     step();
@@ -110,7 +112,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     NodeInfo info;
     info.pod = worker_pod_name("jo-race", index);
     info.address = "127.0.0.1";
-    info.node = "node-" + std::to_string(index);
+    info.machine = "node-" + std::to_string(index);
     self->send(sup, register_atom::value, info, a);
   }
 
@@ -216,7 +218,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     NodeInfo info;
     info.pod = worker_pod_name("jo-race", 0);
     info.address = "127.0.0.1";
-    info.node = "gpu-node";
+    info.machine = "gpu-node";
     info.gpus = 2;
     return info;
   }
@@ -693,6 +695,40 @@ CAF_TEST(a check stopped by an operator taints no node and recover goes on) {
   rank_started(0, 2);
   step();
   CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
+}
+
+// Ended debug runs are a bounded history: the oldest beyond --history are
+// dropped, and a wait on one says so (code 1) rather than "no such run".
+CAF_TEST(ended debug runs beyond the history are dropped and say so) {
+  history = 2;
+  caf::scoped_actor op{sys, true};
+  auto log0 = one_rank_parked(op);
+  const std::string pod = worker_pod_name("jo-race", 0);
+  for (std::int32_t run = 1; run <= 3; ++run) {
+    op->send(sup, debug_run_atom::value, std::string("all"), std::string("true"), false);
+    step();
+    self->send(sup, RankStarted{StreamId::of_run(run, 0), run, pod, 10 + run});
+    step();
+    self->send(sup, RankExit{StreamId::of_run(run, 0), run, pod, 0, 0, ""});
+    step();
+    CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // started
+    CAF_CHECK(begin_stop(op) > 0);  // back to debugStop, as the guide's operator does
+  }
+  CAF_CHECK_EQUAL(log0->runs, 3);
+  std::vector<std::pair<std::int32_t, std::string>> waits;
+  for (std::int32_t run : {1, 2, 3, 4}) {
+    op->send(sup, run_wait_atom::value, run, std::int64_t{1});
+    step();
+    op->receive([&](std::int32_t code, const std::string& text) { waits.emplace_back(code, text); },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  }
+  CAF_REQUIRE_EQUAL(waits.size(), 4u);
+  CAF_CHECK_EQUAL(waits[0].first, 1);  // run 1: dropped
+  CAF_CHECK(waits[0].second.find("run 1 ended and its record was dropped") != std::string::npos);
+  CAF_CHECK_EQUAL(waits[1].first, 0);  // runs 2 and 3: kept
+  CAF_CHECK(waits[1].second.find("\"done\":true") != std::string::npos);
+  CAF_CHECK_EQUAL(waits[2].first, 0);
+  CAF_CHECK_EQUAL(waits[3].first, 2);  // run 4: never was
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

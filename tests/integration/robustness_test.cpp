@@ -115,6 +115,20 @@ TEST(Robustness, AStalledStdoutReaderHoldsUpNeitherTheLogsNorTheEnd) {
   EXPECT_EQ(count_lines(read_file(c.state_dir() + "/logs/rank-0.log")), lines);
 }
 
+// A driver's working dir on the head is checked off the supervisor's thread
+// (a hung mount must fail the pre-flight, not stall the head): a dir nobody
+// can write in fails the job naming the head pod and the dir.
+TEST(Robustness, AnUnwritableWorkingDirOnTheHeadFailsThePreflightNamingIt) {
+  TestCluster c;
+  auto& head = c.start_head({"--mode", "driver", "--workers", "1", "--local-workers", "1",
+                             "--working-dir", "/sys", "--", "true"});
+  EXPECT_EQ(c.wait_exit(head, 120s), 1) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("head pod " + c.job_id() + "-head-0"), std::string::npos) << out;
+  EXPECT_NE(out.find("working dir /sys is not writable"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 // The head's stdout without atl's timestamped log lines: the local workers'
 // (other processes sharing that terminal) and the supervisor's (another actor
 // than the echo) may land inside a rank's unfinished line, between its echo

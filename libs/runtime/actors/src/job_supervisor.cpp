@@ -106,10 +106,10 @@ std::vector<PodView> pod_views(const State& st) {
   std::vector<PodView> pods;
   for (size_t i = 0; i < st.expected_pods.size(); ++i) {
     const std::string& name = st.expected_pods[i];
-    auto node = st.nodes.find(name);
+    auto node = st.pods.find(name);
     pods.push_back({name, static_cast<int>(i),
-                    node == st.nodes.end() ? std::string() : node->second.info.node,
-                    node != st.nodes.end()});
+                    node == st.pods.end() ? std::string() : node->second.info.machine,
+                    node != st.pods.end()});
   }
   return pods;
 }
@@ -144,8 +144,8 @@ ProcessSite head_site(const State& st) {
 }
 
 ProcessSite pod_site(const State& st, const std::string& pod) {
-  auto node = st.nodes.find(pod);
-  return {pod, node == st.nodes.end() ? std::string() : node->second.info.interface,
+  auto node = st.pods.find(pod);
+  return {pod, node == st.pods.end() ? std::string() : node->second.info.interface,
           st.config.advertised_host};
 }
 
@@ -163,7 +163,7 @@ bool plan_ray(Actor* self) {
   const std::string restarts = std::to_string(st.restarts.used());
   std::vector<RayPod> workers;
   for (size_t k = 0; k < st.active.size(); ++k) {
-    const NodeInfo& info = st.nodes.at(st.active[k]).info;
+    const NodeInfo& info = st.pods.at(st.active[k]).info;
     workers.push_back({info.pod, info.address});
     RankLaunch launch;
     launch.stream = StreamId::of_rank(static_cast<std::int32_t>(k));
@@ -215,8 +215,8 @@ bool plan_user_code(Actor* self) {
   }
   std::vector<NodeSlot> slots;
   for (const auto& pod : st.active) {
-    auto node = st.nodes.find(pod);
-    if (node == st.nodes.end()) {  // lost between the checks and now
+    auto node = st.pods.find(pod);
+    if (node == st.pods.end()) {  // lost between the checks and now
       fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
       return false;
     }
@@ -311,8 +311,8 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     st.log->info("launching {} ranks on {} pods (attempt {})", st.ranks.size(), per_pod.size(),
                  st.attempt);
   for (auto& [pod, launches] : per_pod) {
-    auto node = st.nodes.find(pod);
-    if (node == st.nodes.end()) continue;  // lost meanwhile: the loss fails the job
+    auto node = st.pods.find(pod);
+    if (node == st.pods.end()) continue;  // lost meanwhile: the loss fails the job
     self->send(node->second.agent, launch_atom::value, std::move(launches), st.config.sink);
   }
 }
@@ -322,7 +322,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
 void stop_user_code(Actor* self) {
   auto& st = self->state;
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
-  for (const auto& [pod, node] : st.nodes) self->send(node.agent, stop_atom::value, grace);
+  for (const auto& [pod, node] : st.pods) self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
   if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);
 }
@@ -371,7 +371,7 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   }
   self->send(st.config.sink, print_atom::value, "job failed: " + reason);
   self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [pod, node] : st.nodes)
+  for (const auto& [pod, node] : st.pods)
     self->send(node.agent, shutdown_atom::value, std::int32_t{1});
   if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
@@ -410,7 +410,7 @@ void finalize(Actor* self) {
   self->send(st.config.sink, print_atom::value,
              "Job status:  " + std::string(to_string(st.state())));
   st.log->info("job {} {}", st.job().job_id, to_string(st.state()));
-  for (const auto& [pod, node] : st.nodes) {
+  for (const auto& [pod, node] : st.pods) {
     self->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
     st.agents_leaving.insert(node.agent.address());
   }
@@ -559,7 +559,7 @@ namespace {
 std::string missing_pods(const State& st) {
   std::string out;
   for (const auto& pod : st.expected_pods) {
-    if (st.nodes.count(pod)) continue;
+    if (st.pods.count(pod)) continue;
     if (!out.empty()) out += ", ";
     out += pod;
   }
@@ -603,7 +603,7 @@ bool stale(Actor* self, std::int32_t round) {
 bool all_active_present(Actor* self, std::int32_t round) {
   auto& st = self->state;
   for (const auto& pod : st.active) {
-    if (!st.nodes.count(pod)) {
+    if (!st.pods.count(pod)) {
       preflight_done(self, round, pod, "pod " + pod + " left during the pre-flight");
       return false;
     }
@@ -622,10 +622,10 @@ void ring_connect(Actor* self, std::int32_t round,
   for (size_t k = 0; k < n; ++k) {
     const std::string& from = st.active[k];
     const std::string& to = st.active[(k + 1) % n];
-    const std::string host = st.nodes.at(to).info.address;
+    const std::string host = st.pods.at(to).info.address;
     const std::int32_t port = ports->at(to);
     const std::string where = host + ":" + std::to_string(port);
-    self->request(st.nodes.at(from).agent, kCheckTimeout, reach_atom::value, host, port)
+    self->request(st.pods.at(from).agent, kCheckTimeout, reach_atom::value, host, port)
         .then(
             [self, round, from, to, where, pending](const std::string& problem) {
               if (stale(self, round)) return;
@@ -651,7 +651,7 @@ void ring_probe(Actor* self, std::int32_t round) {
   auto ports = std::make_shared<std::map<std::string, std::int32_t>>();
   auto pending = std::make_shared<size_t>(st.active.size());
   for (const auto& pod : st.active) {
-    self->request(st.nodes.at(pod).agent, kCheckTimeout, probe_atom::value)
+    self->request(st.pods.at(pod).agent, kCheckTimeout, probe_atom::value)
         .then(
             [self, round, pod, ports, pending](std::int32_t port, const std::string& error) {
               if (stale(self, round)) return;
@@ -672,26 +672,62 @@ void ring_probe(Actor* self, std::int32_t round) {
   }
 }
 
+void preflight_pods(Actor* self, std::int32_t round);
+
+// The head's own check (a driver's working dir) on a thread of its own, as a
+// request with the nodes' timeout: a hung mount fails the pre-flight, never
+// the supervisor (the check ran in its handler before). The thread of a check
+// that never returns ends with the actor system.
+caf::actor spawn_dir_check(caf::actor_system& sys) {
+  return sys.spawn<caf::detached>([]() -> caf::behavior {
+    return {[](check_atom, const std::string& dir) -> std::string {
+      auto ok = os::check_writable_dir(dir);
+      return ok ? std::string() : ok.error();
+    }};
+  });
+}
+
 // Checks every active node (and the head's working dir for a driver) before
 // user code starts, the first time and at each restart.
 void preflight(Actor* self) {
   auto& st = self->state;
   const std::int32_t round = ++st.check_round;
   st.preflight_running = true;
-  if (st.job().mode == JobMode::driver && !st.job().working_dir.empty()) {
-    if (auto ok = os::check_writable_dir(st.job().working_dir); !ok) {
-      std::string head = head_pod_name(st.job().job_id);
-      preflight_done(self, round, head, "head pod " + head + ": " + ok.error());
-      return;
-    }
+  if (st.job().mode != JobMode::driver || st.job().working_dir.empty()) {
+    preflight_pods(self, round);
+    return;
   }
+  const std::string head = head_pod_name(st.job().job_id);
+  auto checker = spawn_dir_check(self->system());
+  self->request(checker, kCheckTimeout, check_atom::value, st.job().working_dir)
+      .then(
+          [self, round, head, checker](const std::string& problem) {
+            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+            if (!problem.empty()) {
+              preflight_done(self, round, head, "head pod " + head + ": " + problem);
+            } else {
+              preflight_pods(self, round);
+            }
+          },
+          [self, round, head, checker](const caf::error& err) {
+            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+            preflight_done(self, round, head,
+                           "head pod " + head + " did not finish its check of the working dir: " +
+                               self->system().render(err));
+          });
+}
+
+// The pods' part of the pre-flight: spec, network ring, each node's checks.
+void preflight_pods(Actor* self, std::int32_t round) {
+  auto& st = self->state;
+  if (round != st.check_round || !st.preflight_running) return;  // superseded meanwhile
   if (st.active.empty()) {
     preflight_done(self, round, "", "");
     return;
   }
   // Every worker as the spec says (seed 002: mixed specs are not supported).
   for (const auto& pod : st.active) {
-    const NodeInfo& i = st.nodes.at(pod).info;
+    const NodeInfo& i = st.pods.at(pod).info;
     if (auto same = check_node_matches_spec(st.job().node_spec,
                                             NodeResources{i.cpus, i.gpus, i.memory, i.shm});
         !same) {
@@ -715,7 +751,7 @@ void node_checks(Actor* self, std::int32_t round) {
   auto passed = std::make_shared<size_t>(0);
   const size_t expected = st.active.size();
   for (const auto& pod : st.active) {
-    const Node& node = st.nodes.at(pod);  // select_active chose joined pods only
+    const JoinedPod& node = st.pods.at(pod);  // select_active chose joined pods only
     self->request(node.agent, kCheckTimeout, check_atom::value, st.job().working_dir)
         .then(
             [self, round, pod = pod, passed, expected](const std::string& problem) {
@@ -762,27 +798,27 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
                             : st.expected_pods.front() + " .. " + st.expected_pods.back();
     return "unknown pod '" + info.pod + "': job " + st.job().job_id + " expects " + range;
   }
-  if (st.nodes.count(info.pod)) {
+  if (st.pods.count(info.pod)) {
     retry = true;
-    return "pod " + info.pod + " already joined from " + st.nodes.at(info.pod).info.address;
+    return "pod " + info.pod + " already joined from " + st.pods.at(info.pod).info.address;
   }
   if (info.gpus < st.job().node_spec.gpus) {
     return "pod " + info.pod + " has " + std::to_string(info.gpus) +
            " GPUs; the job's spec asks for " + std::to_string(st.job().node_spec.gpus);
   }
   self->monitor(agent);
-  st.nodes[info.pod] = Node{info, agent};
-  st.pod_nodes[info.pod] = info.node;
+  st.pods[info.pod] = JoinedPod{info, agent};
+  st.pod_nodes[info.pod] = info.machine;
   refresh_placement(self);  // groups waiting for resources may fit now
   st.detector.watch(info.pod, std::chrono::steady_clock::now());
   bool rejoined = st.lost_pods.erase(info.pod) > 0;
   st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
-               rejoined ? "rejoined" : "joined", info.address, info.node, info.cpus, info.gpus,
-               st.nodes.size(), st.expected_pods.size());
+               rejoined ? "rejoined" : "joined", info.address, info.machine, info.cpus, info.gpus,
+               st.pods.size(), st.expected_pods.size());
   if (state != JobState::pending)
     record(self, "pod", "pod " + info.pod + " rejoined from " + info.address);
   // After this reply is sent: the check request must not overtake it.
-  if (state == JobState::restarting || st.nodes.size() == st.expected_pods.size())
+  if (state == JobState::restarting || st.pods.size() == st.expected_pods.size())
     self->send(self, check_atom::value);
   return "";
 }
@@ -824,7 +860,7 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
     // The debug command that held the job ends with the attempt it parked.
     if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
     auto grace = static_cast<std::int64_t>(st.job().grace.count());
-    for (const auto& [pod, node] : st.nodes)
+    for (const auto& [pod, node] : st.pods)
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
@@ -918,10 +954,10 @@ bool spare_available(const State& st, const std::string& node) {
 // the fault takes its course. The pod may join again later, as a new process.
 void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   auto& st = self->state;
-  auto it = st.nodes.find(pod);
-  if (it == st.nodes.end()) return;
+  auto it = st.pods.find(pod);
+  if (it == st.pods.end()) return;
   self->demonitor(it->second.agent);
-  st.nodes.erase(it);
+  st.pods.erase(it);
   st.detector.forget(pod);
   on_pod_lost_tasks(self, pod);      // its tasks ended with it
   on_pod_lost_placement(self, pod);  // its bundles are placed again first
@@ -1010,15 +1046,15 @@ void on_heartbeat_tick(Actor* self) {
   st.last_detector_tick = now;
   if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
     st.last_heartbeat_sent = now;
-    for (const auto& [pod, node] : st.nodes)
+    for (const auto& [pod, node] : st.pods)
       self->send<caf::message_priority::high>(node.agent, heartbeat_atom::value);
     ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
   }
   // Deadlines of pending groups, taints and spares changing: placement catches up.
   refresh_placement(self);
   for (const auto& pod : st.detector.expire(now)) {
-    auto it = st.nodes.find(pod);
-    if (it == st.nodes.end()) continue;
+    auto it = st.pods.find(pod);
+    if (it == st.pods.end()) continue;
     std::string detail = "pod " + pod + " stopped answering (no heartbeat for " +
                          format_duration(st.job().heartbeat.timeout) + ")";
     // Fenced: if it ever wakes up it kills its ranks and leaves (its lease
@@ -1080,7 +1116,7 @@ Result delete_pods(Actor* self, const std::string& spec) {
                                           ": it has ended, delete is refused"};
   std::vector<std::string> pods;
   if (spec == "all") {
-    for (const auto& [pod, node] : st.nodes) pods.push_back(pod);
+    for (const auto& [pod, node] : st.pods) pods.push_back(pod);
   } else {
     for (std::string_view item : split_list(spec)) {
       std::string name(item);
@@ -1094,7 +1130,7 @@ Result delete_pods(Actor* self, const std::string& spec) {
                     (st.expected_pods.empty()
                          ? std::string("no worker pods")
                          : st.expected_pods.front() + " .. " + st.expected_pods.back())};
-      if (!st.nodes.count(name))
+      if (!st.pods.count(name))
         return {wire(ReplyCode::refused),
                 "pod " + name + " is not in the job now (" +
                     (st.lost_pods.count(name) ? "lost" : "not joined yet") +
@@ -1107,7 +1143,7 @@ Result delete_pods(Actor* self, const std::string& spec) {
   for (const auto& pod : pods) {
     std::string detail = "pod " + pod + " was deleted (atlctl delete)";
     record(self, "delete", detail);
-    self->send(st.nodes.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
+    self->send(st.pods.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
     lose_pod(self, pod, {FaultKind::pod_deleted, pod, detail});
   }
   return {wire(ReplyCode::ok), std::string()};
@@ -1142,7 +1178,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
     return;
   }
-  for (const auto& [pod, node] : st.nodes) {
+  for (const auto& [pod, node] : st.pods) {
     if (node.agent.address() != msg.source) continue;
     std::string name = pod;  // lose_pod erases the entry
     lose_pod(self, name,
@@ -1162,7 +1198,7 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
   if (sender) {
     if (pod == head_pod_name(st.job().job_id)) {
       ok = sender->node() == self->node();
-    } else if (auto it = st.nodes.find(pod); it != st.nodes.end()) {
+    } else if (auto it = st.pods.find(pod); it != st.pods.end()) {
       ok = it->second.agent.node() == sender->node();
     }
   }
@@ -1211,7 +1247,7 @@ std::string info_json(const State& st, const StatusPage& page = {}) {
   std::size_t pod_index = 0;
   const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
   for (const auto& pod : st.expected_pods) {
-    const char* pod_state = st.nodes.count(pod)       ? "joined"
+    const char* pod_state = st.pods.count(pod)        ? "joined"
                             : st.lost_pods.count(pod) ? "lost"
                                                       : "missing";
     ++pod_counts[pod_state];
@@ -1223,7 +1259,7 @@ std::string info_json(const State& st, const StatusPage& page = {}) {
       p["tainted"] = st.taints.tainted(node->second);
       p["role"] = st.taints.tainted(node->second) ? "quarantined" : active ? "active" : "spare";
     }
-    if (auto it = st.nodes.find(pod); it != st.nodes.end()) {
+    if (auto it = st.pods.find(pod); it != st.pods.end()) {
       const NodeInfo& i = it->second.info;
       p["address"] = i.address;
       p["cpus"] = i.cpus;
@@ -1385,9 +1421,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
         auto& st = self->state;
         // Only from the pod's own node: a fenced pod's late words do not count.
-        auto it = st.nodes.find(pod);
+        auto it = st.pods.find(pod);
         const auto& sender = self->current_sender();
-        if (it == st.nodes.end() || !sender || it->second.agent.node() != sender->node()) return;
+        if (it == st.pods.end() || !sender || it->second.agent.node() != sender->node()) return;
         st.detector.heard(pod, std::chrono::steady_clock::now());
         const std::int32_t declared = it->second.info.gpus;
         // Once a pre-flight found them there: before, the pre-flight speaks.

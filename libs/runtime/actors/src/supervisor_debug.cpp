@@ -153,7 +153,7 @@ Result begin_stop(Actor* self) {
     st.stopping_run = st.tracked_run;
     // A check stopped by an operator gives no verdict on its nodes.
     if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
-    for (const auto& [pod, node] : st.nodes)
+    for (const auto& [pod, node] : st.pods)
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
@@ -222,7 +222,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
-    if (!st.nodes.count(pod) || !debug_base(st, rank))
+    if (!st.pods.count(pod) || !debug_base(st, rank))
       return refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
@@ -247,7 +247,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     per_pod[pod].push_back(std::move(launch));
   }
   for (auto& [pod, launches] : per_pod)
-    self->send(st.nodes.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
+    self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
   if (run.tracked) {
     apply(self, JobEvent::debug_run);
     st.tracked_run = run.id;
@@ -313,7 +313,7 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   auto workers = parse_worker_list(worker_text);
   if (!workers) return usage("-w: " + workers.error());
   for (const auto& pod : *workers) {
-    if (!st.nodes.count(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
+    if (!st.pods.count(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
   }
   // One process per node: on its first rank, with that rank's environment
   // (a pod the job's placement left without ranks has none to run on).
@@ -376,9 +376,9 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
       // "local": an allreduce of each node on its own (no rendezvous).
       cmd += "; atl-burn " +
              (step == "local" ? std::string("allreduce --local") : std::string(step)) + " -d " +
-             dur + " --pod " + pod + " --expect-gpus " + std::to_string(st.nodes.at(pod).info.gpus);
+             dur + " --pod " + pod + " --expect-gpus " + std::to_string(st.pods.at(pod).info.gpus);
       if (step == "allreduce") {
-        cmd += " --index " + std::to_string(index) + " --host " + st.nodes.at(pod).info.address +
+        cmd += " --index " + std::to_string(index) + " --host " + st.pods.at(pod).info.address +
                " --master " + chosen_pods.front();
       }
       if ((step == "allreduce" || step == "local") && !sizes.empty()) cmd += " --sizes " + sizes;
@@ -545,7 +545,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
         for (const auto& [rank, r] : run.ranks)
           if (!r.done) pods.insert(r.pod);
         for (const auto& pod : pods)
-          if (auto n = st.nodes.find(pod); n != st.nodes.end())
+          if (auto n = st.pods.find(pod); n != st.pods.end())
             self->send(n->second.agent, stop_atom::value, StreamId::of_run(run.id, 0),
                        static_cast<std::int64_t>(st.job().grace.count()));
       }

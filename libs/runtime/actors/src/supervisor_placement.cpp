@@ -55,19 +55,19 @@ std::string placement_refusal(const State& st) {
 
 std::vector<PlacementNode> placement_nodes(const State& st) {
   std::vector<PlacementNode> nodes;
-  nodes.reserve(st.nodes.size());
+  nodes.reserve(st.pods.size());
   // A set, not a search of st.active per pod: O(pods^2) string compares at
   // thousands of pods, on every placement group created.
   const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
-  for (const auto& [pod, node] : st.nodes) {
+  for (const auto& [pod, node] : st.pods) {
     const NodeInfo& i = node.info;
     PlacementNode n;
     n.name = pod;
     n.total = node_resources(i.cpus, i.gpus, i.memory, i.shm, i.resources);
-    auto taint = st.taints.all().find(i.node);
+    auto taint = st.taints.all().find(i.machine);
     bool active = actives.count(pod) > 0;
     if (taint != st.taints.all().end()) {
-      n.unavailable = "node " + i.node + " is tainted (" + taint->second.reason + ")";
+      n.unavailable = "node " + i.machine + " is tainted (" + taint->second.reason + ")";
     } else if (!st.active.empty() && !active) {
       n.unavailable = "a spare (it takes work when an active pod is lost)";
     }
@@ -214,8 +214,8 @@ std::string cluster_json(const State& st) {
     auto r = reservations.find(n.name);
     const Resources reserved = r == reservations.end() ? Resources{} : r->second;
     nlohmann::json node{{"pod", n.name},
-                        {"node", st.nodes.at(n.name).info.node},
-                        {"address", st.nodes.at(n.name).info.address},
+                        {"node", st.pods.at(n.name).info.machine},
+                        {"address", st.pods.at(n.name).info.address},
                         {"total", amounts(n.total)},
                         {"reserved", amounts(reserved)},
                         {"available", amounts(subtract(n.total, reserved))}};

@@ -2,7 +2,13 @@
 // lifecycle (job_supervisor.cpp) and atlctl's debug commands (supervisor_debug.cpp).
 #pragma once
 
-#include <caf/all.hpp>
+#include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/result.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/system_messages.hpp>
+#include <caf/typed_response_promise.hpp>
 #include <deque>
 #include <map>
 #include <memory>
@@ -58,7 +64,8 @@ struct TimelineEvent {
   std::string text;
 };
 
-struct Node {
+// A worker pod that joined (and was not lost since): what it said, its agent.
+struct JoinedPod {
   NodeInfo info;
   caf::actor agent;
 };
@@ -102,7 +109,7 @@ struct State {
   std::vector<std::string> active;         // pods of this attempt (ranks, or a driver's workers)
   // spmd: the pod of each rank (index = rank) this attempt, as laid out.
   std::vector<std::string> rank_pods;
-  std::map<std::string, Node> nodes;  // joined (and not lost)
+  std::map<std::string, JoinedPod> pods;  // joined (and not lost), by pod name
   std::set<std::string> lost_pods;
 
   // User code: the launch of each stream (rank, or the driver) and how the

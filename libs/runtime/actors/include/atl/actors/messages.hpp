@@ -95,7 +95,7 @@ struct NodeInfo {
   std::string pod;
   std::string address;    // how other nodes reach it (MASTER_ADDR)
   std::string interface;  // network interface of `address`
-  std::string node;       // the machine it runs on (taints mark nodes)
+  std::string machine;    // the node it runs on (taints mark nodes; JSON "node")
   std::int32_t cpus = 0;
   std::int32_t gpus = 0;
   std::int64_t memory = 0;
@@ -106,7 +106,7 @@ struct NodeInfo {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
-  return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.node, x.cpus,
+  return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.machine, x.cpus,
            x.gpus, x.memory, x.shm, x.resources);
 }
 
