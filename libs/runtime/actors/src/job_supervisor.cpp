@@ -858,7 +858,7 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
   st.preflight_running = false;
   if (before == JobState::debugCommand && st.tracked_run != 0) {
     // The debug command that held the job ends with the attempt it parked.
-    if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
+    if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
     auto grace = static_cast<std::int64_t>(st.job().grace.count());
     for (const auto& [pod, node] : st.pods)
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
@@ -997,10 +997,10 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   std::vector<RankExit> lost;
   if (auto idx = st.run_ranks_by_pod.find(pod); idx != st.run_ranks_by_pod.end()) {
     for (const auto& [id, rank] : idx->second) {
-      auto run = st.runs.find(id);
-      if (run == st.runs.end()) continue;
-      auto r = run->second.ranks.find(rank);
-      if (r != run->second.ranks.end() && r->second.pod == pod && !r->second.done)
+      auto* run = st.runs.find(id);
+      if (!run) continue;
+      auto r = run->ranks.find(rank);
+      if (r != run->ranks.end() && r->second.pod == pod && !r->second.done)
         lost.push_back({StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"});
     }
   }
@@ -1366,6 +1366,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.tasks = TaskBook(st.config.finished_kept);
+  st.runs = BoundedHistory<std::int32_t, DebugRun>(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();

@@ -39,8 +39,8 @@ bool user_code_stopped(const State& st) {
 bool stop_complete(const State& st) {
   if (st.stopping_run == 0) return user_code_stopped(st);
   if (st.stopping_run > 0) {
-    auto it = st.runs.find(st.stopping_run);
-    return it == st.runs.end() || it->second.ranks.all_done();
+    const DebugRun* run = st.runs.find(st.stopping_run);
+    return !run || run->ranks.all_done();
   }
   return true;
 }
@@ -117,19 +117,13 @@ void answer_run_waiters(State& st, DebugRun& run) {
 
 // A run whose every rank ended joins the bounded history of ended runs; the
 // oldest beyond config.finished_kept are dropped (and their index entries).
-void retire(State& st, const DebugRun& run) {
-  st.finished_runs.push_back(run.id);
-  while (st.finished_runs.size() > std::max<std::size_t>(st.config.finished_kept, 1)) {
-    auto old = st.runs.find(st.finished_runs.front());
-    st.finished_runs.pop_front();
-    if (old == st.runs.end()) continue;
-    for (const auto& [rank, r] : old->second.ranks)
+void retire(State& st, std::int32_t id) {
+  for (const auto& [old_id, old] : st.runs.finish(id))
+    for (const auto& [rank, r] : old.ranks)
       if (auto idx = st.run_ranks_by_pod.find(r.pod); idx != st.run_ranks_by_pod.end()) {
-        idx->second.erase({old->first, rank});
+        idx->second.erase({old_id, rank});
         if (idx->second.empty()) st.run_ranks_by_pod.erase(idx);
       }
-    st.runs.erase(old);
-  }
 }
 
 }  // namespace
@@ -152,7 +146,7 @@ Result begin_stop(Actor* self) {
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     st.stopping_run = st.tracked_run;
     // A check stopped by an operator gives no verdict on its nodes.
-    if (auto run = st.runs.find(st.tracked_run); run != st.runs.end()) run->second.stopped = true;
+    if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
     for (const auto& [pod, node] : st.pods)
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
@@ -181,9 +175,8 @@ std::string still_stopping(const State& st) {
   if (st.stopping_run == 0)
     return pending_ranks(st.ranks, false,
                          [&](std::int32_t stream) { return stops_with_user_code(st, stream); });
-  if (auto run = st.runs.find(st.stopping_run); run != st.runs.end())
-    return pending_ranks(run->second.ranks, false) + " of debug run " +
-           std::to_string(st.stopping_run);
+  if (const DebugRun* run = st.runs.find(st.stopping_run))
+    return pending_ranks(run->ranks, false) + " of debug run " + std::to_string(st.stopping_run);
   return "debug run " + std::to_string(st.stopping_run);
 }
 
@@ -256,7 +249,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   run.started_reply = self->make_response_promise<std::int32_t, std::string>();
   auto reply = run.started_reply;
   auto id = run.id;
-  st.runs.emplace(id, std::move(run));
+  st.runs.add(id, std::move(run));
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kStartTimer), id);
   if (deadline.count() > 0)
@@ -393,9 +386,9 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
-  auto it = st.runs.find(id);
-  if (it == st.runs.end()) {
-    if (id >= 1 && id < st.next_run)
+  const DebugRun* found = st.runs.find(id);
+  if (!found) {
+    if (st.runs.fate(id) == Fate::dropped)
       return {wire(ReplyCode::failed),
               "run " + std::to_string(id) +
                   " ended and its record was dropped (the supervisor keeps the "
@@ -403,9 +396,8 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
                   std::to_string(st.config.finished_kept) + " ended runs)"};
     return usage("there is no run " + std::to_string(id));
   }
-  if (it->second.ranks.all_done())
-    return ok(
-        run_status(it->second).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (found->ranks.all_done())
+    return ok(run_status(*found).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   WaiterId waiter = st.run_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
@@ -470,16 +462,16 @@ void on_user_code_progress(Actor* self) {
 }
 
 void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id) {
-  auto it = self->state.runs.find(id.run);
-  if (it == self->state.runs.end()) return;
-  it->second.ranks.mark_started(id.rank, started.pid);
-  maybe_answer_start(it->second);
+  DebugRun* run = self->state.runs.find(id.run);
+  if (!run) return;
+  run->ranks.mark_started(id.rank, started.pid);
+  maybe_answer_start(*run);
 }
 
 void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
-  auto it = self->state.runs.find(id.run);
-  if (it == self->state.runs.end()) return;
-  DebugRun& run = it->second;
+  DebugRun* live = self->state.runs.live(id.run);  // an ended run takes no more ends
+  if (!live) return;
+  DebugRun& run = *live;
   if (!run.ranks.mark_done(id.rank, exit.code, exit.signal, exit.error)) return;
   auto rank = run.ranks.find(id.rank);
   if (run.is_check && run.stopped) {
@@ -504,7 +496,7 @@ void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
   maybe_answer_start(run);
   if (run.ranks.all_done()) {
     answer_run_waiters(self->state, run);
-    retire(self->state, run);  // may drop the oldest ended run: `run` is not used after
+    retire(self->state, run.id);  // `run` moves into the history: not used after
   }
   check_stop(self);
 }
@@ -514,13 +506,12 @@ void on_run_wait_timer(Actor* self, WaiterId waiter) {
   auto expired = st.run_waiters.expire(waiter);
   if (!expired) return;  // answered meanwhile
   auto& [id, reply] = *expired;
-  auto it = st.runs.find(id);
+  const DebugRun* run = st.runs.find(id);
   if (reply.pending())
-    reply.deliver(wire(ReplyCode::ok),
-                  it == st.runs.end()
-                      ? std::string("{}")
-                      : run_status(it->second)
-                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    reply.deliver(
+        wire(ReplyCode::ok),
+        !run ? std::string("{}")
+             : run_status(*run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
@@ -536,8 +527,8 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
     case kRunDeadlineTimer:
       // atl-burn's own phase monitor ends a stuck GPU phase; this is the
       // backstop for a burn wedged past it: stop its processes, say why.
-      if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.ranks.all_done()) {
-        DebugRun& run = it->second;
+      if (DebugRun* live = st.runs.live(arg); live && !live->ranks.all_done()) {
+        DebugRun& run = *live;
         run.deadline_note = run.command + " ran past its deadline of " +
                             format_duration(run.deadline) + " and was stopped";
         st.log->warn("debug run {}: {}", run.id, run.deadline_note);
@@ -559,11 +550,11 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       }
       break;
     case kStartTimer:
-      if (auto it = st.runs.find(arg); it != st.runs.end() && !it->second.start_answered) {
-        it->second.start_answered = true;
-        it->second.started_reply.deliver(
-            wire(ReplyCode::failed), pending_ranks(it->second.ranks, true) +
-                                         " did not start within " + format_duration(kStartTimeout));
+      if (DebugRun* run = st.runs.live(arg); run && !run->start_answered) {
+        run->start_answered = true;
+        run->started_reply.deliver(wire(ReplyCode::failed), pending_ranks(run->ranks, true) +
+                                                                " did not start within " +
+                                                                format_duration(kStartTimeout));
       }
       break;
   }
@@ -580,13 +571,13 @@ std::string checks_json(const State& st) {
 
 std::string runs_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& [id, run] : st.runs) {
+  st.runs.for_each([&](std::int32_t id, const DebugRun& run) {
     j.push_back({{"run", id},
                  {"command", run.command},
                  {"tracked", run.tracked},
                  {"ranks", run.ranks.size()},
                  {"done", run.ranks.all_done()}});
-  }
+  });
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -610,12 +601,12 @@ void answer_owed_replies(Actor* self, const std::string& why) {
       if (p.pending()) p.deliver(failed, why);
     a.pending.clear();
   }
-  for (auto& [id, run] : st.runs) {
+  st.runs.for_each_live([&](std::int32_t, DebugRun& run) {
     if (!run.start_answered) {
       run.start_answered = true;
       if (run.started_reply.pending()) run.started_reply.deliver(failed, why);
     }
-  }
+  });
 }
 
 }  // namespace atl::supervisor

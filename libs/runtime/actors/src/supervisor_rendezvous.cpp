@@ -38,12 +38,12 @@ void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor)
     return;
   }
   const bool of_a_run = note.stream.kind == StreamKind::run;
-  auto it = of_a_run ? st.runs.find(note.stream.run) : st.runs.end();
-  if (it == st.runs.end() || !it->second.ranks.count(note.stream.rank)) {
+  DebugRun* live = of_a_run ? st.runs.live(note.stream.run) : nullptr;
+  if (!live || !live->ranks.count(note.stream.rank)) {
     st.log->warn("control line from {} of no current run ignored", stream_name(note.stream));
     return;
   }
-  DebugRun& run = it->second;
+  DebugRun& run = *live;
   auto answer_one = [&](const std::string& why) {
     gpu::RendezvousReply refusal;
     refusal.error = why;

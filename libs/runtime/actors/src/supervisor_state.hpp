@@ -32,6 +32,7 @@
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/supervisor/bounded_history.hpp"
 #include "atl/supervisor/task_book.hpp"
 #include "atl/supervisor/waiter_set.hpp"
 
@@ -128,9 +129,8 @@ struct State {
   bool recover_pending = false;
 
   // atlctl's debug commands: every run not yet ended, and the newest
-  // config.finished_kept ended ones (finished_runs: oldest end first).
-  std::map<std::int32_t, DebugRun> runs;
-  std::deque<std::int32_t> finished_runs;
+  // config.finished_kept ended ones (the oldest end dropped first).
+  BoundedHistory<std::int32_t, DebugRun> runs;
   WaiterSet<std::int32_t, Promise> run_waiters;  // run_wait long polls, by run
   std::int32_t next_run = 1;
   std::int32_t tracked_run = 0;    // the run that put the job in debugCommand

@@ -1,10 +1,11 @@
 #include "atl/supervisor/task_book.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace atl::supervisor {
 
-TaskBook::TaskBook(std::size_t finished_kept) : finished_kept_(finished_kept) {}
+TaskBook::TaskBook(std::size_t finished_kept) : tasks_(finished_kept) {}
 
 Task& TaskBook::add(std::int64_t group, std::int32_t bundle, const std::string& pod,
                     std::string command) {
@@ -16,26 +17,15 @@ Task& TaskBook::add(std::int64_t group, std::int32_t bundle, const std::string& 
   t.record.pod = pod;
   live_by_pod_[pod].insert(t.id);
   if (group > 0) live_by_group_[group].insert(t.id);
-  return live_.emplace(t.id, std::move(t)).first->second;
+  const TaskId id = t.id;
+  return tasks_.add(id, std::move(t));
 }
 
-TaskFate TaskBook::fate(TaskId id) const {
-  if (live_.count(id)) return TaskFate::live;
-  if (finished_.count(id)) return TaskFate::finished;
-  if (id >= 1 && id < next_) return TaskFate::dropped;
-  return TaskFate::unknown;
-}
+TaskFate TaskBook::fate(TaskId id) const { return tasks_.fate(id); }
 
-const Task* TaskBook::find(TaskId id) const {
-  if (auto it = live_.find(id); it != live_.end()) return &it->second;
-  if (auto it = finished_.find(id); it != finished_.end()) return &it->second;
-  return nullptr;
-}
+const Task* TaskBook::find(TaskId id) const { return tasks_.find(id); }
 
-Task* TaskBook::live(TaskId id) {
-  auto it = live_.find(id);
-  return it == live_.end() ? nullptr : &it->second;
-}
+Task* TaskBook::live(TaskId id) { return tasks_.live(id); }
 
 bool TaskBook::mark_started(TaskId id, std::int32_t pid) {
   Task* t = live(id);
@@ -46,30 +36,22 @@ bool TaskBook::mark_started(TaskId id, std::int32_t pid) {
 }
 
 const Task* TaskBook::finish(TaskId id, std::int32_t code, std::int32_t signal, std::string note) {
-  auto it = live_.find(id);
-  if (it == live_.end()) return nullptr;
-  Task t = std::move(it->second);
-  live_.erase(it);
-  if (auto p = live_by_pod_.find(t.record.pod); p != live_by_pod_.end()) {
+  Task* t = live(id);
+  if (!t) return nullptr;
+  if (auto p = live_by_pod_.find(t->record.pod); p != live_by_pod_.end()) {
     p->second.erase(id);
     if (p->second.empty()) live_by_pod_.erase(p);
   }
-  if (auto g = live_by_group_.find(t.group); g != live_by_group_.end()) {
+  if (auto g = live_by_group_.find(t->group); g != live_by_group_.end()) {
     g->second.erase(id);
     if (g->second.empty()) live_by_group_.erase(g);
   }
-  t.record.done = true;
-  t.record.code = code;
-  t.record.signal = signal;
-  t.record.note = std::move(note);
-  finished_order_.push_back(id);
-  const Task& kept = finished_.emplace(id, std::move(t)).first->second;
-  // The one just ended stays even with a history of 0: its callers read it now.
-  while (finished_order_.size() > std::max<std::size_t>(finished_kept_, 1)) {
-    finished_.erase(finished_order_.front());
-    finished_order_.pop_front();
-  }
-  return &kept;
+  t->record.done = true;
+  t->record.code = code;
+  t->record.signal = signal;
+  t->record.note = std::move(note);
+  tasks_.finish(id);  // ended tasks index nothing: what it drops needs no cleanup
+  return tasks_.find(id);
 }
 
 std::size_t TaskBook::running_on(const std::string& pod) const {
@@ -100,7 +82,8 @@ std::vector<TaskId> TaskBook::live_on(const std::string& pod) const {
 std::vector<TaskId> TaskBook::live_in_group(std::int64_t group) const {
   std::vector<TaskId> out;
   if (group == 0) {
-    for (const auto& [id, t] : live_) out.push_back(id);
+    for (const auto& [pod, ids] : live_by_pod_) out.insert(out.end(), ids.begin(), ids.end());
+    std::sort(out.begin(), out.end());
     return out;
   }
   auto it = live_by_group_.find(group);

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,11 +16,11 @@
 #include <vector>
 
 #include "atl/core/rank_table.hpp"
+#include "atl/supervisor/bounded_history.hpp"
 
 namespace atl::supervisor {
 
 using TaskId = std::int32_t;
-inline constexpr std::size_t kDefaultFinishedKept = 10000;
 
 struct Task {
   TaskId id = 0;
@@ -35,7 +34,7 @@ struct Task {
 
 // What the book knows of an id: running (or starting), ended and kept, ended
 // and dropped from the history, or never started by this supervisor.
-enum class TaskFate { live, finished, dropped, unknown };
+using TaskFate = Fate;
 
 class TaskBook {
  public:
@@ -59,19 +58,16 @@ class TaskBook {
   std::vector<TaskId> live_on(const std::string& pod) const;
   std::vector<TaskId> live_in_group(std::int64_t group) const;  // 0: every live task
 
-  std::size_t live_count() const { return live_.size(); }
-  std::size_t kept_count() const { return finished_.size(); }
-  std::size_t finished_kept() const { return finished_kept_; }
+  std::size_t live_count() const { return tasks_.live_count(); }
+  std::size_t kept_count() const { return tasks_.kept_count(); }
+  std::size_t finished_kept() const { return tasks_.kept(); }
   TaskId last_id() const { return next_ - 1; }
 
  private:
-  std::size_t finished_kept_;
   TaskId next_ = 1;
-  std::map<TaskId, Task> live_;
+  BoundedHistory<TaskId, Task> tasks_;
   std::map<std::string, std::set<TaskId>> live_by_pod_;
   std::map<std::int64_t, std::set<TaskId>> live_by_group_;
-  std::map<TaskId, Task> finished_;
-  std::deque<TaskId> finished_order_;  // oldest end first
 };
 
 }  // namespace atl::supervisor
