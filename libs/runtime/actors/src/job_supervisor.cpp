@@ -1071,6 +1071,8 @@ void on_heartbeat_tick(Actor* self) {
 
 // atlctl taint -a list|set|remove [-n NODES|all]: marks on the machines pods
 // run on. A bad argument refuses the whole command and changes nothing.
+}  // namespace
+
 Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text) {
   auto& st = self->state;
   if (action == "list") {
@@ -1149,6 +1151,8 @@ Result delete_pods(Actor* self, const std::string& spec) {
   return {wire(ReplyCode::ok), std::string()};
 }
 
+namespace {
+
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (on_actor_down(self, msg)) return;
@@ -1225,9 +1229,7 @@ std::string events_json(const State& st) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
-
-std::string info_json(const State& st, const StatusPage& page = {}) {
+std::string info_json(const State& st, const StatusPage& page) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;
   j["state"] = to_string(st.state());
@@ -1311,6 +1313,8 @@ std::string info_json(const State& st, const StatusPage& page = {}) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
 // At start: a record of this job in the durable state means the head was
 // restarted. A run that ended there makes this a new submission (counters and
 // taints dropped, log attempts numbered on); one that was running resumes
@@ -1387,7 +1391,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   self->monitor(st.config.sink);
   self->send(st.config.sink, watch_atom::value);
 
-  return {
+  // The workers' and executors' messages and the head's own; atlctl's
+  // (control_api) and the drivers' (driver_api) in their own files.
+  return caf::message_handler{
       [self](start_atom, std::uint16_t port) {
         auto& st = self->state;
         st.address = st.config.advertised_host + ":" + std::to_string(port);
@@ -1549,81 +1555,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         self->state.cancelled = true;
         fail(self, JobEvent::cancelled, "cancelled: " + why);
       },
-      [self](status_atom) { return std::string(to_string(self->state.state())); },
       [self](disk_error_atom, const std::string& what) {
         fail(self, JobEvent::head_failed, "logs are incomplete: " + what);
       },
-      [self](info_atom) {
-        if (self->state.config.testing_throw_on_info)
-          throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
-        return info_json(self->state);
-      },
-      [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
-             std::int32_t pod_limit) {
-        // Offsets past the end give empty pages; negative offsets are none.
-        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit});
-      },
-      [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
-        return self->delegate(self->state.config.reader, a, stream, offset, max);
-      },
-      [self](tail_atom a, const StreamId& stream, std::int64_t lines) {
-        return self->delegate(self->state.config.reader, a, stream, lines);
-      },
-      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
-             std::int64_t max) {
-        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
-                              max);
-      },
-      [self](debug_stop_atom) { return begin_stop(self); },
-      [self](stop_wait_atom, std::int32_t op) { return await_stop(self, op); },
-      [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
-        return start_run(self, ranks, command, forced);
-      },
-      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
-        return await_run(self, run, timeout_ms);
-      },
-      [self](recover_atom) { return recover(self); },
-      [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
-      [self](taint_atom, const std::string& action, const std::string& nodes) {
-        return taint_nodes(self, action, nodes);
-      },
-      [self](events_atom) { return events_json(self->state); },
-      [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
-        const auto& c = self->state.config;
-        if (c.dashboard_url.empty())
-          return {1, "the head serves no dashboard (headnode --dashboard-port off)"};
-        return {0, nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
-      },
-      [self](pg_create_atom, const std::string& name, const std::string& strategy,
-             const std::string& bundles, std::int64_t timeout_ms) {
-        return create_group(self, name, strategy, bundles, timeout_ms);
-      },
-      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) {
-        return await_group(self, id, timeout_ms);
-      },
-      [self](pg_remove_atom, std::int64_t id) { return remove_group(self, id); },
-      [self](cluster_atom) { return cluster_json(self->state); },
-      [self](task_start_atom, std::int64_t group, std::int32_t bundle, const std::string& pod,
-             const std::string& command, const std::vector<std::string>& env,
-             const std::string& working_dir) {
-        return start_task(self, group, bundle, pod, command, env, working_dir);
-      },
-      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
-        return await_task(self, id, timeout_ms);
-      },
-      [self](task_kill_atom, std::int32_t id) { return kill_task(self, id); },
-      [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
-             const std::string& owner) { return register_actor(self, name, handle, owner); },
-      [self](actor_unreg_atom, const std::string& name) { return unregister_actor(self, name); },
-      [self](actor_call_atom, const std::string& name, const std::string& request,
-             std::int64_t timeout_ms) { return call_actor(self, name, request, timeout_ms); },
-      [self](actor_list_atom) { return actors_json(self->state); },
-      [self](node_tool_atom, const std::string& kind, const std::string& tools,
-             const std::string& duration, const std::string& envs, const std::string& workers,
-             const std::string& sizes) {
-        return start_node_tool(self, kind, tools, duration, envs, workers, sizes);
-      },
-  };
+  }
+      .or_else(control_api(self))
+      .or_else(driver_api(self));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/message_handler.hpp>
 #include <caf/result.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/system_messages.hpp>
@@ -27,6 +28,7 @@
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/restart_policy.hpp"
+#include "atl/core/status_page.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
@@ -258,6 +260,17 @@ void on_run_wait_timer(Actor* self, WaiterId waiter);
 void answer_owed_replies(Actor* self, const std::string& why);
 std::string runs_json(const State& st);
 std::string events_json(const State& st);
+// status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
+std::string info_json(const State& st, const StatusPage& page = {});
+Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text);
+Result delete_pods(Actor* self, const std::string& spec);
+
+// The supervisor's interfaces, each in a file of its own (one behaviour is
+// their or_else): atlctl's commands (supervisor_control_api.cpp) and the C
+// API's (supervisor_driver_api.cpp: placement, tasks, named actors). The
+// workers' and executors' messages are in job_supervisor.cpp.
+caf::message_handler control_api(Actor* self);
+caf::message_handler driver_api(Actor* self);
 std::string taints_json(const State& st);
 std::string checks_json(const State& st);  // pod -> latest check verdict
 

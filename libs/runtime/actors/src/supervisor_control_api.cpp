@@ -1,0 +1,61 @@
+// atlctl's commands to the JobSupervisor (status, logs, the debug commands,
+// delete, taint, events, dashboard, check/burn): decode, call, answer.
+#include <nlohmann/json.hpp>
+
+#include "supervisor_state.hpp"
+
+namespace atl::supervisor {
+
+caf::message_handler control_api(Actor* self) {
+  return {
+      [self](status_atom) { return std::string(to_string(self->state.state())); },
+      [self](info_atom) {
+        if (self->state.config.testing_throw_on_info)
+          throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
+        return info_json(self->state);
+      },
+      [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
+             std::int32_t pod_limit) {
+        // Offsets past the end give empty pages; negative offsets are none.
+        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit});
+      },
+      [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
+        return self->delegate(self->state.config.reader, a, stream, offset, max);
+      },
+      [self](tail_atom a, const StreamId& stream, std::int64_t lines) {
+        return self->delegate(self->state.config.reader, a, stream, lines);
+      },
+      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
+             std::int64_t max) {
+        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
+                              max);
+      },
+      [self](debug_stop_atom) { return begin_stop(self); },
+      [self](stop_wait_atom, std::int32_t op) { return await_stop(self, op); },
+      [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
+        return start_run(self, ranks, command, forced);
+      },
+      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
+        return await_run(self, run, timeout_ms);
+      },
+      [self](recover_atom) { return recover(self); },
+      [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
+      [self](taint_atom, const std::string& action, const std::string& nodes) {
+        return taint_nodes(self, action, nodes);
+      },
+      [self](events_atom) { return events_json(self->state); },
+      [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
+        const auto& c = self->state.config;
+        if (c.dashboard_url.empty())
+          return {1, "the head serves no dashboard (headnode --dashboard-port off)"};
+        return {0, nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
+      },
+      [self](node_tool_atom, const std::string& kind, const std::string& tools,
+             const std::string& duration, const std::string& envs, const std::string& workers,
+             const std::string& sizes) {
+        return start_node_tool(self, kind, tools, duration, envs, workers, sizes);
+      },
+  };
+}
+
+}  // namespace atl::supervisor
