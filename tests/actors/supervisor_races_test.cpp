@@ -204,6 +204,17 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     step();
   }
 
+  // The next answer waiting in `op`'s mailbox, code and text ((-1, "") when none).
+  std::pair<std::int32_t, std::string> next_answer(caf::scoped_actor& op) {
+    std::pair<std::int32_t, std::string> out{-1, ""};
+    op->receive(
+        [&](std::int32_t c, const std::string& t) {
+          out = {c, t};
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
+    return out;
+  }
+
   // The exit codes of the answers waiting in `op`'s mailbox (at most `n`).
   std::vector<std::int32_t> answers(caf::scoped_actor& op, int n) {
     std::vector<std::int32_t> codes;
@@ -385,14 +396,7 @@ CAF_TEST(delete refuses an unknown pod and changes nothing) {
   caf::scoped_actor op{sys, true};
   op->send(sup, delete_atom::value, std::string("jo-race-worker-0,jo-race-worker-7"));
   step();
-  std::int32_t code = -1;
-  std::string text;
-  op->receive(
-      [&](std::int32_t c, const std::string& t) {
-        code = c;
-        text = t;
-      },
-      caf::after(std::chrono::seconds(0)) >> [] {});
+  auto [code, text] = next_answer(op);
   CAF_CHECK_EQUAL(code, 2);
   CAF_CHECK(text.find("jo-race-worker-7") != std::string::npos);
   CAF_CHECK_EQUAL(status(), "command");
@@ -642,14 +646,7 @@ CAF_TEST(run and check are refused while stopped ranks are still in their grace)
   CAF_CHECK_EQUAL(status(), "debugStop");
   op->send(sup, debug_run_atom::value, std::string("all"), std::string("nvidia-smi"), false);
   step();
-  std::int32_t code = -1;
-  std::string text;
-  op->receive(
-      [&](std::int32_t c, const std::string& t) {
-        code = c;
-        text = t;
-      },
-      caf::after(std::chrono::seconds(0)) >> [] {});
+  auto [code, text] = next_answer(op);
   CAF_CHECK_EQUAL(code, 3);
   CAF_CHECK(text.find("ranks 0 are still stopping (in their grace)") != std::string::npos);
   op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
