@@ -1077,7 +1077,8 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
   auto& st = self->state;
   if (action == "list") {
     if (!node_text.empty()) return {wire(ReplyCode::usage), "-n is only for set and remove"};
-    return {wire(ReplyCode::ok), taints_json(st)};
+    return {wire(ReplyCode::ok),
+            taints_view(st).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
   }
   if (action != "set" && action != "remove")
     return {wire(ReplyCode::usage),
@@ -1212,14 +1213,14 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
 
 }  // namespace
 
-std::string taints_json(const State& st) {
+nlohmann::json taints_view(const State& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& [node, t] : st.taints.all())
     j.push_back({{"node", node},
                  {"source", to_string(t.source)},
                  {"reason", t.reason},
                  {"since_ms", t.since_unix_ms}});
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
 }
 
 std::string events_json(const State& st) {
@@ -1299,8 +1300,8 @@ std::string info_json(const State& st, const StatusPage& page) {
     }
     j["ranks"].push_back(rj);
   }
-  j["runs"] = nlohmann::json::parse(runs_json(st));
-  j["checks"] = nlohmann::json::parse(checks_json(st));
+  j["runs"] = runs_view(st);  // built in place: no dump and parse again
+  j["checks"] = checks_view(st);
   j["figures"] = nlohmann::json::array();
   for (const auto& [key, value] : st.burn_figures) {
     const auto& [pod, gpu, metric, size] = key;
@@ -1309,7 +1310,7 @@ std::string info_json(const State& st, const StatusPage& page) {
     j["figures"].push_back(f);
   }
   j["spare_workers"] = st.job().spare_workers;
-  j["taints"] = nlohmann::json::parse(taints_json(st));
+  j["taints"] = taints_view(st);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -47,8 +47,10 @@ caf::message_handler control_api(Actor* self) {
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
         const auto& c = self->state.config;
         if (c.dashboard_url.empty())
-          return {1, "the head serves no dashboard (headnode --dashboard-port off)"};
-        return {0, nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
+          return {wire(ReplyCode::failed),
+                  "the head serves no dashboard (headnode --dashboard-port off)"};
+        return {wire(ReplyCode::ok),
+                nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
       },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers,

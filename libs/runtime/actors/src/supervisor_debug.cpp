@@ -560,16 +560,16 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
   }
 }
 
-std::string checks_json(const State& st) {
+nlohmann::json checks_view(const State& st) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [pod, v] : st.check_verdicts) {
     j[pod] = {{"run", v.run}, {"passed", v.passed}};
     if (!v.passed) j[pod]["reason"] = v.reason;
   }
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
 }
 
-std::string runs_json(const State& st) {
+nlohmann::json runs_view(const State& st) {
   nlohmann::json j = nlohmann::json::array();
   st.runs.for_each([&](std::int32_t id, const DebugRun& run) {
     j.push_back({{"run", id},
@@ -578,7 +578,7 @@ std::string runs_json(const State& st) {
                  {"ranks", run.ranks.size()},
                  {"done", run.ranks.all_done()}});
   });
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
 }
 
 void answer_owed_replies(Actor* self, const std::string& why) {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -258,7 +259,7 @@ void on_run_wait_timer(Actor* self, WaiterId waiter);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
-std::string runs_json(const State& st);
+nlohmann::json runs_view(const State& st);  // status's "runs"
 std::string events_json(const State& st);
 // status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
 std::string info_json(const State& st, const StatusPage& page = {});
@@ -271,8 +272,8 @@ Result delete_pods(Actor* self, const std::string& spec);
 // workers' and executors' messages are in job_supervisor.cpp.
 caf::message_handler control_api(Actor* self);
 caf::message_handler driver_api(Actor* self);
-std::string taints_json(const State& st);
-std::string checks_json(const State& st);  // pod -> latest check verdict
+nlohmann::json taints_view(const State& st);  // status's "taints", taint list
+nlohmann::json checks_view(const State& st);  // pod -> latest check verdict
 
 // Placement half (supervisor_placement.cpp).
 Result create_group(Actor* self, const std::string& name, const std::string& strategy,
