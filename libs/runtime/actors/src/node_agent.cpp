@@ -5,7 +5,6 @@
 #include <caf/all.hpp>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
@@ -233,12 +232,27 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         return {port, std::string()};
       },
       [self](reach_atom, const std::string& host, std::int32_t port) -> caf::result<std::string> {
-        // Up to kReachTimeout: on a thread of its own, not a scheduler's.
+        // Up to kReachTimeout on a thread of its own, not a scheduler's: a
+        // detached actor, which the actor system waits for (a detached
+        // std::thread holding the promise could outlive the system).
         auto answer = self->make_response_promise<std::string>();
-        std::thread([answer, host, port]() mutable {
-          auto reached = os::probe_connect(host, static_cast<std::uint16_t>(port), kReachTimeout);
-          answer.deliver(reached ? std::string() : reached.error());
-        }).detach();
+        auto prober = self->spawn<caf::detached>([]() -> caf::behavior {
+          return {[](reach_atom, const std::string& to, std::int32_t at) -> std::string {
+            auto reached = os::probe_connect(to, static_cast<std::uint16_t>(at), kReachTimeout);
+            return reached ? std::string() : reached.error();
+          }};
+        });
+        self->request(prober, kReachTimeout + std::chrono::seconds(5), reach_atom::value, host,
+                      port)
+            .then(
+                [answer, prober](const std::string& problem) mutable {
+                  caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
+                  answer.deliver(problem);
+                },
+                [self, answer, prober](const caf::error& err) mutable {
+                  caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
+                  answer.deliver("the reach probe did not answer: " + self->system().render(err));
+                });
         return answer;
       },
       [self](check_atom, const std::string& working_dir) -> caf::result<std::string> {
