@@ -129,6 +129,22 @@ TEST(Robustness, AnUnwritableWorkingDirOnTheHeadFailsThePreflightNamingIt) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// The same on a worker pod: its agent checks the dir on a checker of its own
+// (a hung mount must not stall its heartbeats), and the pre-flight names it.
+TEST(Robustness, AnUnwritableWorkingDirOnAWorkerFailsThePreflightNamingThePod) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--working-dir", "/sys", "--", "true"});
+  EXPECT_EQ(c.wait_exit(head, 120s), 1) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("pod " + c.job_id() +
+                     "-worker-0 failed its check: working dir /sys is not "
+                     "writable"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 // The head's stdout without atl's timestamped log lines: the local workers'
 // (other processes sharing that terminal) and the supervisor's (another actor
 // than the echo) may land inside a rank's unfinished line, between its echo

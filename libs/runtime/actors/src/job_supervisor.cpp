@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_layout.hpp"
@@ -674,19 +675,6 @@ void ring_probe(Actor* self, std::int32_t round) {
 
 void preflight_pods(Actor* self, std::int32_t round);
 
-// The head's own check (a driver's working dir) on a thread of its own, as a
-// request with the nodes' timeout: a hung mount fails the pre-flight, never
-// the supervisor (the check ran in its handler before). The thread of a check
-// that never returns ends with the actor system.
-caf::actor spawn_dir_check(caf::actor_system& sys) {
-  return sys.spawn<caf::detached>([]() -> caf::behavior {
-    return {[](check_atom, const std::string& dir) -> std::string {
-      auto ok = os::check_writable_dir(dir);
-      return ok ? std::string() : ok.error();
-    }};
-  });
-}
-
 // Checks every active node (and the head's working dir for a driver) before
 // user code starts, the first time and at each restart.
 void preflight(Actor* self) {
@@ -698,7 +686,9 @@ void preflight(Actor* self) {
     return;
   }
   const std::string head = head_pod_name(st.job().job_id);
-  auto checker = spawn_dir_check(self->system());
+  // The head's own check (a driver's working dir) as a request with the
+  // nodes' timeout: a hung mount fails the pre-flight, never the supervisor.
+  auto checker = spawn_dir_checker(self->system());
   self->request(checker, kCheckTimeout, check_atom::value, st.job().working_dir)
       .then(
           [self, round, head, checker](const std::string& problem) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/fake_executor.hpp"
 #include "atl/core/failure_detector.hpp"
@@ -21,6 +22,8 @@ namespace {
 
 constexpr auto kRegisterTimeout = std::chrono::seconds(30);
 constexpr auto kReachTimeout = std::chrono::seconds(10);
+// Below the supervisor's 60 s for the whole check: the answer says why.
+constexpr auto kDirCheckTimeout = std::chrono::seconds(30);
 // Grace for ranks still running when the node ends without a supervisor's word.
 constexpr std::int64_t kOrphanGraceMs = 3000;
 
@@ -262,24 +265,41 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           char cwd[4096];
           dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
         }
-        if (auto st = os::check_writable_dir(dir); !st) return st.error();
-        // The GPUs this pod declares are really there (the driver's device
-        // nodes: no CUDA needed).
-        const int declared = self->state.config.info.gpus;
-        if (declared > 0) {
-          int found = os::count_gpu_devices();
-          if (found < declared)
-            return "the pod declares " + std::to_string(declared) + " GPUs but " +
-                   std::to_string(found) + " GPU devices (/dev/nvidiaN) are there";
-        }
-        // Reaching the head: a round trip to the supervisor over this node's
-        // own connection, the path every later message takes.
         auto answer = self->make_response_promise<std::string>();
-        self->request(self->state.supervisor, kReachTimeout, status_atom::value)
-            .then([answer](const std::string&) mutable { answer.deliver(std::string()); },
-                  [self, answer](const caf::error& err) mutable {
-                    answer.deliver("cannot reach the head: " + self->system().render(err));
-                  });
+        // The dir on a checker of its own: a hung mount must not stall this
+        // agent (its heartbeats, its ranks' reports) inside this handler.
+        auto checker = spawn_dir_checker(self->system());
+        self->request(checker, kDirCheckTimeout, check_atom::value, dir)
+            .then(
+                [self, answer, checker](const std::string& problem) mutable {
+                  caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+                  if (!problem.empty()) {
+                    answer.deliver(problem);
+                    return;
+                  }
+                  // The GPUs this pod declares are really there (the driver's
+                  // device nodes: no CUDA needed).
+                  const int declared = self->state.config.info.gpus;
+                  const int found = declared > 0 ? os::count_gpu_devices() : 0;
+                  if (found < declared) {
+                    answer.deliver("the pod declares " + std::to_string(declared) + " GPUs but " +
+                                   std::to_string(found) + " GPU devices (/dev/nvidiaN) are there");
+                    return;
+                  }
+                  // Reaching the head: a round trip to the supervisor over this
+                  // node's own connection, the path every later message takes.
+                  self->request(self->state.supervisor, kReachTimeout, status_atom::value)
+                      .then(
+                          [answer](const std::string&) mutable { answer.deliver(std::string()); },
+                          [self, answer](const caf::error& err) mutable {
+                            answer.deliver("cannot reach the head: " + self->system().render(err));
+                          });
+                },
+                [self, answer, checker, dir](const caf::error& err) mutable {
+                  caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+                  answer.deliver("the check of working dir " + dir +
+                                 " did not finish: " + self->system().render(err));
+                });
         return answer;
       },
       [self](agent_log_atom, const caf::actor& sink, const StreamId& stream) {

@@ -1,0 +1,16 @@
+// A directory's writability checked on a thread of its own: a hung mount
+// (NFS, a FUSE filesystem) may block the check for ever, and it must block
+// neither the supervisor nor a node agent. The checker is a detached actor
+// that answers (check_atom, string dir) -> string problem ("" when the dir
+// is writable); ask it with a timeout and send it an exit afterwards. One
+// whose check never returns ends with the actor system.
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+namespace atl {
+
+caf::actor spawn_dir_checker(caf::actor_system& sys);
+
+}  // namespace atl
