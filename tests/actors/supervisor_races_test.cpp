@@ -148,26 +148,22 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     return {a0, log0, a1, log1};
   }
 
-  // A one-worker job whose only rank runs (attempt 1); returns its agent.
-  caf::actor one_rank_running() {
-    start(1);
-    auto a0 = agent().first;
-    join(0, a0);
-    step();
-    rank_started(0, 1);
-    step();
-    return a0;
-  }
-
-  // One rank ran and was stopped by `op` (atlctl stop): the job is parked in
-  // debugStop, ready for run/check/burn. The stop's answer is taken.
-  std::shared_ptr<AgentLog> one_rank_parked(caf::scoped_actor& op) {
+  // A one-worker job whose only rank runs (attempt 1): its agent and log.
+  std::pair<caf::actor, std::shared_ptr<AgentLog>> one_rank_started() {
     start(1);
     auto [a0, log0] = agent();
     join(0, a0);
     step();
     rank_started(0, 1);
     step();
+    return {a0, log0};
+  }
+  caf::actor one_rank_running() { return one_rank_started().first; }
+
+  // One rank ran and was stopped by `op` (atlctl stop): the job is parked in
+  // debugStop, ready for run/check/burn. The stop's answer is taken.
+  std::shared_ptr<AgentLog> one_rank_parked(caf::scoped_actor& op) {
+    auto log0 = one_rank_started().second;
     op->send(sup, debug_stop_atom::value);
     step();
     rank_exit(0, 1, 143);
@@ -635,12 +631,7 @@ CAF_TEST(a stop_wait after a recover by another operator answers at once) {
 // atlctl stop returns once the ranks ended; but run/check sent while they are
 // still in their grace (saving a checkpoint, holding the GPUs) must wait.
 CAF_TEST(run and check are refused while stopped ranks are still in their grace) {
-  start(1);
-  auto [a0, log0] = agent();
-  join(0, a0);
-  step();
-  rank_started(0, 1);
-  step();
+  auto log0 = one_rank_started().second;
   caf::scoped_actor op{sys, true};
   CAF_REQUIRE(begin_stop(op) > 0);
   CAF_CHECK_EQUAL(status(), "debugStop");
