@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -176,10 +177,12 @@ class HandshakeGate {
     if (pending_.size() < kMaxPending / 2) eviction_logged_ = false;
     // A burst of connections is over: what their sessions took goes back to
     // the system (glibc keeps freed heap otherwise: 1,500 handshakes left the
-    // head ~20 MB larger for good). On the gate's thread, not CAF's.
+    // head ~20 MB larger for good). On the gate's thread, not CAF's, and a
+    // moment after the last session ends: CAF frees the rest of a connection
+    // (its broker, its buffers) after its session, and a trim at once left
+    // 16 MB of that behind until the next burst.
     if (++ended_since_trim_ >= kTrimAfter && pending_.size() == 0) {
-      ended_since_trim_ = 0;
-      trim_due_ = true;
+      trim_at_ = std::chrono::steady_clock::now() + kTrimDelay;
       wake_.notify_one();
     }
   }
@@ -198,13 +201,16 @@ class HandshakeGate {
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
       auto next = pending_.next_deadline();
-      if (trim_due_) {
-        trim_due_ = false;
+      if (trim_at_ && pending_.size() == 0 && std::chrono::steady_clock::now() >= *trim_at_) {
+        trim_at_.reset();
+        ended_since_trim_ = 0;
         lock.unlock();
         ::malloc_trim(0);
         lock.lock();
         continue;
       }
+      // (While handshakes wait, the trim waits for them: forget() sets it again.)
+      if (trim_at_ && pending_.size() == 0 && (!next || *trim_at_ < *next)) next = *trim_at_;
       if (next) {
         wake_.wait_until(lock, *next);
       } else {
@@ -228,8 +234,9 @@ class HandshakeGate {
   std::thread deadline_thread_;
   bool eviction_logged_ = false;
   static constexpr int kTrimAfter = 64;  // handshakes ended before a trim is worth it
+  static constexpr std::chrono::milliseconds kTrimDelay{500};
   int ended_since_trim_ = 0;
-  bool trim_due_ = false;
+  std::optional<std::chrono::steady_clock::time_point> trim_at_;  // when the burst's trim is due
 };
 
 // The connecting side (a workernode or atlctl, whose multiplexer has nothing
