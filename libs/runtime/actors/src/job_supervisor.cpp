@@ -6,7 +6,6 @@
 #include <unordered_set>
 
 #include "atl/actors/actor_system_setup.hpp"
-#include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_layout.hpp"
@@ -22,11 +21,10 @@ namespace atl::supervisor {
 
 namespace {
 
-constexpr auto kCheckTimeout = std::chrono::seconds(60);
 constexpr auto kShutdownTimeout = std::chrono::seconds(10);
 // How often expiries are looked for: a silent node is declared lost at most
 // this long after its timeout.
-constexpr auto kDetectorTick = std::chrono::milliseconds(100);
+constexpr auto kLivenessTick = std::chrono::milliseconds(100);
 // A restart whose pre-flight failed tries again after this pause.
 constexpr auto kRetryPause = std::chrono::seconds(1);
 constexpr size_t kMaxEvents = 10000;
@@ -90,7 +88,6 @@ void record(Actor* self, const std::string& kind, const std::string& text) {
 namespace {
 
 void finalize(Actor* self);
-void node_checks(Actor* self, std::int32_t round);
 void on_fault(Actor* self, const Fault& fault);
 void maybe_relaunch(Actor* self);
 
@@ -105,12 +102,11 @@ std::string rank_label(std::int32_t stream) {
 // Every worker pod as choose_active sees it: index, node, joined or not.
 std::vector<PodView> pod_views(const State& st) {
   std::vector<PodView> pods;
-  for (size_t i = 0; i < st.expected_pods.size(); ++i) {
-    const std::string& name = st.expected_pods[i];
-    auto node = st.pods.find(name);
-    pods.push_back({name, static_cast<int>(i),
-                    node == st.pods.end() ? std::string() : node->second.info.machine,
-                    node != st.pods.end()});
+  const auto& expected = st.pods.expected();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const NodeInfo* info = st.pods.info(expected[i]);
+    pods.push_back(
+        {expected[i], static_cast<int>(i), info ? info->machine : std::string(), info != nullptr});
   }
   return pods;
 }
@@ -130,11 +126,11 @@ Status select_active(Actor* self) {
 
 void taint_platform(Actor* self, const std::string& pod, const std::string& reason) {
   auto& st = self->state;
-  auto node = st.pod_nodes.find(pod);
-  if (node == st.pod_nodes.end() || st.taints.tainted(node->second)) return;
-  st.taints.mark(node->second, reason, unix_ms_now());
+  const std::string* machine = st.pods.machine_of(pod);
+  if (!machine || st.taints.tainted(*machine)) return;
+  st.taints.mark(*machine, reason, unix_ms_now());
   persist(self);
-  std::string line = "node " + node->second + " tainted by the platform: " + reason;
+  std::string line = "node " + *machine + " tainted by the platform: " + reason;
   st.log->warn("{}", line);
   record(self, "taint", line);
 }
@@ -145,9 +141,8 @@ ProcessSite head_site(const State& st) {
 }
 
 ProcessSite pod_site(const State& st, const std::string& pod) {
-  auto node = st.pods.find(pod);
-  return {pod, node == st.pods.end() ? std::string() : node->second.info.interface,
-          st.config.advertised_host};
+  const NodeInfo* info = st.pods.info(pod);
+  return {pod, info ? info->interface : std::string(), st.config.advertised_host};
 }
 
 // How long Ray's nodes and the driver wait for the cluster to come up.
@@ -216,12 +211,12 @@ bool plan_user_code(Actor* self) {
   }
   std::vector<NodeSlot> slots;
   for (const auto& pod : st.active) {
-    auto node = st.pods.find(pod);
-    if (node == st.pods.end()) {  // lost between the checks and now
+    const JoinedPod* node = st.pods.find(pod);
+    if (!node) {  // lost between the checks and now
       fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
       return false;
     }
-    const NodeInfo& info = node->second.info;
+    const NodeInfo& info = node->info;
     slots.push_back(
         NodeSlot{pod, info.address, info.interface, info.gpus,
                  node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources)});
@@ -312,9 +307,9 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     st.log->info("launching {} ranks on {} pods (attempt {})", st.ranks.size(), per_pod.size(),
                  st.attempt);
   for (auto& [pod, launches] : per_pod) {
-    auto node = st.pods.find(pod);
-    if (node == st.pods.end()) continue;  // lost meanwhile: the loss fails the job
-    self->send(node->second.agent, launch_atom::value, std::move(launches), st.config.sink);
+    const JoinedPod* node = st.pods.find(pod);
+    if (!node) continue;  // lost meanwhile: the loss fails the job
+    self->send(node->agent, launch_atom::value, std::move(launches), st.config.sink);
   }
 }
 
@@ -323,7 +318,8 @@ void launch_user_code(Actor* self, LaunchScope scope) {
 void stop_user_code(Actor* self) {
   auto& st = self->state;
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
-  for (const auto& [pod, node] : st.pods) self->send(node.agent, stop_atom::value, grace);
+  for (const auto& [pod, node] : st.pods.joined_pods())
+    self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
   if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);
 }
@@ -372,7 +368,7 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   }
   self->send(st.config.sink, print_atom::value, "job failed: " + reason);
   self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [pod, node] : st.pods)
+  for (const auto& [pod, node] : st.pods.joined_pods())
     self->send(node.agent, shutdown_atom::value, std::int32_t{1});
   if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
@@ -411,7 +407,7 @@ void finalize(Actor* self) {
   self->send(st.config.sink, print_atom::value,
              "Job status:  " + std::string(to_string(st.state())));
   st.log->info("job {} {}", st.job().job_id, to_string(st.state()));
-  for (const auto& [pod, node] : st.pods) {
+  for (const auto& [pod, node] : st.pods.joined_pods()) {
     self->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
     st.agents_leaving.insert(node.agent.address());
   }
@@ -557,29 +553,21 @@ namespace {
 
 // --- joining and checks --------------------------------------------------------
 
-std::string missing_pods(const State& st) {
-  std::string out;
-  for (const auto& pod : st.expected_pods) {
-    if (st.pods.count(pod)) continue;
-    if (!out.empty()) out += ", ";
-    out += pod;
-  }
-  return out;
-}
+// A pre-flight round's verdict: user code starts, or the pod to blame is
+// tainted and the fault takes its course.
+}  // namespace
 
-// The pre-flight of round `round` ended: passed (`problem` empty) or not.
-void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
-                    const std::string& problem) {
+void on_preflight_verdict(Actor* self, const Preflight::Verdict& verdict) {
   auto& st = self->state;
-  if (round != st.check_round || !st.preflight_running) return;  // superseded
-  st.preflight_running = false;
+  const std::string& pod = verdict.pod;
+  const std::string& problem = verdict.problem;
   // A node that fails the pre-flight gets a platform taint: the next attempt
   // (or a spare) avoids it.
   if (!problem.empty()) taint_platform(self, pod, "failed the pre-flight: " + problem);
   if (st.state() == JobState::initializing) {
     if (problem.empty()) {
       start_command(self);
-    } else if (!st.pod_nodes.count(pod) || !select_active(self)) {
+    } else if (!st.pods.machine_of(pod) || !select_active(self)) {
       // Nothing can take the failed node's place: say so now, not after the
       // ready timeout.
       fail(self, JobEvent::check_failed, problem);
@@ -595,169 +583,7 @@ void preflight_done(Actor* self, std::int32_t round, const std::string& pod,
   }
 }
 
-bool stale(Actor* self, std::int32_t round) {
-  return round != self->state.check_round || !self->state.preflight_running;
-}
-
-// The next step of a pre-flight runs after answers came back: every active
-// pod must still be there (a loss supersedes the round; this is the guard).
-bool all_active_present(Actor* self, std::int32_t round) {
-  auto& st = self->state;
-  for (const auto& pod : st.active) {
-    if (!st.pods.count(pod)) {
-      preflight_done(self, round, pod, "pod " + pod + " left during the pre-flight");
-      return false;
-    }
-  }
-  return true;
-}
-
-// The network: node k connects over TCP to node k+1 (a ring) on the address
-// its ranks will use; then the nodes' own checks.
-void ring_connect(Actor* self, std::int32_t round,
-                  std::shared_ptr<std::map<std::string, std::int32_t>> ports) {
-  auto& st = self->state;
-  if (!all_active_present(self, round)) return;
-  const size_t n = st.active.size();
-  auto pending = std::make_shared<size_t>(n);
-  for (size_t k = 0; k < n; ++k) {
-    const std::string& from = st.active[k];
-    const std::string& to = st.active[(k + 1) % n];
-    const std::string host = st.pods.at(to).info.address;
-    const std::int32_t port = ports->at(to);
-    const std::string where = host + ":" + std::to_string(port);
-    self->request(st.pods.at(from).agent, kCheckTimeout, reach_atom::value, host, port)
-        .then(
-            [self, round, from, to, where, pending](const std::string& problem) {
-              if (stale(self, round)) return;
-              if (!problem.empty()) {
-                preflight_done(self, round, to,
-                               "pod " + from + " cannot reach pod " + to + " at " + where +
-                                   " over TCP: " + problem);
-              } else if (--*pending == 0) {
-                node_checks(self, round);
-              }
-            },
-            [self, round, from](const caf::error& err) {
-              if (stale(self, round)) return;
-              preflight_done(self, round, from,
-                             "pod " + from + " did not answer the network check: " +
-                                 self->system().render(err));
-            });
-  }
-}
-
-void ring_probe(Actor* self, std::int32_t round) {
-  auto& st = self->state;
-  auto ports = std::make_shared<std::map<std::string, std::int32_t>>();
-  auto pending = std::make_shared<size_t>(st.active.size());
-  for (const auto& pod : st.active) {
-    self->request(st.pods.at(pod).agent, kCheckTimeout, probe_atom::value)
-        .then(
-            [self, round, pod, ports, pending](std::int32_t port, const std::string& error) {
-              if (stale(self, round)) return;
-              if (!error.empty()) {
-                preflight_done(self, round, pod,
-                               "pod " + pod + " cannot listen for the network check: " + error);
-                return;
-              }
-              (*ports)[pod] = port;
-              if (--*pending == 0) ring_connect(self, round, ports);
-            },
-            [self, round, pod](const caf::error& err) {
-              if (stale(self, round)) return;
-              preflight_done(self, round, pod,
-                             "pod " + pod + " did not answer the network check: " +
-                                 self->system().render(err));
-            });
-  }
-}
-
-void preflight_pods(Actor* self, std::int32_t round);
-
-// Checks every active node (and the head's working dir for a driver) before
-// user code starts, the first time and at each restart.
-void preflight(Actor* self) {
-  auto& st = self->state;
-  const std::int32_t round = ++st.check_round;
-  st.preflight_running = true;
-  if (st.job().mode != JobMode::driver || st.job().working_dir.empty()) {
-    preflight_pods(self, round);
-    return;
-  }
-  const std::string head = head_pod_name(st.job().job_id);
-  // The head's own check (a driver's working dir) as a request with the
-  // nodes' timeout: a hung mount fails the pre-flight, never the supervisor.
-  auto checker = spawn_dir_checker(self->system());
-  self->request(checker, kCheckTimeout, check_atom::value, st.job().working_dir)
-      .then(
-          [self, round, head, checker](const std::string& problem) {
-            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
-            if (!problem.empty()) {
-              preflight_done(self, round, head, "head pod " + head + ": " + problem);
-            } else {
-              preflight_pods(self, round);
-            }
-          },
-          [self, round, head, checker](const caf::error& err) {
-            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
-            preflight_done(self, round, head,
-                           "head pod " + head + " did not finish its check of the working dir: " +
-                               self->system().render(err));
-          });
-}
-
-// The pods' part of the pre-flight: spec, network ring, each node's checks.
-void preflight_pods(Actor* self, std::int32_t round) {
-  auto& st = self->state;
-  if (round != st.check_round || !st.preflight_running) return;  // superseded meanwhile
-  if (st.active.empty()) {
-    preflight_done(self, round, "", "");
-    return;
-  }
-  // Every worker as the spec says (seed 002: mixed specs are not supported).
-  for (const auto& pod : st.active) {
-    const NodeInfo& i = st.pods.at(pod).info;
-    if (auto same = check_node_matches_spec(st.job().node_spec,
-                                            NodeResources{i.cpus, i.gpus, i.memory, i.shm});
-        !same) {
-      preflight_done(self, round, pod,
-                     "pod " + pod + " does not match the job's spec: " + same.error());
-      return;
-    }
-  }
-  if (st.active.size() >= 2) {
-    ring_probe(self, round);
-    return;
-  }
-  node_checks(self, round);
-}
-
-// Each active node's own checks: working dir writable, declared GPUs there,
-// the head reachable over the node's own connection.
-void node_checks(Actor* self, std::int32_t round) {
-  auto& st = self->state;
-  if (!all_active_present(self, round)) return;
-  auto passed = std::make_shared<size_t>(0);
-  const size_t expected = st.active.size();
-  for (const auto& pod : st.active) {
-    const JoinedPod& node = st.pods.at(pod);  // select_active chose joined pods only
-    self->request(node.agent, kCheckTimeout, check_atom::value, st.job().working_dir)
-        .then(
-            [self, round, pod = pod, passed, expected](const std::string& problem) {
-              if (!problem.empty()) {
-                preflight_done(self, round, pod, "pod " + pod + " failed its check: " + problem);
-              } else if (++*passed == expected) {
-                preflight_done(self, round, "", "");
-              }
-            },
-            [self, round, pod = pod](const caf::error& err) {
-              preflight_done(
-                  self, round, pod,
-                  "pod " + pod + " did not answer its check: " + self->system().render(err));
-            });
-  }
-}
+namespace {
 
 void run_checks(Actor* self) {
   if (!apply(self, JobEvent::all_joined)) return;
@@ -768,49 +594,32 @@ void run_checks(Actor* self) {
   preflight(self);
 }
 
-// A refusal, or "" when the pod joined. `retry`: the refusal is temporary
-// (the pod still counts as joined: its old self is about to be declared lost).
-std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& agent, bool& retry) {
+// Why the pod may not join (a retry: its old self is about to be declared
+// lost), or nullopt when it joined.
+std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent) {
   auto& st = self->state;
   // Pods join before the job starts, and a lost or deleted pod rejoins (as
   // Kubernetes recreates it) while the job restarts or is parked in debug.
   // Spares may join at any time until the job ends.
   const JobState state = st.state();
-  if (is_terminal(state) || st.finalizing) {
-    return "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
-           " and takes no new workers";
-  }
-  bool expected = false;
-  for (const auto& p : st.expected_pods) expected |= p == info.pod;
-  if (!expected) {
-    std::string range = st.expected_pods.empty()
-                            ? "no workers"
-                            : st.expected_pods.front() + " .. " + st.expected_pods.back();
-    return "unknown pod '" + info.pod + "': job " + st.job().job_id + " expects " + range;
-  }
-  if (st.pods.count(info.pod)) {
-    retry = true;
-    return "pod " + info.pod + " already joined from " + st.pods.at(info.pod).info.address;
-  }
-  if (info.gpus < st.job().node_spec.gpus) {
-    return "pod " + info.pod + " has " + std::to_string(info.gpus) +
-           " GPUs; the job's spec asks for " + std::to_string(st.job().node_spec.gpus);
-  }
+  Pods::JoinRules rules;
+  if (is_terminal(state) || st.finalizing)
+    rules.closed = "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
+                   " and takes no new workers";
+  rules.gpus_required = st.job().node_spec.gpus;
+  bool rejoined = false;
+  if (auto refused = st.pods.join(info, agent, rules, &rejoined)) return refused;
   self->monitor(agent);
-  st.pods[info.pod] = JoinedPod{info, agent};
-  st.pod_nodes[info.pod] = info.machine;
   refresh_placement(self);  // groups waiting for resources may fit now
-  st.detector.watch(info.pod, std::chrono::steady_clock::now());
-  bool rejoined = st.lost_pods.erase(info.pod) > 0;
+  st.liveness.watch(info.pod, std::chrono::steady_clock::now());
   st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
                rejoined ? "rejoined" : "joined", info.address, info.machine, info.cpus, info.gpus,
-               st.pods.size(), st.expected_pods.size());
+               st.pods.joined_count(), st.pods.expected().size());
   if (state != JobState::pending)
     record(self, "pod", "pod " + info.pod + " rejoined from " + info.address);
   // After this reply is sent: the check request must not overtake it.
-  if (state == JobState::restarting || st.pods.size() == st.expected_pods.size())
-    self->send(self, check_atom::value);
-  return "";
+  if (state == JobState::restarting || st.pods.all_joined()) self->send(self, check_atom::value);
+  return std::nullopt;
 }
 
 // --- faults and restarts -------------------------------------------------------
@@ -819,7 +628,7 @@ std::string register_node(Actor* self, const NodeInfo& info, const caf::actor& a
 // every pod is back.
 void maybe_relaunch(Actor* self) {
   auto& st = self->state;
-  if (st.state() != JobState::restarting || st.preflight_running || st.retry_pending) return;
+  if (st.state() != JobState::restarting || st.preflight || st.retry_pending) return;
   if (!st.ranks.all_done()) return;
   // Enough pods on untainted nodes (spares included)? Else keep waiting.
   if (auto chosen = select_active(self); !chosen) {
@@ -844,13 +653,12 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
   st.log->warn("{}", line);
   record(self, "restart", line);
   self->send(st.config.sink, print_atom::value, line);
-  ++st.check_round;  // a pre-flight under way is moot
-  st.preflight_running = false;
+  st.preflight.reset();  // a pre-flight under way is moot
   if (before == JobState::debugCommand && st.tracked_run != 0) {
     // The debug command that held the job ends with the attempt it parked.
     if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
     auto grace = static_cast<std::int64_t>(st.job().grace.count());
-    for (const auto& [pod, node] : st.pods)
+    for (const auto& [pod, node] : st.pods.joined_pods())
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
@@ -944,17 +752,16 @@ bool spare_available(const State& st, const std::string& node) {
 // the fault takes its course. The pod may join again later, as a new process.
 void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   auto& st = self->state;
-  auto it = st.pods.find(pod);
-  if (it == st.pods.end()) return;
-  self->demonitor(it->second.agent);
-  st.pods.erase(it);
-  st.detector.forget(pod);
+  // In pending it is just missing again; after the start it is awaited as lost.
+  auto agent = st.pods.leave(pod, st.state() != JobState::pending);
+  if (!agent) return;
+  self->demonitor(*agent);
+  st.liveness.forget(pod);
   on_pod_lost_tasks(self, pod);      // its tasks ended with it
   on_pod_lost_placement(self, pod);  // its bundles are placed again first
   // A spare (no ranks now) is simply awaited again; so is any pod before the start.
   bool active = std::find(st.active.begin(), st.active.end(), pod) != st.active.end();
   if (!active && st.state() != JobState::pending && !is_terminal(st.state())) {
-    st.lost_pods.insert(pod);
     record(self, "pod", fault.detail + " (a spare: no restart)");
     st.log->warn("{} (a spare: no restart)", fault.detail);
     return;
@@ -963,7 +770,8 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     // The same node lost twice in a row is not to be trusted again, when a
     // spare can take its place: a taint that leaves too few pods would stop
     // the job where the node might well have come back.
-    const std::string node = st.pod_nodes[pod];
+    const std::string* machine = st.pods.machine_of(pod);
+    const std::string node = machine ? *machine : std::string();
     if (!node.empty() && node == st.last_lost_node) {
       if (spare_available(st, node)) {
         taint_platform(self, pod, "lost twice in a row (" + fault.detail + ")");
@@ -974,7 +782,6 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     }
     st.last_lost_node = node;
   }
-  if (st.state() != JobState::pending) st.lost_pods.insert(pod);  // in pending: just missing
   // Through the per-pod indexes: a loss costs that pod's ranks, not the job's
   // (a walk over every rank made a batch of lost pods stall the supervisor).
   if (auto idx = st.ranks_by_pod.find(pod); idx != st.ranks_by_pod.end()) {
@@ -995,12 +802,9 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     }
   }
   for (const auto& exit : lost) on_debug_exit(self, exit, exit.stream);
-  if (st.preflight_running) {
-    // Moot: in restarting the pod is awaited and the pre-flight reruns when it
-    // is back; in initializing the loss decides.
-    ++st.check_round;
-    st.preflight_running = false;
-  }
+  // A pre-flight under way is moot: in restarting the pod is awaited and the
+  // pre-flight reruns when it is back; in initializing the loss decides.
+  st.preflight.reset();
   if (st.state() == JobState::pending) {
     st.log->warn("{} before the job started; waiting for it again", fault.detail);
     apply(self, JobEvent::node_lost);
@@ -1016,47 +820,38 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   }
 }
 
-// Every kDetectorTick: heartbeats out once per interval, silent nodes expire.
+// The liveness timer: heartbeats out once per interval, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self) {
   auto& st = self->state;
   if (st.finalizing) return;
-  auto now = std::chrono::steady_clock::now();
-  // A tick far later than due means this actor could not read its mailbox
-  // (thousands of rank reports queued, a stalled process): heartbeats that
-  // waited in it are not the pods' silence.
-  if (st.last_detector_tick != std::chrono::steady_clock::time_point{}) {
-    auto late = std::chrono::duration_cast<Millis>(now - st.last_detector_tick - kDetectorTick);
-    if (late > st.job().heartbeat.interval) st.detector.excuse(late, now);
-    // A stall of the supervisor itself: requests (atlctl, the dashboard)
-    // waited as long. Said in the log, so that one can be traced afterwards.
-    if (late >= std::chrono::seconds(1))
-      st.log->warn("the supervisor was busy for {} ms (its liveness tick came that late)",
-                   late.count());
-  }
-  st.last_detector_tick = now;
-  if (now - st.last_heartbeat_sent >= st.job().heartbeat.interval) {
-    st.last_heartbeat_sent = now;
-    for (const auto& [pod, node] : st.pods)
+  auto tick = st.liveness.tick(std::chrono::steady_clock::now());
+  // A stall of the supervisor itself: requests (atlctl, the dashboard)
+  // waited as long. Said in the log, so that one can be traced afterwards.
+  if (tick.stall)
+    st.log->warn("the supervisor was busy for {} ms (its liveness tick came that late)",
+                 tick.stall->count());
+  if (tick.send_heartbeats) {
+    for (const auto& [pod, node] : st.pods.joined_pods())
       self->send<caf::message_priority::high>(node.agent, heartbeat_atom::value);
     ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
   }
   // Deadlines of pending groups, taints and spares changing: placement catches up.
   refresh_placement(self);
-  for (const auto& pod : st.detector.expire(now)) {
-    auto it = st.pods.find(pod);
-    if (it == st.pods.end()) continue;
+  for (const auto& pod : tick.silent) {
+    const JoinedPod* node = st.pods.find(pod);
+    if (!node) continue;
     std::string detail = "pod " + pod + " stopped answering (no heartbeat for " +
                          format_duration(st.job().heartbeat.timeout) + ")";
     // Fenced: if it ever wakes up it kills its ranks and leaves (its lease
     // has run out by then, so they are dead already).
-    self->send(it->second.agent, fence_atom::value, detail);
+    self->send(node->agent, fence_atom::value, detail);
     lose_pod(self, pod, {FaultKind::pod_hung, pod, detail});
   }
   // High priority, as the heartbeats: liveness goes ahead of a flood of rank
   // reports (32,000 ranks ending at once took seconds to read).
-  self->delayed_send<caf::message_priority::high>(self, kDetectorTick, timeout_atom::value,
-                                                  static_cast<std::int32_t>(kHeartbeatTimer),
-                                                  std::int32_t{0});
+  self->delayed_send<caf::message_priority::high>(
+      self, st.liveness.tick_interval(), timeout_atom::value,
+      static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
 }
 
 // atlctl taint -a list|set|remove [-n NODES|all]: marks on the machines pods
@@ -1080,11 +875,8 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
                                           ": it has ended, taint is refused"};
   Status done = Ok{};
   if (action == "set") {
-    std::vector<std::string> known;
-    for (const auto& [pod, node] : st.pod_nodes)
-      if (std::find(known.begin(), known.end(), node) == known.end()) known.push_back(node);
-    std::sort(known.begin(), known.end());
-    done = st.taints.set(*nodes, known, TaintSource::user, "set by atlctl taint", unix_ms_now());
+    done = st.taints.set(*nodes, st.pods.machines(), TaintSource::user, "set by atlctl taint",
+                         unix_ms_now());
   } else {
     done = st.taints.remove(*nodes);
   }
@@ -1107,33 +899,9 @@ Result delete_pods(Actor* self, const std::string& spec) {
   if (is_terminal(state) || st.finalizing)
     return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(state)) +
                                           ": it has ended, delete is refused"};
-  std::vector<std::string> pods;
-  if (spec == "all") {
-    for (const auto& [pod, node] : st.pods) pods.push_back(pod);
-  } else {
-    for (std::string_view item : split_list(spec)) {
-      std::string name(item);
-      if (name.empty())
-        return {wire(ReplyCode::usage), "-p/--pods: empty pod name in " + quote(spec)};
-      bool known = false;
-      for (const auto& p : st.expected_pods) known |= p == name;
-      if (!known)
-        return {wire(ReplyCode::usage),
-                "unknown pod " + quote(name) + ": job " + st.job().job_id + " has " +
-                    (st.expected_pods.empty()
-                         ? std::string("no worker pods")
-                         : st.expected_pods.front() + " .. " + st.expected_pods.back())};
-      if (!st.pods.count(name))
-        return {wire(ReplyCode::refused),
-                "pod " + name + " is not in the job now (" +
-                    (st.lost_pods.count(name) ? "lost" : "not joined yet") +
-                    "); nothing was deleted"};
-      if (std::find(pods.begin(), pods.end(), name) == pods.end()) pods.push_back(name);
-    }
-  }
-  if (pods.empty())
-    return {wire(ReplyCode::refused), "no worker pod is in the job now; nothing to delete"};
-  for (const auto& pod : pods) {
+  auto chosen = st.pods.select_for_delete(spec);
+  if (auto* refused = std::get_if<Refusal>(&chosen)) return {wire(refused->code), refused->text};
+  for (const auto& pod : std::get<std::vector<std::string>>(chosen)) {
     std::string detail = "pod " + pod + " was deleted (atlctl delete)";
     record(self, "delete", detail);
     self->send(st.pods.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
@@ -1173,7 +941,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
     return;
   }
-  for (const auto& [pod, node] : st.pods) {
+  for (const auto& [pod, node] : st.pods.joined_pods()) {
     if (node.agent.address() != msg.source) continue;
     std::string name = pod;  // lose_pod erases the entry
     lose_pod(self, name,
@@ -1193,8 +961,8 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
   if (sender) {
     if (pod == head_pod_name(st.job().job_id)) {
       ok = sender->node() == self->node();
-    } else if (auto it = st.pods.find(pod); it != st.pods.end()) {
-      ok = it->second.agent.node() == sender->node();
+    } else if (const JoinedPod* it = st.pods.find(pod)) {
+      ok = it->agent.node() == sender->node();
     }
   }
   if (!ok) st.log->warn("dropped a report about pod '{}' from a node that is not its own", pod);
@@ -1239,32 +1007,30 @@ std::string info_json(const State& st, const StatusPage& page) {
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
   std::size_t pod_index = 0;
   const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
-  for (const auto& pod : st.expected_pods) {
-    const char* pod_state = st.pods.count(pod)        ? "joined"
-                            : st.lost_pods.count(pod) ? "lost"
-                                                      : "missing";
+  for (const auto& pod : st.pods.expected()) {
+    const char* pod_state = to_string(st.pods.standing(pod));
     ++pod_counts[pod_state];
     if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
     nlohmann::json p{{"name", pod}, {"state", pod_state}};
     bool active = actives.count(pod) > 0;
-    if (auto node = st.pod_nodes.find(pod); node != st.pod_nodes.end()) {
-      p["node"] = node->second;
-      p["tainted"] = st.taints.tainted(node->second);
-      p["role"] = st.taints.tainted(node->second) ? "quarantined" : active ? "active" : "spare";
+    if (const std::string* machine = st.pods.machine_of(pod)) {
+      p["node"] = *machine;
+      p["tainted"] = st.taints.tainted(*machine);
+      p["role"] = st.taints.tainted(*machine) ? "quarantined" : active ? "active" : "spare";
     }
-    if (auto it = st.pods.find(pod); it != st.pods.end()) {
-      const NodeInfo& i = it->second.info;
+    if (const JoinedPod* it = st.pods.find(pod)) {
+      const NodeInfo& i = it->info;
       p["address"] = i.address;
       p["cpus"] = i.cpus;
       p["gpus"] = i.gpus;
       p["memory"] = i.memory;
       p["shm"] = i.shm;
-      if (auto quiet = st.detector.silence(pod, std::chrono::steady_clock::now()))
+      if (auto quiet = st.liveness.silence(pod, std::chrono::steady_clock::now()))
         p["heartbeat_age_ms"] = quiet->count();
     }
     j["pods"].push_back(p);
   }
-  j["pods_total"] = st.expected_pods.size();
+  j["pods_total"] = st.pods.expected().size();
   j["pod_counts"] = pod_counts;
   // Rank counts come from the table's counters, not from a walk.
   const std::size_t started_or_done = st.ranks.size() - st.ranks.starting_count();
@@ -1313,7 +1079,8 @@ namespace {
 // restart when user code was running. False: the budget is spent, the job failed.
 bool resume(Actor* self) {
   auto& st = self->state;
-  const std::string waiting = "waiting for " + std::to_string(st.expected_pods.size()) + " workers";
+  const std::string waiting =
+      "waiting for " + std::to_string(st.pods.expected().size()) + " workers";
   if (!st.config.resumed) {
     record(self, "state", "job " + st.job().job_id + " submitted: " + waiting);
     persist(self);
@@ -1373,9 +1140,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   }
   st.restarts = RestartPolicy(
       {st.job().max_restarts, st.job().restart_on_failure, st.job().mode != JobMode::driver});
-  st.detector = FailureDetector(st.job().heartbeat.timeout);
+  st.liveness = Liveness(st.job().heartbeat, kLivenessTick);
+  std::vector<std::string> expected;
   for (int i = 0; i < total_worker_pods(st.job()); ++i)
-    st.expected_pods.push_back(worker_pod_name(st.job().job_id, i));
+    expected.push_back(worker_pod_name(st.job().job_id, i));
+  st.pods = Pods(st.job().job_id, std::move(expected));
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });
@@ -1389,11 +1158,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         auto& st = self->state;
         st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
-                     to_string(st.job().mode), st.expected_pods.size());
+                     to_string(st.job().mode), st.pods.expected().size());
         if (!resume(self)) return;
         self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
                    std::int32_t{0});
-        if (st.expected_pods.empty()) {
+        if (st.pods.expected().empty()) {
           self->send(self, check_atom::value);
           return;
         }
@@ -1403,47 +1172,43 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       [self](register_atom, const NodeInfo& info, const caf::actor& agent)
           -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
         const HeartbeatOptions& hb = self->state.job().heartbeat;
-        bool retry = false;
-        std::string refusal = register_node(self, info, agent, retry);
-        if (refusal.empty()) {
+        auto refused = register_node(self, info, agent);
+        if (!refused) {
           // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-          const auto& pods = self->state.expected_pods;
-          auto at = std::find(pods.begin(), pods.end(), info.pod);
-          if (at != pods.end())
+          if (auto index = self->state.pods.index_of(info.pod))
             self->send(agent, agent_log_atom::value, self->state.config.sink,
-                       StreamId::pod_log(static_cast<std::int32_t>(at - pods.begin())));
+                       StreamId::pod_log(static_cast<std::int32_t>(*index)));
         }
-        return {refusal, retry, std::int64_t{hb.interval.count()},
-                std::int64_t{hb.timeout.count()}};
+        return {refused ? refused->text : std::string(), refused && refused->retry,
+                std::int64_t{hb.interval.count()}, std::int64_t{hb.timeout.count()}};
       },
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
         auto& st = self->state;
         // Only from the pod's own node: a fenced pod's late words do not count.
-        auto it = st.pods.find(pod);
+        const JoinedPod* it = st.pods.find(pod);
         const auto& sender = self->current_sender();
-        if (it == st.pods.end() || !sender || it->second.agent.node() != sender->node()) return;
-        st.detector.heard(pod, std::chrono::steady_clock::now());
-        const std::int32_t declared = it->second.info.gpus;
-        // Once a pre-flight found them there: before, the pre-flight speaks.
+        if (!it || !sender || it->agent.node() != sender->node()) return;
+        st.liveness.heard(pod, std::chrono::steady_clock::now());
+        const std::int32_t declared = it->info.gpus;
         const JobState state = st.state();
-        bool checked = state == JobState::command || state == JobState::debugStop ||
-                       state == JobState::debugCommand;
-        // A pod on a node already tainted (its GPU went before, and the pod
-        // was recreated on the same machine) is quarantined, not removed
-        // again: that looped every second, for ever. Unless it runs ranks.
-        const bool runs_ranks =
-            std::find(st.active.begin(), st.active.end(), pod) != st.active.end() &&
-            (state == JobState::command || state == JobState::debugCommand);
-        auto node_of = st.pod_nodes.find(pod);
-        const bool known = node_of != st.pod_nodes.end() && st.taints.tainted(node_of->second);
-        if (checked && gpus_present >= 0 && gpus_present < declared && (!known || runs_ranks)) {
+        const std::string* machine = st.pods.machine_of(pod);
+        GpuCount count;
+        count.declared = declared;
+        count.present = gpus_present;
+        // Once a pre-flight found them there: before, the pre-flight speaks.
+        count.checked = state == JobState::command || state == JobState::debugStop ||
+                        state == JobState::debugCommand;
+        count.machine_tainted = machine && st.taints.tainted(*machine);
+        count.runs_ranks = std::find(st.active.begin(), st.active.end(), pod) != st.active.end() &&
+                           (state == JobState::command || state == JobState::debugCommand);
+        if (lost_a_gpu(count)) {
           // A GPU fell off the bus: the node is not to be used again, and the
           // pod leaves (to be recreated elsewhere); in command the job restarts.
           std::string detail = "pod " + pod + " lost a GPU (it declared " +
                                std::to_string(declared) + ", " + std::to_string(gpus_present) +
                                " are there)";
           taint_platform(self, pod, detail);
-          self->send(it->second.agent, delete_atom::value, detail);
+          self->send(it->agent, delete_atom::value, detail);
           lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
         }
       },
@@ -1472,11 +1237,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             if (st.state() == JobState::pending && arg == 0) {
               on_ready_timeout(self, "workers not ready after " +
                                          format_duration(st.job().ready_timeout) + ": missing " +
-                                         missing_pods(st));
+                                         st.pods.missing());
             } else if (st.state() == JobState::restarting && arg == st.restart_round) {
               // What it waits for: pods not back, pods back on tainted nodes
               // (no spare to take their place), or ranks still stopping.
-              std::string missing = missing_pods(st);
+              std::string missing = st.pods.missing();
               std::string why;
               if (!missing.empty()) {
                 why = "pods not back: " + missing;

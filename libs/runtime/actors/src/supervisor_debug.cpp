@@ -147,7 +147,7 @@ Result begin_stop(Actor* self) {
     st.stopping_run = st.tracked_run;
     // A check stopped by an operator gives no verdict on its nodes.
     if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
-    for (const auto& [pod, node] : st.pods)
+    for (const auto& [pod, node] : st.pods.joined_pods())
       self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
     st.tracked_run = 0;
   }
@@ -215,7 +215,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
-    if (!st.pods.count(pod) || !debug_base(st, rank))
+    if (!st.pods.joined(pod) || !debug_base(st, rank))
       return refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
@@ -306,7 +306,7 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   auto workers = parse_worker_list(worker_text);
   if (!workers) return usage("-w: " + workers.error());
   for (const auto& pod : *workers) {
-    if (!st.pods.count(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
+    if (!st.pods.joined(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
   }
   // One process per node: on its first rank, with that rank's environment
   // (a pod the job's placement left without ranks has none to run on).
@@ -536,8 +536,8 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
         for (const auto& [rank, r] : run.ranks)
           if (!r.done) pods.insert(r.pod);
         for (const auto& pod : pods)
-          if (auto n = st.pods.find(pod); n != st.pods.end())
-            self->send(n->second.agent, stop_atom::value, StreamId::of_run(run.id, 0),
+          if (const JoinedPod* n = st.pods.find(pod))
+            self->send(n->agent, stop_atom::value, StreamId::of_run(run.id, 0),
                        static_cast<std::int64_t>(st.job().grace.count()));
       }
       break;

@@ -55,11 +55,11 @@ std::string placement_refusal(const State& st) {
 
 std::vector<PlacementNode> placement_nodes(const State& st) {
   std::vector<PlacementNode> nodes;
-  nodes.reserve(st.pods.size());
+  nodes.reserve(st.pods.joined_count());
   // A set, not a search of st.active per pod: O(pods^2) string compares at
   // thousands of pods, on every placement group created.
   const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
-  for (const auto& [pod, node] : st.pods) {
+  for (const auto& [pod, node] : st.pods.joined_pods()) {
     const NodeInfo& i = node.info;
     PlacementNode n;
     n.name = pod;

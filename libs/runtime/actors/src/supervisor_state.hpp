@@ -22,7 +22,6 @@
 
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
-#include "atl/core/failure_detector.hpp"
 #include "atl/core/lifecycle.hpp"
 #include "atl/core/placement.hpp"
 #include "atl/core/rank_table.hpp"
@@ -36,6 +35,9 @@
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/bounded_history.hpp"
+#include "atl/supervisor/liveness.hpp"
+#include "atl/supervisor/pod_registry.hpp"
+#include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/task_book.hpp"
 #include "atl/supervisor/waiter_set.hpp"
 
@@ -68,11 +70,9 @@ struct TimelineEvent {
   std::string text;
 };
 
-// A worker pod that joined (and was not lost since): what it said, its agent.
-struct JoinedPod {
-  NodeInfo info;
-  caf::actor agent;
-};
+// The worker pods, each joined one with its agent; a joined pod's record.
+using Pods = PodRegistry<caf::actor>;
+using JoinedPod = Pods::Joined;
 
 // atlctl commands are answered (ReplyCode on the wire, atlctl's exit status; text).
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
@@ -108,13 +108,11 @@ struct DebugRun {
 struct State {
   SupervisorConfig config;
   Lifecycle lifecycle;
-  std::string address;                     // HOST:PORT, for ATL_ADDRESS
-  std::vector<std::string> expected_pods;  // every worker pod: workers + spares
-  std::vector<std::string> active;         // pods of this attempt (ranks, or a driver's workers)
+  std::string address;              // HOST:PORT, for ATL_ADDRESS
+  Pods pods;                        // expected (workers + spares), joined, lost; each pod's machine
+  std::vector<std::string> active;  // pods of this attempt (ranks, or a driver's workers)
   // spmd: the pod of each rank (index = rank) this attempt, as laid out.
   std::vector<std::string> rank_pods;
-  std::map<std::string, JoinedPod> pods;  // joined (and not lost), by pod name
-  std::set<std::string> lost_pods;
 
   // User code: the launch of each stream (rank, or the driver) and how the
   // current attempt of it is doing. `attempt` grows with every recover.
@@ -155,20 +153,17 @@ struct State {
 
   // Fault tolerance: the restart budget, the nodes' liveness, the timeline.
   RestartPolicy restarts;
-  FailureDetector detector{std::chrono::seconds(3)};
-  std::int32_t check_round = 0;  // replies of an older pre-flight are ignored
-  bool preflight_running = false;
-  bool retry_pending = false;  // a failed pre-flight's pause before the next
+  Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused
+  std::int32_t check_round = 0;        // the id of the latest pre-flight round
+  std::optional<Preflight> preflight;  // the round under way (dropped when moot)
+  bool retry_pending = false;          // a failed pre-flight's pause before the next
   // Grows with every restart, counted or not (a delete while parked costs
   // none): the tag of each restart's timers, so an older one's is moot.
   std::int32_t restart_round = 0;
-  std::chrono::steady_clock::time_point last_heartbeat_sent;
-  std::chrono::steady_clock::time_point last_detector_tick;  // to notice our own stalls
   std::deque<TimelineEvent> events;  // the newest 10,000 (the JobStore has them all)
   TaintSet taints;
-  std::map<std::string, std::string> pod_nodes;  // every pod ever joined -> its node
-  std::string last_lost_node;                    // a node lost twice in a row is tainted
-  bool store_failed = false;                     // said once: the durable state is behind
+  std::string last_lost_node;  // a node lost twice in a row is tainted
+  bool store_failed = false;   // said once: the durable state is behind
   // The JobStore's writes, in order, on a thread of their own (null: no store).
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
@@ -212,6 +207,10 @@ using Actor = caf::stateful_actor<State>;
 std::int64_t unix_ms_now();
 // Picks the active pods (choose_active) into st.active; the error says why not.
 Status select_active(Actor* self);
+// Pre-flight (supervisor_preflight.cpp): a new round over st.active; its
+// verdict comes back to on_preflight_verdict (job_supervisor.cpp).
+void preflight(Actor* self);
+void on_preflight_verdict(Actor* self, const Preflight::Verdict& verdict);
 bool plan_user_code(Actor* self);  // every stream's launch for st.active; false: the job failed
 // A platform taint on `pod`'s node, with the reason (a failed check, ...).
 void taint_platform(Actor* self, const std::string& pod, const std::string& reason);

@@ -81,7 +81,7 @@ std::string choose_pod(const State& st, const std::string& pod) {
   if (!pod.empty()) return pod;
   std::vector<std::string> joined;
   for (const auto& candidate : st.active)
-    if (st.pods.count(candidate)) joined.push_back(candidate);
+    if (st.pods.joined(candidate)) joined.push_back(candidate);
   return st.tasks.least_loaded(joined).value_or(std::string());
 }
 
@@ -120,8 +120,8 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
     pod = choose_pod(st, pod_name);
     if (pod.empty()) return refused("no worker pod is in the job now");
   }
-  auto node = st.pods.find(pod);
-  if (node == st.pods.end())
+  const JoinedPod* node = st.pods.find(pod);
+  if (!node)
     return (pod_name.empty() || group > 0)
                ? refused("pod " + pod + " is not in the job now (lost or deleted)")
                : usage("'" + pod + "' is not a pod in the job now");
@@ -138,7 +138,7 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   launch.control = true;  // its result comes back on the control channel
   auto reply = self->make_response_promise<std::int32_t, std::string>();
   st.task_starts.emplace(t.id, reply);
-  self->send(node->second.agent, run_atom::value, std::vector<RankLaunch>{std::move(launch)},
+  self->send(node->agent, run_atom::value, std::vector<RankLaunch>{std::move(launch)},
              st.config.sink);
   st.log->info("task {} on {}{}: {}", t.id, pod,
                group > 0
@@ -168,9 +168,9 @@ Result kill_task(Actor* self, std::int32_t id) {
   const Task* t = st.tasks.find(id);
   if (!t) return not_held(st, id);
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
-  auto node = st.pods.find(t->record.pod);
-  if (node != st.pods.end())
-    self->send(node->second.agent, stop_atom::value, StreamId::of_task(id),
+  const JoinedPod* node = st.pods.find(t->record.pod);
+  if (node != nullptr)
+    self->send(node->agent, stop_atom::value, StreamId::of_task(id),
                static_cast<std::int64_t>(st.job().grace.count()));
   return {wire(ReplyCode::ok), std::string()};
 }

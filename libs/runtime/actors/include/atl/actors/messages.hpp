@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "atl/core/log_stream.hpp"
+#include "atl/core/node_info.hpp"
 
 namespace atl {
 
@@ -91,19 +92,6 @@ typename Inspector::result_type inspect(Inspector& f, StreamId& x) {
 }
 
 // What a worker tells the supervisor when it joins.
-struct NodeInfo {
-  std::string pod;
-  std::string address;    // how other nodes reach it (MASTER_ADDR)
-  std::string interface;  // network interface of `address`
-  std::string machine;    // the node it runs on (taints mark nodes; JSON "node")
-  std::int32_t cpus = 0;
-  std::int32_t gpus = 0;
-  std::int64_t memory = 0;
-  std::int64_t shm = 0;
-  // Custom resources (workernode --resources), in 1/10000 units (core/resources.hpp).
-  std::map<std::string, std::int64_t> resources;
-};
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
   return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.machine, x.cpus,

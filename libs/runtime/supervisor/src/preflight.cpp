@@ -1,0 +1,139 @@
+#include "atl/supervisor/preflight.hpp"
+
+#include <utility>
+
+namespace atl::supervisor {
+
+Preflight::Preflight(std::int32_t round, Plan plan) : round_(round), plan_(std::move(plan)) {}
+
+std::vector<Preflight::Ask> Preflight::start() {
+  if (plan_.head) {
+    step_ = Step::head_dir;
+    pending_ = 1;
+    return {Ask{Ask::Kind::head_dir, *plan_.head, "", "", 0}};
+  }
+  return spec_then_network();
+}
+
+std::vector<Preflight::Ask> Preflight::fail(const std::string& pod, std::string problem) {
+  if (!verdict_) verdict_ = Verdict{pod, std::move(problem)};
+  step_ = Step::over;
+  return {};
+}
+
+const NodeInfo* Preflight::active(const std::string& pod) const {
+  for (const auto& info : plan_.active)
+    if (info.pod == pod) return &info;
+  return nullptr;
+}
+
+std::vector<Preflight::Ask> Preflight::spec_then_network() {
+  if (plan_.active.empty()) {
+    step_ = Step::over;
+    verdict_ = Verdict{};
+    return {};
+  }
+  for (const auto& i : plan_.active) {
+    if (auto same =
+            check_node_matches_spec(plan_.spec, NodeResources{i.cpus, i.gpus, i.memory, i.shm});
+        !same)
+      return fail(i.pod, "pod " + i.pod + " does not match the job's spec: " + same.error());
+  }
+  if (plan_.active.size() < 2) return node_checks();
+  step_ = Step::probe;
+  pending_ = plan_.active.size();
+  std::vector<Ask> asks;
+  for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::probe, i.pod, "", "", 0});
+  return asks;
+}
+
+std::vector<Preflight::Ask> Preflight::network_reach() {
+  step_ = Step::reach;
+  answered_.clear();
+  const std::size_t n = plan_.active.size();
+  pending_ = n;
+  std::vector<Ask> asks;
+  for (std::size_t k = 0; k < n; ++k) {
+    const NodeInfo& to = plan_.active[(k + 1) % n];
+    asks.push_back(Ask{Ask::Kind::reach, plan_.active[k].pod, to.pod, to.address, ports_[to.pod]});
+  }
+  return asks;
+}
+
+std::vector<Preflight::Ask> Preflight::node_checks() {
+  step_ = Step::check;
+  answered_.clear();
+  pending_ = plan_.active.size();
+  std::vector<Ask> asks;
+  for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::check, i.pod, "", "", 0});
+  return asks;
+}
+
+std::vector<Preflight::Ask> Preflight::head_dir_checked(const std::string& problem) {
+  if (step_ != Step::head_dir || pending_ == 0) return {};
+  pending_ = 0;
+  if (!problem.empty()) return fail(*plan_.head, "head pod " + *plan_.head + ": " + problem);
+  return spec_then_network();
+}
+
+std::vector<Preflight::Ask> Preflight::probed(const std::string& pod, std::int32_t port,
+                                              const std::string& error) {
+  if (step_ != Step::probe || !active(pod) || ports_.count(pod)) return {};
+  if (!error.empty())
+    return fail(pod, "pod " + pod + " cannot listen for the network check: " + error);
+  ports_[pod] = port;
+  return --pending_ == 0 ? network_reach() : std::vector<Ask>{};
+}
+
+std::vector<Preflight::Ask> Preflight::reached(const std::string& from,
+                                               const std::string& problem) {
+  if (step_ != Step::reach || !active(from) || !answered_.insert(from).second) return {};
+  if (!problem.empty()) {
+    const std::size_t n = plan_.active.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (plan_.active[k].pod != from) continue;
+      const NodeInfo& to = plan_.active[(k + 1) % n];
+      // The pod that cannot be reached is the one to blame.
+      return fail(to.pod, "pod " + from + " cannot reach pod " + to.pod + " at " + to.address +
+                              ":" + std::to_string(ports_[to.pod]) + " over TCP: " + problem);
+    }
+  }
+  return --pending_ == 0 ? node_checks() : std::vector<Ask>{};
+}
+
+std::vector<Preflight::Ask> Preflight::checked(const std::string& pod, const std::string& problem) {
+  if (step_ != Step::check || !active(pod) || !answered_.insert(pod).second) return {};
+  if (!problem.empty()) return fail(pod, "pod " + pod + " failed its check: " + problem);
+  if (--pending_ == 0) {
+    step_ = Step::over;
+    verdict_ = Verdict{};
+  }
+  return {};
+}
+
+std::vector<Preflight::Ask> Preflight::unanswered(const Ask& ask, const std::string& error) {
+  if (done()) return {};
+  switch (ask.kind) {
+    case Ask::Kind::head_dir:
+      if (step_ != Step::head_dir) return {};
+      return fail(ask.pod,
+                  "head pod " + ask.pod + " did not finish its check of the working dir: " + error);
+    case Ask::Kind::probe:
+      if (step_ != Step::probe) return {};
+      return fail(ask.pod, "pod " + ask.pod + " did not answer the network check: " + error);
+    case Ask::Kind::reach:
+      if (step_ != Step::reach) return {};
+      return fail(ask.pod, "pod " + ask.pod + " did not answer the network check: " + error);
+    case Ask::Kind::check:
+      if (step_ != Step::check) return {};
+      return fail(ask.pod, "pod " + ask.pod + " did not answer its check: " + error);
+  }
+  return {};
+}
+
+void Preflight::pod_left(const std::string& pod) {
+  if (done() || !active(pod)) return;
+  fail(pod, "pod " + pod + " left during the pre-flight");
+}
+
+}  // namespace atl::supervisor
