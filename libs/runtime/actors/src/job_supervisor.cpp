@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <string_view>
-#include <unordered_set>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
@@ -66,7 +64,7 @@ void persist(Actor* self) {
   if (!st.journal) return;
   os::JobRecord r;
   r.state = std::string(to_string(st.state()));
-  r.attempt = st.attempt;
+  r.attempt = st.code.attempt();
   r.restarts = st.restarts.used();
   r.faults = st.restarts.history();
   r.taints = st.taints.all();
@@ -90,10 +88,6 @@ namespace {
 void finalize(Actor* self);
 void on_fault(Actor* self, const Fault& fault);
 void maybe_relaunch(Actor* self);
-
-std::string rank_label(std::int32_t stream) {
-  return stream == kDriverStream ? "the driver" : "rank " + std::to_string(stream);
-}
 
 // --- command -----------------------------------------------------------------
 
@@ -148,96 +142,33 @@ ProcessSite pod_site(const State& st, const std::string& pod) {
 // How long Ray's nodes and the driver wait for the cluster to come up.
 constexpr auto kRayReadyWait = std::chrono::seconds(120);
 
-// Ray mode: `ray start --head` on this pod, `ray start --address` on each
-// active worker pod (its "rank", stream = node rank), and the entrypoint as
-// the driver once Ray's API sees every node.
-bool plan_ray(Actor* self) {
-  auto& st = self->state;
-  const JobSpec& job = st.job();
-  AtlEndpoint atl{st.address, job.job_id};
-  const std::string head_host = st.config.advertised_host;
-  const std::string restarts = std::to_string(st.restarts.used());
-  std::vector<RayPod> workers;
-  for (size_t k = 0; k < st.active.size(); ++k) {
-    const NodeInfo& info = st.pods.at(st.active[k]).info;
-    workers.push_back({info.pod, info.address});
-    RankLaunch launch;
-    launch.stream = StreamId::of_rank(static_cast<std::int32_t>(k));
-    launch.command = ray_worker_command(job, st.config.ray_bin, head_host, info.address,
-                                        kRayReadyWait, static_cast<int>(k));
-    launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
-    EnvMap env = build_process_env(job, atl, pod_site(st, info.pod));
-    env["ATL_RESTART_COUNT"] = restarts;
-    launch.env = to_env_strings(env);
-    st.launches[static_cast<std::int32_t>(k)] = std::move(launch);
-  }
-  RankLaunch head;
-  head.stream = StreamId::ray_head();
-  head.command = ray_head_command(job, st.config.ray_bin, head_host);
-  head.scratch_dir = ray_temp_dir(job.job_id, "h");
-  EnvMap head_env = build_process_env(job, atl, head_site(st));
-  head.env = to_env_strings(head_env);
-  st.launches[kRayHeadStream] = std::move(head);
-  RankLaunch driver;
-  driver.stream = StreamId::driver();
-  driver.command = ray_driver_command(job, st.config.ray_python, head_host, workers, kRayReadyWait);
-  EnvMap env = ray_driver_env(job, atl, head_site(st));
-  env["ATL_RESTART_COUNT"] = restarts;
-  driver.env = to_env_strings(env);
-  st.launches[kDriverStream] = std::move(driver);
-  return true;
-}
-
 // Every stream's launch for the active pods: at each (re)start, since a
 // recreated pod may have a new address. False when the job failed instead.
 bool plan_user_code(Actor* self) {
   auto& st = self->state;
-  const JobSpec& job = st.job();
-  AtlEndpoint atl{st.address, job.job_id};
-  const std::string restarts = std::to_string(st.restarts.used());
-  st.launches.clear();
-  st.rank_pods.clear();
-  if (job.mode == JobMode::ray) return plan_ray(self);
-  if (job.mode == JobMode::driver) {
-    RankLaunch launch;
-    launch.stream = StreamId::driver();
-    launch.command = job.entrypoint;
-    EnvMap env = build_process_env(job, atl, head_site(st));
-    env["ATL_RESTART_COUNT"] = restarts;
-    launch.env = to_env_strings(env);
-    launch.working_dir = job.working_dir;
-    st.launches[kDriverStream] = std::move(launch);
-    return true;
-  }
-  std::vector<NodeSlot> slots;
-  for (const auto& pod : st.active) {
-    const JoinedPod* node = st.pods.find(pod);
-    if (!node) {  // lost between the checks and now
-      fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
-      return false;
+  PlanInput in;
+  in.job = &st.job();
+  in.atl = AtlEndpoint{st.address, st.job().job_id};
+  in.head_host = st.config.advertised_host;
+  in.head_pod = head_pod_name(st.job().job_id);
+  in.head_site = head_site(st);
+  in.restarts_used = st.restarts.used();
+  in.ray_bin = st.config.ray_bin;
+  in.ray_python = st.config.ray_python;
+  in.ray_ready_wait = kRayReadyWait;
+  if (st.job().mode != JobMode::driver) {
+    for (const auto& pod : st.active) {
+      const NodeInfo* info = st.pods.info(pod);
+      if (!info) {  // lost between the checks and now
+        fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
+        return false;
+      }
+      in.active.push_back({*info, pod_site(st, pod)});
     }
-    const NodeInfo& info = node->info;
-    slots.push_back(
-        NodeSlot{pod, info.address, info.interface, info.gpus,
-                 node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources)});
   }
-  auto layout = job.placement ? place_ranks(slots, job.nproc_per_node, *job.placement)
-                              : layout_ranks(slots, job.nproc_per_node);
-  if (!layout) {
-    fail(self, JobEvent::rank_failed, "cannot place ranks: " + layout.error());
+  if (auto planned = st.code.plan(in); !planned) {
+    fail(self, JobEvent::rank_failed, planned.error());
     return false;
-  }
-  st.rank_pods.assign(layout->size(), std::string());
-  for (const auto& placement : *layout) st.rank_pods[placement.rank] = slots[placement.slot].pod;
-  for (const auto& placement : *layout) {
-    RankLaunch launch;
-    launch.stream = StreamId::of_rank(placement.rank);
-    launch.command = job.entrypoint;
-    EnvMap env = build_rank_env(job, slots, *layout, placement, atl);
-    env["ATL_RESTART_COUNT"] = restarts;
-    launch.env = to_env_strings(env);
-    launch.working_dir = job.working_dir;
-    st.launches[placement.rank] = std::move(launch);
   }
   return true;
 }
@@ -250,9 +181,9 @@ void start_command(Actor* self) {
   bool restart = st.state() == JobState::restarting;
   if (!apply(self, JobEvent::checks_passed)) return;
   if (restart) {
-    ++st.attempt;
-    std::string line = "job restarted: attempt " + std::to_string(st.attempt) + " (restart " +
-                       std::to_string(st.restarts.used()) + "/" +
+    st.code.next_attempt();
+    std::string line = "job restarted: attempt " + std::to_string(st.code.attempt()) +
+                       " (restart " + std::to_string(st.restarts.used()) + "/" +
                        std::to_string(st.restarts.budget()) + ")";
     record(self, "restart", line);
     self->send(st.config.sink, print_atom::value, line);
@@ -268,48 +199,36 @@ int streams_per_pod(const State& st) {
 
 std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (stream < 0) return head_pod_name(st.job().job_id);  // the driver, Ray's head
-  if (!st.rank_pods.empty())
-    return static_cast<size_t>(stream) < st.rank_pods.size() ? st.rank_pods[stream] : "";
+  const auto& rank_pods = st.code.rank_pods();
+  if (!rank_pods.empty())
+    return static_cast<size_t>(stream) < rank_pods.size() ? rank_pods[stream] : "";
   auto node = static_cast<size_t>(stream / streams_per_pod(st));
   return node < st.active.size() ? st.active[node] : std::string();
 }
 
 void launch_user_code(Actor* self, LaunchScope scope) {
   auto& st = self->state;
-  const bool driver_only = scope == LaunchScope::driver_only;
-  if (!driver_only) {
-    st.ranks.clear();
-    st.ranks_by_pod.clear();
-    st.ray_cluster_torn_down = false;
-  }
-  clear_groups(self, "user code started again (attempt " + std::to_string(st.attempt) + ")");
+  const std::int32_t attempt = st.code.attempt();
+  clear_groups(self, "user code started again (attempt " + std::to_string(attempt) + ")");
   // Each attempt's output in files of its own (before any line of it).
-  self->send(st.config.sink, attempt_atom::value, st.attempt);
+  self->send(st.config.sink, attempt_atom::value, attempt);
+  auto launches = st.code.begin(scope);
   persist(self);
-  std::map<std::string, std::vector<RankLaunch>> per_pod;
-  for (auto launch : st.launches) {
-    if (driver_only && launch.first != kDriverStream) continue;
-    launch.second.attempt = st.attempt;
-    std::string pod = pod_of_rank(st, launch.first);
-    st.ranks.add(launch.first, pod, st.attempt);
-    st.ranks_by_pod[pod].push_back(launch.first);
-    if (launch.first < 0) {
-      // The head pod's own processes: the driver (and in ray mode Ray's head).
-      caf::actor exec = spawn_executor(self->system(), std::move(launch.second), pod,
-                                       st.config.sink, caf::actor_cast<caf::actor>(self));
-      self->monitor(exec);  // an executor that dies is its process's failure
-      (launch.first == kDriverStream ? st.driver : st.ray_head) = exec;
-    } else {
-      per_pod[pod].push_back(std::move(launch.second));
-    }
+  for (auto& launch : launches.on_head) {
+    // The head pod's own processes: the driver (and in ray mode Ray's head).
+    const bool driver = launch.stream.kind == StreamKind::driver;
+    caf::actor exec = spawn_executor(self->system(), std::move(launch), pod_of_rank(st, -1),
+                                     st.config.sink, caf::actor_cast<caf::actor>(self));
+    self->monitor(exec);  // an executor that dies is its process's failure
+    (driver ? st.driver : st.ray_head) = exec;
   }
-  if (!per_pod.empty())
-    st.log->info("launching {} ranks on {} pods (attempt {})", st.ranks.size(), per_pod.size(),
-                 st.attempt);
-  for (auto& [pod, launches] : per_pod) {
+  if (!launches.by_pod.empty())
+    st.log->info("launching {} ranks on {} pods (attempt {})", st.code.ranks().size(),
+                 launches.by_pod.size(), attempt);
+  for (auto& [pod, batch] : launches.by_pod) {
     const JoinedPod* node = st.pods.find(pod);
     if (!node) continue;  // lost meanwhile: the loss fails the job
-    self->send(node->agent, launch_atom::value, std::move(launches), st.config.sink);
+    self->send(node->agent, launch_atom::value, std::move(batch), st.config.sink);
   }
 }
 
@@ -329,7 +248,7 @@ void fail(Actor* self, JobEvent event, const std::string& reason) {
   if (is_terminal(st.state()) || !apply(self, event)) return;
   st.failure = reason;
   st.log->error("job {} failed: {}", st.job().job_id, reason);
-  if (st.ranks.all_done()) {
+  if (st.code.ranks().all_done()) {
     finalize(self);
     return;
   }
@@ -395,7 +314,7 @@ void finalize(Actor* self) {
   if (st.finalizing) return;
   st.finalizing = true;
   clear_groups(self, "the job ended");
-  st.ranks.end_remaining("abandoned");
+  st.code.end_remaining("abandoned");
   st.config.ending->store(true);
   bool ok = st.state() == JobState::succeeded;
   if (!ok) {
@@ -432,42 +351,7 @@ void on_rank_started(Actor* self, const RankStarted& started) {
       break;
   }
   auto key = user_code_key(started.stream);
-  if (!key) return;
-  auto it = st.ranks.find(*key);
-  if (it == st.ranks.end() || started.attempt != it->second.attempt) return;
-  st.ranks.mark_started(*key, started.pid);
-  on_user_code_progress(self);
-}
-
-// Ray mode in command: the driver decides the job; a Ray node that ends
-// before it is its pod's fault (the whole cluster restarts, within the budget).
-void on_ray_exit(Actor* self, const RankExit& exit, std::int32_t key,
-                 const os::ExitStatus& status) {
-  auto& st = self->state;
-  std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
-  if (key == kDriverStream) {
-    if (exit.error.empty() && status.success()) {
-      if (apply(self, JobEvent::ranks_succeeded)) {
-        // Ray's processes everywhere are stopped; the job ends once they are.
-        stop_user_code(self);
-        if (st.ranks.all_done()) finalize(self);
-      }
-      return;
-    }
-    if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit) {
-      // Ray's nodes that never joined are a ready timeout like pods that never
-      // came: retried within the budget (it needed --restart-on-failure).
-      on_fault(self, {FaultKind::ready_timeout, exit.pod,
-                      "the Ray cluster did not become ready (the driver's log names the pods "
-                      "not alive in Ray)"});
-      return;
-    }
-    on_fault(self, {FaultKind::rank_failed, exit.pod, "the Ray driver " + how});
-    return;
-  }
-  std::string who =
-      key == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
-  on_fault(self, {FaultKind::pod_lost, exit.pod, who + " " + how});
+  if (key && st.code.started(*key, started.attempt, started.pid)) on_user_code_progress(self);
 }
 
 void on_rank_exit(Actor* self, const RankExit& exit) {
@@ -483,63 +367,41 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
       break;
   }
   auto user_key = user_code_key(exit.stream);
-  if (!user_key) return;
+  if (!user_key || !st.code.ended(*user_key, exit)) return;
   const std::int32_t key = *user_key;
-  auto it = st.ranks.find(key);
-  // Reports of an earlier attempt (before a recover) are history.
-  if (it == st.ranks.end() || exit.attempt != it->second.attempt ||
-      !st.ranks.mark_done(key, exit.code, exit.signal, exit.error))
-    return;
   // A driver's placement groups are its own (Ray: the job's): they go with it.
   if (key == kDriverStream && st.job().mode == JobMode::driver)
     clear_groups(self, "the driver ended");
-  os::ExitStatus status{exit.code, exit.signal};
-  if (st.state() == JobState::command && st.job().mode == JobMode::ray) {
-    on_ray_exit(self, exit, key, status);
-  } else if (st.state() == JobState::command) {
-    if (!exit.error.empty()) {
-      // A failure, or with restart_on_failure a fault (the policy decides).
-      on_fault(self, {FaultKind::rank_failed, exit.pod,
-                      rank_label(key) + " on pod " + exit.pod + " could not start: " + exit.error});
-    } else if (!status.success()) {
-      on_fault(self, {FaultKind::rank_failed, exit.pod,
-                      rank_label(key) + " on pod " + exit.pod + " " + status.ended()});
-    } else if (st.ranks.all_done() && apply(self, JobEvent::ranks_succeeded)) {
-      finalize(self);
+  if (st.state() == JobState::command) {
+    ExitMeaning meaning = st.code.meaning(st.job().mode, key, exit);
+    if (meaning.kind == ExitMeaning::Kind::fault) {
+      on_fault(self, meaning.fault);
+    } else if (meaning.kind == ExitMeaning::Kind::succeeded &&
+               apply(self, JobEvent::ranks_succeeded)) {
+      // Ray mode: the driver decided; Ray's processes everywhere are stopped
+      // and the job ends once they are.
+      if (st.job().mode == JobMode::ray) stop_user_code(self);
+      if (st.code.ranks().all_done()) finalize(self);
     }
   } else if (is_terminal(st.state())) {
-    if (st.ranks.all_done()) finalize(self);
+    if (st.code.ranks().all_done()) finalize(self);
   } else if (st.state() == JobState::restarting) {
     maybe_relaunch(self);  // the faulted attempt's ranks are stopping
   } else {
     if (st.job().mode == JobMode::ray && key != kDriverStream)
       on_ray_node_gone_while_parked(
           self, (key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod + " " +
-                    (exit.error.empty() ? status.ended() : "could not start: " + exit.error));
+                    (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
+                                        : "could not start: " + exit.error));
     on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
   }
 }
 
 }  // namespace
 
-RayProcesses ray_processes(const State& st) {
-  RayProcesses p;
-  for (const auto& [stream, r] : st.ranks) {
-    if (stream == kDriverStream) {
-      p.driver_ended = r.done;
-    } else {
-      (r.done ? p.nodes_ended : p.nodes_up) += 1;
-    }
-  }
-  if (!st.ranks.count(kDriverStream)) p.driver_ended = true;
-  return p;
-}
-
 void on_ray_node_gone_while_parked(Actor* self, const std::string& why) {
   auto& st = self->state;
-  if (!ray_cluster_broken(ray_processes(st))) return;  // nothing left running, or already said
-  if (st.ray_cluster_torn_down) return;
-  st.ray_cluster_torn_down = true;
+  if (!st.code.ray_cluster_to_tear_down()) return;  // nothing left running, or already said
   std::string line = why +
                      " while the job was stopped: the rest of the Ray cluster is stopped; "
                      "recover starts Ray and the driver again";
@@ -629,7 +491,7 @@ std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const ca
 void maybe_relaunch(Actor* self) {
   auto& st = self->state;
   if (st.state() != JobState::restarting || st.preflight || st.retry_pending) return;
-  if (!st.ranks.all_done()) return;
+  if (!st.code.ranks().all_done()) return;
   // Enough pods on untainted nodes (spares included)? Else keep waiting.
   if (auto chosen = select_active(self); !chosen) {
     st.log->info("restart waits: {}", chosen.error());
@@ -663,7 +525,7 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
     st.tracked_run = 0;
   }
   const std::int32_t restart = ++st.restart_round;
-  if (!st.ranks.all_done()) {
+  if (!st.code.ranks().all_done()) {
     stop_user_code(self);
     self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
                        static_cast<std::int32_t>(kRestartStopTimer), restart);
@@ -697,7 +559,7 @@ JobEvent failure_event(FaultKind kind) {
 void on_fault(Actor* self, const Fault& reported) {
   auto& st = self->state;
   Fault fault = reported;
-  fault.attempt = st.attempt;  // the attempt it ends (status -v, logs/attempt-K)
+  fault.attempt = st.code.attempt();  // the attempt it ends (status -v, logs/attempt-K)
   const size_t counted_before = st.restarts.history().size();
   const JobState state = st.state();
   switch (st.restarts.respond(state, fault)) {
@@ -782,14 +644,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
     }
     st.last_lost_node = node;
   }
-  // Through the per-pod indexes: a loss costs that pod's ranks, not the job's
-  // (a walk over every rank made a batch of lost pods stall the supervisor).
-  if (auto idx = st.ranks_by_pod.find(pod); idx != st.ranks_by_pod.end()) {
-    for (std::int32_t stream : idx->second) {
-      auto r = st.ranks.find(stream);
-      if (r != st.ranks.end() && r->second.pod == pod) st.ranks.mark_done(stream, 0, 0, "pod lost");
-    }
-  }
+  st.code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
   // Debug commands on that pod end too (their waiters get an answer).
   std::vector<RankExit> lost;
   if (auto idx = st.run_ranks_by_pod.find(pod); idx != st.run_ranks_by_pod.end()) {
@@ -815,7 +670,7 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
       if (st.job().mode == JobMode::ray) on_ray_node_gone_while_parked(self, fault.detail);
       on_user_code_progress(self);
     }
-  } else if (st.ranks.all_done()) {
+  } else if (st.code.ranks().all_done()) {
     finalize(self);
   }
 }
@@ -926,9 +781,9 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     *head_exec = caf::actor{};
     if (msg.reason != caf::exit_reason::normal) {
       // It never reported: its process's fate is unknown, so it failed.
-      auto record = st.ranks.find(stream);
+      auto record = st.code.ranks().find(stream);
       RankExit lost{user_code_stream(stream),
-                    record == st.ranks.end() ? st.attempt : record->second.attempt,
+                    record == st.code.ranks().end() ? st.code.attempt() : record->second.attempt,
                     head_pod_name(st.job().job_id),
                     255,
                     0,
@@ -971,105 +826,6 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
 
 }  // namespace
 
-nlohmann::json taints_view(const State& st) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& [node, t] : st.taints.all())
-    j.push_back({{"node", node},
-                 {"source", to_string(t.source)},
-                 {"reason", t.reason},
-                 {"since_ms", t.since_unix_ms}});
-  return j;
-}
-
-std::string events_json(const State& st) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& e : st.events)
-    j.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}});
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string info_json(const State& st, const StatusPage& page) {
-  nlohmann::json j;
-  j["job_id"] = st.job().job_id;
-  j["state"] = to_string(st.state());
-  j["mode"] = to_string(st.job().mode);
-  j["address"] = st.address;
-  j["workers"] = st.job().workers;
-  j["nproc_per_node"] = st.job().nproc_per_node;
-  j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
-  j["attempt"] = st.attempt;
-  j["restarts"] = st.restarts.used();
-  j["max_restarts"] = st.restarts.budget();
-  j["restart_on_failure"] = st.restarts.options().restart_on_failure;
-  j["attempts"] = st.restarts.attempt_lines();
-  if (!st.failure.empty()) j["failure"] = st.failure;
-  j["pods"] = nlohmann::json::array();
-  std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
-  std::size_t pod_index = 0;
-  const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
-  for (const auto& pod : st.pods.expected()) {
-    const char* pod_state = to_string(st.pods.standing(pod));
-    ++pod_counts[pod_state];
-    if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
-    nlohmann::json p{{"name", pod}, {"state", pod_state}};
-    bool active = actives.count(pod) > 0;
-    if (const std::string* machine = st.pods.machine_of(pod)) {
-      p["node"] = *machine;
-      p["tainted"] = st.taints.tainted(*machine);
-      p["role"] = st.taints.tainted(*machine) ? "quarantined" : active ? "active" : "spare";
-    }
-    if (const JoinedPod* it = st.pods.find(pod)) {
-      const NodeInfo& i = it->info;
-      p["address"] = i.address;
-      p["cpus"] = i.cpus;
-      p["gpus"] = i.gpus;
-      p["memory"] = i.memory;
-      p["shm"] = i.shm;
-      if (auto quiet = st.liveness.silence(pod, std::chrono::steady_clock::now()))
-        p["heartbeat_age_ms"] = quiet->count();
-    }
-    j["pods"].push_back(p);
-  }
-  j["pods_total"] = st.pods.expected().size();
-  j["pod_counts"] = pod_counts;
-  // Rank counts come from the table's counters, not from a walk.
-  const std::size_t started_or_done = st.ranks.size() - st.ranks.starting_count();
-  j["rank_counts"] = {{"starting", st.ranks.starting_count()},
-                      {"running", started_or_done - st.ranks.done_count()},
-                      {"exited", st.ranks.done_count()}};
-  j["ranks_total"] = st.ranks.size();
-  j["ranks"] = nlohmann::json::array();
-  std::size_t rank_index = 0;
-  for (const auto& [stream, r] : st.ranks) {
-    if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
-    nlohmann::json rj{{"stream", stream_name(user_code_stream(stream))},
-                      {"pod", r.pod},
-                      {"pid", r.pid},
-                      {"state", r.done      ? "exited"
-                                : r.started ? "running"
-                                            : "starting"}};
-    if (stream >= 0) rj["rank"] = stream;  // not for the driver or Ray's head
-    if (r.done) {
-      rj["exit_code"] = r.code;
-      rj["signal"] = r.signal;
-      if (!r.note.empty()) rj["note"] = r.note;
-    }
-    j["ranks"].push_back(rj);
-  }
-  j["runs"] = runs_view(st);  // built in place: no dump and parse again
-  j["checks"] = checks_view(st);
-  j["figures"] = nlohmann::json::array();
-  for (const auto& [key, value] : st.burn_figures) {
-    const auto& [pod, gpu, metric, size] = key;
-    nlohmann::json f{{"pod", pod}, {"gpu", gpu}, {"metric", metric}, {"value", value}};
-    if (!size.empty()) f["size"] = size;
-    j["figures"].push_back(f);
-  }
-  j["spare_workers"] = st.job().spare_workers;
-  j["taints"] = taints_view(st);
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 namespace {
 
 // At start: a record of this job in the durable state means the head was
@@ -1087,7 +843,8 @@ bool resume(Actor* self) {
     return true;
   }
   const os::JobRecord& r = *st.config.resumed;
-  st.attempt = os::resumed_attempt(r);  // log directories of earlier attempts stay as they are
+  st.code.set_attempt(
+      os::resumed_attempt(r));  // log directories of earlier attempts stay as they are
   if (r.state == "succeeded" || r.state == "failed") {
     st.journal->reset();
     record(self, "state",
@@ -1260,9 +1017,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             break;
           case kRestartStopTimer:
             if (st.state() == JobState::restarting && arg == st.restart_round &&
-                !st.ranks.all_done()) {
+                !st.code.ranks().all_done()) {
               st.log->warn("ranks of the faulted attempt did not all report; going on");
-              st.ranks.end_remaining("did not report after the stop");
+              st.code.end_remaining("did not report after the stop");
               maybe_relaunch(self);
             }
             break;

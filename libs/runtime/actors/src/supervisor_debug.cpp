@@ -31,9 +31,9 @@ bool stops_with_user_code(const State& st, std::int32_t stream) {
 }
 
 bool user_code_stopped(const State& st) {
-  if (st.job().mode != JobMode::ray) return st.ranks.all_done();
-  auto driver = st.ranks.find(kDriverStream);  // ray mode: the driver alone
-  return driver == st.ranks.end() || driver->second.done;
+  if (st.job().mode != JobMode::ray) return st.code.ranks().all_done();
+  auto driver = st.code.ranks().find(kDriverStream);  // ray mode: the driver alone
+  return driver == st.code.ranks().end() || driver->second.done;
 }
 
 bool stop_complete(const State& st) {
@@ -79,25 +79,6 @@ std::string pending_ranks(const RankTable& ranks, bool want_started,
   }
   if (out.empty()) return driver ? "the driver" : "ranks (none)";
   return (driver ? "the driver and ranks " : "ranks ") + out;
-}
-
-nlohmann::json run_status(const DebugRun& run) {
-  nlohmann::json j{{"run", run.id}, {"done", run.ranks.all_done()}, {"tracked", run.tracked}};
-  j["ranks"] = nlohmann::json::array();
-  for (const auto& [rank, r] : run.ranks) {
-    nlohmann::json rj{
-        {"rank", rank},         {"stream", stream_name(StreamId::of_run(run.id, rank))},
-        {"pod", r.pod},         {"pid", r.pid},
-        {"started", r.started}, {"done", r.done}};
-    if (r.done) {
-      rj["code"] = r.code;
-      rj["signal"] = r.signal;
-      if (!r.note.empty()) rj["error"] = r.note;
-    }
-    j["ranks"].push_back(rj);
-  }
-  if (!run.deadline_note.empty()) j["deadline"] = run.deadline_note;
-  return j;
 }
 
 void maybe_answer_start(DebugRun& run) {
@@ -173,7 +154,7 @@ namespace {
 // What the current stop still waits for: "ranks 0,3", "the driver", or the run.
 std::string still_stopping(const State& st) {
   if (st.stopping_run == 0)
-    return pending_ranks(st.ranks, false,
+    return pending_ranks(st.code.ranks(), false,
                          [&](std::int32_t stream) { return stops_with_user_code(st, stream); });
   if (const DebugRun* run = st.runs.find(st.stopping_run))
     return pending_ranks(run->ranks, false) + " of debug run " + std::to_string(st.stopping_run);
@@ -184,8 +165,8 @@ std::string still_stopping(const State& st) {
 // rank's own launch, or in driver mode the worker pod's site.
 std::optional<RankLaunch> debug_base(const State& st, int rank) {
   if (st.job().mode != JobMode::driver) {
-    auto it = st.launches.find(rank);
-    if (it == st.launches.end()) return std::nullopt;
+    auto it = st.code.launches().find(rank);
+    if (it == st.code.launches().end()) return std::nullopt;
     return it->second;
   }
   std::string pod = pod_of_rank(st, rank);
@@ -268,8 +249,9 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
   if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
   // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
   // driver mode: the pod), never the head's own processes (driver, Ray's head).
-  const int world = st.rank_pods.empty() ? static_cast<int>(st.active.size()) * streams_per_pod(st)
-                                         : static_cast<int>(st.rank_pods.size());
+  const int world = st.code.rank_pods().empty()
+                        ? static_cast<int>(st.active.size()) * streams_per_pod(st)
+                        : static_cast<int>(st.code.rank_pods().size());
   auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return usage("-r: " + ranks.error());
   return launch_run(
@@ -317,11 +299,12 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     for (const auto& w : *workers) chosen |= w == pod;
     if (!chosen) continue;
     int first = -1;
-    if (st.rank_pods.empty()) {
+    if (st.code.rank_pods().empty()) {
       first = static_cast<int>(node) * streams_per_pod(st);
     } else {
-      auto it = std::find(st.rank_pods.begin(), st.rank_pods.end(), pod);
-      if (it != st.rank_pods.end()) first = static_cast<int>(it - st.rank_pods.begin());
+      auto it = std::find(st.code.rank_pods().begin(), st.code.rank_pods().end(), pod);
+      if (it != st.code.rank_pods().end())
+        first = static_cast<int>(it - st.code.rank_pods().begin());
     }
     if (first >= 0) {
       ranks.push_back(first);
@@ -411,7 +394,7 @@ Result recover(Actor* self) {
   // Ray mode: the driver alone starts again on a Ray cluster still up.
   LaunchScope scope = LaunchScope::everything;
   if (st.job().mode == JobMode::ray) {
-    switch (ray_recovery(ray_processes(st))) {
+    switch (ray_recovery(st.code.ray_processes())) {
       case RayRecovery::driver_only:
         scope = LaunchScope::driver_only;
         break;
@@ -420,11 +403,12 @@ Result recover(Actor* self) {
       case RayRecovery::driver_stopping:
       case RayRecovery::cluster_stopping:
         return refused(make_error("job is in state debugStop but " +
-                                  pending_ranks(st.ranks, false) +
+                                  pending_ranks(st.code.ranks(), false) +
                                   " are still stopping; retry recover in a moment"));
     }
-  } else if (!stop_complete(st) || !st.ranks.all_done()) {
-    return refused(make_error("job is in state debugStop but " + pending_ranks(st.ranks, false) +
+  } else if (!stop_complete(st) || !st.code.ranks().all_done()) {
+    return refused(make_error("job is in state debugStop but " +
+                              pending_ranks(st.code.ranks(), false) +
                               " are still stopping; retry recover in a moment"));
   }
   if (scope == LaunchScope::everything) {
@@ -435,18 +419,18 @@ Result recover(Actor* self) {
                                 chosen.error() + "; retry recover once the pods are back"));
     if (!plan_user_code(self)) return {wire(ReplyCode::failed), st.failure};
   }
-  ++st.attempt;
+  st.code.next_attempt();
   apply(self, JobEvent::recover);
   st.log->info(scope == LaunchScope::driver_only
                    ? "recovering: the driver starts again on the running Ray cluster (attempt {})"
                    : "recovering: user code restarts from scratch (attempt {})",
-               st.attempt);
+               st.code.attempt());
   launch_user_code(self, scope);
   st.recover_reply = self->make_response_promise<std::int32_t, std::string>();
   st.recover_pending = true;
   // Tagged with this attempt: an earlier recover's timer finds a newer attempt.
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kRecoverStartTimer), st.attempt);
+                     static_cast<std::int32_t>(kRecoverStartTimer), st.code.attempt());
   auto reply = st.recover_reply;
   on_user_code_progress(self);  // nothing to start (no ranks) answers at once
   return reply;
@@ -454,7 +438,7 @@ Result recover(Actor* self) {
 
 void on_user_code_progress(Actor* self) {
   auto& st = self->state;
-  if (st.recover_pending && st.ranks.all_started()) {
+  if (st.recover_pending && st.code.ranks().all_started()) {
     st.recover_pending = false;
     st.recover_reply.deliver(wire(ReplyCode::ok), std::string());
   }
@@ -542,9 +526,9 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       }
       break;
     case kRecoverStartTimer:
-      if (arg == st.attempt && st.recover_pending) {
+      if (arg == st.code.attempt() && st.recover_pending) {
         st.recover_pending = false;
-        st.recover_reply.deliver(wire(ReplyCode::failed), pending_ranks(st.ranks, true) +
+        st.recover_reply.deliver(wire(ReplyCode::failed), pending_ranks(st.code.ranks(), true) +
                                                               " did not start within " +
                                                               format_duration(kStartTimeout));
       }
@@ -558,27 +542,6 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       }
       break;
   }
-}
-
-nlohmann::json checks_view(const State& st) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [pod, v] : st.check_verdicts) {
-    j[pod] = {{"run", v.run}, {"passed", v.passed}};
-    if (!v.passed) j[pod]["reason"] = v.reason;
-  }
-  return j;
-}
-
-nlohmann::json runs_view(const State& st) {
-  nlohmann::json j = nlohmann::json::array();
-  st.runs.for_each([&](std::int32_t id, const DebugRun& run) {
-    j.push_back({{"run", id},
-                 {"command", run.command},
-                 {"tracked", run.tracked},
-                 {"ranks", run.ranks.size()},
-                 {"done", run.ranks.all_done()}});
-  });
-  return j;
 }
 
 void answer_owed_replies(Actor* self, const std::string& why) {

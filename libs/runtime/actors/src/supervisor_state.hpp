@@ -39,6 +39,7 @@
 #include "atl/supervisor/pod_registry.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/task_book.hpp"
+#include "atl/supervisor/user_code.hpp"
 #include "atl/supervisor/waiter_set.hpp"
 
 namespace atl::supervisor {
@@ -111,21 +112,14 @@ struct State {
   std::string address;              // HOST:PORT, for ATL_ADDRESS
   Pods pods;                        // expected (workers + spares), joined, lost; each pod's machine
   std::vector<std::string> active;  // pods of this attempt (ranks, or a driver's workers)
-  // spmd: the pod of each rank (index = rank) this attempt, as laid out.
-  std::vector<std::string> rank_pods;
 
-  // User code: the launch of each stream (rank, or the driver) and how the
-  // current attempt of it is doing. `attempt` grows with every recover.
-  std::map<std::int32_t, RankLaunch> launches;
-  RankTable ranks;
-  // Indexes for a lost pod: its user-code streams (this attempt), and its
-  // (debug run, rank) pairs. May hold stale entries; readers check the pod.
-  std::map<std::string, std::vector<std::int32_t>> ranks_by_pod;
-  std::map<std::string, std::set<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
-  std::int32_t attempt = 1;
+  // User code: each stream's launch, the ranks of the current attempt (it
+  // grows with every restart and recover), and the head pod's executors.
+  UserCode code;
   caf::actor driver;
-  caf::actor ray_head;                 // ray mode: `ray start --head` on this pod
-  bool ray_cluster_torn_down = false;  // ray mode: a node ended while parked; the rest stops
+  caf::actor ray_head;  // ray mode: `ray start --head` on this pod
+  // A lost pod's (debug run, rank) pairs. May hold stale entries; readers check the pod.
+  std::map<std::string, std::set<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
   Promise recover_reply;
   bool recover_pending = false;
 
@@ -218,12 +212,9 @@ bool apply(Actor* self, JobEvent event);
 void record(Actor* self, const std::string& kind, const std::string& text);
 void persist(Actor* self);  // state, attempt, restarts, faults, taints -> the JobStore
 void fail(Actor* self, JobEvent event, const std::string& reason);
-// Starts user code as attempt `st.attempt`: every stream from scratch, or in
-// ray mode (recover on an intact Ray cluster) the driver alone.
-enum class LaunchScope { everything, driver_only };
+// Starts user code as attempt `st.code.attempt()`: every stream from scratch,
+// or in ray mode (recover on an intact Ray cluster) the driver alone.
 void launch_user_code(Actor* self, LaunchScope scope = LaunchScope::everything);
-// Ray mode: how the driver and the Ray nodes of the current attempt are.
-RayProcesses ray_processes(const State& st);
 // Ray mode in a debug state: a Ray node ended (or its pod went), so the rest
 // of the cluster is stopped; recover will start it all again.
 void on_ray_node_gone_while_parked(Actor* self, const std::string& why);
@@ -258,7 +249,9 @@ void on_run_wait_timer(Actor* self, WaiterId waiter);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
-nlohmann::json runs_view(const State& st);  // status's "runs"
+// StatusView (supervisor_status.cpp).
+nlohmann::json run_status(const DebugRun& run);  // run_wait's answer: each rank's state
+nlohmann::json runs_view(const State& st);       // status's "runs"
 std::string events_json(const State& st);
 // status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
 std::string info_json(const State& st, const StatusPage& page = {});

@@ -11,6 +11,7 @@
 
 #include "atl/core/log_stream.hpp"
 #include "atl/core/node_info.hpp"
+#include "atl/core/process_messages.hpp"
 
 namespace atl {
 
@@ -98,32 +99,11 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
            x.gpus, x.memory, x.shm, x.resources);
 }
 
-// One process to run: a rank's entrypoint, the driver, or a debug command.
-struct RankLaunch {
-  StreamId stream;
-  std::int32_t attempt = 0;      // user code: which start of it; debug: the run id
-  std::string command;           // run with /bin/sh -c
-  std::vector<std::string> env;  // "K=V", laid over the node's own environment
-  std::string working_dir;       // empty: the node's working directory
-  bool control = false;          // give it a control channel (atl's own tools: burn, check)
-  std::string scratch_dir;  // absolute; removed once the process's tree is gone (Ray's temp dir)
-};
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
   return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.attempt, x.command, x.env,
            x.working_dir, x.control, x.scratch_dir);
 }
-
-// How a rank's process ended. `error` is set when it could not even start.
-struct RankExit {
-  StreamId stream;
-  std::int32_t attempt = 0;
-  std::string pod;
-  std::int32_t code = 0;
-  std::int32_t signal = 0;
-  std::string error;
-};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
@@ -131,27 +111,10 @@ typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
            x.error);
 }
 
-// Sent by an Executor once its process runs.
-struct RankStarted {
-  StreamId stream;
-  std::int32_t attempt = 0;
-  std::string pod;
-  std::int32_t pid = 0;
-};
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankStarted& x) {
   return f(caf::meta::type_name("atl::RankStarted"), x.stream, x.attempt, x.pod, x.pid);
 }
-
-// A line a process wrote on its control channel, forwarded by its Executor to
-// the supervisor (which answers the Executor with control_atom + a line).
-struct RankNote {
-  StreamId stream;
-  std::int32_t attempt = 0;
-  std::string pod;
-  std::string line;
-};
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RankNote& x) {

@@ -1,0 +1,152 @@
+// StatusView: what status, events, taint list and run_wait show, as JSON
+// objects built in place from the pieces (never dumped and parsed again). No
+// messages are sent from here.
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_set>
+
+#include "atl/core/status_page.hpp"
+#include "supervisor_state.hpp"
+
+namespace atl::supervisor {
+
+nlohmann::json run_status(const DebugRun& run) {
+  nlohmann::json j{{"run", run.id}, {"done", run.ranks.all_done()}, {"tracked", run.tracked}};
+  j["ranks"] = nlohmann::json::array();
+  for (const auto& [rank, r] : run.ranks) {
+    nlohmann::json rj{
+        {"rank", rank},         {"stream", stream_name(StreamId::of_run(run.id, rank))},
+        {"pod", r.pod},         {"pid", r.pid},
+        {"started", r.started}, {"done", r.done}};
+    if (r.done) {
+      rj["code"] = r.code;
+      rj["signal"] = r.signal;
+      if (!r.note.empty()) rj["error"] = r.note;
+    }
+    j["ranks"].push_back(rj);
+  }
+  if (!run.deadline_note.empty()) j["deadline"] = run.deadline_note;
+  return j;
+}
+
+nlohmann::json checks_view(const State& st) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [pod, v] : st.check_verdicts) {
+    j[pod] = {{"run", v.run}, {"passed", v.passed}};
+    if (!v.passed) j[pod]["reason"] = v.reason;
+  }
+  return j;
+}
+
+nlohmann::json runs_view(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  st.runs.for_each([&](std::int32_t id, const DebugRun& run) {
+    j.push_back({{"run", id},
+                 {"command", run.command},
+                 {"tracked", run.tracked},
+                 {"ranks", run.ranks.size()},
+                 {"done", run.ranks.all_done()}});
+  });
+  return j;
+}
+
+nlohmann::json taints_view(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [node, t] : st.taints.all())
+    j.push_back({{"node", node},
+                 {"source", to_string(t.source)},
+                 {"reason", t.reason},
+                 {"since_ms", t.since_unix_ms}});
+  return j;
+}
+
+std::string events_json(const State& st) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& e : st.events)
+    j.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}});
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string info_json(const State& st, const StatusPage& page) {
+  nlohmann::json j;
+  j["job_id"] = st.job().job_id;
+  j["state"] = to_string(st.state());
+  j["mode"] = to_string(st.job().mode);
+  j["address"] = st.address;
+  j["workers"] = st.job().workers;
+  j["nproc_per_node"] = st.job().nproc_per_node;
+  j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
+  j["attempt"] = st.code.attempt();
+  j["restarts"] = st.restarts.used();
+  j["max_restarts"] = st.restarts.budget();
+  j["restart_on_failure"] = st.restarts.options().restart_on_failure;
+  j["attempts"] = st.restarts.attempt_lines();
+  if (!st.failure.empty()) j["failure"] = st.failure;
+  j["pods"] = nlohmann::json::array();
+  std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
+  std::size_t pod_index = 0;
+  const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
+  for (const auto& pod : st.pods.expected()) {
+    const char* pod_state = to_string(st.pods.standing(pod));
+    ++pod_counts[pod_state];
+    if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
+    nlohmann::json p{{"name", pod}, {"state", pod_state}};
+    bool active = actives.count(pod) > 0;
+    if (const std::string* machine = st.pods.machine_of(pod)) {
+      p["node"] = *machine;
+      p["tainted"] = st.taints.tainted(*machine);
+      p["role"] = st.taints.tainted(*machine) ? "quarantined" : active ? "active" : "spare";
+    }
+    if (const JoinedPod* it = st.pods.find(pod)) {
+      const NodeInfo& i = it->info;
+      p["address"] = i.address;
+      p["cpus"] = i.cpus;
+      p["gpus"] = i.gpus;
+      p["memory"] = i.memory;
+      p["shm"] = i.shm;
+      if (auto quiet = st.liveness.silence(pod, std::chrono::steady_clock::now()))
+        p["heartbeat_age_ms"] = quiet->count();
+    }
+    j["pods"].push_back(p);
+  }
+  j["pods_total"] = st.pods.expected().size();
+  j["pod_counts"] = pod_counts;
+  // Rank counts come from the table's counters, not from a walk.
+  const std::size_t started_or_done = st.code.ranks().size() - st.code.ranks().starting_count();
+  j["rank_counts"] = {{"starting", st.code.ranks().starting_count()},
+                      {"running", started_or_done - st.code.ranks().done_count()},
+                      {"exited", st.code.ranks().done_count()}};
+  j["ranks_total"] = st.code.ranks().size();
+  j["ranks"] = nlohmann::json::array();
+  std::size_t rank_index = 0;
+  for (const auto& [stream, r] : st.code.ranks()) {
+    if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
+    nlohmann::json rj{{"stream", stream_name(user_code_stream(stream))},
+                      {"pod", r.pod},
+                      {"pid", r.pid},
+                      {"state", r.done      ? "exited"
+                                : r.started ? "running"
+                                            : "starting"}};
+    if (stream >= 0) rj["rank"] = stream;  // not for the driver or Ray's head
+    if (r.done) {
+      rj["exit_code"] = r.code;
+      rj["signal"] = r.signal;
+      if (!r.note.empty()) rj["note"] = r.note;
+    }
+    j["ranks"].push_back(rj);
+  }
+  j["runs"] = runs_view(st);  // built in place: no dump and parse again
+  j["checks"] = checks_view(st);
+  j["figures"] = nlohmann::json::array();
+  for (const auto& [key, value] : st.burn_figures) {
+    const auto& [pod, gpu, metric, size] = key;
+    nlohmann::json f{{"pod", pod}, {"gpu", gpu}, {"metric", metric}, {"value", value}};
+    if (!size.empty()) f["size"] = size;
+    j["figures"].push_back(f);
+  }
+  j["spare_workers"] = st.job().spare_workers;
+  j["taints"] = taints_view(st);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace atl::supervisor

@@ -1,0 +1,53 @@
+// What the actors say about one process (a rank, the driver, a Ray node, a
+// debug command, a task): how to start it, that it started, a line on its
+// control channel, how it ended. Plain data, so the supervisor's pieces hold
+// them without CAF; their inspect() functions are in atl/actors/messages.hpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "atl/core/log_stream.hpp"
+
+namespace atl {
+
+// One process to run: a rank's entrypoint, the driver, or a debug command.
+struct RankLaunch {
+  StreamId stream;
+  std::int32_t attempt = 0;      // user code: which start of it; debug: the run id
+  std::string command;           // run with /bin/sh -c
+  std::vector<std::string> env;  // "K=V", laid over the node's own environment
+  std::string working_dir;       // empty: the node's working directory
+  bool control = false;          // give it a control channel (atl's own tools: burn, check)
+  std::string scratch_dir;  // absolute; removed once the process's tree is gone (Ray's temp dir)
+};
+
+// How a rank's process ended. `error` is set when it could not even start.
+struct RankExit {
+  StreamId stream;
+  std::int32_t attempt = 0;
+  std::string pod;
+  std::int32_t code = 0;
+  std::int32_t signal = 0;
+  std::string error;
+};
+
+// Sent by an Executor once its process runs.
+struct RankStarted {
+  StreamId stream;
+  std::int32_t attempt = 0;
+  std::string pod;
+  std::int32_t pid = 0;
+};
+
+// A line a process wrote on its control channel, forwarded by its Executor to
+// the supervisor (which answers the Executor with control_atom + a line).
+struct RankNote {
+  StreamId stream;
+  std::int32_t attempt = 0;
+  std::string pod;
+  std::string line;
+};
+
+}  // namespace atl

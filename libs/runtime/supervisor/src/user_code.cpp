@@ -1,0 +1,204 @@
+#include "atl/supervisor/user_code.hpp"
+
+#include <utility>
+
+#include "atl/core/resources.hpp"
+#include "atl/os/child_process.hpp"
+
+namespace atl::supervisor {
+
+std::string user_code_label(std::int32_t key) {
+  return key == kDriverStream ? "the driver" : "rank " + std::to_string(key);
+}
+
+// Ray mode: `ray start --head` on the head pod, `ray start --address` on each
+// active worker pod (its "rank", stream = node rank), and the entrypoint as
+// the driver once Ray's API sees every node.
+Status UserCode::plan_ray(const PlanInput& in) {
+  const JobSpec& job = *in.job;
+  const std::string restarts = std::to_string(in.restarts_used);
+  std::vector<RayPod> workers;
+  for (size_t k = 0; k < in.active.size(); ++k) {
+    const NodeInfo& info = in.active[k].info;
+    const auto stream = static_cast<std::int32_t>(k);
+    workers.push_back({info.pod, info.address});
+    RankLaunch launch;
+    launch.stream = StreamId::of_rank(stream);
+    launch.command = ray_worker_command(job, in.ray_bin, in.head_host, info.address,
+                                        in.ray_ready_wait, static_cast<int>(k));
+    launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
+    EnvMap env = build_process_env(job, in.atl, in.active[k].site);
+    env["ATL_RESTART_COUNT"] = restarts;
+    launch.env = to_env_strings(env);
+    launches_[stream] = std::move(launch);
+    pod_of_[stream] = info.pod;
+  }
+  RankLaunch head;
+  head.stream = StreamId::ray_head();
+  head.command = ray_head_command(job, in.ray_bin, in.head_host);
+  head.scratch_dir = ray_temp_dir(job.job_id, "h");
+  head.env = to_env_strings(build_process_env(job, in.atl, in.head_site));
+  launches_[kRayHeadStream] = std::move(head);
+  pod_of_[kRayHeadStream] = in.head_pod;
+  RankLaunch driver;
+  driver.stream = StreamId::driver();
+  driver.command = ray_driver_command(job, in.ray_python, in.head_host, workers, in.ray_ready_wait);
+  EnvMap env = ray_driver_env(job, in.atl, in.head_site);
+  env["ATL_RESTART_COUNT"] = restarts;
+  driver.env = to_env_strings(env);
+  launches_[kDriverStream] = std::move(driver);
+  pod_of_[kDriverStream] = in.head_pod;
+  return Ok{};
+}
+
+Status UserCode::plan(const PlanInput& in) {
+  const JobSpec& job = *in.job;
+  const std::string restarts = std::to_string(in.restarts_used);
+  if (job.mode == JobMode::spmd) {
+    // Placed first: a plan that does not fit changes nothing.
+    std::vector<NodeSlot> slots;
+    for (const auto& pod : in.active) {
+      const NodeInfo& info = pod.info;
+      slots.push_back(
+          NodeSlot{info.pod, info.address, info.interface, info.gpus,
+                   node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources)});
+    }
+    auto layout = job.placement ? place_ranks(slots, job.nproc_per_node, *job.placement)
+                                : layout_ranks(slots, job.nproc_per_node);
+    if (!layout) return make_error("cannot place ranks: " + layout.error());
+    launches_.clear();
+    pod_of_.clear();
+    rank_pods_.assign(layout->size(), std::string());
+    for (const auto& placement : *layout) {
+      const std::string& pod = slots[placement.slot].pod;
+      rank_pods_[placement.rank] = pod;
+      RankLaunch launch;
+      launch.stream = StreamId::of_rank(placement.rank);
+      launch.command = job.entrypoint;
+      EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl);
+      env["ATL_RESTART_COUNT"] = restarts;
+      launch.env = to_env_strings(env);
+      launch.working_dir = job.working_dir;
+      launches_[placement.rank] = std::move(launch);
+      pod_of_[placement.rank] = pod;
+    }
+    return Ok{};
+  }
+  launches_.clear();
+  pod_of_.clear();
+  rank_pods_.clear();
+  if (job.mode == JobMode::ray) return plan_ray(in);
+  RankLaunch launch;
+  launch.stream = StreamId::driver();
+  launch.command = job.entrypoint;
+  EnvMap env = build_process_env(job, in.atl, in.head_site);
+  env["ATL_RESTART_COUNT"] = restarts;
+  launch.env = to_env_strings(env);
+  launch.working_dir = job.working_dir;
+  launches_[kDriverStream] = std::move(launch);
+  pod_of_[kDriverStream] = in.head_pod;
+  return Ok{};
+}
+
+AttemptLaunches UserCode::begin(LaunchScope scope) {
+  const bool driver_only = scope == LaunchScope::driver_only;
+  if (!driver_only) {
+    ranks_.clear();
+    by_pod_.clear();
+    ray_torn_down_ = false;
+  }
+  AttemptLaunches out;
+  for (const auto& [stream, planned] : launches_) {
+    if (driver_only && stream != kDriverStream) continue;
+    RankLaunch launch = planned;
+    launch.attempt = attempt_;
+    const std::string& pod = pod_of_[stream];
+    ranks_.add(stream, pod, attempt_);
+    by_pod_[pod].push_back(stream);
+    if (stream < 0) {
+      out.on_head.push_back(std::move(launch));
+    } else {
+      out.by_pod[pod].push_back(std::move(launch));
+    }
+  }
+  return out;
+}
+
+bool UserCode::started(std::int32_t key, std::int32_t attempt, std::int32_t pid) {
+  auto it = ranks_.find(key);
+  if (it == ranks_.end() || attempt != it->second.attempt) return false;
+  ranks_.mark_started(key, pid);
+  return true;
+}
+
+bool UserCode::ended(std::int32_t key, const RankExit& exit) {
+  auto it = ranks_.find(key);
+  // Reports of an earlier attempt (before a recover) are history.
+  if (it == ranks_.end() || exit.attempt != it->second.attempt) return false;
+  return ranks_.mark_done(key, exit.code, exit.signal, exit.error);
+}
+
+void UserCode::pod_lost(const std::string& pod) {
+  // Through the per-pod index: a loss costs that pod's ranks, not the job's
+  // (a walk over every rank made a batch of lost pods stall the supervisor).
+  auto idx = by_pod_.find(pod);
+  if (idx == by_pod_.end()) return;
+  for (std::int32_t stream : idx->second) {
+    auto r = ranks_.find(stream);
+    if (r != ranks_.end() && r->second.pod == pod) ranks_.mark_done(stream, 0, 0, "pod lost");
+  }
+}
+
+RayProcesses UserCode::ray_processes() const {
+  RayProcesses p;
+  for (const auto& [stream, r] : ranks_) {
+    if (stream == kDriverStream) {
+      p.driver_ended = r.done;
+    } else {
+      (r.done ? p.nodes_ended : p.nodes_up) += 1;
+    }
+  }
+  if (!ranks_.count(kDriverStream)) p.driver_ended = true;
+  return p;
+}
+
+bool UserCode::ray_cluster_to_tear_down() {
+  if (!ray_cluster_broken(ray_processes()) || ray_torn_down_) return false;
+  ray_torn_down_ = true;
+  return true;
+}
+
+ExitMeaning UserCode::meaning(JobMode mode, std::int32_t key, const RankExit& exit) const {
+  const os::ExitStatus status{exit.code, exit.signal};
+  const std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
+  auto fault = [&](FaultKind kind, std::string detail) {
+    ExitMeaning m;
+    m.kind = ExitMeaning::Kind::fault;
+    m.fault = Fault{kind, exit.pod, std::move(detail)};
+    return m;
+  };
+  if (mode == JobMode::ray) {
+    // The driver decides the job; a Ray node that ends before it is its
+    // pod's fault (the whole cluster restarts, within the budget).
+    if (key == kDriverStream) {
+      if (exit.error.empty() && status.success()) return {ExitMeaning::Kind::succeeded, {}};
+      if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit)
+        // Ray's nodes that never joined are a ready timeout like pods that
+        // never came: retried within the budget.
+        return fault(FaultKind::ready_timeout,
+                     "the Ray cluster did not become ready (the driver's log names the pods "
+                     "not alive in Ray)");
+      return fault(FaultKind::rank_failed, "the Ray driver " + how);
+    }
+    const std::string who =
+        key == kRayHeadStream ? "Ray's head on pod " + exit.pod : "Ray on pod " + exit.pod;
+    return fault(FaultKind::pod_lost, who + " " + how);
+  }
+  // A failure, or with restart_on_failure a fault (the policy decides).
+  if (!exit.error.empty() || !status.success())
+    return fault(FaultKind::rank_failed, user_code_label(key) + " on pod " + exit.pod + " " + how);
+  if (ranks_.all_done()) return {ExitMeaning::Kind::succeeded, {}};
+  return {};
+}
+
+}  // namespace atl::supervisor

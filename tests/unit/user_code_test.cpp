@@ -1,0 +1,234 @@
+#include "atl/supervisor/user_code.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using atl::Fault;
+using atl::FaultKind;
+using atl::JobMode;
+using atl::JobSpec;
+using atl::kDriverStream;
+using atl::kRayHeadStream;
+using atl::NodeInfo;
+using atl::RankExit;
+using atl::StreamId;
+using atl::StreamKind;
+using atl::supervisor::ExitMeaning;
+using atl::supervisor::LaunchScope;
+using atl::supervisor::PlanInput;
+using atl::supervisor::UserCode;
+
+namespace {
+
+JobSpec job_of(JobMode mode, int nproc = 2) {
+  JobSpec job;
+  job.job_id = "jo-u";
+  job.mode = mode;
+  job.entrypoint = "python3 train.py";
+  job.nproc_per_node = nproc;
+  job.working_dir = "/work";
+  return job;
+}
+
+PlanInput input_for(const JobSpec& job, int pods) {
+  PlanInput in;
+  in.job = &job;
+  in.atl = {"10.0.0.1:6000", job.job_id};
+  in.head_host = "10.0.0.1";
+  in.head_pod = "jo-u-head-0";
+  in.head_site = {"jo-u-head-0", "eth0", "10.0.0.1"};
+  in.restarts_used = 2;
+  for (int i = 0; i < pods; ++i) {
+    NodeInfo info;
+    info.pod = "jo-u-worker-" + std::to_string(i);
+    info.address = "10.0.1." + std::to_string(i);
+    info.interface = "eth0";
+    info.cpus = 8;
+    info.gpus = 2;
+    in.active.push_back({info, {info.pod, "eth0", "10.0.0.1"}});
+  }
+  return in;
+}
+
+bool has_env(const atl::RankLaunch& l, const std::string& kv) {
+  return std::find(l.env.begin(), l.env.end(), kv) != l.env.end();
+}
+
+RankExit exit_of(std::int32_t key, std::int32_t attempt, int code = 0, int signal = 0,
+                 std::string error = "") {
+  RankExit e;
+  e.stream = key == kDriverStream    ? StreamId::driver()
+             : key == kRayHeadStream ? StreamId::ray_head()
+                                     : StreamId::of_rank(key);
+  e.attempt = attempt;
+  e.pod = key < 0 ? "jo-u-head-0" : "jo-u-worker-" + std::to_string(key / 2);
+  e.code = code;
+  e.signal = signal;
+  e.error = std::move(error);
+  return e;
+}
+
+}  // namespace
+
+TEST(UserCode, SpmdPlansEveryRankOnItsPodWithItsIdentityAndTheRestartCount) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  ASSERT_EQ(code.launches().size(), 4u);
+  EXPECT_EQ(code.rank_pods(), (std::vector<std::string>{"jo-u-worker-0", "jo-u-worker-0",
+                                                        "jo-u-worker-1", "jo-u-worker-1"}));
+  const auto& r3 = code.launches().at(3);
+  EXPECT_EQ(r3.stream, StreamId::of_rank(3));
+  EXPECT_EQ(r3.command, "python3 train.py");
+  EXPECT_EQ(r3.working_dir, "/work");
+  EXPECT_TRUE(has_env(r3, "RANK=3"));
+  EXPECT_TRUE(has_env(r3, "WORLD_SIZE=4"));
+  EXPECT_TRUE(has_env(r3, "ATL_RESTART_COUNT=2"));
+}
+
+TEST(UserCode, AnAttemptStampsItsLaunchesAndSendsEachPodItsOwn) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  code.set_attempt(3);
+  auto launches = code.begin(LaunchScope::everything);
+  EXPECT_TRUE(launches.on_head.empty());
+  ASSERT_EQ(launches.by_pod.size(), 2u);
+  ASSERT_EQ(launches.by_pod.at("jo-u-worker-1").size(), 2u);
+  EXPECT_EQ(launches.by_pod.at("jo-u-worker-1")[0].stream, StreamId::of_rank(2));
+  EXPECT_EQ(launches.by_pod.at("jo-u-worker-1")[0].attempt, 3);
+  EXPECT_EQ(code.ranks().size(), 4u);
+  EXPECT_EQ(code.ranks().starting_count(), 4u);
+}
+
+TEST(UserCode, OnlyThisAttemptsReportsCountAndEachEndOnce) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 1)).ok());
+  code.begin(LaunchScope::everything);  // attempt 1
+  code.next_attempt();
+  code.begin(LaunchScope::everything);    // attempt 2
+  EXPECT_FALSE(code.started(0, 1, 100));  // a late report of attempt 1
+  EXPECT_TRUE(code.started(0, 2, 200));
+  EXPECT_FALSE(code.started(7, 2, 1));  // no such rank
+  EXPECT_FALSE(code.ended(0, exit_of(0, 1)));
+  EXPECT_TRUE(code.ended(0, exit_of(0, 2)));
+  EXPECT_FALSE(code.ended(0, exit_of(0, 2)));  // a second end
+  EXPECT_FALSE(code.ranks().all_done());
+}
+
+TEST(UserCode, SpmdSucceedsWhenTheLastRankEndsWellAndFailsOnTheFirstThatDoesNot) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 1)).ok());
+  code.begin(LaunchScope::everything);
+  ASSERT_TRUE(code.ended(0, exit_of(0, 1)));
+  EXPECT_EQ(code.meaning(JobMode::spmd, 0, exit_of(0, 1)).kind, ExitMeaning::Kind::nothing_yet);
+  ASSERT_TRUE(code.ended(1, exit_of(1, 1)));
+  EXPECT_EQ(code.meaning(JobMode::spmd, 1, exit_of(1, 1)).kind, ExitMeaning::Kind::succeeded);
+
+  auto failed = code.meaning(JobMode::spmd, 1, exit_of(1, 1, 3));
+  ASSERT_EQ(failed.kind, ExitMeaning::Kind::fault);
+  EXPECT_EQ(failed.fault.kind, FaultKind::rank_failed);
+  EXPECT_EQ(failed.fault.pod, "jo-u-worker-0");
+  EXPECT_EQ(failed.fault.detail, "rank 1 on pod jo-u-worker-0 ended with exit code 3");
+  auto killed = code.meaning(JobMode::spmd, 1, exit_of(1, 1, 0, 9));
+  EXPECT_EQ(killed.fault.detail, "rank 1 on pod jo-u-worker-0 was killed by signal 9 (SIGKILL)");
+  auto unstarted = code.meaning(JobMode::spmd, 0, exit_of(0, 1, 0, 0, "no such file"));
+  EXPECT_EQ(unstarted.fault.detail, "rank 0 on pod jo-u-worker-0 could not start: no such file");
+}
+
+TEST(UserCode, APlacementThatDoesNotFitChangesNothing) {
+  JobSpec job = job_of(JobMode::spmd, 1);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  atl::RankPlacementSpec spread;
+  spread.bundle = atl::Resources{{"GPU", 8 * 10000}};  // eight GPUs a rank: no pod has them
+  job.placement = spread;
+  auto refused = code.plan(input_for(job, 2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().rfind("cannot place ranks: ", 0), 0u) << refused.error();
+  EXPECT_EQ(code.launches().size(), 2u);  // the earlier plan stands
+}
+
+TEST(UserCode, ALostPodEndsItsRanksOnly) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  code.begin(LaunchScope::everything);
+  code.pod_lost("jo-u-worker-1");
+  EXPECT_EQ(code.ranks().done_count(), 2u);
+  EXPECT_TRUE(code.ranks().find(2)->second.done);
+  EXPECT_FALSE(code.ranks().find(0)->second.done);
+  code.pod_lost("jo-u-worker-9");  // no ranks there
+  EXPECT_EQ(code.ranks().done_count(), 2u);
+  EXPECT_EQ(code.end_remaining("abandoned"), 2u);
+  EXPECT_TRUE(code.ranks().all_done());
+}
+
+TEST(UserCode, DriverModeRunsOneDriverOnTheHeadPod) {
+  JobSpec job = job_of(JobMode::driver);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 0)).ok());
+  ASSERT_EQ(code.launches().size(), 1u);
+  EXPECT_TRUE(code.rank_pods().empty());
+  auto launches = code.begin(LaunchScope::everything);
+  ASSERT_EQ(launches.on_head.size(), 1u);
+  EXPECT_EQ(launches.on_head[0].stream.kind, StreamKind::driver);
+  EXPECT_TRUE(has_env(launches.on_head[0], "ATL_RESTART_COUNT=2"));
+  EXPECT_EQ(code.ranks().find(kDriverStream)->second.pod, "jo-u-head-0");
+  ASSERT_TRUE(code.ended(kDriverStream, exit_of(kDriverStream, 1, 1)));
+  auto m = code.meaning(JobMode::driver, kDriverStream, exit_of(kDriverStream, 1, 1));
+  EXPECT_EQ(m.fault.detail, "the driver on pod jo-u-head-0 ended with exit code 1");
+}
+
+TEST(UserCode, RayModeStartsHeadNodesAndDriverAndTheDriverDecides) {
+  JobSpec job = job_of(JobMode::ray);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  auto launches = code.begin(LaunchScope::everything);
+  ASSERT_EQ(launches.on_head.size(), 2u);  // the driver and Ray's head
+  ASSERT_EQ(launches.by_pod.size(), 2u);
+  EXPECT_EQ(launches.by_pod.at("jo-u-worker-1")[0].stream, StreamId::of_rank(1));
+  EXPECT_NE(launches.by_pod.at("jo-u-worker-1")[0].command.find("--address"), std::string::npos);
+  EXPECT_EQ(code.meaning(JobMode::ray, kDriverStream, exit_of(kDriverStream, 1)).kind,
+            ExitMeaning::Kind::succeeded);  // Ray's nodes still run: they are stopped
+  auto not_ready =
+      code.meaning(JobMode::ray, kDriverStream, exit_of(kDriverStream, 1, atl::kRayNotReadyExit));
+  EXPECT_EQ(not_ready.fault.kind, FaultKind::ready_timeout);
+  auto driver = code.meaning(JobMode::ray, kDriverStream, exit_of(kDriverStream, 1, 1));
+  EXPECT_EQ(driver.fault.kind, FaultKind::rank_failed);
+  EXPECT_EQ(driver.fault.detail, "the Ray driver ended with exit code 1");
+  auto node = code.meaning(JobMode::ray, 1, exit_of(1, 1, 0, 9));
+  EXPECT_EQ(node.fault.kind, FaultKind::pod_lost);
+  EXPECT_EQ(node.fault.detail, "Ray on pod jo-u-worker-0 was killed by signal 9 (SIGKILL)");
+  auto head = code.meaning(JobMode::ray, kRayHeadStream, exit_of(kRayHeadStream, 1, 1));
+  EXPECT_EQ(head.fault.detail, "Ray's head on pod jo-u-head-0 ended with exit code 1");
+}
+
+TEST(UserCode, RayTearsDownOnceAnAttemptWhenANodeEndsAndRecoverCanRestartTheDriverAlone) {
+  JobSpec job = job_of(JobMode::ray);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  code.begin(LaunchScope::everything);
+  EXPECT_FALSE(code.ray_cluster_to_tear_down());  // all up
+  ASSERT_TRUE(code.ended(kDriverStream, exit_of(kDriverStream, 1)));
+  auto p = code.ray_processes();
+  EXPECT_TRUE(p.driver_ended);
+  EXPECT_EQ(p.nodes_up, 3);
+  // Parked in debugStop with Ray intact: recover starts the driver alone.
+  code.next_attempt();
+  auto again = code.begin(LaunchScope::driver_only);
+  ASSERT_EQ(again.on_head.size(), 1u);
+  EXPECT_EQ(again.on_head[0].stream.kind, StreamKind::driver);
+  EXPECT_EQ(again.on_head[0].attempt, 2);
+  EXPECT_TRUE(again.by_pod.empty());
+  EXPECT_FALSE(code.ray_processes().driver_ended);
+  // A Ray node ends while parked: the rest is torn down, once.
+  code.pod_lost("jo-u-worker-1");
+  EXPECT_TRUE(code.ray_cluster_to_tear_down());
+  EXPECT_FALSE(code.ray_cluster_to_tear_down());
+}
