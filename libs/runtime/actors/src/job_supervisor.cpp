@@ -516,13 +516,12 @@ void begin_restart(Actor* self, const Fault& fault, bool counted) {
   record(self, "restart", line);
   self->send(st.config.sink, print_atom::value, line);
   st.preflight.reset();  // a pre-flight under way is moot
-  if (before == JobState::debugCommand && st.tracked_run != 0) {
+  if (before == JobState::debugCommand && st.debug.tracked() != 0) {
     // The debug command that held the job ends with the attempt it parked.
-    if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
+    const RunId run = st.debug.release_tracked();
     auto grace = static_cast<std::int64_t>(st.job().grace.count());
     for (const auto& [pod, node] : st.pods.joined_pods())
-      self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
-    st.tracked_run = 0;
+      self->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
   }
   const std::int32_t restart = ++st.restart_round;
   if (!st.code.ranks().all_done()) {
@@ -646,17 +645,10 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   }
   st.code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
   // Debug commands on that pod end too (their waiters get an answer).
-  std::vector<RankExit> lost;
-  if (auto idx = st.run_ranks_by_pod.find(pod); idx != st.run_ranks_by_pod.end()) {
-    for (const auto& [id, rank] : idx->second) {
-      auto* run = st.runs.find(id);
-      if (!run) continue;
-      auto r = run->ranks.find(rank);
-      if (r != run->ranks.end() && r->second.pod == pod && !r->second.done)
-        lost.push_back({StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"});
-    }
+  for (const auto& [id, rank] : st.debug.running_on(pod)) {
+    RankExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"};
+    on_debug_exit(self, lost, lost.stream);
   }
-  for (const auto& exit : lost) on_debug_exit(self, exit, exit.stream);
   // A pre-flight under way is moot: in restarting the pod is awaited and the
   // pre-flight reruns when it is back; in initializing the loss decides.
   st.preflight.reset();
@@ -885,7 +877,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.tasks = TaskBook(st.config.finished_kept);
-  st.runs = BoundedHistory<std::int32_t, DebugRun>(st.config.finished_kept);
+  st.debug = DebugRuns<Promise, RunMember>(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();

@@ -3,8 +3,10 @@
 // here (the hosts reach the supervisor only, so BASP routes them through this
 // node anyway): the supervisor monitors each host and answers every pending
 // call of one that dies, so a caller never waits past its timeout for a
-// reply that cannot come.
+// reply that cannot come. The directory itself is ActorDirectory (pure); this
+// is its shell: monitors, forwarded calls, pings.
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "atl/core/duration.hpp"
 #include "atl/core/quote.hpp"
@@ -14,50 +16,37 @@ namespace atl::supervisor {
 
 namespace {
 
-constexpr size_t kMaxNameLength = 128;
-
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
-  for (unsigned char c : name)
-    if (c < 0x21 || c > 0x7e) return false;
-  return true;
+void answer_all(std::map<CallId, Promise>& pending, ReplyCode code, const std::string& text) {
+  for (auto& [id, p] : pending)
+    if (p.pending()) p.deliver(wire(code), text);
+  pending.clear();
 }
 
-void answer_pending(State::NamedActor& a, std::int32_t code, const std::string& text) {
-  for (auto& [id, p] : a.pending)
-    if (p.pending()) p.deliver(code, text);
-  a.pending.clear();
-}
+Result refused(const Refusal& r) { return {wire(r.code), r.text}; }
 
 }  // namespace
 
 Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,
                       const std::string& owner) {
   auto& st = self->state;
-  if (!valid_name(name))
-    return {wire(ReplyCode::usage),
-            "bad actor name " + quote(name) + " (1 to 128 printable characters, no spaces)"};
-  if (!handle) return {wire(ReplyCode::usage), "no actor given for " + quote(name)};
+  std::optional<std::string> closed;
   if (is_terminal(st.state()) || st.finalizing)
-    return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(st.state())) +
-                                          ": it has ended, no new actors"};
-  auto it = st.named.find(name);
-  if (it != st.named.end())
-    return {wire(ReplyCode::refused), "an actor named " + quote(name) +
-                                          " exists already (hosted by " + it->second.owner + ")"};
+    closed =
+        "job is in state " + std::string(to_string(st.state())) + ": it has ended, no new actors";
+  if (auto no = st.named.add(name, handle, static_cast<bool>(handle), owner, closed))
+    return refused(*no);
   self->monitor(handle);
-  st.named[name] = {handle, owner, 0, {}};
   st.log->info("actor {} hosted by {}", name, owner);
   return {wire(ReplyCode::ok), std::string()};
 }
 
 Result unregister_actor(Actor* self, const std::string& name) {
   auto& st = self->state;
-  auto it = st.named.find(name);
-  if (it == st.named.end()) return {wire(ReplyCode::usage), "no actor named " + quote(name)};
-  self->demonitor(it->second.handle);
-  answer_pending(it->second, 1, "actor " + quote(name) + " was closed by its host");
-  st.named.erase(it);
+  auto removed = st.named.remove(name);
+  if (auto* no = std::get_if<Refusal>(&removed)) return refused(*no);
+  auto& entry = std::get<Actors::Entry>(removed);
+  self->demonitor(entry.handle);
+  answer_all(entry.pending, ReplyCode::failed, "actor " + quote(name) + " was closed by its host");
   st.log->info("actor {} closed", name);
   return {wire(ReplyCode::ok), std::string()};
 }
@@ -65,22 +54,19 @@ Result unregister_actor(Actor* self, const std::string& name) {
 Result call_actor(Actor* self, const std::string& name, const std::string& request,
                   std::int64_t timeout_ms) {
   auto& st = self->state;
-  auto it = st.named.find(name);
-  if (it == st.named.end()) return {wire(ReplyCode::usage), "no actor named " + quote(name)};
-  if (timeout_ms <= 0) return {wire(ReplyCode::usage), "a call needs a timeout above 0"};
-  auto promise = self->make_response_promise<std::int32_t, std::string>();
-  const std::int64_t id = st.next_call++;
-  it->second.pending.emplace(id, promise);
-  ++it->second.calls;
+  Promise promise;
+  auto called = st.named.call(name, timeout_ms, [&] {
+    promise = self->make_response_promise<std::int32_t, std::string>();
+    return promise;
+  });
+  if (auto* no = std::get_if<Refusal>(&called)) return refused(*no);
+  const CallId id = std::get<CallId>(called);
   auto finish = [self, name, id](std::int32_t code, std::string text) {
-    auto a = self->state.named.find(name);
-    if (a == self->state.named.end()) return;  // answered when it went
-    auto p = a->second.pending.find(id);
-    if (p == a->second.pending.end()) return;
-    p->second.deliver(code, std::move(text));
-    a->second.pending.erase(p);
+    // None: the actor went meanwhile, and its callers were answered then.
+    if (auto reply = self->state.named.answered(name, id)) reply->deliver(code, std::move(text));
   };
-  self->request(it->second.handle, std::chrono::milliseconds(timeout_ms), call_atom::value, request)
+  self->request(st.named.find(name)->handle, std::chrono::milliseconds(timeout_ms),
+                call_atom::value, request)
       .then([finish](std::int32_t code, std::string& reply) { finish(code, std::move(reply)); },
             [self, finish, name, timeout_ms](caf::error& err) {
               if (err == caf::sec::request_timeout) {
@@ -100,14 +86,12 @@ namespace {
 void declare_dead(Actor* self, const std::string& name, const caf::actor& handle,
                   const std::string& why) {
   auto& st = self->state;
-  auto it = st.named.find(name);
-  if (it == st.named.end() || it->second.handle != handle) return;  // gone or replaced
-  std::string line =
-      "the host of actor " + quote(name) + " (" + it->second.owner + ") is gone: " + why;
+  auto entry = st.named.drop_if(name, handle);
+  if (!entry) return;  // gone or replaced
+  std::string line = "the host of actor " + quote(name) + " (" + entry->owner + ") is gone: " + why;
   st.log->warn("{}", line);
   self->demonitor(handle);
-  answer_pending(it->second, 1, line);
-  st.named.erase(it);
+  answer_all(entry->pending, ReplyCode::failed, line);
 }
 
 }  // namespace
@@ -115,43 +99,34 @@ void declare_dead(Actor* self, const std::string& name, const caf::actor& handle
 void ping_actor_hosts(Actor* self) {
   auto& st = self->state;
   const auto timeout = st.job().heartbeat.timeout;
-  for (auto& [name, a] : st.named) {
-    if (a.pinging) continue;
-    a.pinging = true;
-    caf::actor handle = a.handle;
+  for (auto& [name, handle] : st.named.to_ping()) {
     self->request(handle, timeout, heartbeat_atom::value)
-        .then(
-            [self, name = name, handle](bool) {
-              auto it = self->state.named.find(name);
-              if (it != self->state.named.end() && it->second.handle == handle)
-                it->second.pinging = false;
-            },
-            [self, name = name, handle, timeout](caf::error& err) {
-              declare_dead(self, name, handle,
-                           err == caf::sec::request_timeout
-                               ? "no answer to a heartbeat for " + format_duration(timeout)
-                               : self->system().render(err));
-            });
+        .then([self, name = name, handle = handle](bool) { self->state.named.pong(name, handle); },
+              [self, name = name, handle = handle, timeout](caf::error& err) {
+                declare_dead(self, name, handle,
+                             err == caf::sec::request_timeout
+                                 ? "no answer to a heartbeat for " + format_duration(timeout)
+                                 : self->system().render(err));
+              });
   }
 }
 
 bool on_actor_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
-  for (auto it = st.named.begin(); it != st.named.end(); ++it) {
-    if (it->second.handle.address() != msg.source) continue;
-    std::string why = "the host of actor " + quote(it->first) + " (" + it->second.owner +
-                      ") is gone: " + self->system().render(msg.reason);
-    st.log->warn("{}", why);
-    answer_pending(it->second, 1, why);
-    st.named.erase(it);
-    return true;
-  }
-  return false;
+  auto gone =
+      st.named.drop_where([&](const caf::actor& handle) { return handle.address() == msg.source; });
+  if (!gone) return false;
+  auto& [name, entry] = *gone;
+  std::string why = "the host of actor " + quote(name) + " (" + entry.owner +
+                    ") is gone: " + self->system().render(msg.reason);
+  st.log->warn("{}", why);
+  answer_all(entry.pending, ReplyCode::failed, why);
+  return true;
 }
 
 std::string actors_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& [name, a] : st.named)
+  for (const auto& [name, a] : st.named.entries())
     j.push_back(
         {{"name", name}, {"owner", a.owner}, {"calls", a.calls}, {"pending", a.pending.size()}});
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

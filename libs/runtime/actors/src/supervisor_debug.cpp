@@ -37,12 +37,11 @@ bool user_code_stopped(const State& st) {
 }
 
 bool stop_complete(const State& st) {
-  if (st.stopping_run == 0) return user_code_stopped(st);
-  if (st.stopping_run > 0) {
-    const DebugRun* run = st.runs.find(st.stopping_run);
-    return !run || run->ranks.all_done();
-  }
-  return true;
+  const auto& stopping = st.debug.stopping();
+  if (!stopping) return true;
+  if (stopping->user_code) return user_code_stopped(st);
+  const DebugRun* run = st.debug.find(stopping->run);
+  return !run || run->ranks.all_done();
 }
 
 // The current stop is over (its processes ended, or it is given up): its
@@ -51,15 +50,14 @@ void answer_stop_waiters(Actor* self, ReplyCode code, const std::string& text) {
   auto& st = self->state;
   for (auto& p : st.stop_waiters) p.deliver(wire(code), text);
   st.stop_waiters.clear();
-  st.stopping_run = -1;
-  st.stop_settled = st.stop_generation;
+  st.debug.settle_stop();
 }
 
 // Settles the current stop once what it stops has ended, waited for or not:
 // an operator's stop_wait that arrives after another's recover must find its
 // stop over, not the new attempt running.
 void check_stop(Actor* self) {
-  if (self->state.stopping_run != -1 && stop_complete(self->state))
+  if (self->state.debug.stopping() && stop_complete(self->state))
     answer_stop_waiters(self, ReplyCode::ok, "");
 }
 
@@ -96,17 +94,6 @@ void answer_run_waiters(State& st, DebugRun& run) {
     if (p.pending()) p.deliver(wire(ReplyCode::ok), status);
 }
 
-// A run whose every rank ended joins the bounded history of ended runs; the
-// oldest beyond config.finished_kept are dropped (and their index entries).
-void retire(State& st, std::int32_t id) {
-  for (const auto& [old_id, old] : st.runs.finish(id))
-    for (const auto& [rank, r] : old.ranks)
-      if (auto idx = st.run_ranks_by_pod.find(r.pod); idx != st.run_ranks_by_pod.end()) {
-        idx->second.erase({old_id, rank});
-        if (idx->second.empty()) st.run_ranks_by_pod.erase(idx);
-      }
-}
-
 }  // namespace
 
 Result begin_stop(Actor* self) {
@@ -114,25 +101,24 @@ Result begin_stop(Actor* self) {
   if (auto allowed = allow(DebugCommand::stop, st.state()); !allowed) return refused(allowed);
   JobState before = st.state();
   // Already stopped (or stopping): the caller waits for the same stop.
-  if (before == JobState::debugStop) return ok(std::to_string(st.stop_generation));
+  if (before == JobState::debugStop) return ok(std::to_string(st.debug.latest_stop()));
   apply(self, JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
+  StopId op = 0;
   if (before == JobState::command) {
-    st.stopping_run = 0;
+    op = st.debug.begin_stop(StopTarget{true, 0});
     if (st.job().mode == JobMode::ray) {
       if (st.driver) self->send(st.driver, stop_atom::value, grace);  // Ray stays up
     } else {
       stop_user_code(self);
     }
   } else {  // debugCommand: end the tracked run; run -f commands keep going
-    st.stopping_run = st.tracked_run;
     // A check stopped by an operator gives no verdict on its nodes.
-    if (auto* run = st.runs.find(st.tracked_run)) run->stopped = true;
+    const RunId run = st.debug.release_tracked();
+    op = st.debug.begin_stop(StopTarget{false, run});
     for (const auto& [pod, node] : st.pods.joined_pods())
-      self->send(node.agent, stop_atom::value, StreamId::of_run(st.tracked_run, 0), grace);
-    st.tracked_run = 0;
+      self->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
   }
-  const std::int32_t op = ++st.stop_generation;
   self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
                      static_cast<std::int32_t>(kDebugStopTimer), op);
   check_stop(self);  // nothing was running: over at once
@@ -141,9 +127,14 @@ Result begin_stop(Actor* self) {
 
 Result await_stop(Actor* self, std::int32_t op) {
   auto& st = self->state;
-  if (op < 1 || op > st.stop_generation) return usage("there is no stop " + std::to_string(op));
-  // That stop is over: maybe another operator recovered the job since.
-  if (op <= st.stop_settled) return ok();
+  switch (st.debug.wait_for(op)) {
+    case DebugRuns<Promise, RunMember>::StopWait::unknown:
+      return usage("there is no stop " + std::to_string(op));
+    case DebugRuns<Promise, RunMember>::StopWait::over:
+      return ok();  // that stop is over: maybe another operator recovered the job since
+    case DebugRuns<Promise, RunMember>::StopWait::pending:
+      break;
+  }
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   st.stop_waiters.push_back(promise);
   return promise;
@@ -153,12 +144,13 @@ namespace {
 
 // What the current stop still waits for: "ranks 0,3", "the driver", or the run.
 std::string still_stopping(const State& st) {
-  if (st.stopping_run == 0)
+  const auto& stopping = st.debug.stopping();
+  if (!stopping || stopping->user_code)
     return pending_ranks(st.code.ranks(), false,
                          [&](std::int32_t stream) { return stops_with_user_code(st, stream); });
-  if (const DebugRun* run = st.runs.find(st.stopping_run))
-    return pending_ranks(run->ranks, false) + " of debug run " + std::to_string(st.stopping_run);
-  return "debug run " + std::to_string(st.stopping_run);
+  if (const DebugRun* run = st.debug.find(stopping->run))
+    return pending_ranks(run->ranks, false) + " of debug run " + std::to_string(stopping->run);
+  return "debug run " + std::to_string(stopping->run);
 }
 
 // What a debug command on target `rank` starts from (env, directory): the
@@ -201,36 +193,27 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
   }
-  DebugRun run;
-  run.id = st.next_run++;
-  run.tracked = tracked;
-  run.is_check = is_check;
-  run.command = label;
-  run.deadline = deadline;
+  const RunId id = st.debug.next_id();
+  std::vector<std::pair<std::int32_t, std::string>> ranks_on_pods;
   std::map<std::string, std::vector<RankLaunch>> per_pod;
   for (int rank : ranks) {
     RankLaunch launch = *debug_base(st, rank);
     std::string pod = pod_of_rank(st, rank);
     launch.command = command_for(rank, pod);
-    launch.stream = StreamId::of_run(run.id, rank);
-    launch.attempt = run.id;
+    launch.stream = StreamId::of_run(id, rank);
+    launch.attempt = id;
     launch.control = node_tool;  // atl-burn's allreduce meets its peers through us
     for (const auto& [k, v] : extra_env) launch.env.push_back(k + "=" + v);  // later entries win
-    run.ranks.add(rank, pod);
-    st.run_ranks_by_pod[pod].emplace(run.id, rank);
+    ranks_on_pods.emplace_back(rank, pod);
     per_pod[pod].push_back(std::move(launch));
   }
-  for (auto& [pod, launches] : per_pod)
-    self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
-  if (run.tracked) {
-    apply(self, JobEvent::debug_run);
-    st.tracked_run = run.id;
-  }
-  st.log->info("debug run {}{}: {}", run.id, tracked ? "" : " (-f)", label);
+  DebugRun& run = st.debug.open(tracked, is_check, label, deadline, ranks_on_pods);
   run.started_reply = self->make_response_promise<std::int32_t, std::string>();
   auto reply = run.started_reply;
-  auto id = run.id;
-  st.runs.add(id, std::move(run));
+  for (auto& [pod, launches] : per_pod)
+    self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
+  if (tracked) apply(self, JobEvent::debug_run);
+  st.log->info("debug run {}{}: {}", id, tracked ? "" : " (-f)", label);
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kStartTimer), id);
   if (deadline.count() > 0)
@@ -369,9 +352,9 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
 
 Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
-  const DebugRun* found = st.runs.find(id);
+  const DebugRun* found = st.debug.find(id);
   if (!found) {
-    if (st.runs.fate(id) == Fate::dropped)
+    if (st.debug.fate(id) == Fate::dropped)
       return {wire(ReplyCode::failed),
               "run " + std::to_string(id) +
                   " ended and its record was dropped (the supervisor keeps the "
@@ -446,14 +429,14 @@ void on_user_code_progress(Actor* self) {
 }
 
 void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id) {
-  DebugRun* run = self->state.runs.find(id.run);
+  DebugRun* run = self->state.debug.find(id.run);
   if (!run) return;
   run->ranks.mark_started(id.rank, started.pid);
   maybe_answer_start(*run);
 }
 
 void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
-  DebugRun* live = self->state.runs.live(id.run);  // an ended run takes no more ends
+  DebugRun* live = self->state.debug.live(id.run);  // an ended run takes no more ends
   if (!live) return;
   DebugRun& run = *live;
   if (!run.ranks.mark_done(id.rank, exit.code, exit.signal, exit.error)) return;
@@ -465,7 +448,7 @@ void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
     os::ExitStatus status{exit.code, exit.signal};
     bool passed = exit.error.empty() && status.success();
     std::string reason = !exit.error.empty() ? exit.error : status.describe();
-    self->state.check_verdicts[rank->second.pod] = {run.id, passed, passed ? "" : reason};
+    self->state.debug.record_verdict(rank->second.pod, run.id, passed, reason);
     if (!passed)
       taint_platform(self, rank->second.pod,
                      "failed atlctl check (run " + std::to_string(run.id) + "): " + reason);
@@ -480,7 +463,7 @@ void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
   maybe_answer_start(run);
   if (run.ranks.all_done()) {
     answer_run_waiters(self->state, run);
-    retire(self->state, run.id);  // `run` moves into the history: not used after
+    self->state.debug.retire(run.id);  // `run` moves into the history: not used after
   }
   check_stop(self);
 }
@@ -490,7 +473,7 @@ void on_run_wait_timer(Actor* self, WaiterId waiter) {
   auto expired = st.run_waiters.expire(waiter);
   if (!expired) return;  // answered meanwhile
   auto& [id, reply] = *expired;
-  const DebugRun* run = st.runs.find(id);
+  const DebugRun* run = st.debug.find(id);
   if (reply.pending())
     reply.deliver(
         wire(ReplyCode::ok),
@@ -502,7 +485,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
   auto& st = self->state;
   switch (kind) {
     case kDebugStopTimer:
-      if (arg == st.stop_generation && arg > st.stop_settled) {
+      if (st.debug.stop_timer_due(arg)) {
         answer_stop_waiters(self, ReplyCode::failed,
                             still_stopping(st) + " did not report their end within " +
                                 format_duration(st.job().grace + kStopSlack));
@@ -511,7 +494,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
     case kRunDeadlineTimer:
       // atl-burn's own phase monitor ends a stuck GPU phase; this is the
       // backstop for a burn wedged past it: stop its processes, say why.
-      if (DebugRun* live = st.runs.live(arg); live && !live->ranks.all_done()) {
+      if (DebugRun* live = st.debug.live(arg); live && !live->ranks.all_done()) {
         DebugRun& run = *live;
         run.deadline_note = run.command + " ran past its deadline of " +
                             format_duration(run.deadline) + " and was stopped";
@@ -534,7 +517,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       }
       break;
     case kStartTimer:
-      if (DebugRun* run = st.runs.live(arg); run && !run->start_answered) {
+      if (DebugRun* run = st.debug.live(arg); run && !run->start_answered) {
         run->start_answered = true;
         run->started_reply.deliver(wire(ReplyCode::failed), pending_ranks(run->ranks, true) +
                                                                 " did not start within " +
@@ -559,12 +542,9 @@ void answer_owed_replies(Actor* self, const std::string& why) {
     if (reply.pending()) reply.deliver(failed, why);
   for (auto& reply : st.run_waiters.take_all())
     if (reply.pending()) reply.deliver(failed, why);
-  for (auto& [name, a] : st.named) {
-    for (auto& [id, p] : a.pending)
-      if (p.pending()) p.deliver(failed, why);
-    a.pending.clear();
-  }
-  st.runs.for_each_live([&](std::int32_t, DebugRun& run) {
+  for (auto& reply : st.named.take_all_pending())
+    if (reply.pending()) reply.deliver(failed, why);
+  st.debug.for_each_live([&](std::int32_t, DebugRun& run) {
     if (!run.start_answered) {
       run.start_answered = true;
       if (run.started_reply.pending()) run.started_reply.deliver(failed, why);

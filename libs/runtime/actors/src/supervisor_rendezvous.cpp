@@ -38,7 +38,7 @@ void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor)
     return;
   }
   const bool of_a_run = note.stream.kind == StreamKind::run;
-  DebugRun* live = of_a_run ? st.runs.live(note.stream.run) : nullptr;
+  DebugRun* live = of_a_run ? st.debug.live(note.stream.run) : nullptr;
   if (!live || !live->ranks.count(note.stream.rank)) {
     st.log->warn("control line from {} of no current run ignored", stream_name(note.stream));
     return;

@@ -34,7 +34,9 @@
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/bounded_history.hpp"
+#include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/liveness.hpp"
 #include "atl/supervisor/pod_registry.hpp"
 #include "atl/supervisor/preflight.hpp"
@@ -79,32 +81,18 @@ using JoinedPod = Pods::Joined;
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
 using Result = caf::result<std::int32_t, std::string>;
 
-// One `atlctl run`: the command on some ranks, each with a stream of its own.
-struct DebugRun {
-  std::int32_t id = 0;
-  bool tracked = true;    // false for run -f: stop leaves it alone
-  bool is_check = false;  // atlctl check: its verdicts feed the taint candidates
-  std::string command;
-  RankTable ranks;  // rank -> record
-  Promise started_reply;
-  bool start_answered = false;
+// The job's named actors, each with the calls its callers wait on.
+using Actors = ActorDirectory<caf::actor, Promise>;
 
-  // A burn or check allreduce: each member's hello, and the executor that
-  // forwarded it (the answer goes back the same way). Answered once.
-  struct Member {
-    gpu::RendezvousHello hello;
-    caf::actor executor;
-  };
-  std::map<std::int32_t, Member> hellos;  // rank -> member
-  bool rendezvous_answered = false;
-  // A burn or check: how long it may run (gpu::node_tool_deadline) and,
-  // once it ran past that and was stopped, why (shown by atlctl).
-  std::chrono::milliseconds deadline{0};
-  std::string deadline_note;
-  // Stopped by atlctl stop or a restart (not by its deadline): a check that
-  // ends so has no verdict on its nodes.
-  bool stopped = false;
+// One allreduce member of a burn or check: its hello, and the executor that
+// forwarded it (the answer goes back the same way).
+struct RunMember {
+  gpu::RendezvousHello hello;
+  caf::actor executor;
 };
+// One `atlctl run`/check/burn: the command on some ranks, each with a stream
+// of its own; answered once all started (started_reply).
+using DebugRun = BasicDebugRun<Promise, RunMember>;
 
 struct State {
   SupervisorConfig config;
@@ -118,30 +106,15 @@ struct State {
   UserCode code;
   caf::actor driver;
   caf::actor ray_head;  // ray mode: `ray start --head` on this pod
-  // A lost pod's (debug run, rank) pairs. May hold stale entries; readers check the pod.
-  std::map<std::string, std::set<std::pair<std::int32_t, std::int32_t>>> run_ranks_by_pod;
   Promise recover_reply;
   bool recover_pending = false;
 
-  // atlctl's debug commands: every run not yet ended, and the newest
-  // config.finished_kept ended ones (the oldest end dropped first).
-  BoundedHistory<std::int32_t, DebugRun> runs;
+  // atlctl's debug commands: every run not yet ended and the newest
+  // config.finished_kept ended ones, check verdicts, stops as operations.
+  DebugRuns<Promise, RunMember> debug;
   WaiterSet<std::int32_t, Promise> run_waiters;  // run_wait long polls, by run
-  std::int32_t next_run = 1;
-  std::int32_t tracked_run = 0;    // the run that put the job in debugCommand
-  std::int32_t stopping_run = -1;  // what a pending stop waits for: 0 user code, else a run
-  std::vector<Promise> stop_waiters;
-  std::int32_t stop_generation = 0;  // the id of the latest atlctl stop (an operation)
-  std::int32_t stop_settled = 0;     // stops up to this id are over
+  std::vector<Promise> stop_waiters;             // stop_wait on the current stop
 
-  // The latest atlctl check verdict of each pod (run id, passed). A failed
-  // one makes the pod a platform taint candidate for the fault-tolerance policy.
-  struct CheckVerdict {
-    std::int32_t run = 0;
-    bool passed = true;
-    std::string reason;
-  };
-  std::map<std::string, CheckVerdict> check_verdicts;
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
@@ -173,15 +146,7 @@ struct State {
   WaiterSet<TaskId, Promise> task_waiters;
 
   // Named actors: hosted by any process of the job, called through here.
-  struct NamedActor {
-    caf::actor handle;
-    std::string owner;  // who hosts it, for people
-    std::int64_t calls = 0;
-    std::map<std::int64_t, Promise> pending;  // calls forwarded, not answered yet
-    bool pinging = false;                     // a liveness ping is out
-  };
-  std::map<std::string, NamedActor> named;
-  std::int64_t next_call = 1;
+  Actors named;
 
   std::string failure;
   bool finalizing = false;

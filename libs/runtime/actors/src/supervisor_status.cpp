@@ -31,7 +31,7 @@ nlohmann::json run_status(const DebugRun& run) {
 
 nlohmann::json checks_view(const State& st) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [pod, v] : st.check_verdicts) {
+  for (const auto& [pod, v] : st.debug.verdicts()) {
     j[pod] = {{"run", v.run}, {"passed", v.passed}};
     if (!v.passed) j[pod]["reason"] = v.reason;
   }
@@ -40,7 +40,7 @@ nlohmann::json checks_view(const State& st) {
 
 nlohmann::json runs_view(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  st.runs.for_each([&](std::int32_t id, const DebugRun& run) {
+  st.debug.for_each([&](std::int32_t id, const DebugRun& run) {
     j.push_back({{"run", id},
                  {"command", run.command},
                  {"tracked", run.tracked},

@@ -25,17 +25,9 @@
 #include "atl/core/quote.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/split.hpp"
+#include "atl/supervisor/refusal.hpp"
 
 namespace atl::supervisor {
-
-// Why the registry said no, as atlctl (or the joining pod) is told.
-struct Refusal {
-  ReplyCode code = ReplyCode::refused;
-  std::string text;
-  // A join refused only for now: the pod's old self is still registered and
-  // about to be declared lost, so the new one should try again.
-  bool retry = false;
-};
 
 // Where an expected pod stands: joined (and not lost since), lost (left after
 // the job started; awaited again), or missing (never joined, or left before

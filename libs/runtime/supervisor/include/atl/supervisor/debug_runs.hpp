@@ -1,0 +1,191 @@
+// DebugRuns: the guide's debug protocol's state. Every `atlctl run`, `check`
+// and `burn` as a run (its ranks, its command, whether it holds the job in
+// debugCommand), live ones and the newest N ended ones (BoundedHistory);
+// which pod runs which (run, rank), so a lost pod ends its runs' ranks
+// without a walk; the latest check verdict of each pod; and atlctl stop as an
+// operation with an id: what the current stop waits for, which stops are
+// over, so a second operator's stop, a late timer or a stop_wait that comes
+// after a recover can never act on the wrong one.
+//
+// Plain C++: `Reply` is what the shell answers a run's start with (a CAF
+// response promise in the supervisor, a string in the tests) and `Member`
+// one allreduce member's hello with whatever the shell answers it through.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "atl/core/rank_table.hpp"
+#include "atl/supervisor/bounded_history.hpp"
+
+namespace atl::supervisor {
+
+using RunId = std::int32_t;
+using StopId = std::int32_t;
+
+template <class Reply, class MemberT>
+struct BasicDebugRun {
+  using Member = MemberT;
+  RunId id = 0;
+  bool tracked = true;    // false for run -f: stop leaves it alone
+  bool is_check = false;  // atlctl check: its verdicts feed the taint candidates
+  std::string command;
+  RankTable ranks;  // rank -> record
+  Reply started_reply{};
+  bool start_answered = false;
+  // A burn or check allreduce: each member's hello (rank -> member). Answered once.
+  std::map<std::int32_t, MemberT> hellos;
+  bool rendezvous_answered = false;
+  // A burn or check: how long it may run and, once it ran past that and was
+  // stopped, why (shown by atlctl).
+  std::chrono::milliseconds deadline{0};
+  std::string deadline_note;
+  // Stopped by atlctl stop or a restart (not by its deadline): a check that
+  // ends so has no verdict on its nodes.
+  bool stopped = false;
+};
+
+// The latest atlctl check verdict of a pod. A failed one makes the pod's
+// node a platform taint candidate.
+struct CheckVerdict {
+  RunId run = 0;
+  bool passed = true;
+  std::string reason;
+};
+
+// What a stop waits for: user code (the ranks, or in ray mode the driver),
+// or the run that held the job in debugCommand.
+struct StopTarget {
+  bool user_code = true;
+  RunId run = 0;
+};
+
+template <class Reply, class Member>
+class DebugRuns {
+ public:
+  using Run = BasicDebugRun<Reply, Member>;
+
+  explicit DebugRuns(std::size_t finished_kept = kDefaultFinishedKept) : runs_(finished_kept) {}
+
+  // --- runs ---------------------------------------------------------------
+
+  // A new run (ids grow from 1), with its ranks on their pods.
+  Run& open(bool tracked, bool is_check, std::string command, std::chrono::milliseconds deadline,
+            const std::vector<std::pair<std::int32_t, std::string>>& ranks_on_pods) {
+    Run run;
+    run.id = next_run_++;
+    run.tracked = tracked;
+    run.is_check = is_check;
+    run.command = std::move(command);
+    run.deadline = deadline;
+    for (const auto& [rank, pod] : ranks_on_pods) {
+      run.ranks.add(rank, pod);
+      by_pod_[pod].emplace(run.id, rank);
+    }
+    const RunId id = run.id;
+    if (run.tracked) tracked_ = id;
+    return runs_.add(id, std::move(run));
+  }
+  RunId next_id() const { return next_run_; }
+
+  Run* find(RunId id) { return runs_.find(id); }
+  const Run* find(RunId id) const { return runs_.find(id); }
+  Run* live(RunId id) { return runs_.live(id); }
+  Fate fate(RunId id) const { return runs_.fate(id); }
+  template <class F>
+  void for_each(F&& f) const {
+    runs_.for_each(std::forward<F>(f));
+  }
+  template <class F>
+  void for_each_live(F&& f) {
+    runs_.for_each_live(std::forward<F>(f));
+  }
+
+  // A run whose every rank ended joins the bounded history; the oldest ended
+  // ones beyond the bound are dropped, with their index entries.
+  void retire(RunId id) {
+    for (const auto& [old_id, old] : runs_.finish(id))
+      for (const auto& [rank, r] : old.ranks) {
+        auto idx = by_pod_.find(r.pod);
+        if (idx == by_pod_.end()) continue;
+        idx->second.erase({old_id, rank});
+        if (idx->second.empty()) by_pod_.erase(idx);
+      }
+  }
+
+  // The (run, rank) pairs still running on `pod` (it is gone: they end).
+  std::vector<std::pair<RunId, std::int32_t>> running_on(const std::string& pod) {
+    std::vector<std::pair<RunId, std::int32_t>> out;
+    auto idx = by_pod_.find(pod);
+    if (idx == by_pod_.end()) return out;
+    for (const auto& [id, rank] : idx->second) {
+      const Run* run = runs_.live(id);
+      if (!run) continue;
+      auto r = run->ranks.find(rank);
+      if (r != run->ranks.end() && r->second.pod == pod && !r->second.done)
+        out.emplace_back(id, rank);
+    }
+    return out;
+  }
+
+  // The run that holds the job in debugCommand (0: none).
+  RunId tracked() const { return tracked_; }
+  // It no longer holds the job (a stop or a restart ended it): marked
+  // stopped, so a check ending so gives no verdict. Returns its id.
+  RunId release_tracked() {
+    const RunId id = tracked_;
+    if (Run* run = runs_.find(id)) run->stopped = true;
+    tracked_ = 0;
+    return id;
+  }
+
+  // --- check verdicts -----------------------------------------------------
+
+  void record_verdict(const std::string& pod, RunId run, bool passed, std::string reason) {
+    verdicts_[pod] = CheckVerdict{run, passed, passed ? std::string() : std::move(reason)};
+  }
+  const std::map<std::string, CheckVerdict>& verdicts() const { return verdicts_; }
+
+  // --- atlctl stop as an operation ----------------------------------------
+
+  // A new stop of `target`: its id.
+  StopId begin_stop(StopTarget target) {
+    stopping_ = target;
+    return ++stop_generation_;
+  }
+  // The stop under way, if any, and what it waits for.
+  const std::optional<StopTarget>& stopping() const { return stopping_; }
+  StopId latest_stop() const { return stop_generation_; }
+  // The current stop is over (what it stopped ended, or it was given up):
+  // every stop up to the latest is settled.
+  void settle_stop() {
+    stopping_.reset();
+    settled_ = stop_generation_;
+  }
+  enum class StopWait { unknown, over, pending };
+  StopWait wait_for(StopId op) const {
+    if (op < 1 || op > stop_generation_) return StopWait::unknown;
+    return op <= settled_ ? StopWait::over : StopWait::pending;
+  }
+  // A stop's timer fired: it is still the latest stop and not over.
+  bool stop_timer_due(StopId op) const { return op == stop_generation_ && op > settled_; }
+
+ private:
+  BoundedHistory<RunId, Run> runs_;
+  RunId next_run_ = 1;
+  RunId tracked_ = 0;
+  // A pod's (run, rank) pairs. May hold stale entries; readers check the pod.
+  std::map<std::string, std::set<std::pair<RunId, std::int32_t>>> by_pod_;
+  std::map<std::string, CheckVerdict> verdicts_;
+  std::optional<StopTarget> stopping_;
+  StopId stop_generation_ = 0;
+  StopId settled_ = 0;
+};
+
+}  // namespace atl::supervisor

@@ -1,0 +1,108 @@
+#include "atl/supervisor/debug_runs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+using atl::supervisor::Fate;
+using atl::supervisor::StopTarget;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Replies and members are plain strings here.
+using Runs = atl::supervisor::DebugRuns<std::string, std::string>;
+using Pairs = std::vector<std::pair<std::int32_t, std::int32_t>>;
+
+std::vector<std::pair<std::int32_t, std::string>> on(std::vector<std::pair<int, std::string>> v) {
+  return {v.begin(), v.end()};
+}
+
+}  // namespace
+
+TEST(DebugRuns, RunsGetGrowingIdsAndATrackedOneHoldsTheJob) {
+  Runs runs;
+  auto& first = runs.open(true, false, "echo a", 0ms, on({{0, "p0"}, {1, "p1"}}));
+  EXPECT_EQ(first.id, 1);
+  EXPECT_EQ(first.ranks.size(), 2u);
+  EXPECT_EQ(runs.tracked(), 1);
+  auto& forced = runs.open(false, false, "echo f", 0ms, on({{0, "p0"}}));  // run -f
+  EXPECT_EQ(forced.id, 2);
+  EXPECT_EQ(runs.tracked(), 1);  // -f holds nothing
+  EXPECT_EQ(runs.fate(2), Fate::live);
+  EXPECT_EQ(runs.fate(3), Fate::unknown);
+  EXPECT_EQ(runs.next_id(), 3);
+}
+
+TEST(DebugRuns, ReleasingTheTrackedRunMarksItStoppedSoACheckGivesNoVerdict) {
+  Runs runs;
+  runs.open(true, true, "check -t gpu", 0ms, on({{0, "p0"}}));
+  EXPECT_EQ(runs.release_tracked(), 1);
+  EXPECT_EQ(runs.tracked(), 0);
+  EXPECT_TRUE(runs.find(1)->stopped);
+  EXPECT_EQ(runs.release_tracked(), 0);  // nothing held any more
+}
+
+TEST(DebugRuns, ALostPodsRunningRanksAreFoundThroughTheIndex) {
+  Runs runs;
+  runs.open(true, false, "a", 0ms, on({{0, "p0"}, {1, "p1"}, {2, "p1"}}));
+  runs.open(false, false, "b", 0ms, on({{1, "p1"}}));
+  runs.live(1)->ranks.mark_done(2, 0, 0, "");
+  EXPECT_EQ(runs.running_on("p1"), (Pairs{{1, 1}, {2, 1}}));
+  EXPECT_TRUE(runs.running_on("p9").empty());
+}
+
+TEST(DebugRuns, RetiredRunsAreKeptUpToTheBoundThenDroppedWithTheirIndex) {
+  Runs runs(2);
+  for (int i = 0; i < 3; ++i) {
+    auto& r = runs.open(false, false, "x", 0ms, on({{0, "p0"}}));
+    r.ranks.mark_done(0, 0, 0, "");
+    runs.retire(r.id);
+  }
+  EXPECT_EQ(runs.fate(1), Fate::dropped);
+  EXPECT_EQ(runs.fate(2), Fate::finished);
+  EXPECT_EQ(runs.fate(3), Fate::finished);
+  EXPECT_EQ(runs.live(3), nullptr);  // an ended run takes no more reports
+  ASSERT_NE(runs.find(3), nullptr);
+  std::vector<int> seen;
+  runs.for_each([&](std::int32_t id, const Runs::Run&) { seen.push_back(id); });
+  EXPECT_EQ(seen, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(runs.running_on("p0").empty());
+}
+
+TEST(DebugRuns, TheLatestVerdictOfEachPodIsKeptWithItsReasonOnlyWhenItFailed) {
+  Runs runs;
+  runs.record_verdict("p0", 1, false, "exit code 1");
+  runs.record_verdict("p1", 1, true, "ignored");
+  EXPECT_EQ(runs.verdicts().at("p0").reason, "exit code 1");
+  EXPECT_EQ(runs.verdicts().at("p1").reason, "");
+  runs.record_verdict("p0", 2, true, "");
+  EXPECT_TRUE(runs.verdicts().at("p0").passed);
+  EXPECT_EQ(runs.verdicts().at("p0").run, 2);
+}
+
+TEST(DebugRuns, EachStopIsAnOperationAndOnlyTheLatestTimerCounts) {
+  Runs runs;
+  EXPECT_EQ(runs.wait_for(1), Runs::StopWait::unknown);
+  const auto first = runs.begin_stop(StopTarget{true, 0});
+  EXPECT_EQ(first, 1);
+  ASSERT_TRUE(runs.stopping());
+  EXPECT_TRUE(runs.stopping()->user_code);
+  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::pending);
+  EXPECT_TRUE(runs.stop_timer_due(first));
+  runs.settle_stop();
+  EXPECT_FALSE(runs.stopping());
+  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::over);  // a stop_wait after a recover
+  EXPECT_FALSE(runs.stop_timer_due(first));               // its late timer is nothing
+  const auto second = runs.begin_stop(StopTarget{false, 7});
+  EXPECT_EQ(second, 2);
+  EXPECT_EQ(runs.stopping()->run, 7);
+  EXPECT_FALSE(runs.stop_timer_due(first));
+  EXPECT_TRUE(runs.stop_timer_due(second));
+  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::over);
+  EXPECT_EQ(runs.wait_for(second), Runs::StopWait::pending);
+  EXPECT_EQ(runs.wait_for(3), Runs::StopWait::unknown);
+  EXPECT_EQ(runs.wait_for(0), Runs::StopWait::unknown);
+}
