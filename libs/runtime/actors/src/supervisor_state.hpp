@@ -166,6 +166,28 @@ using Actor = caf::stateful_actor<State>;
 std::int64_t unix_ms_now();
 // Picks the active pods (choose_active) into st.active; the error says why not.
 Status select_active(Actor* self);
+// The workers' side (job_supervisor.cpp), called by worker_api: a pod joins
+// (why not, or nullopt), leaves (lost, silent, deleted), reports.
+std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent);
+void lose_pod(Actor* self, const std::string& pod, const Fault& fault);
+// Every worker joined: the job initializes (pre-flight) or, restarting, goes on.
+void run_checks(Actor* self);
+void maybe_relaunch(Actor* self);
+// A report counts only from the node of the pod it names (a lost pod's late
+// reports, a peer speaking for another pod: dropped, with a warning).
+bool sent_from_pod(Actor* self, const std::string& pod);
+void on_rank_started(Actor* self, const RankStarted& started);
+void on_rank_exit(Actor* self, const RankExit& exit);
+// Faults and restarts (supervisor_faults.cpp): a fault's course, the pods
+// that never came, the liveness timer.
+void on_fault(Actor* self, const Fault& fault);
+void on_ready_timeout(Actor* self, const std::string& detail);
+void on_heartbeat_tick(Actor* self);
+// Every worker pod as choose_active sees it: index, machine, joined or not.
+std::vector<PodView> pod_views(const State& st);
+// The job ended: every worker is told how, and the outcome follows once
+// they left (bounded).
+void finalize(Actor* self);
 // Pre-flight (supervisor_preflight.cpp): a new round over st.active; its
 // verdict comes back to on_preflight_verdict (job_supervisor.cpp).
 void preflight(Actor* self);
@@ -227,6 +249,7 @@ Result delete_pods(Actor* self, const std::string& spec);
 // their or_else): atlctl's commands (supervisor_control_api.cpp) and the C
 // API's (supervisor_driver_api.cpp: placement, tasks, named actors). The
 // workers' and executors' messages are in job_supervisor.cpp.
+caf::message_handler worker_api(Actor* self);  // supervisor_worker_api.cpp
 caf::message_handler control_api(Actor* self);
 caf::message_handler driver_api(Actor* self);
 nlohmann::json taints_view(const State& st);  // status's "taints", taint list
