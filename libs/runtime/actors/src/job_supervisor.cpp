@@ -1,18 +1,15 @@
+// The JobSupervisor's shell: its state's birth (the pieces made from the
+// config), the job's lifecycle (apply, the journal, the ending and the
+// outcome), a pod joining, the pre-flight's verdict, resuming after a head
+// restart, the head's own messages (start, timers, signals) and the behaviour
+// joining the three interfaces (worker_api, control_api, driver_api). User
+// code, faults, the pre-flight's requests, debug commands, placement, tasks,
+// named actors and status are in the supervisor_*.cpp files beside it.
 #include "atl/actors/job_supervisor.hpp"
 
-#include <algorithm>
-#include <nlohmann/json.hpp>
-
 #include "atl/actors/actor_system_setup.hpp"
-#include "atl/actors/executor.hpp"
-#include "atl/core/quote.hpp"
-#include "atl/core/rank_layout.hpp"
-#include "atl/core/ray_cluster.hpp"
-#include "atl/core/split.hpp"
 #include "atl/core/status_page.hpp"
-#include "atl/os/child_process.hpp"
 #include "atl/os/job_store.hpp"
-#include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -81,11 +78,7 @@ void record(Actor* self, const std::string& kind, const std::string& text) {
   if (events.size() > kMaxEvents) events.pop_front();  // a bounded ring: all of it is in SQLite
 }
 
-namespace {
-
 // --- command -----------------------------------------------------------------
-
-}  // namespace
 
 // Every worker pod as choose_active sees it: index, node, joined or not.
 std::vector<PodView> pod_views(const State& st) {
@@ -123,119 +116,7 @@ void taint_platform(Actor* self, const std::string& pod, const std::string& reas
   record(self, "taint", line);
 }
 
-ProcessSite head_site(const State& st) {
-  return {head_pod_name(st.job().job_id), os::interface_of_address(st.config.advertised_host),
-          st.config.advertised_host};
-}
-
-ProcessSite pod_site(const State& st, const std::string& pod) {
-  const NodeInfo* info = st.pods.info(pod);
-  return {pod, info ? info->interface : std::string(), st.config.advertised_host};
-}
-
-// How long Ray's nodes and the driver wait for the cluster to come up.
-constexpr auto kRayReadyWait = std::chrono::seconds(120);
-
-// Every stream's launch for the active pods: at each (re)start, since a
-// recreated pod may have a new address. False when the job failed instead.
-bool plan_user_code(Actor* self) {
-  auto& st = self->state;
-  PlanInput in;
-  in.job = &st.job();
-  in.atl = AtlEndpoint{st.address, st.job().job_id};
-  in.head_host = st.config.advertised_host;
-  in.head_pod = head_pod_name(st.job().job_id);
-  in.head_site = head_site(st);
-  in.restarts_used = st.restarts.used();
-  in.ray_bin = st.config.ray_bin;
-  in.ray_python = st.config.ray_python;
-  in.ray_ready_wait = kRayReadyWait;
-  if (st.job().mode != JobMode::driver) {
-    for (const auto& pod : st.active) {
-      const NodeInfo* info = st.pods.info(pod);
-      if (!info) {  // lost between the checks and now
-        fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
-        return false;
-      }
-      in.active.push_back({*info, pod_site(st, pod)});
-    }
-  }
-  if (auto planned = st.code.plan(in); !planned) {
-    fail(self, JobEvent::rank_failed, planned.error());
-    return false;
-  }
-  return true;
-}
-
-namespace {
-
-// initializing -> command, or restarting -> command: user code starts from scratch.
-void start_command(Actor* self) {
-  auto& st = self->state;
-  bool restart = st.state() == JobState::restarting;
-  if (!apply(self, JobEvent::checks_passed)) return;
-  if (restart) {
-    st.code.next_attempt();
-    std::string line = "job restarted: attempt " + std::to_string(st.code.attempt()) +
-                       " (restart " + std::to_string(st.restarts.used()) + "/" +
-                       std::to_string(st.restarts.budget()) + ")";
-    record(self, "restart", line);
-    self->send(st.config.sink, print_atom::value, line);
-  }
-  if (plan_user_code(self)) launch_user_code(self);
-}
-
-}  // namespace
-
-int streams_per_pod(const State& st) {
-  return st.job().mode == JobMode::spmd ? st.job().nproc_per_node : 1;
-}
-
-std::string pod_of_rank(const State& st, std::int32_t stream) {
-  if (stream < 0) return head_pod_name(st.job().job_id);  // the driver, Ray's head
-  const auto& rank_pods = st.code.rank_pods();
-  if (!rank_pods.empty())
-    return static_cast<size_t>(stream) < rank_pods.size() ? rank_pods[stream] : "";
-  auto node = static_cast<size_t>(stream / streams_per_pod(st));
-  return node < st.active.size() ? st.active[node] : std::string();
-}
-
-void launch_user_code(Actor* self, LaunchScope scope) {
-  auto& st = self->state;
-  const std::int32_t attempt = st.code.attempt();
-  clear_groups(self, "user code started again (attempt " + std::to_string(attempt) + ")");
-  // Each attempt's output in files of its own (before any line of it).
-  self->send(st.config.sink, attempt_atom::value, attempt);
-  auto launches = st.code.begin(scope);
-  persist(self);
-  for (auto& launch : launches.on_head) {
-    // The head pod's own processes: the driver (and in ray mode Ray's head).
-    const bool driver = launch.stream.kind == StreamKind::driver;
-    caf::actor exec = spawn_executor(self->system(), std::move(launch), pod_of_rank(st, -1),
-                                     st.config.sink, caf::actor_cast<caf::actor>(self));
-    self->monitor(exec);  // an executor that dies is its process's failure
-    (driver ? st.driver : st.ray_head) = exec;
-  }
-  if (!launches.by_pod.empty())
-    st.log->info("launching {} ranks on {} pods (attempt {})", st.code.ranks().size(),
-                 launches.by_pod.size(), attempt);
-  for (auto& [pod, batch] : launches.by_pod) {
-    const JoinedPod* node = st.pods.find(pod);
-    if (!node) continue;  // lost meanwhile: the loss fails the job
-    self->send(node->agent, launch_atom::value, std::move(batch), st.config.sink);
-  }
-}
-
 // --- ending ------------------------------------------------------------------
-
-void stop_user_code(Actor* self) {
-  auto& st = self->state;
-  auto grace = static_cast<std::int64_t>(st.job().grace.count());
-  for (const auto& [pod, node] : st.pods.joined_pods())
-    self->send(node.agent, stop_atom::value, grace);
-  if (st.driver) self->send(st.driver, stop_atom::value, grace);
-  if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);
-}
 
 void fail(Actor* self, JobEvent event, const std::string& reason) {
   auto& st = self->state;
@@ -332,77 +213,6 @@ void finalize(Actor* self) {
   }
   self->delayed_send(self, kShutdownTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kShutdownTimer), std::int32_t{0});
-}
-
-void on_rank_started(Actor* self, const RankStarted& started) {
-  auto& st = self->state;
-  switch (started.stream.kind) {
-    case StreamKind::task:
-      on_task_started(self, started, started.stream.run);
-      return;
-    case StreamKind::run:
-      on_debug_started(self, started, started.stream);
-      return;
-    default:
-      break;
-  }
-  auto key = user_code_key(started.stream);
-  if (key && st.code.started(*key, started.attempt, started.pid)) on_user_code_progress(self);
-}
-
-void on_rank_exit(Actor* self, const RankExit& exit) {
-  auto& st = self->state;
-  switch (exit.stream.kind) {
-    case StreamKind::task:
-      on_task_exit(self, exit, exit.stream.run);
-      return;
-    case StreamKind::run:
-      on_debug_exit(self, exit, exit.stream);
-      return;
-    default:
-      break;
-  }
-  auto user_key = user_code_key(exit.stream);
-  if (!user_key || !st.code.ended(*user_key, exit)) return;
-  const std::int32_t key = *user_key;
-  // A driver's placement groups are its own (Ray: the job's): they go with it.
-  if (key == kDriverStream && st.job().mode == JobMode::driver)
-    clear_groups(self, "the driver ended");
-  if (st.state() == JobState::command) {
-    ExitMeaning meaning = st.code.meaning(st.job().mode, key, exit);
-    if (meaning.kind == ExitMeaning::Kind::fault) {
-      on_fault(self, meaning.fault);
-    } else if (meaning.kind == ExitMeaning::Kind::succeeded &&
-               apply(self, JobEvent::ranks_succeeded)) {
-      // Ray mode: the driver decided; Ray's processes everywhere are stopped
-      // and the job ends once they are.
-      if (st.job().mode == JobMode::ray) stop_user_code(self);
-      if (st.code.ranks().all_done()) finalize(self);
-    }
-  } else if (is_terminal(st.state())) {
-    if (st.code.ranks().all_done()) finalize(self);
-  } else if (st.state() == JobState::restarting) {
-    maybe_relaunch(self);  // the faulted attempt's ranks are stopping
-  } else {
-    if (st.job().mode == JobMode::ray && key != kDriverStream)
-      on_ray_node_gone_while_parked(
-          self, (key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod + " " +
-                    (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
-                                        : "could not start: " + exit.error));
-    on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
-  }
-}
-
-void on_ray_node_gone_while_parked(Actor* self, const std::string& why) {
-  auto& st = self->state;
-  if (!st.code.ray_cluster_to_tear_down()) return;  // nothing left running, or already said
-  std::string line = why +
-                     " while the job was stopped: the rest of the Ray cluster is stopped; "
-                     "recover starts Ray and the driver again";
-  st.log->warn("{}", line);
-  record(self, "fault", line);
-  self->send(st.config.sink, print_atom::value, line);
-  stop_user_code(self);
 }
 
 // --- joining and checks --------------------------------------------------------

@@ -2,7 +2,6 @@
 // of when each is allowed live in core (atl::allow); this file does the work.
 #include <algorithm>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -82,14 +81,11 @@ std::string pending_ranks(const RankTable& ranks, bool want_started,
 void maybe_answer_start(DebugRun& run) {
   if (run.start_answered || !run.ranks.all_started()) return;
   run.start_answered = true;
-  run.started_reply.deliver(
-      wire(ReplyCode::ok),
-      run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  run.started_reply.deliver(wire(ReplyCode::ok), run_status_text(run));
 }
 
 void answer_run_waiters(State& st, DebugRun& run) {
-  std::string status =
-      run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string status = run_status_text(run);
   for (auto& p : st.run_waiters.take(run.id))
     if (p.pending()) p.deliver(wire(ReplyCode::ok), status);
 }
@@ -362,8 +358,7 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
                   std::to_string(st.config.finished_kept) + " ended runs)"};
     return usage("there is no run " + std::to_string(id));
   }
-  if (found->ranks.all_done())
-    return ok(run_status(*found).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (found->ranks.all_done()) return ok(run_status_text(*found));
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   WaiterId waiter = st.run_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
@@ -475,10 +470,7 @@ void on_run_wait_timer(Actor* self, WaiterId waiter) {
   auto& [id, reply] = *expired;
   const DebugRun* run = st.debug.find(id);
   if (reply.pending())
-    reply.deliver(
-        wire(ReplyCode::ok),
-        !run ? std::string("{}")
-             : run_status(*run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    reply.deliver(wire(ReplyCode::ok), !run ? std::string("{}") : run_status_text(*run));
 }
 
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {

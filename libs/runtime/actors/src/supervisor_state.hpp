@@ -178,6 +178,9 @@ void maybe_relaunch(Actor* self);
 bool sent_from_pod(Actor* self, const std::string& pod);
 void on_rank_started(Actor* self, const RankStarted& started);
 void on_rank_exit(Actor* self, const RankExit& exit);
+// initializing -> command, or restarting -> command: user code starts from
+// scratch (supervisor_user_code.cpp, with plan_user_code and launch_user_code).
+void start_command(Actor* self);
 // Faults and restarts (supervisor_faults.cpp): a fault's course, the pods
 // that never came, the liveness timer.
 void on_fault(Actor* self, const Fault& fault);
@@ -237,8 +240,9 @@ void on_run_wait_timer(Actor* self, WaiterId waiter);
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
 // StatusView (supervisor_status.cpp).
-nlohmann::json run_status(const DebugRun& run);  // run_wait's answer: each rank's state
-nlohmann::json runs_view(const State& st);       // status's "runs"
+nlohmann::json run_status(const DebugRun& run);    // run_wait's answer: each rank's state
+std::string run_status_text(const DebugRun& run);  // the same, as the reply's text
+nlohmann::json runs_view(const State& st);         // status's "runs"
 std::string events_json(const State& st);
 // status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
 std::string info_json(const State& st, const StatusPage& page = {});

@@ -29,6 +29,10 @@ nlohmann::json run_status(const DebugRun& run) {
   return j;
 }
 
+std::string run_status_text(const DebugRun& run) {
+  return run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json checks_view(const State& st) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [pod, v] : st.debug.verdicts()) {
