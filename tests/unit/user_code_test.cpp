@@ -53,6 +53,16 @@ PlanInput input_for(const JobSpec& job, int pods) {
   return in;
 }
 
+// A plan for `pods` worker pods, and the first attempt begun.
+UserCode begun(JobMode mode, int pods, atl::supervisor::AttemptLaunches* launches = nullptr) {
+  JobSpec job = job_of(mode);
+  UserCode code;
+  EXPECT_TRUE(code.plan(input_for(job, pods)).ok());
+  auto begun = code.begin(LaunchScope::everything);
+  if (launches) *launches = std::move(begun);
+  return code;
+}
+
 bool has_env(const atl::RankLaunch& l, const std::string& kv) {
   return std::find(l.env.begin(), l.env.end(), kv) != l.env.end();
 }
@@ -155,10 +165,7 @@ TEST(UserCode, APlacementThatDoesNotFitChangesNothing) {
 }
 
 TEST(UserCode, ALostPodEndsItsRanksOnly) {
-  JobSpec job = job_of(JobMode::spmd);
-  UserCode code;
-  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
-  code.begin(LaunchScope::everything);
+  UserCode code = begun(JobMode::spmd, 2);
   code.pod_lost("jo-u-worker-1");
   EXPECT_EQ(code.ranks().done_count(), 2u);
   EXPECT_TRUE(code.ranks().find(2)->second.done);
@@ -186,10 +193,8 @@ TEST(UserCode, DriverModeRunsOneDriverOnTheHeadPod) {
 }
 
 TEST(UserCode, RayModeStartsHeadNodesAndDriverAndTheDriverDecides) {
-  JobSpec job = job_of(JobMode::ray);
-  UserCode code;
-  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
-  auto launches = code.begin(LaunchScope::everything);
+  atl::supervisor::AttemptLaunches launches;
+  UserCode code = begun(JobMode::ray, 2, &launches);
   ASSERT_EQ(launches.on_head.size(), 2u);  // the driver and Ray's head
   ASSERT_EQ(launches.by_pod.size(), 2u);
   EXPECT_EQ(launches.by_pod.at("jo-u-worker-1")[0].stream, StreamId::of_rank(1));
@@ -210,10 +215,7 @@ TEST(UserCode, RayModeStartsHeadNodesAndDriverAndTheDriverDecides) {
 }
 
 TEST(UserCode, RayTearsDownOnceAnAttemptWhenANodeEndsAndRecoverCanRestartTheDriverAlone) {
-  JobSpec job = job_of(JobMode::ray);
-  UserCode code;
-  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
-  code.begin(LaunchScope::everything);
+  UserCode code = begun(JobMode::ray, 2);
   EXPECT_FALSE(code.ray_cluster_to_tear_down());  // all up
   ASSERT_TRUE(code.ended(kDriverStream, exit_of(kDriverStream, 1)));
   auto p = code.ray_processes();
