@@ -67,3 +67,9 @@ TEST(BoundedHistory, ForEachWalksLiveAndKeptInIdOrder) {
   h.for_each_live([&](int, std::string&) { ++live; });
   EXPECT_EQ(live, 3);
 }
+
+TEST(BoundedHistory, ADroppedRecordIsNamedWithWhatIsKept) {
+  EXPECT_EQ(atl::supervisor::dropped_record_line("task", 7, 10000, "finished tasks"),
+            "task 7 ended and its record was dropped (the supervisor keeps the newest 10000 "
+            "finished tasks)");
+}

@@ -352,10 +352,7 @@ Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   if (!found) {
     if (st.debug.fate(id) == Fate::dropped)
       return {wire(ReplyCode::failed),
-              "run " + std::to_string(id) +
-                  " ended and its record was dropped (the supervisor keeps the "
-                  "newest " +
-                  std::to_string(st.config.finished_kept) + " ended runs)"};
+              dropped_record_line("run", id, st.config.finished_kept, "ended runs")};
     return usage("there is no run " + std::to_string(id));
   }
   if (found->ranks.all_done()) return ok(run_status_text(*found));

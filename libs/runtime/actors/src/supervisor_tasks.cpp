@@ -56,10 +56,7 @@ void answer_started(State& st, TaskId id, std::int32_t code, const std::string& 
 Result not_held(const State& st, TaskId id) {
   if (st.tasks.fate(id) == TaskFate::dropped)
     return {wire(ReplyCode::failed),
-            "task " + std::to_string(id) +
-                " ended and its record was dropped (the supervisor keeps the "
-                "newest " +
-                std::to_string(st.tasks.finished_kept()) + " finished tasks)"};
+            dropped_record_line("task", id, st.tasks.finished_kept(), "finished tasks")};
   return usage("no task " + std::to_string(id));
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <deque>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,15 @@ inline constexpr std::size_t kDefaultFinishedKept = 10000;
 
 // What a history knows of an id.
 enum class Fate { live, finished, dropped, unknown };
+
+// What a caller asking after a dropped record hears: "run 7 ended and its
+// record was dropped (the supervisor keeps the newest 10000 ended runs)".
+inline std::string dropped_record_line(const std::string& what, long long id, std::size_t kept,
+                                       const std::string& kept_what) {
+  return what + " " + std::to_string(id) +
+         " ended and its record was dropped (the supervisor keeps the newest " +
+         std::to_string(kept) + " " + kept_what + ")";
+}
 
 template <class Id, class Record>
 class BoundedHistory {
