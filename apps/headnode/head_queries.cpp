@@ -58,7 +58,8 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
       switch (q->ask) {
         case Ask::status:
           self->request(supervisor, timeout, info_atom::value, q->page.rank_offset,
-                        q->page.rank_limit, q->page.pod_offset, q->page.pod_limit)
+                        q->page.rank_limit, q->page.pod_offset, q->page.pod_limit,
+                        q->page.run_offset, q->page.run_limit)
               .then(ok, failed("the supervisor"));
           break;
         case Ask::events:
@@ -80,7 +81,7 @@ Expected<std::string> HeadQueries::log_stats() { return impl_->ask(Ask::log_stat
 
 Expected<std::string> HeadQueries::prometheus() {
   // Rank figures come from the counts: no rank list (32,000 at scale).
-  auto status = impl_->ask(Ask::status, StatusPage{0, 0, 0, -1});
+  auto status = impl_->ask(Ask::status, StatusPage{0, 0, 0, -1, 0, 0});
   if (!status) return status;
   auto logs = impl_->ask(Ask::log_stats);
   if (!logs) return logs;

@@ -457,6 +457,30 @@ def test_pages_in_chromium(spmd):
         d.quit()
 
 
+def test_debug_runs_come_in_pages_counted_from_the_newest(spmd):
+    # A job keeps up to --history runs: the dashboard asks for the newest
+    # page only (and for none on the views that list no runs).
+    def get(query):
+        status, _, body = spmd.http.get("/api/status?" + query, token=spmd.token)
+        assert status == 200, body
+        return json.loads(body)
+    for word in ("first", "second"):
+        spmd.atlctl("stop")
+        assert word in spmd.atlctl("run", "-r", "0", "echo", word).stdout
+    total = get("ranks=0&pods=0")["runs_total"]
+    assert total >= 2
+    assert [r["run"] for r in get("runs=2")["runs"]] == [total - 1, total]
+    assert [r["run"] for r in get("runs=1&run_offset=1")["runs"]] == [total - 1]
+    assert [r["command"] for r in get("runs=1")["runs"]] == ["echo second"]
+    nothing = get("runs=0&ranks=0&pods=0")
+    assert nothing["runs"] == [] and nothing["runs_total"] == total
+    assert get("runs=5&run_offset=%d" % total)["runs"] == []
+    assert len(get("pods=0")["runs"]) == total  # without runs=: all of them, as atlctl prints
+    for query, name in (("runs=-1", "runs"), ("run_offset=x", "run_offset")):
+        status, _, body = spmd.http.get("/api/status?" + query, token=spmd.token)
+        assert status == 400 and name.encode() in body, (query, status, body)
+
+
 @needs_chromium
 def test_a_big_job_lists_its_ranks_a_page_at_a_time_in_chromium():
     """70 simulated pods x 8 ranks (workernode --simulate, in-process ranks):

@@ -172,6 +172,10 @@ async function viewLogs(v) {
 async function viewRuns(v) {
   const s = state.status;
   v.append(el('h2', { text: 'Debug runs' }));
+  if (s.runs_total > s.runs.length) {
+    v.append(el('p', { class: 'muted', id: 'runs-newest',
+                       text: 'The newest ' + s.runs.length + ' of ' + s.runs_total + ' runs.' }));
+  }
   if (!s.runs.length) {
     v.append(el('p', { class: 'muted', text: 'None yet: atlctl stop, then atlctl run / check / burn.' }));
   } else {
@@ -292,11 +296,14 @@ const views = { job: viewJob, pods: viewPods, ranks: viewRanks, logs: viewLogs, 
 // --- the loop -------------------------------------------------------------------
 
 // What the current view needs of the status: a page of its list, or no list.
+// Debug runs: the newest PAGE of them for the views that list runs (a job
+// keeps up to --history), none for the others.
 function statusQuery() {
   const first = pageStart();
-  if (state.view === 'ranks') return '?ranks=' + PAGE + '&rank_offset=' + first + '&pods=0';
-  if (state.view === 'pods') return '?pods=' + PAGE + '&pod_offset=' + first + '&ranks=0';
-  return '?ranks=0&pods=0';
+  if (state.view === 'ranks') return '?ranks=' + PAGE + '&rank_offset=' + first + '&pods=0&runs=0';
+  if (state.view === 'pods') return '?pods=' + PAGE + '&pod_offset=' + first + '&ranks=0&runs=0';
+  if (state.view === 'runs' || state.view === 'burn') return '?ranks=0&pods=0&runs=' + PAGE;
+  return '?ranks=0&pods=0&runs=0';
 }
 
 async function refreshStatus() {

@@ -15,9 +15,10 @@ caf::message_handler control_api(Actor* self) {
         return info_json(self->state);
       },
       [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
-             std::int32_t pod_limit) {
+             std::int32_t pod_limit, std::int32_t run_offset, std::int32_t run_limit) {
         // Offsets past the end give empty pages; negative offsets are none.
-        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit});
+        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit,
+                                                 run_offset, run_limit});
       },
       [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.reader, a, stream, offset, max);

@@ -242,7 +242,8 @@ void answer_owed_replies(Actor* self, const std::string& why);
 // StatusView (supervisor_status.cpp).
 nlohmann::json run_status(const DebugRun& run);    // run_wait's answer: each rank's state
 std::string run_status_text(const DebugRun& run);  // the same, as the reply's text
-nlohmann::json runs_view(const State& st);         // status's "runs"
+// status's "runs": a page counted from the newest (StatusPage::run_*).
+nlohmann::json runs_view(const State& st, const StatusPage& page = {});
 std::string events_json(const State& st);
 // status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
 std::string info_json(const State& st, const StatusPage& page = {});

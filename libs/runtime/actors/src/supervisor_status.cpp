@@ -42,9 +42,12 @@ nlohmann::json checks_view(const State& st) {
   return j;
 }
 
-nlohmann::json runs_view(const State& st) {
+nlohmann::json runs_view(const State& st, const StatusPage& page) {
   nlohmann::json j = nlohmann::json::array();
+  const std::size_t total = st.debug.size();
+  std::size_t i = 0;
   st.debug.for_each([&](std::int32_t id, const DebugRun& run) {
+    if (!on_newest_page(i++, total, page.run_offset, page.run_limit)) return;
     j.push_back({{"run", id},
                  {"command", run.command},
                  {"tracked", run.tracked},
@@ -139,7 +142,8 @@ std::string info_json(const State& st, const StatusPage& page) {
     }
     j["ranks"].push_back(rj);
   }
-  j["runs"] = runs_view(st);  // built in place: no dump and parse again
+  j["runs"] = runs_view(st, page);  // built in place: no dump and parse again
+  j["runs_total"] = st.debug.size();
   j["checks"] = checks_view(st);
   j["figures"] = nlohmann::json::array();
   for (const auto& [key, value] : st.burn_figures) {

@@ -98,6 +98,8 @@ class DebugRuns {
   const Run* find(RunId id) const { return runs_.find(id); }
   Run* live(RunId id) { return runs_.live(id); }
   Fate fate(RunId id) const { return runs_.fate(id); }
+  // Live and kept ended runs.
+  std::size_t size() const { return runs_.live_count() + runs_.kept_count(); }
   template <class F>
   void for_each(F&& f) const {
     runs_.for_each(std::forward<F>(f));
