@@ -313,14 +313,11 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (st.agents_leaving.empty()) deliver_outcome(self);
     return;
   }
-  for (const auto& [pod, node] : st.pods.joined_pods()) {
-    if (node.agent.address() != msg.source) continue;
-    std::string name = pod;  // lose_pod erases the entry
-    lose_pod(self, name,
-             {FaultKind::pod_lost, name,
-              "pod " + name + " was lost (" + self->system().render(msg.reason) + ")"});
-    return;
-  }
+  if (auto pod = st.pods.pod_of_agent(
+          [&](const caf::actor& agent) { return agent.address() == msg.source; }))
+    lose_pod(self, *pod,
+             {FaultKind::pod_lost, *pod,
+              "pod " + *pod + " was lost (" + self->system().render(msg.reason) + ")"});
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ nlohmann::json checks_view(const State& st) {
 
 nlohmann::json runs_view(const State& st, const StatusPage& page) {
   nlohmann::json j = nlohmann::json::array();
+  if (page.run_limit == 0) return j;  // the dashboard's usual ask: no walk at all
   const std::size_t total = st.debug.size();
   std::size_t i = 0;
   st.debug.for_each([&](std::int32_t id, const DebugRun& run) {

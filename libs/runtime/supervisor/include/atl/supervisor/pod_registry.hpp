@@ -152,7 +152,6 @@ class PodRegistry {
   }
 
   const std::vector<std::string>& expected() const { return expected_; }
-  bool expects(const std::string& pod) const { return index_.count(pod) > 0; }
   // The pod's index among the expected pods (its logs/pod-worker-<i>.log).
   std::optional<std::size_t> index_of(const std::string& pod) const {
     auto it = index_.find(pod);
