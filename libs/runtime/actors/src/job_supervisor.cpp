@@ -1,10 +1,11 @@
 // The JobSupervisor's shell: its state's birth (the pieces made from the
-// config), the job's lifecycle (apply, the journal, the ending and the
-// outcome), a pod joining, the pre-flight's verdict, resuming after a head
-// restart, the head's own messages (start, timers, signals) and the behaviour
-// joining the three interfaces (worker_api, control_api, driver_api). User
-// code, faults, the pre-flight's requests, debug commands, placement, tasks,
-// named actors and status are in the supervisor_*.cpp files beside it.
+// config), the JobEffects through which the JobController reaches the
+// pieces and the world, a pod joining or going down, resuming after a head
+// restart, the head's own messages (start, timers, signals) and the
+// behaviour joining the three interfaces (worker_api, control_api,
+// driver_api). User code, faults, the pre-flight's requests, debug
+// commands, placement, tasks, named actors and status are in the
+// supervisor_*.cpp files beside it.
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -16,69 +17,120 @@ namespace atl::supervisor {
 
 namespace {
 
-constexpr auto kShutdownTimeout = std::chrono::seconds(10);
 // How often expiries are looked for: a silent node is declared lost at most
 // this long after its timeout.
 constexpr auto kLivenessTick = std::chrono::milliseconds(100);
-constexpr size_t kMaxEvents = 10000;
+
+// The controller's way to the pieces it does not own and to the world.
+class ShellEffects final : public JobEffects {
+ public:
+  explicit ShellEffects(Actor* self) : self_(self) {}
+
+  std::int64_t unix_ms() const override { return unix_ms_now(); }
+  int attempt() const override { return st().code.attempt(); }
+  bool user_code_done() const override { return st().code.ranks().all_done(); }
+  std::vector<PodView> pod_views() const override { return supervisor::pod_views(st()); }
+  std::string missing_pods() const override { return st().pods.missing(); }
+  const std::string* machine_of(const std::string& pod) const override {
+    return st().pods.machine_of(pod);
+  }
+  bool preflight_under_way() const override { return st().preflight.has_value(); }
+
+  void print(const std::string& line) override {
+    self_->send(st().config.sink, print_atom::value, line);
+  }
+  void save(os::JobRecord record) override {
+    if (st().journal) st().journal->save(std::move(record));  // on the journal's thread
+  }
+  void add_event(const TimelineEvent& e) override {
+    if (st().journal) st().journal->add_event({e.unix_ms, e.kind, e.text});
+  }
+  void reset_journal() override {
+    if (st().journal) st().journal->reset();
+  }
+  void arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) override {
+    self_->delayed_send(self_, delay, timeout_atom::value, static_cast<std::int32_t>(timer), tag);
+  }
+  void next_attempt() override { st().code.next_attempt(); }
+  void start_user_code() override {
+    if (plan_user_code(self_)) launch_user_code(self_);
+  }
+  void stop_user_code() override { supervisor::stop_user_code(self_); }
+  void abandon_user_code(const std::string& why) override { st().code.end_remaining(why); }
+  void start_preflight() override { preflight(self_); }
+  void drop_preflight() override { st().preflight.reset(); }
+  void end_parked_debug_run() override {
+    if (st().debug.tracked() == 0) return;
+    const RunId run = st().debug.release_tracked();
+    auto grace = static_cast<std::int64_t>(st().job().grace.count());
+    for (const auto& [pod, node] : st().pods.joined_pods())
+      self_->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
+  }
+  void end_pod_work(const std::string& pod) override {
+    st().code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
+    // Debug commands on that pod end too (their waiters get an answer).
+    for (const auto& [id, rank] : st().debug.running_on(pod)) {
+      RankExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"};
+      on_debug_exit(self_, lost, lost.stream);
+    }
+  }
+  void pod_gone_while_parked(const std::string& detail) override {
+    if (st().job().mode == JobMode::ray) on_ray_node_gone_while_parked(self_, detail);
+    on_user_code_progress(self_);
+  }
+  void placement_changed() override { refresh_placement(self_); }
+  std::size_t wind_down(bool ok) override {
+    auto& s = st();
+    clear_groups(self_, "the job ended");
+    s.code.end_remaining("abandoned");
+    s.config.ending->store(true);
+    for (const auto& [pod, node] : s.pods.joined_pods()) {
+      self_->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
+      s.agents_leaving.insert(node.agent.address());
+    }
+    return s.agents_leaving.size();
+  }
+  void release(int outcome) override {
+    auto& s = st();
+    answer_owed_replies(self_, "the job ended (" + std::string(to_string(s.state())) +
+                                   ") before this command finished");
+    // The durable record is complete before the head says how the job ended
+    // (the one wait on the journal: a resumed head must find the final state).
+    if (s.journal) s.journal->flush();
+    settle_outcome(*s.config.outcome, outcome);
+    self_->quit();
+  }
+
+ private:
+  State& st() const { return self_->state; }
+  Actor* self_;
+};
+
+// The supervisor's state may be half-updated: do only what cannot make it
+// worse. Say why, tell every worker to stop its ranks and leave, answer every
+// waiting atlctl, hand over "failed". headnode then exits 1.
+caf::error on_exception(Actor* self, const std::exception_ptr& e) {
+  auto& st = self->state;
+  std::string reason = "internal error in the supervisor: " + describe_exception(e);
+  st.log->critical("job {} failed: {}", st.job().job_id, reason);
+  st.config.ending->store(true);
+  st.controller.crashed(reason);
+  self->send(st.config.sink, print_atom::value, "job failed: " + reason);
+  self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
+  for (const auto& [pod, node] : st.pods.joined_pods())
+    self->send(node.agent, shutdown_atom::value, std::int32_t{1});
+  if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
+  answer_owed_replies(self, "the supervisor failed: " + reason);
+  settle_outcome(*st.config.outcome, 1);
+  return caf::exit_reason::unhandled_exception;
+}
 
 }  // namespace
-
-bool apply(Actor* self, JobEvent event) {
-  auto& st = self->state;
-  JobState before = st.state();
-  auto next = st.lifecycle.apply(event);
-  if (!next) {
-    st.log->debug("ignored: {}", next.error());
-    return false;
-  }
-  if (*next != before) {
-    st.log->info("job {}: {} -> {}", st.job().job_id, to_string(before), to_string(*next));
-    record(self, "state", std::string(to_string(before)) + " -> " + std::string(to_string(*next)));
-    persist(self);
-  }
-  return true;
-}
-
-namespace {
-
-void store_failed(Actor* self, const std::string& why) {
-  auto& st = self->state;
-  if (st.store_failed) return;
-  st.store_failed = true;  // once: the job goes on, its durable record is behind
-  st.log->error(
-      "the job's durable state cannot be written (a head restart would not resume "
-      "it): {}",
-      why);
-}
-
-}  // namespace
-
-void persist(Actor* self) {
-  auto& st = self->state;
-  if (!st.journal) return;
-  os::JobRecord r;
-  r.state = std::string(to_string(st.state()));
-  r.attempt = st.code.attempt();
-  r.restarts = st.restarts.used();
-  r.faults = st.restarts.history();
-  r.taints = st.taints.all();
-  st.journal->save(std::move(r));  // written on the journal's thread, never here
-}
 
 std::int64_t unix_ms_now() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   return std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
 }
-
-void record(Actor* self, const std::string& kind, const std::string& text) {
-  auto& events = self->state.events;
-  events.push_back({unix_ms_now(), kind, text});
-  if (self->state.journal) self->state.journal->add_event({events.back().unix_ms, kind, text});
-  if (events.size() > kMaxEvents) events.pop_front();  // a bounded ring: all of it is in SQLite
-}
-
-// --- command -----------------------------------------------------------------
 
 // Every worker pod as choose_active sees it: index, node, joined or not.
 std::vector<PodView> pod_views(const State& st) {
@@ -92,167 +144,7 @@ std::vector<PodView> pod_views(const State& st) {
   return pods;
 }
 
-Status select_active(Actor* self) {
-  auto& st = self->state;
-  auto choice = choose_active(pod_views(st), st.job().workers, st.taints);
-  if (!choice) return Error{choice.error()};
-  if (choice->active != st.active) {
-    std::string list;
-    for (const auto& p : choice->active) list += (list.empty() ? "" : ", ") + p;
-    st.log->info("active pods: {}", list);
-  }
-  st.active = std::move(choice->active);
-  return Ok{};
-}
-
-void taint_platform(Actor* self, const std::string& pod, const std::string& reason) {
-  auto& st = self->state;
-  const std::string* machine = st.pods.machine_of(pod);
-  if (!machine || st.taints.tainted(*machine)) return;
-  st.taints.mark(*machine, reason, unix_ms_now());
-  persist(self);
-  std::string line = "node " + *machine + " tainted by the platform: " + reason;
-  st.log->warn("{}", line);
-  record(self, "taint", line);
-}
-
-// --- ending ------------------------------------------------------------------
-
-void fail(Actor* self, JobEvent event, const std::string& reason) {
-  auto& st = self->state;
-  if (is_terminal(st.state()) || !apply(self, event)) return;
-  st.failure = reason;
-  st.log->error("job {} failed: {}", st.job().job_id, reason);
-  if (st.code.ranks().all_done()) {
-    finalize(self);
-    return;
-  }
-  stop_user_code(self);
-  self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
-                     static_cast<std::int32_t>(kFailStopTimer), std::int32_t{0});
-}
-
-namespace {
-
-// Hands the outcome to headnode's main and ends the supervisor.
-void release(Actor* self) {
-  auto& st = self->state;
-  if (st.released) return;
-  st.released = true;
-  answer_owed_replies(self, "the job ended (" + std::string(to_string(st.state())) +
-                                ") before this command finished");
-  // The durable record is complete before the head says how the job ended
-  // (the one wait on the journal: a resumed head must find the final state).
-  if (st.journal) st.journal->flush();
-  settle_outcome(*st.config.outcome, st.state() == JobState::succeeded ? 0 : 1);
-  self->quit();
-}
-
-// The supervisor's state may be half-updated: do only what cannot make it
-// worse. Say why, tell every worker to stop its ranks and leave, answer every
-// waiting atlctl, hand over "failed". headnode then exits 1.
-caf::error on_exception(Actor* self, const std::exception_ptr& e) {
-  auto& st = self->state;
-  std::string reason = "internal error in the supervisor: " + describe_exception(e);
-  st.log->critical("job {} failed: {}", st.job().job_id, reason);
-  st.config.ending->store(true);
-  if (!is_terminal(st.state())) {
-    apply(self, JobEvent::head_failed);
-    st.failure = reason;
-  }
-  self->send(st.config.sink, print_atom::value, "job failed: " + reason);
-  self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [pod, node] : st.pods.joined_pods())
-    self->send(node.agent, shutdown_atom::value, std::int32_t{1});
-  if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
-  answer_owed_replies(self, "the supervisor failed: " + reason);
-  st.released = true;
-  settle_outcome(*st.config.outcome, 1);
-  return caf::exit_reason::unhandled_exception;
-}
-
-void deliver_outcome(Actor* self) {
-  auto& st = self->state;
-  if (st.finished) return;
-  st.finished = true;
-  if (st.config.linger.count() > 0 && !st.cancelled) {
-    self->delayed_send(self, st.config.linger, timeout_atom::value,
-                       static_cast<std::int32_t>(kLingerTimer), std::int32_t{0});
-    return;
-  }
-  release(self);
-}
-
-}  // namespace
-
-// Tells every worker how the job ended and waits (bounded) for them to leave.
-void finalize(Actor* self) {
-  auto& st = self->state;
-  if (st.finalizing) return;
-  st.finalizing = true;
-  clear_groups(self, "the job ended");
-  st.code.end_remaining("abandoned");
-  st.config.ending->store(true);
-  bool ok = st.state() == JobState::succeeded;
-  if (!ok) {
-    self->send(st.config.sink, print_atom::value, "job failed: " + st.failure);
-    // One line per attempt a fault ended, with its reason.
-    for (const auto& line : st.restarts.attempt_lines())
-      self->send(st.config.sink, print_atom::value, "  " + line);
-  }
-  self->send(st.config.sink, print_atom::value,
-             "Job status:  " + std::string(to_string(st.state())));
-  st.log->info("job {} {}", st.job().job_id, to_string(st.state()));
-  for (const auto& [pod, node] : st.pods.joined_pods()) {
-    self->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
-    st.agents_leaving.insert(node.agent.address());
-  }
-  if (st.agents_leaving.empty()) {
-    deliver_outcome(self);
-    return;
-  }
-  self->delayed_send(self, kShutdownTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kShutdownTimer), std::int32_t{0});
-}
-
 // --- joining and checks --------------------------------------------------------
-
-// A pre-flight round's verdict: user code starts, or the pod to blame is
-// tainted and the fault takes its course.
-void on_preflight_verdict(Actor* self, const Preflight::Verdict& verdict) {
-  auto& st = self->state;
-  const std::string& pod = verdict.pod;
-  const std::string& problem = verdict.problem;
-  // A node that fails the pre-flight gets a platform taint: the next attempt
-  // (or a spare) avoids it.
-  if (!problem.empty()) taint_platform(self, pod, "failed the pre-flight: " + problem);
-  if (st.state() == JobState::initializing) {
-    if (problem.empty()) {
-      start_command(self);
-    } else if (!st.pods.machine_of(pod) || !select_active(self)) {
-      // Nothing can take the failed node's place: say so now, not after the
-      // ready timeout.
-      fail(self, JobEvent::check_failed, problem);
-    } else {
-      on_fault(self, {FaultKind::preflight_failed, pod, problem});
-    }
-  } else if (st.state() == JobState::restarting) {
-    if (problem.empty()) {
-      start_command(self);
-    } else {
-      on_fault(self, {FaultKind::preflight_failed, pod, problem});
-    }
-  }
-}
-
-void run_checks(Actor* self) {
-  if (!apply(self, JobEvent::all_joined)) return;
-  if (auto chosen = select_active(self); !chosen) {
-    fail(self, JobEvent::check_failed, "cannot start: " + chosen.error());
-    return;
-  }
-  preflight(self);
-}
 
 // Why the pod may not join (a retry: its old self is about to be declared
 // lost), or nullopt when it joined.
@@ -263,7 +155,7 @@ std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const ca
   // Spares may join at any time until the job ends.
   const JobState state = st.state();
   Pods::JoinRules rules;
-  if (is_terminal(state) || st.finalizing)
+  if (is_terminal(state) || st.ending())
     rules.closed = "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
                    " and takes no new workers";
   rules.gpus_required = st.job().node_spec.gpus;
@@ -276,7 +168,7 @@ std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const ca
                rejoined ? "rejoined" : "joined", info.address, info.machine, info.cpus, info.gpus,
                st.pods.joined_count(), st.pods.expected().size());
   if (state != JobState::pending)
-    record(self, "pod", "pod " + info.pod + " rejoined from " + info.address);
+    st.controller.record("pod", "pod " + info.pod + " rejoined from " + info.address);
   // After this reply is sent: the check request must not overtake it.
   if (state == JobState::restarting || st.pods.all_joined()) self->send(self, check_atom::value);
   return std::nullopt;
@@ -288,8 +180,8 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (on_actor_down(self, msg)) return;
   if (msg.source == st.config.sink.address()) {
-    fail(self, JobEvent::head_failed,
-         "the head's log writer ended (" + self->system().render(msg.reason) + ")");
+    st.controller.fail(JobEvent::head_failed,
+                       "the head's log writer ended (" + self->system().render(msg.reason) + ")");
     return;
   }
   for (auto* head_exec : {&st.driver, &st.ray_head}) {
@@ -310,7 +202,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     return;
   }
   if (st.agents_leaving.erase(msg.source) > 0) {
-    if (st.agents_leaving.empty()) deliver_outcome(self);
+    st.controller.on_worker_left(st.agents_leaving.size());
     return;
   }
   if (auto pod = st.pods.pod_of_agent(
@@ -342,59 +234,6 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
 
 namespace {
 
-// At start: a record of this job in the durable state means the head was
-// restarted. A run that ended there makes this a new submission (counters and
-// taints dropped, log attempts numbered on); one that was running resumes
-// with its restarts, taints and timeline, and the head's death costs one
-// restart when user code was running. False: the budget is spent, the job failed.
-bool resume(Actor* self) {
-  auto& st = self->state;
-  const std::string waiting =
-      "waiting for " + std::to_string(st.pods.expected().size()) + " workers";
-  if (!st.config.resumed) {
-    record(self, "state", "job " + st.job().job_id + " submitted: " + waiting);
-    persist(self);
-    return true;
-  }
-  const os::JobRecord& r = *st.config.resumed;
-  st.code.set_attempt(
-      os::resumed_attempt(r));  // log directories of earlier attempts stay as they are
-  if (r.state == "succeeded" || r.state == "failed") {
-    st.journal->reset();
-    record(self, "state",
-           "job " + st.job().job_id + " submitted anew (its last run " + r.state + "): " + waiting);
-    persist(self);
-    return true;
-  }
-  for (const auto& e : r.events) {
-    st.events.push_back({e.unix_ms, e.kind, e.text});
-    if (st.events.size() > kMaxEvents) st.events.pop_front();
-  }
-  st.taints.restore(r.taints);
-  st.restarts.restore(r.restarts, r.faults);
-  const bool was_running =
-      r.state == "command" || r.state == "restarting" || r.state == "initializing";
-  std::string line =
-      "the head restarted (attempt " + std::to_string(r.attempt) + " was in " + r.state + ")";
-  if (was_running) {
-    Fault fault{FaultKind::head_restarted, "", line, r.attempt};
-    record(self, "fault", line);
-    if (!st.restarts.count(fault)) {
-      fail(self, JobEvent::head_failed,
-           line + "; the restart budget is spent (" + std::to_string(st.restarts.used()) + "/" +
-               std::to_string(st.restarts.budget()) + " restarts used)");
-      return false;
-    }
-    line += ": restart " + std::to_string(st.restarts.used()) + "/" +
-            std::to_string(st.restarts.budget());
-  }
-  st.log->warn("job {} resumed: {}; {}", st.job().job_id, line, waiting);
-  record(self, "restart", "job resumed: " + line + "; " + waiting);
-  self->send(st.config.sink, print_atom::value, "job resumed: " + line);
-  persist(self);
-  return true;
-}
-
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
@@ -409,8 +248,8 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             caf::anon_send(supervisor, journal_error_atom::value, why);
         });
   }
-  st.restarts = RestartPolicy(
-      {st.job().max_restarts, st.job().restart_on_failure, st.job().mode != JobMode::driver});
+  st.effects = std::make_unique<ShellEffects>(self);
+  st.controller = JobController({st.job(), st.config.linger}, st.effects.get());
   st.liveness = Liveness(st.job().heartbeat, kLivenessTick);
   std::vector<std::string> expected;
   for (int i = 0; i < total_worker_pods(st.job()); ++i)
@@ -431,99 +270,37 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
                      to_string(st.job().mode), st.pods.expected().size());
-        if (!resume(self)) return;
+        // A resumed head's attempt is the next one: the log directories of
+        // earlier attempts stay as they are.
+        if (st.config.resumed) st.code.set_attempt(os::resumed_attempt(*st.config.resumed));
+        if (!st.controller.start(st.config.resumed.get(), st.pods.expected().size())) return;
         self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
                    std::int32_t{0});
-        if (st.pods.expected().empty()) {
-          self->send(self, check_atom::value);
-          return;
-        }
-        self->delayed_send(self, st.job().ready_timeout, timeout_atom::value,
-                           static_cast<std::int32_t>(kReadyTimer), std::int32_t{0});
+        if (st.pods.expected().empty()) self->send(self, check_atom::value);
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
         auto& st = self->state;
-        switch (kind) {
-          case kReadyTimer:
-            if (st.state() == JobState::pending && arg == 0) {
-              on_ready_timeout(self, "workers not ready after " +
-                                         format_duration(st.job().ready_timeout) + ": missing " +
-                                         st.pods.missing());
-            } else if (st.state() == JobState::restarting && arg == st.restart_round) {
-              // What it waits for: pods not back, pods back on tainted nodes
-              // (no spare to take their place), or ranks still stopping.
-              std::string missing = st.pods.missing();
-              std::string why;
-              if (!missing.empty()) {
-                why = "pods not back: " + missing;
-              } else if (auto chosen = choose_active(pod_views(st), st.job().workers, st.taints);
-                         !chosen) {
-                why = chosen.error();
-              } else {
-                why = "ranks of the faulted attempt still stopping";
-              }
-              on_ready_timeout(self, "restart not ready after " +
-                                         format_duration(st.job().ready_timeout) + ": " + why);
-            }
-            break;
-          case kHeartbeatTimer:
-            on_heartbeat_tick(self);
-            break;
-          case kRestartStopTimer:
-            if (st.state() == JobState::restarting && arg == st.restart_round &&
-                !st.code.ranks().all_done()) {
-              st.log->warn("ranks of the faulted attempt did not all report; going on");
-              st.code.end_remaining("did not report after the stop");
-              maybe_relaunch(self);
-            }
-            break;
-          case kRestartRetryTimer:
-            if (arg == st.restart_round) {
-              st.retry_pending = false;
-              maybe_relaunch(self);
-            }
-            break;
-          case kFailStopTimer:
-            if (!st.finalizing) {
-              st.log->warn("ranks did not all report after the stop; ending anyway");
-              finalize(self);
-            }
-            break;
-          case kShutdownTimer:
-            if (!st.agents_leaving.empty()) {
-              st.log->warn("{} workers did not leave in time", st.agents_leaving.size());
-              st.agents_leaving.clear();
-              deliver_outcome(self);
-            }
-            break;
-          case kLingerTimer:
-            release(self);
-            break;
-          case kTaskStartTimer:
-            on_task_start_timer(self, arg);
-            break;
-          default:
-            on_debug_timer(self, kind, arg);
+        if (kind >= 0 && kind < kJobTimerCount) {
+          st.controller.on_timer(static_cast<JobTimer>(kind), arg);
+        } else if (kind == kHeartbeatTimer) {
+          on_heartbeat_tick(self);
+        } else if (kind == kTaskStartTimer) {
+          on_task_start_timer(self, arg);
+        } else {
+          on_debug_timer(self, kind, arg);
         }
       },
-      [self](journal_error_atom, const std::string& why) { store_failed(self, why); },
+      [self](journal_error_atom, const std::string& why) {
+        self->state.controller.journal_failed(why);
+      },
       [self](expire_atom, std::int32_t kind, WaiterId waiter) {
         if (kind == kTaskWaitTimer) on_task_wait_timer(self, waiter);
         if (kind == kRunWaitTimer) on_run_wait_timer(self, waiter);
         if (kind == kGroupWaitTimer) on_group_timer(self, waiter);
       },
-      [self](cancel_atom, const std::string& why) {
-        if (self->state.finished) {
-          release(self);  // a signal ends the linger
-          return;
-        }
-        // Cancelled (the pod is being deleted): the outcome is handed over
-        // without lingering.
-        self->state.cancelled = true;
-        fail(self, JobEvent::cancelled, "cancelled: " + why);
-      },
+      [self](cancel_atom, const std::string& why) { self->state.controller.cancel(why); },
       [self](disk_error_atom, const std::string& what) {
-        fail(self, JobEvent::head_failed, "logs are incomplete: " + what);
+        self->state.controller.fail(JobEvent::head_failed, "logs are incomplete: " + what);
       },
   }
       .or_else(worker_api(self))

@@ -30,7 +30,7 @@ Result register_actor(Actor* self, const std::string& name, const caf::actor& ha
                       const std::string& owner) {
   auto& st = self->state;
   std::optional<std::string> closed;
-  if (is_terminal(st.state()) || st.finalizing)
+  if (is_terminal(st.state()) || st.ending())
     closed =
         "job is in state " + std::string(to_string(st.state())) + ": it has ended, no new actors";
   if (auto no = st.named.add(name, handle, static_cast<bool>(handle), owner, closed))

@@ -98,7 +98,7 @@ Result begin_stop(Actor* self) {
   JobState before = st.state();
   // Already stopped (or stopping): the caller waits for the same stop.
   if (before == JobState::debugStop) return ok(std::to_string(st.debug.latest_stop()));
-  apply(self, JobEvent::debug_stop);
+  st.controller.apply(JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   StopId op = 0;
   if (before == JobState::command) {
@@ -208,7 +208,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   auto reply = run.started_reply;
   for (auto& [pod, launches] : per_pod)
     self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
-  if (tracked) apply(self, JobEvent::debug_run);
+  if (tracked) st.controller.apply(JobEvent::debug_run);
   st.log->info("debug run {}{}: {}", id, tracked ? "" : " (-f)", label);
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
                      static_cast<std::int32_t>(kStartTimer), id);
@@ -229,7 +229,7 @@ Result start_run(Actor* self, const std::string& rank_text, const std::string& c
   // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
   // driver mode: the pod), never the head's own processes (driver, Ray's head).
   const int world = st.code.rank_pods().empty()
-                        ? static_cast<int>(st.active.size()) * streams_per_pod(st)
+                        ? static_cast<int>(st.active().size()) * streams_per_pod(st)
                         : static_cast<int>(st.code.rank_pods().size());
   auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return usage("-r: " + ranks.error());
@@ -272,8 +272,8 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   // One process per node: on its first rank, with that rank's environment
   // (a pod the job's placement left without ranks has none to run on).
   std::vector<int> ranks;
-  for (size_t node = 0; node < st.active.size(); ++node) {
-    const std::string& pod = st.active[node];
+  for (size_t node = 0; node < st.active().size(); ++node) {
+    const std::string& pod = st.active()[node];
     bool chosen = workers->empty();
     for (const auto& w : *workers) chosen |= w == pod;
     if (!chosen) continue;
@@ -389,13 +389,13 @@ Result recover(Actor* self) {
   if (scope == LaunchScope::everything) {
     // Pods deleted or lost while parked may be back with new addresses, or be
     // replaced by spares: the layout is made anew (no restart is counted).
-    if (auto chosen = select_active(self); !chosen)
+    if (auto chosen = st.controller.select_active(); !chosen)
       return refused(make_error("job is in state debugStop but cannot recover yet: " +
                                 chosen.error() + "; retry recover once the pods are back"));
-    if (!plan_user_code(self)) return {wire(ReplyCode::failed), st.failure};
+    if (!plan_user_code(self)) return {wire(ReplyCode::failed), st.controller.failure()};
   }
   st.code.next_attempt();
-  apply(self, JobEvent::recover);
+  st.controller.apply(JobEvent::recover);
   st.log->info(scope == LaunchScope::driver_only
                    ? "recovering: the driver starts again on the running Ray cluster (attempt {})"
                    : "recovering: user code restarts from scratch (attempt {})",
@@ -442,8 +442,8 @@ void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
     std::string reason = !exit.error.empty() ? exit.error : status.describe();
     self->state.debug.record_verdict(rank->second.pod, run.id, passed, reason);
     if (!passed)
-      taint_platform(self, rank->second.pod,
-                     "failed atlctl check (run " + std::to_string(run.id) + "): " + reason);
+      self->state.controller.taint_platform(
+          rank->second.pod, "failed atlctl check (run " + std::to_string(run.id) + "): " + reason);
   }
   if (!run.hellos.empty() && !run.hellos.count(id.rank)) {
     os::ExitStatus status{exit.code, exit.signal};

@@ -47,7 +47,7 @@ std::string placement_refusal(const State& st) {
     return "placement groups need a driver-mode job: in " + std::string(to_string(st.job().mode)) +
            " mode the workers' resources belong to its " +
            (st.job().mode == JobMode::ray ? "Ray nodes (use Ray's own placement groups)" : "ranks");
-  if (is_terminal(st.state()) || st.finalizing)
+  if (is_terminal(st.state()) || st.ending())
     return "job is in state " + std::string(to_string(st.state())) +
            ": it has ended, placement is refused";
   return "";
@@ -56,19 +56,19 @@ std::string placement_refusal(const State& st) {
 std::vector<PlacementNode> placement_nodes(const State& st) {
   std::vector<PlacementNode> nodes;
   nodes.reserve(st.pods.joined_count());
-  // A set, not a search of st.active per pod: O(pods^2) string compares at
+  // A set, not a search of st.active() per pod: O(pods^2) string compares at
   // thousands of pods, on every placement group created.
-  const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
+  const std::unordered_set<std::string_view> actives(st.active().begin(), st.active().end());
   for (const auto& [pod, node] : st.pods.joined_pods()) {
     const NodeInfo& i = node.info;
     PlacementNode n;
     n.name = pod;
     n.total = node_resources(i.cpus, i.gpus, i.memory, i.shm, i.resources);
-    auto taint = st.taints.all().find(i.machine);
+    auto taint = st.taints().all().find(i.machine);
     bool active = actives.count(pod) > 0;
-    if (taint != st.taints.all().end()) {
+    if (taint != st.taints().all().end()) {
       n.unavailable = "node " + i.machine + " is tainted (" + taint->second.reason + ")";
-    } else if (!st.active.empty() && !active) {
+    } else if (!st.active().empty() && !active) {
       n.unavailable = "a spare (it takes work when an active pod is lost)";
     }
     nodes.push_back(std::move(n));

@@ -84,7 +84,7 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
   if (st.preflight && st.preflight->done()) {
     Preflight::Verdict verdict = *st.preflight->verdict();
     st.preflight.reset();
-    on_preflight_verdict(self, verdict);
+    st.controller.on_preflight_verdict(verdict);
   }
 }
 
@@ -93,7 +93,7 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
 void preflight(Actor* self) {
   auto& st = self->state;
   Preflight::Plan plan;
-  for (const auto& pod : st.active) plan.active.push_back(st.pods.at(pod).info);
+  for (const auto& pod : st.active()) plan.active.push_back(st.pods.at(pod).info);
   plan.spec = st.job().node_spec;
   if (st.job().mode == JobMode::driver && !st.job().working_dir.empty())
     plan.head = head_pod_name(st.job().job_id);

@@ -37,6 +37,7 @@
 #include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/bounded_history.hpp"
 #include "atl/supervisor/debug_runs.hpp"
+#include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/liveness.hpp"
 #include "atl/supervisor/pod_registry.hpp"
 #include "atl/supervisor/preflight.hpp"
@@ -46,32 +47,22 @@
 
 namespace atl::supervisor {
 
-inline constexpr auto kStopSlack = std::chrono::seconds(10);
+inline constexpr auto kStopSlack = JobController::kStopSlack;
 
+// The shell's timers (timeout_atom, kind, arg); kinds below kJobTimerCount
+// are the JobController's (JobTimer), with their tag as arg.
 enum TimerKind : std::int32_t {
-  kReadyTimer,
-  kFailStopTimer,   // ranks did not report after a failure: end anyway
-  kDebugStopTimer,  // ranks did not report after atlctl stop: answer anyway
-  kShutdownTimer,
-  kLingerTimer,
-  kRunWaitTimer,       // a run_wait long poll is due an answer (expire_atom: its waiter)
-  kStartTimer,         // a debug run's ranks did not report started (arg: the run)
-  kRecoverStartTimer,  // a recover's ranks did not report started (arg: its attempt)
-  kHeartbeatTimer,     // every heartbeat interval: send ours, expire silent nodes
-  kRestartStopTimer,   // ranks of the faulted attempt did not report: go on without them
-  kRestartRetryTimer,  // a failed pre-flight of a restart: try again
-  kGroupWaitTimer,     // a pg_wait long poll is due an answer (expire_atom: its waiter)
-  kTaskWaitTimer,      // a task_wait long poll is due an answer (expire_atom: its waiter)
-  kTaskStartTimer,     // a task did not report started (arg: the task)
-  kRunDeadlineTimer,   // a burn or check ran past its deadline (arg: the run)
+  kDebugStopTimer = 16,  // ranks did not report after atlctl stop: answer anyway
+  kRunWaitTimer,         // a run_wait long poll is due an answer (expire_atom: its waiter)
+  kStartTimer,           // a debug run's ranks did not report started (arg: the run)
+  kRecoverStartTimer,    // a recover's ranks did not report started (arg: its attempt)
+  kHeartbeatTimer,       // every heartbeat interval: send ours, expire silent nodes
+  kGroupWaitTimer,       // a pg_wait long poll is due an answer (expire_atom: its waiter)
+  kTaskWaitTimer,        // a task_wait long poll is due an answer (expire_atom: its waiter)
+  kTaskStartTimer,       // a task did not report started (arg: the task)
+  kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
 };
-
-// One line of the job's timeline (atlctl events).
-struct TimelineEvent {
-  std::int64_t unix_ms = 0;
-  std::string kind;  // state, fault, restart, pod, delete, taint
-  std::string text;
-};
+static_assert(kJobTimerCount < kDebugStopTimer);
 
 // The worker pods, each joined one with its agent; a joined pod's record.
 using Pods = PodRegistry<caf::actor>;
@@ -96,10 +87,14 @@ using DebugRun = BasicDebugRun<Promise, RunMember>;
 
 struct State {
   SupervisorConfig config;
-  Lifecycle lifecycle;
-  std::string address;              // HOST:PORT, for ATL_ADDRESS
-  Pods pods;                        // expected (workers + spares), joined, lost; each pod's machine
-  std::vector<std::string> active;  // pods of this attempt (ranks, or a driver's workers)
+  std::string address;  // HOST:PORT, for ATL_ADDRESS
+  Pods pods;            // expected (workers + spares), joined, lost; each pod's machine
+
+  // The job's course: lifecycle, restart budget, taints, the active pods,
+  // the timeline, the ending. It reaches the rest through `effects` (the
+  // shell's JobEffects, job_supervisor.cpp).
+  std::unique_ptr<JobEffects> effects;
+  JobController controller;
 
   // User code: each stream's launch, the ranks of the current attempt (it
   // grows with every restart and recover), and the head pod's executors.
@@ -118,19 +113,10 @@ struct State {
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
-  // Fault tolerance: the restart budget, the nodes' liveness, the timeline.
-  RestartPolicy restarts;
+  // The nodes' liveness and the pre-flight.
   Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused
   std::int32_t check_round = 0;        // the id of the latest pre-flight round
   std::optional<Preflight> preflight;  // the round under way (dropped when moot)
-  bool retry_pending = false;          // a failed pre-flight's pause before the next
-  // Grows with every restart, counted or not (a delete while parked costs
-  // none): the tag of each restart's timers, so an older one's is moot.
-  std::int32_t restart_round = 0;
-  std::deque<TimelineEvent> events;  // the newest 10,000 (the JobStore has them all)
-  TaintSet taints;
-  std::string last_lost_node;  // a node lost twice in a row is tainted
-  bool store_failed = false;   // said once: the durable state is behind
   // The JobStore's writes, in order, on a thread of their own (null: no store).
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
@@ -148,60 +134,38 @@ struct State {
   // Named actors: hosted by any process of the job, called through here.
   Actors named;
 
-  std::string failure;
-  bool finalizing = false;
-  bool finished = false;   // workers gone; maybe lingering
-  bool cancelled = false;  // a signal ended the job: no linger
-  bool released = false;   // outcome handed over
-  std::set<caf::actor_addr> agents_leaving;
+  std::set<caf::actor_addr> agents_leaving;  // told the job ended, not gone yet
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 
   const JobSpec& job() const { return config.job; }
-  JobState state() const { return lifecycle.state(); }
+  JobState state() const { return controller.state(); }
+  const std::vector<std::string>& active() const { return controller.active(); }
+  const TaintSet& taints() const { return controller.taints(); }
+  bool ending() const { return controller.ending(); }
 };
 
 using Actor = caf::stateful_actor<State>;
 
 // Shared between the halves.
 std::int64_t unix_ms_now();
-// Picks the active pods (choose_active) into st.active; the error says why not.
-Status select_active(Actor* self);
 // The workers' side (job_supervisor.cpp), called by worker_api: a pod joins
 // (why not, or nullopt), leaves (lost, silent, deleted), reports.
 std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent);
 void lose_pod(Actor* self, const std::string& pod, const Fault& fault);
-// Every worker joined: the job initializes (pre-flight) or, restarting, goes on.
-void run_checks(Actor* self);
-void maybe_relaunch(Actor* self);
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
 void on_rank_started(Actor* self, const RankStarted& started);
 void on_rank_exit(Actor* self, const RankExit& exit);
-// initializing -> command, or restarting -> command: user code starts from
-// scratch (supervisor_user_code.cpp, with plan_user_code and launch_user_code).
-void start_command(Actor* self);
-// Faults and restarts (supervisor_faults.cpp): a fault's course, the pods
-// that never came, the liveness timer.
-void on_fault(Actor* self, const Fault& fault);
-void on_ready_timeout(Actor* self, const std::string& detail);
+// The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self);
 // Every worker pod as choose_active sees it: index, machine, joined or not.
 std::vector<PodView> pod_views(const State& st);
-// The job ended: every worker is told how, and the outcome follows once
-// they left (bounded).
-void finalize(Actor* self);
-// Pre-flight (supervisor_preflight.cpp): a new round over st.active; its
-// verdict comes back to on_preflight_verdict (job_supervisor.cpp).
+// Pre-flight (supervisor_preflight.cpp): a new round over the active pods;
+// its verdict goes to the controller.
 void preflight(Actor* self);
-void on_preflight_verdict(Actor* self, const Preflight::Verdict& verdict);
-bool plan_user_code(Actor* self);  // every stream's launch for st.active; false: the job failed
-// A platform taint on `pod`'s node, with the reason (a failed check, ...).
-void taint_platform(Actor* self, const std::string& pod, const std::string& reason);
-bool apply(Actor* self, JobEvent event);
-void record(Actor* self, const std::string& kind, const std::string& text);
-void persist(Actor* self);  // state, attempt, restarts, faults, taints -> the JobStore
-void fail(Actor* self, JobEvent event, const std::string& reason);
+bool plan_user_code(
+    Actor* self);  // every stream's launch for the active pods; false: the job failed
 // Starts user code as attempt `st.code.attempt()`: every stream from scratch,
 // or in ray mode (recover on an intact Ray cluster) the driver alone.
 void launch_user_code(Actor* self, LaunchScope scope = LaunchScope::everything);

@@ -60,7 +60,7 @@ nlohmann::json runs_view(const State& st, const StatusPage& page) {
 
 nlohmann::json taints_view(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& [node, t] : st.taints.all())
+  for (const auto& [node, t] : st.taints().all())
     j.push_back({{"node", node},
                  {"source", to_string(t.source)},
                  {"reason", t.reason},
@@ -70,7 +70,7 @@ nlohmann::json taints_view(const State& st) {
 
 std::string events_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& e : st.events)
+  for (const auto& e : st.controller.events())
     j.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}});
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -85,15 +85,15 @@ std::string info_json(const State& st, const StatusPage& page) {
   j["nproc_per_node"] = st.job().nproc_per_node;
   j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
   j["attempt"] = st.code.attempt();
-  j["restarts"] = st.restarts.used();
-  j["max_restarts"] = st.restarts.budget();
-  j["restart_on_failure"] = st.restarts.options().restart_on_failure;
-  j["attempts"] = st.restarts.attempt_lines();
-  if (!st.failure.empty()) j["failure"] = st.failure;
+  j["restarts"] = st.controller.restarts().used();
+  j["max_restarts"] = st.controller.restarts().budget();
+  j["restart_on_failure"] = st.controller.restarts().options().restart_on_failure;
+  j["attempts"] = st.controller.restarts().attempt_lines();
+  if (!st.controller.failure().empty()) j["failure"] = st.controller.failure();
   j["pods"] = nlohmann::json::array();
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
   std::size_t pod_index = 0;
-  const std::unordered_set<std::string_view> actives(st.active.begin(), st.active.end());
+  const std::unordered_set<std::string_view> actives(st.active().begin(), st.active().end());
   for (const auto& pod : st.pods.expected()) {
     const char* pod_state = to_string(st.pods.standing(pod));
     ++pod_counts[pod_state];
@@ -102,8 +102,8 @@ std::string info_json(const State& st, const StatusPage& page) {
     bool active = actives.count(pod) > 0;
     if (const std::string* machine = st.pods.machine_of(pod)) {
       p["node"] = *machine;
-      p["tainted"] = st.taints.tainted(*machine);
-      p["role"] = st.taints.tainted(*machine) ? "quarantined" : active ? "active" : "spare";
+      p["tainted"] = st.taints().tainted(*machine);
+      p["role"] = st.taints().tainted(*machine) ? "quarantined" : active ? "active" : "spare";
     }
     if (const JoinedPod* it = st.pods.find(pod)) {
       const NodeInfo& i = it->info;

@@ -77,7 +77,7 @@ void finish(State& st, TaskId id, std::int32_t code, std::int32_t signal, const 
 std::string choose_pod(const State& st, const std::string& pod) {
   if (!pod.empty()) return pod;
   std::vector<std::string> joined;
-  for (const auto& candidate : st.active)
+  for (const auto& candidate : st.active())
     if (st.pods.joined(candidate)) joined.push_back(candidate);
   return st.tasks.least_loaded(joined).value_or(std::string());
 }

@@ -32,41 +32,26 @@ bool plan_user_code(Actor* self) {
   in.head_host = st.config.advertised_host;
   in.head_pod = head_pod_name(st.job().job_id);
   in.head_site = head_site(st);
-  in.restarts_used = st.restarts.used();
+  in.restarts_used = st.controller.restarts().used();
   in.ray_bin = st.config.ray_bin;
   in.ray_python = st.config.ray_python;
   in.ray_ready_wait = kRayReadyWait;
   if (st.job().mode != JobMode::driver) {
-    for (const auto& pod : st.active) {
+    for (const auto& pod : st.active()) {
       const NodeInfo* info = st.pods.info(pod);
       if (!info) {  // lost between the checks and now
-        fail(self, JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
+        st.controller.fail(JobEvent::node_lost,
+                           "pod " + pod + " was lost before its ranks started");
         return false;
       }
       in.active.push_back({*info, pod_site(st, pod)});
     }
   }
   if (auto planned = st.code.plan(in); !planned) {
-    fail(self, JobEvent::rank_failed, planned.error());
+    st.controller.fail(JobEvent::rank_failed, planned.error());
     return false;
   }
   return true;
-}
-
-// initializing -> command, or restarting -> command: user code starts from scratch.
-void start_command(Actor* self) {
-  auto& st = self->state;
-  bool restart = st.state() == JobState::restarting;
-  if (!apply(self, JobEvent::checks_passed)) return;
-  if (restart) {
-    st.code.next_attempt();
-    std::string line = "job restarted: attempt " + std::to_string(st.code.attempt()) +
-                       " (restart " + std::to_string(st.restarts.used()) + "/" +
-                       std::to_string(st.restarts.budget()) + ")";
-    record(self, "restart", line);
-    self->send(st.config.sink, print_atom::value, line);
-  }
-  if (plan_user_code(self)) launch_user_code(self);
 }
 
 int streams_per_pod(const State& st) {
@@ -79,7 +64,7 @@ std::string pod_of_rank(const State& st, std::int32_t stream) {
   if (!rank_pods.empty())
     return static_cast<size_t>(stream) < rank_pods.size() ? rank_pods[stream] : "";
   auto node = static_cast<size_t>(stream / streams_per_pod(st));
-  return node < st.active.size() ? st.active[node] : std::string();
+  return node < st.active().size() ? st.active()[node] : std::string();
 }
 
 void launch_user_code(Actor* self, LaunchScope scope) {
@@ -89,7 +74,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
   // Each attempt's output in files of its own (before any line of it).
   self->send(st.config.sink, attempt_atom::value, attempt);
   auto launches = st.code.begin(scope);
-  persist(self);
+  st.controller.persist();
   for (auto& launch : launches.on_head) {
     // The head pod's own processes: the driver (and in ray mode Ray's head).
     const bool driver = launch.stream.kind == StreamKind::driver;
@@ -151,29 +136,16 @@ void on_rank_exit(Actor* self, const RankExit& exit) {
   // A driver's placement groups are its own (Ray: the job's): they go with it.
   if (key == kDriverStream && st.job().mode == JobMode::driver)
     clear_groups(self, "the driver ended");
-  if (st.state() == JobState::command) {
-    ExitMeaning meaning = st.code.meaning(st.job().mode, key, exit);
-    if (meaning.kind == ExitMeaning::Kind::fault) {
-      on_fault(self, meaning.fault);
-    } else if (meaning.kind == ExitMeaning::Kind::succeeded &&
-               apply(self, JobEvent::ranks_succeeded)) {
-      // Ray mode: the driver decided; Ray's processes everywhere are stopped
-      // and the job ends once they are.
-      if (st.job().mode == JobMode::ray) stop_user_code(self);
-      if (st.code.ranks().all_done()) finalize(self);
-    }
-  } else if (is_terminal(st.state())) {
-    if (st.code.ranks().all_done()) finalize(self);
-  } else if (st.state() == JobState::restarting) {
-    maybe_relaunch(self);  // the faulted attempt's ranks are stopping
-  } else {
-    if (st.job().mode == JobMode::ray && key != kDriverStream)
-      on_ray_node_gone_while_parked(
-          self, (key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod + " " +
-                    (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
-                                        : "could not start: " + exit.error));
-    on_user_code_progress(self);  // stopped by atlctl: no failure, maybe a stop to answer
-  }
+  ExitMeaning meaning;  // what the end means is asked only while user code runs
+  if (st.state() == JobState::command) meaning = st.code.meaning(st.job().mode, key, exit);
+  if (st.controller.on_user_code_ended(meaning)) return;
+  // Parked in a debug state: stopped by atlctl, no failure; maybe a stop to answer.
+  if (st.job().mode == JobMode::ray && key != kDriverStream)
+    on_ray_node_gone_while_parked(
+        self, (key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") + exit.pod + " " +
+                  (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
+                                      : "could not start: " + exit.error));
+  on_user_code_progress(self);
 }
 
 void on_ray_node_gone_while_parked(Actor* self, const std::string& why) {
@@ -183,7 +155,7 @@ void on_ray_node_gone_while_parked(Actor* self, const std::string& why) {
                      " while the job was stopped: the rest of the Ray cluster is stopped; "
                      "recover starts Ray and the driver again";
   st.log->warn("{}", line);
-  record(self, "fault", line);
+  st.controller.record("fault", line);
   self->send(st.config.sink, print_atom::value, line);
   stop_user_code(self);
 }

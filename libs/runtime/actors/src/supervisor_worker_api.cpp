@@ -38,17 +38,16 @@ caf::message_handler worker_api(Actor* self) {
             // Once a pre-flight found them there: before, the pre-flight speaks.
             count.checked = state == JobState::command || state == JobState::debugStop ||
                             state == JobState::debugCommand;
-            count.machine_tainted = machine && st.taints.tainted(*machine);
-            count.runs_ranks =
-                std::find(st.active.begin(), st.active.end(), pod) != st.active.end() &&
-                (state == JobState::command || state == JobState::debugCommand);
+            count.machine_tainted = machine && st.taints().tainted(*machine);
+            count.runs_ranks = st.controller.is_active(pod) &&
+                               (state == JobState::command || state == JobState::debugCommand);
             if (lost_a_gpu(count)) {
               // A GPU fell off the bus: the node is not to be used again, and the
               // pod leaves (to be recreated elsewhere); in command the job restarts.
               std::string detail = "pod " + pod + " lost a GPU (it declared " +
                                    std::to_string(declared) + ", " + std::to_string(gpus_present) +
                                    " are there)";
-              taint_platform(self, pod, detail);
+              st.controller.taint_platform(pod, detail);
               self->send(it->agent, delete_atom::value, detail);
               lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
             }
@@ -56,9 +55,9 @@ caf::message_handler worker_api(Actor* self) {
           [self](check_atom) {
             auto& st = self->state;
             if (st.state() == JobState::pending) {
-              run_checks(self);
+              st.controller.all_joined();
             } else if (st.state() == JobState::restarting) {
-              maybe_relaunch(self);
+              st.controller.maybe_relaunch();
             }
           },
           [self](const RankStarted& started) {

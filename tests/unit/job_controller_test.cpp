@@ -1,0 +1,595 @@
+// JobController against a fake JobEffects: the job's course from start to
+// outcome, faults within and past the budget, pre-flight verdicts, pods lost
+// twice, timers of an older round, the ending with and without linger, a
+// resumed head, atlctl taint.
+#include "atl/supervisor/job_controller.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+namespace atl::supervisor {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Armed {
+  JobTimer timer;
+  std::chrono::milliseconds delay;
+  std::int32_t tag;
+};
+
+// The pieces the controller does not own, as plain fields; every effect
+// written down in the order it came.
+class FakeEffects final : public JobEffects {
+ public:
+  // --- what the controller reads ---
+  std::int64_t now_ms = 1000;
+  int attempt_now = 1;
+  bool done = true;  // user code: every process reported its end
+  std::vector<PodView> pods;
+  std::map<std::string, std::string> machines;  // pod -> node
+  bool preflight_running = false;
+
+  // --- what it did ---
+  std::vector<std::string> prints;
+  std::vector<os::JobRecord> saves;
+  std::vector<TimelineEvent> events;
+  std::vector<Armed> timers;
+  std::vector<std::string> calls;  // effects on other pieces, by name
+  std::size_t leaving = 0;         // wind_down's answer
+  std::optional<int> outcome;
+
+  std::int64_t unix_ms() const override { return now_ms; }
+  int attempt() const override { return attempt_now; }
+  bool user_code_done() const override { return done; }
+  std::vector<PodView> pod_views() const override { return pods; }
+  std::string missing_pods() const override {
+    std::string out;
+    for (const auto& p : pods)
+      if (!p.joined) out += (out.empty() ? "" : ", ") + p.name;
+    return out;
+  }
+  const std::string* machine_of(const std::string& pod) const override {
+    auto it = machines.find(pod);
+    return it == machines.end() ? nullptr : &it->second;
+  }
+  bool preflight_under_way() const override { return preflight_running; }
+
+  void print(const std::string& line) override { prints.push_back(line); }
+  void save(os::JobRecord record) override { saves.push_back(std::move(record)); }
+  void add_event(const TimelineEvent& e) override { events.push_back(e); }
+  void reset_journal() override { calls.push_back("reset_journal"); }
+  void arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) override {
+    timers.push_back({timer, delay, tag});
+  }
+  void next_attempt() override {
+    ++attempt_now;
+    calls.push_back("next_attempt");
+  }
+  void start_user_code() override {
+    done = false;
+    calls.push_back("start_user_code");
+  }
+  void stop_user_code() override { calls.push_back("stop_user_code"); }
+  void abandon_user_code(const std::string& why) override {
+    done = true;
+    calls.push_back("abandon_user_code: " + why);
+  }
+  void start_preflight() override {
+    preflight_running = true;
+    calls.push_back("start_preflight");
+  }
+  void drop_preflight() override { preflight_running = false; }
+  void end_parked_debug_run() override { calls.push_back("end_parked_debug_run"); }
+  void end_pod_work(const std::string& pod) override { calls.push_back("end_pod_work " + pod); }
+  void pod_gone_while_parked(const std::string& detail) override {
+    calls.push_back("pod_gone_while_parked: " + detail);
+  }
+  void placement_changed() override { calls.push_back("placement_changed"); }
+  std::size_t wind_down(bool ok) override {
+    calls.push_back(ok ? "wind_down ok" : "wind_down failed");
+    return leaving;
+  }
+  void release(int code) override {
+    EXPECT_FALSE(outcome) << "released twice";
+    outcome = code;
+  }
+
+  // Helpers for the tests.
+  void join_all() {
+    for (auto& p : pods) p.joined = true;
+  }
+  bool called(const std::string& name) const {
+    return std::find(calls.begin(), calls.end(), name) != calls.end();
+  }
+  int count(const std::string& name) const {
+    return static_cast<int>(std::count(calls.begin(), calls.end(), name));
+  }
+  std::optional<Armed> last_timer(JobTimer timer) const {
+    for (auto it = timers.rbegin(); it != timers.rend(); ++it)
+      if (it->timer == timer) return *it;
+    return std::nullopt;
+  }
+  bool printed(const std::string& line) const {
+    return std::find(prints.begin(), prints.end(), line) != prints.end();
+  }
+};
+
+JobSpec spec(int workers, int max_restarts) {
+  JobSpec job;
+  job.job_id = "j1";
+  job.workers = workers;
+  job.max_restarts = max_restarts;
+  job.grace = 5s;
+  job.ready_timeout = 60s;
+  return job;
+}
+
+// `pods` worker pods, each on a node of its own (node-K), none joined.
+void add_pods(FakeEffects& fx, int pods) {
+  for (int i = 0; i < pods; ++i) {
+    std::string name = "j1-worker-" + std::to_string(i);
+    fx.pods.push_back({name, i, "node-" + std::to_string(i), false});
+    fx.machines[name] = "node-" + std::to_string(i);
+  }
+}
+
+struct Job {
+  FakeEffects fx;
+  JobController ctl;
+
+  Job(int workers, int pods, int max_restarts, std::chrono::milliseconds linger = 0ms) {
+    add_pods(fx, pods);
+    ctl = JobController({spec(workers, max_restarts), linger}, &fx);
+  }
+
+  // Started, every pod joined, pre-flight passed: user code runs.
+  void run() {
+    ASSERT_TRUE(ctl.start(nullptr, fx.pods.size()));
+    fx.join_all();
+    ctl.all_joined();
+    ASSERT_TRUE(fx.preflight_running);
+    fx.preflight_running = false;
+    ctl.on_preflight_verdict({});
+    ASSERT_EQ(ctl.state(), JobState::command);
+  }
+};
+
+TEST(JobController, AStartRecordsTheSubmissionAndArmsTheReadyTimer) {
+  Job job(2, 2, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  ASSERT_EQ(job.fx.events.size(), 1u);
+  EXPECT_EQ(job.fx.events[0].text, "job j1 submitted: waiting for 2 workers");
+  ASSERT_EQ(job.fx.saves.size(), 1u);
+  EXPECT_EQ(job.fx.saves[0].state, "pending");
+  auto ready = job.fx.last_timer(JobTimer::ready);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->delay, 60s);
+  EXPECT_EQ(ready->tag, 0);
+}
+
+TEST(JobController, AJobOfNoPodsArmsNoReadyTimer) {
+  Job job(0, 0, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 0));
+  EXPECT_FALSE(job.fx.last_timer(JobTimer::ready));
+}
+
+TEST(JobController, EveryPodJoinedChoosesTheActiveOnesAndRunsThePreflight) {
+  Job job(2, 3, 3);
+  job.run();
+  EXPECT_EQ(job.ctl.active(), (std::vector<std::string>{"j1-worker-0", "j1-worker-1"}));
+  EXPECT_TRUE(job.fx.called("start_user_code"));
+  EXPECT_FALSE(job.fx.called("next_attempt"));  // the first attempt is not a restart
+}
+
+TEST(JobController, TooFewUntaintedPodsFailTheStartSayingWhy) {
+  Job job(2, 2, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  job.fx.pods[0].joined = true;  // worker-1 never came, yet all_joined arrives
+  job.ctl.all_joined();
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_NE(job.ctl.failure().find("cannot start: "), std::string::npos) << job.ctl.failure();
+  EXPECT_FALSE(job.fx.called("start_preflight"));
+  EXPECT_EQ(job.fx.outcome, 1);  // nothing ran, no workers to wait for, no linger
+}
+
+TEST(JobController, APendingReadyTimeoutNamesTheMissingPodsAndFailsOnANoRestartBudget) {
+  Job job(2, 2, 0);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  job.fx.pods[0].joined = true;
+  job.ctl.on_timer(JobTimer::ready, 0);
+  EXPECT_TRUE(job.fx.printed("workers not ready after 1m: missing j1-worker-1"));
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_TRUE(job.fx.printed("Job status:  failed"));
+  EXPECT_EQ(job.fx.outcome, 1);
+}
+
+TEST(JobController, AFailedPreflightWithASpareTaintsTheNodeAndRestartsAfterAPause) {
+  Job job(2, 3, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 3));
+  job.fx.join_all();
+  job.ctl.all_joined();
+  job.fx.preflight_running = false;  // the round ended with a verdict
+  job.ctl.on_preflight_verdict({"j1-worker-1", "no GPU 3"});
+  EXPECT_TRUE(job.ctl.taints().tainted("node-1"));
+  EXPECT_EQ(job.ctl.state(), JobState::restarting);
+  EXPECT_EQ(job.ctl.restarts().used(), 1);
+  // Not at once (the same check would fail the same way): after the pause.
+  EXPECT_FALSE(job.fx.preflight_running);
+  auto retry = job.fx.last_timer(JobTimer::restart_retry);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->delay, JobController::kRetryPause);
+  job.ctl.on_timer(JobTimer::restart_retry, retry->tag - 1);  // an older round's: moot
+  EXPECT_FALSE(job.fx.preflight_running);
+  job.ctl.on_timer(JobTimer::restart_retry, retry->tag);
+  EXPECT_TRUE(job.fx.preflight_running);
+  EXPECT_EQ(job.ctl.active(), (std::vector<std::string>{"j1-worker-0", "j1-worker-2"}));
+  job.fx.preflight_running = false;
+  job.ctl.on_preflight_verdict({});
+  EXPECT_EQ(job.ctl.state(), JobState::command);
+  EXPECT_TRUE(job.fx.printed("job restarted: attempt 2 (restart 1/3)"));
+}
+
+TEST(JobController, AFailedPreflightWithNoSpareFailsAtOnce) {
+  Job job(2, 2, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  job.fx.join_all();
+  job.ctl.all_joined();
+  job.fx.preflight_running = false;
+  job.ctl.on_preflight_verdict({"j1-worker-0", "working dir is not writable"});
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_EQ(job.ctl.failure(), "working dir is not writable");
+  EXPECT_EQ(job.ctl.restarts().used(), 0);
+}
+
+TEST(JobController, ALostPodRestartsWithinTheBudgetOnceTheRanksAreGone) {
+  Job job(2, 2, 2);
+  job.run();
+  job.ctl.on_pod_gone("j1-worker-1",
+                      {FaultKind::pod_lost, "j1-worker-1", "pod j1-worker-1 was lost"});
+  EXPECT_EQ(job.ctl.state(), JobState::restarting);
+  EXPECT_TRUE(job.fx.called("end_pod_work j1-worker-1"));
+  EXPECT_TRUE(job.fx.called("stop_user_code"));
+  auto stop = job.fx.last_timer(JobTimer::restart_stop);
+  ASSERT_TRUE(stop);
+  EXPECT_EQ(stop->delay, 5s + JobController::kStopSlack);
+  EXPECT_FALSE(job.fx.preflight_running);  // ranks still stopping
+  // The pod is not back yet: the ranks' end alone does not relaunch.
+  job.fx.pods[1].joined = false;
+  job.fx.done = true;
+  job.ctl.on_user_code_ended({});
+  EXPECT_FALSE(job.fx.preflight_running);
+  job.fx.pods[1].joined = true;
+  job.ctl.maybe_relaunch();  // the pod is back
+  EXPECT_TRUE(job.fx.preflight_running);
+  ASSERT_FALSE(job.ctl.restarts().history().empty());
+  EXPECT_EQ(job.ctl.restarts().history()[0].attempt, 1);  // the attempt the fault ended
+}
+
+TEST(JobController, ARankThatDoesNotReportAfterTheStopIsAbandonedAndTheRestartGoesOn) {
+  Job job(1, 1, 2);
+  job.run();
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_hung, "j1-worker-0", "stopped answering"});
+  auto stop = job.fx.last_timer(JobTimer::restart_stop);
+  ASSERT_TRUE(stop);
+  job.ctl.on_timer(JobTimer::restart_stop, stop->tag);
+  EXPECT_TRUE(job.fx.called("abandon_user_code: did not report after the stop"));
+  EXPECT_TRUE(job.fx.preflight_running);
+}
+
+TEST(JobController, ASpentBudgetFailsTheJobNamingItAndWaitsForTheRanksBounded) {
+  Job job(1, 1, 0);
+  job.run();
+  Fault fault{FaultKind::rank_failed, "j1-worker-0", "rank 0 exited with code 3"};
+  ExitMeaning meaning{ExitMeaning::Kind::fault, fault};
+  EXPECT_TRUE(job.ctl.on_user_code_ended(meaning));
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_EQ(job.ctl.failure(), "rank 0 exited with code 3");
+  // Other ranks still run: stopped, and the end waits for them (bounded).
+  EXPECT_TRUE(job.fx.called("stop_user_code"));
+  EXPECT_FALSE(job.fx.outcome);
+  ASSERT_TRUE(job.fx.last_timer(JobTimer::fail_stop));
+  job.ctl.on_timer(JobTimer::fail_stop, 0);
+  EXPECT_TRUE(job.fx.called("wind_down failed"));
+  EXPECT_TRUE(job.fx.printed("job failed: rank 0 exited with code 3"));
+  EXPECT_EQ(job.fx.outcome, 1);
+}
+
+TEST(JobController, TheLastRestartOfTheBudgetFailsWithTheCountAndOneLinePerAttempt) {
+  Job job(1, 1, 1);
+  job.run();
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "pod lost (1)"});
+  job.fx.done = true;
+  job.ctl.maybe_relaunch();
+  job.fx.preflight_running = false;
+  job.ctl.on_preflight_verdict({});
+  ASSERT_EQ(job.ctl.state(), JobState::command);
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "pod lost (2)"});
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_EQ(job.ctl.failure(), "pod lost (2); the restart budget is spent (1/1 restarts used)");
+  job.fx.done = true;
+  job.ctl.on_user_code_ended({});
+  EXPECT_TRUE(job.fx.printed("  attempt 1: pod lost (1)"));
+  EXPECT_TRUE(job.fx.printed("  attempt 2: pod lost (2)"));
+}
+
+TEST(JobController, ANodeLostTwiceInARowIsTaintedOnlyWhenASpareCanTakeItsPlace) {
+  {
+    Job job(1, 2, 5);
+    job.run();
+    for (int i = 0; i < 2; ++i) {
+      job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
+      job.fx.done = true;
+      job.ctl.maybe_relaunch();
+      job.fx.preflight_running = false;
+      job.ctl.on_preflight_verdict({});
+    }
+    EXPECT_TRUE(job.ctl.taints().tainted("node-0"));
+    EXPECT_EQ(job.ctl.active(), (std::vector<std::string>{"j1-worker-1"}));
+  }
+  {
+    Job job(1, 1, 5);  // no spare: the node is kept
+    job.run();
+    for (int i = 0; i < 2; ++i) {
+      job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
+      job.fx.done = true;
+      job.ctl.maybe_relaunch();
+      job.fx.preflight_running = false;
+      job.ctl.on_preflight_verdict({});
+    }
+    EXPECT_FALSE(job.ctl.taints().tainted("node-0"));
+    EXPECT_EQ(job.ctl.state(), JobState::command);
+  }
+}
+
+TEST(JobController, ADeletedPodIsNeverTaintedForBeingLostTwice) {
+  Job job(1, 2, 5);
+  job.run();
+  for (int i = 0; i < 2; ++i) {
+    job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_deleted, "j1-worker-0", "deleted"});
+    job.fx.done = true;
+    job.ctl.maybe_relaunch();
+    job.fx.preflight_running = false;
+    job.ctl.on_preflight_verdict({});
+  }
+  EXPECT_TRUE(job.ctl.taints().all().empty());
+}
+
+TEST(JobController, ALostSpareCostsNoRestart) {
+  Job job(1, 2, 2);
+  job.run();
+  job.ctl.on_pod_gone("j1-worker-1", {FaultKind::pod_lost, "j1-worker-1", "spare gone"});
+  EXPECT_EQ(job.ctl.state(), JobState::command);
+  EXPECT_EQ(job.ctl.restarts().used(), 0);
+  EXPECT_EQ(job.fx.events.back().text, "spare gone (a spare: no restart)");
+  EXPECT_FALSE(job.fx.called("end_pod_work j1-worker-1"));
+}
+
+TEST(JobController, APodLostBeforeTheStartIsAwaitedAgain) {
+  Job job(2, 2, 2);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "gone"});
+  EXPECT_EQ(job.ctl.state(), JobState::pending);
+  EXPECT_EQ(job.ctl.restarts().used(), 0);
+}
+
+TEST(JobController, ADeleteWhileParkedRestartsWithoutARestartAndEndsTheDebugCommand) {
+  Job job(1, 1, 1);
+  job.run();
+  ASSERT_TRUE(job.ctl.apply(JobEvent::debug_stop));
+  ASSERT_TRUE(job.ctl.apply(JobEvent::debug_run));
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_deleted, "j1-worker-0", "deleted"});
+  EXPECT_EQ(job.ctl.state(), JobState::restarting);
+  EXPECT_EQ(job.ctl.restarts().used(), 0);
+  EXPECT_TRUE(job.fx.called("end_parked_debug_run"));
+  EXPECT_TRUE(job.fx.printed("job restarting (from debugCommand: no restart used, 0/1): deleted"));
+}
+
+TEST(JobController, APodLostWhileParkedIsAwaitedAndThePieceAboveIsTold) {
+  Job job(1, 1, 1);
+  job.run();
+  ASSERT_TRUE(job.ctl.apply(JobEvent::debug_stop));
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost while stopped"});
+  EXPECT_EQ(job.ctl.state(), JobState::debugStop);
+  EXPECT_TRUE(job.fx.called("pod_gone_while_parked: lost while stopped"));
+  // A process ending while parked is the caller's to handle.
+  EXPECT_FALSE(job.ctl.on_user_code_ended({}));
+}
+
+TEST(JobController, AStaleReadyTimerOfAnEarlierRoundIsMoot) {
+  Job job(1, 1, 3);
+  job.run();
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
+  const std::int32_t round = job.ctl.restart_round();
+  job.fx.pods[0].joined = false;
+  job.ctl.on_timer(JobTimer::ready, round - 1);
+  EXPECT_EQ(job.ctl.restarts().used(), 1);  // nothing happened
+  job.ctl.on_timer(JobTimer::ready, round);
+  EXPECT_TRUE(job.fx.printed("restart not ready after 1m: pods not back: j1-worker-0"));
+  EXPECT_EQ(job.ctl.restarts().used(), 2);
+}
+
+TEST(JobController, ASucceededJobWaitsForItsWorkersThenLingers) {
+  Job job(1, 1, 0, 30s);
+  job.run();
+  job.fx.leaving = 1;
+  job.fx.done = true;
+  EXPECT_TRUE(job.ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}}));
+  EXPECT_EQ(job.ctl.state(), JobState::succeeded);
+  EXPECT_TRUE(job.fx.called("wind_down ok"));
+  EXPECT_TRUE(job.fx.printed("Job status:  succeeded"));
+  EXPECT_FALSE(job.fx.outcome);
+  ASSERT_TRUE(job.fx.last_timer(JobTimer::shutdown));
+  job.ctl.on_worker_left(0);
+  EXPECT_TRUE(job.ctl.finished());
+  ASSERT_TRUE(job.fx.last_timer(JobTimer::linger));
+  EXPECT_EQ(job.fx.last_timer(JobTimer::linger)->delay, 30s);
+  EXPECT_FALSE(job.fx.outcome);
+  job.ctl.on_timer(JobTimer::linger, 0);
+  EXPECT_EQ(job.fx.outcome, 0);
+  job.ctl.on_timer(JobTimer::shutdown, 0);  // late: nothing more
+}
+
+TEST(JobController, WorkersThatDoNotLeaveAreNotWaitedForPastTheShutdownTimer) {
+  Job job(1, 1, 0);
+  job.run();
+  job.fx.leaving = 1;
+  job.fx.done = true;
+  job.ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}});
+  EXPECT_FALSE(job.fx.outcome);
+  job.ctl.on_timer(JobTimer::shutdown, 0);
+  EXPECT_EQ(job.fx.outcome, 0);
+}
+
+TEST(JobController, ASignalEndsTheLingerOrSkipsIt) {
+  {
+    Job job(1, 1, 0, 30s);
+    job.run();
+    job.fx.done = true;
+    job.ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}});
+    EXPECT_FALSE(job.fx.outcome);  // lingering
+    job.ctl.cancel("SIGTERM");
+    EXPECT_EQ(job.fx.outcome, 0);
+  }
+  {
+    Job job(1, 1, 0, 30s);
+    job.run();
+    job.ctl.cancel("SIGTERM");
+    EXPECT_EQ(job.ctl.state(), JobState::failed);
+    EXPECT_EQ(job.ctl.failure(), "cancelled: SIGTERM");
+    job.fx.done = true;
+    job.ctl.on_user_code_ended({});
+    EXPECT_EQ(job.fx.outcome, 1);  // no linger after a cancel
+  }
+}
+
+TEST(JobController, RayModesSuccessStopsTheRestOfTheCluster) {
+  FakeEffects fx;
+  add_pods(fx, 1);
+  JobSpec job = spec(1, 0);
+  job.mode = JobMode::ray;
+  JobController ctl({job, 0ms}, &fx);
+  ASSERT_TRUE(ctl.start(nullptr, 1));
+  fx.join_all();
+  ctl.all_joined();
+  ctl.on_preflight_verdict({});
+  fx.done = false;  // Ray's nodes still run
+  ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}});
+  EXPECT_EQ(ctl.state(), JobState::succeeded);
+  EXPECT_TRUE(fx.called("stop_user_code"));
+  EXPECT_FALSE(fx.outcome);
+  fx.done = true;
+  ctl.on_user_code_ended({});
+  EXPECT_EQ(fx.outcome, 0);
+}
+
+TEST(JobController, AResumedRunningJobCountsTheHeadsRestartAndKeepsItsTaintsAndTimeline) {
+  Job job(1, 1, 2);
+  os::JobRecord r;
+  r.state = "command";
+  r.attempt = 3;
+  r.restarts = 1;
+  r.taints["node-9"] = Taint{TaintSource::user, "set by atlctl taint", 5};
+  r.events.push_back({7, "state", "pending -> initializing"});
+  ASSERT_TRUE(job.ctl.start(&r, 1));
+  EXPECT_EQ(job.ctl.restarts().used(), 2);
+  EXPECT_TRUE(job.ctl.taints().tainted("node-9"));
+  EXPECT_EQ(job.ctl.events().front().text, "pending -> initializing");
+  EXPECT_TRUE(
+      job.fx.printed("job resumed: the head restarted (attempt 3 was in command): restart 2/2"));
+  EXPECT_FALSE(job.fx.called("reset_journal"));
+}
+
+TEST(JobController, AResumedJobWithASpentBudgetFails) {
+  Job job(1, 1, 1);
+  os::JobRecord r;
+  r.state = "restarting";
+  r.attempt = 2;
+  r.restarts = 1;
+  EXPECT_FALSE(job.ctl.start(&r, 1));
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_EQ(job.ctl.failure(),
+            "the head restarted (attempt 2 was in restarting); the restart budget is spent (1/1 "
+            "restarts used)");
+  EXPECT_FALSE(job.fx.last_timer(JobTimer::ready));
+}
+
+TEST(JobController, AnEndedRecordMakesANewSubmission) {
+  Job job(1, 1, 1);
+  os::JobRecord r;
+  r.state = "failed";
+  r.restarts = 1;
+  r.taints["node-0"] = Taint{TaintSource::platform, "lost twice", 5};
+  ASSERT_TRUE(job.ctl.start(&r, 1));
+  EXPECT_TRUE(job.fx.called("reset_journal"));
+  EXPECT_EQ(job.ctl.restarts().used(), 0);
+  EXPECT_TRUE(job.ctl.taints().all().empty());
+  EXPECT_EQ(job.fx.events.back().text,
+            "job j1 submitted anew (its last run failed): waiting for 1 workers");
+}
+
+TEST(JobController, AtlctlTaintRefusalsChangeNothing) {
+  Job job(1, 2, 2);
+  job.run();
+  const std::size_t saves = job.fx.saves.size();
+  const std::vector<std::string> machines{"node-0", "node-1"};
+  auto bad_action = job.ctl.change_taints("toggle", "node-0", machines);
+  ASSERT_TRUE(bad_action);
+  EXPECT_EQ(bad_action->code, ReplyCode::usage);
+  EXPECT_EQ(bad_action->text, "-a: unknown action 'toggle' (list, set or remove)");
+  auto bad_list = job.ctl.change_taints("set", "", machines);
+  ASSERT_TRUE(bad_list);
+  EXPECT_EQ(bad_list->code, ReplyCode::usage);
+  auto unknown = job.ctl.change_taints("set", "node-7", machines);
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->code, ReplyCode::usage);
+  EXPECT_TRUE(job.ctl.taints().all().empty());
+  EXPECT_EQ(job.fx.saves.size(), saves);
+  EXPECT_FALSE(job.fx.called("placement_changed"));
+}
+
+TEST(JobController, RemovingATaintLetsAWaitingRestartGoOn) {
+  Job job(1, 1, 2);
+  job.run();
+  const std::vector<std::string> machines{"node-0"};
+  ASSERT_FALSE(job.ctl.change_taints("set", "node-0", machines));
+  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
+  job.fx.done = true;
+  job.ctl.maybe_relaunch();
+  EXPECT_FALSE(job.fx.preflight_running);  // its only node is tainted
+  ASSERT_FALSE(job.ctl.change_taints("remove", "node-0", machines));
+  EXPECT_TRUE(job.fx.preflight_running);
+  EXPECT_TRUE(job.fx.called("placement_changed"));
+}
+
+TEST(JobController, TaintsAreRefusedOnceTheJobEnded) {
+  Job job(1, 1, 0);
+  job.run();
+  job.ctl.fail(JobEvent::rank_failed, "done");
+  auto refused = job.ctl.change_taints("set", "node-0", {"node-0"});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code, ReplyCode::refused);
+  EXPECT_EQ(refused->text, "job is in state failed: it has ended, taint is refused");
+}
+
+TEST(JobController, TheTimelineInMemoryIsABoundedRingButEveryEventIsJournaled) {
+  Job job(1, 1, 0);
+  for (std::size_t i = 0; i < JobController::kMaxEvents + 5; ++i)
+    job.ctl.record("pod", "event " + std::to_string(i));
+  EXPECT_EQ(job.ctl.events().size(), JobController::kMaxEvents);
+  EXPECT_EQ(job.ctl.events().front().text, "event 5");
+  EXPECT_EQ(job.fx.events.size(), JobController::kMaxEvents + 5);
+}
+
+TEST(JobController, AJournalErrorIsSaidOnceAndTheJobGoesOn) {
+  Job job(1, 1, 0);
+  job.run();
+  job.ctl.journal_failed("disk full");
+  job.ctl.journal_failed("disk full");
+  EXPECT_EQ(job.ctl.state(), JobState::command);
+}
+
+}  // namespace
+}  // namespace atl::supervisor
