@@ -42,7 +42,7 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
       [](check_atom, const std::string&) { return std::string(); },
       [](probe_atom) { return caf::make_message(std::int32_t{40000}, std::string()); },
       [](reach_atom, const std::string&, std::int32_t) { return std::string(); },
-      [log](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor&) {
+      [log](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor&) {
         ++log->launches;
         if (!ranks.empty()) log->last_env = ranks.front().env;
       },
@@ -50,7 +50,7 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
       [log](agent_log_atom, const caf::actor&, const StreamId& stream) {
         log->log_streams.push_back(stream);
       },
-      [log](run_atom, const std::vector<RankLaunch>&, const caf::actor&) { ++log->runs; },
+      [log](run_atom, const std::vector<ProcessLaunch>&, const caf::actor&) { ++log->runs; },
       [self](fence_atom, const std::string&) { self->quit(); },
       [self](delete_atom, const std::string&) { self->quit(); },
       [log](stop_atom, std::int64_t) { ++log->stops; },
@@ -231,12 +231,12 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   }
 
   void rank_exit(int rank, int attempt, int code) {
-    self->send(sup, RankExit{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
-                             code, 0, ""});
+    self->send(sup, ProcessExit{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
+                                code, 0, ""});
   }
   void rank_started(int rank, int attempt) {
-    self->send(sup, RankStarted{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
-                                100 + rank});
+    self->send(sup, ProcessStarted{StreamId::of_rank(rank), attempt,
+                                   worker_pod_name("jo-race", rank), 100 + rank});
   }
 };
 
@@ -425,7 +425,7 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
            std::string("1ms"), std::string(""), std::string("all"), std::string(""));
   step();
   // The check's process on rank 0 (run 1) ends with a failure.
-  self->send(sup, RankExit{StreamId::of_run(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
+  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
   step();
   op->send(sup, taint_atom::value, std::string("list"), std::string(""));
   step();
@@ -661,13 +661,13 @@ CAF_TEST(a check stopped by an operator taints no node and recover goes on) {
            std::string("1ms"), std::string(""), std::string("all"), std::string(""));
   step();
   const std::string pod = worker_pod_name("jo-race", 0);
-  self->send(sup, RankStarted{StreamId::of_run(1, 0), 1, pod, 77});
+  self->send(sup, ProcessStarted{StreamId::of_run(1, 0), 1, pod, 77});
   step();
   CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // the check started
   CAF_CHECK_EQUAL(status(), "debugCommand");
   std::int32_t stop = begin_stop(op);
   CAF_REQUIRE(stop > 0);
-  self->send(sup, RankExit{StreamId::of_run(1, 0), 1, pod, 0, 15, ""});  // SIGTERM
+  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, pod, 0, 15, ""});  // SIGTERM
   step();
   op->send(sup, stop_wait_atom::value, stop);
   step();
@@ -695,9 +695,9 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
   for (std::int32_t run = 1; run <= 3; ++run) {
     op->send(sup, debug_run_atom::value, std::string("all"), std::string("true"), false);
     step();
-    self->send(sup, RankStarted{StreamId::of_run(run, 0), run, pod, 10 + run});
+    self->send(sup, ProcessStarted{StreamId::of_run(run, 0), run, pod, 10 + run});
     step();
-    self->send(sup, RankExit{StreamId::of_run(run, 0), run, pod, 0, 0, ""});
+    self->send(sup, ProcessExit{StreamId::of_run(run, 0), run, pod, 0, 0, ""});
     step();
     CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // started
     CAF_CHECK(begin_stop(op) > 0);  // back to debugStop, as the guide's operator does

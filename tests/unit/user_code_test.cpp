@@ -13,7 +13,7 @@ using atl::JobSpec;
 using atl::kDriverStream;
 using atl::kRayHeadStream;
 using atl::NodeInfo;
-using atl::RankExit;
+using atl::ProcessExit;
 using atl::StreamId;
 using atl::StreamKind;
 using atl::supervisor::ExitMeaning;
@@ -63,13 +63,13 @@ UserCode begun(JobMode mode, int pods, atl::supervisor::AttemptLaunches* launche
   return code;
 }
 
-bool has_env(const atl::RankLaunch& l, const std::string& kv) {
+bool has_env(const atl::ProcessLaunch& l, const std::string& kv) {
   return std::find(l.env.begin(), l.env.end(), kv) != l.env.end();
 }
 
-RankExit exit_of(std::int32_t key, std::int32_t attempt, int code = 0, int signal = 0,
-                 std::string error = "") {
-  RankExit e;
+ProcessExit exit_of(std::int32_t key, std::int32_t attempt, int code = 0, int signal = 0,
+                    std::string error = "") {
+  ProcessExit e;
   e.stream = key == kDriverStream    ? StreamId::driver()
              : key == kRayHeadStream ? StreamId::ray_head()
                                      : StreamId::of_rank(key);

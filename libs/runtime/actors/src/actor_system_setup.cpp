@@ -16,10 +16,10 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StreamId>("atl::StreamId");
   cfg.add_message_type<std::vector<StreamId>>("std::vector<atl::StreamId>");
   cfg.add_message_type<NodeInfo>("atl::NodeInfo");
-  cfg.add_message_type<RankLaunch>("atl::RankLaunch");
-  cfg.add_message_type<RankExit>("atl::RankExit");
-  cfg.add_message_type<RankStarted>("atl::RankStarted");
-  cfg.add_message_type<RankNote>("atl::RankNote");
+  cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");
+  cfg.add_message_type<ProcessExit>("atl::ProcessExit");
+  cfg.add_message_type<ProcessStarted>("atl::ProcessStarted");
+  cfg.add_message_type<ProcessNote>("atl::ProcessNote");
   // read_many's offsets (std::vector<std::string> is CAF's own).
   cfg.add_message_type<std::vector<std::int32_t>>("std::vector<int32_t>");
   cfg.add_message_type<std::vector<std::int64_t>>("std::vector<int64_t>");

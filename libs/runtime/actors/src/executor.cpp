@@ -24,7 +24,7 @@ namespace {
 constexpr int kAckWindow = 8;
 
 struct ExecutorState {
-  RankLaunch launch;
+  ProcessLaunch launch;
   std::string pod;
   caf::actor report_to;
   pid_t pid = -1;
@@ -106,9 +106,9 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
 }
 
 // Runs on its own thread: every line the process writes on its control
-// channel goes to the executor as a RankNote (which forwards it, so the
+// channel goes to the executor as a ProcessNote (which forwards it, so the
 // supervisor can answer the executor).
-void read_control(int fd, RankNote header, caf::actor executor,
+void read_control(int fd, ProcessNote header, caf::actor executor,
                   std::shared_ptr<std::atomic<bool>> cancel,
                   std::shared_ptr<std::atomic<bool>> done) {
   struct Done {
@@ -120,7 +120,7 @@ void read_control(int fd, RankNote header, caf::actor executor,
   while (!cancel->load()) {
     auto r = reader.read(line, std::chrono::milliseconds(200));
     if (r == os::LineReader::Result::line) {
-      RankNote note = header;
+      ProcessNote note = header;
       note.line = std::move(line);
       caf::anon_send(executor, std::move(note));
     } else if (r != os::LineReader::Result::timeout) {
@@ -129,7 +129,7 @@ void read_control(int fd, RankNote header, caf::actor executor,
   }
 }
 
-caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::string pod,
+caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
                                 std::shared_ptr<os::Lease> lease) {
   auto& st = self->state;
@@ -166,13 +166,13 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
   st.control_fd = control.parent;
   if (!child) {
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
-    RankExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
+    ProcessExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
     self->send(st.report_to, exit);
     self->quit();
     return {};
   }
   st.pid = child->pid();
-  self->send(st.report_to, RankStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
+  self->send(st.report_to, ProcessStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
   log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
@@ -181,13 +181,13 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
                         caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
-                                    RankNote{st.launch.stream, st.launch.attempt, st.pod, ""},
+                                    ProcessNote{st.launch.stream, st.launch.attempt, st.pod, ""},
                                     caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
   }
 
   return {
       // Process -> supervisor, sent from here so the answer finds this executor.
-      [self](RankNote& note) { self->send(self->state.report_to, std::move(note)); },
+      [self](ProcessNote& note) { self->send(self->state.report_to, std::move(note)); },
       // Supervisor -> process.
       [self](control_atom, const std::string& line) {
         auto& st = self->state;
@@ -231,7 +231,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
         component_logger("executor")
             ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
         self->send(st.report_to,
-                   RankExit{st.launch.stream, st.launch.attempt, st.pod, code, sig, ""});
+                   ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, sig, ""});
         self->quit();
       },
   };
@@ -239,7 +239,7 @@ caf::behavior executor_behavior(ExecutorActor* self, RankLaunch launch, std::str
 
 }  // namespace
 
-caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease) {
   return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
                    std::move(report_to), std::move(lease));

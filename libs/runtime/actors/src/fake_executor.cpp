@@ -47,7 +47,7 @@ FakeRun fake_run_of(const std::string& command) {
 namespace {
 
 struct FakeState {
-  RankLaunch launch;
+  ProcessLaunch launch;
   std::string pod;
   caf::actor report_to;
   std::optional<int> pending_exit;  // sent once the sink acked the output
@@ -82,18 +82,19 @@ void finish(caf::stateful_actor<FakeState>* self, int code, int signal) {
     return;
   }
   st.done = true;
-  self->send(st.report_to, RankExit{st.launch.stream, st.launch.attempt, st.pod, code, signal, ""});
+  self->send(st.report_to,
+             ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, signal, ""});
   self->quit();
 }
 
-caf::behavior fake_executor(caf::stateful_actor<FakeState>* self, RankLaunch launch,
+caf::behavior fake_executor(caf::stateful_actor<FakeState>* self, ProcessLaunch launch,
                             std::string pod, caf::actor sink, caf::actor report_to) {
   auto& st = self->state;
   st.launch = std::move(launch);
   st.pod = std::move(pod);
   st.report_to = std::move(report_to);
   FakeRun run = fake_run_of(st.launch.command);
-  self->send(st.report_to, RankStarted{st.launch.stream, st.launch.attempt, st.pod, 0});
+  self->send(st.report_to, ProcessStarted{st.launch.stream, st.launch.attempt, st.pod, 0});
   st.last_line = run.seq_to;
   if (!run.output.empty()) {
     st.awaiting_ack = true;
@@ -122,7 +123,7 @@ caf::behavior fake_executor(caf::stateful_actor<FakeState>* self, RankLaunch lau
 
 }  // namespace
 
-caf::actor spawn_fake_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+caf::actor spawn_fake_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                                caf::actor sink, caf::actor report_to) {
   return sys.spawn(fake_executor, std::move(launch), std::move(pod), std::move(sink),
                    std::move(report_to));

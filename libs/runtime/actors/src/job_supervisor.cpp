@@ -70,7 +70,7 @@ class ShellEffects final : public JobEffects {
     st().code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
     // Debug commands on that pod end too (their waiters get an answer).
     for (const auto& [id, rank] : st().debug.running_on(pod)) {
-      RankExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"};
+      ProcessExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"};
       on_debug_exit(self_, lost, lost.stream);
     }
   }
@@ -191,13 +191,13 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     if (msg.reason != caf::exit_reason::normal) {
       // It never reported: its process's fate is unknown, so it failed.
       auto record = st.code.ranks().find(stream);
-      RankExit lost{user_code_stream(stream),
-                    record == st.code.ranks().end() ? st.code.attempt() : record->second.attempt,
-                    head_pod_name(st.job().job_id),
-                    255,
-                    0,
-                    "its executor ended: " + self->system().render(msg.reason)};
-      on_rank_exit(self, lost);
+      ProcessExit lost{user_code_stream(stream),
+                       record == st.code.ranks().end() ? st.code.attempt() : record->second.attempt,
+                       head_pod_name(st.job().job_id),
+                       255,
+                       0,
+                       "its executor ended: " + self->system().render(msg.reason)};
+      on_process_exit(self, lost);
     }
     return;
   }

@@ -71,7 +71,7 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
 
 // User code, a debug run's ranks (atlctl run/check/burn) or a task: each
 // launch's stream says which.
-void start_executors(NodeAgentActor* self, const std::vector<RankLaunch>& ranks,
+void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ranks,
                      const caf::actor& sink) {
   auto& st = self->state;
   if (st.ending) return;
@@ -169,8 +169,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       std::string why =
           "its executor on " + st.config.info.pod + " ended: " + self->system().render(msg.reason);
       component_logger("node")->error("{}: {}", stream_name(it->second.stream), why);
-      self->send(st.supervisor,
-                 RankExit{it->second.stream, it->second.attempt, st.config.info.pod, 255, 0, why});
+      self->send(st.supervisor, ProcessExit{it->second.stream, it->second.attempt,
+                                            st.config.info.pod, 255, 0, why});
     }
     st.executors.erase(it);
     if (st.ending && st.executors.empty()) self->quit();
@@ -314,10 +314,10 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           caf::anon_send(sink, log_atom::value, stream, line + "\n", std::int32_t{1});
         });
       },
-      [self](launch_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
+      [self](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
         start_executors(self, ranks, sink);
       },
-      [self](run_atom, const std::vector<RankLaunch>& ranks, const caf::actor& sink) {
+      [self](run_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
         start_executors(self, ranks, sink);
       },
       [self](stop_atom, std::int64_t grace_ms) { stop_executors(self, std::nullopt, grace_ms); },

@@ -151,7 +151,7 @@ std::string still_stopping(const State& st) {
 
 // What a debug command on target `rank` starts from (env, directory): the
 // rank's own launch, or in driver mode the worker pod's site.
-std::optional<RankLaunch> debug_base(const State& st, int rank) {
+std::optional<ProcessLaunch> debug_base(const State& st, int rank) {
   if (st.job().mode != JobMode::driver) {
     auto it = st.code.launches().find(rank);
     if (it == st.code.launches().end()) return std::nullopt;
@@ -159,7 +159,7 @@ std::optional<RankLaunch> debug_base(const State& st, int rank) {
   }
   std::string pod = pod_of_rank(st, rank);
   if (pod.empty()) return std::nullopt;
-  RankLaunch launch;
+  ProcessLaunch launch;
   launch.stream = StreamId::of_rank(rank);
   launch.env =
       to_env_strings(build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod)));
@@ -191,9 +191,9 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
   }
   const RunId id = st.debug.next_id();
   std::vector<std::pair<std::int32_t, std::string>> ranks_on_pods;
-  std::map<std::string, std::vector<RankLaunch>> per_pod;
+  std::map<std::string, std::vector<ProcessLaunch>> per_pod;
   for (int rank : ranks) {
-    RankLaunch launch = *debug_base(st, rank);
+    ProcessLaunch launch = *debug_base(st, rank);
     std::string pod = pod_of_rank(st, rank);
     launch.command = command_for(rank, pod);
     launch.stream = StreamId::of_run(id, rank);
@@ -420,14 +420,14 @@ void on_user_code_progress(Actor* self) {
   check_stop(self);
 }
 
-void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id) {
+void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId& id) {
   DebugRun* run = self->state.debug.find(id.run);
   if (!run) return;
   run->ranks.mark_started(id.rank, started.pid);
   maybe_answer_start(*run);
 }
 
-void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id) {
+void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
   DebugRun* live = self->state.debug.live(id.run);  // an ended run takes no more ends
   if (!live) return;
   DebugRun& run = *live;

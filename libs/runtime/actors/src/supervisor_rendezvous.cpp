@@ -1,6 +1,6 @@
 // The allreduce rendezvous of `atlctl burn` and `atlctl check`, on the
 // supervisor's side. Each chosen node's burn process writes a hello on its
-// control channel; its Executor forwards it here as a RankNote. Once every
+// control channel; its Executor forwards it here as a ProcessNote. Once every
 // member of the run said hello, gpu::plan_rendezvous decides (the TCP ring's
 // addresses, or the NCCL unique id member 0 generated and each member's
 // ranks; or one refusal, e.g. two ranks on one GPU) and each member gets its
@@ -31,7 +31,7 @@ void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why) {
   answer_all(self, run, [&](const DebugRun::Member&) { return refusal; });
 }
 
-void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor) {
+void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& executor) {
   auto& st = self->state;
   if (note.stream.kind == StreamKind::task) {
     on_task_note(self, note, note.stream.run);

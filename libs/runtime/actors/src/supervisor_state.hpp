@@ -155,8 +155,8 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault);
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
-void on_rank_started(Actor* self, const RankStarted& started);
-void on_rank_exit(Actor* self, const RankExit& exit);
+void on_process_started(Actor* self, const ProcessStarted& started);
+void on_process_exit(Actor* self, const ProcessExit& exit);
 // The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self);
 // Every worker pod as choose_active sees it: index, machine, joined or not.
@@ -191,10 +191,10 @@ std::string pod_of_rank(const State& st, std::int32_t stream);
 // processes (Ray nodes, debug commands in driver mode): MASTER_ADDR is the head.
 ProcessSite head_site(const State& st);
 ProcessSite pod_site(const State& st, const std::string& pod);
-void on_debug_started(Actor* self, const RankStarted& started, const StreamId& id);
-void on_debug_exit(Actor* self, const RankExit& exit, const StreamId& id);
+void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId& id);
+void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id);
 // A line a run's process wrote on its control channel (the allreduce rendezvous).
-void on_rank_note(Actor* self, const RankNote& note, const caf::actor& executor);
+void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& executor);
 // Tells members still waiting for the rendezvous that it will not happen.
 void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why);
 void on_user_code_progress(Actor* self);  // a user rank started or ended
@@ -244,8 +244,8 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
                   const std::string& working_dir);
 Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
 Result kill_task(Actor* self, std::int32_t id);
-void on_task_started(Actor* self, const RankStarted& started, std::int32_t id);
-void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id);
+void on_task_started(Actor* self, const ProcessStarted& started, std::int32_t id);
+void on_task_exit(Actor* self, const ProcessExit& exit, std::int32_t id);
 void on_task_start_timer(Actor* self, TaskId id);
 void on_task_wait_timer(Actor* self, WaiterId waiter);
 // Stops the tasks in `group` (0: every task): their bundle, or their driver, is gone.
@@ -253,7 +253,7 @@ void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
 // `pod` is gone: its tasks ended with it.
 void on_pod_lost_tasks(Actor* self, const std::string& pod);
 // A line on a task's control channel: "result <text>" is its result.
-void on_task_note(Actor* self, const RankNote& note, std::int32_t id);
+void on_task_note(Actor* self, const ProcessNote& note, std::int32_t id);
 
 // Named actors (supervisor_actors.cpp).
 Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,

@@ -124,7 +124,7 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
                : usage("'" + pod + "' is not a pod in the job now");
 
   Task& t = st.tasks.add(group, bundle, pod, command);
-  RankLaunch launch;
+  ProcessLaunch launch;
   launch.stream = StreamId::of_task(t.id);
   launch.command = command;
   EnvMap vars = build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod));
@@ -135,7 +135,7 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   launch.control = true;  // its result comes back on the control channel
   auto reply = self->make_response_promise<std::int32_t, std::string>();
   st.task_starts.emplace(t.id, reply);
-  self->send(node->agent, run_atom::value, std::vector<RankLaunch>{std::move(launch)},
+  self->send(node->agent, run_atom::value, std::vector<ProcessLaunch>{std::move(launch)},
              st.config.sink);
   st.log->info("task {} on {}{}: {}", t.id, pod,
                group > 0
@@ -185,13 +185,13 @@ void on_pod_lost_tasks(Actor* self, const std::string& pod) {
     finish(self->state, id, 255, 0, "pod " + pod + " was lost");
 }
 
-void on_task_started(Actor* self, const RankStarted& started, std::int32_t id) {
+void on_task_started(Actor* self, const ProcessStarted& started, std::int32_t id) {
   auto& st = self->state;
   if (!st.tasks.mark_started(id, started.pid)) return;
   answer_started(st, id, wire(ReplyCode::ok), task_json(*st.tasks.find(id)));
 }
 
-void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id) {
+void on_task_exit(Actor* self, const ProcessExit& exit, std::int32_t id) {
   auto& st = self->state;
   if (st.tasks.fate(id) != TaskFate::live) return;
   st.log->info("task {} ended: {}", id,
@@ -199,7 +199,7 @@ void on_task_exit(Actor* self, const RankExit& exit, std::int32_t id) {
   finish(st, id, exit.code, exit.signal, exit.error);
 }
 
-void on_task_note(Actor* self, const RankNote& note, std::int32_t id) {
+void on_task_note(Actor* self, const ProcessNote& note, std::int32_t id) {
   auto& st = self->state;
   Task* t = st.tasks.live(id);
   if (!t) return;

@@ -102,7 +102,7 @@ void stop_user_code(Actor* self) {
   if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);
 }
 
-void on_rank_started(Actor* self, const RankStarted& started) {
+void on_process_started(Actor* self, const ProcessStarted& started) {
   auto& st = self->state;
   switch (started.stream.kind) {
     case StreamKind::task:
@@ -118,7 +118,7 @@ void on_rank_started(Actor* self, const RankStarted& started) {
   if (key && st.code.started(*key, started.attempt, started.pid)) on_user_code_progress(self);
 }
 
-void on_rank_exit(Actor* self, const RankExit& exit) {
+void on_process_exit(Actor* self, const ProcessExit& exit) {
   auto& st = self->state;
   switch (exit.stream.kind) {
     case StreamKind::task:

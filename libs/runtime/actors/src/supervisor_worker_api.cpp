@@ -60,15 +60,15 @@ caf::message_handler worker_api(Actor* self) {
               st.controller.maybe_relaunch();
             }
           },
-          [self](const RankStarted& started) {
-            if (sent_from_pod(self, started.pod)) on_rank_started(self, started);
+          [self](const ProcessStarted& started) {
+            if (sent_from_pod(self, started.pod)) on_process_started(self, started);
           },
-          [self](const RankExit& exit) {
-            if (sent_from_pod(self, exit.pod)) on_rank_exit(self, exit);
+          [self](const ProcessExit& exit) {
+            if (sent_from_pod(self, exit.pod)) on_process_exit(self, exit);
           },
-          [self](const RankNote& note) {
+          [self](const ProcessNote& note) {
             if (sent_from_pod(self, note.pod))
-              on_rank_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
+              on_process_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
           }};
 }
 

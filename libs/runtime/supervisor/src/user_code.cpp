@@ -22,7 +22,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
     const NodeInfo& info = in.active[k].info;
     const auto stream = static_cast<std::int32_t>(k);
     workers.push_back({info.pod, info.address});
-    RankLaunch launch;
+    ProcessLaunch launch;
     launch.stream = StreamId::of_rank(stream);
     launch.command = ray_worker_command(job, in.ray_bin, in.head_host, info.address,
                                         in.ray_ready_wait, static_cast<int>(k));
@@ -33,14 +33,14 @@ Status UserCode::plan_ray(const PlanInput& in) {
     launches_[stream] = std::move(launch);
     pod_of_[stream] = info.pod;
   }
-  RankLaunch head;
+  ProcessLaunch head;
   head.stream = StreamId::ray_head();
   head.command = ray_head_command(job, in.ray_bin, in.head_host);
   head.scratch_dir = ray_temp_dir(job.job_id, "h");
   head.env = to_env_strings(build_process_env(job, in.atl, in.head_site));
   launches_[kRayHeadStream] = std::move(head);
   pod_of_[kRayHeadStream] = in.head_pod;
-  RankLaunch driver;
+  ProcessLaunch driver;
   driver.stream = StreamId::driver();
   driver.command = ray_driver_command(job, in.ray_python, in.head_host, workers, in.ray_ready_wait);
   EnvMap env = ray_driver_env(job, in.atl, in.head_site);
@@ -72,7 +72,7 @@ Status UserCode::plan(const PlanInput& in) {
     for (const auto& placement : *layout) {
       const std::string& pod = slots[placement.slot].pod;
       rank_pods_[placement.rank] = pod;
-      RankLaunch launch;
+      ProcessLaunch launch;
       launch.stream = StreamId::of_rank(placement.rank);
       launch.command = job.entrypoint;
       EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl);
@@ -88,7 +88,7 @@ Status UserCode::plan(const PlanInput& in) {
   pod_of_.clear();
   rank_pods_.clear();
   if (job.mode == JobMode::ray) return plan_ray(in);
-  RankLaunch launch;
+  ProcessLaunch launch;
   launch.stream = StreamId::driver();
   launch.command = job.entrypoint;
   EnvMap env = build_process_env(job, in.atl, in.head_site);
@@ -110,7 +110,7 @@ AttemptLaunches UserCode::begin(LaunchScope scope) {
   AttemptLaunches out;
   for (const auto& [stream, planned] : launches_) {
     if (driver_only && stream != kDriverStream) continue;
-    RankLaunch launch = planned;
+    ProcessLaunch launch = planned;
     launch.attempt = attempt_;
     const std::string& pod = pod_of_[stream];
     ranks_.add(stream, pod, attempt_);
@@ -131,7 +131,7 @@ bool UserCode::started(std::int32_t key, std::int32_t attempt, std::int32_t pid)
   return true;
 }
 
-bool UserCode::ended(std::int32_t key, const RankExit& exit) {
+bool UserCode::ended(std::int32_t key, const ProcessExit& exit) {
   auto it = ranks_.find(key);
   // Reports of an earlier attempt (before a recover) are history.
   if (it == ranks_.end() || exit.attempt != it->second.attempt) return false;
@@ -168,7 +168,7 @@ bool UserCode::ray_cluster_to_tear_down() {
   return true;
 }
 
-ExitMeaning UserCode::meaning(JobMode mode, std::int32_t key, const RankExit& exit) const {
+ExitMeaning UserCode::meaning(JobMode mode, std::int32_t key, const ProcessExit& exit) const {
   const os::ExitStatus status{exit.code, exit.signal};
   const std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
   auto fault = [&](FaultKind kind, std::string detail) {

@@ -17,12 +17,12 @@ class Lease;
 namespace atl {
 
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
-// group, SIGKILL after the grace. It sends one RankExit to `report_to`, after
-// the sink acknowledged every line, then quits. It sends RankStarted (with the
+// group, SIGKILL after the grace. It sends one ProcessExit to `report_to`, after
+// the sink acknowledged every line, then quits. It sends ProcessStarted (with the
 // pid) to `report_to` as soon as the process runs.
 // With a `lease` (a worker node's), the process's guard kills its tree when the
 // lease runs out: the node froze or lost its head.
-caf::actor spawn_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to,
                           std::shared_ptr<os::Lease> lease = nullptr);
 

@@ -1,6 +1,6 @@
 // A stand-in for an Executor, for `workernode --simulate K --fake-ranks`
 // (scale tests of the head): no process, but the same messages an Executor
-// sends (RankStarted, the rank's lines to the log sink with its ack, RankExit)
+// sends (ProcessStarted, the rank's lines to the log sink with its ack, ProcessExit)
 // and takes (stop_atom), so the head cannot tell it from a rank.
 //
 // What the stand-in "runs", by the command's first word:
@@ -32,7 +32,7 @@ struct FakeRun {
 // Pure: what a stand-in does for `command`.
 FakeRun fake_run_of(const std::string& command);
 
-caf::actor spawn_fake_executor(caf::actor_system& sys, RankLaunch launch, std::string pod,
+caf::actor spawn_fake_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                                caf::actor sink, caf::actor report_to);
 
 }  // namespace atl

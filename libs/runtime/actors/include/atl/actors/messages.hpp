@@ -100,25 +100,25 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, RankLaunch& x) {
-  return f(caf::meta::type_name("atl::RankLaunch"), x.stream, x.attempt, x.command, x.env,
+typename Inspector::result_type inspect(Inspector& f, ProcessLaunch& x) {
+  return f(caf::meta::type_name("atl::ProcessLaunch"), x.stream, x.attempt, x.command, x.env,
            x.working_dir, x.control, x.scratch_dir);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, RankExit& x) {
-  return f(caf::meta::type_name("atl::RankExit"), x.stream, x.attempt, x.pod, x.code, x.signal,
+typename Inspector::result_type inspect(Inspector& f, ProcessExit& x) {
+  return f(caf::meta::type_name("atl::ProcessExit"), x.stream, x.attempt, x.pod, x.code, x.signal,
            x.error);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, RankStarted& x) {
-  return f(caf::meta::type_name("atl::RankStarted"), x.stream, x.attempt, x.pod, x.pid);
+typename Inspector::result_type inspect(Inspector& f, ProcessStarted& x) {
+  return f(caf::meta::type_name("atl::ProcessStarted"), x.stream, x.attempt, x.pod, x.pid);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, RankNote& x) {
-  return f(caf::meta::type_name("atl::RankNote"), x.stream, x.attempt, x.pod, x.line);
+typename Inspector::result_type inspect(Inspector& f, ProcessNote& x) {
+  return f(caf::meta::type_name("atl::ProcessNote"), x.stream, x.attempt, x.pod, x.line);
 }
 
 }  // namespace atl

@@ -13,7 +13,7 @@
 namespace atl {
 
 // One process to run: a rank's entrypoint, the driver, or a debug command.
-struct RankLaunch {
+struct ProcessLaunch {
   StreamId stream;
   std::int32_t attempt = 0;      // user code: which start of it; debug: the run id
   std::string command;           // run with /bin/sh -c
@@ -23,8 +23,8 @@ struct RankLaunch {
   std::string scratch_dir;  // absolute; removed once the process's tree is gone (Ray's temp dir)
 };
 
-// How a rank's process ended. `error` is set when it could not even start.
-struct RankExit {
+// How a process ended. `error` is set when it could not even start.
+struct ProcessExit {
   StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;
@@ -34,7 +34,7 @@ struct RankExit {
 };
 
 // Sent by an Executor once its process runs.
-struct RankStarted {
+struct ProcessStarted {
   StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;
@@ -43,7 +43,7 @@ struct RankStarted {
 
 // A line a process wrote on its control channel, forwarded by its Executor to
 // the supervisor (which answers the Executor with control_atom + a line).
-struct RankNote {
+struct ProcessNote {
   StreamId stream;
   std::int32_t attempt = 0;
   std::string pod;

@@ -50,8 +50,8 @@ struct PlanInput {
 // An attempt's launches: the head pod's own (the driver, Ray's head) and
 // each worker pod's, in stream order.
 struct AttemptLaunches {
-  std::vector<RankLaunch> on_head;
-  std::map<std::string, std::vector<RankLaunch>> by_pod;
+  std::vector<ProcessLaunch> on_head;
+  std::map<std::string, std::vector<ProcessLaunch>> by_pod;
 };
 
 // What one of this attempt's streams ending means while the job runs (in
@@ -67,7 +67,7 @@ class UserCode {
   // Every stream's launch for `in.active`. Not placeable (spmd with a
   // placement spec that does not fit): why, and nothing changes.
   Status plan(const PlanInput& in);
-  const std::map<std::int32_t, RankLaunch>& launches() const { return launches_; }
+  const std::map<std::int32_t, ProcessLaunch>& launches() const { return launches_; }
   // spmd: the pod of each rank (index = rank), as laid out; else empty.
   const std::vector<std::string>& rank_pods() const { return rank_pods_; }
 
@@ -83,7 +83,7 @@ class UserCode {
   // A report of this attempt's stream `key` (the stream's user-code key):
   // true when taken (a report of an earlier attempt, or a second end, is not).
   bool started(std::int32_t key, std::int32_t attempt, std::int32_t pid);
-  bool ended(std::int32_t key, const RankExit& exit);
+  bool ended(std::int32_t key, const ProcessExit& exit);
   // `pod` is gone: its streams of this attempt ended with it.
   void pod_lost(const std::string& pod);
   // The job ends: streams that never reported are closed with `note`.
@@ -97,12 +97,12 @@ class UserCode {
 
   // What the end of this attempt's stream `key` (already taken by ended())
   // means in command, for a job in `mode`.
-  ExitMeaning meaning(JobMode mode, std::int32_t key, const RankExit& exit) const;
+  ExitMeaning meaning(JobMode mode, std::int32_t key, const ProcessExit& exit) const;
 
  private:
   Status plan_ray(const PlanInput& in);
 
-  std::map<std::int32_t, RankLaunch> launches_;
+  std::map<std::int32_t, ProcessLaunch> launches_;
   std::map<std::int32_t, std::string> pod_of_;  // stream -> the pod it runs on
   std::vector<std::string> rank_pods_;
   RankTable ranks_;
