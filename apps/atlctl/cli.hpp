@@ -19,6 +19,7 @@
 #include "atl/core/host_port.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/core/reply_code.hpp"
+#include "atl/core/run_status.hpp"
 
 namespace atlctl {
 
@@ -57,6 +58,14 @@ struct Answer {
   std::string text;
 };
 
+// A debug run's answer (run, check, burn, run_wait): the code, a line when
+// refused or failed, and the run's status as fields.
+struct RunAnswer {
+  std::int32_t code = 0;
+  std::string text;
+  atl::RunStatus status;
+};
+
 class SupervisorClient {
  public:
   // Exits with kExitUnreachable when the supervisor cannot be reached.
@@ -70,10 +79,13 @@ class SupervisorClient {
   std::optional<LogBytes> bytes(const caf::message& request);
   std::optional<std::vector<StreamBytes>> many_bytes(const caf::message& request);  // read_many
   std::optional<Answer> answer(const caf::message& request, std::chrono::milliseconds timeout);
+  std::optional<RunAnswer> run_answer(const caf::message& request,
+                                      std::chrono::milliseconds timeout);
 
   // As above, but exits with kExitUnreachable when no answer came.
   std::string text_or_die(const caf::message& request);
   Answer answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
+  RunAnswer run_answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
 
   const std::string& last_error() const { return last_error_; }
 

@@ -119,6 +119,18 @@ std::optional<Answer> SupervisorClient::answer(const caf::message& request,
   return out;
 }
 
+std::optional<RunAnswer> SupervisorClient::run_answer(const caf::message& request,
+                                                      std::chrono::milliseconds timeout) {
+  std::optional<RunAnswer> out;
+  self_->request<caf::message_priority::high>(supervisor_, timeout, request)
+      .receive(
+          [&](std::int32_t code, const std::string& s, const atl::RunStatus& status) {
+            out = RunAnswer{code, s, status};
+          },
+          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
 std::string SupervisorClient::text_or_die(const caf::message& request) {
   auto out = text(request);
   if (!out) {
@@ -131,6 +143,16 @@ std::string SupervisorClient::text_or_die(const caf::message& request) {
 Answer SupervisorClient::answer_or_die(const caf::message& request,
                                        std::chrono::milliseconds timeout) {
   auto out = answer(request, timeout);
+  if (!out) {
+    die(kExitUnreachable,
+        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
+  }
+  return *out;
+}
+
+RunAnswer SupervisorClient::run_answer_or_die(const caf::message& request,
+                                              std::chrono::milliseconds timeout) {
+  auto out = run_answer(request, timeout);
   if (!out) {
     die(kExitUnreachable,
         "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);

@@ -38,6 +38,11 @@ Answer checked(Answer a) {
   return a;
 }
 
+RunAnswer checked(RunAnswer a) {
+  if (a.code != 0) die(a.code, a.text);
+  return a;
+}
+
 int stop(SupervisorClient& client, const po::variables_map&) {
   // The stop is an operation with an id: its end is what we wait for, even
   // when another operator recovers the job meanwhile.
@@ -77,24 +82,13 @@ int recover(SupervisorClient& client, const po::variables_map&) {
   return kExitOk;
 }
 
-// Why a rank of a run failed, or "" when it succeeded.
-std::string failure(const nlohmann::json& r) {
-  int code = r.value("code", 0), signal = r.value("signal", 0);
-  if (r.contains("error")) return "could not run: " + r["error"].get<std::string>();
-  if (signal != 0) return "killed by signal " + std::to_string(signal);
-  if (code != 0) return "exit code " + std::to_string(code);
-  return "";
-}
-
 // Follows a started run to its end, printing each rank's output as it comes;
 // returns the run's final status. Ctrl-C ends only atlctl: the ranks' commands
 // run on.
-nlohmann::json follow_run(SupervisorClient& client, const std::string& started_json,
-                          bool prefixed) {
-  auto status = nlohmann::json::parse(started_json);
-  const std::int32_t run_id = status["run"];
+atl::RunStatus follow_run(SupervisorClient& client, atl::RunStatus status, bool prefixed) {
+  const std::int32_t run_id = status.run;
   std::map<atl::StreamId, std::int64_t> offsets;  // stream -> bytes printed
-  for (const auto& r : status["ranks"]) offsets[stream_of(r)] = 0;
+  for (const auto& r : status.ranks) offsets[atl::StreamId::of_run(run_id, r.rank)] = 0;
   // Every rank's new output in one round trip (thousands of ranks: one read
   // each per poll took seconds), repeated while a read came back full.
   auto drain = [&] {
@@ -122,11 +116,11 @@ nlohmann::json follow_run(SupervisorClient& client, const std::string& started_j
     std::cout.flush();
   };
   while (true) {
-    Answer a = checked(client.answer_or_die(
+    RunAnswer a = checked(client.run_answer_or_die(
         caf::make_message(atl::run_wait_atom::value, run_id, kRunPollMs), kQuickAnswer));
-    status = nlohmann::json::parse(a.text);
+    status = std::move(a.status);
     drain();  // a finished rank's output is complete before its end is reported
-    if (status["done"].get<bool>()) return status;
+    if (status.done) return status;
   }
 }
 
@@ -164,20 +158,19 @@ int run(SupervisorClient& client, const po::variables_map& vm) {
   if (!vm.count("words")) die(kExitUsage, "run: no command given");
   std::string command = atl::command_from_words(vm["words"].as<std::vector<std::string>>());
   bool forced = vm.count("force") > 0;
-  Answer started = checked(client.answer_or_die(
+  RunAnswer started = checked(client.run_answer_or_die(
       caf::make_message(atl::debug_run_atom::value, vm["ranks"].as<std::string>(), command, forced),
       kStartAnswer));
   std::cout << "Send command to all workers success." << std::endl;
   if (vm.count("detach")) return kExitOk;
 
-  auto status = follow_run(client, started.text, /*prefixed=*/true);
+  auto status = follow_run(client, std::move(started.status), /*prefixed=*/true);
   int failed = 0;
-  for (const auto& r : status["ranks"]) {
-    std::string why = failure(r);
+  for (const auto& r : status.ranks) {
+    std::string why = r.failure();
     if (why.empty()) continue;
     ++failed;
-    std::cout << "rank " << r["rank"].get<int>() << " on " << r["pod"].get<std::string>()
-              << " failed: " << why << "\n";
+    std::cout << "rank " << r.rank << " on " << r.pod << " failed: " << why << "\n";
   }
   std::cout.flush();
   return failed == 0 ? kExitOk : kExitFailed;
@@ -266,7 +259,7 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
   if (auto parsed = atl::parse_worker_list(workers); !parsed)
     die(kExitUsage, "-w: " + parsed.error());
   check_output_writable(vm);
-  Answer started = checked(client.answer_or_die(
+  RunAnswer started = checked(client.run_answer_or_die(
       caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers, sizes),
       kStartAnswer));
   OutputRedirect output(vm);
@@ -274,17 +267,17 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
   std::cout << (workers == "all" ? "All workers will be checked."
                                  : "Workers " + workers + " will be checked.")
             << std::endl;
-  auto status = follow_run(client, started.text, /*prefixed=*/false);
+  auto status = follow_run(client, std::move(started.status), /*prefixed=*/false);
   std::cout << "Check finished." << std::endl;
   if (kind == "check") std::cout << "Check Quit." << std::endl;
   std::string failed;
-  for (const auto& r : status["ranks"]) {
-    std::string why = failure(r);
+  for (const auto& r : status.ranks) {
+    std::string why = r.failure();
     if (why.empty()) continue;
-    failed += (failed.empty() ? "" : ", ") + r["pod"].get<std::string>() + " (" + why + ")";
+    failed += (failed.empty() ? "" : ", ") + r.pod + " (" + why + ")";
   }
   std::cout.flush();
-  if (status.contains("deadline")) failed += "; " + status["deadline"].get<std::string>();
+  if (!status.deadline.empty()) failed += "; " + status.deadline;
   if (!failed.empty()) die(kExitFailed, kind + " failed on " + failed + ": see its FAIL lines");
   return kExitOk;
 }

@@ -207,6 +207,9 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
         [&](std::int32_t c, const std::string& t) {
           out = {c, t};
         },
+        [&](std::int32_t c, const std::string& t, const RunStatus&) {
+          out = {c, t};
+        },
         caf::after(std::chrono::seconds(0)) >> [] {});
     return out;
   }
@@ -215,8 +218,10 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::vector<std::int32_t> answers(caf::scoped_actor& op, int n) {
     std::vector<std::int32_t> codes;
     for (int i = 0; i < n; ++i)
-      op->receive([&](std::int32_t code, const std::string&) { codes.push_back(code); },
-                  caf::after(std::chrono::seconds(0)) >> [] {});
+      op->receive(
+          [&](std::int32_t code, const std::string&) { codes.push_back(code); },
+          [&](std::int32_t code, const std::string&, const RunStatus&) { codes.push_back(code); },
+          caf::after(std::chrono::seconds(0)) >> [] {});
     return codes;
   }
 
@@ -458,12 +463,13 @@ CAF_TEST(a burn that outlives its deadline is stopped and says why) {
   sched.advance_time(std::chrono::milliseconds(1));  // the long poll's answer is due
   step();
   // op's mailbox also holds the burn's own answer.
-  std::string replies;
+  std::string deadlines;
   for (int i = 0; i < 3; ++i)
-    op->receive([&](std::int32_t, const std::string& text) { replies += text + "\n"; },
+    op->receive([&](std::int32_t, const std::string&,
+                    const RunStatus& run) { deadlines += run.deadline + "\n"; },
                 caf::after(std::chrono::seconds(0)) >> [] {});
-  CAF_CHECK(replies.find("\"deadline\":\"burn -t gemm -d 1s ran past its deadline of 91s and was "
-                         "stopped\"") != std::string::npos);
+  CAF_CHECK(deadlines.find("burn -t gemm -d 1s ran past its deadline of 91s and was stopped") !=
+            std::string::npos);
 }
 
 CAF_TEST(sizes and durations of a burn are checked by the supervisor too) {
@@ -476,7 +482,7 @@ CAF_TEST(sizes and durations of a burn are checked by the supervisor too) {
              std::string("1s"), std::string(""), std::string("all"), spec.substr(bar + 1));
     step();
     std::int32_t code = -1;
-    op->receive([&](std::int32_t c, const std::string&) { code = c; },
+    op->receive([&](std::int32_t c, const std::string&, const RunStatus&) { code = c; },
                 caf::after(std::chrono::seconds(0)) >> [] {});
     CAF_CHECK_EQUAL(code, 2);
   }
@@ -486,7 +492,7 @@ CAF_TEST(sizes and durations of a burn are checked by the supervisor too) {
              std::string(bad_duration), std::string(""), std::string("all"), std::string(""));
     step();
     std::int32_t code = -1;
-    op->receive([&](std::int32_t c, const std::string&) { code = c; },
+    op->receive([&](std::int32_t c, const std::string&, const RunStatus&) { code = c; },
                 caf::after(std::chrono::seconds(0)) >> [] {});
     CAF_CHECK_EQUAL(code, 2);
   }
@@ -703,20 +709,32 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
     CAF_CHECK(begin_stop(op) > 0);  // back to debugStop, as the guide's operator does
   }
   CAF_CHECK_EQUAL(log0->runs, 3);
-  std::vector<std::pair<std::int32_t, std::string>> waits;
+  struct Wait {
+    std::int32_t code;
+    std::string text;
+    RunStatus status;
+  };
+  std::vector<Wait> waits;
   for (std::int32_t run : {1, 2, 3, 4}) {
     op->send(sup, run_wait_atom::value, run, std::int64_t{1});
     step();
-    op->receive([&](std::int32_t code, const std::string& text) { waits.emplace_back(code, text); },
-                caf::after(std::chrono::seconds(0)) >> [] {});
+    op->receive(
+        [&](std::int32_t code, const std::string& text, const RunStatus& status) {
+          waits.push_back({code, text, status});
+        },
+        caf::after(std::chrono::seconds(0)) >> [] {});
   }
   CAF_REQUIRE_EQUAL(waits.size(), 4u);
-  CAF_CHECK_EQUAL(waits[0].first, 1);  // run 1: dropped
-  CAF_CHECK(waits[0].second.find("run 1 ended and its record was dropped") != std::string::npos);
-  CAF_CHECK_EQUAL(waits[1].first, 0);  // runs 2 and 3: kept
-  CAF_CHECK(waits[1].second.find("\"done\":true") != std::string::npos);
-  CAF_CHECK_EQUAL(waits[2].first, 0);
-  CAF_CHECK_EQUAL(waits[3].first, 2);  // run 4: never was
+  CAF_CHECK_EQUAL(waits[0].code, 1);  // run 1: dropped
+  CAF_CHECK(waits[0].text.find("run 1 ended and its record was dropped") != std::string::npos);
+  CAF_CHECK_EQUAL(waits[1].code, 0);  // runs 2 and 3: kept, typed
+  CAF_CHECK_EQUAL(waits[1].status.run, 2);
+  CAF_CHECK(waits[1].status.done);
+  CAF_REQUIRE_EQUAL(waits[1].status.ranks.size(), 1u);
+  CAF_CHECK_EQUAL(waits[1].status.ranks[0].pid, 12);
+  CAF_CHECK_EQUAL(waits[1].status.ranks[0].failure(), "");
+  CAF_CHECK_EQUAL(waits[2].code, 0);
+  CAF_CHECK_EQUAL(waits[3].code, 2);  // run 4: never was
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -238,7 +238,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.tasks = TaskBook(st.config.finished_kept);
-  st.debug = DebugRuns<Promise, RunMember>(st.config.finished_kept);
+  st.debug = Runs(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();

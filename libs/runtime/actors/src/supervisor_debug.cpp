@@ -22,6 +22,11 @@ constexpr auto kStartTimeout = std::chrono::seconds(30);
 Result refused(const Status& status) { return {wire(ReplyCode::refused), status.error()}; }
 Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
 Result ok(const std::string& text = "") { return {wire(ReplyCode::ok), text}; }
+// A debug run's answers: the code, a line when refused or failed, its status.
+RunResult run_refused(const Status& status) {
+  return {wire(ReplyCode::refused), status.error(), RunStatus{}};
+}
+RunResult run_usage(const std::string& text) { return {wire(ReplyCode::usage), text, RunStatus{}}; }
 
 // What a stop of user code ends: every rank, or in ray mode the driver alone
 // (the Ray cluster stays up for debugging).
@@ -81,13 +86,13 @@ std::string pending_ranks(const RankTable& ranks, bool want_started,
 void maybe_answer_start(DebugRun& run) {
   if (run.start_answered || !run.ranks.all_started()) return;
   run.start_answered = true;
-  run.started_reply.deliver(wire(ReplyCode::ok), run_status_text(run));
+  run.started_reply.deliver(wire(ReplyCode::ok), std::string(), run_status(run));
 }
 
 void answer_run_waiters(State& st, DebugRun& run) {
-  std::string status = run_status_text(run);
+  const RunStatus status = run_status(run);
   for (auto& p : st.run_waiters.take(run.id))
-    if (p.pending()) p.deliver(wire(ReplyCode::ok), status);
+    if (p.pending()) p.deliver(wire(ReplyCode::ok), std::string(), status);
 }
 
 }  // namespace
@@ -124,11 +129,11 @@ Result begin_stop(Actor* self) {
 Result await_stop(Actor* self, std::int32_t op) {
   auto& st = self->state;
   switch (st.debug.wait_for(op)) {
-    case DebugRuns<Promise, RunMember>::StopWait::unknown:
+    case Runs::StopWait::unknown:
       return usage("there is no stop " + std::to_string(op));
-    case DebugRuns<Promise, RunMember>::StopWait::over:
+    case Runs::StopWait::over:
       return ok();  // that stop is over: maybe another operator recovered the job since
-    case DebugRuns<Promise, RunMember>::StopWait::pending:
+    case Runs::StopWait::pending:
       break;
   }
   auto promise = self->make_response_promise<std::int32_t, std::string>();
@@ -170,22 +175,22 @@ std::optional<ProcessLaunch> debug_base(const State& st, int rank) {
 // Starts `command_for(rank)` on each of `ranks` with the rank's own environment
 // and directory (plus `extra_env`); answers once every one has started.
 template <class CommandFor>
-Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
-                  const EnvMap& extra_env, bool tracked, const std::string& label,
-                  bool node_tool = false, bool is_check = false,
-                  std::chrono::milliseconds deadline = std::chrono::milliseconds(0)) {
+RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command_for,
+                     const EnvMap& extra_env, bool tracked, const std::string& label,
+                     bool node_tool = false, bool is_check = false,
+                     std::chrono::milliseconds deadline = std::chrono::milliseconds(0)) {
   auto& st = self->state;
   // What atlctl stop ends gets its grace first: a run that starts beside
   // ranks still saving a checkpoint (or holding the GPUs) sees a busy node.
   if (tracked && !stop_complete(st))
-    return refused(make_error("job is in state " + std::string(to_string(st.state())) + " but " +
-                              still_stopping(st) +
-                              " are still stopping (in their grace); retry in a moment"));
+    return run_refused(make_error("job is in state " + std::string(to_string(st.state())) +
+                                  " but " + still_stopping(st) +
+                                  " are still stopping (in their grace); retry in a moment"));
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
     if (!st.pods.joined(pod) || !debug_base(st, rank))
-      return refused(
+      return run_refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
   }
@@ -204,7 +209,7 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
     per_pod[pod].push_back(std::move(launch));
   }
   DebugRun& run = st.debug.open(tracked, is_check, label, deadline, ranks_on_pods);
-  run.started_reply = self->make_response_promise<std::int32_t, std::string>();
+  run.started_reply = self->make_response_promise<std::int32_t, std::string, RunStatus>();
   auto reply = run.started_reply;
   for (auto& [pod, launches] : per_pod)
     self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
@@ -220,19 +225,20 @@ Result launch_run(Actor* self, const std::vector<int>& ranks, CommandFor command
 
 }  // namespace
 
-Result start_run(Actor* self, const std::string& rank_text, const std::string& command,
-                 bool forced) {
+RunResult start_run(Actor* self, const std::string& rank_text, const std::string& command,
+                    bool forced) {
   auto& st = self->state;
   if (auto allowed = allow(DebugCommand::run, st.state(), forced); !allowed)
-    return refused(allowed);
-  if (command.find_first_not_of(" \t") == std::string::npos) return usage("run: no command given");
+    return run_refused(allowed);
+  if (command.find_first_not_of(" \t") == std::string::npos)
+    return run_usage("run: no command given");
   // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
   // driver mode: the pod), never the head's own processes (driver, Ray's head).
   const int world = st.code.rank_pods().empty()
                         ? static_cast<int>(st.active().size()) * streams_per_pod(st)
                         : static_cast<int>(st.code.rank_pods().size());
   auto ranks = parse_rank_set(rank_text, world);
-  if (!ranks) return usage("-r: " + ranks.error());
+  if (!ranks) return run_usage("-r: " + ranks.error());
   return launch_run(
       self, *ranks, [&](int, const std::string&) { return command; }, {}, !forced, command);
 }
@@ -252,22 +258,22 @@ static std::string node_tool_shown(const std::string& kind, const std::string& t
   return all ? shown : shown + " -w " + workers;
 }
 
-Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
-                       const std::string& duration, const std::string& env_text,
-                       const std::string& worker_text, const std::string& sizes_text) {
+RunResult start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
+                          const std::string& duration, const std::string& env_text,
+                          const std::string& worker_text, const std::string& sizes_text) {
   auto& st = self->state;
   const DebugCommand command = kind == "check" ? DebugCommand::check : DebugCommand::burn;
-  if (auto allowed = allow(command, st.state()); !allowed) return refused(allowed);
+  if (auto allowed = allow(command, st.state()); !allowed) return run_refused(allowed);
   EnvMap env;
   if (!env_text.empty()) {
     auto parsed = parse_env_spec(env_text);
-    if (!parsed) return usage("-e: " + parsed.error());
+    if (!parsed) return run_usage("-e: " + parsed.error());
     env = *parsed;
   }
   auto workers = parse_worker_list(worker_text);
-  if (!workers) return usage("-w: " + workers.error());
+  if (!workers) return run_usage("-w: " + workers.error());
   for (const auto& pod : *workers) {
-    if (!st.pods.joined(pod)) return usage("-w: '" + pod + "' is not a pod of this job");
+    if (!st.pods.joined(pod)) return run_usage("-w: '" + pod + "' is not a pod of this job");
   }
   // One process per node: on its first rank, with that rank's environment
   // (a pod the job's placement left without ranks has none to run on).
@@ -288,7 +294,7 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
     if (first >= 0) {
       ranks.push_back(first);
     } else if (!workers->empty()) {
-      return usage("-w: pod '" + pod + "' runs no rank (the job's placement left it idle)");
+      return run_usage("-w: pod '" + pod + "' runs no rank (the job's placement left it idle)");
     }
   }
   // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
@@ -300,7 +306,7 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   for (std::string_view step : steps) {
     if (step != "gemm" && step != "transfer" && step != "check" && step != "allreduce" &&
         step != "local")
-      return usage("unknown burn step '" + std::string(step) + "'");
+      return run_usage("unknown burn step '" + std::string(step) + "'");
     reduces |= step == "allreduce" || step == "local";
   }
   // --sizes: checked again here (any client may send it), and handed on in
@@ -309,16 +315,16 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
   int size_count = 0;
   if (!sizes_text.empty()) {
     if (!reduces)
-      return usage("--sizes: only allreduce burns (-t local, global, batch) take sizes");
+      return run_usage("--sizes: only allreduce burns (-t local, global, batch) take sizes");
     auto parsed = gpu::parse_size_spec(sizes_text);
-    if (!parsed) return usage("--sizes: " + parsed.error());
+    if (!parsed) return run_usage("--sizes: " + parsed.error());
     sizes = gpu::format_size_list(*parsed);
     size_count = static_cast<int>(parsed->size());
   }
   auto step_duration = parse_duration(duration);
   if (!step_duration || step_duration->count() <= 0)
-    return usage("-d: " +
-                 (step_duration ? std::string("must be positive") : step_duration.error()));
+    return run_usage("-d: " +
+                     (step_duration ? std::string("must be positive") : step_duration.error()));
   // The shell line gets the duration as atl formats it, never the text sent.
   const std::string dur = format_duration(*step_duration);
   auto command_for = [&](int, const std::string& pod) {
@@ -346,17 +352,17 @@ Result start_node_tool(Actor* self, const std::string& kind, const std::string& 
       command == DebugCommand::check, gpu::node_tool_deadline(steps, *step_duration, size_count));
 }
 
-Result await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
+RunResult await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   const DebugRun* found = st.debug.find(id);
   if (!found) {
     if (st.debug.fate(id) == Fate::dropped)
       return {wire(ReplyCode::failed),
-              dropped_record_line("run", id, st.config.finished_kept, "ended runs")};
-    return usage("there is no run " + std::to_string(id));
+              dropped_record_line("run", id, st.config.finished_kept, "ended runs"), RunStatus{}};
+    return run_usage("there is no run " + std::to_string(id));
   }
-  if (found->ranks.all_done()) return ok(run_status_text(*found));
-  auto promise = self->make_response_promise<std::int32_t, std::string>();
+  if (found->ranks.all_done()) return {wire(ReplyCode::ok), std::string(), run_status(*found)};
+  auto promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
   WaiterId waiter = st.run_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
                      expire_atom::value, static_cast<std::int32_t>(kRunWaitTimer), waiter);
@@ -466,8 +472,14 @@ void on_run_wait_timer(Actor* self, WaiterId waiter) {
   if (!expired) return;  // answered meanwhile
   auto& [id, reply] = *expired;
   const DebugRun* run = st.debug.find(id);
-  if (reply.pending())
-    reply.deliver(wire(ReplyCode::ok), !run ? std::string("{}") : run_status_text(*run));
+  if (!reply.pending()) return;
+  if (run) {
+    reply.deliver(wire(ReplyCode::ok), std::string(), run_status(*run));
+  } else {  // ended and dropped from the history while this poll waited
+    reply.deliver(wire(ReplyCode::failed),
+                  dropped_record_line("run", id, st.config.finished_kept, "ended runs"),
+                  RunStatus{});
+  }
 }
 
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
@@ -508,9 +520,10 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
     case kStartTimer:
       if (DebugRun* run = st.debug.live(arg); run && !run->start_answered) {
         run->start_answered = true;
-        run->started_reply.deliver(wire(ReplyCode::failed), pending_ranks(run->ranks, true) +
-                                                                " did not start within " +
-                                                                format_duration(kStartTimeout));
+        run->started_reply.deliver(wire(ReplyCode::failed),
+                                   pending_ranks(run->ranks, true) + " did not start within " +
+                                       format_duration(kStartTimeout),
+                                   run_status(*run));
       }
       break;
   }
@@ -530,13 +543,13 @@ void answer_owed_replies(Actor* self, const std::string& why) {
   for (auto& reply : st.task_waiters.take_all())
     if (reply.pending()) reply.deliver(failed, why);
   for (auto& reply : st.run_waiters.take_all())
-    if (reply.pending()) reply.deliver(failed, why);
+    if (reply.pending()) reply.deliver(failed, why, RunStatus{});
   for (auto& reply : st.named.take_all_pending())
     if (reply.pending()) reply.deliver(failed, why);
   st.debug.for_each_live([&](std::int32_t, DebugRun& run) {
     if (!run.start_answered) {
       run.start_answered = true;
-      if (run.started_reply.pending()) run.started_reply.deliver(failed, why);
+      if (run.started_reply.pending()) run.started_reply.deliver(failed, why, run_status(run));
     }
   });
 }

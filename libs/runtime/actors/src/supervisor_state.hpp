@@ -81,9 +81,15 @@ struct RunMember {
   gpu::RendezvousHello hello;
   caf::actor executor;
 };
+// A debug run's start and each run_wait are answered with its RunStatus
+// (code, a line when refused or failed, the status).
+using RunPromise = caf::typed_response_promise<std::int32_t, std::string, RunStatus>;
+using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
+
 // One `atlctl run`/check/burn: the command on some ranks, each with a stream
 // of its own; answered once all started (started_reply).
-using DebugRun = BasicDebugRun<Promise, RunMember>;
+using DebugRun = BasicDebugRun<RunPromise, RunMember>;
+using Runs = DebugRuns<RunPromise, RunMember>;
 
 struct State {
   SupervisorConfig config;
@@ -106,9 +112,9 @@ struct State {
 
   // atlctl's debug commands: every run not yet ended and the newest
   // config.finished_kept ended ones, check verdicts, stops as operations.
-  DebugRuns<Promise, RunMember> debug;
-  WaiterSet<std::int32_t, Promise> run_waiters;  // run_wait long polls, by run
-  std::vector<Promise> stop_waiters;             // stop_wait on the current stop
+  Runs debug;
+  WaiterSet<std::int32_t, RunPromise> run_waiters;  // run_wait long polls, by run
+  std::vector<Promise> stop_waiters;                // stop_wait on the current stop
 
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
@@ -177,11 +183,11 @@ void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every
 // Debug half: handlers and the hooks the lifecycle half calls.
 Result begin_stop(Actor* self);
 Result await_stop(Actor* self, std::int32_t op);
-Result start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
-Result start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
-                       const std::string& duration, const std::string& env_text,
-                       const std::string& worker_text, const std::string& sizes_text);
-Result await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
+RunResult start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
+RunResult start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
+                          const std::string& duration, const std::string& env_text,
+                          const std::string& worker_text, const std::string& sizes_text);
+RunResult await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
 Result recover(Actor* self);
 // Streams per worker pod: spmd nproc_per_node ranks; ray mode one (its Ray
 // node); driver mode one (the pod as a target of atlctl run/check/burn).
@@ -204,8 +210,7 @@ void on_run_wait_timer(Actor* self, WaiterId waiter);
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
 // StatusView (supervisor_status.cpp).
-nlohmann::json run_status(const DebugRun& run);    // run_wait's answer: each rank's state
-std::string run_status_text(const DebugRun& run);  // the same, as the reply's text
+RunStatus run_status(const DebugRun& run);  // run_wait's answer: each rank's state
 // status's "runs": a page counted from the newest (StatusPage::run_*).
 nlohmann::json runs_view(const State& st, const StatusPage& page = {});
 std::string events_json(const State& st);

@@ -1,6 +1,6 @@
 // StatusView: what status, events, taint list and run_wait show, as JSON
-// objects built in place from the pieces (never dumped and parsed again). No
-// messages are sent from here.
+// objects (run_wait: a RunStatus) built in place from the pieces (never dumped and parsed again).
+// No messages are sent from here.
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_set>
@@ -10,27 +10,28 @@
 
 namespace atl::supervisor {
 
-nlohmann::json run_status(const DebugRun& run) {
-  nlohmann::json j{{"run", run.id}, {"done", run.ranks.all_done()}, {"tracked", run.tracked}};
-  j["ranks"] = nlohmann::json::array();
+RunStatus run_status(const DebugRun& run) {
+  RunStatus out;
+  out.run = run.id;
+  out.done = run.ranks.all_done();
+  out.tracked = run.tracked;
+  out.ranks.reserve(run.ranks.size());
   for (const auto& [rank, r] : run.ranks) {
-    nlohmann::json rj{
-        {"rank", rank},         {"stream", stream_name(StreamId::of_run(run.id, rank))},
-        {"pod", r.pod},         {"pid", r.pid},
-        {"started", r.started}, {"done", r.done}};
+    RunRankStatus rs;
+    rs.rank = rank;
+    rs.pod = r.pod;
+    rs.pid = r.pid;
+    rs.started = r.started;
+    rs.done = r.done;
     if (r.done) {
-      rj["code"] = r.code;
-      rj["signal"] = r.signal;
-      if (!r.note.empty()) rj["error"] = r.note;
+      rs.code = r.code;
+      rs.signal = r.signal;
+      rs.error = r.note;
     }
-    j["ranks"].push_back(rj);
+    out.ranks.push_back(std::move(rs));
   }
-  if (!run.deadline_note.empty()) j["deadline"] = run.deadline_note;
-  return j;
-}
-
-std::string run_status_text(const DebugRun& run) {
-  return run_status(run).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.deadline = run.deadline_note;
+  return out;
 }
 
 nlohmann::json checks_view(const State& st) {

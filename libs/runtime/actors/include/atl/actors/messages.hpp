@@ -12,6 +12,7 @@
 #include "atl/core/log_stream.hpp"
 #include "atl/core/node_info.hpp"
 #include "atl/core/process_messages.hpp"
+#include "atl/core/run_status.hpp"
 
 namespace atl {
 
@@ -119,6 +120,17 @@ typename Inspector::result_type inspect(Inspector& f, ProcessStarted& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessNote& x) {
   return f(caf::meta::type_name("atl::ProcessNote"), x.stream, x.attempt, x.pod, x.line);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunRankStatus& x) {
+  return f(caf::meta::type_name("atl::RunRankStatus"), x.rank, x.pod, x.pid, x.started, x.done,
+           x.code, x.signal, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunStatus& x) {
+  return f(caf::meta::type_name("atl::RunStatus"), x.run, x.done, x.tracked, x.ranks, x.deadline);
 }
 
 }  // namespace atl
