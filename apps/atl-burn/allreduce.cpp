@@ -155,7 +155,7 @@ int run_rounds(Reducer& reducer, const Options& o, const std::vector<std::int64_
               static_cast<long long>(r2->wrong), o.iterations, o.warmup_iterations, n);
         }
         std::fflush(stdout);
-        report_figure(0, "allreduce_busbw_gbps", busbw, label);
+        report_figure(0, "allreduce_busbw_gbps", busbw, label, round);
       }
       const std::int64_t bad = r->wrong + (r2 ? r2->wrong : 0);
       if (bad) problem = std::to_string(bad) + " wrong elements (#wrong) at " + label;

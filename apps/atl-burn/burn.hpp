@@ -50,7 +50,9 @@ inline void next_phase(int gpu, std::string phase, Millis limit) {
 
 // Hands a figure to the supervisor (its metrics) when atl runs this process
 // with a control channel; nothing otherwise. Never fails the burn.
-void report_figure(int gpu, const std::string& metric, double value, const std::string& size = "");
+// `round` 0: the whole burn's figure (its average); k: round k's.
+void report_figure(int gpu, const std::string& metric, double value, const std::string& size = "",
+                   int round = 0);
 
 // "12s/20s": time since t0 over the total.
 std::string elapsed(Clock::time_point t0, Millis total);

@@ -15,7 +15,6 @@
 
 #include "atl/core/dashboard_auth.hpp"
 #include "atl/core/sse.hpp"
-#include "atl/gpu/burn_report.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/secrets.hpp"
 #include "http_socket.hpp"
@@ -50,8 +49,6 @@ constexpr auto kFollowPing = std::chrono::seconds(15);
 constexpr std::int64_t kFollowChunk = 64 << 10;
 constexpr std::int64_t kFollowMaxLag = 1 << 20;
 constexpr std::int64_t kFollowKeep = 16 << 10;
-constexpr std::int64_t kReportBytesPerStream = 16 << 20;
-constexpr std::size_t kReportRunsKept = 4;
 
 std::string json_error(const std::string& message) {
   return nlohmann::json{{"error", message}}.dump(-1, ' ', false,
@@ -100,10 +97,6 @@ struct DashboardServer::Impl {
   std::atomic<std::size_t> followers{0};
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
-  // The burn reports of the latest debug runs, read on as their logs grow
-  // (the burn page polls every 2 s while a run runs): run -> stream -> reader.
-  std::mutex reports_mutex;
-  std::map<int, std::map<std::string, gpu::BurnReportReader>> reports;
 
   explicit Impl(DashboardConfig c)
       : config(std::move(c)),
@@ -290,32 +283,15 @@ void DashboardServer::Impl::routes() {
             return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
           follow(req.matches[1], *offset, res);
         });
-  s.Get(R"(/api/runs/(\d{1,9})/report)", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
-    const int run = std::stoi(req.matches[1]);
-    const std::string prefix = "run-" + std::string(req.matches[1]) + "-rank-";
-    nlohmann::json streams = nlohmann::json::object();
-    std::lock_guard<std::mutex> lock(reports_mutex);
-    auto& readers = reports[run];
-    // The latest few runs are kept; an older one asked again is read afresh.
-    while (reports.size() > kReportRunsKept)
-      reports.erase(reports.begin()->first == run ? std::next(reports.begin()) : reports.begin());
-    for (const auto& f : os::list_logs(config.logs_dir)) {
-      if (f.stream.rfind(prefix, 0) != 0) continue;
-      gpu::BurnReportReader& reader = readers[f.stream];
-      while (reader.offset() < kReportBytesPerStream) {
-        auto chunk =
-            os::read_log(log_path(f.stream), reader.offset(),
-                         std::min<std::int64_t>(4 << 20, kReportBytesPerStream - reader.offset()));
-        if (chunk.bytes.empty()) break;
-        if (chunk.next_offset != reader.offset() + static_cast<std::int64_t>(chunk.bytes.size()))
-          reader = gpu::BurnReportReader{};  // not the file it read before: from its start
-        reader.feed(chunk.bytes);
-      }
-      streams[f.stream] = nlohmann::json::parse(gpu::burn_report_json(reader.report()));
-    }
-    send_json(res, nlohmann::json{{"run", run}, {"streams", streams}}.dump());
-  });
+  // A burn's or check's figures per round, as atl-burn handed them to the
+  // supervisor (the burn page's charts; never its stdout parsed again).
+  s.Get(R"(/api/runs/(\d{1,9})/figures)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          bool missing = false;
+          auto body = queries->run_figures(std::stoi(req.matches[1]), &missing);
+          if (!body) return fail(res, missing ? 404 : 503, body.error());
+          send_json(res, *body);
+        });
 
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty()) fail(res, 404, "no such page: " + req.path);

@@ -10,12 +10,14 @@ namespace atl::headnode {
 
 namespace {
 
-enum class Ask { status, events, log_stats };
+enum class Ask { status, events, log_stats, figures };
 
 struct Question {
   Ask ask;
-  StatusPage page;  // Ask::status
+  StatusPage page;       // Ask::status
+  std::int32_t run = 0;  // Ask::figures
   std::promise<Expected<std::string>> answer;
+  std::int32_t code = 0;  // a coded answer's code (Ask::figures)
 };
 using QuestionPtr = std::shared_ptr<Question>;
 
@@ -30,14 +32,17 @@ struct HeadQueries::Impl {
   caf::actor asker;
   std::chrono::milliseconds timeout;
 
-  Expected<std::string> ask(Ask what, StatusPage page = {}) {
-    auto q = std::make_shared<Question>(Question{what, page, {}});
+  Expected<std::string> ask(Ask what, StatusPage page = {}, std::int32_t run = 0,
+                            std::int32_t* code = nullptr) {
+    auto q = std::make_shared<Question>(Question{what, page, run, {}, 0});
     auto answer = q->answer.get_future();
     caf::anon_send(asker, q);
     // The asker's own request times out first; this is the backstop.
     if (answer.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
       return make_error("the head's actors did not answer in time");
-    return answer.get();
+    auto out = answer.get();
+    if (code) *code = q->code;
+    return out;
   }
 };
 
@@ -65,6 +70,15 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
         case Ask::events:
           self->request(supervisor, timeout, events_atom::value).then(ok, failed("the supervisor"));
           break;
+        case Ask::figures:
+          self->request(supervisor, timeout, figures_atom::value, q->run)
+              .then(
+                  [q](std::int32_t code, std::string& text) {
+                    q->code = code;  // read after the future: set before the value
+                    q->answer.set_value(std::move(text));
+                  },
+                  failed("the supervisor"));
+          break;
         case Ask::log_stats:
           self->request(sink, timeout, metrics_atom::value).then(ok, failed("the log sink"));
           break;
@@ -77,6 +91,14 @@ HeadQueries::~HeadQueries() { caf::anon_send_exit(impl_->asker, caf::exit_reason
 
 Expected<std::string> HeadQueries::status(StatusPage page) { return impl_->ask(Ask::status, page); }
 Expected<std::string> HeadQueries::events() { return impl_->ask(Ask::events); }
+
+Expected<std::string> HeadQueries::run_figures(std::int32_t run, bool* missing) {
+  std::int32_t code = 0;
+  auto out = impl_->ask(Ask::figures, {}, run, &code);
+  if (missing) *missing = out && code != 0;
+  if (out && code != 0) return make_error(*out);
+  return out;
+}
 Expected<std::string> HeadQueries::log_stats() { return impl_->ask(Ask::log_stats); }
 
 Expected<std::string> HeadQueries::prometheus() {

@@ -25,7 +25,10 @@ class HeadQueries {
 
   // The supervisor's info: atlctl status --json (by default every rank and pod).
   Expected<std::string> status(StatusPage page = {});
-  Expected<std::string> events();      // the job's timeline: atlctl events --json
+  Expected<std::string> events();  // the job's timeline: atlctl events --json
+  // A burn's or check's round figures as JSON; an unknown or dropped run:
+  // the supervisor's line, and `missing` set.
+  Expected<std::string> run_figures(std::int32_t run, bool* missing);
   Expected<std::string> log_stats();   // the log sink's byte and line counters per stream
   Expected<std::string> prometheus();  // both of the above as Prometheus text
 

@@ -443,6 +443,40 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   CAF_CHECK(taints.find("failed atlctl check") != std::string::npos);
 }
 
+// atl-burn hands each round's figure on its control channel: the run keeps
+// them in order for the dashboard's charts; the whole burn's average (no
+// round) goes to the metrics only.
+CAF_TEST(a burns round figures are kept with its run) {
+  caf::scoped_actor op{sys, true};
+  one_rank_parked(op);
+  op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"), std::string("1s"),
+           std::string(""), std::string("all"), std::string(""));
+  step();
+  const std::string pod = worker_pod_name("jo-race", 0);
+  self->send(sup, ProcessStarted{StreamId::of_run(1, 0), 1, pod, 42});
+  step();
+  for (const char* line : {"figure 0 gemm_tflops 600.5 round=1", "figure 0 gemm_tflops 610 round=2",
+                           "figure 0 gemm_tflops 605.25", "figure 0 joules 1 round=3"}) {
+    self->send(sup, ProcessNote{StreamId::of_run(1, 0), 1, pod, line});
+    step();
+  }
+  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // the burn started
+  op->send(sup, figures_atom::value, std::int32_t{1});
+  step();
+  auto [code, text] = next_answer(op);
+  CAF_CHECK_EQUAL(code, 0);
+  CAF_CHECK(text.find("\"figures\":[{\"gpu\":0,\"metric\":\"gemm_tflops\",\"pod\":\"" + pod +
+                      "\",\"round\":1,\"value\":600.5},{\"gpu\":0,\"metric\":\"gemm_tflops\","
+                      "\"pod\":\"" +
+                      pod + "\",\"round\":2,\"value\":610.0}]") != std::string::npos);
+  CAF_CHECK(text.find("\"figures_dropped\":0") != std::string::npos);
+  op->send(sup, figures_atom::value, std::int32_t{7});
+  step();
+  auto [unknown, why] = next_answer(op);
+  CAF_CHECK_EQUAL(unknown, 2);
+  CAF_CHECK_EQUAL(why, "there is no run 7");
+}
+
 CAF_TEST(a burn that outlives its deadline is stopped and says why) {
   caf::scoped_actor op{sys, true};
   auto log0 = one_rank_parked(op);

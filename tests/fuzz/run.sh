@@ -9,7 +9,7 @@ src="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$1/fuzz"
 shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement jobfile metrics burnreport dashboard)
+[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement jobfile metrics dashboard)
 seconds="${ATL_FUZZ_SECONDS:-3}"
 mkdir -p "$out"
 
@@ -17,7 +17,7 @@ binary="$out/atl_fuzz_parsers"
 sources=(
   "$src"/libs/runtime/core/src/*.cpp
   "$src"/libs/gpu/src/rendezvous.cpp "$src"/libs/gpu/src/burn_types.cpp
-  "$src"/libs/gpu/src/xid.cpp "$src"/libs/gpu/src/hex.cpp "$src"/libs/gpu/src/burn_report.cpp
+  "$src"/libs/gpu/src/xid.cpp "$src"/libs/gpu/src/hex.cpp
   "$src"/libs/runtime/os/src/job_pointer.cpp
   "$src"/tests/fuzz/fuzz_parsers.cpp
 )

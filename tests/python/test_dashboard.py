@@ -118,7 +118,7 @@ def test_idle_connections_hold_no_thread_and_leave(spmd):
 def test_everything_is_refused_without_a_session(spmd):
     h = spmd.http
     for path in ("/api/status", "/api/events", "/api/logs", "/api/logs/rank-0?tail=5",
-                 "/api/logs/rank-0/follow", "/api/runs/1/report", "/metrics", "/api/nope"):
+                 "/api/logs/rank-0/follow", "/api/runs/1/figures", "/metrics", "/api/nope"):
         status, headers, body = h.get(path)
         assert status == 401, (path, status, body)
         assert "log in first" in json.loads(body)["error"], body
@@ -418,17 +418,21 @@ def test_pages_in_chromium(spmd):
         assert "Stop job task success." in spmd.atlctl("stop").stdout
         burn = spmd.atlctl("burn", "-t", "global", "-d", "3s")
         assert "Check finished." in burn.stdout, burn.stdout
-        # The report is read on as the logs grow (each poll parses what came
-        # since): asked twice after the run, it holds every round line once.
+        # The charts' figures come structured from atl-burn through the
+        # supervisor: one per round line the burn printed, never parsed back.
         rounds = sum(open(os.path.join(spmd.state, "logs", f)).read().count("AllReduce Perf")
                      for f in os.listdir(os.path.join(spmd.state, "logs"))
                      if f.startswith("run-1-rank-"))
         assert rounds >= 1
-        for _ in range(2):
-            status, _, body = spmd.http.get("/api/runs/1/report", token=spmd.token)
-            assert status == 200, body
-            report = json.loads(body)
-            assert sum(len(s["allreduce"]) for s in report["streams"].values()) == rounds, report
+        status, _, body = spmd.http.get("/api/runs/1/figures", token=spmd.token)
+        assert status == 200, body
+        figures = json.loads(body)
+        assert figures["run"] == 1 and figures["done"] and figures["figures_dropped"] == 0
+        busbw = [f for f in figures["figures"] if f["metric"] == "allreduce_busbw_gbps"]
+        assert len(busbw) == rounds, figures
+        assert all(f["round"] >= 1 and f["size"] and f["value"] >= 0 for f in busbw), busbw
+        status, _, body = spmd.http.get("/api/runs/9/figures", token=spmd.token)
+        assert status == 404 and b"there is no run 9" in body, body
         d.get(spmd.url + "/#burn")
         points = wait(d, lambda d: d.execute_script(
             "const c = Chart.getChart('chart-allreduce');"

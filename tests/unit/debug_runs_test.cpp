@@ -36,6 +36,17 @@ TEST(DebugRuns, RunsGetGrowingIdsAndATrackedOneHoldsTheJob) {
   EXPECT_EQ(runs.next_id(), 3);
 }
 
+TEST(DebugRuns, ARunKeepsItsRoundFiguresInOrderUpToItsBound) {
+  Runs runs;
+  auto& burn = runs.open(true, false, "burn -t gemm -d 1m", 0ms, on({{0, "p0"}}));
+  for (std::size_t i = 0; i < atl::supervisor::kFiguresPerRun + 3; ++i)
+    burn.add_figure({"p0", 0, "gemm_tflops", "", static_cast<int>(i + 1), 600.0 + i});
+  ASSERT_EQ(burn.figures.size(), atl::supervisor::kFiguresPerRun);
+  EXPECT_EQ(burn.figures.front().round, 1);
+  EXPECT_EQ(burn.figures.back().round, static_cast<int>(atl::supervisor::kFiguresPerRun));
+  EXPECT_EQ(burn.figures_dropped, 3u);
+}
+
 TEST(DebugRuns, ReleasingTheTrackedRunMarksItStoppedSoACheckGivesNoVerdict) {
   Runs runs;
   runs.open(true, true, "check -t gpu", 0ms, on({{0, "p0"}}));

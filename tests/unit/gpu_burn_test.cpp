@@ -302,11 +302,38 @@ TEST(BurnFigure, RoundTripsAndRefusesWhatIsNotAFigure) {
   auto gemm = atl::gpu::decode_figure("0 gemm_tflops 612.25");
   ASSERT_TRUE(gemm.ok()) << gemm.error();
   EXPECT_TRUE(gemm->size.empty());
-  for (const char* bad :
-       {"", "0", "0 gemm_tflops", "x gemm_tflops 1", "-1 gemm_tflops 1", "1024 gemm_tflops 1",
-        "0 joules 1", "0 gemm_tflops -1", "0 gemm_tflops nan", "0 gemm_tflops inf",
-        "0 gemm_tflops 1x", "0 gemm_tflops 1 512M", "0 allreduce_busbw_gbps 1 lots",
-        "0 h2d_gbps 1 2 3"}) {
+  EXPECT_EQ(gemm->round, 0);  // the whole burn's
+  // A round's figure (the dashboard's charts): with or without a size.
+  atl::gpu::BurnFigure per_round{1, "allreduce_busbw_gbps", 7.5, "8M", 12};
+  EXPECT_EQ(atl::gpu::encode_figure(per_round), "figure 1 allreduce_busbw_gbps 7.5 8M round=12");
+  auto r12 = atl::gpu::decode_figure("1 allreduce_busbw_gbps 7.5 8M round=12");
+  ASSERT_TRUE(r12.ok()) << r12.error();
+  EXPECT_EQ(r12->round, 12);
+  EXPECT_EQ(r12->size, "8M");
+  auto g3 = atl::gpu::decode_figure("0 gemm_tflops 600 round=3");
+  ASSERT_TRUE(g3.ok()) << g3.error();
+  EXPECT_EQ(g3->round, 3);
+  EXPECT_TRUE(g3->size.empty());
+  for (const char* bad : {"",
+                          "0",
+                          "0 gemm_tflops",
+                          "x gemm_tflops 1",
+                          "-1 gemm_tflops 1",
+                          "1024 gemm_tflops 1",
+                          "0 joules 1",
+                          "0 gemm_tflops -1",
+                          "0 gemm_tflops nan",
+                          "0 gemm_tflops inf",
+                          "0 gemm_tflops 1x",
+                          "0 gemm_tflops 1 512M",
+                          "0 allreduce_busbw_gbps 1 lots",
+                          "0 h2d_gbps 1 2 3",
+                          "0 gemm_tflops 1 round=0",
+                          "0 gemm_tflops 1 round=",
+                          "0 gemm_tflops 1 round=x",
+                          "0 gemm_tflops 1 round=1000001",
+                          "0 gemm_tflops round=1",
+                          "0 gemm_tflops 1 round=1 round=2"}) {
     auto r = atl::gpu::decode_figure(bad);
     EXPECT_FALSE(r.ok()) << "'" << bad << "'";
     if (!r.ok()) {

@@ -261,31 +261,35 @@ async function viewBurn(v) {
     v.append(el('p', { class: 'muted', text: 'No burn or check has run yet: atlctl stop, then atlctl burn.' }));
     return;
   }
-  const report = await api('/api/runs/' + run + '/report');
-  const all = { allreduce: [], gemm: [], transfer: [] };
-  for (const [stream, r] of Object.entries(report.streams)) {
-    for (const a of r.allreduce) all.allreduce.push({ ...a, stream });
-    all.gemm.push(...r.gemm);
-    all.transfer.push(...r.transfer);
-  }
+  // The figures atl-burn handed the supervisor, one per GPU (allreduce: per
+  // size) per round: structured, never its output parsed again.
+  const report = await api('/api/runs/' + run + '/figures');
+  const of = (metric) => report.figures.filter((f) => f.metric === metric);
   const charts = [];
-  if (all.allreduce.length) {
+  const allreduce = of('allreduce_busbw_gbps');
+  if (allreduce.length) {
     charts.push(lineChart('chart-allreduce', 'AllReduce BusBW per size per round', 'GB/s',
-      series(all.allreduce, (p) => p.size + ' (' + p.stream.replace(/^run-\d+-/, '') + ')', (p) => p.busbw_gbps)));
+      series(allreduce, (p) => p.size + ' (' + p.pod + ')', (p) => p.value)));
   }
-  if (all.gemm.length) {
+  const gemm = of('gemm_tflops');
+  if (gemm.length) {
     charts.push(lineChart('chart-gemm', 'GEMM TFLOP/s per GPU per round', 'TFLOP/s',
-      series(all.gemm, (p) => p.pod + ' GPU ' + p.gpu, (p) => p.tflops)));
+      series(gemm, (p) => p.pod + ' GPU ' + p.gpu, (p) => p.value)));
   }
-  if (all.transfer.length) {
+  const h2d = of('h2d_gbps');
+  const d2h = of('d2h_gbps');
+  if (h2d.length || d2h.length) {
     charts.push(lineChart('chart-transfer', 'Host↔device GB/s per GPU per round', 'GB/s',
-      [...series(all.transfer, (p) => p.pod + ' GPU ' + p.gpu + ' H2D', (p) => p.h2d_gbps),
-       ...series(all.transfer, (p) => p.pod + ' GPU ' + p.gpu + ' D2H', (p) => p.d2h_gbps)]));
+      [...series(h2d, (p) => p.pod + ' GPU ' + p.gpu + ' H2D', (p) => p.value),
+       ...series(d2h, (p) => p.pod + ' GPU ' + p.gpu + ' D2H', (p) => p.value)]));
   }
   const runInfo = s.runs.find((r) => r.run === run);
   v.append(el('h2', { text: 'Run ' + run + (runInfo && !runInfo.done ? ' (running)' : '') }));
-  if (!charts.length) v.append(el('p', { class: 'muted', id: 'burn-empty', text: 'No figures in this run\'s output (yet).' }));
+  if (!charts.length) v.append(el('p', { class: 'muted', id: 'burn-empty', text: 'No figures from this run (yet).' }));
   v.append(el('div', { class: 'charts' }, charts.map((c) => c.box)));
+  if (report.figures_dropped) {
+    v.append(el('p', { class: 'muted', text: report.figures_dropped + ' later figures were not kept (a run keeps its first ' + report.figures.length + ').' }));
+  }
   // Drawn once the view is in the page (a detached canvas has no size).
   state.afterAttach.push(...charts.map((c) => c.render));
   state.renderedBurn = { run, done: runInfo ? runInfo.done : true };

@@ -101,6 +101,7 @@ std::string encode_figure(const BurnFigure& figure) {
   std::string line =
       std::string(kFigureVerb) + std::to_string(figure.gpu) + " " + figure.metric + " " + value;
   if (!figure.size.empty()) line += " " + figure.size;
+  if (figure.round > 0) line += " round=" + std::to_string(figure.round);
   return line;
 }
 
@@ -114,10 +115,19 @@ Expected<BurnFigure> decode_figure(std::string_view line) {
     if (end > start) words.emplace_back(line.substr(start, end - start));
     start = end + 1;
   }
-  if (words.size() < 3 || words.size() > 4)
-    return make_error("figure: expected '<gpu> <metric> <value> [<size>]'");
   BurnFigure f;
   char* end = nullptr;
+  if (words.size() > 3 && words.back().rfind("round=", 0) == 0) {
+    const std::string k = words.back().substr(6);
+    long round = std::strtol(k.c_str(), &end, 10);
+    if (k.empty() || *end != 0 || round < 1 || round > kMaxFigureRound)
+      return make_error("figure: " + quote(words.back()) + " is not round=1.." +
+                        std::to_string(kMaxFigureRound));
+    f.round = static_cast<int>(round);
+    words.pop_back();
+  }
+  if (words.size() < 3 || words.size() > 4)
+    return make_error("figure: expected '<gpu> <metric> <value> [<size>] [round=<k>]'");
   long gpu = std::strtol(words[0].c_str(), &end, 10);
   if (*end != 0 || words[0].empty() || gpu < 0 || gpu > 1023)
     return make_error("figure: gpu " + quote(words[0]) + " is not a number from 0 to 1023");

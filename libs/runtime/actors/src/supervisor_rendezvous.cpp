@@ -50,13 +50,17 @@ void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& exe
     self->send(executor, control_atom::value, gpu::encode_reply(refusal));
   };
   if (note.line.rfind(gpu::kFigureVerb, 0) == 0) {
-    // A burn's figure for the metrics: kept per pod, GPU, metric and size (the latest).
+    // A burn's figure: the latest per pod, GPU, metric and size for the
+    // metrics; a round's also in the run's series, for the dashboard's charts.
     auto figure = gpu::decode_figure(std::string_view(note.line).substr(gpu::kFigureVerb.size()));
     if (!figure) {
       st.log->warn("{} on {}: {}", stream_name(note.stream), note.pod, figure.error());
       return;
     }
     st.burn_figures[{note.pod, figure->gpu, figure->metric, figure->size}] = figure->value;
+    if (figure->round > 0)
+      run.add_figure(
+          {note.pod, figure->gpu, figure->metric, figure->size, figure->round, figure->value});
     return;
   }
   if (note.line.rfind(kHelloVerb, 0) != 0) {

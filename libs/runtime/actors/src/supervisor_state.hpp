@@ -214,6 +214,9 @@ RunStatus run_status(const DebugRun& run);  // run_wait's answer: each rank's st
 // status's "runs": a page counted from the newest (StatusPage::run_*).
 nlohmann::json runs_view(const State& st, const StatusPage& page = {});
 std::string events_json(const State& st);
+// A burn's or check's round figures (the dashboard's charts), as JSON; a
+// refusal when the run is unknown or dropped from the history.
+Result run_figures(const State& st, std::int32_t run);
 // status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
 std::string info_json(const State& st, const StatusPage& page = {});
 Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text);

@@ -34,6 +34,32 @@ RunStatus run_status(const DebugRun& run) {
   return out;
 }
 
+Result run_figures(const State& st, std::int32_t id) {
+  const DebugRun* run = st.debug.find(id);
+  if (!run) {
+    if (st.debug.fate(id) == Fate::dropped)
+      return {wire(ReplyCode::failed),
+              dropped_record_line("run", id, st.config.finished_kept, "ended runs")};
+    return {wire(ReplyCode::usage), "there is no run " + std::to_string(id)};
+  }
+  nlohmann::json figures = nlohmann::json::array();
+  for (const auto& f : run->figures) {
+    nlohmann::json j{{"pod", f.pod},
+                     {"gpu", f.gpu},
+                     {"metric", f.metric},
+                     {"round", f.round},
+                     {"value", f.value}};
+    if (!f.size.empty()) j["size"] = f.size;
+    figures.push_back(std::move(j));
+  }
+  nlohmann::json j{{"run", run->id},
+                   {"command", run->command},
+                   {"done", run->ranks.all_done()},
+                   {"figures", std::move(figures)},
+                   {"figures_dropped", run->figures_dropped}};
+  return {wire(ReplyCode::ok), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
 nlohmann::json checks_view(const State& st) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [pod, v] : st.debug.verdicts()) {

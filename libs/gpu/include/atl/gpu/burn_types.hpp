@@ -26,14 +26,18 @@ Expected<std::int64_t> parse_burn_size(std::string_view text);
 std::string format_burn_size(std::int64_t bytes);
 
 // A figure atl-burn hands the supervisor on its control channel, for the
-// head's metrics: "figure <gpu> <metric> <value> [<size>]" (size: allreduce's
-// "512M"...). Metrics: gemm_tflops, h2d_gbps, d2h_gbps, allreduce_busbw_gbps.
+// head's metrics and the dashboard's charts: "figure <gpu> <metric> <value>
+// [<size>] [round=<k>]" (size: allreduce's "512M"...; round k of the burn,
+// none for the whole burn's average). Metrics: gemm_tflops, h2d_gbps,
+// d2h_gbps, allreduce_busbw_gbps.
 struct BurnFigure {
   int gpu = 0;
   std::string metric;
   double value = 0;
   std::string size;  // allreduce only
+  int round = 0;     // 1..kMaxFigureRound: that round's; 0: the whole burn's
 };
+inline constexpr int kMaxFigureRound = 1000000;
 inline constexpr std::string_view kFigureVerb = "figure ";
 std::string encode_figure(const BurnFigure& figure);        // with the verb
 Expected<BurnFigure> decode_figure(std::string_view line);  // after the verb

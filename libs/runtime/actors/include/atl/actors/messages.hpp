@@ -17,15 +17,16 @@
 namespace atl {
 
 // Atoms: at most 10 characters.
-using register_atom = caf::atom_constant<caf::atom("register")>;         // worker -> supervisor
-using start_atom = caf::atom_constant<caf::atom("start")>;               // head main -> supervisor
-using status_atom = caf::atom_constant<caf::atom("status")>;             // atlctl -> supervisor
-using info_atom = caf::atom_constant<caf::atom("info")>;                 // atlctl -> supervisor
-using check_atom = caf::atom_constant<caf::atom("check")>;               // supervisor -> agent
-using launch_atom = caf::atom_constant<caf::atom("launch")>;             // supervisor -> agent
-using stop_atom = caf::atom_constant<caf::atom("stop")>;                 // -> agent / executor
-using kill_atom = caf::atom_constant<caf::atom("kill")>;                 // executor's grace timer
-using exited_atom = caf::atom_constant<caf::atom("exited")>;             // pump thread -> executor
+using register_atom = caf::atom_constant<caf::atom("register")>;  // worker -> supervisor
+using start_atom = caf::atom_constant<caf::atom("start")>;        // head main -> supervisor
+using status_atom = caf::atom_constant<caf::atom("status")>;      // atlctl -> supervisor
+using info_atom = caf::atom_constant<caf::atom("info")>;          // atlctl -> supervisor
+using figures_atom = caf::atom_constant<caf::atom("figures")>;  // dashboard -> supervisor: a run's
+using check_atom = caf::atom_constant<caf::atom("check")>;      // supervisor -> agent
+using launch_atom = caf::atom_constant<caf::atom("launch")>;    // supervisor -> agent
+using stop_atom = caf::atom_constant<caf::atom("stop")>;        // -> agent / executor
+using kill_atom = caf::atom_constant<caf::atom("kill")>;        // executor's grace timer
+using exited_atom = caf::atom_constant<caf::atom("exited")>;    // pump thread -> executor
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;         // supervisor -> agent
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;           // timers
 using expire_atom = caf::atom_constant<caf::atom("expire")>;             // a long poll's deadline

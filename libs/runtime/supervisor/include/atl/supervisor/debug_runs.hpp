@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,6 +29,21 @@ namespace atl::supervisor {
 
 using RunId = std::int32_t;
 using StopId = std::int32_t;
+
+// One figure a burn or check measured in one round (atl-burn's control
+// channel): the dashboard charts a run from these.
+struct RunFigure {
+  std::string pod;
+  int gpu = 0;
+  std::string metric;  // gemm_tflops, h2d_gbps, d2h_gbps, allreduce_busbw_gbps
+  std::string size;    // allreduce's "8M"..., else empty
+  int round = 0;
+  double value = 0;
+};
+
+// A run's round figures, the first kFiguresPerRun of them (a day-long burn
+// of 8 GPUs sends ~700,000): the rest are counted, not kept.
+inline constexpr std::size_t kFiguresPerRun = 20000;
 
 template <class Reply, class MemberT>
 struct BasicDebugRun {
@@ -49,6 +65,16 @@ struct BasicDebugRun {
   // Stopped by atlctl stop or a restart (not by its deadline): a check that
   // ends so has no verdict on its nodes.
   bool stopped = false;
+  std::vector<RunFigure> figures;  // in the order they came, bounded
+  std::size_t figures_dropped = 0;
+
+  void add_figure(RunFigure figure) {
+    if (figures.size() < kFiguresPerRun) {
+      figures.push_back(std::move(figure));
+    } else {
+      ++figures_dropped;
+    }
+  }
 };
 
 // The latest atlctl check verdict of a pod. A failed one makes the pod's
