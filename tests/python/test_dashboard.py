@@ -427,7 +427,8 @@ def test_pages_in_chromium(spmd):
         status, _, body = spmd.http.get("/api/runs/1/figures", token=spmd.token)
         assert status == 200, body
         figures = json.loads(body)
-        assert figures["run"] == 1 and figures["done"] and figures["figures_dropped"] == 0
+        assert figures["run"] == 1 and figures["done"], figures
+        assert figures["figures_dropped"] == 0 and not figures["figures_released"], figures
         busbw = [f for f in figures["figures"] if f["metric"] == "allreduce_busbw_gbps"]
         assert len(busbw) == rounds, figures
         assert all(f["round"] >= 1 and f["size"] and f["value"] >= 0 for f in busbw), busbw

@@ -40,11 +40,34 @@ TEST(DebugRuns, ARunKeepsItsRoundFiguresInOrderUpToItsBound) {
   Runs runs;
   auto& burn = runs.open(true, false, "burn -t gemm -d 1m", 0ms, on({{0, "p0"}}));
   for (std::size_t i = 0; i < atl::supervisor::kFiguresPerRun + 3; ++i)
-    burn.add_figure({"p0", 0, "gemm_tflops", "", static_cast<int>(i + 1), 600.0 + i});
+    ASSERT_TRUE(
+        runs.add_figure(burn.id, {"p0", 0, "gemm_tflops", "", static_cast<int>(i + 1), 600.0 + i}));
   ASSERT_EQ(burn.figures.size(), atl::supervisor::kFiguresPerRun);
   EXPECT_EQ(burn.figures.front().round, 1);
   EXPECT_EQ(burn.figures.back().round, static_cast<int>(atl::supervisor::kFiguresPerRun));
   EXPECT_EQ(burn.figures_dropped, 3u);
+  EXPECT_FALSE(runs.add_figure(99, {"p0", 0, "gemm_tflops", "", 1, 1}));  // no such run
+}
+
+TEST(DebugRuns, OnlyTheNewestRunsWithFiguresKeepThem) {
+  Runs runs;
+  const std::size_t n = atl::supervisor::kRunsWithFigures + 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& run = runs.open(false, false, "burn", 0ms, on({{0, "p0"}}));
+    runs.add_figure(run.id, {"p0", 0, "gemm_tflops", "", 1, 1.0});
+    runs.add_figure(run.id, {"p0", 0, "gemm_tflops", "", 2, 2.0});  // the same run: no release
+    runs.retire(run.id);  // ended runs keep theirs while they are among the newest
+  }
+  for (std::size_t id = 1; id <= n; ++id) {
+    const auto* run = runs.find(static_cast<std::int32_t>(id));
+    ASSERT_NE(run, nullptr);
+    const bool kept = id > 2;
+    EXPECT_EQ(run->figures.size(), kept ? 2u : 0u) << id;
+    EXPECT_EQ(run->figures_released, !kept) << id;
+  }
+  // A run without figures releases nothing.
+  runs.open(false, false, "run true", 0ms, on({{0, "p0"}}));
+  EXPECT_EQ(runs.find(3)->figures.size(), 2u);
 }
 
 TEST(DebugRuns, ReleasingTheTrackedRunMarksItStoppedSoACheckGivesNoVerdict) {

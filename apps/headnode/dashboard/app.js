@@ -287,6 +287,9 @@ async function viewBurn(v) {
   v.append(el('h2', { text: 'Run ' + run + (runInfo && !runInfo.done ? ' (running)' : '') }));
   if (!charts.length) v.append(el('p', { class: 'muted', id: 'burn-empty', text: 'No figures from this run (yet).' }));
   v.append(el('div', { class: 'charts' }, charts.map((c) => c.box)));
+  if (report.figures_released) {
+    v.append(el('p', { class: 'muted', text: 'This run\'s figures were released: only the newest runs with figures keep theirs.' }));
+  }
   if (report.figures_dropped) {
     v.append(el('p', { class: 'muted', text: report.figures_dropped + ' later figures were not kept (a run keeps its first ' + report.figures.length + ').' }));
   }

@@ -59,8 +59,8 @@ void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& exe
     }
     st.burn_figures[{note.pod, figure->gpu, figure->metric, figure->size}] = figure->value;
     if (figure->round > 0)
-      run.add_figure(
-          {note.pod, figure->gpu, figure->metric, figure->size, figure->round, figure->value});
+      st.debug.add_figure(run.id, {note.pod, figure->gpu, figure->metric, figure->size,
+                                   figure->round, figure->value});
     return;
   }
   if (note.line.rfind(kHelloVerb, 0) != 0) {

@@ -56,7 +56,8 @@ Result run_figures(const State& st, std::int32_t id) {
                    {"command", run->command},
                    {"done", run->ranks.all_done()},
                    {"figures", std::move(figures)},
-                   {"figures_dropped", run->figures_dropped}};
+                   {"figures_dropped", run->figures_dropped},
+                   {"figures_released", run->figures_released}};
   return {wire(ReplyCode::ok), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 

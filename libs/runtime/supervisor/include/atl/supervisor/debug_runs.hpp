@@ -42,8 +42,11 @@ struct RunFigure {
 };
 
 // A run's round figures, the first kFiguresPerRun of them (a day-long burn
-// of 8 GPUs sends ~700,000): the rest are counted, not kept.
+// of 8 GPUs sends ~700,000): the rest are counted, not kept. Only the newest
+// kRunsWithFigures runs that sent any keep theirs (an older run's are
+// released: ~2 MB each, where the history keeps 10,000 runs).
 inline constexpr std::size_t kFiguresPerRun = 20000;
+inline constexpr std::size_t kRunsWithFigures = 8;
 
 template <class Reply, class MemberT>
 struct BasicDebugRun {
@@ -67,14 +70,7 @@ struct BasicDebugRun {
   bool stopped = false;
   std::vector<RunFigure> figures;  // in the order they came, bounded
   std::size_t figures_dropped = 0;
-
-  void add_figure(RunFigure figure) {
-    if (figures.size() < kFiguresPerRun) {
-      figures.push_back(std::move(figure));
-    } else {
-      ++figures_dropped;
-    }
-  }
+  bool figures_released = false;  // a newer run's took their place
 };
 
 // The latest atlctl check verdict of a pod. A failed one makes the pod's
@@ -124,6 +120,29 @@ class DebugRuns {
   const Run* find(RunId id) const { return runs_.find(id); }
   Run* live(RunId id) { return runs_.live(id); }
   Fate fate(RunId id) const { return runs_.fate(id); }
+
+  // A round figure of live run `id` (false: no such live run). The first
+  // figure of a run releases those of the oldest beyond kRunsWithFigures.
+  bool add_figure(RunId id, RunFigure figure) {
+    Run* run = live(id);
+    if (!run) return false;
+    if (run->figures.empty() && run->figures_dropped == 0) {
+      with_figures_.push_back(id);
+      while (with_figures_.size() > kRunsWithFigures) {
+        if (Run* old = find(with_figures_.front())) {
+          std::vector<RunFigure>().swap(old->figures);
+          old->figures_released = true;
+        }
+        with_figures_.erase(with_figures_.begin());
+      }
+    }
+    if (run->figures.size() < kFiguresPerRun) {
+      run->figures.push_back(std::move(figure));
+    } else {
+      ++run->figures_dropped;
+    }
+    return true;
+  }
   // Live and kept ended runs.
   std::size_t size() const { return runs_.live_count() + runs_.kept_count(); }
   template <class F>
@@ -211,6 +230,7 @@ class DebugRuns {
   // A pod's (run, rank) pairs. May hold stale entries; readers check the pod.
   std::map<std::string, std::set<std::pair<RunId, std::int32_t>>> by_pod_;
   std::map<std::string, CheckVerdict> verdicts_;
+  std::vector<RunId> with_figures_;  // runs keeping figures, oldest first
   std::optional<StopTarget> stopping_;
   StopId stop_generation_ = 0;
   StopId settled_ = 0;
