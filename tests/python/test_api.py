@@ -379,3 +379,33 @@ def test_get_refuses_what_is_not_a_ref(cluster):
         assert "atl.get" in str(e.value)
     with pytest.raises(atl.UsageError):
         atl.get([], timeout="soon")
+
+
+def test_tasks_answer_their_end_their_result_and_a_dropped_record():
+    """task_start and task_wait answer typed statuses: the exit code, the
+    signal, a result, why a task failed; a task beyond the kept history says
+    its record was dropped (code failed), an id never started is a usage error."""
+    c = Cluster(1, extra=("--history", "2"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        from atl._capi import FAILED, USAGE, AtlError, Client
+        client = Client(c.address, c.tls)
+        try:
+            first = client.task_start("exit 3")
+            assert client.task_wait(first, 60000) == (3, 0)
+            killed = client.task_start("kill -TERM $$")
+            assert client.task_wait(killed, 60000)[1] == 15  # its signal
+            ok = client.task_start("echo result 42 >&$ATL_CONTROL_FD")
+            assert client.task_result(ok, 60000) == "42"
+            with pytest.raises(AtlError) as dropped:  # the 4th end drops the 1st and 2nd
+                client.task_start("true")
+                client.task_wait(first, 1000)
+            assert dropped.value.code == FAILED, dropped.value
+            assert "task %d ended and its record was dropped" % first in str(dropped.value)
+            with pytest.raises(AtlError) as unknown:
+                client.task_wait(999, 0)
+            assert unknown.value.code == USAGE and "no task 999" in str(unknown.value)
+        finally:
+            client.close()
+    finally:
+        c.stop()

@@ -211,20 +211,35 @@ atl_status* ask_text(atl_client* c, const char* call, caf::message request, std:
   return nullptr;
 }
 
-// The task's JSON once it ended (task_wait); ATL_TIMEOUT while it still runs.
+// A task request answered with (code, line, TaskStatus): the status, or the
+// refusal as a status of its own.
+atl_status* ask_task(atl_client* c, const char* call, caf::message request,
+                     std::chrono::milliseconds wait, atl::TaskStatus* out) {
+  auto answer = call_supervisor<std::int32_t, std::string, atl::TaskStatus>(c, std::move(request),
+                                                                            kRequestTimeout + wait);
+  if (!answer) return unreachable(c, call, answer.error());
+  auto& [code, text, status] = *answer;
+  if (code == 0) {
+    *out = std::move(status);
+    return nullptr;
+  }
+  auto known = atl::reply_code_from_wire(code);
+  if (!known)
+    return make_status(ATL_INTERNAL, std::string(call) + ": the supervisor answered code " +
+                                         std::to_string(code) + ": " + text);
+  return make_status(static_cast<atl_code>(atl::wire(*known)), text);
+}
+
+// The task once it ended (task_wait); ATL_TIMEOUT while it still runs.
 atl_status* wait_for_task(atl_client* c, const char* call, int32_t task, int64_t timeout_ms,
-                          nlohmann::json& j) {
+                          atl::TaskStatus& t) {
   if (timeout_ms < 0) return make_status(ATL_USAGE, std::string(call) + ": timeout_ms is negative");
-  std::string text;
-  if (auto* s = ask(c, call,
-                    caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
-                                      std::int64_t{timeout_ms}),
-                    std::chrono::milliseconds(timeout_ms), &text))
+  if (auto* s = ask_task(c, call,
+                         caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
+                                           std::int64_t{timeout_ms}),
+                         std::chrono::milliseconds(timeout_ms), &t))
     return s;
-  j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.contains("done"))
-    return make_status(ATL_INTERNAL, std::string(call) + ": unexpected answer: " + text);
-  if (!j["done"].get<bool>())
+  if (!t.done)
     return make_status(ATL_TIMEOUT, "task " + std::to_string(task) + " still runs after " +
                                         std::to_string(timeout_ms) + " ms");
   return nullptr;
@@ -403,10 +418,13 @@ atl_status* atl_pg_create_json(atl_client* client, const char* name, const char*
                                         std::int64_t{timeout_ms}),
                       std::chrono::milliseconds(0), &text))
       return s;
-    auto id_at = text.find("\"id\":");
-    if (id_at == std::string::npos)
+    // The group as JSON is what the caller gets (json_out); its id is read
+    // from it as a field, not found by searching the text.
+    auto group = nlohmann::json::parse(text, nullptr, false);
+    if (group.is_discarded() || !group.is_object() || !group.contains("id") ||
+        !group["id"].is_number_integer())
       return make_status(ATL_INTERNAL, "atl_pg_create: the answer has no id: " + text);
-    if (id_out) *id_out = std::strtoll(text.c_str() + id_at + 5, nullptr, 10);
+    if (id_out) *id_out = group["id"].get<std::int64_t>();
     return text_out("atl_pg_create", text, json_out);
   });
 }
@@ -443,18 +461,17 @@ atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, co
     if (!command) return make_status(ATL_USAGE, "atl_task_start: command is NULL");
     std::vector<std::string> vars;
     for (const char* const* e = env; e && *e; ++e) vars.emplace_back(*e);
-    std::string text;
-    if (auto* s = ask(client, "atl_task_start",
-                      caf::make_message(atl::task_start_atom::value, std::int64_t{group},
-                                        std::int32_t{bundle}, std::string(pod ? pod : ""),
-                                        std::string(command), std::move(vars),
-                                        std::string(working_dir ? working_dir : "")),
-                      std::chrono::seconds(30), &text))
+    atl::TaskStatus started;
+    if (auto* s = ask_task(client, "atl_task_start",
+                           caf::make_message(atl::task_start_atom::value, std::int64_t{group},
+                                             std::int32_t{bundle}, std::string(pod ? pod : ""),
+                                             std::string(command), std::move(vars),
+                                             std::string(working_dir ? working_dir : "")),
+                           std::chrono::seconds(30), &started))
       return s;
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("task"))
-      return make_status(ATL_INTERNAL, "atl_task_start: the answer has no task: " + text);
-    if (task_out) *task_out = j["task"].get<std::int32_t>();
+    if (started.task < 1)
+      return make_status(ATL_INTERNAL, "atl_task_start: the answer names no task");
+    if (task_out) *task_out = started.task;
     return nullptr;
   });
 }
@@ -463,13 +480,12 @@ atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
                           int32_t* exit_code_out, int32_t* signal_out) {
   if (!client) return no_client("atl_task_wait");
   return guarded("atl_task_wait", [&]() -> atl_status* {
-    nlohmann::json j;
-    if (auto* s = wait_for_task(client, "atl_task_wait", task, timeout_ms, j)) return s;
-    if (exit_code_out) *exit_code_out = j.value("exit_code", 0);
-    if (signal_out) *signal_out = j.value("signal", 0);
-    if (j.contains("error"))
-      return make_status(ATL_FAILED,
-                         "task " + std::to_string(task) + ": " + j["error"].get<std::string>());
+    atl::TaskStatus t;
+    if (auto* s = wait_for_task(client, "atl_task_wait", task, timeout_ms, t)) return s;
+    if (exit_code_out) *exit_code_out = t.exit_code;
+    if (signal_out) *signal_out = t.signal;
+    if (!t.error.empty())
+      return make_status(ATL_FAILED, "task " + std::to_string(task) + ": " + t.error);
     return nullptr;
   });
 }
@@ -506,12 +522,11 @@ atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms
   return guarded("atl_task_result", [&]() -> atl_status* {
     if (!result_out) return make_status(ATL_USAGE, "atl_task_result: result_out is NULL");
     *result_out = nullptr;
-    nlohmann::json j;
-    if (auto* s = wait_for_task(client, "atl_task_result", task, timeout_ms, j)) return s;
-    if (j.contains("result_error"))
-      return make_status(
-          ATL_FAILED, "task " + std::to_string(task) + ": " + j["result_error"].get<std::string>());
-    if (j.contains("result")) return text_out("atl_task_result", j["result"], result_out);
+    atl::TaskStatus t;
+    if (auto* s = wait_for_task(client, "atl_task_result", task, timeout_ms, t)) return s;
+    if (!t.result_error.empty())
+      return make_status(ATL_FAILED, "task " + std::to_string(task) + ": " + t.result_error);
+    if (t.has_result) return text_out("atl_task_result", t.result, result_out);
     return nullptr;
   });
 }

@@ -538,10 +538,10 @@ void answer_owed_replies(Actor* self, const std::string& why) {
     if (st.recover_reply.pending()) st.recover_reply.deliver(failed, why);
   }
   for (auto& [id, reply] : st.task_starts)
-    if (reply.pending()) reply.deliver(failed, why);
+    if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
   st.task_starts.clear();
   for (auto& reply : st.task_waiters.take_all())
-    if (reply.pending()) reply.deliver(failed, why);
+    if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
   for (auto& reply : st.run_waiters.take_all())
     if (reply.pending()) reply.deliver(failed, why, RunStatus{});
   for (auto& reply : st.named.take_all_pending())

@@ -72,6 +72,10 @@ using JoinedPod = Pods::Joined;
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
 using Result = caf::result<std::int32_t, std::string>;
 
+// A task's start and each task_wait are answered with its TaskStatus.
+using TaskPromise = caf::typed_response_promise<std::int32_t, std::string, TaskStatus>;
+using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
+
 // The job's named actors, each with the calls its callers wait on.
 using Actors = ActorDirectory<caf::actor, Promise>;
 
@@ -134,8 +138,8 @@ struct State {
   // The driver's tasks (a command on a worker, in a bundle or on a pod); who
   // waits for a task to start (one each) and for it to end (long polls).
   TaskBook tasks;
-  std::map<TaskId, Promise> task_starts;
-  WaiterSet<TaskId, Promise> task_waiters;
+  std::map<TaskId, TaskPromise> task_starts;
+  WaiterSet<TaskId, TaskPromise> task_waiters;
 
   // Named actors: hosted by any process of the job, called through here.
   Actors named;
@@ -247,10 +251,10 @@ void clear_groups(Actor* self, const std::string& why);
 void on_group_timer(Actor* self, WaiterId waiter);
 
 // Tasks half (supervisor_tasks.cpp).
-Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod,
-                  const std::string& command, const std::vector<std::string>& env,
-                  const std::string& working_dir);
-Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
+TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod,
+                      const std::string& command, const std::vector<std::string>& env,
+                      const std::string& working_dir);
+TaskResult await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
 Result kill_task(Actor* self, std::int32_t id);
 void on_task_started(Actor* self, const ProcessStarted& started, std::int32_t id);
 void on_task_exit(Actor* self, const ProcessExit& exit, std::int32_t id);

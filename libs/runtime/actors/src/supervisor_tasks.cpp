@@ -2,8 +2,6 @@
 // placement group's bundle, or on a pod), with its own stream of output, its
 // exit status, and a life no longer than its bundle's or its driver's.
 // Each task is its own run on the pod's NodeAgent (run id = its stream).
-#include <nlohmann/json.hpp>
-
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/log_stream.hpp"
@@ -22,42 +20,50 @@ constexpr auto kTaskStartTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxResultBytes = 8 << 20;
 constexpr std::string_view kResultVerb = "result ";
 
-Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
 Result refused(const std::string& text) { return {wire(ReplyCode::refused), text}; }
-
-std::string task_json(const Task& t) {
-  const RankRecord& r = t.record;
-  nlohmann::json j{
-      {"task", t.id}, {"pod", r.pod},         {"stream", stream_name(StreamId::of_task(t.id))},
-      {"pid", r.pid}, {"started", r.started}, {"done", r.done}};
-  if (t.group > 0) {
-    j["group"] = t.group;
-    j["bundle"] = t.bundle;
-  }
-  if (r.done) {
-    j["exit_code"] = r.code;
-    j["signal"] = r.signal;
-    if (!r.note.empty()) j["error"] = r.note;
-    if (t.result) j["result"] = *t.result;
-    if (!t.result_error.empty()) j["result_error"] = t.result_error;
-  }
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+TaskResult task_usage(const std::string& text) {
+  return {wire(ReplyCode::usage), text, TaskStatus{}};
+}
+TaskResult task_refused(const std::string& text) {
+  return {wire(ReplyCode::refused), text, TaskStatus{}};
 }
 
-void answer_started(State& st, TaskId id, std::int32_t code, const std::string& text) {
+TaskStatus task_status(const Task& t) {
+  const RankRecord& r = t.record;
+  TaskStatus out;
+  out.task = t.id;
+  out.pod = r.pod;
+  out.group = t.group;
+  out.bundle = t.group > 0 ? t.bundle : -1;
+  out.pid = r.pid;
+  out.started = r.started;
+  out.done = r.done;
+  if (r.done) {
+    out.exit_code = r.code;
+    out.signal = r.signal;
+    out.error = r.note;
+    out.has_result = t.result.has_value();
+    if (t.result) out.result = *t.result;
+    out.result_error = t.result_error;
+  }
+  return out;
+}
+
+void answer_started(State& st, TaskId id, std::int32_t code, const std::string& text,
+                    TaskStatus status = {}) {
   auto it = st.task_starts.find(id);
   if (it == st.task_starts.end()) return;
-  if (it->second.pending()) it->second.deliver(code, text);
+  if (it->second.pending()) it->second.deliver(code, text, std::move(status));
   st.task_starts.erase(it);
 }
 
 // An id the book does not hold: never started here, or ended and dropped
 // from the bounded history of finished tasks.
-Result not_held(const State& st, TaskId id) {
+Refusal not_held(const State& st, TaskId id) {
   if (st.tasks.fate(id) == TaskFate::dropped)
-    return {wire(ReplyCode::failed),
+    return {ReplyCode::failed,
             dropped_record_line("task", id, st.tasks.finished_kept(), "finished tasks")};
-  return usage("no task " + std::to_string(id));
+  return {ReplyCode::usage, "no task " + std::to_string(id)};
 }
 
 // The task ended (by itself, or with its pod): its callers hear of it.
@@ -67,9 +73,9 @@ void finish(State& st, TaskId id, std::int32_t code, std::int32_t signal, const 
   answer_started(st, id, wire(ReplyCode::failed),
                  "task " + std::to_string(id) + " ended before it started: " +
                      (note.empty() ? os::ExitStatus{code, signal}.describe() : note));
-  const std::string text = task_json(*t);
+  const TaskStatus status = task_status(*t);
   for (auto& reply : st.task_waiters.take(id))
-    if (reply.pending()) reply.deliver(wire(ReplyCode::ok), text);
+    if (reply.pending()) reply.deliver(wire(ReplyCode::ok), std::string(), status);
 }
 
 // The pod a task without a bundle goes to: the named one, or the active pod
@@ -84,44 +90,46 @@ std::string choose_pod(const State& st, const std::string& pod) {
 
 }  // namespace
 
-Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod_name,
-                  const std::string& command, const std::vector<std::string>& env,
-                  const std::string& working_dir) {
+TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle,
+                      const std::string& pod_name, const std::string& command,
+                      const std::vector<std::string>& env, const std::string& working_dir) {
   auto& st = self->state;
   if (st.job().mode != JobMode::driver)
-    return refused("tasks need a driver-mode job: in " + std::string(to_string(st.job().mode)) +
-                   " mode the workers run its ranks");
+    return task_refused("tasks need a driver-mode job: in " +
+                        std::string(to_string(st.job().mode)) + " mode the workers run its ranks");
   if (st.state() != JobState::command)
-    return refused("job is in state " + std::string(to_string(st.state())) +
-                   ": tasks start only while the driver runs (command)");
-  if (command.find_first_not_of(" \t") == std::string::npos) return usage("task: no command given");
+    return task_refused("job is in state " + std::string(to_string(st.state())) +
+                        ": tasks start only while the driver runs (command)");
+  if (command.find_first_not_of(" \t") == std::string::npos)
+    return task_usage("task: no command given");
   for (const auto& e : env)
     if (e.find('=') == std::string::npos || e.front() == '=')
-      return usage("task env: " + quote(e) + " is not KEY=VALUE");
+      return task_usage("task env: " + quote(e) + " is not KEY=VALUE");
   std::string pod;
   if (group > 0) {
     const PlacementGroup* g = st.groups.find(group);
-    if (!g) return usage("no placement group " + std::to_string(group));
+    if (!g) return task_usage("no placement group " + std::to_string(group));
     if (g->state != GroupState::created)
-      return refused("placement group " + std::to_string(group) + " is " +
-                     std::string(to_string(g->state)) + ", not CREATED" +
-                     (g->why.empty() ? "" : ": " + g->why));
+      return task_refused("placement group " + std::to_string(group) + " is " +
+                          std::string(to_string(g->state)) + ", not CREATED" +
+                          (g->why.empty() ? "" : ": " + g->why));
     if (bundle < 0 || static_cast<size_t>(bundle) >= g->nodes.size())
-      return usage("placement group " + std::to_string(group) + " has no bundle " +
-                   std::to_string(bundle) + " (it has " + std::to_string(g->nodes.size()) + ")");
+      return task_usage("placement group " + std::to_string(group) + " has no bundle " +
+                        std::to_string(bundle) + " (it has " + std::to_string(g->nodes.size()) +
+                        ")");
     if (!pod_name.empty() && pod_name != g->nodes[bundle])
-      return usage("bundle " + std::to_string(bundle) + " is on " + g->nodes[bundle] + ", not " +
-                   pod_name);
+      return task_usage("bundle " + std::to_string(bundle) + " is on " + g->nodes[bundle] +
+                        ", not " + pod_name);
     pod = g->nodes[bundle];
   } else {
     pod = choose_pod(st, pod_name);
-    if (pod.empty()) return refused("no worker pod is in the job now");
+    if (pod.empty()) return task_refused("no worker pod is in the job now");
   }
   const JoinedPod* node = st.pods.find(pod);
   if (!node)
     return (pod_name.empty() || group > 0)
-               ? refused("pod " + pod + " is not in the job now (lost or deleted)")
-               : usage("'" + pod + "' is not a pod in the job now");
+               ? task_refused("pod " + pod + " is not in the job now (lost or deleted)")
+               : task_usage("'" + pod + "' is not a pod in the job now");
 
   Task& t = st.tasks.add(group, bundle, pod, command);
   ProcessLaunch launch;
@@ -133,7 +141,7 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   launch.env = to_env_strings(vars);
   launch.working_dir = working_dir.empty() ? st.job().working_dir : working_dir;
   launch.control = true;  // its result comes back on the control channel
-  auto reply = self->make_response_promise<std::int32_t, std::string>();
+  auto reply = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
   st.task_starts.emplace(t.id, reply);
   self->send(node->agent, run_atom::value, std::vector<ProcessLaunch>{std::move(launch)},
              st.config.sink);
@@ -147,13 +155,17 @@ Result start_task(Actor* self, std::int64_t group, std::int32_t bundle, const st
   return reply;
 }
 
-Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
+TaskResult await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   auto& st = self->state;
   const Task* t = st.tasks.find(id);
-  if (!t) return not_held(st, id);
-  if (timeout_ms < 0) return usage("timeout must not be negative");
-  if (t->record.done || timeout_ms == 0) return {wire(ReplyCode::ok), task_json(*t)};
-  auto promise = self->make_response_promise<std::int32_t, std::string>();
+  if (!t) {
+    Refusal why = not_held(st, id);
+    return {wire(why.code), why.text, TaskStatus{}};
+  }
+  if (timeout_ms < 0) return task_usage("timeout must not be negative");
+  if (t->record.done || timeout_ms == 0)
+    return {wire(ReplyCode::ok), std::string(), task_status(*t)};
+  auto promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
   WaiterId waiter = st.task_waiters.add(id, promise);
   self->delayed_send(self, std::chrono::milliseconds(timeout_ms), expire_atom::value,
                      static_cast<std::int32_t>(kTaskWaitTimer), waiter);
@@ -163,7 +175,10 @@ Result await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
 Result kill_task(Actor* self, std::int32_t id) {
   auto& st = self->state;
   const Task* t = st.tasks.find(id);
-  if (!t) return not_held(st, id);
+  if (!t) {
+    Refusal why = not_held(st, id);
+    return {wire(why.code), why.text};
+  }
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
   const JoinedPod* node = st.pods.find(t->record.pod);
   if (node != nullptr)
@@ -188,7 +203,7 @@ void on_pod_lost_tasks(Actor* self, const std::string& pod) {
 void on_task_started(Actor* self, const ProcessStarted& started, std::int32_t id) {
   auto& st = self->state;
   if (!st.tasks.mark_started(id, started.pid)) return;
-  answer_started(st, id, wire(ReplyCode::ok), task_json(*st.tasks.find(id)));
+  answer_started(st, id, wire(ReplyCode::ok), std::string(), task_status(*st.tasks.find(id)));
 }
 
 void on_task_exit(Actor* self, const ProcessExit& exit, std::int32_t id) {
@@ -224,7 +239,13 @@ void on_task_wait_timer(Actor* self, WaiterId waiter) {
   if (!expired) return;  // answered meanwhile
   auto& [id, reply] = *expired;
   const Task* t = st.tasks.find(id);
-  if (reply.pending()) reply.deliver(wire(ReplyCode::ok), t ? task_json(*t) : std::string("{}"));
+  if (!reply.pending()) return;
+  if (t) {
+    reply.deliver(wire(ReplyCode::ok), std::string(), task_status(*t));
+  } else {  // ended and dropped from the history while this poll waited
+    Refusal why = not_held(st, id);
+    reply.deliver(wire(why.code), why.text, TaskStatus{});
+  }
 }
 
 void on_task_start_timer(Actor* self, TaskId id) {

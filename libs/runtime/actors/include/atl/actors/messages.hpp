@@ -13,6 +13,7 @@
 #include "atl/core/node_info.hpp"
 #include "atl/core/process_messages.hpp"
 #include "atl/core/run_status.hpp"
+#include "atl/core/task_status.hpp"
 
 namespace atl {
 
@@ -127,6 +128,13 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunRankStatus& x) {
   return f(caf::meta::type_name("atl::RunRankStatus"), x.rank, x.pod, x.pid, x.started, x.done,
            x.code, x.signal, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskStatus& x) {
+  return f(caf::meta::type_name("atl::TaskStatus"), x.task, x.pod, x.group, x.bundle, x.pid,
+           x.started, x.done, x.exit_code, x.signal, x.error, x.has_result, x.result,
+           x.result_error);
 }
 
 template <class Inspector>
