@@ -58,6 +58,13 @@ struct Answer {
   std::string text;
 };
 
+// atlctl stop's answer: the code, a line when refused, the stop's id.
+struct StopAnswer {
+  std::int32_t code = 0;
+  std::string text;
+  std::int32_t op = 0;
+};
+
 // A debug run's answer (run, check, burn, run_wait): the code, a line when
 // refused or failed, and the run's status as fields.
 struct RunAnswer {
@@ -86,10 +93,13 @@ class SupervisorClient {
   std::string text_or_die(const caf::message& request);
   Answer answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
   RunAnswer run_answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
+  StopAnswer stop_answer_or_die(const caf::message& request, std::chrono::milliseconds timeout);
 
   const std::string& last_error() const { return last_error_; }
 
  private:
+  [[noreturn]] void die_unreachable() const;  // kExitUnreachable, naming last_error()
+
   caf::actor_system& sys_;
   caf::scoped_actor self_;
   atl::HostPort address_;

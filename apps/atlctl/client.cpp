@@ -107,56 +107,67 @@ std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::
   return out;
 }
 
+namespace {
+
+// One request answered (code, line, extra...): Out{code, line, extra...};
+// nothing when no answer came (`error` says why).
+template <class Out, class... Extra>
+std::optional<Out> coded_answer(caf::scoped_actor& self, const caf::actor& to,
+                                const caf::message& request, std::chrono::milliseconds timeout,
+                                caf::actor_system& sys, std::string& error) {
+  std::optional<Out> out;
+  self->request<caf::message_priority::high>(to, timeout, request)
+      .receive(
+          [&](std::int32_t code, std::string& line, Extra&... extra) {
+            out = Out{code, std::move(line), std::move(extra)...};
+          },
+          [&](const caf::error& err) { error = sys.render(err); });
+  return out;
+}
+
+}  // namespace
+
 std::optional<Answer> SupervisorClient::answer(const caf::message& request,
                                                std::chrono::milliseconds timeout) {
-  std::optional<Answer> out;
-  self_->request<caf::message_priority::high>(supervisor_, timeout, request)
-      .receive(
-          [&](std::int32_t code, const std::string& s) {
-            out = Answer{code, s};
-          },
-          [&](const caf::error& err) { last_error_ = sys_.render(err); });
-  return out;
+  return coded_answer<Answer>(self_, supervisor_, request, timeout, sys_, last_error_);
 }
 
 std::optional<RunAnswer> SupervisorClient::run_answer(const caf::message& request,
                                                       std::chrono::milliseconds timeout) {
-  std::optional<RunAnswer> out;
-  self_->request<caf::message_priority::high>(supervisor_, timeout, request)
-      .receive(
-          [&](std::int32_t code, const std::string& s, const atl::RunStatus& status) {
-            out = RunAnswer{code, s, status};
-          },
-          [&](const caf::error& err) { last_error_ = sys_.render(err); });
-  return out;
+  return coded_answer<RunAnswer, atl::RunStatus>(self_, supervisor_, request, timeout, sys_,
+                                                 last_error_);
+}
+
+void SupervisorClient::die_unreachable() const {
+  die(kExitUnreachable,
+      "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
 }
 
 std::string SupervisorClient::text_or_die(const caf::message& request) {
   auto out = text(request);
-  if (!out) {
-    die(kExitUnreachable,
-        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
-  }
+  if (!out) die_unreachable();
   return *out;
 }
 
 Answer SupervisorClient::answer_or_die(const caf::message& request,
                                        std::chrono::milliseconds timeout) {
   auto out = answer(request, timeout);
-  if (!out) {
-    die(kExitUnreachable,
-        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
-  }
+  if (!out) die_unreachable();
   return *out;
 }
 
 RunAnswer SupervisorClient::run_answer_or_die(const caf::message& request,
                                               std::chrono::milliseconds timeout) {
   auto out = run_answer(request, timeout);
-  if (!out) {
-    die(kExitUnreachable,
-        "the supervisor at " + address_.to_string() + " did not answer: " + last_error_);
-  }
+  if (!out) die_unreachable();
+  return *out;
+}
+
+StopAnswer SupervisorClient::stop_answer_or_die(const caf::message& request,
+                                                std::chrono::milliseconds timeout) {
+  auto out = coded_answer<StopAnswer, std::int32_t>(self_, supervisor_, request, timeout, sys_,
+                                                    last_error_);
+  if (!out) die_unreachable();
   return *out;
 }
 

@@ -46,14 +46,11 @@ RunAnswer checked(RunAnswer a) {
 int stop(SupervisorClient& client, const po::variables_map&) {
   // The stop is an operation with an id: its end is what we wait for, even
   // when another operator recovers the job meanwhile.
-  Answer accepted =
-      checked(client.answer_or_die(caf::make_message(atl::debug_stop_atom::value), kQuickAnswer));
-  std::int32_t op = 0;
-  try {
-    op = std::stoi(accepted.text);
-  } catch (const std::exception&) {
-    die(kExitFailed, "stop: the supervisor's answer names no stop: '" + accepted.text + "'");
-  }
+  StopAnswer accepted =
+      client.stop_answer_or_die(caf::make_message(atl::debug_stop_atom::value), kQuickAnswer);
+  if (accepted.code != 0) die(accepted.code, accepted.text);
+  const std::int32_t op = accepted.op;
+  if (op < 1) die(kExitFailed, "stop: the supervisor's answer names no stop");
   std::cout << "Stopping task in all workers..." << std::endl;
   checked(client.answer_or_die(caf::make_message(atl::stop_wait_atom::value, op), kStopAnswer));
   std::cout << "Stop job task success." << std::endl;

@@ -1,6 +1,7 @@
 // atlctl: the operator's tool. Reaches the job's supervisor (--address, else
 // $ATL_ADDRESS) and asks it things. Exit codes: 0 ok, 1 command failed,
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
+#include <algorithm>
 #include <caf/all.hpp>
 #include <cctype>
 #include <cstdio>
@@ -252,24 +253,35 @@ std::vector<atl::StreamId> pod_streams(const nlohmann::json& info, const std::st
 }
 
 int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
-  auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
+  if (vm.count("pod") && (vm.count("run") || vm.count("ranks")))
+    die(kExitUsage, "logs: --pod cannot be combined with -r or --run");
+  // --pod needs every pod and rank; the others only the job's shape (a page
+  // of no ranks, pods or runs: a job of 32,000 ranks answers in bytes).
+  const bool whole = vm.count("pod") > 0;
+  auto info = nlohmann::json::parse(client.text_or_die(
+      whole
+          ? caf::make_message(atl::info_atom::value)
+          : caf::make_message(atl::info_atom::value, std::int32_t{0}, std::int32_t{0},
+                              std::int32_t{0}, std::int32_t{0}, std::int32_t{0}, std::int32_t{0})));
   std::vector<atl::StreamId> streams;
   if (vm.count("pod")) {
-    if (vm.count("run") || vm.count("ranks"))
-      die(kExitUsage, "logs: --pod cannot be combined with -r or --run");
     streams = pod_streams(info, vm["pod"].as<std::string>());
   } else if (vm.count("run")) {
-    int run = vm["run"].as<int>();
-    const nlohmann::json* found = nullptr;
-    for (const auto& r : info["runs"])
-      if (r["run"].get<int>() == run) found = &r;
-    if (!found) die(kExitUsage, "logs: --run: there is no debug run " + std::to_string(run));
+    // The run's own ranks, from its status (kept or dropped, the supervisor
+    // says which), narrowed by -r.
+    const std::int32_t run = vm["run"].as<int>();
+    RunAnswer found =
+        client.run_answer_or_die(caf::make_message(atl::run_wait_atom::value, run, std::int64_t{0}),
+                                 std::chrono::seconds(15));
+    if (found.code != 0) die(found.code, "logs: --run: " + found.text);
     // A run's targets: spmd's ranks, else one per worker pod.
     int world = info["mode"] == "spmd" ? info["world_size"].get<int>() : info["workers"].get<int>();
     auto ranks =
         atl::parse_rank_set(vm.count("ranks") ? vm["ranks"].as<std::string>() : "all", world);
     if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
-    for (int rank : *ranks) streams.push_back(atl::StreamId::of_run(run, rank));
+    for (const auto& r : found.status.ranks)
+      if (std::find(ranks->begin(), ranks->end(), r.rank) != ranks->end())
+        streams.push_back(atl::StreamId::of_run(run, r.rank));
   } else if (info["mode"] == "driver" || (info["mode"] == "ray" && !vm.count("ranks"))) {
     if (vm.count("ranks")) die(kExitUsage, "logs: a driver-mode job has no ranks: drop -r");
     streams.push_back(atl::StreamId::driver());

@@ -168,7 +168,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     step();
     rank_exit(0, 1, 143);
     step();
-    op->receive([](std::int32_t, const std::string&) {},
+    op->receive([](std::int32_t, const std::string&, std::int32_t) {},
                 caf::after(std::chrono::seconds(0)) >> [] {});
     return log0;
   }
@@ -187,7 +187,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     step();
     std::int32_t id = 0;
     op->receive(
-        [&](std::int32_t code, const std::string& text) { id = code == 0 ? std::stoi(text) : 0; },
+        [&](std::int32_t code, const std::string&, std::int32_t op) { id = code == 0 ? op : 0; },
         caf::after(std::chrono::seconds(0)) >> [] {});
     return id;
   }

@@ -186,6 +186,10 @@ TEST(DebugMode, RunForceIsNotTrackedAndSurvivesStop) {
   // Its output still streams, readable with logs --run.
   auto logs = d.ctl({"logs", "--run", "1", "-r", "1"});
   EXPECT_EQ(logs.output, "[rank 1] hello\n");
+  // A run that never was: named, exit 2, nothing printed.
+  auto none = d.ctl({"logs", "--run", "9"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("logs: --run: there is no run 9"), std::string::npos) << none.output;
   ::kill(pid, SIGKILL);  // the test cleans up what stop (rightly) left
 }
 

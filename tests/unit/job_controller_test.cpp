@@ -155,6 +155,16 @@ struct Job {
     ctl.on_preflight_verdict({});
     ASSERT_EQ(ctl.state(), JobState::command);
   }
+
+  // `pod` goes (`kind`), its ranks end, it is back and passes the
+  // pre-flight: the next attempt runs (or the job waits, or failed).
+  void lose_and_relaunch(const std::string& pod, FaultKind kind, const std::string& detail) {
+    ctl.on_pod_gone(pod, {kind, pod, detail});
+    fx.done = true;
+    ctl.maybe_relaunch();
+    fx.preflight_running = false;
+    ctl.on_preflight_verdict({});
+  }
 };
 
 TEST(JobController, AStartRecordsTheSubmissionAndArmsTheReadyTimer) {
@@ -300,11 +310,7 @@ TEST(JobController, ASpentBudgetFailsTheJobNamingItAndWaitsForTheRanksBounded) {
 TEST(JobController, TheLastRestartOfTheBudgetFailsWithTheCountAndOneLinePerAttempt) {
   Job job(1, 1, 1);
   job.run();
-  job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "pod lost (1)"});
-  job.fx.done = true;
-  job.ctl.maybe_relaunch();
-  job.fx.preflight_running = false;
-  job.ctl.on_preflight_verdict({});
+  job.lose_and_relaunch("j1-worker-0", FaultKind::pod_lost, "pod lost (1)");
   ASSERT_EQ(job.ctl.state(), JobState::command);
   job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "pod lost (2)"});
   EXPECT_EQ(job.ctl.state(), JobState::failed);
@@ -319,26 +325,14 @@ TEST(JobController, ANodeLostTwiceInARowIsTaintedOnlyWhenASpareCanTakeItsPlace) 
   {
     Job job(1, 2, 5);
     job.run();
-    for (int i = 0; i < 2; ++i) {
-      job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
-      job.fx.done = true;
-      job.ctl.maybe_relaunch();
-      job.fx.preflight_running = false;
-      job.ctl.on_preflight_verdict({});
-    }
+    for (int i = 0; i < 2; ++i) job.lose_and_relaunch("j1-worker-0", FaultKind::pod_lost, "lost");
     EXPECT_TRUE(job.ctl.taints().tainted("node-0"));
     EXPECT_EQ(job.ctl.active(), (std::vector<std::string>{"j1-worker-1"}));
   }
   {
     Job job(1, 1, 5);  // no spare: the node is kept
     job.run();
-    for (int i = 0; i < 2; ++i) {
-      job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
-      job.fx.done = true;
-      job.ctl.maybe_relaunch();
-      job.fx.preflight_running = false;
-      job.ctl.on_preflight_verdict({});
-    }
+    for (int i = 0; i < 2; ++i) job.lose_and_relaunch("j1-worker-0", FaultKind::pod_lost, "lost");
     EXPECT_FALSE(job.ctl.taints().tainted("node-0"));
     EXPECT_EQ(job.ctl.state(), JobState::command);
   }
@@ -347,13 +341,8 @@ TEST(JobController, ANodeLostTwiceInARowIsTaintedOnlyWhenASpareCanTakeItsPlace) 
 TEST(JobController, ADeletedPodIsNeverTaintedForBeingLostTwice) {
   Job job(1, 2, 5);
   job.run();
-  for (int i = 0; i < 2; ++i) {
-    job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_deleted, "j1-worker-0", "deleted"});
-    job.fx.done = true;
-    job.ctl.maybe_relaunch();
-    job.fx.preflight_running = false;
-    job.ctl.on_preflight_verdict({});
-  }
+  for (int i = 0; i < 2; ++i)
+    job.lose_and_relaunch("j1-worker-0", FaultKind::pod_deleted, "deleted");
   EXPECT_TRUE(job.ctl.taints().all().empty());
 }
 

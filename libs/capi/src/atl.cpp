@@ -184,6 +184,17 @@ atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) 
 
 // Sends `request`, expects (code, text): the supervisor's answer to commands.
 // `wait` is how long the answer may take beyond the usual request timeout.
+// A coded answer that is not ok, as the caller's status. The supervisor's
+// ReplyCode is atl_code (checked at compile time below); a number no code
+// has is the peer's bug, not a failure of the request.
+atl_status* refusal(const char* call, std::int32_t code, const std::string& text) {
+  auto known = atl::reply_code_from_wire(code);
+  if (!known)
+    return make_status(ATL_INTERNAL, std::string(call) + ": the supervisor answered code " +
+                                         std::to_string(code) + ": " + text);
+  return make_status(static_cast<atl_code>(atl::wire(*known)), text);
+}
+
 atl_status* ask(atl_client* c, const char* call, caf::message request,
                 std::chrono::milliseconds wait, std::string* text_out, caf::actor to = {}) {
   auto answer = call_supervisor<std::int32_t, std::string>(c, std::move(request),
@@ -194,13 +205,7 @@ atl_status* ask(atl_client* c, const char* call, caf::message request,
     if (text_out) *text_out = std::move(text);
     return nullptr;
   }
-  // The supervisor's ReplyCode is atl_code (checked at compile time below);
-  // a number no code has is the peer's bug, not a failure of the request.
-  auto known = atl::reply_code_from_wire(code);
-  if (!known)
-    return make_status(ATL_INTERNAL, std::string(call) + ": the supervisor answered code " +
-                                         std::to_string(code) + ": " + text);
-  return make_status(static_cast<atl_code>(atl::wire(*known)), text);
+  return refusal(call, code, text);
 }
 
 // Sends `request`, expects a plain string (info, cluster state).
@@ -223,11 +228,7 @@ atl_status* ask_task(atl_client* c, const char* call, caf::message request,
     *out = std::move(status);
     return nullptr;
   }
-  auto known = atl::reply_code_from_wire(code);
-  if (!known)
-    return make_status(ATL_INTERNAL, std::string(call) + ": the supervisor answered code " +
-                                         std::to_string(code) + ": " + text);
-  return make_status(static_cast<atl_code>(atl::wire(*known)), text);
+  return refusal(call, code, text);
 }
 
 // The task once it ended (task_wait); ATL_TIMEOUT while it still runs.

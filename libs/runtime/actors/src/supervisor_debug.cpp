@@ -52,8 +52,10 @@ bool stop_complete(const State& st) {
 // waiters hear `code`, and a stop_wait for it that comes later answers at once.
 void answer_stop_waiters(Actor* self, ReplyCode code, const std::string& text) {
   auto& st = self->state;
-  for (auto& p : st.stop_waiters) p.deliver(wire(code), text);
-  st.stop_waiters.clear();
+  // Only the current stop has waiters (a stop_wait on an older one is
+  // answered at once): all of them are this stop's.
+  for (auto& p : st.stop_waiters.take_all())
+    if (p.pending()) p.deliver(wire(code), text);
   st.debug.settle_stop();
 }
 
@@ -97,12 +99,14 @@ void answer_run_waiters(State& st, DebugRun& run) {
 
 }  // namespace
 
-Result begin_stop(Actor* self) {
+StopResult begin_stop(Actor* self) {
   auto& st = self->state;
-  if (auto allowed = allow(DebugCommand::stop, st.state()); !allowed) return refused(allowed);
+  if (auto allowed = allow(DebugCommand::stop, st.state()); !allowed)
+    return {wire(ReplyCode::refused), allowed.error(), std::int32_t{0}};
   JobState before = st.state();
   // Already stopped (or stopping): the caller waits for the same stop.
-  if (before == JobState::debugStop) return ok(std::to_string(st.debug.latest_stop()));
+  if (before == JobState::debugStop)
+    return {wire(ReplyCode::ok), std::string(), st.debug.latest_stop()};
   st.controller.apply(JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   StopId op = 0;
@@ -123,7 +127,7 @@ Result begin_stop(Actor* self) {
   self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
                      static_cast<std::int32_t>(kDebugStopTimer), op);
   check_stop(self);  // nothing was running: over at once
-  return ok(std::to_string(op));
+  return {wire(ReplyCode::ok), std::string(), op};
 }
 
 Result await_stop(Actor* self, std::int32_t op) {
@@ -137,7 +141,7 @@ Result await_stop(Actor* self, std::int32_t op) {
       break;
   }
   auto promise = self->make_response_promise<std::int32_t, std::string>();
-  st.stop_waiters.push_back(promise);
+  st.stop_waiters.add(op, promise);
   return promise;
 }
 

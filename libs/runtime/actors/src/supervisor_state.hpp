@@ -118,7 +118,7 @@ struct State {
   // config.finished_kept ended ones, check verdicts, stops as operations.
   Runs debug;
   WaiterSet<std::int32_t, RunPromise> run_waiters;  // run_wait long polls, by run
-  std::vector<Promise> stop_waiters;                // stop_wait on the current stop
+  WaiterSet<StopId, Promise> stop_waiters;          // stop_wait on the current stop, by its id
 
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
@@ -185,7 +185,9 @@ void on_ray_node_gone_while_parked(Actor* self, const std::string& why);
 void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
 
 // Debug half: handlers and the hooks the lifecycle half calls.
-Result begin_stop(Actor* self);
+// atlctl stop: (code, a line when refused, the stop's id to wait for).
+using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
+StopResult begin_stop(Actor* self);
 Result await_stop(Actor* self, std::int32_t op);
 RunResult start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
 RunResult start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
