@@ -20,6 +20,7 @@
 #include "atl/core/placement.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/sse.hpp"
+#include "atl/core/stacks.hpp"
 #include "atl/gpu/burn_types.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/gpu/xid.hpp"
@@ -183,6 +184,24 @@ void fuzz_metrics(std::string_view in) {
   }
 }
 
+// A rank's stack as py-spy or gdb printed it (or anything else): parsed
+// without a crash, and its signature stable under a second parse of the
+// same text; grouping never blames every rank.
+void fuzz_stacks(std::string_view in) {
+  for (auto threads : {atl::parse_py_spy(in), atl::parse_gdb(in)}) {
+    auto sig = atl::stack_signature(threads);
+    if (!sig.empty() && atl::stack_top(threads).empty()) broken("a signature without a top frame");
+  }
+  auto first = atl::stack_signature(atl::parse_py_spy(in));
+  if (first != atl::stack_signature(atl::parse_py_spy(in))) broken("an unstable signature");
+  std::vector<atl::RankStack> ranks;
+  for (size_t i = 0; i < in.size() && i < 16; ++i)
+    ranks.push_back({static_cast<std::int32_t>(i), "p", std::string(1, in[i]), "t",
+                     "STDR"[static_cast<unsigned char>(in[i]) % 4]});
+  auto d = atl::group_stacks(ranks);
+  if (!ranks.empty() && d.outliers.size() >= ranks.size()) broken("every rank blamed");
+}
+
 // What the dashboard takes from a request: a Cookie header, an Authorization
 // header, a Last-Event-ID; and what it sends a follower, built from a log.
 void fuzz_dashboard(std::string_view in) {
@@ -214,10 +233,11 @@ Target chosen() {
     if (n == "placement") return &fuzz_placement;
     if (n == "jobfile") return &fuzz_job_file;
     if (n == "metrics") return &fuzz_metrics;
+    if (n == "stacks") return &fuzz_stacks;
     if (n == "dashboard") return &fuzz_dashboard;
     std::fprintf(stderr,
                  "set ATL_FUZZ_TARGET to spec, ranks, envs, duration, size, hostport, control, "
-                 "placement, jobfile, metrics or dashboard\n");
+                 "placement, jobfile, metrics, stacks or dashboard\n");
     std::exit(2);
   }();
   return target;

@@ -9,7 +9,7 @@ src="$(cd "$(dirname "$0")/../.." && pwd)"
 out="$1/fuzz"
 shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement jobfile metrics dashboard)
+[[ ${#targets[@]} -gt 0 ]] || targets=(spec ranks envs duration size hostport control placement jobfile metrics stacks dashboard)
 seconds="${ATL_FUZZ_SECONDS:-3}"
 mkdir -p "$out"
 
