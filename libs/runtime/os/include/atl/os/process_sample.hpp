@@ -1,0 +1,49 @@
+// What a rank's process tree is doing, from /proc: one pass reads every
+// process's stat line (state, parent, CPU time), and a rank's sample sums
+// its tree's CPU time and takes the state that matters most in it. The node
+// agent takes one each heartbeat for the hang watch (HangWatch): cheap (one
+// directory walk a node), no ptrace, nothing asked of user code.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "atl/core/expected.hpp"
+
+namespace atl::os {
+
+struct ProcStat {
+  pid_t pid = 0;
+  std::string comm;
+  char state = '?';  // R, S, D, T, t, Z, I, ...
+  pid_t ppid = 0;
+  // Clock ticks: its own user + system time, and that of children it reaped.
+  std::int64_t cpu_ticks = 0;
+  std::int32_t threads = 0;
+};
+
+// One /proc/<pid>/stat line. The command name may hold anything (spaces,
+// parentheses): it runs to the last ')'.
+Expected<ProcStat> parse_proc_stat(std::string_view line);
+
+using ProcessTable = std::unordered_map<pid_t, ProcStat>;
+// Every process now (those that vanish while being read are left out).
+ProcessTable read_process_table();
+
+struct TreeSample {
+  std::int64_t cpu_ticks = 0;  // the tree's CPU time so far
+  char state = 'S';            // 'T' over 'D' over 'R' over 'S' (zombies and idle threads: 'S')
+  std::int32_t processes = 0;  // 0: `root` is gone
+};
+// `root` and every process below it in `table`.
+TreeSample sample_tree(const ProcessTable& table, pid_t root);
+
+// The state that matters more for a hang: stopped, then uninterruptible,
+// then running, then anything else (as 'S').
+char worse_state(char a, char b);
+
+}  // namespace atl::os

@@ -1,0 +1,106 @@
+// /proc sampling for the hang watch: stat lines parsed (odd command names
+// included, bad ones refused), the state that matters most in a tree, and a
+// real process tree summed and seen stopped.
+#include "atl/os/process_sample.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace atl::os {
+namespace {
+
+// Recorded on this machine from a SIGSTOPped python3.
+constexpr const char* kStopped =
+    "6526 (python3) T 6521 6521 30237 0 -1 4194304 2907 6540 0 0 87 1 4 0 20 0 1 0 3319627 "
+    "16961536 3346 18446744073709551615 93882490482688 93882490483029 140737455824048 0 0 0 0 "
+    "16781318 0 1 0 0 17 1 0 0 0 0 0 93882490494384 93882490495000 93882835066880 "
+    "140737455831190 140737455831245 140737455831245 140737455833039 19\n";
+
+TEST(ProcessSample, AStatLineGivesStateParentCpuAndThreads) {
+  auto s = parse_proc_stat(kStopped);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->pid, 6526);
+  EXPECT_EQ(s->comm, "python3");
+  EXPECT_EQ(s->state, 'T');
+  EXPECT_EQ(s->ppid, 6521);
+  EXPECT_EQ(s->cpu_ticks, 87 + 1 + 4 + 0);  // utime + stime + cutime + cstime
+  EXPECT_EQ(s->threads, 1);
+}
+
+TEST(ProcessSample, ACommandNameMayHoldSpacesAndParentheses) {
+  auto s = parse_proc_stat("42 (my (odd) name) R 1 42 42 0 -1 0 0 0 0 0 5 6 0 0 20 0 3 0 1 1 1\n");
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->comm, "my (odd) name");
+  EXPECT_EQ(s->state, 'R');
+  EXPECT_EQ(s->cpu_ticks, 11);
+  EXPECT_EQ(s->threads, 3);
+}
+
+TEST(ProcessSample, WhatIsNotAStatLineIsRefused) {
+  for (const char* bad :
+       {"", "42", "42 python3 R 1", "(x) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18",
+        "42 (x) R 1 2", "x (y) R 1 42 42 0 -1 0 0 0 0 0 5 6 0 0 20 0 3 0 1",
+        "42 (x) R 1 42 42 0 -1 0 0 0 0 0 five 6 0 0 20 0 3 0 1",
+        "42 (x) RR 1 42 42 0 -1 0 0 0 0 0 5 6 0 0 20 0 3 0 1"}) {
+    EXPECT_FALSE(parse_proc_stat(bad).ok()) << bad;
+  }
+}
+
+TEST(ProcessSample, StoppedOutranksUninterruptibleOutranksRunning) {
+  EXPECT_EQ(worse_state('S', 'R'), 'R');
+  EXPECT_EQ(worse_state('R', 'D'), 'D');
+  EXPECT_EQ(worse_state('D', 'T'), 'T');
+  EXPECT_EQ(worse_state('t', 'S'), 'T');  // a tracing stop is a stop
+  EXPECT_EQ(worse_state('I', 'Z'), 'S');  // idle kernel threads, zombies: nothing to say
+}
+
+TEST(ProcessSample, ATreeSumsItsCpuAndTakesItsWorstState) {
+  ProcessTable t;
+  t[10] = {10, "guard", 'S', 1, 1, 1};
+  t[11] = {11, "sh", 'S', 10, 2, 1};
+  t[12] = {12, "python3", 'T', 11, 100, 4};
+  t[13] = {13, "worker", 'D', 12, 50, 1};
+  t[14] = {14, "gone", 'Z', 12, 7, 1};
+  t[20] = {20, "other rank", 'R', 1, 999, 1};
+  auto s = sample_tree(t, 10);
+  EXPECT_EQ(s.processes, 5);
+  EXPECT_EQ(s.cpu_ticks, 1 + 2 + 100 + 50 + 7);
+  EXPECT_EQ(s.state, 'T');
+  EXPECT_EQ(sample_tree(t, 20).state, 'R');
+  EXPECT_EQ(sample_tree(t, 99).processes, 0);  // gone
+}
+
+TEST(ProcessSample, ARealTreeIsFoundAndSeenStopped) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", "sleep 30 & sleep 30 & wait", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  TreeSample s;
+  for (int i = 0; i < 500 && s.processes < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = sample_tree(read_process_table(), pid);
+  }
+  EXPECT_EQ(s.processes, 3);  // sh and its two sleeps
+  EXPECT_EQ(s.state, 'S');
+  ::kill(pid, SIGSTOP);
+  for (int i = 0; i < 500 && s.state != 'T'; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = sample_tree(read_process_table(), pid);
+  }
+  EXPECT_EQ(s.state, 'T');
+  for (const auto& [p, st] : read_process_table())
+    if (st.ppid == pid) ::kill(p, SIGKILL);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+}  // namespace
+}  // namespace atl::os
