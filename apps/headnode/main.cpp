@@ -123,6 +123,11 @@ HeadOptions parse_options(int argc, char** argv) {
       "how often head and workers send each other a heartbeat (default 500ms)")(
       "heartbeat-timeout", po::value<std::string>(),
       "silence after which a worker (or the head, for a worker) is lost (default 3s)")(
+      "hang-timeout", po::value<std::string>(),
+      "spmd: no rank's output or progress signal for this long makes the job suspect and its "
+      "stacks are looked at (default 5m; 0 = off)")(
+      "on-hang", po::value<std::string>(),
+      "a hung job: restart (taint the culprits' nodes, restart on spares; default) or report")(
       "metrics-port", po::value<int>(),
       "serve Prometheus metrics at http://BIND:PORT/metrics (0: any free port; printed as "
       "'metrics http://...'); off by default")(
@@ -222,6 +227,12 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("grace"))
     job.grace = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["grace"].as<std::string>()), "--grace");
+  if (vm.count("hang-timeout"))
+    job.hang_timeout = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["hang-timeout"].as<std::string>()), "--hang-timeout");
+  if (vm.count("on-hang"))
+    job.on_hang = atl::cli::value_or_exit(
+        "headnode", atl::parse_on_hang(vm["on-hang"].as<std::string>()), "--on-hang");
   if (vm.count("ray-port")) {
     job.ray_port = vm["ray-port"].as<int>();
     if (job.ray_port < 1 || job.ray_port > 65535)

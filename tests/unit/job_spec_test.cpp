@@ -16,7 +16,8 @@ TEST(JobSpecJson, ReadsEveryField) {
     "spec": {"cpus": 8, "gpus": 2, "memory": "16Gi", "shm": 1024},
     "ready_timeout": "5m", "master_port": 29600, "grace": "3s",
     "max_restarts": 4, "restart_on_failure": true,
-    "heartbeat_interval": "200ms", "heartbeat_timeout": "2s"
+    "heartbeat_interval": "200ms", "heartbeat_timeout": "2s",
+    "hang_timeout": "90s", "on_hang": "report"
   })");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_EQ(spec->job_id, "jo-abc");
@@ -39,7 +40,18 @@ TEST(JobSpecJson, ReadsEveryField) {
   EXPECT_TRUE(spec->restart_on_failure);
   EXPECT_EQ(spec->heartbeat.interval, 200ms);
   EXPECT_EQ(spec->heartbeat.timeout, 2s);
+  EXPECT_EQ(spec->hang_timeout, 90s);
+  EXPECT_EQ(spec->on_hang, atl::OnHang::report);
   EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
+}
+
+TEST(JobSpecJson, TheHangWatchIsOnByDefaultAndZeroTurnsItOff) {
+  atl::JobSpec defaults;
+  EXPECT_EQ(defaults.hang_timeout, 5min);
+  EXPECT_EQ(defaults.on_hang, atl::OnHang::restart);
+  auto off = atl::parse_job_spec_json(R"({"hang_timeout": "0"})");
+  ASSERT_TRUE(off.ok()) << off.error();
+  EXPECT_EQ(off->hang_timeout.count(), 0);
 }
 
 TEST(JobSpecJson, AbsentFieldsKeepTheBase) {
@@ -118,6 +130,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"restart_on_failure": "yes"})", "'restart_on_failure'"},
         BadField{R"({"heartbeat_interval": "often"})", "'heartbeat_interval'"},
         BadField{R"({"heartbeat_timeout": [3]})", "'heartbeat_timeout'"},
+        BadField{R"({"hang_timeout": 300})", "'hang_timeout'"},
+        BadField{R"({"hang_timeout": "soon"})", "'hang_timeout'"},
+        BadField{R"({"on_hang": "panic"})", "'on_hang': bad on_hang 'panic'"},
+        BadField{R"({"on_hang": true})", "'on_hang'"},
         BadField{R"({"placement": "PACK"})", "'placement'"},
         BadField{R"({"placement": {"strategy": "SIDEWAYS", "bundle": {"CPU": 1}}})",
                  "'placement.strategy'"},
@@ -175,6 +191,13 @@ TEST(ValidateJobSpec, FlagsMeetTheSameBoundsAsJson) {
   spec.heartbeat = {1s, 2h};
   EXPECT_NE(atl::validate_job_spec(spec).error().find("at most 1h"), std::string::npos);
   spec.heartbeat = {};
+  spec.hang_timeout = 600ms;  // sampled each heartbeat: fewer than two is no watch
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'hang_timeout' must be 0 (off) or at least"),
+            std::string::npos);
+  spec.hang_timeout = atl::kMaxDuration + atl::Millis(1);
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'hang_timeout'"), std::string::npos);
+  spec.hang_timeout = 0s;
+  EXPECT_TRUE(atl::validate_job_spec(spec).ok()) << atl::validate_job_spec(spec).error();
   spec.max_restarts = -3;
   EXPECT_NE(atl::validate_job_spec(spec).error().find("'max_restarts'"), std::string::npos);
 }

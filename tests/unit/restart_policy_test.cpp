@@ -17,7 +17,8 @@ Fault lost(const std::string& pod) {
 const FaultKind kAllKinds[] = {FaultKind::pod_lost,         FaultKind::pod_hung,
                                FaultKind::pod_deleted,      FaultKind::gpu_lost,
                                FaultKind::preflight_failed, FaultKind::rank_failed,
-                               FaultKind::head_restarted,   FaultKind::ready_timeout};
+                               FaultKind::head_restarted,   FaultKind::ready_timeout,
+                               FaultKind::job_hung};
 
 }  // namespace
 

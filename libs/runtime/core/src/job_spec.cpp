@@ -24,6 +24,16 @@ std::string_view to_string(JobMode mode) {
   return "unknown";
 }
 
+std::string_view to_string(OnHang on_hang) {
+  return on_hang == OnHang::restart ? "restart" : "report";
+}
+
+Expected<OnHang> parse_on_hang(std::string_view text) {
+  if (text == "restart") return OnHang::restart;
+  if (text == "report") return OnHang::report;
+  return make_error("bad on_hang " + detail::quote(text) + ": expected restart or report");
+}
+
 Expected<JobMode> parse_job_mode(std::string_view text) {
   if (text == "spmd") return JobMode::spmd;
   if (text == "driver") return JobMode::driver;
@@ -261,6 +271,15 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "restart_on_failure") return read_bool(v, key, spec.restart_on_failure);
     if (key == "heartbeat_interval") return read_duration(v, key, spec.heartbeat.interval);
     if (key == "heartbeat_timeout") return read_duration(v, key, spec.heartbeat.timeout);
+    if (key == "hang_timeout") return read_duration(v, key, spec.hang_timeout);
+    if (key == "on_hang") {
+      std::string text;
+      if (auto read = read_string(v, key, text); !read) return read;
+      auto parsed = parse_on_hang(text);
+      if (!parsed) return make_error("job spec: field 'on_hang': " + parsed.error());
+      spec.on_hang = *parsed;
+      return Ok{};
+    }
     return unknown_field("", key);
   });
   if (!st) return Error{st.error()};
@@ -342,7 +361,15 @@ Status validate_job_spec(const JobSpec& spec) {
     return make_error("job spec: field 'heartbeat_timeout'/'heartbeat_interval': " + hb.error());
   if (spec.heartbeat.timeout > std::chrono::hours(1))
     return make_error("job spec: field 'heartbeat_timeout' must be at most 1h");
-  for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout}, {"grace", spec.grace}}) {
+  // The watch reads progress with the heartbeats: it needs a few of them.
+  if (spec.hang_timeout.count() != 0 && spec.hang_timeout < 2 * spec.heartbeat.interval)
+    return make_error(
+        "job spec: field 'hang_timeout' must be 0 (off) or at least two "
+        "heartbeat intervals (" +
+        format_duration(2 * spec.heartbeat.interval) + ")");
+  for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout},
+                         {"grace", spec.grace},
+                         {"hang_timeout", spec.hang_timeout}}) {
     if (d.count() < 0 || d > kMaxDuration)
       return make_error(std::string("job spec: field '") + name + "' must be between 0 and " +
                         format_duration(kMaxDuration));

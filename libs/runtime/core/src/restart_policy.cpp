@@ -20,6 +20,8 @@ std::string_view to_string(FaultKind kind) {
       return "head_restarted";
     case FaultKind::ready_timeout:
       return "ready_timeout";
+    case FaultKind::job_hung:
+      return "job_hung";
   }
   return "unknown";
 }

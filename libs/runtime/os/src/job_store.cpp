@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS events (
 Expected<FaultKind> parse_fault_kind(const std::string& text) {
   for (FaultKind k : {FaultKind::pod_lost, FaultKind::pod_hung, FaultKind::pod_deleted,
                       FaultKind::gpu_lost, FaultKind::preflight_failed, FaultKind::rank_failed,
-                      FaultKind::head_restarted, FaultKind::ready_timeout})
+                      FaultKind::head_restarted, FaultKind::ready_timeout, FaultKind::job_hung})
     if (to_string(k) == text) return k;
   return make_error("unknown fault kind '" + text + "'");
 }

@@ -30,6 +30,12 @@ enum class JobMode { spmd, driver, ray };
 std::string_view to_string(JobMode mode);
 Expected<JobMode> parse_job_mode(std::string_view text);
 
+// What a hung job (HangWatch's evidence) gets: a restart on spares, the
+// culprits' nodes tainted (restart), or an event and nothing else (report).
+enum class OnHang { restart, report };
+std::string_view to_string(OnHang on_hang);
+Expected<OnHang> parse_on_hang(std::string_view text);
+
 // Container-level resources of one pod; 0 means "not stated".
 struct NodeResources {
   int cpus = 0;
@@ -66,6 +72,10 @@ struct JobSpec {
   int max_restarts = 10;
   bool restart_on_failure = false;
   HeartbeatOptions heartbeat;  // node <-> head liveness (failure_detector.hpp)
+  // The hang watch (spmd): no rank's progress (output, explicit signals) for
+  // this long makes the job suspect; 0 turns the watch off.
+  Millis hang_timeout = std::chrono::minutes(5);
+  OnHang on_hang = OnHang::restart;
   // Ray mode: the head's GCS port, and the runtime_env keys Ray applies itself
   // (pip, conda, py_modules, ...), each as its JSON text.
   int ray_port = 6379;

@@ -22,6 +22,7 @@ enum class FaultKind {
   rank_failed,       // a rank exited non-zero (a fault only with restart_on_failure)
   head_restarted,    // the head itself died and was started again
   ready_timeout,     // pods did not all come (back) within the ready timeout
+  job_hung,          // every process lived but training stopped (HangWatch's evidence)
 };
 
 std::string_view to_string(FaultKind kind);
