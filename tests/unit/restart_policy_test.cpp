@@ -14,11 +14,10 @@ Fault lost(const std::string& pod) {
   return {FaultKind::pod_lost, pod, "pod " + pod + " was lost"};
 }
 
-const FaultKind kAllKinds[] = {FaultKind::pod_lost,         FaultKind::pod_hung,
-                               FaultKind::pod_deleted,      FaultKind::gpu_lost,
-                               FaultKind::preflight_failed, FaultKind::rank_failed,
-                               FaultKind::head_restarted,   FaultKind::ready_timeout,
-                               FaultKind::job_hung};
+const FaultKind kAllKinds[] = {
+    FaultKind::pod_lost,       FaultKind::pod_hung,         FaultKind::pod_deleted,
+    FaultKind::gpu_lost,       FaultKind::preflight_failed, FaultKind::rank_failed,
+    FaultKind::head_restarted, FaultKind::ready_timeout,    FaultKind::job_hung};
 
 }  // namespace
 
