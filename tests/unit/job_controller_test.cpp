@@ -563,6 +563,55 @@ TEST(JobController, TaintsAreRefusedOnceTheJobEnded) {
   EXPECT_EQ(refused->text, "job is in state failed: it has ended, taint is refused");
 }
 
+TEST(JobController, AHungJobTaintsTheCulpritsNodeAndRestartsOnTheSpare) {
+  Job job(2, 3, 3);
+  job.run();
+  job.ctl.on_hung({"j1-worker-1"}, "rank 1 stopped (T) while the other 1 ranks made no progress");
+  EXPECT_TRUE(job.ctl.taints().tainted("node-1"));
+  EXPECT_EQ(job.ctl.taints().all().at("node-1").reason,
+            "hung: rank 1 stopped (T) while the other 1 ranks made no progress");
+  EXPECT_EQ(job.ctl.state(), JobState::restarting);
+  EXPECT_EQ(job.ctl.restarts().used(), 1);
+  ASSERT_FALSE(job.ctl.restarts().history().empty());
+  EXPECT_EQ(job.ctl.restarts().history().back().kind, FaultKind::job_hung);
+  EXPECT_TRUE(
+      job.fx.printed("job hung: rank 1 stopped (T) while the other 1 ranks made no "
+                     "progress"));
+  job.fx.done = true;
+  job.ctl.maybe_relaunch();
+  EXPECT_EQ(job.ctl.active(), (std::vector<std::string>{"j1-worker-0", "j1-worker-2"}));
+}
+
+TEST(JobController, AHungJobWithoutASpareOrACulpritRestartsWithoutATaint) {
+  Job job(2, 2, 3);
+  job.run();
+  job.ctl.on_hung({"j1-worker-1"}, "rank 1 stopped (T)");
+  EXPECT_TRUE(job.ctl.taints().all().empty());  // it would leave too few pods
+  EXPECT_EQ(job.ctl.state(), JobState::restarting);
+  Job idle(2, 3, 3);
+  idle.run();
+  idle.ctl.on_hung({}, "every rank idle (no CPU time, no output) for 10 s");
+  EXPECT_TRUE(idle.ctl.taints().all().empty());
+  EXPECT_EQ(idle.ctl.state(), JobState::restarting);
+}
+
+TEST(JobController, OnHangReportOnlySaysSo) {
+  FakeEffects fx;
+  add_pods(fx, 3);
+  JobSpec reporting = spec(2, 3);
+  reporting.on_hang = OnHang::report;
+  JobController ctl({reporting, 0ms}, &fx);
+  ASSERT_TRUE(ctl.start(nullptr, 3));
+  fx.join_all();
+  ctl.all_joined();
+  ctl.on_preflight_verdict({});
+  ctl.on_hung({"j1-worker-1"}, "rank 1 stopped (T)");
+  EXPECT_EQ(ctl.state(), JobState::command);
+  EXPECT_TRUE(ctl.taints().all().empty());
+  EXPECT_EQ(fx.events.back().kind, "hang");
+  EXPECT_EQ(fx.events.back().text, "job hung: rank 1 stopped (T)");
+}
+
 TEST(JobController, TheTimelineInMemoryIsABoundedRingButEveryEventIsJournaled) {
   Job job(1, 1, 0);
   for (std::size_t i = 0; i < JobController::kMaxEvents + 5; ++i)

@@ -71,7 +71,8 @@ void remove_scratch_dir(const std::string& dir, const StreamId& stream) {
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
                   StreamId stream, std::int32_t attempt, std::string scratch_dir,
                   caf::actor executor, std::shared_ptr<std::atomic<bool>> cancel,
-                  std::shared_ptr<std::atomic<bool>> control_done) {
+                  std::shared_ptr<std::atomic<bool>> control_done,
+                  std::shared_ptr<ProcessMeter> meter) {
   caf::scoped_actor io{sys};
   int outstanding = 0;
   auto await_ack = [&] {
@@ -87,6 +88,7 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
     while (outstanding >= kAckWindow) {
       if (!await_ack()) return false;
     }
+    if (meter) meter->lines.fetch_add(static_cast<std::int64_t>(chunk.lines));
     io->send(sink, log_atom::value, stream, attempt, std::move(chunk.data),
              static_cast<std::int32_t>(chunk.lines));
     ++outstanding;
@@ -131,7 +133,8 @@ void read_control(int fd, ProcessNote header, caf::actor executor,
 
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
-                                std::shared_ptr<os::Lease> lease) {
+                                std::shared_ptr<os::Lease> lease,
+                                std::shared_ptr<ProcessMeter> meter) {
   auto& st = self->state;
   st.launch = std::move(launch);
   st.pod = std::move(pod);
@@ -172,13 +175,14 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
     return {};
   }
   st.pid = child->pid();
+  if (meter) meter->pid.store(static_cast<std::int32_t>(st.pid));
   self->send(st.report_to, ProcessStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
   log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
   auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
                         st.launch.stream, st.launch.attempt, st.launch.scratch_dir,
-                        caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
+                        caf::actor_cast<caf::actor>(self), st.cancel, st.control_done, meter);
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     ProcessNote{st.launch.stream, st.launch.attempt, st.pod, ""},
@@ -202,6 +206,9 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
         auto& st = self->state;
         if (st.exited) return;
         ::kill(-st.pid, SIGTERM);
+        // A stopped process (SIGSTOP, a debugger) would sit on its SIGTERM
+        // until the grace ran out: continued, it runs its handler now.
+        ::kill(-st.pid, SIGCONT);
         self->delayed_send(self, std::chrono::milliseconds(grace_ms), kill_atom::value);
       },
       [self](kill_atom) {
@@ -240,9 +247,10 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
 }  // namespace
 
 caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
-                          caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease) {
+                          caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease,
+                          std::shared_ptr<ProcessMeter> meter) {
   return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
-                   std::move(report_to), std::move(lease));
+                   std::move(report_to), std::move(lease), std::move(meter));
 }
 
 }  // namespace atl

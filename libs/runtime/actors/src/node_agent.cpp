@@ -14,6 +14,7 @@
 #include "atl/os/child_process.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "atl/os/process_sample.hpp"
 #include "atl/os/reach_probe.hpp"
 
 namespace atl {
@@ -38,6 +39,7 @@ struct NodeAgentState {
   struct Running {
     StreamId stream;
     std::int32_t attempt = 0;
+    std::shared_ptr<ProcessMeter> meter;  // user code's ranks: for the hang watch
   };
   std::map<caf::actor, Running> executors;
   bool ending = false;
@@ -45,7 +47,8 @@ struct NodeAgentState {
   // head silent for its timeout means it is lost. The lease tells this node's
   // ranks' guards that we are alive and in touch (renewed at each heartbeat).
   std::chrono::milliseconds heartbeat_interval{0};
-  std::chrono::steady_clock::time_point last_tick;  // to notice this node's own stalls
+  std::chrono::steady_clock::time_point last_tick;    // to notice this node's own stalls
+  std::chrono::steady_clock::time_point last_sample;  // the ranks' progress, at most once a second
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
   std::optional<os::ProbeListener> probe;  // the pre-flight's network check, while it runs
@@ -76,12 +79,16 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
   auto& st = self->state;
   if (st.ending) return;
   for (const auto& launch : ranks) {
+    // A rank's pid and output lines are read for the hang watch.
+    auto meter = launch.stream.kind == StreamKind::rank && !st.config.fake_ranks
+                     ? std::make_shared<ProcessMeter>()
+                     : nullptr;
     auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
                                                            st.config.info.pod, sink, st.supervisor)
                                      : spawn_executor(self->system(), launch, st.config.info.pod,
-                                                      sink, st.supervisor, st.lease);
+                                                      sink, st.supervisor, st.lease, meter);
     self->monitor(exec);
-    st.executors.emplace(exec, NodeAgentState::Running{launch.stream, launch.attempt});
+    st.executors.emplace(exec, NodeAgentState::Running{launch.stream, launch.attempt, meter});
   }
 }
 
@@ -99,6 +106,31 @@ void leave_at_once(NodeAgentActor* self, int code) {
   auto& st = self->state;
   if (st.lease) st.lease->revoke();
   end_node(self, code, 0);
+}
+
+// At most once a second, with a heartbeat: each running rank's progress
+// (its output lines, and from one pass over /proc its tree's CPU time and
+// most telling state) for the supervisor's hang watch.
+void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point now) {
+  auto& st = self->state;
+  if (now - st.last_sample < std::chrono::seconds(1)) return;
+  std::vector<const NodeAgentState::Running*> ranks;
+  for (const auto& [e, running] : st.executors)
+    if (running.meter && running.meter->pid.load() > 0) ranks.push_back(&running);
+  if (ranks.empty()) return;
+  st.last_sample = now;
+  const os::ProcessTable table = os::read_process_table();
+  std::vector<ProgressReport> reports;
+  reports.reserve(ranks.size());
+  for (const auto* r : ranks) {
+    const os::TreeSample tree = os::sample_tree(table, r->meter->pid.load());
+    if (tree.processes == 0) continue;  // ended: its exit report says so
+    reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), 0, tree.cpu_ticks,
+                       static_cast<std::int8_t>(tree.state)});
+  }
+  if (!reports.empty())
+    self->send<caf::message_priority::high>(st.supervisor, progress_atom::value, st.config.info.pod,
+                                            std::move(reports));
 }
 
 // Every heartbeat interval: the head silent too long is lost; else our
@@ -129,6 +161,7 @@ void heartbeat_tick(NodeAgentActor* self) {
   // High priority: never queued behind the rank reports of a busy head.
   self->send<caf::message_priority::high>(st.supervisor, heartbeat_atom::value, st.config.info.pod,
                                           gpus);
+  report_progress(self, now);
   self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval, tick_atom::value);
 }
 

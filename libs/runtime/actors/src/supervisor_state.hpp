@@ -37,6 +37,7 @@
 #include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/bounded_history.hpp"
 #include "atl/supervisor/debug_runs.hpp"
+#include "atl/supervisor/hang_watch.hpp"
 #include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/liveness.hpp"
 #include "atl/supervisor/pod_registry.hpp"
@@ -123,6 +124,11 @@ struct State {
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
+  // The hang watch (spmd, in command): the ranks' progress as the agents
+  // sample it; `hang_attempt` is the attempt it watches (0: none).
+  HangWatch hang;
+  std::int32_t hang_attempt = 0;
+
   // The nodes' liveness and the pre-flight.
   Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused
   std::int32_t check_round = 0;        // the id of the latest pre-flight round
@@ -169,6 +175,10 @@ void on_process_started(Actor* self, const ProcessStarted& started);
 void on_process_exit(Actor* self, const ProcessExit& exit);
 // The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self);
+// The hang watch (supervisor_faults.cpp): a pod's progress samples, and the
+// watch's verdicts at each liveness tick.
+void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);
+void watch_for_hangs(Actor* self, HangWatch::TimePoint now);
 // Every worker pod as choose_active sees it: index, machine, joined or not.
 std::vector<PodView> pod_views(const State& st);
 // Pre-flight (supervisor_preflight.cpp): a new round over the active pods;

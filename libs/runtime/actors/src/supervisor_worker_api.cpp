@@ -9,67 +9,75 @@
 namespace atl::supervisor {
 
 caf::message_handler worker_api(Actor* self) {
-  return {[self](register_atom, const NodeInfo& info, const caf::actor& agent)
-              -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
-            const HeartbeatOptions& hb = self->state.job().heartbeat;
-            auto refused = register_node(self, info, agent);
-            if (!refused) {
-              // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-              if (auto index = self->state.pods.index_of(info.pod))
-                self->send(agent, agent_log_atom::value, self->state.config.sink,
-                           StreamId::pod_log(static_cast<std::int32_t>(*index)));
-            }
-            return {refused ? refused->text : std::string(), refused && refused->retry,
-                    std::int64_t{hb.interval.count()}, std::int64_t{hb.timeout.count()}};
-          },
-          [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
-            auto& st = self->state;
-            // Only from the pod's own node: a fenced pod's late words do not count.
-            const JoinedPod* it = st.pods.find(pod);
-            const auto& sender = self->current_sender();
-            if (!it || !sender || it->agent.node() != sender->node()) return;
-            st.liveness.heard(pod, std::chrono::steady_clock::now());
-            const std::int32_t declared = it->info.gpus;
-            const JobState state = st.state();
-            const std::string* machine = st.pods.machine_of(pod);
-            GpuCount count;
-            count.declared = declared;
-            count.present = gpus_present;
-            // Once a pre-flight found them there: before, the pre-flight speaks.
-            count.checked = state == JobState::command || state == JobState::debugStop ||
-                            state == JobState::debugCommand;
-            count.machine_tainted = machine && st.taints().tainted(*machine);
-            count.runs_ranks = st.controller.is_active(pod) &&
-                               (state == JobState::command || state == JobState::debugCommand);
-            if (lost_a_gpu(count)) {
-              // A GPU fell off the bus: the node is not to be used again, and the
-              // pod leaves (to be recreated elsewhere); in command the job restarts.
-              std::string detail = "pod " + pod + " lost a GPU (it declared " +
-                                   std::to_string(declared) + ", " + std::to_string(gpus_present) +
-                                   " are there)";
-              st.controller.taint_platform(pod, detail);
-              self->send(it->agent, delete_atom::value, detail);
-              lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
-            }
-          },
-          [self](check_atom) {
-            auto& st = self->state;
-            if (st.state() == JobState::pending) {
-              st.controller.all_joined();
-            } else if (st.state() == JobState::restarting) {
-              st.controller.maybe_relaunch();
-            }
-          },
-          [self](const ProcessStarted& started) {
-            if (sent_from_pod(self, started.pod)) on_process_started(self, started);
-          },
-          [self](const ProcessExit& exit) {
-            if (sent_from_pod(self, exit.pod)) on_process_exit(self, exit);
-          },
-          [self](const ProcessNote& note) {
-            if (sent_from_pod(self, note.pod))
-              on_process_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
-          }};
+  return {
+      [self](register_atom, const NodeInfo& info, const caf::actor& agent)
+          -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
+        const HeartbeatOptions& hb = self->state.job().heartbeat;
+        auto refused = register_node(self, info, agent);
+        if (!refused) {
+          // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
+          if (auto index = self->state.pods.index_of(info.pod))
+            self->send(agent, agent_log_atom::value, self->state.config.sink,
+                       StreamId::pod_log(static_cast<std::int32_t>(*index)));
+        }
+        return {refused ? refused->text : std::string(), refused && refused->retry,
+                std::int64_t{hb.interval.count()}, std::int64_t{hb.timeout.count()}};
+      },
+      [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
+        // Only from the pod's own node, as the heartbeats.
+        const JoinedPod* it = self->state.pods.find(pod);
+        const auto& sender = self->current_sender();
+        if (!it || !sender || it->agent.node() != sender->node()) return;
+        on_progress(self, pod, reports);
+      },
+      [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
+        auto& st = self->state;
+        // Only from the pod's own node: a fenced pod's late words do not count.
+        const JoinedPod* it = st.pods.find(pod);
+        const auto& sender = self->current_sender();
+        if (!it || !sender || it->agent.node() != sender->node()) return;
+        st.liveness.heard(pod, std::chrono::steady_clock::now());
+        const std::int32_t declared = it->info.gpus;
+        const JobState state = st.state();
+        const std::string* machine = st.pods.machine_of(pod);
+        GpuCount count;
+        count.declared = declared;
+        count.present = gpus_present;
+        // Once a pre-flight found them there: before, the pre-flight speaks.
+        count.checked = state == JobState::command || state == JobState::debugStop ||
+                        state == JobState::debugCommand;
+        count.machine_tainted = machine && st.taints().tainted(*machine);
+        count.runs_ranks = st.controller.is_active(pod) &&
+                           (state == JobState::command || state == JobState::debugCommand);
+        if (lost_a_gpu(count)) {
+          // A GPU fell off the bus: the node is not to be used again, and the
+          // pod leaves (to be recreated elsewhere); in command the job restarts.
+          std::string detail = "pod " + pod + " lost a GPU (it declared " +
+                               std::to_string(declared) + ", " + std::to_string(gpus_present) +
+                               " are there)";
+          st.controller.taint_platform(pod, detail);
+          self->send(it->agent, delete_atom::value, detail);
+          lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
+        }
+      },
+      [self](check_atom) {
+        auto& st = self->state;
+        if (st.state() == JobState::pending) {
+          st.controller.all_joined();
+        } else if (st.state() == JobState::restarting) {
+          st.controller.maybe_relaunch();
+        }
+      },
+      [self](const ProcessStarted& started) {
+        if (sent_from_pod(self, started.pod)) on_process_started(self, started);
+      },
+      [self](const ProcessExit& exit) {
+        if (sent_from_pod(self, exit.pod)) on_process_exit(self, exit);
+      },
+      [self](const ProcessNote& note) {
+        if (sent_from_pod(self, note.pod))
+          on_process_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
+      }};
 }
 
 }  // namespace atl::supervisor

@@ -286,6 +286,7 @@ void on_stop(int) {
 // left the group (setsid) were never signalled: they get the stop too.
 void wait_for_the_rest(const Lease* lease) {
   signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
+  signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
   while (signal_descendants(0) > 0) {
     if (lease && lease->expired()) return;  // the sweep that follows ends them
     timespec pause{0, 20 * 1000 * 1000};

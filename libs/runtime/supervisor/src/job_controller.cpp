@@ -278,6 +278,25 @@ void JobController::on_ready_timeout(const std::string& detail) {
   on_fault({FaultKind::ready_timeout, "", detail});
 }
 
+void JobController::on_hung(const std::vector<std::string>& culprits, const std::string& reason) {
+  const std::string line = "job hung: " + reason;
+  log_->warn("{}", line);
+  record("hang", line);
+  fx_->print(line);
+  if (options_.job.on_hang == OnHang::report) return;
+  for (const auto& pod : culprits) {
+    const std::string* machine = fx_->machine_of(pod);
+    if (!machine || taints_.tainted(*machine)) continue;
+    if (spare_available(*machine)) {
+      taint_platform(pod, "hung: " + reason);
+    } else {
+      log_->warn("node {} of hung pod {} not tainted: no spare could take its place", *machine,
+                 pod);
+    }
+  }
+  on_fault({FaultKind::job_hung, culprits.empty() ? std::string() : culprits.front(), line});
+}
+
 // Whether the job could still start with `node` tainted (the same choice
 // select_active makes, on a copy of the taints).
 bool JobController::spare_available(const std::string& node) const {

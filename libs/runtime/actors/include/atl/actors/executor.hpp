@@ -2,9 +2,11 @@
 // log sink with flow control, stops it on request, and reports how it ended.
 #pragma once
 
+#include <atomic>
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -16,14 +18,24 @@ class Lease;
 
 namespace atl {
 
+// What the node agent reads of a running process for the hang watch: its
+// guard's pid once it runs (0 before), and the lines of output it wrote so
+// far. Written by the executor and its pump thread: atomics.
+struct ProcessMeter {
+  std::atomic<std::int32_t> pid{0};
+  std::atomic<std::int64_t> lines{0};
+};
+
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
 // group, SIGKILL after the grace. It sends one ProcessExit to `report_to`, after
 // the sink acknowledged every line, then quits. It sends ProcessStarted (with the
 // pid) to `report_to` as soon as the process runs.
 // With a `lease` (a worker node's), the process's guard kills its tree when the
 // lease runs out: the node froze or lost its head.
+// With a `meter`, the process's pid and output lines are kept in it.
 caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to,
-                          std::shared_ptr<os::Lease> lease = nullptr);
+                          std::shared_ptr<os::Lease> lease = nullptr,
+                          std::shared_ptr<ProcessMeter> meter = nullptr);
 
 }  // namespace atl

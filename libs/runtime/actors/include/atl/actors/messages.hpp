@@ -52,6 +52,7 @@ using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when r
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
+using progress_atom = caf::atom_constant<caf::atom("progress")>;    // agent -> supervisor: samples
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
 using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
@@ -122,6 +123,12 @@ typename Inspector::result_type inspect(Inspector& f, ProcessStarted& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessNote& x) {
   return f(caf::meta::type_name("atl::ProcessNote"), x.stream, x.attempt, x.pod, x.line);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
+  return f(caf::meta::type_name("atl::ProgressReport"), x.rank, x.attempt, x.lines, x.steps,
+           x.cpu_ticks, x.state);
 }
 
 template <class Inspector>

@@ -50,4 +50,15 @@ struct ProcessNote {
   std::string line;
 };
 
+// A rank's progress as its node agent sampled it (with its heartbeats), for
+// the supervisor's hang watch: counters since the rank's process started.
+struct ProgressReport {
+  std::int32_t rank = 0;
+  std::int32_t attempt = 0;
+  std::int64_t lines = 0;      // output lines so far
+  std::int64_t steps = 0;      // explicit progress signals so far
+  std::int64_t cpu_ticks = 0;  // CPU time of its process tree (clock ticks)
+  std::int8_t state = 'S';     // its tree's most telling state: T, D, R or S
+};
+
 }  // namespace atl

@@ -34,7 +34,7 @@ namespace atl::supervisor {
 // One line of the job's timeline (atlctl events).
 struct TimelineEvent {
   std::int64_t unix_ms = 0;
-  std::string kind;  // state, fault, restart, pod, delete, taint
+  std::string kind;  // state, fault, restart, pod, delete, taint, hang
   std::string text;
 };
 
@@ -139,6 +139,11 @@ class JobController {
   Status select_active();
   void on_fault(const Fault& fault);
   void on_ready_timeout(const std::string& detail);
+  // The hang watch found the job hung: `culprits` the pods of the ranks to
+  // blame (may be empty: every rank idle). on_hang restart: each culprit's
+  // node is tainted when a spare can take its place, and the job restarts
+  // (a counted fault); report: the event and nothing else.
+  void on_hung(const std::vector<std::string>& culprits, const std::string& reason);
   // A restart goes on once the faulted attempt's processes are gone and
   // enough pods are back (a pre-flight, then user code).
   void maybe_relaunch();

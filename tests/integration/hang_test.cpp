@@ -1,0 +1,122 @@
+// The hang watch on real processes: a rank stopped while its peers make no
+// progress is found within the timeout and a few samples, named, its node
+// tainted, and the job runs again on the spare; ranks that compute without
+// printing are suspect but never restarted; bad settings are refused.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "test_cluster.hpp"
+
+namespace atl::test {
+namespace {
+
+nlohmann::json status_json(TestCluster& c) {
+  auto r = c.atlctl({"--address", c.head_address(), "status", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output, nullptr, false);
+}
+
+// Polls `atlctl events` until `text` appears.
+bool wait_for_event(TestCluster& c, const std::string& text, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (c.atlctl({"--address", c.head_address(), "events"}).output.find(text) != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+TEST(HangWatchJobs, AStoppedRankIsNamedItsNodeTaintedAndTheJobRunsOnTheSpare) {
+  TestCluster c;
+  // Attempt 1: rank 1 stops itself (SIGSTOP) after its first line; the
+  // others print once and then wait, as peers of a collective do. Attempt 2
+  // (on the spare) just runs.
+  const std::string entrypoint =
+      "echo \"up rank=$RANK restart=$ATL_RESTART_COUNT\"; "
+      "if [ \"$ATL_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then kill -STOP $$; fi; "
+      "sleep 300";
+  auto& head = c.start_head({"--workers", "3", "--spare-workers", "1", "--local-workers", "4",
+                             "--hang-timeout", "3s", "--", entrypoint});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 2] up rank=2 restart=0")) << c.output(head);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.wait_for_output(head, "job hung: rank 1 stopped (T)", std::chrono::seconds(30)))
+      << c.output(head);
+  // The timeout, then the stop held for half of it, sampled once a second.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3 + 5 + 5));
+  EXPECT_NE(c.output(head).find("job hung: rank 1 stopped (T) while the other 2 ranks made no "
+                                "progress for 3 s"),
+            std::string::npos)
+      << c.output(head);
+  // The stopped rank is continued with its SIGTERM: the restart does not
+  // wait out the grace (10 s) for it.
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up rank=1 restart=1", std::chrono::seconds(8)))
+      << c.output(head);
+  auto info = status_json(c);
+  EXPECT_EQ(info["state"], "command") << info.dump();
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-1") << info.dump();
+  EXPECT_EQ(info["taints"][0]["source"], "platform") << info.dump();
+  for (const auto& r : info["ranks"]) EXPECT_NE(r["pod"], c.worker_name(1)) << info.dump();
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_NE(events.output.find("job hung: rank 1 stopped (T)"), std::string::npos) << events.output;
+  EXPECT_NE(events.output.find("node local-1 tainted by the platform: hung: rank 1 stopped (T)"),
+            std::string::npos)
+      << events.output;
+  EXPECT_NE(events.output.find("job restarting (restart 1/10): job hung: rank 1 stopped (T)"),
+            std::string::npos)
+      << events.output;
+  std::cout << events.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
+  TestCluster c;
+  // Each rank computes a little every 10 ms and prints nothing after its
+  // first line: three timeouts of silence.
+  auto& head = c.start_head(
+      {"--workers", "2", "--local-workers", "2", "--hang-timeout", "2s", "--",
+       "echo up; exec "
+       "python3 -c 'import time\nwhile True:\n    sum(range(20000)); time.sleep(0.01)'"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up")) << c.output(head);
+  ASSERT_TRUE(wait_for_event(c, "job suspect", std::chrono::seconds(20))) << c.output(head);
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // three more timeouts of silence
+  auto info = status_json(c);
+  EXPECT_EQ(info["state"], "command") << info.dump();
+  EXPECT_EQ(info["restarts"], 0) << info.dump();
+  EXPECT_TRUE(info["taints"].empty()) << info.dump();
+  EXPECT_EQ(c.output(head).find("job hung"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(HangWatchJobs, BadSettingsAreRefusedNamingTheFlag) {
+  TestCluster c;
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"--hang-timeout", "300"}, "--hang-timeout"},
+           {{"--hang-timeout", "200ms"}, "'hang_timeout' must be 0 (off) or at least two"},
+           {{"--on-hang", "panic"}, "bad on_hang 'panic'"},
+       }) {
+    std::vector<std::string> args = {"--workers", "1"};
+    args.insert(args.end(), bad.args.begin(), bad.args.end());
+    args.insert(args.end(), {"--", "true"});
+    auto& head = c.start_head(args);
+    EXPECT_EQ(c.wait_exit(head), 2) << c.output(head);
+    EXPECT_NE(c.output(head).find(bad.says), std::string::npos) << c.output(head);
+  }
+}
+
+}  // namespace
+}  // namespace atl::test
