@@ -14,7 +14,7 @@ packages=(
 # venv for the Ray tests (they pip-install Ray once into build/ray-venv), OpenMPI
 # for the fan-out bench; headless Chromium and Selenium for the dashboard's browser tests.
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev shellcheck
+  packages+=(gdb python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev shellcheck
     chromium chromium-driver python3-selenium)
 fi
 

@@ -74,16 +74,16 @@ TEST(HangWatch, SilenceForTheTimeoutIsSuspectNotHung) {
 TEST(HangWatch, ComputingInSilenceIsHarmlessSaidOncePerTimeoutNeverHung) {
   Job job;
   job.run(10, true);
-  auto harmless = job.watch.diagnosed({}, "");  // one group: every rank alike
+  auto harmless = job.watch.diagnosed({}, "", job.now);  // one group: every rank alike
   ASSERT_TRUE(harmless);
   EXPECT_EQ(harmless->kind, Kind::harmless);
-  EXPECT_FALSE(job.watch.diagnosed({}, ""));  // said once
+  EXPECT_FALSE(job.watch.diagnosed({}, "", job.now));  // said once
   // 3x the timeout of silence: suspect again each timeout, never hung.
   for (int period = 0; period < 3; ++period) {
     auto v = job.run(10, true);
     ASSERT_EQ(v.size(), 1u) << period;
     EXPECT_EQ(v[0].kind, Kind::suspect);
-    auto again = job.watch.diagnosed({}, "");
+    auto again = job.watch.diagnosed({}, "", job.now);
     ASSERT_TRUE(again);
     EXPECT_EQ(again->kind, Kind::harmless);
   }
@@ -111,7 +111,7 @@ TEST(HangWatch, AStoppedRankWhilePeersWaitIsHungNamingIt) {
     }
   }
   // Once per period: the stacks' verdict and the next checks add nothing.
-  EXPECT_FALSE(job.watch.diagnosed({1}, "rank 1 elsewhere"));
+  EXPECT_FALSE(job.watch.diagnosed({1}, "rank 1 elsewhere", job.now));
   for (int i = 0; i < 5; ++i) {
     for (int r : {0, 1, 3}) job.p[r].cpu_ticks += 100;
     EXPECT_FALSE(job.tick());
@@ -135,30 +135,50 @@ TEST(HangWatch, AMomentaryUninterruptibleSleepIsNoEvidence) {
   EXPECT_NE(v[0].reason.find("rank 1 in uninterruptible sleep (D)"), std::string::npos);
 }
 
-TEST(HangWatch, EveryRankStoppedOrIdleIsHungWithoutACulprit) {
+TEST(HangWatch, EveryRankIdleIsHungWithoutACulpritOnceTheStacksNameNoOne) {
   {
     Job job;
-    auto v = job.run(10, false);  // nobody gains CPU time
+    auto v = job.run(10, false);  // nobody gains CPU time: suspect, stacks first
     ASSERT_EQ(v.size(), 1u);
-    EXPECT_EQ(v[0].kind, Kind::hung);
-    EXPECT_TRUE(v[0].culprits.empty());
-    EXPECT_EQ(v[0].reason, "every rank idle (no CPU time, no output) for 10 s");
+    EXPECT_EQ(v[0].kind, Kind::suspect);
+    auto idle = job.watch.diagnosed({}, "", job.now);  // no stack sets anyone apart
+    ASSERT_TRUE(idle);
+    EXPECT_EQ(idle->kind, Kind::hung);
+    EXPECT_TRUE(idle->culprits.empty());
+    EXPECT_EQ(idle->reason, "every rank idle (no CPU time, no output) for 10 s");
   }
   {
     Job job;
     for (auto& [r, p] : job.p) p.state = 'T';  // the whole job SIGSTOPped: no one to blame
     auto v = job.run(10, false);
     ASSERT_EQ(v.size(), 1u);
-    EXPECT_EQ(v[0].kind, Kind::hung);
-    EXPECT_TRUE(v[0].culprits.empty());
+    EXPECT_EQ(v[0].kind, Kind::suspect);
+    auto idle = job.watch.diagnosed({}, "", job.now);
+    ASSERT_TRUE(idle);
+    EXPECT_EQ(idle->kind, Kind::hung);
+    EXPECT_TRUE(idle->culprits.empty());
   }
+}
+
+TEST(HangWatch, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStackNotMissedAsIdle) {
+  Job job;
+  auto v = job.run(10, false);  // every rank idle: the sleeper and the waiters alike
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].kind, Kind::suspect);
+  auto named = job.watch.diagnosed({2},
+                                   "rank 2 in train_step (ddp.py) while 3 ranks are in "
+                                   "backward (torch/autograd/__init__.py)",
+                                   job.now);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->kind, Kind::hung);
+  EXPECT_EQ(named->culprits, std::vector<std::int32_t>{2});
 }
 
 TEST(HangWatch, StacksThatStandApartMakeItHung) {
   Job job;
   job.run(10, true);  // rank 3 spins outside the collective: CPU everywhere
-  auto v =
-      job.watch.diagnosed({3, 3, 99}, "rank 3 in spin (train.py) while 3 ranks wait in allreduce");
+  auto v = job.watch.diagnosed(
+      {3, 3, 99}, "rank 3 in spin (train.py) while 3 ranks wait in allreduce", job.now);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, Kind::hung);
   EXPECT_EQ(v->culprits, std::vector<std::int32_t>{3});  // unknown ranks and repeats dropped
@@ -166,7 +186,7 @@ TEST(HangWatch, StacksThatStandApartMakeItHung) {
   // Every rank apart is no outlier: harmless.
   Job all;
   all.run(10, true);
-  auto none = all.watch.diagnosed({0, 1, 2, 3}, "all differ");
+  auto none = all.watch.diagnosed({0, 1, 2, 3}, "all differ", all.now);
   ASSERT_TRUE(none);
   EXPECT_EQ(none->kind, Kind::harmless);
 }
@@ -180,7 +200,7 @@ TEST(HangWatch, ProgressEndsASuspectPeriodAndALateDiagnosisFindsNothing) {
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, Kind::recovered);
   EXPECT_FALSE(job.watch.suspect());
-  EXPECT_FALSE(job.watch.diagnosed({1}, "late"));
+  EXPECT_FALSE(job.watch.diagnosed({1}, "late", job.now));
   EXPECT_FALSE(job.tick());
 }
 

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "atl/os/run_capture.hpp"
+
 namespace atl::os {
 
 namespace {
@@ -132,6 +134,77 @@ TreeSample sample_tree(const ProcessTable& table, pid_t root) {
     if (s.state != 'Z') out.state = worse_state(out.state, s.state);
     auto kids = children.find(pid);
     if (kids != children.end()) todo.insert(todo.end(), kids->second.begin(), kids->second.end());
+  }
+  return out;
+}
+
+pid_t stack_target(const ProcessTable& table, pid_t root) {
+  if (!table.count(root)) return 0;
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  for (const auto& [pid, s] : table) children[s.ppid].push_back(pid);
+  pid_t deepest = root, python = 0;
+  int deepest_depth = -1, python_depth = -1;
+  std::vector<std::pair<pid_t, int>> todo{{root, 0}};
+  while (!todo.empty()) {
+    auto [pid, depth] = todo.back();
+    todo.pop_back();
+    auto it = table.find(pid);
+    if (it == table.end() || it->second.state == 'Z') continue;
+    if (depth > deepest_depth) deepest = pid, deepest_depth = depth;
+    if (it->second.comm.rfind("python", 0) == 0 && depth > python_depth)
+      python = pid, python_depth = depth;
+    auto kids = children.find(pid);
+    if (kids != children.end())
+      for (pid_t k : kids->second) todo.emplace_back(k, depth + 1);
+  }
+  return python ? python : deepest;
+}
+
+StackCapture capture_stack(const ProcessTable& table, pid_t root,
+                           std::chrono::milliseconds timeout) {
+  StackCapture out;
+  out.target = stack_target(table, root);
+  if (out.target == 0) {
+    out.error = "the rank's processes are gone";
+    return out;
+  }
+  const std::string pid = std::to_string(out.target);
+  const bool python = table.at(out.target).comm.rfind("python", 0) == 0;
+  std::string tool_path;
+  std::vector<std::string> argv;
+  if (python) {
+    // py-spy on PATH, or beside the interpreter (a venv's bin).
+    std::vector<std::string> beside;
+    char exe[4096];
+    ssize_t n = ::readlink(("/proc/" + pid + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0) {
+      std::string e(exe, static_cast<size_t>(n));
+      beside.push_back(e.substr(0, e.rfind('/')));
+    }
+    tool_path = find_program("py-spy", beside);
+    if (!tool_path.empty()) {
+      out.tool = "py-spy";
+      argv = {tool_path, "dump", "--nonblocking", "--pid", pid};
+    }
+  }
+  if (argv.empty()) {
+    tool_path = find_program("gdb");
+    if (!tool_path.empty()) {
+      out.tool = "gdb";
+      argv = {tool_path, "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt"};
+    }
+  }
+  if (argv.empty()) {
+    out.error = python ? "neither py-spy nor gdb is in the pod" : "gdb is not in the pod";
+    return out;
+  }
+  auto got = run_capture(argv, timeout, 256 << 10);
+  if (!got) {
+    out.error = got.error();
+  } else {
+    out.text = std::move(got->output);
+    if (got->timed_out)
+      out.error = out.tool + " did not finish within " + std::to_string(timeout.count()) + " ms";
   }
   return out;
 }

@@ -51,7 +51,7 @@ void HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now)
   r.last = p;
 }
 
-std::optional<HangWatch::Verdict> HangWatch::evidence(TimePoint now) const {
+std::optional<HangWatch::Verdict> HangWatch::stuck(TimePoint now) const {
   // Stuck: stopped or in uninterruptible sleep for half the timeout at least
   // (a D state of a moment is a disk read), while other ranks are not.
   std::vector<std::int32_t> stuck;
@@ -71,14 +71,16 @@ std::optional<HangWatch::Verdict> HangWatch::evidence(TimePoint now) const {
                    how + " while the other " + std::to_string(ranks_.size() - stuck.size()) +
                        " ranks made no progress for " + seconds(timeout_)};
   }
-  const bool all_idle = std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
+  return std::nullopt;
+}
+
+std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
+  const bool idle = std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
     return now - entry.second.cpu_gained >= timeout_;
   });
-  if (all_idle)
-    return Verdict{Verdict::Kind::hung,
-                   {},
-                   "every rank idle (no CPU time, no output) for " + seconds(timeout_)};
-  return std::nullopt;
+  if (!idle) return std::nullopt;
+  return Verdict{
+      Verdict::Kind::hung, {}, "every rank idle (no CPU time, no output) for " + seconds(timeout_)};
 }
 
 std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
@@ -95,7 +97,7 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
     hung_said_ = harmless_said_ = false;
   }
   if (!hung_said_) {
-    if (auto hung = evidence(now)) {
+    if (auto hung = stuck(now)) {
       hung_said_ = true;
       return hung;
     }
@@ -105,7 +107,7 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
 }
 
 std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::int32_t>& outliers,
-                                                       const std::string& why) {
+                                                       const std::string& why, TimePoint now) {
   if (!watching_ || !suspect_since_ || hung_said_) return std::nullopt;
   std::vector<std::int32_t> known;
   for (auto r : outliers)
@@ -116,6 +118,10 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
     hung_said_ = true;
     return Verdict{Verdict::Kind::hung, known,
                    why.empty() ? "ranks " + rank_list(known) + " stand apart from the rest" : why};
+  }
+  if (auto idle = all_idle(now)) {
+    hung_said_ = true;
+    return idle;
   }
   if (harmless_said_) return std::nullopt;
   harmless_said_ = true;

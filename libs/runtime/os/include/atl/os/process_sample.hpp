@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -45,5 +46,23 @@ TreeSample sample_tree(const ProcessTable& table, pid_t root);
 // The state that matters more for a hang: stopped, then uninterruptible,
 // then running, then anything else (as 'S').
 char worse_state(char a, char b);
+
+// The process of `root`'s tree whose stack tells what the rank does: the
+// deepest one whose command is python*, else the deepest one (0: the tree
+// is gone).
+pid_t stack_target(const ProcessTable& table, pid_t root);
+
+struct StackCapture {
+  pid_t target = 0;
+  std::string tool;   // "py-spy", "gdb", or empty when none could be used
+  std::string text;   // what it printed
+  std::string error;  // why there is no stack
+};
+// The target's stack: `py-spy dump --nonblocking` for Python (py-spy on
+// PATH or beside the interpreter), else `gdb -batch` (thread apply all bt);
+// each bounded by `timeout`. Both need ptrace rights over the rank (a pod
+// without CAP_SYS_PTRACE gets an error and the /proc facts only).
+StackCapture capture_stack(const ProcessTable& table, pid_t root,
+                           std::chrono::milliseconds timeout);
 
 }  // namespace atl::os

@@ -5,8 +5,10 @@
 // when it asks, a diagnosis of the ranks' stacks. Silence alone never acts:
 // a job silent for the hang timeout is *suspect*; it is *hung* only on
 // evidence — ranks stopped (T) or in uninterruptible sleep (D) while their
-// peers wait, ranks whose stacks stand apart from the rest, or every rank
-// idle (no CPU time gained) for the whole timeout. A job silent by design
+// peers wait (seen at once), or, once the stacks are in, ranks whose stacks
+// stand apart from the rest, else every rank idle (no CPU time gained) for
+// the whole timeout: the stacks come first, so a rank asleep in its step
+// while its peers wait in the collective (all idle) is named, not missed. A job silent by design
 // whose ranks keep computing stays suspect, said once per timeout, and is
 // never acted on. Plain C++, fed the time: tested in fake time.
 #pragma once
@@ -69,12 +71,13 @@ class HangWatch {
   // At most one `hung` per period.
   std::optional<Verdict> check(TimePoint now);
 
-  // The stacks of a suspect job: `outliers` the ranks outside the dominant
-  // group (StackGroups), `why` how they differ. Hung when some but not all
-  // ranks stand apart; else harmless, said once per suspect period. Nothing
-  // when the job is no longer suspect.
+  // The stacks of a suspect job at `now`: `outliers` the ranks outside the
+  // dominant group (group_stacks; empty when no stack could be taken), `why`
+  // how they differ. Hung when some but not all ranks stand apart, or when
+  // every rank was idle for the timeout; else harmless, said once per
+  // suspect period. Nothing when the job is no longer suspect.
   std::optional<Verdict> diagnosed(const std::vector<std::int32_t>& outliers,
-                                   const std::string& why);
+                                   const std::string& why, TimePoint now);
 
   bool suspect() const { return suspect_since_.has_value(); }
   // How long since `rank` last made progress (its own lines or signals).
@@ -89,8 +92,10 @@ class HangWatch {
     TimePoint state_since;  // when its current state began
   };
   // Evidence that needs no stacks: stuck ranks (T/D held for half the
-  // timeout) while others are not, or every rank idle for the timeout.
-  std::optional<Verdict> evidence(TimePoint now) const;
+  // timeout) while others are not.
+  std::optional<Verdict> stuck(TimePoint now) const;
+  // Every rank idle (no CPU time gained) for the timeout.
+  std::optional<Verdict> all_idle(TimePoint now) const;
 
   Millis timeout_;
   bool watching_ = false;
