@@ -3,8 +3,10 @@
 // tainted, and the job runs again on the spare; ranks that compute without
 // printing are suspect but never restarted; bad settings are refused.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -77,15 +79,78 @@ TEST(HangWatchJobs, AStoppedRankIsNamedItsNodeTaintedAndTheJobRunsOnTheSpare) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// The PATH of the cluster's processes with py-spy on it (the Ray venv the
+// test setup makes has it), or empty when there is none.
+std::string path_with_py_spy(const TestCluster& c) {
+  const std::string venv_bin = bin("../ray-venv/bin");
+  if (::access((venv_bin + "/py-spy").c_str(), X_OK) != 0) return {};
+  for (const auto& e : c.environment())
+    if (e.rfind("PATH=", 0) == 0) return e + ":" + venv_bin;
+  return {};
+}
+
+TEST(HangWatchJobs, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStack) {
+  TestCluster c;
+  const std::string path = path_with_py_spy(c);
+  if (path.empty()) GTEST_SKIP() << "no py-spy (the Ray venv) here";
+  // Ranks 0 and 2 wait in allreduce(); rank 1 sleeps inside train_step():
+  // every rank idle, only the stacks tell them apart. Attempt 2 runs.
+  const std::string script =
+      "import os, time\n"
+      "def allreduce():\n    time.sleep(600)\n"
+      "def train_step(rank):\n"
+      "    if rank == 1 and os.environ['ATL_RESTART_COUNT'] == '0':\n"
+      "        time.sleep(600)\n"
+      "    allreduce()\n"
+      "print('up', os.environ['RANK'], os.environ['ATL_RESTART_COUNT'], flush=True)\n"
+      "train_step(int(os.environ['RANK']))\n";
+  const std::string file = c.dir() + "/train.py";
+  {
+    std::ofstream out(file);
+    out << script;
+  }
+  auto& head = c.start_head({"--workers", "3", "--spare-workers", "1", "--local-workers", "4",
+                             "--hang-timeout", "3s", "--", "exec /usr/bin/python3 " + file},
+                            {path});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 2] up 2 0")) << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, "job hung: rank 1 in train_step", std::chrono::seconds(40)))
+      << c.output(head);
+  EXPECT_NE(
+      c.output(head).find(
+          "job hung: rank 1 in train_step (train.py) while 2 ranks are in allreduce (train.py)"),
+      std::string::npos)
+      << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up 1 1", std::chrono::seconds(30)))
+      << c.output(head);
+  auto info = status_json(c);
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-1") << info.dump();
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_NE(events.output.find("job suspect: no rank made progress"), std::string::npos)
+      << events.output;
+  EXPECT_NE(events.output.find("stacks of 3 ranks: 2 in allreduce"), std::string::npos)
+      << events.output;
+  std::cout << events.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   TestCluster c;
   // Each rank computes a little every 10 ms and prints nothing after its
-  // first line: three timeouts of silence.
-  auto& head = c.start_head(
-      {"--workers", "2", "--local-workers", "2", "--hang-timeout", "2s", "--",
-       "echo up; exec "
-       "python3 -c 'import time\nwhile True:\n    sum(range(20000)); time.sleep(0.01)'"});
-  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up")) << c.output(head);
+  // first line: three timeouts of silence. Three ranks: a look at their
+  // stacks catches them at different places (summing, asleep), which the
+  // second look must not confirm.
+  std::vector<std::string> env;
+  if (auto path = path_with_py_spy(c); !path.empty()) env.push_back(path);
+  auto& head =
+      c.start_head({"--workers", "3", "--local-workers", "3", "--hang-timeout", "2s", "--",
+                    "echo up; exec "
+                    "/usr/bin/python3 -c 'import time\nwhile True:\n    sum(range(20000)); "
+                    "time.sleep(0.01)'"},
+                   env);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 2] up")) << c.output(head);
   ASSERT_TRUE(wait_for_event(c, "job suspect", std::chrono::seconds(20))) << c.output(head);
   std::this_thread::sleep_for(std::chrono::seconds(6));  // three more timeouts of silence
   auto info = status_json(c);

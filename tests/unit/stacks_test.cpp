@@ -141,6 +141,23 @@ TEST(Stacks, AStoppedRankIsAnOutlierEvenWithTheMajoritysStack) {
   EXPECT_TRUE(all.outliers.empty());
 }
 
+TEST(Stacks, TwoLooksAgreeOnlyWhenTheStacksStoodStill) {
+  auto hung = [] {
+    return group_stacks({rank(0, "py-spy-ddp-rank0-in-backward.txt"),
+                         rank(1, "py-spy-ddp-rank0-in-backward.txt"),
+                         rank(2, "py-spy-ddp-rank2-asleep-in-step.txt")});
+  };
+  EXPECT_TRUE(same_grouping(hung(), hung()));
+  // Working ranks caught elsewhere the second time: another odd one out.
+  auto moved = group_stacks({rank(0, "py-spy-ddp-rank2-asleep-in-step.txt"),
+                             rank(1, "py-spy-ddp-rank0-in-backward.txt"),
+                             rank(2, "py-spy-ddp-rank0-in-backward.txt")});
+  EXPECT_FALSE(same_grouping(hung(), moved));
+  auto fewer = group_stacks(
+      {rank(0, "py-spy-ddp-rank0-in-backward.txt"), rank(1, "py-spy-ddp-rank0-in-backward.txt")});
+  EXPECT_FALSE(same_grouping(hung(), fewer));
+}
+
 TEST(Stacks, RanksWithoutAStackAreNoEvidence) {
   auto d = group_stacks({rank(0, "py-spy-ddp-rank0-in-backward.txt"),
                          rank(1, "py-spy-ddp-rank0-in-backward.txt"),

@@ -23,6 +23,7 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<RunStatus>("atl::RunStatus");
   cfg.add_message_type<TaskStatus>("atl::TaskStatus");
   cfg.add_message_type<std::vector<ProgressReport>>("std::vector<atl::ProgressReport>");
+  cfg.add_message_type<std::vector<StackReport>>("std::vector<atl::StackReport>");
   // read_many's offsets (std::vector<std::string> is CAF's own).
   cfg.add_message_type<std::vector<std::int32_t>>("std::vector<int32_t>");
   cfg.add_message_type<std::vector<std::int64_t>>("std::vector<int64_t>");

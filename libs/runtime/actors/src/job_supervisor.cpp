@@ -286,6 +286,8 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
           on_heartbeat_tick(self);
         } else if (kind == kTaskStartTimer) {
           on_task_start_timer(self, arg);
+        } else if (kind == kSecondLookTimer) {
+          on_second_look_timer(self, arg);
         } else {
           on_debug_timer(self, kind, arg);
         }

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <caf/all.hpp>
+#include <future>
 #include <map>
 #include <optional>
 
@@ -288,6 +290,54 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 [self, answer, prober](const caf::error& err) mutable {
                   caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
                   answer.deliver("the reach probe did not answer: " + self->system().render(err));
+                });
+        return answer;
+      },
+      [self](diagnose_atom, std::int64_t timeout_ms) -> caf::result<std::vector<StackReport>> {
+        // Every running rank's stack, taken in parallel on a detached actor
+        // (py-spy, gdb: helper processes, never on a scheduler's thread).
+        struct Target {
+          StreamId stream;
+          std::int32_t attempt;
+          pid_t pid;
+        };
+        std::vector<Target> targets;
+        for (const auto& [e, running] : self->state.executors)
+          if (running.meter && running.meter->pid.load() > 0)
+            targets.push_back({running.stream, running.attempt, running.meter->pid.load()});
+        const auto timeout =
+            std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 1, 60000));
+        auto collector = self->spawn<caf::detached>([targets, timeout]() -> caf::behavior {
+          return {[targets, timeout](diagnose_atom) {
+            const os::ProcessTable table = os::read_process_table();
+            std::vector<std::future<StackReport>> taking;
+            for (const auto& t : targets)
+              taking.push_back(std::async(std::launch::async, [&table, t, timeout] {
+                StackReport r;
+                r.rank = t.stream.rank;
+                r.attempt = t.attempt;
+                r.state = static_cast<std::int8_t>(os::sample_tree(table, t.pid).state);
+                os::StackCapture c = os::capture_stack(table, t.pid, timeout);
+                r.tool = std::move(c.tool);
+                r.text = std::move(c.text);
+                r.error = std::move(c.error);
+                return r;
+              }));
+            std::vector<StackReport> out;
+            for (auto& f : taking) out.push_back(f.get());
+            return out;
+          }};
+        });
+        auto answer = self->make_response_promise<std::vector<StackReport>>();
+        self->request(collector, timeout + std::chrono::seconds(10), diagnose_atom::value)
+            .then(
+                [answer, collector](std::vector<StackReport>& reports) mutable {
+                  caf::anon_send_exit(collector, caf::exit_reason::user_shutdown);
+                  answer.deliver(std::move(reports));
+                },
+                [answer, collector](const caf::error&) mutable {
+                  caf::anon_send_exit(collector, caf::exit_reason::user_shutdown);
+                  answer.deliver(std::vector<StackReport>{});
                 });
         return answer;
       },

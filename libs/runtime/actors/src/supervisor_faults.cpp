@@ -59,66 +59,6 @@ void on_heartbeat_tick(Actor* self) {
       static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
 }
 
-void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports) {
-  auto& st = self->state;
-  if (!st.hang.watching() || st.hang_attempt != st.code.attempt()) return;
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& r : reports) {
-    // This attempt's ranks only, and only as their own pod reports them.
-    if (r.attempt != st.code.attempt() || pod_of_rank(st, r.rank) != pod) continue;
-    st.hang.observe(r.rank, {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state)}, now);
-  }
-}
-
-// Each liveness tick: the watch runs while spmd user code runs (command),
-// restarted with each attempt; what it concludes is said, and a hung job
-// goes to the controller.
-void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
-  auto& st = self->state;
-  const bool watched = st.state() == JobState::command && st.job().mode == JobMode::spmd &&
-                       st.job().hang_timeout.count() > 0;
-  if (!watched) {
-    if (st.hang.watching()) st.hang.stop();
-    st.hang_attempt = 0;
-    return;
-  }
-  if (st.hang_attempt != st.code.attempt()) {
-    std::vector<std::int32_t> ranks;
-    for (const auto& [rank, record] : st.code.ranks())
-      if (rank >= 0) ranks.push_back(rank);
-    st.hang = HangWatch(st.job().hang_timeout);
-    st.hang.start(ranks, now);
-    st.hang_attempt = st.code.attempt();
-    return;
-  }
-  auto verdict = st.hang.check(now);
-  if (!verdict) return;
-  using Kind = HangWatch::Verdict::Kind;
-  switch (verdict->kind) {
-    case Kind::suspect:
-      st.log->warn("job suspect: {}", verdict->reason);
-      st.controller.record("hang", "job suspect: " + verdict->reason);
-      break;
-    case Kind::harmless:
-      st.controller.record("hang", "job suspect but harmless: " + verdict->reason);
-      break;
-    case Kind::recovered:
-      st.log->info("job progressing again");
-      st.controller.record("hang", "job progressing again");
-      break;
-    case Kind::hung: {
-      std::vector<std::string> pods;
-      for (auto rank : verdict->culprits) {
-        std::string pod = pod_of_rank(st, rank);
-        if (!pod.empty() && std::find(pods.begin(), pods.end(), pod) == pods.end())
-          pods.push_back(pod);
-      }
-      st.controller.on_hung(pods, verdict->reason);
-      break;
-    }
-  }
-}
-
 // atlctl taint -a list|set|remove [-n NODES|all]: marks on the machines pods
 // run on. A bad argument refuses the whole command and changes nothing.
 Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text) {

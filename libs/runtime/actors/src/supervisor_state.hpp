@@ -28,6 +28,7 @@
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/restart_policy.hpp"
+#include "atl/core/stacks.hpp"
 #include "atl/core/status_page.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/gpu/burn_types.hpp"
@@ -62,6 +63,7 @@ enum TimerKind : std::int32_t {
   kTaskWaitTimer,        // a task_wait long poll is due an answer (expire_atom: its waiter)
   kTaskStartTimer,       // a task did not report started (arg: the task)
   kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
+  kSecondLookTimer,      // a suspect job's stacks are looked at again (arg: the attempt)
 };
 static_assert(kJobTimerCount < kDebugStopTimer);
 
@@ -96,6 +98,13 @@ using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 using DebugRun = BasicDebugRun<RunPromise, RunMember>;
 using Runs = DebugRuns<RunPromise, RunMember>;
 
+// A suspect job's stacks being taken: what came, how many pods are still out.
+struct HangDiagnosis {
+  std::int32_t round = 0;
+  std::size_t pending = 0;
+  std::vector<StackReport> reports;
+};
+
 struct State {
   SupervisorConfig config;
   std::string address;  // HOST:PORT, for ATL_ADDRESS
@@ -128,6 +137,10 @@ struct State {
   // sample it; `hang_attempt` is the attempt it watches (0: none).
   HangWatch hang;
   std::int32_t hang_attempt = 0;
+  std::optional<HangDiagnosis> diagnosing;  // a suspect job's stacks being taken
+  std::int32_t diagnosis_round = 0;
+  StackDiagnosis last_diagnosis;
+  std::optional<StackDiagnosis> first_look;  // this suspect period's first look at the stacks
 
   // The nodes' liveness and the pre-flight.
   Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused
@@ -175,10 +188,11 @@ void on_process_started(Actor* self, const ProcessStarted& started);
 void on_process_exit(Actor* self, const ProcessExit& exit);
 // The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self);
-// The hang watch (supervisor_faults.cpp): a pod's progress samples, and the
+// The hang watch (supervisor_hang.cpp): a pod's progress samples, and the
 // watch's verdicts at each liveness tick.
 void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);
 void watch_for_hangs(Actor* self, HangWatch::TimePoint now);
+void on_second_look_timer(Actor* self, std::int32_t attempt);
 // Every worker pod as choose_active sees it: index, machine, joined or not.
 std::vector<PodView> pod_views(const State& st);
 // Pre-flight (supervisor_preflight.cpp): a new round over the active pods;

@@ -171,6 +171,14 @@ std::string stack_top(const std::vector<ThreadStack>& threads) {
   return frame_text(t->frames.front());
 }
 
+bool same_grouping(const StackDiagnosis& a, const StackDiagnosis& b) {
+  if (a.outliers != b.outliers || a.groups.size() != b.groups.size()) return false;
+  for (size_t i = 0; i < a.groups.size(); ++i)
+    if (a.groups[i].signature != b.groups[i].signature || a.groups[i].ranks != b.groups[i].ranks)
+      return false;
+  return true;
+}
+
 StackDiagnosis group_stacks(const std::vector<RankStack>& ranks) {
   StackDiagnosis d;
   std::map<std::string, StackGroup> by_signature;

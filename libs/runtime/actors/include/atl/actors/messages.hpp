@@ -53,6 +53,7 @@ using run_atom = caf::atom_constant<caf::atom("run")>;              // superviso
 using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 using progress_atom = caf::atom_constant<caf::atom("progress")>;    // agent -> supervisor: samples
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;    // supervisor -> agent: stacks
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
 using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
@@ -129,6 +130,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
   return f(caf::meta::type_name("atl::ProgressReport"), x.rank, x.attempt, x.lines, x.steps,
            x.cpu_ticks, x.state);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StackReport& x) {
+  return f(caf::meta::type_name("atl::StackReport"), x.rank, x.attempt, x.state, x.tool, x.text,
+           x.error);
 }
 
 template <class Inspector>

@@ -61,4 +61,15 @@ struct ProgressReport {
   std::int8_t state = 'S';     // its tree's most telling state: T, D, R or S
 };
 
+// A rank's stack as its node agent took it for a diagnosis (py-spy or gdb
+// output as printed, parsed by the supervisor) with its tree's state.
+struct StackReport {
+  std::int32_t rank = 0;
+  std::int32_t attempt = 0;
+  std::int8_t state = 'S';
+  std::string tool;   // "py-spy", "gdb", or empty
+  std::string text;   // what the tool printed
+  std::string error;  // why there is no stack
+};
+
 }  // namespace atl

@@ -70,4 +70,10 @@ struct StackDiagnosis {
 // is every rank. No dominant group (all differ, or a tie): only the T/D ones.
 StackDiagnosis group_stacks(const std::vector<RankStack>& ranks);
 
+// Whether two looks a moment apart saw the same thing: the same outliers
+// and the same groups. A hung job's stacks stand still; a job computing in
+// silence is caught at different places each time, and its "outliers" are
+// only a snapshot's accident.
+bool same_grouping(const StackDiagnosis& a, const StackDiagnosis& b);
+
 }  // namespace atl

@@ -1,0 +1,173 @@
+// The hang watch's shell: the agents' progress samples fed to the HangWatch
+// (spmd user code in command, one watch per attempt), its verdicts at each
+// liveness tick, and the diagnosis of a suspect job: every pod takes its
+// ranks' stacks (py-spy or gdb, bounded), they are grouped (core/stacks.hpp)
+// and the watch decides; a hung job goes to the controller.
+#include <algorithm>
+
+#include "atl/core/stacks.hpp"
+#include "supervisor_state.hpp"
+
+namespace atl::supervisor {
+
+namespace {
+
+// What a node may spend on its ranks' stacks, and what the supervisor waits
+// for all of them beyond that.
+constexpr auto kStackTimeout = std::chrono::seconds(5);
+constexpr auto kDiagnosisSlack = std::chrono::seconds(15);
+// Between the two looks at a suspect job's stacks.
+constexpr auto kSecondLook = std::chrono::seconds(1);
+
+void act_on(Actor* self, const HangWatch::Verdict& verdict);
+
+// Every pod's stacks are in (or did not come): grouped, said, decided.
+void finish_diagnosis(Actor* self) {
+  auto& st = self->state;
+  std::vector<StackReport> reports = std::move(st.diagnosing->reports);
+  st.diagnosing.reset();
+  std::vector<RankStack> ranks;
+  for (const auto& r : reports) {
+    if (r.attempt != st.code.attempt()) continue;
+    std::vector<ThreadStack> threads = r.tool == "py-spy" ? parse_py_spy(r.text)
+                                       : r.tool == "gdb"  ? parse_gdb(r.text)
+                                                          : std::vector<ThreadStack>{};
+    ranks.push_back({r.rank, pod_of_rank(st, r.rank), stack_signature(threads), stack_top(threads),
+                     static_cast<char>(r.state)});
+  }
+  st.last_diagnosis = group_stacks(ranks);
+  const StackDiagnosis& d = st.last_diagnosis;
+  std::string line = "stacks of " + std::to_string(ranks.size()) + " ranks:";
+  for (size_t i = 0; i < d.groups.size() && i < 3; ++i)
+    line += std::string(i ? ";" : "") + " " + std::to_string(d.groups[i].ranks.size()) + " in " +
+            d.groups[i].top;
+  if (d.groups.size() > 3) line += "; " + std::to_string(d.groups.size() - 3) + " more groups";
+  if (!d.unknown.empty()) line += "; " + std::to_string(d.unknown.size()) + " without a stack";
+  st.log->info("{}", line);
+  const auto now = std::chrono::steady_clock::now();
+  if (!st.first_look) {
+    // Outliers count only if a second look, a moment later, sees the same:
+    // ranks at work are caught at different places each time.
+    st.first_look = d;
+    st.controller.record("hang", line);
+    self->delayed_send(self, kSecondLook, timeout_atom::value,
+                       static_cast<std::int32_t>(kSecondLookTimer), st.code.attempt());
+    return;
+  }
+  const bool still = same_grouping(*st.first_look, d);
+  st.first_look.reset();
+  if (!still) {
+    st.controller.record("hang", line + " (moved since the first look: the ranks are at work)");
+    if (auto verdict = st.hang.diagnosed({}, "", now)) act_on(self, *verdict);
+    return;
+  }
+  if (auto verdict = st.hang.diagnosed(d.outliers, d.why, now)) act_on(self, *verdict);
+}
+
+void take_stacks(Actor* self, std::int32_t round, std::vector<StackReport> reports) {
+  auto& st = self->state;
+  if (!st.diagnosing || st.diagnosing->round != round) return;  // moot
+  for (auto& r : reports) st.diagnosing->reports.push_back(std::move(r));
+  if (--st.diagnosing->pending == 0) finish_diagnosis(self);
+}
+
+// A suspect job: each pod of this attempt takes its ranks' stacks.
+void diagnose(Actor* self) {
+  auto& st = self->state;
+  if (st.diagnosing) return;
+  const std::int32_t round = ++st.diagnosis_round;
+  std::vector<std::string> pods;
+  for (const auto& pod : st.code.rank_pods())
+    if (std::find(pods.begin(), pods.end(), pod) == pods.end() && st.pods.joined(pod))
+      pods.push_back(pod);
+  st.diagnosing = HangDiagnosis{round, pods.size(), {}};
+  if (pods.empty()) {
+    finish_diagnosis(self);
+    return;
+  }
+  for (const auto& pod : pods) {
+    self->request(st.pods.at(pod).agent, kStackTimeout + kDiagnosisSlack, diagnose_atom::value,
+                  static_cast<std::int64_t>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(kStackTimeout).count()))
+        .then(
+            [self, round](std::vector<StackReport>& reports) {
+              take_stacks(self, round, std::move(reports));
+            },
+            [self, round](const caf::error&) { take_stacks(self, round, {}); });
+  }
+}
+
+void act_on(Actor* self, const HangWatch::Verdict& verdict) {
+  auto& st = self->state;
+  using Kind = HangWatch::Verdict::Kind;
+  switch (verdict.kind) {
+    case Kind::suspect:
+      st.log->warn("job suspect: {}; taking the ranks' stacks", verdict.reason);
+      st.controller.record("hang", "job suspect: " + verdict.reason);
+      st.first_look.reset();
+      diagnose(self);
+      break;
+    case Kind::harmless:
+      st.controller.record("hang", "job suspect but harmless: " + verdict.reason);
+      break;
+    case Kind::recovered:
+      st.log->info("job progressing again");
+      st.controller.record("hang", "job progressing again");
+      break;
+    case Kind::hung: {
+      std::vector<std::string> pods;
+      for (auto rank : verdict.culprits) {
+        std::string pod = pod_of_rank(st, rank);
+        if (!pod.empty() && std::find(pods.begin(), pods.end(), pod) == pods.end())
+          pods.push_back(pod);
+      }
+      st.controller.on_hung(pods, verdict.reason);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+void on_second_look_timer(Actor* self, std::int32_t attempt) {
+  auto& st = self->state;
+  if (attempt == st.code.attempt() && st.first_look && st.hang.suspect()) diagnose(self);
+}
+
+void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports) {
+  auto& st = self->state;
+  if (!st.hang.watching() || st.hang_attempt != st.code.attempt()) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& r : reports) {
+    // This attempt's ranks only, and only as their own pod reports them.
+    if (r.attempt != st.code.attempt() || pod_of_rank(st, r.rank) != pod) continue;
+    st.hang.observe(r.rank, {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state)}, now);
+  }
+}
+
+void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
+  auto& st = self->state;
+  const bool watched = st.state() == JobState::command && st.job().mode == JobMode::spmd &&
+                       st.job().hang_timeout.count() > 0;
+  if (!watched) {
+    if (st.hang.watching()) st.hang.stop();
+    st.hang_attempt = 0;
+    st.diagnosing.reset();  // its answers find no diagnosis: moot
+    st.first_look.reset();
+    return;
+  }
+  if (st.hang_attempt != st.code.attempt()) {
+    std::vector<std::int32_t> ranks;
+    for (const auto& [rank, record] : st.code.ranks())
+      if (rank >= 0) ranks.push_back(rank);
+    st.hang = HangWatch(st.job().hang_timeout);
+    st.hang.start(ranks, now);
+    st.hang_attempt = st.code.attempt();
+    st.diagnosing.reset();
+    st.first_look.reset();
+    return;
+  }
+  if (auto verdict = st.hang.check(now)) act_on(self, *verdict);
+}
+
+}  // namespace atl::supervisor
