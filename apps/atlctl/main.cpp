@@ -54,6 +54,7 @@ const char* kTopHelp =
     "  debug                            as stop: park the job in debugStop\n"
     "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
     "  events [--json]                  the job's timeline: states, faults, restarts\n"
+    "  diagnose [--json]                every rank's stack now, grouped; who stands apart\n"
     "  dashboard-url [--json]           the dashboard's address, with a link that logs in\n"
     "  taint -a list|set|remove [-n NODES|all]  keep ranks off nodes\n"
     "\n"
@@ -406,6 +407,10 @@ void events_options(po::options_description& desc) {
   desc.add_options()("json", "print the events as a JSON array");
 }
 
+void diagnose_options(po::options_description& desc) {
+  desc.add_options()("json", "print the groups, outliers and each rank's top frame as JSON");
+}
+
 int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
   auto events =
       nlohmann::json::parse(client.text_or_die(caf::make_message(atl::events_atom::value)));
@@ -416,6 +421,45 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
   for (const auto& e : events)
     std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(8)
               << e["kind"].get<std::string>() << e["text"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
+// --- diagnose ------------------------------------------------------------------
+
+std::string rank_list_text(const nlohmann::json& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out += (i ? "," : "") + std::to_string(ranks[i].get<int>());
+  return out;
+}
+
+// Every rank's stack now (the hang watch's diagnosis, on demand, without
+// stopping anything): the groups of identical stacks by size, the outliers.
+int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
+  // Each node takes its ranks' stacks within 5 s; the head waits 20 s at most.
+  Answer a =
+      client.answer_or_die(caf::make_message(atl::diagnose_atom::value), std::chrono::seconds(30));
+  if (a.code != 0) die(a.code, "diagnose: " + a.text);
+  auto d = nlohmann::json::parse(a.text);
+  if (vm.count("json")) {
+    std::cout << d.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::size_t with_stack = 0;
+  for (const auto& g : d["groups"]) with_stack += g["ranks"].size();
+  std::cout << "Stacks of " << with_stack << " of " << d["ranks"].size() << " ranks, by group:\n";
+  for (const auto& g : d["groups"])
+    std::cout << "  " << std::left << std::setw(24) << rank_list_text(g["ranks"])
+              << g["top"].get<std::string>() << "\n";
+  for (const auto& r : d["ranks"])
+    if (r.contains("error"))
+      std::cout << "  rank " << r["rank"].get<int>() << " (" << r["pod"].get<std::string>()
+                << "): no stack: " << r["error"].get<std::string>() << "\n";
+  if (d["outliers"].empty()) {
+    std::cout << "No rank stands apart.\n";
+  } else {
+    std::cout << "Outliers: " << d["why"].get<std::string>() << "\n";
+  }
   return kExitOk;
 }
 
@@ -564,6 +608,13 @@ int main(int argc, char** argv) {
         "Prints the job's timeline, oldest first: state changes, faults with their\n"
         "reasons, restarts, deleted and rejoined pods. Times are UTC.",
         events_options, cmd_events}},
+      {"diagnose",
+       {"Usage: atlctl diagnose [--json]\n\n"
+        "Takes every rank's stack now, without stopping anything (py-spy for Python\n"
+        "ranks, else gdb; each node within 5 s), groups identical stacks and names\n"
+        "the ranks that stand apart (the hang watch does the same when a job is\n"
+        "silent for --hang-timeout).",
+        diagnose_options, cmd_diagnose}},
       {"dashboard-url",
        {"Usage: atlctl dashboard-url [--json | --no-token]\n\n"
         "Prints the head's dashboard address with a link that logs in\n"

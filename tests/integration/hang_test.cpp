@@ -136,6 +136,55 @@ TEST(HangWatchJobs, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStack) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) {
+  TestCluster c;
+  std::vector<std::string> env;
+  const std::string path = path_with_py_spy(c);
+  if (!path.empty()) env.push_back(path);
+  const std::string file = c.dir() + "/work.py";
+  {
+    std::ofstream out(file);
+    out << "import os, time\n"
+           "def wait_for_peers():\n    time.sleep(600)\n"
+           "def load_batch():\n    time.sleep(600)\n"
+           "print('up', os.environ['RANK'], flush=True)\n"
+           "load_batch() if os.environ['RANK'] == '2' else wait_for_peers()\n";
+  }
+  auto& head = c.start_head({"--workers", "3", "--local-workers", "3", "--hang-timeout", "0", "--",
+                             "exec /usr/bin/python3 " + file},
+                            env);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 2] up 2")) << c.output(head);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into their sleeps
+  auto d = c.atlctl({"--address", c.head_address(), "diagnose"});
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("Stacks of 3 of 3 ranks, by group:"), std::string::npos) << d.output;
+  if (!path.empty()) {
+    EXPECT_NE(d.output.find("  ranks 0,1               wait_for_peers (work.py)\n"),
+              std::string::npos)
+        << d.output;
+    EXPECT_NE(d.output.find("  rank 2                  load_batch (work.py)\n"), std::string::npos)
+        << d.output;
+    EXPECT_NE(d.output.find("Outliers: rank 2 in load_batch (work.py) while 2 ranks are in "
+                            "wait_for_peers (work.py)"),
+              std::string::npos)
+        << d.output;
+  }
+  auto json = c.atlctl({"--address", c.head_address(), "diagnose", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  auto j = nlohmann::json::parse(json.output, nullptr, false);
+  ASSERT_EQ(j["ranks"].size(), 3u) << json.output;
+  for (const auto& r : j["ranks"]) EXPECT_NE(r["tool"], "") << json.output;
+  // Nothing was stopped or restarted by looking.
+  auto info = status_json(c);
+  EXPECT_EQ(info["state"], "command") << info.dump();
+  EXPECT_EQ(info["restarts"], 0) << info.dump();
+  auto bad = c.atlctl({"--address", c.head_address(), "diagnose", "now"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   TestCluster c;
   // Each rank computes a little every 10 ms and prints nothing after its
@@ -160,6 +209,21 @@ TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   EXPECT_EQ(c.output(head).find("job hung"), std::string::npos) << c.output(head);
   head.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(HangWatchJobs, DiagnoseIsRefusedWhereThereAreNoRanks) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--mode", "driver", "--workers", "1", "--local-workers", "1", "--", "sleep 60"});
+  ASSERT_TRUE(c.wait_for_status("command")) << c.output(head);
+  auto d = c.atlctl({"--address", c.head_address(), "diagnose"});
+  EXPECT_EQ(d.exit_code, 3) << d.output;
+  EXPECT_NE(d.output.find("diagnose: job is in state command: no ranks to diagnose"),
+            std::string::npos)
+      << d.output;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
   EXPECT_TRUE(c.no_strays_within());
 }
 

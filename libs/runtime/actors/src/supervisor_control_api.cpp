@@ -45,6 +45,7 @@ caf::message_handler control_api(Actor* self) {
         return taint_nodes(self, action, nodes);
       },
       [self](events_atom) { return events_json(self->state); },
+      [self](diagnose_atom) { return diagnose_now(self); },
       [self](figures_atom, std::int32_t run) { return run_figures(self->state, run); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
         const auto& c = self->state.config;

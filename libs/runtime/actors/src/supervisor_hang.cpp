@@ -4,6 +4,9 @@
 // ranks' stacks (py-spy or gdb, bounded), they are grouped (core/stacks.hpp)
 // and the watch decides; a hung job goes to the controller.
 #include <algorithm>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
 
 #include "atl/core/stacks.hpp"
 #include "supervisor_state.hpp"
@@ -21,23 +24,64 @@ constexpr auto kSecondLook = std::chrono::seconds(1);
 
 void act_on(Actor* self, const HangWatch::Verdict& verdict);
 
-// Every pod's stacks are in (or did not come): grouped, said, decided.
-void finish_diagnosis(Actor* self) {
+// Every pod of this attempt takes its ranks' stacks; `done` gets them all
+// once every pod answered (or failed to).
+void gather_stacks(Actor* self, std::function<void(std::vector<StackReport>)> done) {
   auto& st = self->state;
-  std::vector<StackReport> reports = std::move(st.diagnosing->reports);
-  st.diagnosing.reset();
+  std::vector<std::string> pods;
+  for (const auto& pod : st.code.rank_pods())
+    if (std::find(pods.begin(), pods.end(), pod) == pods.end() && st.pods.joined(pod))
+      pods.push_back(pod);
+  struct Gather {
+    std::size_t pending = 0;
+    std::vector<StackReport> reports;
+    std::function<void(std::vector<StackReport>)> done;
+  };
+  auto g = std::make_shared<Gather>(Gather{pods.size(), {}, std::move(done)});
+  if (pods.empty()) {
+    g->done({});
+    return;
+  }
+  auto take = [g](std::vector<StackReport> reports) {
+    for (auto& r : reports) g->reports.push_back(std::move(r));
+    if (--g->pending == 0) g->done(std::move(g->reports));
+  };
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(kStackTimeout).count();
+  for (const auto& pod : pods)
+    self->request(st.pods.at(pod).agent, kStackTimeout + kDiagnosisSlack, diagnose_atom::value,
+                  static_cast<std::int64_t>(ms))
+        .then([take](std::vector<StackReport>& reports) { take(std::move(reports)); },
+              [take](const caf::error&) { take({}); });
+}
+
+std::vector<ThreadStack> parse_report(const StackReport& r) {
+  if (r.tool == "py-spy") return parse_py_spy(r.text);
+  if (r.tool == "gdb") return parse_gdb(r.text);
+  return {};
+}
+
+// The reports of this attempt's ranks, parsed and grouped.
+StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& reports) {
   std::vector<RankStack> ranks;
   for (const auto& r : reports) {
     if (r.attempt != st.code.attempt()) continue;
-    std::vector<ThreadStack> threads = r.tool == "py-spy" ? parse_py_spy(r.text)
-                                       : r.tool == "gdb"  ? parse_gdb(r.text)
-                                                          : std::vector<ThreadStack>{};
+    auto threads = parse_report(r);
     ranks.push_back({r.rank, pod_of_rank(st, r.rank), stack_signature(threads), stack_top(threads),
                      static_cast<char>(r.state)});
   }
-  st.last_diagnosis = group_stacks(ranks);
+  return group_stacks(ranks);
+}
+
+// Every pod's stacks are in (or did not come): grouped, said, decided.
+void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
+  auto& st = self->state;
+  st.diagnosing.reset();
+  st.last_diagnosis = group_reports(st, reports);
   const StackDiagnosis& d = st.last_diagnosis;
-  std::string line = "stacks of " + std::to_string(ranks.size()) + " ranks:";
+  std::size_t ranks = 0;
+  for (const auto& g : d.groups) ranks += g.ranks.size();
+  ranks += d.unknown.size();
+  std::string line = "stacks of " + std::to_string(ranks) + " ranks:";
   for (size_t i = 0; i < d.groups.size() && i < 3; ++i)
     line += std::string(i ? ";" : "") + " " + std::to_string(d.groups[i].ranks.size()) + " in " +
             d.groups[i].top;
@@ -64,37 +108,17 @@ void finish_diagnosis(Actor* self) {
   if (auto verdict = st.hang.diagnosed(d.outliers, d.why, now)) act_on(self, *verdict);
 }
 
-void take_stacks(Actor* self, std::int32_t round, std::vector<StackReport> reports) {
-  auto& st = self->state;
-  if (!st.diagnosing || st.diagnosing->round != round) return;  // moot
-  for (auto& r : reports) st.diagnosing->reports.push_back(std::move(r));
-  if (--st.diagnosing->pending == 0) finish_diagnosis(self);
-}
-
 // A suspect job: each pod of this attempt takes its ranks' stacks.
 void diagnose(Actor* self) {
   auto& st = self->state;
   if (st.diagnosing) return;
   const std::int32_t round = ++st.diagnosis_round;
-  std::vector<std::string> pods;
-  for (const auto& pod : st.code.rank_pods())
-    if (std::find(pods.begin(), pods.end(), pod) == pods.end() && st.pods.joined(pod))
-      pods.push_back(pod);
-  st.diagnosing = HangDiagnosis{round, pods.size(), {}};
-  if (pods.empty()) {
-    finish_diagnosis(self);
-    return;
-  }
-  for (const auto& pod : pods) {
-    self->request(st.pods.at(pod).agent, kStackTimeout + kDiagnosisSlack, diagnose_atom::value,
-                  static_cast<std::int64_t>(
-                      std::chrono::duration_cast<std::chrono::milliseconds>(kStackTimeout).count()))
-        .then(
-            [self, round](std::vector<StackReport>& reports) {
-              take_stacks(self, round, std::move(reports));
-            },
-            [self, round](const caf::error&) { take_stacks(self, round, {}); });
-  }
+  st.diagnosing = HangDiagnosis{round};
+  gather_stacks(self, [self, round](std::vector<StackReport> reports) {
+    auto& st = self->state;
+    if (!st.diagnosing || st.diagnosing->round != round) return;  // moot
+    finish_diagnosis(self, reports);
+  });
 }
 
 void act_on(Actor* self, const HangWatch::Verdict& verdict) {
@@ -128,6 +152,36 @@ void act_on(Actor* self, const HangWatch::Verdict& verdict) {
 }
 
 }  // namespace
+
+Result diagnose_now(Actor* self) {
+  auto& st = self->state;
+  if (st.code.rank_pods().empty())
+    return {wire(ReplyCode::refused),
+            "job is in state " + std::string(to_string(st.state())) +
+                ": no ranks to diagnose (an spmd job's ranks, once started)"};
+  auto reply = self->make_response_promise<std::int32_t, std::string>();
+  gather_stacks(self, [self, reply](std::vector<StackReport> reports) mutable {
+    auto& st = self->state;
+    nlohmann::json j = diagnosis_view(st, group_reports(st, reports));
+    std::sort(reports.begin(), reports.end(),
+              [](const StackReport& a, const StackReport& b) { return a.rank < b.rank; });
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& r : reports) {
+      if (r.attempt != st.code.attempt()) continue;
+      nlohmann::json rj{{"rank", r.rank},
+                        {"pod", pod_of_rank(st, r.rank)},
+                        {"state", std::string(1, static_cast<char>(r.state))},
+                        {"tool", r.tool},
+                        {"top", stack_top(parse_report(r))}};
+      if (!r.error.empty()) rj["error"] = r.error;
+      ranks.push_back(std::move(rj));
+    }
+    j["ranks"] = std::move(ranks);
+    reply.deliver(wire(ReplyCode::ok),
+                  j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+  return reply;
+}
 
 void on_second_look_timer(Actor* self, std::int32_t attempt) {
   auto& st = self->state;

@@ -101,8 +101,6 @@ using Runs = DebugRuns<RunPromise, RunMember>;
 // A suspect job's stacks being taken: what came, how many pods are still out.
 struct HangDiagnosis {
   std::int32_t round = 0;
-  std::size_t pending = 0;
-  std::vector<StackReport> reports;
 };
 
 struct State {
@@ -193,6 +191,11 @@ void on_heartbeat_tick(Actor* self);
 void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);
 void watch_for_hangs(Actor* self, HangWatch::TimePoint now);
 void on_second_look_timer(Actor* self, std::int32_t attempt);
+// atlctl diagnose: every rank's stack now, grouped (JSON), in any state.
+Result diagnose_now(Actor* self);
+// A diagnosis as JSON: groups by size with their ranks and top frame, the
+// outliers and why, the ranks without a stack (supervisor_status.cpp).
+nlohmann::json diagnosis_view(const State& st, const StackDiagnosis& d);
 // Every worker pod as choose_active sees it: index, machine, joined or not.
 std::vector<PodView> pod_views(const State& st);
 // Pre-flight (supervisor_preflight.cpp): a new round over the active pods;

@@ -34,6 +34,16 @@ RunStatus run_status(const DebugRun& run) {
   return out;
 }
 
+nlohmann::json diagnosis_view(const State&, const StackDiagnosis& d) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : d.groups)
+    groups.push_back({{"ranks", g.ranks}, {"top", g.top}, {"stack", g.signature}});
+  return {{"groups", std::move(groups)},
+          {"outliers", d.outliers},
+          {"unknown", d.unknown},
+          {"why", d.why}};
+}
+
 Result run_figures(const State& st, std::int32_t id) {
   const DebugRun* run = st.debug.find(id);
   if (!run) {
