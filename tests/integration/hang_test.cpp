@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -133,6 +134,80 @@ TEST(HangWatchJobs, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStack) {
   std::cout << events.output;
   head.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// A real torch DDP job (gloo on CPU): rank 1 gets stuck inside its
+// training step on the first attempt while ranks 0 and 2 wait for it in
+// backward's allreduce (gloo would wait 30 minutes).
+TEST(HangWatchJobs, ATorchDdpRankStuckInItsStepIsNamedAndTheJobGoesOnOnTheSpare) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no torch for /usr/bin/python3";
+  TestCluster c;
+  std::vector<std::string> env;
+  if (auto path = path_with_py_spy(c); !path.empty()) env.push_back(path);
+  const std::string file = c.dir() + "/ddp.py";
+  {
+    std::ofstream out(file);
+    out << "import os, time\n"
+           "print('importing', flush=True)\n"
+           "import torch, torch.distributed as dist\n"
+           "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+           "rank = int(os.environ['RANK'])\n"
+           "stuck = rank == 1 and os.environ['ATL_RESTART_COUNT'] == '0'\n"
+           "def train_step(model, opt, x, step):\n"
+           "    if stuck and step == 20:\n"
+           "        time.sleep(600)\n"
+           "    loss = model(x).sum()\n"
+           "    opt.zero_grad()\n"
+           "    loss.backward()\n"
+           "    opt.step()\n"
+           "dist.init_process_group('gloo')\n"
+           "model = DDP(torch.nn.Linear(32, 32))\n"
+           "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+           "x = torch.randn(8, 32)\n"
+           "for step in range(10**9):\n"
+           "    train_step(model, opt, x, step)\n"
+           "    if step % 10 == 0:\n"
+           "        print('step', step, flush=True)\n";
+  }
+  auto& head = c.start_head({"--workers", "3", "--spare-workers", "1", "--local-workers", "4",
+                             "--hang-timeout", "5s", "--", "exec /usr/bin/python3 " + file},
+                            env);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] step 10", std::chrono::seconds(90)))
+      << c.output(head);
+  const auto stuck = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.wait_for_output(head, "job hung: rank 1 ", std::chrono::seconds(60)))
+      << c.output(head);
+  // The timeout, two looks at the stacks a second apart.
+  EXPECT_LT(std::chrono::steady_clock::now() - stuck, std::chrono::seconds(5 + 5 + 5));
+  const std::string out = c.output(head);
+  const size_t at = out.find("job hung: rank 1 ");
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_EQ(line.find("ranks 0"), std::string::npos) << line;  // no other rank named
+  EXPECT_EQ(line.find("rank 0 "), std::string::npos) << line;
+  EXPECT_EQ(line.find("rank 2 "), std::string::npos) << line;
+  if (!env.empty()) {
+    EXPECT_EQ(line,
+              "job hung: rank 1 in train_step (ddp.py) while 2 ranks are in backward "
+              "(torch/autograd/__init__.py)");
+  }
+  // Attempt 2 trains on the spare: every rank makes steps again.
+  ASSERT_TRUE(c.wait_for_output(head, "job restarted: attempt 2", std::chrono::seconds(30)))
+      << c.output(head);
+  const size_t restarted = c.output(head).find("job restarted: attempt 2");
+  bool stepping = false;
+  for (int i = 0; i < 900 && !stepping; ++i) {
+    stepping = c.output(head).find("[rank 1] step 30", restarted) != std::string::npos;
+    if (!stepping) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(stepping) << c.output(head);
+  auto info = status_json(c);
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-1") << info.dump();
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
   EXPECT_TRUE(c.no_strays_within());
 }
 
