@@ -35,7 +35,7 @@ from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, Unre
                     UsageError)
 from . import _serialize
 
-__all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
+__all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
            "cluster_resources", "available_resources", "placement_group",
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
@@ -46,6 +46,21 @@ __all__ = ["init", "shutdown", "is_initialized", "job_info", "cluster_state", "n
 # per variable and about 2 MiB for all of them together.
 _CHUNK = 96 * 1024
 _MAX_PAYLOAD = 1024 * 1024
+
+
+def progress():
+    """Tells atl's hang watch that this rank made progress (a training step
+    ended, say), for ranks that print rarely: it touches $ATL_PROGRESS_FILE,
+    which atl gives every rank of an spmd job. No connection needed; False
+    when not run by atl."""
+    path = os.environ.get("ATL_PROGRESS_FILE")
+    if not path:
+        return False
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        open(path, "a").close()
+    return True
 
 
 def _check_size(size, what):

@@ -260,6 +260,22 @@ TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) 
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(HangWatchJobs, RanksThatTouchTheirProgressFileAreNeverSuspect) {
+  TestCluster c;
+  // Silent ranks that say "progress" the explicit way, as atl.progress() does.
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--hang-timeout", "2s", "--",
+                             "echo up; while :; do touch \"$ATL_PROGRESS_FILE\"; sleep 0.3; "
+                             "done"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up")) << c.output(head);
+  std::this_thread::sleep_for(std::chrono::seconds(7));  // three timeouts without a line
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_EQ(events.output.find("job suspect"), std::string::npos) << events.output;
+  EXPECT_EQ(status_json(c)["restarts"], 0);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   TestCluster c;
   // Each rank computes a little every 10 ms and prints nothing after its

@@ -409,3 +409,16 @@ def test_tasks_answer_their_end_their_result_and_a_dropped_record():
             client.close()
     finally:
         c.stop()
+
+
+def test_progress_touches_the_file_atl_gives_the_rank(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATL_PROGRESS_FILE", raising=False)
+    assert atl.progress() is False  # not run by atl: nothing to tell
+    path = tmp_path / "progress"
+    monkeypatch.setenv("ATL_PROGRESS_FILE", str(path))
+    assert atl.progress() is True
+    assert path.exists()
+    before = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    assert atl.progress() is True
+    assert path.stat().st_mtime_ns > before

@@ -1,5 +1,6 @@
 #include "atl/actors/executor.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -99,6 +100,7 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   }
   // The guard has swept the tree: nothing can write into the scratch dir now.
   if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
+  if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
   // The tree is swept, so the reader sees its end now. Bounded: a descendant
   // that kept the channel open (none should) costs at most 2 s, off CAF's threads.
   for (int i = 0; i < 200 && !control_done->load(); ++i)
@@ -160,6 +162,13 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
       log->warn("{}: no control channel: {}", stream_name(st.launch.stream), pair.error());
     }
   }
+  if (meter && !meter->progress_file.empty()) {
+    // An explicit progress signal for the hang watch: touching this file.
+    if (int fd = ::open(meter->progress_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        fd >= 0)
+      ::close(fd);
+    env["ATL_PROGRESS_FILE"] = meter->progress_file;
+  }
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
@@ -168,6 +177,7 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   if (control.child >= 0) ::close(control.child);  // the child holds its own copy now
   st.control_fd = control.parent;
   if (!child) {
+    if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
     ProcessExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
     self->send(st.report_to, exit);

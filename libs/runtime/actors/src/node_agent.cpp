@@ -1,9 +1,11 @@
 #include "atl/actors/node_agent.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <caf/all.hpp>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <optional>
@@ -42,6 +44,8 @@ struct NodeAgentState {
     StreamId stream;
     std::int32_t attempt = 0;
     std::shared_ptr<ProcessMeter> meter;  // user code's ranks: for the hang watch
+    std::int64_t progress_mtime_ns = 0;   // its $ATL_PROGRESS_FILE's, at the last sample
+    std::int64_t steps = 0;               // how often that changed
   };
   std::map<caf::actor, Running> executors;
   bool ending = false;
@@ -85,6 +89,12 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
     auto meter = launch.stream.kind == StreamKind::rank && !st.config.fake_ranks
                      ? std::make_shared<ProcessMeter>()
                      : nullptr;
+    if (meter) {
+      const char* tmp = std::getenv("TMPDIR");
+      meter->progress_file = std::string(tmp && *tmp ? tmp : "/tmp") + "/atl-progress-" +
+                             st.config.info.pod + "-" + stream_name(launch.stream) + "-" +
+                             std::to_string(launch.attempt);
+    }
     auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
                                                            st.config.info.pod, sink, st.supervisor)
                                      : spawn_executor(self->system(), launch, st.config.info.pod,
@@ -116,18 +126,26 @@ void leave_at_once(NodeAgentActor* self, int code) {
 void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point now) {
   auto& st = self->state;
   if (now - st.last_sample < std::chrono::seconds(1)) return;
-  std::vector<const NodeAgentState::Running*> ranks;
-  for (const auto& [e, running] : st.executors)
+  std::vector<NodeAgentState::Running*> ranks;
+  for (auto& [e, running] : st.executors)
     if (running.meter && running.meter->pid.load() > 0) ranks.push_back(&running);
   if (ranks.empty()) return;
   st.last_sample = now;
   const os::ProcessTable table = os::read_process_table();
   std::vector<ProgressReport> reports;
   reports.reserve(ranks.size());
-  for (const auto* r : ranks) {
+  for (auto* r : ranks) {
     const os::TreeSample tree = os::sample_tree(table, r->meter->pid.load());
     if (tree.processes == 0) continue;  // ended: its exit report says so
-    reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), 0, tree.cpu_ticks,
+    // An explicit signal: the rank touched its $ATL_PROGRESS_FILE.
+    struct stat file {};
+    if (::stat(r->meter->progress_file.c_str(), &file) == 0) {
+      const std::int64_t mtime =
+          static_cast<std::int64_t>(file.st_mtim.tv_sec) * 1000000000 + file.st_mtim.tv_nsec;
+      if (r->progress_mtime_ns != 0 && mtime != r->progress_mtime_ns) ++r->steps;
+      r->progress_mtime_ns = mtime;
+    }
+    reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), r->steps, tree.cpu_ticks,
                        static_cast<std::int8_t>(tree.state)});
   }
   if (!reports.empty())

@@ -24,6 +24,9 @@ namespace atl {
 struct ProcessMeter {
   std::atomic<std::int32_t> pid{0};
   std::atomic<std::int64_t> lines{0};
+  // $ATL_PROGRESS_FILE of the rank: a file it may touch to say "progress"
+  // (the agent counts the changes of its mtime). Set before the spawn.
+  std::string progress_file;
 };
 
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
