@@ -140,9 +140,11 @@ struct Job {
   FakeEffects fx;
   JobController ctl;
 
-  Job(int workers, int pods, int max_restarts, std::chrono::milliseconds linger = 0ms) {
+  Job(int workers, int pods, int max_restarts, std::chrono::milliseconds linger = 0ms)
+      : Job(spec(workers, max_restarts), pods, linger) {}
+  Job(JobSpec job, int pods, std::chrono::milliseconds linger = 0ms) {
     add_pods(fx, pods);
-    ctl = JobController({spec(workers, max_restarts), linger}, &fx);
+    ctl = JobController({std::move(job), linger}, &fx);
   }
 
   // Started, every pod joined, pre-flight passed: user code runs.
@@ -455,23 +457,18 @@ TEST(JobController, ASignalEndsTheLingerOrSkipsIt) {
 }
 
 TEST(JobController, RayModesSuccessStopsTheRestOfTheCluster) {
-  FakeEffects fx;
-  add_pods(fx, 1);
-  JobSpec job = spec(1, 0);
-  job.mode = JobMode::ray;
-  JobController ctl({job, 0ms}, &fx);
-  ASSERT_TRUE(ctl.start(nullptr, 1));
-  fx.join_all();
-  ctl.all_joined();
-  ctl.on_preflight_verdict({});
-  fx.done = false;  // Ray's nodes still run
-  ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}});
-  EXPECT_EQ(ctl.state(), JobState::succeeded);
-  EXPECT_TRUE(fx.called("stop_user_code"));
-  EXPECT_FALSE(fx.outcome);
-  fx.done = true;
-  ctl.on_user_code_ended({});
-  EXPECT_EQ(fx.outcome, 0);
+  JobSpec ray = spec(1, 0);
+  ray.mode = JobMode::ray;
+  Job job(ray, 1);
+  job.run();
+  job.fx.done = false;  // Ray's nodes still run
+  job.ctl.on_user_code_ended({ExitMeaning::Kind::succeeded, {}});
+  EXPECT_EQ(job.ctl.state(), JobState::succeeded);
+  EXPECT_TRUE(job.fx.called("stop_user_code"));
+  EXPECT_FALSE(job.fx.outcome);
+  job.fx.done = true;
+  job.ctl.on_user_code_ended({});
+  EXPECT_EQ(job.fx.outcome, 0);
 }
 
 TEST(JobController, AResumedRunningJobCountsTheHeadsRestartAndKeepsItsTaintsAndTimeline) {
@@ -596,20 +593,15 @@ TEST(JobController, AHungJobWithoutASpareOrACulpritRestartsWithoutATaint) {
 }
 
 TEST(JobController, OnHangReportOnlySaysSo) {
-  FakeEffects fx;
-  add_pods(fx, 3);
   JobSpec reporting = spec(2, 3);
   reporting.on_hang = OnHang::report;
-  JobController ctl({reporting, 0ms}, &fx);
-  ASSERT_TRUE(ctl.start(nullptr, 3));
-  fx.join_all();
-  ctl.all_joined();
-  ctl.on_preflight_verdict({});
-  ctl.on_hung({"j1-worker-1"}, "rank 1 stopped (T)");
-  EXPECT_EQ(ctl.state(), JobState::command);
-  EXPECT_TRUE(ctl.taints().all().empty());
-  EXPECT_EQ(fx.events.back().kind, "hang");
-  EXPECT_EQ(fx.events.back().text, "job hung: rank 1 stopped (T)");
+  Job job(reporting, 3);
+  job.run();
+  job.ctl.on_hung({"j1-worker-1"}, "rank 1 stopped (T)");
+  EXPECT_EQ(job.ctl.state(), JobState::command);
+  EXPECT_TRUE(job.ctl.taints().all().empty());
+  EXPECT_EQ(job.fx.events.back().kind, "hang");
+  EXPECT_EQ(job.fx.events.back().text, "job hung: rank 1 stopped (T)");
 }
 
 TEST(JobController, TheTimelineInMemoryIsABoundedRingButEveryEventIsJournaled) {
