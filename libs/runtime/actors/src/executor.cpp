@@ -164,7 +164,11 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   }
   if (meter && !meter->progress_file.empty()) {
     // An explicit progress signal for the hang watch: touching this file.
-    if (int fd = ::open(meter->progress_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    // A fresh file of ours: whatever a crash left there (or someone put
+    // there, a link in a shared /tmp) is removed first, never followed.
+    ::unlink(meter->progress_file.c_str());
+    if (int fd = ::open(meter->progress_file.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         fd >= 0)
       ::close(fd);
     env["ATL_PROGRESS_FILE"] = meter->progress_file;
