@@ -160,6 +160,17 @@ TEST(HangWatch, EveryRankIdleIsHungWithoutACulpritOnceTheStacksNameNoOne) {
   }
 }
 
+TEST(HangWatch, RanksNeverSampledAreNoEvidenceOfIdleness) {
+  HangWatch watch{10s};
+  watch.start({0, 1}, t0);  // simulated ranks: no samples ever come
+  auto v = watch.check(t0 + 10s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+  auto d = watch.diagnosed({}, "", t0 + 10s);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->kind, Kind::harmless);  // not "every rank idle"
+}
+
 TEST(HangWatch, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStackNotMissedAsIdle) {
   Job job;
   auto v = job.run(10, false);  // every rank idle: the sleeper and the waiters alike

@@ -49,6 +49,7 @@ void HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now)
   if (p.cpu_ticks != r.last.cpu_ticks) r.cpu_gained = now;
   if (p.state != r.last.state) r.state_since = now;
   r.last = p;
+  r.sampled = true;
 }
 
 std::optional<HangWatch::Verdict> HangWatch::stuck(TimePoint now) const {
@@ -75,8 +76,10 @@ std::optional<HangWatch::Verdict> HangWatch::stuck(TimePoint now) const {
 }
 
 std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
+  // Every rank sampled, none gaining CPU time: ranks never sampled (fake
+  // ranks of a simulated pod, a node that cannot read /proc) prove nothing.
   const bool idle = std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
-    return now - entry.second.cpu_gained >= timeout_;
+    return entry.second.sampled && now - entry.second.cpu_gained >= timeout_;
   });
   if (!idle) return std::nullopt;
   return Verdict{

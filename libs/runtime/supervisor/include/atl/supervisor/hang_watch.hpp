@@ -90,6 +90,7 @@ class HangWatch {
     TimePoint progressed;   // its own last new line or signal
     TimePoint cpu_gained;   // its last sample with more CPU time than the one before
     TimePoint state_since;  // when its current state began
+    bool sampled = false;   // a rank never sampled (simulated ranks) proves nothing
   };
   // Evidence that needs no stacks: stuck ranks (T/D held for half the
   // timeout) while others are not.
