@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/free_ports.hpp"
 #include "test_cluster.hpp"
 
 namespace atl::test {
@@ -171,9 +172,12 @@ TEST(HangWatchJobs, ATorchDdpRankStuckInItsStepIsNamedAndTheJobGoesOnOnTheSpare)
            "    if step % 10 == 0:\n"
            "        print('step', step, flush=True)\n";
   }
-  auto& head = c.start_head({"--workers", "3", "--spare-workers", "1", "--local-workers", "4",
-                             "--hang-timeout", "5s", "--", "exec /usr/bin/python3 " + file},
-                            env);
+  // Its own MASTER_PORT: another torch test may run beside it.
+  const std::string port = std::to_string(unused_ports(1).front());
+  auto& head = c.start_head(
+      {"--workers", "3", "--spare-workers", "1", "--local-workers", "4", "--master-port", port,
+       "--hang-timeout", "5s", "--", "exec /usr/bin/python3 " + file},
+      env);
   ASSERT_TRUE(c.wait_for_output(head, "[rank 1] step 10", std::chrono::seconds(90)))
       << c.output(head);
   const auto stuck = std::chrono::steady_clock::now();

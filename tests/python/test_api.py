@@ -343,7 +343,11 @@ def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster
     ref = pid.remote()
     with pytest.raises(atl.RemoteError) as e:
         atl.get(ref, timeout=60)
-    assert "ended before they answered" in str(e.value), e.value
+    # Waiting in the pool, the call fails with the pool's reason; on a loaded
+    # machine the pool may have given up before the call was made, and the
+    # call ran cold with the same broken interpreter.
+    assert ("ended before they answered" in str(e.value)
+            or "ended with 1 and no result" in str(e.value)), e.value
     monkeypatch.undo()  # the real interpreter again
     # The pool gave up: calls now get a process each (cold) and work.
     assert atl._warm_pool() is None
