@@ -276,6 +276,21 @@ TEST(HangWatchJobs, RanksThatTouchTheirProgressFileAreNeverSuspect) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+TEST(HangWatchJobs, RanksCallingAtlProgressFromCAreNeverSuspect) {
+  TestCluster c;
+  // The C API's way: silent ranks calling atl_progress() for 7 s.
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--hang-timeout", "2s", "--",
+                             bin("atl_capi_progress") + " spin 7"});
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", std::chrono::seconds(60)))
+      << c.output(head);
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_EQ(events.output.find("job suspect"), std::string::npos) << events.output;
+  c.wait_exit(head);
+  // Outside atl it tells nobody, and says so.
+  auto& outside = c.start("outside", {bin("atl_capi_progress"), "outside"}, {"ATL_PROGRESS_FILE="});
+  EXPECT_EQ(c.wait_exit(outside), 0) << c.output(outside);
+}
+
 TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   TestCluster c;
   // Each rank computes a little every 10 ms and prints nothing after its

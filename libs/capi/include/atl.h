@@ -52,6 +52,15 @@ ATL_API void atl_status_free(atl_status* status);
 
 ATL_API void atl_free(char* text);
 
+/* --- progress (any rank) ---------------------------------------------------- */
+
+/* Tells atl's hang watch that this rank made progress (a training step
+ * ended), for ranks that print rarely: touches $ATL_PROGRESS_FILE, which atl
+ * gives every rank of an spmd job. Needs no connection. Returns 1 when told,
+ * 0 when not run by atl (no such variable), -1 when the file cannot be
+ * touched (errno says why). */
+ATL_API int atl_progress(void);
+
 /* --- connecting ------------------------------------------------------------- */
 
 typedef struct atl_client atl_client;
