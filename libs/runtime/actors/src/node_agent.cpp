@@ -132,10 +132,11 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
   if (ranks.empty()) return;
   st.last_sample = now;
   const os::ProcessTable table = os::read_process_table();
+  const os::ChildIndex children = os::child_index(table);  // once for every rank
   std::vector<ProgressReport> reports;
   reports.reserve(ranks.size());
   for (auto* r : ranks) {
-    const os::TreeSample tree = os::sample_tree(table, r->meter->pid.load());
+    const os::TreeSample tree = os::sample_tree(table, children, r->meter->pid.load());
     if (tree.processes == 0) continue;  // ended: its exit report says so
     // An explicit signal: the rank touched its $ATL_PROGRESS_FILE.
     struct stat file {};
@@ -328,14 +329,15 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         auto collector = self->spawn<caf::detached>([targets, timeout]() -> caf::behavior {
           return {[targets, timeout](diagnose_atom) {
             const os::ProcessTable table = os::read_process_table();
+            const os::ChildIndex children = os::child_index(table);
             std::vector<std::future<StackReport>> taking;
             for (const auto& t : targets)
-              taking.push_back(std::async(std::launch::async, [&table, t, timeout] {
+              taking.push_back(std::async(std::launch::async, [&table, &children, t, timeout] {
                 StackReport r;
                 r.rank = t.stream.rank;
                 r.attempt = t.attempt;
-                r.state = static_cast<std::int8_t>(os::sample_tree(table, t.pid).state);
-                os::StackCapture c = os::capture_stack(table, t.pid, timeout);
+                r.state = static_cast<std::int8_t>(os::sample_tree(table, children, t.pid).state);
+                os::StackCapture c = os::capture_stack(table, children, t.pid, timeout);
                 r.tool = std::move(c.tool);
                 r.text = std::move(c.text);
                 r.error = std::move(c.error);

@@ -75,9 +75,8 @@ StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& re
 // Every pod's stacks are in (or did not come): grouped, said, decided.
 void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
   auto& st = self->state;
-  st.diagnosing.reset();
-  st.last_diagnosis = group_reports(st, reports);
-  const StackDiagnosis& d = st.last_diagnosis;
+  st.diagnosing = 0;
+  const StackDiagnosis d = group_reports(st, reports);
   std::size_t ranks = 0;
   for (const auto& g : d.groups) ranks += g.ranks.size();
   ranks += d.unknown.size();
@@ -111,12 +110,12 @@ void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
 // A suspect job: each pod of this attempt takes its ranks' stacks.
 void diagnose(Actor* self) {
   auto& st = self->state;
-  if (st.diagnosing) return;
+  if (st.diagnosing != 0) return;
   const std::int32_t round = ++st.diagnosis_round;
-  st.diagnosing = HangDiagnosis{round};
+  st.diagnosing = round;
   gather_stacks(self, [self, round](std::vector<StackReport> reports) {
     auto& st = self->state;
-    if (!st.diagnosing || st.diagnosing->round != round) return;  // moot
+    if (st.diagnosing != round) return;  // moot
     finish_diagnosis(self, reports);
   });
 }
@@ -206,7 +205,7 @@ void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
   if (!watched) {
     if (st.hang.watching()) st.hang.stop();
     st.hang_attempt = 0;
-    st.diagnosing.reset();  // its answers find no diagnosis: moot
+    st.diagnosing = 0;  // its answers find no diagnosis: moot
     st.first_look.reset();
     return;
   }
@@ -217,7 +216,7 @@ void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
     st.hang = HangWatch(st.job().hang_timeout);
     st.hang.start(ranks, now);
     st.hang_attempt = st.code.attempt();
-    st.diagnosing.reset();
+    st.diagnosing = 0;
     st.first_look.reset();
     return;
   }

@@ -98,11 +98,6 @@ using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 using DebugRun = BasicDebugRun<RunPromise, RunMember>;
 using Runs = DebugRuns<RunPromise, RunMember>;
 
-// A suspect job's stacks being taken: what came, how many pods are still out.
-struct HangDiagnosis {
-  std::int32_t round = 0;
-};
-
 struct State {
   SupervisorConfig config;
   std::string address;  // HOST:PORT, for ATL_ADDRESS
@@ -135,9 +130,10 @@ struct State {
   // sample it; `hang_attempt` is the attempt it watches (0: none).
   HangWatch hang;
   std::int32_t hang_attempt = 0;
-  std::optional<HangDiagnosis> diagnosing;  // a suspect job's stacks being taken
+  // The round of the suspect job's stacks being taken (0: none); the rounds
+  // grow, so a late answer of an older one finds itself moot.
+  std::int32_t diagnosing = 0;
   std::int32_t diagnosis_round = 0;
-  StackDiagnosis last_diagnosis;
   std::optional<StackDiagnosis> first_look;  // this suspect period's first look at the stacks
 
   // The nodes' liveness and the pre-flight.

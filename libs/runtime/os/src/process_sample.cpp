@@ -117,11 +117,19 @@ ProcessTable read_process_table() {
   return table;
 }
 
+ChildIndex child_index(const ProcessTable& table) {
+  ChildIndex children;
+  for (const auto& [pid, s] : table) children[s.ppid].push_back(pid);
+  return children;
+}
+
 TreeSample sample_tree(const ProcessTable& table, pid_t root) {
+  return sample_tree(table, child_index(table), root);
+}
+
+TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pid_t root) {
   TreeSample out;
   if (!table.count(root)) return out;
-  std::unordered_map<pid_t, std::vector<pid_t>> children;
-  for (const auto& [pid, s] : table) children[s.ppid].push_back(pid);
   std::vector<pid_t> todo{root};
   while (!todo.empty()) {
     const pid_t pid = todo.back();
@@ -139,9 +147,11 @@ TreeSample sample_tree(const ProcessTable& table, pid_t root) {
 }
 
 pid_t stack_target(const ProcessTable& table, pid_t root) {
+  return stack_target(table, child_index(table), root);
+}
+
+pid_t stack_target(const ProcessTable& table, const ChildIndex& children, pid_t root) {
   if (!table.count(root)) return 0;
-  std::unordered_map<pid_t, std::vector<pid_t>> children;
-  for (const auto& [pid, s] : table) children[s.ppid].push_back(pid);
   pid_t deepest = root, python = 0;
   int deepest_depth = -1, python_depth = -1;
   std::vector<std::pair<pid_t, int>> todo{{root, 0}};
@@ -162,8 +172,13 @@ pid_t stack_target(const ProcessTable& table, pid_t root) {
 
 StackCapture capture_stack(const ProcessTable& table, pid_t root,
                            std::chrono::milliseconds timeout) {
+  return capture_stack(table, child_index(table), root, timeout);
+}
+
+StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                           std::chrono::milliseconds timeout) {
   StackCapture out;
-  out.target = stack_target(table, root);
+  out.target = stack_target(table, children, root);
   if (out.target == 0) {
     out.error = "the rank's processes are gone";
     return out;
@@ -191,14 +206,18 @@ StackCapture capture_stack(const ProcessTable& table, pid_t root,
     tool_path = find_program("gdb");
     if (!tool_path.empty()) {
       out.tool = "gdb";
-      argv = {tool_path, "-batch", "-nx", "-p", pid, "-ex", "thread apply all bt"};
+      // The main thread's only: the signature is its, and a process with
+      // many threads would otherwise push it past the size bound.
+      argv = {tool_path, "-batch", "-nx", "-p", pid, "-ex", "thread apply 1 bt"};
     }
   }
   if (argv.empty()) {
     out.error = python ? "neither py-spy nor gdb is in the pod" : "gdb is not in the pod";
     return out;
   }
-  auto got = run_capture(argv, timeout, 256 << 10);
+  // What reaches the head for every rank of the job: 64 KiB each at most
+  // (py-spy prints the main thread first; gdb prints only it).
+  auto got = run_capture(argv, timeout, 64 << 10);
   if (!got) {
     out.error = got.error();
   } else {

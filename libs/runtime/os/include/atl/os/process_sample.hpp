@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "atl/core/expected.hpp"
 
@@ -40,7 +41,12 @@ struct TreeSample {
   char state = 'S';            // 'T' over 'D' over 'R' over 'S' (zombies and idle threads: 'S')
   std::int32_t processes = 0;  // 0: `root` is gone
 };
+// Each process's children in `table`: built once for the trees of many ranks.
+using ChildIndex = std::unordered_map<pid_t, std::vector<pid_t>>;
+ChildIndex child_index(const ProcessTable& table);
+
 // `root` and every process below it in `table`.
+TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pid_t root);
 TreeSample sample_tree(const ProcessTable& table, pid_t root);
 
 // The state that matters more for a hang: stopped, then uninterruptible,
@@ -50,6 +56,7 @@ char worse_state(char a, char b);
 // The process of `root`'s tree whose stack tells what the rank does: the
 // deepest one whose command is python*, else the deepest one (0: the tree
 // is gone).
+pid_t stack_target(const ProcessTable& table, const ChildIndex& children, pid_t root);
 pid_t stack_target(const ProcessTable& table, pid_t root);
 
 struct StackCapture {
@@ -59,9 +66,11 @@ struct StackCapture {
   std::string error;  // why there is no stack
 };
 // The target's stack: `py-spy dump --nonblocking` for Python (py-spy on
-// PATH or beside the interpreter), else `gdb -batch` (thread apply all bt);
+// PATH or beside the interpreter), else `gdb -batch` (the main thread's bt);
 // each bounded by `timeout`. Both need ptrace rights over the rank (a pod
 // without CAP_SYS_PTRACE gets an error and the /proc facts only).
+StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                           std::chrono::milliseconds timeout);
 StackCapture capture_stack(const ProcessTable& table, pid_t root,
                            std::chrono::milliseconds timeout);
 
