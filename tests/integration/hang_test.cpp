@@ -78,20 +78,44 @@ TEST(HangWatchJobs, AStoppedRankIsNamedItsNodeTaintedAndTheJobRunsOnTheSpare) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
-// The PATH of the cluster's processes with py-spy on it (the Ray venv the
-// test setup makes has it), or empty when there is none.
-std::string path_with_py_spy(const TestCluster& c) {
-  const std::string venv_bin = bin("../ray-venv/bin");
-  if (::access((venv_bin + "/py-spy").c_str(), X_OK) != 0) return {};
+// The directory with py-spy for Python stacks, as a pod's image would have
+// it: the Ray venv's (Ray brings py-spy) or a small venv of its own, made
+// once per build directory from PyPI under a lock (tests run in parallel).
+// Empty, with the reason, when neither can be had.
+std::string py_spy_dir(std::string& why_not) {
+  // The Ray venv once complete (ray_mode_test's marker): never half-installed.
+  if (::access(bin("../ray-venv/.atl-ray-2.60-tune").c_str(), F_OK) == 0 &&
+      ::access(bin("../ray-venv/bin/py-spy").c_str(), X_OK) == 0)
+    return bin("../ray-venv/bin");
+  const std::string dir = bin("../py-spy-venv");
+  const std::string marker = dir + "/.atl-py-spy";
+  if (::access(marker.c_str(), F_OK) != 0) {
+    const std::string make = "flock " + dir + ".lock sh -c '[ -e " + marker + " ] || { { [ -x " +
+                             dir + "/bin/pip ] || /usr/bin/python3 -m venv " + dir + "; } && " +
+                             dir + "/bin/pip install -q py-spy && touch " + marker + "; }' > " +
+                             dir + ".log 2>&1";
+    if (std::system(make.c_str()) != 0 || ::access(marker.c_str(), F_OK) != 0) {
+      why_not = "py-spy could not be installed from PyPI (see " + dir + ".log)";
+      return "";
+    }
+  }
+  return dir + "/bin";
+}
+
+// The cluster's PATH with py-spy on it ("PATH=..."), or empty (why_not says why).
+std::string path_with_py_spy(const TestCluster& c, std::string& why_not) {
+  const std::string dir = py_spy_dir(why_not);
+  if (dir.empty()) return {};
   for (const auto& e : c.environment())
-    if (e.rfind("PATH=", 0) == 0) return e + ":" + venv_bin;
-  return {};
+    if (e.rfind("PATH=", 0) == 0) return e + ":" + dir;
+  return "PATH=/usr/local/bin:/usr/bin:/bin:" + dir;
 }
 
 TEST(HangWatchJobs, ARankAsleepInItsStepWhilePeersWaitIsNamedByItsStack) {
   TestCluster c;
-  const std::string path = path_with_py_spy(c);
-  if (path.empty()) GTEST_SKIP() << "no py-spy (the Ray venv) here";
+  std::string why_not;
+  const std::string path = path_with_py_spy(c, why_not);
+  if (path.empty()) GTEST_SKIP() << "skipped: " << why_not;
   // Ranks 0 and 2 wait in allreduce(); rank 1 sleeps inside train_step():
   // every rank idle, only the stacks tell them apart. Attempt 2 runs.
   const std::string script =
@@ -143,7 +167,8 @@ TEST(HangWatchJobs, ATorchDdpRankStuckInItsStepIsNamedAndTheJobGoesOnOnTheSpare)
     GTEST_SKIP() << "no torch for /usr/bin/python3";
   TestCluster c;
   std::vector<std::string> env;
-  if (auto path = path_with_py_spy(c); !path.empty()) env.push_back(path);
+  std::string no_py_spy;  // without it gdb's native stacks are the evidence
+  if (auto path = path_with_py_spy(c, no_py_spy); !path.empty()) env.push_back(path);
   const std::string file = c.dir() + "/ddp.py";
   {
     std::ofstream out(file);
@@ -214,7 +239,8 @@ TEST(HangWatchJobs, ATorchDdpRankStuckInItsStepIsNamedAndTheJobGoesOnOnTheSpare)
 TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) {
   TestCluster c;
   std::vector<std::string> env;
-  const std::string path = path_with_py_spy(c);
+  std::string no_py_spy;
+  const std::string path = path_with_py_spy(c, no_py_spy);
   if (!path.empty()) env.push_back(path);
   const std::string file = c.dir() + "/work.py";
   {
@@ -298,7 +324,8 @@ TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   // stacks catches them at different places (summing, asleep), which the
   // second look must not confirm.
   std::vector<std::string> env;
-  if (auto path = path_with_py_spy(c); !path.empty()) env.push_back(path);
+  std::string no_py_spy;  // without it gdb's native stacks are the evidence
+  if (auto path = path_with_py_spy(c, no_py_spy); !path.empty()) env.push_back(path);
   auto& head =
       c.start_head({"--workers", "3", "--local-workers", "3", "--hang-timeout", "2s", "--",
                     "echo up; exec "
