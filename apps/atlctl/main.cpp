@@ -1,12 +1,17 @@
 // atlctl: the operator's tool. Reaches the job's supervisor (--address, else
 // $ATL_ADDRESS) and asks it things. Exit codes: 0 ok, 1 command failed,
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
+#include <unistd.h>
+
 #include <algorithm>
 #include <caf/all.hpp>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <fstream>
 #include <future>
 #include <iomanip>
 #include <iostream>
@@ -54,7 +59,7 @@ const char* kTopHelp =
     "  debug                            as stop: park the job in debugStop\n"
     "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
     "  events [--json]                  the job's timeline: states, faults, restarts\n"
-    "  diagnose [--json]                every rank's stack now, grouped; who stands apart\n"
+    "  diagnose [-r RANKS] [-o FILE]    every rank's stack now, grouped; who stands apart\n"
     "  dashboard-url [--json]           the dashboard's address, with a link that logs in\n"
     "  taint -a list|set|remove [-n NODES|all]  keep ranks off nodes\n"
     "\n"
@@ -408,7 +413,11 @@ void events_options(po::options_description& desc) {
 }
 
 void diagnose_options(po::options_description& desc) {
-  desc.add_options()("json", "print the groups, outliers and each rank's top frame as JSON");
+  desc.add_options()("ranks,r", po::value<std::string>()->default_value("all"),
+                     "ranks to take: all, 1,2,3, 1-8, 0,2-4,7")(
+      "json", "print the groups, outliers and each rank's top frame as JSON")(
+      "output,o", po::value<std::string>(),
+      "also write the whole diagnosis, every rank's full stack included, to this JSON file");
 }
 
 int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
@@ -436,12 +445,34 @@ std::string rank_list_text(const nlohmann::json& ranks) {
 // Every rank's stack now (the hang watch's diagnosis, on demand, without
 // stopping anything): the groups of identical stacks by size, the outliers.
 int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
+  // The file first: a path that cannot be written costs no node a stack. It
+  // is opened without truncating, and replaced only by a diagnosis.
+  std::string path;
+  bool created = false;
+  if (vm.count("output")) {
+    path = vm["output"].as<std::string>();
+    created = ::access(path.c_str(), F_OK) != 0;
+    if (!std::ofstream(path, std::ios::app))
+      die(kExitUsage, "diagnose: -o: cannot write " + path + ": " + std::strerror(errno));
+  }
   // Each node takes its ranks' stacks within 5 s; the head waits 20 s at most.
-  Answer a =
-      client.answer_or_die(caf::make_message(atl::diagnose_atom::value), std::chrono::seconds(30));
-  if (a.code != 0) die(a.code, "diagnose: " + a.text);
+  Answer a = client.answer_or_die(
+      caf::make_message(atl::diagnose_atom::value, vm["ranks"].as<std::string>(), !path.empty()),
+      std::chrono::seconds(30));
+  if (a.code != 0) {
+    if (created) std::remove(path.c_str());
+    die(a.code, "diagnose: " + a.text);
+  }
   auto d = nlohmann::json::parse(a.text);
+  if (!path.empty()) {
+    std::ofstream file(path, std::ios::trunc);
+    file << d.dump(2) << "\n";
+    file.close();
+    if (!file) die(kExitFailed, "diagnose: -o: writing " + path + " failed");
+  }
   if (vm.count("json")) {
+    if (!path.empty())
+      for (auto& r : d["ranks"]) r.erase("stack");
     std::cout << d.dump(2) << "\n";
     return kExitOk;
   }
@@ -460,6 +491,7 @@ int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
   } else {
     std::cout << "Outliers: " << d["why"].get<std::string>() << "\n";
   }
+  if (!path.empty()) std::cout << "Every rank's whole stack: " << path << "\n";
   return kExitOk;
 }
 
@@ -609,11 +641,12 @@ int main(int argc, char** argv) {
         "reasons, restarts, deleted and rejoined pods. Times are UTC.",
         events_options, cmd_events}},
       {"diagnose",
-       {"Usage: atlctl diagnose [--json]\n\n"
-        "Takes every rank's stack now, without stopping anything (py-spy for Python\n"
-        "ranks, else gdb; each node within 5 s), groups identical stacks and names\n"
-        "the ranks that stand apart (the hang watch does the same when a job is\n"
-        "silent for --hang-timeout).",
+       {"Usage: atlctl diagnose [-r RANKS] [--json] [-o FILE]\n\n"
+        "Takes every rank's stack now (or those of RANKS), without stopping anything\n"
+        "(py-spy for Python ranks, else gdb; each node within 5 s), groups identical\n"
+        "stacks and names the ranks that stand apart (the hang watch does the same\n"
+        "when a job is silent for --hang-timeout). -o writes the whole diagnosis,\n"
+        "each rank's full stack included, to FILE as JSON.",
         diagnose_options, cmd_diagnose}},
       {"dashboard-url",
        {"Usage: atlctl dashboard-url [--json | --no-token]\n\n"

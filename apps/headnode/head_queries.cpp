@@ -10,7 +10,7 @@ namespace atl::headnode {
 
 namespace {
 
-enum class Ask { status, events, log_stats, figures };
+enum class Ask { status, events, log_stats, figures, progress };
 
 struct Question {
   Ask ask;
@@ -79,6 +79,10 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
                   },
                   failed("the supervisor"));
           break;
+        case Ask::progress:
+          self->request(supervisor, timeout, progress_atom::value)
+              .then(ok, failed("the supervisor"));
+          break;
         case Ask::log_stats:
           self->request(sink, timeout, metrics_atom::value).then(ok, failed("the log sink"));
           break;
@@ -107,7 +111,9 @@ Expected<std::string> HeadQueries::prometheus() {
   if (!status) return status;
   auto logs = impl_->ask(Ask::log_stats);
   if (!logs) return logs;
-  return prometheus_text(*status, *logs);
+  auto progress = impl_->ask(Ask::progress);
+  if (!progress) return progress;
+  return prometheus_text(*status, *logs, *progress);
 }
 
 }  // namespace atl::headnode

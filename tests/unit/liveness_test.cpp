@@ -113,3 +113,10 @@ TEST(Liveness, AGpuIsLostOnlyWhenCountedBelowWhatWasCheckedAndNotAlreadyQuaranti
   // ...unless it runs ranks there.
   EXPECT_TRUE(atl::supervisor::lost_a_gpu({8, 7, true, true, true}));
 }
+
+TEST(Liveness, AGpuFaultRemovesThePodUnlessItIsQuarantinedOnATaintedMachineRunningNoRanks) {
+  EXPECT_TRUE(atl::supervisor::gpu_fault_removes_pod(false, false));  // before the pre-flight too
+  EXPECT_TRUE(atl::supervisor::gpu_fault_removes_pod(false, true));
+  EXPECT_TRUE(atl::supervisor::gpu_fault_removes_pod(true, true));
+  EXPECT_FALSE(atl::supervisor::gpu_fault_removes_pod(true, false));
+}

@@ -119,3 +119,34 @@ TEST(Metrics, RankCountsStandInForAnOmittedRankList) {
   EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="starting"} 3)")) << *text;
   EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="exited"} 7)")) << *text;
 }
+
+TEST(Metrics, TheHangWatchGivesSuspectAndEachRanksProgressAge) {
+  auto text = atl::prometheus_text(
+      kStatus, "{}",
+      R"({"watching": true, "suspect": true, "progress_age_ms": [1500, null, 250]})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  const std::string& t = *text;
+  EXPECT_TRUE(has_line(t, R"(atl_job_suspect{job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{job="jo-x",rank="0"} 1.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{job="jo-x",rank="2"} 0.25)")) << t;
+  EXPECT_EQ(t.find(R"(rank="1")"), std::string::npos) << "a rank never sampled has no age";
+}
+
+TEST(Metrics, WithoutAWatchTheJobIsNotSuspectAndNoRankHasAnAge) {
+  for (const char* progress :
+       {"", R"({"watching": false, "suspect": false, "progress_age_ms": []})"}) {
+    auto text = atl::prometheus_text(kStatus, "{}", progress);
+    ASSERT_TRUE(text.ok()) << text.error();
+    EXPECT_TRUE(has_line(*text, R"(atl_job_suspect{job="jo-x"} 0)")) << *text;
+    EXPECT_EQ(text->find("atl_rank_progress_age_seconds"), std::string::npos) << *text;
+  }
+}
+
+TEST(Metrics, ABrokenProgressDocumentIsNamed) {
+  auto text = atl::prometheus_text(kStatus, "{}", "[1]");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error(), "progress: not a JSON object");
+  text = atl::prometheus_text(kStatus, "{}", R"({"progress_age_ms": 5})");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error(), "progress: field 'progress_age_ms' is not a list");
+}

@@ -7,6 +7,7 @@
 
 #include "atl/gpu/ticker.hpp"
 #include "atl/gpu/xid.hpp"
+#include "nvml_api.hpp"
 
 namespace atl::gpu {
 
@@ -147,41 +148,7 @@ std::string NvmlHealth::first_failure() const {
 
 namespace {
 
-// The NVML entry points used, declared here: no header or link-time
-// dependency on the driver. Values and layouts from nvml.h.
-using nvmlDevice_t = void*;
-using nvmlEventSet_t = void*;
-struct nvmlEventData_t {
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;  // the Xid, for Xid events
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-};
-constexpr int kNvmlSuccess = 0;
-constexpr int kMemoryErrorUncorrected = 1;
-constexpr int kVolatileEcc = 0;
-constexpr int kTemperatureGpu = 0;
-constexpr int kThresholdSlowdown = 1;
-constexpr unsigned long long kEventXid = 0x8;
-using InitFn = int (*)();
-using ShutdownFn = int (*)();
-using HandleFn = int (*)(const char*, nvmlDevice_t*);
-using EccFn = int (*)(nvmlDevice_t, int, int, unsigned long long*);
-using PendingFn = int (*)(nvmlDevice_t, int*);
-using RemappedFn = int (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*);
-using ReasonsFn = int (*)(nvmlDevice_t, unsigned long long*);
-using TemperatureFn = int (*)(nvmlDevice_t, int, unsigned*);
-using UintFn = int (*)(nvmlDevice_t, unsigned*);
-using SetCreateFn = int (*)(nvmlEventSet_t*);
-using RegisterFn = int (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
-using WaitFn = int (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
-using SetFreeFn = int (*)(nvmlEventSet_t);
-
-template <class Fn>
-Fn entry(void* lib, const char* name) {
-  return reinterpret_cast<Fn>(dlsym(lib, name));
-}
+using namespace nvml;
 
 struct Nvml {
   void* lib = nullptr;
@@ -204,18 +171,18 @@ struct Nvml {
     replays = entry<UintFn>(lib, "nvmlDeviceGetPcieReplayCounter");
   }
 
-  static std::optional<unsigned> read(UintFn fn, nvmlDevice_t dev) {
+  static std::optional<unsigned> read(UintFn fn, Device dev) {
     unsigned v = 0;
-    if (fn && fn(dev, &v) == kNvmlSuccess) return v;
+    if (fn && fn(dev, &v) == kSuccess) return v;
     return std::nullopt;
   }
 
-  NvmlSample sample(nvmlDevice_t dev) const {
+  NvmlSample sample(Device dev) const {
     NvmlSample s;
     unsigned long long mask = 0;
-    if (reasons && reasons(dev, &mask) == kNvmlSuccess) s.clock_reasons = mask;
+    if (reasons && reasons(dev, &mask) == kSuccess) s.clock_reasons = mask;
     unsigned t = 0;
-    if (temperature && temperature(dev, kTemperatureGpu, &t) == kNvmlSuccess) s.temperature_c = t;
+    if (temperature && temperature(dev, kTemperatureGpu, &t) == kSuccess) s.temperature_c = t;
     s.power_mw = read(power, dev);
     s.pcie_gen = read(gen, dev);
     s.pcie_width = read(width, dev);
@@ -226,7 +193,7 @@ struct Nvml {
 // Samples `dev` every 250 ms on a thread of its own, and once more at the end.
 class Sampler {
  public:
-  Sampler(const Nvml& nvml, nvmlDevice_t dev, NvmlReadings& readings)
+  Sampler(const Nvml& nvml, Device dev, NvmlReadings& readings)
       : nvml_(nvml),
         dev_(dev),
         readings_(readings),
@@ -239,7 +206,7 @@ class Sampler {
  private:
   void take() { add_sample(readings_, nvml_.sample(dev_)); }
   const Nvml& nvml_;
-  nvmlDevice_t dev_;
+  Device dev_;
   NvmlReadings& readings_;
   Ticker ticker_;  // last: ticks once the rest is set
 };
@@ -248,7 +215,7 @@ class Sampler {
 
 NvmlHealth nvml_health(const std::string& pci_bus_id, const std::function<void()>& work) {
   NvmlHealth h;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* lib = dlopen(nvml::library_path().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     h.note = "NVML not available (no NVIDIA driver library)";
     if (work) work();
@@ -256,7 +223,7 @@ NvmlHealth nvml_health(const std::string& pci_bus_id, const std::function<void()
   }
   auto init = entry<InitFn>(lib, "nvmlInit_v2");
   auto shutdown = entry<ShutdownFn>(lib, "nvmlShutdown");
-  auto handle = entry<HandleFn>(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+  auto handle = entry<HandleByPciFn>(lib, "nvmlDeviceGetHandleByPciBusId_v2");
   auto ecc = entry<EccFn>(lib, "nvmlDeviceGetTotalEccErrors");
   auto pending = entry<PendingFn>(lib, "nvmlDeviceGetRetiredPagesPendingStatus");
   auto remapped = entry<RemappedFn>(lib, "nvmlDeviceGetRemappedRows");
@@ -264,24 +231,24 @@ NvmlHealth nvml_health(const std::string& pci_bus_id, const std::function<void()
   auto register_events = entry<RegisterFn>(lib, "nvmlDeviceRegisterEvents");
   auto wait = entry<WaitFn>(lib, "nvmlEventSetWait_v2");
   auto set_free = entry<SetFreeFn>(lib, "nvmlEventSetFree");
-  nvmlDevice_t dev = nullptr;
+  Device dev = nullptr;
   if (!init || !shutdown || !handle) {
     h.note = "NVML library lacks its entry points";
-  } else if (init() != kNvmlSuccess) {
+  } else if (init() != kSuccess) {
     h.note = "NVML did not initialise";
     shutdown = nullptr;
-  } else if (handle(pci_bus_id.c_str(), &dev) != kNvmlSuccess) {
+  } else if (handle(pci_bus_id.c_str(), &dev) != kSuccess) {
     h.note = "NVML has no device at PCI " + pci_bus_id;
   } else {
     h.available = true;
   }
   Nvml nvml(lib);
-  nvmlEventSet_t set = nullptr;
+  EventSet set = nullptr;
   if (h.available && set_create && register_events && wait && set_free &&
-      set_create(&set) == kNvmlSuccess) {
+      set_create(&set) == kSuccess) {
     // Unsupported on some boards and inside some containers: then only the
     // kernel log speaks of Xids.
-    h.xids_watched = register_events(dev, kEventXid, set) == kNvmlSuccess;
+    h.xids_watched = register_events(dev, kEventXid, set) == kSuccess;
     if (!h.xids_watched) h.note = "NVML does not deliver Xid events here";
   }
   if (h.available) {
@@ -291,8 +258,8 @@ NvmlHealth nvml_health(const std::string& pci_bus_id, const std::function<void()
     work();
   }
   if (h.xids_watched) {
-    nvmlEventData_t data{};
-    while (wait(set, &data, 1) == kNvmlSuccess) {
+    EventData data{};
+    while (wait(set, &data, 1) == kSuccess) {
       if (data.eventType == kEventXid) h.xids.push_back(static_cast<int>(data.eventData));
     }
   }
@@ -301,15 +268,15 @@ NvmlHealth nvml_health(const std::string& pci_bus_id, const std::function<void()
     NvmlReadings& r = h.readings;
     unsigned long long count = 0;
     // Devices without ECC answer "not supported": that is no error.
-    if (ecc && ecc(dev, kMemoryErrorUncorrected, kVolatileEcc, &count) == kNvmlSuccess)
+    if (ecc && ecc(dev, kMemoryErrorUncorrected, kVolatileEcc, &count) == kSuccess)
       r.ecc_uncorrected = count;
     int state = 0;
-    if (pending && pending(dev, &state) == kNvmlSuccess) r.retired_pages_pending = state != 0;
+    if (pending && pending(dev, &state) == kSuccess) r.retired_pages_pending = state != 0;
     unsigned corrected = 0, uncorrected = 0, is_pending = 0, failed = 0;
-    if (remapped && remapped(dev, &corrected, &uncorrected, &is_pending, &failed) == kNvmlSuccess)
+    if (remapped && remapped(dev, &corrected, &uncorrected, &is_pending, &failed) == kSuccess)
       r.remapped = RemappedRows{corrected, uncorrected, is_pending != 0, failed != 0};
     unsigned t = 0;
-    if (nvml.threshold && nvml.threshold(dev, kThresholdSlowdown, &t) == kNvmlSuccess)
+    if (nvml.threshold && nvml.threshold(dev, kThresholdSlowdown, &t) == kSuccess)
       r.slowdown_temperature_c = t;
     r.power_limit_mw = Nvml::read(nvml.power_limit, dev);
     r.pcie_gen_max = Nvml::read(nvml.gen_max, dev);

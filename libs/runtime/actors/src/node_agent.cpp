@@ -6,15 +6,20 @@
 #include <algorithm>
 #include <caf/all.hpp>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/fake_executor.hpp"
 #include "atl/core/failure_detector.hpp"
+#include "atl/gpu/gpu_watch.hpp"
+#include "atl/gpu/nvml_watch.hpp"
+#include "atl/gpu/ticker.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
@@ -31,6 +36,45 @@ constexpr auto kReachTimeout = std::chrono::seconds(10);
 constexpr auto kDirCheckTimeout = std::chrono::seconds(30);
 // Grace for ranks still running when the node ends without a supervisor's word.
 constexpr std::int64_t kOrphanGraceMs = 3000;
+
+// The pod's GPUs looked at through NVML once a second, on a thread of its
+// own: an NVML call on a broken GPU can block for seconds, and opening NVML
+// takes a while on a large machine. A fault goes to the agent, which tells
+// the head; a machine without NVML (or without GPUs) is not watched.
+class GpuWatchThread {
+ public:
+  explicit GpuWatchThread(caf::actor_addr agent)
+      : agent_(std::move(agent)), ticker_(std::chrono::seconds(1), [this] { tick(); }) {}
+
+ private:
+  void tick() {
+    if (closed_) return;
+    if (!nvml_) {
+      std::string why;
+      nvml_ = gpu::NvmlWatcher::open(why);
+      auto log = component_logger("node");
+      if (!nvml_) {
+        closed_ = true;
+        log->debug("GPU watch off: {}", why);
+        return;
+      }
+      log->info("watching {} GPUs through NVML (Xid events, ECC, row remaps)", nvml_->gpus());
+      if (!nvml_->note().empty()) log->warn("{}", nvml_->note());
+    }
+    auto verdict = watch_.observe(nvml_->look());
+    for (const auto& note : verdict.notes) component_logger("node")->warn("{}", note.text);
+    for (const auto& fault : verdict.faults)
+      if (auto agent = caf::actor_cast<caf::actor>(agent_))
+        caf::anon_send(agent, gpu_fault_atom::value, fault.reason,
+                       static_cast<std::int32_t>(fault.xid));
+  }
+
+  caf::actor_addr agent_;
+  bool closed_ = false;
+  std::unique_ptr<gpu::NvmlWatcher> nvml_;
+  gpu::GpuFaultWatch watch_;
+  gpu::Ticker ticker_;  // last: ticks once the rest is set
+};
 
 struct NodeAgentState {
   ~NodeAgentState() {
@@ -57,10 +101,47 @@ struct NodeAgentState {
   std::chrono::steady_clock::time_point last_sample;  // the ranks' progress, at most once a second
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
-  std::optional<os::ProbeListener> probe;  // the pre-flight's network check, while it runs
+  std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
+  std::unique_ptr<GpuWatchThread> gpu_watch;  // once joined
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
+
+// Simulated ranks (--fake-ranks) have no process: their stacks are canned,
+// read from $ATL_FAKE_STACKS (rank-N.txt, else default.txt, as py-spy prints
+// them), so that the head's side of a diagnosis can be measured at scale
+// (bench/hang). Without it they have none, and say so.
+std::vector<StackReport> fake_stacks(const NodeAgentState& st) {
+  const char* dir = std::getenv("ATL_FAKE_STACKS");
+  auto read = [](const std::string& path) -> std::optional<std::string> {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const std::optional<std::string> fallback =
+      dir ? read(std::string(dir) + "/default.txt") : std::nullopt;
+  std::vector<StackReport> out;
+  for (const auto& [e, running] : st.executors) {
+    if (running.stream.kind != StreamKind::rank) continue;
+    StackReport r;
+    r.rank = running.stream.rank;
+    r.attempt = running.attempt;
+    r.state = 'S';
+    auto text =
+        dir ? read(std::string(dir) + "/rank-" + std::to_string(r.rank) + ".txt") : std::nullopt;
+    if (!text) text = fallback;
+    if (text) {
+      r.tool = "py-spy";
+      r.text = std::move(*text);
+    } else {
+      r.error = "a simulated rank has no stack ($ATL_FAKE_STACKS unset)";
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 constexpr const char* kHead = "head";
 
@@ -258,6 +339,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               st.head = FailureDetector(hb.timeout);
               st.head.watch(kHead, std::chrono::steady_clock::now());
               heartbeat_tick(self);
+              st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
               return;
             }
             if (refusal.empty()) return;
@@ -313,6 +395,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         return answer;
       },
       [self](diagnose_atom, std::int64_t timeout_ms) -> caf::result<std::vector<StackReport>> {
+        if (self->state.config.fake_ranks) return fake_stacks(self->state);
         // Every running rank's stack, taken in parallel on a detached actor
         // (py-spy, gdb: helper processes, never on a scheduler's thread).
         struct Target {
@@ -430,6 +513,14 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
       [self](heartbeat_atom) { self->state.head.heard(kHead, std::chrono::steady_clock::now()); },
       [self](tick_atom) { heartbeat_tick(self); },
+      [self](gpu_fault_atom, const std::string& reason, std::int32_t xid) {
+        // The head taints this machine and deletes this pod (its GPU cannot
+        // be trusted again); the job restarts without it.
+        auto& st = self->state;
+        component_logger("node")->error("GPU fault: {}: telling the head", reason);
+        if (!st.ending)
+          self->send(st.supervisor, gpu_fault_atom::value, st.config.info.pod, reason, xid);
+      },
       [self](fence_atom, const std::string& why) {
         component_logger("node")->error(
             "the head declared this pod lost ({}): killing its "

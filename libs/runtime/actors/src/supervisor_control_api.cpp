@@ -45,7 +45,10 @@ caf::message_handler control_api(Actor* self) {
         return taint_nodes(self, action, nodes);
       },
       [self](events_atom) { return events_json(self->state); },
-      [self](diagnose_atom) { return diagnose_now(self); },
+      [self](progress_atom) { return progress_json(self->state); },
+      [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
+        return diagnose_now(self, ranks, with_stacks);
+      },
       [self](figures_atom, std::int32_t run) { return run_figures(self->state, run); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
         const auto& c = self->state.config;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "atl/core/rank_set.hpp"
 #include "atl/core/stacks.hpp"
 #include "supervisor_state.hpp"
 
@@ -26,12 +27,21 @@ void act_on(Actor* self, const HangWatch::Verdict& verdict);
 
 // Every pod of this attempt takes its ranks' stacks; `done` gets them all
 // once every pod answered (or failed to).
-void gather_stacks(Actor* self, std::function<void(std::vector<StackReport>)> done) {
+void gather_stacks(Actor* self, const std::vector<int>& only,
+                   std::function<void(std::vector<StackReport>)> done) {
   auto& st = self->state;
+  const auto& rank_pods = st.code.rank_pods();
   std::vector<std::string> pods;
-  for (const auto& pod : st.code.rank_pods())
+  auto add = [&](const std::string& pod) {
     if (std::find(pods.begin(), pods.end(), pod) == pods.end() && st.pods.joined(pod))
       pods.push_back(pod);
+  };
+  if (only.empty()) {
+    for (const auto& pod : rank_pods) add(pod);
+  } else {
+    for (int rank : only)
+      if (rank >= 0 && static_cast<std::size_t>(rank) < rank_pods.size()) add(rank_pods[rank]);
+  }
   struct Gather {
     std::size_t pending = 0;
     std::vector<StackReport> reports;
@@ -113,7 +123,7 @@ void diagnose(Actor* self) {
   if (st.diagnosing != 0) return;
   const std::int32_t round = ++st.diagnosis_round;
   st.diagnosing = round;
-  gather_stacks(self, [self, round](std::vector<StackReport> reports) {
+  gather_stacks(self, {}, [self, round](std::vector<StackReport> reports) {
     auto& st = self->state;
     if (st.diagnosing != round) return;  // moot
     finish_diagnosis(self, reports);
@@ -152,33 +162,50 @@ void act_on(Actor* self, const HangWatch::Verdict& verdict) {
 
 }  // namespace
 
-Result diagnose_now(Actor* self) {
+Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks) {
   auto& st = self->state;
-  if (st.code.rank_pods().empty())
+  const int world = static_cast<int>(st.code.rank_pods().size());
+  if (world == 0)
     return {wire(ReplyCode::refused),
             "job is in state " + std::string(to_string(st.state())) +
                 ": no ranks to diagnose (an spmd job's ranks, once started)"};
+  std::vector<int> only;
+  if (!rank_text.empty() && rank_text != "all") {
+    auto ranks = parse_rank_set(rank_text, world);
+    if (!ranks) return {wire(ReplyCode::usage), "-r: " + ranks.error()};
+    only = std::move(ranks).value();
+  }
   auto reply = self->make_response_promise<std::int32_t, std::string>();
-  gather_stacks(self, [self, reply](std::vector<StackReport> reports) mutable {
-    auto& st = self->state;
-    nlohmann::json j = diagnosis_view(st, group_reports(st, reports));
-    std::sort(reports.begin(), reports.end(),
-              [](const StackReport& a, const StackReport& b) { return a.rank < b.rank; });
-    nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& r : reports) {
-      if (r.attempt != st.code.attempt()) continue;
-      nlohmann::json rj{{"rank", r.rank},
-                        {"pod", pod_of_rank(st, r.rank)},
-                        {"state", std::string(1, static_cast<char>(r.state))},
-                        {"tool", r.tool},
-                        {"top", stack_top(parse_report(r))}};
-      if (!r.error.empty()) rj["error"] = r.error;
-      ranks.push_back(std::move(rj));
-    }
-    j["ranks"] = std::move(ranks);
-    reply.deliver(wire(ReplyCode::ok),
-                  j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  });
+  gather_stacks(
+      self, only, [self, reply, only, with_stacks](std::vector<StackReport> reports) mutable {
+        auto& st = self->state;
+        // A pod takes all of its ranks' stacks: only the ranks asked for count.
+        if (!only.empty())
+          reports.erase(std::remove_if(reports.begin(), reports.end(),
+                                       [&](const StackReport& r) {
+                                         return !std::binary_search(only.begin(), only.end(),
+                                                                    r.rank);
+                                       }),
+                        reports.end());
+        nlohmann::json j = diagnosis_view(st, group_reports(st, reports));
+        std::sort(reports.begin(), reports.end(),
+                  [](const StackReport& a, const StackReport& b) { return a.rank < b.rank; });
+        nlohmann::json ranks = nlohmann::json::array();
+        for (const auto& r : reports) {
+          if (r.attempt != st.code.attempt()) continue;
+          nlohmann::json rj{{"rank", r.rank},
+                            {"pod", pod_of_rank(st, r.rank)},
+                            {"state", std::string(1, static_cast<char>(r.state))},
+                            {"tool", r.tool},
+                            {"top", stack_top(parse_report(r))}};
+          if (!r.error.empty()) rj["error"] = r.error;
+          if (with_stacks) rj["stack"] = r.text;
+          ranks.push_back(std::move(rj));
+        }
+        j["ranks"] = std::move(ranks);
+        reply.deliver(wire(ReplyCode::ok),
+                      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      });
   return reply;
 }
 

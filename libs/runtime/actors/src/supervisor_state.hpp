@@ -187,8 +187,10 @@ void on_heartbeat_tick(Actor* self);
 void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);
 void watch_for_hangs(Actor* self, HangWatch::TimePoint now);
 void on_second_look_timer(Actor* self, std::int32_t attempt);
-// atlctl diagnose: every rank's stack now, grouped (JSON), in any state.
-Result diagnose_now(Actor* self);
+// atlctl diagnose [-r RANKS]: every rank's stack now (or those of RANKS:
+// "" or "all" for all), grouped (JSON), in any state; with each rank's whole
+// stack text when `with_stacks` (atlctl diagnose -o).
+Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks);
 // A diagnosis as JSON: groups by size with their ranks and top frame, the
 // outliers and why, the ranks without a stack (supervisor_status.cpp).
 nlohmann::json diagnosis_view(const State& st, const StackDiagnosis& d);
@@ -243,6 +245,9 @@ RunStatus run_status(const DebugRun& run);  // run_wait's answer: each rank's st
 // status's "runs": a page counted from the newest (StatusPage::run_*).
 nlohmann::json runs_view(const State& st, const StatusPage& page = {});
 std::string events_json(const State& st);
+// The hang watch now, for /metrics: {"watching", "suspect", "timeout_ms",
+// "progress_age_ms": [per rank, null if never sampled]} (supervisor_status.cpp).
+std::string progress_json(const State& st);
 // A burn's or check's round figures (the dashboard's charts), as JSON; a
 // refusal when the run is unknown or dropped from the history.
 Result run_figures(const State& st, std::int32_t run);

@@ -113,6 +113,23 @@ std::string events_json(const State& st) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string progress_json(const State& st) {
+  const auto now = std::chrono::steady_clock::now();
+  nlohmann::json ages = nlohmann::json::array();
+  if (st.hang.watching()) {
+    const auto world = static_cast<std::int32_t>(st.code.rank_pods().size());
+    for (std::int32_t rank = 0; rank < world; ++rank) {
+      auto age = st.hang.progress_age(rank, now);
+      ages.push_back(age ? nlohmann::json(age->count()) : nlohmann::json());
+    }
+  }
+  nlohmann::json j{{"watching", st.hang.watching()},
+                   {"suspect", st.hang.suspect()},
+                   {"timeout_ms", st.hang.timeout().count()},
+                   {"progress_age_ms", std::move(ages)}};
+  return j.dump();
+}
+
 std::string info_json(const State& st, const StatusPage& page) {
   nlohmann::json j;
   j["job_id"] = st.job().job_id;

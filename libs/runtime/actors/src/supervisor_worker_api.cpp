@@ -8,6 +8,21 @@
 
 namespace atl::supervisor {
 
+namespace {
+
+// A GPU fell off the bus or cannot be trusted: the node is not to be used
+// again, and the pod leaves (to be recreated elsewhere); in command the job
+// restarts without it.
+void remove_for_its_gpu(Actor* self, const JoinedPod& pod, const std::string& detail) {
+  auto& st = self->state;
+  const std::string name = pod.info.pod;
+  st.controller.taint_platform(name, detail);
+  self->send(pod.agent, delete_atom::value, detail);
+  lose_pod(self, name, {FaultKind::gpu_lost, name, detail});
+}
+
+}  // namespace
+
 caf::message_handler worker_api(Actor* self) {
   return {
       [self](register_atom, const NodeInfo& info, const caf::actor& agent)
@@ -49,16 +64,28 @@ caf::message_handler worker_api(Actor* self) {
         count.machine_tainted = machine && st.taints().tainted(*machine);
         count.runs_ranks = st.controller.is_active(pod) &&
                            (state == JobState::command || state == JobState::debugCommand);
-        if (lost_a_gpu(count)) {
-          // A GPU fell off the bus: the node is not to be used again, and the
-          // pod leaves (to be recreated elsewhere); in command the job restarts.
-          std::string detail = "pod " + pod + " lost a GPU (it declared " +
-                               std::to_string(declared) + ", " + std::to_string(gpus_present) +
-                               " are there)";
-          st.controller.taint_platform(pod, detail);
-          self->send(it->agent, delete_atom::value, detail);
-          lose_pod(self, pod, {FaultKind::gpu_lost, pod, detail});
+        if (lost_a_gpu(count))
+          remove_for_its_gpu(self, *it,
+                             "pod " + pod + " lost a GPU (it declared " + std::to_string(declared) +
+                                 ", " + std::to_string(gpus_present) + " are there)");
+      },
+      [self](gpu_fault_atom, const std::string& pod, const std::string& reason, std::int32_t) {
+        // The pod's NVML watch saw a fault (a critical Xid, a lost GPU, a
+        // double-bit ECC error, a row remap pending): as a GPU gone missing.
+        auto& st = self->state;
+        const JoinedPod* it = st.pods.find(pod);
+        const auto& sender = self->current_sender();
+        if (!it || !sender || it->agent.node() != sender->node()) return;
+        const std::string* machine = st.pods.machine_of(pod);
+        const JobState state = st.state();
+        const bool runs_ranks = st.controller.is_active(pod) &&
+                                (state == JobState::command || state == JobState::debugCommand);
+        if (!gpu_fault_removes_pod(machine && st.taints().tainted(*machine), runs_ranks)) {
+          st.log->warn("pod {} (quarantined on a tainted machine) reports a GPU fault: {}", pod,
+                       reason);
+          return;
         }
+        remove_for_its_gpu(self, *it, "pod " + pod + ": " + reason);
       },
       [self](check_atom) {
         auto& st = self->state;

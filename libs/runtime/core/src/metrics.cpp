@@ -68,8 +68,8 @@ std::string escape_label_value(std::string_view value) {
   return out;
 }
 
-Expected<std::string> prometheus_text(std::string_view status_json,
-                                      std::string_view log_stats_json) {
+Expected<std::string> prometheus_text(std::string_view status_json, std::string_view log_stats_json,
+                                      std::string_view progress_json) {
   json st = json::parse(status_json, nullptr, false);
   if (st.is_discarded() || !st.is_object()) return make_error("status: not a JSON object");
   for (const char* key : {"job_id", "state", "mode"})
@@ -80,6 +80,14 @@ Expected<std::string> prometheus_text(std::string_view status_json,
       return make_error(std::string("status: field '") + key + "' is missing or not a list");
   json logs = json::parse(log_stats_json, nullptr, false);
   if (logs.is_discarded() || !logs.is_object()) return make_error("log stats: not a JSON object");
+  json progress = json::object();
+  if (!progress_json.empty()) {
+    progress = json::parse(progress_json, nullptr, false);
+    if (progress.is_discarded() || !progress.is_object())
+      return make_error("progress: not a JSON object");
+    if (auto ages = progress.find("progress_age_ms"); ages != progress.end() && !ages->is_array())
+      return make_error("progress: field 'progress_age_ms' is not a list");
+  }
 
   const std::string job = st["job_id"].get<std::string>();
   const std::string state = st["state"].get<std::string>();
@@ -119,6 +127,23 @@ Expected<std::string> prometheus_text(std::string_view status_json,
     if (!p.contains("heartbeat_age_ms")) continue;
     w.sample("atl_node_heartbeat_age_seconds", {{"job", job}, {"pod", text_or(p, "name")}},
              number_or(p, "heartbeat_age_ms", 0) / 1000.0);
+  }
+
+  // The hang watch (hang_timeout): the job silent for its timeout, and how
+  // long each rank has made no progress (its own output or signals).
+  auto suspect = progress.find("suspect");
+  w.family("atl_job_suspect", "gauge",
+           "1 while no rank has made progress for the hang timeout (being diagnosed), else 0");
+  w.sample("atl_job_suspect", {{"job", job}},
+           suspect != progress.end() && suspect->is_boolean() && suspect->get<bool>() ? 1 : 0);
+  if (auto ages = progress.find("progress_age_ms"); ages != progress.end() && !ages->empty()) {
+    w.family("atl_rank_progress_age_seconds", "gauge",
+             "seconds since a rank last made progress (a new line of output, atl.progress, its "
+             "progress file)");
+    for (std::size_t rank = 0; rank < ages->size(); ++rank)
+      if ((*ages)[rank].is_number())
+        w.sample("atl_rank_progress_age_seconds", {{"job", job}, {"rank", std::to_string(rank)}},
+                 (*ages)[rank].get<double>() / 1000.0);
   }
 
   w.family("atl_check_passed", "gauge",

@@ -28,4 +28,8 @@ bool lost_a_gpu(const GpuCount& count) {
          (!count.machine_tainted || count.runs_ranks);
 }
 
+bool gpu_fault_removes_pod(bool machine_tainted, bool runs_ranks) {
+  return !machine_tainted || runs_ranks;
+}
+
 }  // namespace atl::supervisor

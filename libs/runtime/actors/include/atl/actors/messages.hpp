@@ -52,8 +52,10 @@ using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when r
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
-using progress_atom = caf::atom_constant<caf::atom("progress")>;    // agent -> supervisor: samples
-using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;    // supervisor -> agent: stacks
+using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // supervisor -> agent: stacks
+using gpu_fault_atom =
+    caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
 using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
 using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent

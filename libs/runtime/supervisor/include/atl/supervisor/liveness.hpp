@@ -67,4 +67,10 @@ struct GpuCount {
 };
 bool lost_a_gpu(const GpuCount& count);
 
+// A pod's NVML watch reported a GPU fault: whether the pod is to leave (its
+// machine tainted). In any state: a fatal Xid is seen once, and no check
+// would find it again. Only a pod already on a tainted machine and running
+// no ranks stays, quarantined.
+bool gpu_fault_removes_pod(bool machine_tainted, bool runs_ranks);
+
 }  // namespace atl::supervisor
