@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "atl/core/dashboard_auth.hpp"
+#include "atl/core/reply_code.hpp"
 #include "atl/core/sse.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/secrets.hpp"
@@ -235,6 +236,18 @@ void DashboardServer::Impl::routes() {
     send_json(res, *body);
   });
   s.Get("/api/events", from_actors(&HeadQueries::events));
+  s.Get("/api/progress", from_actors(&HeadQueries::progress));
+  // Every rank's stack now (?ranks=all|1,2|0-7), grouped: atlctl diagnose's
+  // answer. Reads only; up to 30 s (each node takes its stacks within 5 s).
+  s.Get("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res) {
+    std::int32_t code = 0;
+    auto body =
+        queries->diagnose(req.has_param("ranks") ? req.get_param_value("ranks") : "", &code);
+    if (!body) return fail(res, 503, body.error());
+    if (code == wire(ReplyCode::usage)) return fail(res, 400, *body);
+    if (code != 0) return fail(res, 409, *body);
+    send_json(res, *body);
+  });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     auto text = queries->prometheus();
     if (!text) {

@@ -10,12 +10,17 @@ namespace atl::headnode {
 
 namespace {
 
-enum class Ask { status, events, log_stats, figures, progress };
+enum class Ask { status, events, log_stats, figures, progress, diagnose };
+
+// A diagnosis waits for every node's stacks (5 s each, in parallel, and the
+// supervisor's slack): longer than any other question.
+constexpr auto kDiagnoseTimeout = std::chrono::seconds(30);
 
 struct Question {
   Ask ask;
   StatusPage page;       // Ask::status
   std::int32_t run = 0;  // Ask::figures
+  std::string ranks;     // Ask::diagnose
   std::promise<Expected<std::string>> answer;
   std::int32_t code = 0;  // a coded answer's code (Ask::figures)
 };
@@ -33,12 +38,14 @@ struct HeadQueries::Impl {
   std::chrono::milliseconds timeout;
 
   Expected<std::string> ask(Ask what, StatusPage page = {}, std::int32_t run = 0,
-                            std::int32_t* code = nullptr) {
-    auto q = std::make_shared<Question>(Question{what, page, run, {}, 0});
+                            std::int32_t* code = nullptr, std::string ranks = {}) {
+    auto q = std::make_shared<Question>(Question{what, page, run, std::move(ranks), {}, 0});
     auto answer = q->answer.get_future();
     caf::anon_send(asker, q);
     // The asker's own request times out first; this is the backstop.
-    if (answer.wait_for(timeout + std::chrono::seconds(1)) != std::future_status::ready)
+    const auto limit =
+        what == Ask::diagnose ? std::chrono::milliseconds(kDiagnoseTimeout) : timeout;
+    if (answer.wait_for(limit + std::chrono::seconds(1)) != std::future_status::ready)
       return make_error("the head's actors did not answer in time");
     auto out = answer.get();
     if (code) *code = q->code;
@@ -71,14 +78,19 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
           self->request(supervisor, timeout, events_atom::value).then(ok, failed("the supervisor"));
           break;
         case Ask::figures:
-          self->request(supervisor, timeout, figures_atom::value, q->run)
-              .then(
-                  [q](std::int32_t code, std::string& text) {
-                    q->code = code;  // read after the future: set before the value
-                    q->answer.set_value(std::move(text));
-                  },
-                  failed("the supervisor"));
+        case Ask::diagnose: {
+          auto coded = [q](std::int32_t code, std::string& text) {
+            q->code = code;  // read after the future: set before the value
+            q->answer.set_value(std::move(text));
+          };
+          if (q->ask == Ask::figures)
+            self->request(supervisor, timeout, figures_atom::value, q->run)
+                .then(coded, failed("the supervisor"));
+          else
+            self->request(supervisor, kDiagnoseTimeout, diagnose_atom::value, q->ranks, false)
+                .then(coded, failed("the supervisor"));
           break;
+        }
         case Ask::progress:
           self->request(supervisor, timeout, progress_atom::value)
               .then(ok, failed("the supervisor"));
@@ -104,6 +116,11 @@ Expected<std::string> HeadQueries::run_figures(std::int32_t run, bool* missing) 
   return out;
 }
 Expected<std::string> HeadQueries::log_stats() { return impl_->ask(Ask::log_stats); }
+Expected<std::string> HeadQueries::progress() { return impl_->ask(Ask::progress); }
+
+Expected<std::string> HeadQueries::diagnose(const std::string& ranks, std::int32_t* code) {
+  return impl_->ask(Ask::diagnose, {}, 0, code, ranks);
+}
 
 Expected<std::string> HeadQueries::prometheus() {
   // Rank figures come from the counts: no rank list (32,000 at scale).

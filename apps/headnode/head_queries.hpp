@@ -29,7 +29,11 @@ class HeadQueries {
   // A burn's or check's round figures as JSON; an unknown or dropped run:
   // the supervisor's line, and `missing` set.
   Expected<std::string> run_figures(std::int32_t run, bool* missing);
-  Expected<std::string> log_stats();   // the log sink's byte and line counters per stream
+  Expected<std::string> log_stats();  // the log sink's byte and line counters per stream
+  Expected<std::string> progress();   // the hang watch's state and each rank's progress age
+  // atlctl diagnose [-r ranks] as JSON (every rank's stack, grouped): up to
+  // 30 s. `code` gets the supervisor's answer code (a bad -r, no ranks).
+  Expected<std::string> diagnose(const std::string& ranks, std::int32_t* code);
   Expected<std::string> prometheus();  // both of the above as Prometheus text
 
  private:

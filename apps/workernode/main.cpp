@@ -346,6 +346,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
   if (!supervisor) return atl::kNodeExitHeadLost;
   if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
   node.forward_log = false;  // the process's log is not one pod's
+  node.watch_gpus = false;
   std::vector<std::shared_ptr<std::atomic<int>>> codes;
   std::vector<caf::actor> agents;
   for (int i = 0; i < opt.simulate; ++i) {

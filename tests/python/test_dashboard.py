@@ -371,6 +371,54 @@ needs_chromium = pytest.mark.skipif(
 
 
 @needs_chromium
+def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
+    # The watch's state and each rank's progress age: the JSON and /metrics.
+    status, _, body = spmd.http.get("/api/progress", token=spmd.token)
+    assert status == 200, body
+    progress = json.loads(body)
+    assert progress["watching"] and not progress["suspect"], progress
+    assert progress["timeout_ms"] == 300000, progress
+    assert len(progress["progress_age_ms"]) == 4, progress
+    assert all(0 <= a < 300000 for a in progress["progress_age_ms"]), progress
+    _, _, body = spmd.http.get("/metrics", token=spmd.token)
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    assert [s.value for s in families["atl_job_suspect"].samples] == [0]
+    ages = families["atl_rank_progress_age_seconds"].samples
+    assert sorted(s.labels["rank"] for s in ages) == ["0", "1", "2", "3"], ages
+    # A diagnosis: bad ranks are named, some ranks are only those.
+    status, _, body = spmd.http.get("/api/diagnose?ranks=9", token=spmd.token)
+    assert status == 400 and b"-r: " in body, body
+    status, _, body = spmd.http.get("/api/diagnose?ranks=0-1", token=spmd.token)
+    assert status == 200, body
+    d = json.loads(body)
+    assert [r["rank"] for r in d["ranks"]] == [0, 1], d
+    assert sum(len(g["ranks"]) for g in d["groups"]) + len(d["unknown"]) == 2, d
+    # The page: the cards, then a diagnosis of two ranks on a click.
+    from selenium.webdriver.common.by import By
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    d = browser()
+    try:
+        d.get(spmd.url + "/login")
+        d.find_element(By.ID, "token").send_keys(spmd.token)
+        d.find_element(By.ID, "login").click()
+        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        d.get(spmd.url + "/#hang")
+        wait(d, lambda d: d.find_element(By.ID, "card-suspect").text == "no")
+        assert d.find_element(By.ID, "card-watch").text == "on"
+        assert len(d.find_elements(By.CSS_SELECTOR, "#progress tbody tr")) == 4
+        box = d.find_element(By.ID, "diagnose-ranks")
+        box.clear()
+        box.send_keys("0-1")
+        d.find_element(By.ID, "diagnose").click()
+        rows = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#diagnosis-ranks tbody tr"),
+                    timeout=60)
+        assert [r.text.split()[0] for r in rows] == ["0", "1"], [r.text for r in rows]
+        assert d.find_element(By.ID, "outliers").text
+        d.save_screenshot(os.path.join(ARTIFACTS, "hang.png"))
+    finally:
+        d.quit()
+
+
 def test_pages_in_chromium(spmd):
     from selenium.webdriver.common.by import By
     os.makedirs(ARTIFACTS, exist_ok=True)

@@ -1,5 +1,5 @@
 // atl's dashboard: one page, views chosen by the URL's hash (#job, #pods[/K],
-// #ranks[/K], #logs/STREAM, #runs/N, #burn/N; K: the first row of a page). Data from the head's /api/ (the
+// #ranks[/K], #hang, #logs/STREAM, #runs/N, #burn/N; K: the first row of a page). Data from the head's /api/ (the
 // same documents atlctl status --json and events --json print); text goes in
 // with textContent only.
 'use strict';
@@ -126,6 +126,52 @@ function viewRanks(v) {
   v.append(table(['Rank', 'Pod', 'PID', 'State', 'Exit', 'Log'], s.ranks.map((r) => [
     r.rank !== undefined ? r.rank : r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
     el('a', { href: '#logs/' + r.stream, text: r.stream + '.log' })]), 'ranks'));
+}
+
+// The hang watch: is the job suspect, which ranks made no progress for
+// longest, its timeline; and every rank's stack on demand, grouped, the
+// outliers named (atlctl diagnose).
+async function viewHang(v) {
+  const p = await api('/api/progress');
+  const seconds = (ms) => (ms / 1000).toFixed(1) + ' s';
+  v.append(el('div', { class: 'cards' },
+    card('Hang watch', p.watching ? 'on' : (p.timeout_ms ? 'not now' : 'off'), 'card-watch'),
+    card('Hang timeout', p.timeout_ms ? seconds(p.timeout_ms) : 'off'),
+    card('Suspect', el('span', { class: p.suspect ? 'fail' : 'pass', text: p.suspect ? 'yes' : 'no' }), 'card-suspect')));
+  const ages = p.progress_age_ms.map((ms, rank) => ({ rank, ms })).filter((a) => a.ms !== null);
+  if (ages.length) {
+    ages.sort((a, b) => b.ms - a.ms);
+    v.append(el('h2', { text: 'Longest without progress' }),
+      table(['Rank', 'No progress for'], ages.slice(0, 20).map((a) => [a.rank, seconds(a.ms)]), 'progress'));
+  }
+  const button = el('button', { id: 'diagnose', type: 'button', text: 'Take every rank\'s stack now' });
+  const ranks = el('input', { id: 'diagnose-ranks', value: 'all', size: '12' });
+  const out = el('div', { id: 'diagnosis' });
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    out.replaceChildren(el('p', { class: 'muted', text: 'Taking stacks (each node within 5 s)…' }));
+    try {
+      const d = await api('/api/diagnose?ranks=' + encodeURIComponent(ranks.value));
+      const grouped = d.groups.reduce((n, g) => n + g.ranks.length, 0);
+      const shown = [el('h2', { text: 'Stacks of ' + grouped + ' of ' + d.ranks.length + ' ranks, by group' }),
+        table(['Ranks', 'Top frame'], d.groups.map((g) => [g.ranks.join(','), el('code', { text: g.top })]), 'groups'),
+        el('p', { id: 'outliers', class: d.outliers.length ? 'fail' : 'muted',
+                  text: d.outliers.length ? 'Outliers: ' + d.why : 'No rank stands apart.' }),
+        table(['Rank', 'Pod', 'State', 'Tool', 'Top frame', 'No stack because'],
+          d.ranks.map((r) => [r.rank, r.pod, r.state, r.tool, el('code', { text: r.top || '' }),
+            r.error || (r.top ? '' : 'no frame could be read (its process may have just ended)')]), 'diagnosis-ranks')];
+      out.replaceChildren(...shown);
+    } catch (err) {
+      out.replaceChildren(el('p', { class: 'error', text: String(err.message || err) }));
+    }
+    button.disabled = false;
+  });
+  v.append(el('h2', { text: 'Diagnosis' }), el('div', { class: 'toolbar' },
+    el('label', { for: 'diagnose-ranks', text: 'Ranks' }), ranks, button), out);
+  const events = state.events.filter((e) => e.kind === 'hang').reverse();
+  v.append(el('h2', { text: 'Hang watch timeline' }), events.length
+    ? table(['Time', 'Event'], events.map((e) => [when(e.time_ms), e.text]), 'hang-timeline')
+    : el('p', { class: 'muted', text: 'Nothing seen: every rank made progress within the timeout.' }));
 }
 
 function stopFollowing() {
@@ -298,7 +344,8 @@ async function viewBurn(v) {
   state.renderedBurn = { run, done: runInfo ? runInfo.done : true };
 }
 
-const views = { job: viewJob, pods: viewPods, ranks: viewRanks, logs: viewLogs, runs: viewRuns, burn: viewBurn };
+const views = { job: viewJob, pods: viewPods, ranks: viewRanks, hang: viewHang, logs: viewLogs, runs: viewRuns,
+                burn: viewBurn };
 
 // --- the loop -------------------------------------------------------------------
 

@@ -339,7 +339,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               st.head = FailureDetector(hb.timeout);
               st.head.watch(kHead, std::chrono::steady_clock::now());
               heartbeat_tick(self);
-              st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
+              if (st.config.watch_gpus)
+                st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
               return;
             }
             if (refusal.empty()) return;

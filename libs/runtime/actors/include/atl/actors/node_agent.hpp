@@ -28,6 +28,9 @@ struct NodeAgentConfig {
   // This process's own log lines go to the head (logs/pod-worker-<i>.log).
   // Off for simulated pods: the forwarder is the process's, not a pod's.
   bool forward_log = true;
+  // Watch the GPUs NVML shows this pod (gpu_watch.hpp). Off for simulated
+  // pods: hundreds share one process and the machine's GPUs are none of theirs.
+  bool watch_gpus = true;
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).
