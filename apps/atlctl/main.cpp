@@ -490,6 +490,8 @@ int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
     std::cout << "No rank stands apart.\n";
   } else {
     std::cout << "Outliers: " << d["why"].get<std::string>() << "\n";
+    for (const auto& [pod, gpus] : d["outlier_gpus"].items())
+      std::cout << "  " << pod << " GPUs: " << gpus.get<std::string>() << "\n";
   }
   if (!path.empty()) std::cout << "Every rank's whole stack: " << path << "\n";
   return kExitOk;

@@ -122,7 +122,7 @@ class AtlJob:
         os.makedirs(self.dir)
         self.job_id = "jo-hangbench"
         self.env = dict(os.environ, HANG_BENCH_DIR=self.dir,
-                        ATL_NVML_LIBRARY=os.path.join(common.ROOT, "build", "lib",
+                        ATL_NVML_LIBRARY=os.path.join(common.BIN, "..", "lib",
                                                       "libatl_fake_nvml.so"))
         spy = py_spy_path()
         self.py_spy = spy is not None

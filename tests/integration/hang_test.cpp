@@ -294,6 +294,11 @@ TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) 
                             "wait_for_peers (work.py)"),
               std::string::npos)
         << d.output;
+    // The outlier's pod's GPUs, as its node's watch sees them (no driver here).
+    EXPECT_NE(d.output.find(" GPUs: not watched: NVML not available (libnvidia-ml.so.1 cannot "
+                            "be loaded)"),
+              std::string::npos)
+        << d.output;
   }
   auto json = c.atlctl({"--address", c.head_address(), "diagnose", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.output;

@@ -364,6 +364,24 @@ TEST(Ticker, StopDoesNotWaitForThePeriod) {
   EXPECT_EQ(ticks.load(), 0);
 }
 
+// at_once: the first tick does not wait for the period (the GPU watch opens
+// NVML as soon as a pod joins).
+TEST(Ticker, AtOnceTicksRightAwayThenEveryPeriod) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int ticks = 0;
+  Ticker ticker(
+      std::chrono::hours(1),
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        ++ticks;
+        cv.notify_all();
+      },
+      true);
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 30s, [&] { return ticks == 1; }));
+}
+
 TEST(Sweep, NcclTestsBeginEndFactor) {
   EXPECT_EQ(*sweep_sizes(8, 128, 2), (std::vector<std::int64_t>{8, 16, 32, 64, 128}));
   EXPECT_EQ(*sweep_sizes(1 << 20, 5 << 20, 4), (std::vector<std::int64_t>{1 << 20, 4 << 20}));

@@ -2,8 +2,9 @@
 
 namespace atl::gpu {
 
-Ticker::Ticker(std::chrono::milliseconds period, std::function<void()> tick)
-    : period_(period), tick_(std::move(tick)), thread_([this] {
+Ticker::Ticker(std::chrono::milliseconds period, std::function<void()> tick, bool at_once)
+    : period_(period), tick_(std::move(tick)), thread_([this, at_once] {
+        if (at_once) tick_();
         std::unique_lock<std::mutex> lock(mu_);
         while (!cv_.wait_for(lock, period_, [this] { return stopping_; })) {
           lock.unlock();

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -44,9 +45,22 @@ constexpr std::int64_t kOrphanGraceMs = 3000;
 class GpuWatchThread {
  public:
   explicit GpuWatchThread(caf::actor_addr agent)
-      : agent_(std::move(agent)), ticker_(std::chrono::seconds(1), [this] { tick(); }) {}
+      : agent_(std::move(agent)),
+        ticker_(
+            std::chrono::seconds(1), [this] { tick(); }, true) {}
+
+  // In a line, for a diagnosis: what is watched and what was found.
+  std::string summary() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return summary_;
+  }
 
  private:
+  void say(std::string text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    summary_ = std::move(text);
+  }
+
   void tick() {
     if (closed_) return;
     if (!nvml_) {
@@ -56,20 +70,28 @@ class GpuWatchThread {
       if (!nvml_) {
         closed_ = true;
         log->debug("GPU watch off: {}", why);
+        say("not watched: " + why);
         return;
       }
+      say(std::to_string(nvml_->gpus()) + " GPUs watched through NVML, no fault");
       log->info("watching {} GPUs through NVML (Xid events, ECC, row remaps)", nvml_->gpus());
       if (!nvml_->note().empty()) log->warn("{}", nvml_->note());
     }
     auto verdict = watch_.observe(nvml_->look());
     for (const auto& note : verdict.notes) component_logger("node")->warn("{}", note.text);
-    for (const auto& fault : verdict.faults)
+    for (const auto& fault : verdict.faults) {
+      faults_ += (faults_.empty() ? "" : "; ") + fault.reason;
+      say(faults_);
       if (auto agent = caf::actor_cast<caf::actor>(agent_))
         caf::anon_send(agent, gpu_fault_atom::value, fault.reason,
                        static_cast<std::int32_t>(fault.xid));
+    }
   }
 
   caf::actor_addr agent_;
+  mutable std::mutex mu_;
+  std::string summary_ = "GPU watch starting";  // guarded by mu_
+  std::string faults_;                          // the ticker's own
   bool closed_ = false;
   std::unique_ptr<gpu::NvmlWatcher> nvml_;
   gpu::GpuFaultWatch watch_;
@@ -396,7 +418,13 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         return answer;
       },
       [self](diagnose_atom, std::int64_t timeout_ms) -> caf::result<std::vector<StackReport>> {
-        if (self->state.config.fake_ranks) return fake_stacks(self->state);
+        const std::string gpus = self->state.gpu_watch ? self->state.gpu_watch->summary()
+                                                       : std::string("not watched on this pod");
+        if (self->state.config.fake_ranks) {
+          auto reports = fake_stacks(self->state);
+          for (auto& r : reports) r.gpus = gpus;
+          return reports;
+        }
         // Every running rank's stack, taken in parallel on a detached actor
         // (py-spy, gdb: helper processes, never on a scheduler's thread).
         struct Target {
@@ -435,8 +463,9 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         auto answer = self->make_response_promise<std::vector<StackReport>>();
         self->request(collector, timeout + std::chrono::seconds(10), diagnose_atom::value)
             .then(
-                [answer, collector](std::vector<StackReport>& reports) mutable {
+                [answer, collector, gpus](std::vector<StackReport>& reports) mutable {
                   caf::anon_send_exit(collector, caf::exit_reason::user_shutdown);
+                  for (auto& r : reports) r.gpus = gpus;
                   answer.deliver(std::move(reports));
                 },
                 [answer, collector](const caf::error&) mutable {

@@ -200,9 +200,17 @@ Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks)
                             {"top", stack_top(parse_report(r))}};
           if (!r.error.empty()) rj["error"] = r.error;
           if (with_stacks) rj["stack"] = r.text;
+          rj["gpus"] = r.gpus;
           ranks.push_back(std::move(rj));
         }
         j["ranks"] = std::move(ranks);
+        // Each outlier's pod's GPUs, as its node's watch sees them.
+        nlohmann::json outlier_gpus = nlohmann::json::object();
+        const auto& outliers = j["outliers"];
+        for (const auto& r : reports)
+          if (std::find(outliers.begin(), outliers.end(), r.rank) != outliers.end())
+            outlier_gpus[pod_of_rank(st, r.rank)] = r.gpus;
+        j["outlier_gpus"] = std::move(outlier_gpus);
         reply.deliver(wire(ReplyCode::ok),
                       j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       });

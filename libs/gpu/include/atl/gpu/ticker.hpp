@@ -14,7 +14,8 @@ namespace atl::gpu {
 
 class Ticker {
  public:
-  Ticker(std::chrono::milliseconds period, std::function<void()> tick);
+  // `at_once`: the first tick right away, then one every period.
+  Ticker(std::chrono::milliseconds period, std::function<void()> tick, bool at_once = false);
   ~Ticker() { stop(); }
   Ticker(const Ticker&) = delete;
   Ticker& operator=(const Ticker&) = delete;

@@ -137,7 +137,7 @@ typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StackReport& x) {
   return f(caf::meta::type_name("atl::StackReport"), x.rank, x.attempt, x.state, x.tool, x.text,
-           x.error);
+           x.error, x.gpus);
 }
 
 template <class Inspector>

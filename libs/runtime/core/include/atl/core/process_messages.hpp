@@ -70,6 +70,7 @@ struct StackReport {
   std::string tool;   // "py-spy", "gdb", or empty
   std::string text;   // what the tool printed
   std::string error;  // why there is no stack
+  std::string gpus;   // its pod's GPU watch: "2 GPUs watched, no fault", a fault, or why none
 };
 
 }  // namespace atl
