@@ -83,7 +83,9 @@ TEST(ProcessSample, ARealTreeIsFoundAndSeenStopped) {
     ::_exit(127);
   }
   TreeSample s;
-  for (int i = 0; i < 500 && s.processes < 3; ++i) {
+  // Until all three are there and asleep (a sleep just exec'd may still be R
+  // on a loaded machine).
+  for (int i = 0; i < 500 && (s.processes < 3 || s.state != 'S'); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     s = sample_tree(read_process_table(), pid);
   }
