@@ -109,9 +109,14 @@ void print_details(const nlohmann::json& info) {
               << std::setw(6) << cell(p, "gpus") << std::setw(10) << size("memory") << size("shm")
               << "\n";
   }
+  // A cell padded to its column, and always a space after it (ray-head, a
+  // long pod name: columns never run together).
+  auto pad = [](std::string text, std::size_t width) {
+    text.resize(std::max(text.size() + 1, width), ' ');
+    return text;
+  };
   std::cout << "\nRanks:\n"
-            << "  " << std::setw(7) << "RANK" << std::setw(34) << "POD" << std::setw(9) << "PID"
-            << std::setw(10) << "STATE"
+            << "  " << pad("RANK", 10) << pad("POD", 34) << pad("PID", 9) << pad("STATE", 10)
             << "EXIT\n";
   for (const auto& r : info["ranks"]) {
     std::string exit = !r.contains("exit_code") ? "-"
@@ -119,11 +124,12 @@ void print_details(const nlohmann::json& info) {
                                                 : cell(r, "exit_code");
     if (r.contains("note")) exit += " (" + cell(r, "note") + ")";
     const atl::StreamId stream = stream_of(r);
-    std::cout << "  " << std::setw(7)
-              << (stream.kind == atl::StreamKind::rank ? std::to_string(stream.rank)
-                                                       : atl::stream_name(stream))
-              << std::setw(34) << cell(r, "pod") << std::setw(9) << cell(r, "pid") << std::setw(10)
-              << cell(r, "state") << exit << "\n";
+    std::cout << "  "
+              << pad(stream.kind == atl::StreamKind::rank ? std::to_string(stream.rank)
+                                                          : atl::stream_name(stream),
+                     10)
+              << pad(cell(r, "pod"), 34) << pad(cell(r, "pid"), 9) << pad(cell(r, "state"), 10)
+              << exit << "\n";
   }
   if (!info["taints"].empty()) {
     std::cout << "\nTainted nodes (no ranks are placed there):\n";

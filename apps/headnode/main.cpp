@@ -128,6 +128,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "stacks are looked at (default 5m; 0 = off)")(
       "on-hang", po::value<std::string>(),
       "a hung job: restart (taint the culprits' nodes, restart on spares; default) or report")(
+      "ray-ready-timeout", po::value<std::string>(),
+      "ray: how long to wait for every node to be alive in Ray before the attempt counts as a "
+      "ready timeout (default 2m; a line every 10 s names the nodes still missing)")(
       "metrics-port", po::value<int>(),
       "serve Prometheus metrics at http://BIND:PORT/metrics (0: any free port; printed as "
       "'metrics http://...'); off by default")(
@@ -233,6 +236,10 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("on-hang"))
     job.on_hang = atl::cli::value_or_exit(
         "headnode", atl::parse_on_hang(vm["on-hang"].as<std::string>()), "--on-hang");
+  if (vm.count("ray-ready-timeout"))
+    job.ray_ready_timeout = atl::cli::value_or_exit(
+        "headnode", atl::parse_duration(vm["ray-ready-timeout"].as<std::string>()),
+        "--ray-ready-timeout");
   if (vm.count("ray-port")) {
     job.ray_port = vm["ray-port"].as<int>();
     if (job.ray_port < 1 || job.ray_port > 65535)

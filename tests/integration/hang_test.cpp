@@ -523,6 +523,8 @@ TEST(HangWatchJobs, BadSettingsAreRefusedNamingTheFlag) {
            {{"--hang-timeout", "300"}, "--hang-timeout"},
            {{"--hang-timeout", "200ms"}, "'hang_timeout' must be 0 (off) or at least two"},
            {{"--on-hang", "panic"}, "bad on_hang 'panic'"},
+           {{"--ray-ready-timeout", "soon"}, "--ray-ready-timeout: bad duration 'soon'"},
+           {{"--ray-ready-timeout", "0"}, "'ray_ready_timeout' must be at least 1s"},
        }) {
     std::vector<std::string> args = {"--workers", "1"};
     args.insert(args.end(), bad.args.begin(), bad.args.end());

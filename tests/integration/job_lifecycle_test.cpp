@@ -176,18 +176,26 @@ TEST(JobLifecycle, DriverModeHasClusterVariablesAndDebugCommandsTargetThePods) {
   auto& head = c.start_head({"--mode", "driver", "--workers", "2", "--local-workers", "2",
                              "--linger", "60s", "--",
                              "echo master=$MASTER_ADDR:$MASTER_PORT nccl=$NCCL_SOCKET_IFNAME "
-                             "gloo=$GLOO_SOCKET_IFNAME; exec sleep 600"});
+                             "gloo=$GLOO_SOCKET_IFNAME world=$WORLD_SIZE rank=$RANK; "
+                             "exec sleep 600"});
   std::string addr = c.head_address();
   ASSERT_TRUE(c.wait_for_output(head, "[driver] master=")) << c.output(head);
   std::string host = addr.substr(0, addr.rfind(':'));
-  EXPECT_NE(c.output(head).find("[driver] master=" + host + ":29500 nccl=lo gloo=lo"),
-            std::string::npos)
+  // Seed 002's WORLD_SIZE and RANK: the job's pods, the head's index 0.
+  EXPECT_NE(
+      c.output(head).find("[driver] master=" + host + ":29500 nccl=lo gloo=lo world=3 rank=0"),
+      std::string::npos)
       << c.output(head);
+  // status -v: the driver's row has its columns apart.
+  auto verbose = c.atlctl({"--address", addr, "status", "-v"});
+  EXPECT_NE(verbose.output.find("  driver    " + c.job_id() + "-head-0 "), std::string::npos)
+      << verbose.output;
   ASSERT_EQ(c.atlctl({"--address", addr, "stop"}).exit_code, 0);
-  auto run =
-      c.atlctl({"--address", addr, "run", "-r", "1", "echo on $ATL_POD_NAME to $MASTER_ADDR"});
+  auto run = c.atlctl({"--address", addr, "run", "-r", "1",
+                       "echo on $ATL_POD_NAME to $MASTER_ADDR as $RANK of $WORLD_SIZE"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("on " + c.worker_name(1) + " to " + host), std::string::npos)
+  EXPECT_NE(run.output.find("on " + c.worker_name(1) + " to " + host + " as 2 of 3"),
+            std::string::npos)
       << run.output;
   EXPECT_EQ(run.output.find(c.worker_name(0)), std::string::npos) << run.output;
   auto logs = c.atlctl({"--address", addr, "logs", "--run", "1", "-r", "1"});

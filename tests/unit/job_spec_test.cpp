@@ -17,7 +17,7 @@ TEST(JobSpecJson, ReadsEveryField) {
     "ready_timeout": "5m", "master_port": 29600, "grace": "3s",
     "max_restarts": 4, "restart_on_failure": true,
     "heartbeat_interval": "200ms", "heartbeat_timeout": "2s",
-    "hang_timeout": "90s", "on_hang": "report"
+    "hang_timeout": "90s", "on_hang": "report", "ray_ready_timeout": "45s"
   })");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_EQ(spec->job_id, "jo-abc");
@@ -42,6 +42,8 @@ TEST(JobSpecJson, ReadsEveryField) {
   EXPECT_EQ(spec->heartbeat.timeout, 2s);
   EXPECT_EQ(spec->hang_timeout, 90s);
   EXPECT_EQ(spec->on_hang, atl::OnHang::report);
+  EXPECT_EQ(spec->ray_ready_timeout, 45s);
+  EXPECT_EQ(atl::JobSpec{}.ray_ready_timeout, 2min);
   EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
 }
 
@@ -134,6 +136,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"hang_timeout": "soon"})", "'hang_timeout'"},
         BadField{R"({"on_hang": "panic"})", "'on_hang': bad on_hang 'panic'"},
         BadField{R"({"on_hang": true})", "'on_hang'"},
+        BadField{R"({"ray_ready_timeout": 120})", "'ray_ready_timeout'"},
+        BadField{R"({"ray_ready_timeout": "2562048h"})", "'ray_ready_timeout'"},
         BadField{R"({"placement": "PACK"})", "'placement'"},
         BadField{R"({"placement": {"strategy": "SIDEWAYS", "bundle": {"CPU": 1}}})",
                  "'placement.strategy'"},
@@ -197,6 +201,11 @@ TEST(ValidateJobSpec, FlagsMeetTheSameBoundsAsJson) {
   spec.hang_timeout = atl::kMaxDuration + atl::Millis(1);
   EXPECT_NE(atl::validate_job_spec(spec).error().find("'hang_timeout'"), std::string::npos);
   spec.hang_timeout = 0s;
+  EXPECT_TRUE(atl::validate_job_spec(spec).ok()) << atl::validate_job_spec(spec).error();
+  spec.ray_ready_timeout = 0s;  // Ray could never be ready
+  EXPECT_NE(atl::validate_job_spec(spec).error().find("'ray_ready_timeout' must be at least 1s"),
+            std::string::npos);
+  spec.ray_ready_timeout = 1s;
   EXPECT_TRUE(atl::validate_job_spec(spec).ok()) << atl::validate_job_spec(spec).error();
   spec.max_restarts = -3;
   EXPECT_NE(atl::validate_job_spec(spec).error().find("'max_restarts'"), std::string::npos);

@@ -128,6 +128,23 @@ TEST(DriverEnv, HasTheClusterLevelVariablesUsersMayOverride) {
   EXPECT_EQ(env["ATL_POD_NAME"], "jo-x-head-0");
 }
 
+// Seed 002's WORLD_SIZE and RANK outside spmd: the job's pods and this
+// pod's index (the head 0); a user may override them; a spare has none.
+TEST(DriverEnv, HasThePodCountAndThePodsIndex) {
+  atl::JobSpec j = job();
+  auto env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-worker-1", "eth0", "10.0.0.1", 2, 3});
+  EXPECT_EQ(env["WORLD_SIZE"], "3");
+  EXPECT_EQ(env["RANK"], "2");
+  env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-head-0", "eth0", "10.0.0.1", 0, 3});
+  EXPECT_EQ(env["RANK"], "0");
+  env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-worker-3", "eth0", "10.0.0.1", -1, 3});
+  EXPECT_EQ(env.count("RANK"), 0u);
+  EXPECT_EQ(env.count("WORLD_SIZE"), 0u);
+  j.env = {{"RANK", "7"}};
+  env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-worker-1", "eth0", "10.0.0.1", 2, 3});
+  EXPECT_EQ(env["RANK"], "7");
+}
+
 TEST(PlaceRanks, PackOfAShareOfANodeReproducesTheDefaultLayout) {
   // Bundles of a node's resources / nproc_per_node (4 CPUs, 4 GPUs, 2 ranks).
   for (int gpus : {0, 4}) {

@@ -2,8 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "atl/os/run_capture.hpp"
 
 using namespace std::chrono_literals;
 
@@ -126,4 +132,39 @@ TEST(RayCluster, RecoverRestartsTheDriverAloneOnlyOnAnIntactCluster) {
   // A node lost with its pod counts as ended: no driver-only recover.
   EXPECT_EQ(atl::ray_recovery({true, 2, 1}), RayRecovery::cluster_stopping);
   EXPECT_EQ(atl::ray_recovery({true, 0, 0}), RayRecovery::whole_cluster);
+}
+
+// The readiness wait says every `progress_every` which nodes are not alive
+// in Ray yet, then gives up naming them (exit 3: a ready timeout). Run for
+// real with /usr/bin/python3 over a stand-in `ray` module whose cluster has
+// only its head alive (Ray itself is in the ray_mode tests).
+TEST(RayCluster, TheReadinessWaitNamesTheMissingNodesAsItWaitsThenGivesUp) {
+  char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  std::filesystem::create_directories(dir + "/ray");
+  std::ofstream(dir + "/ray/__init__.py")
+      << "def init(**kw): pass\n"
+         "def shutdown(): pass\n"
+         "def nodes(): return [{'NodeManagerAddress': '10.0.0.1', 'Alive': True}]\n";
+  atl::JobSpec job;
+  job.entrypoint = "echo never";
+  auto driver = atl::ray_driver_command(
+      job, "/usr/bin/python3", "10.0.0.1",
+      {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, 2s, 1s);
+  ::setenv("PYTHONPATH", dir.c_str(), 1);
+  auto run = atl::os::run_capture({"/bin/sh", "-c", driver}, 60s);
+  ::unsetenv("PYTHONPATH");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(run.ok()) << run.error();
+  ASSERT_TRUE(run->status) << run->output;
+  EXPECT_EQ(run->status->code, atl::kRayNotReadyExit) << run->output;
+  EXPECT_NE(run->output.find("[atl] waiting for Ray (1s of 2s): not alive yet: jo-ray-worker-0, "
+                             "jo-ray-worker-1"),
+            std::string::npos)
+      << run->output;
+  EXPECT_NE(run->output.find("Ray cluster not ready after 2s: not alive in Ray: jo-ray-worker-0, "
+                             "jo-ray-worker-1"),
+            std::string::npos)
+      << run->output;
+  EXPECT_EQ(run->output.find("never"), std::string::npos) << run->output;
 }

@@ -39,7 +39,7 @@ PlanInput input_for(const JobSpec& job, int pods) {
   in.atl = {"10.0.0.1:6000", job.job_id};
   in.head_host = "10.0.0.1";
   in.head_pod = "jo-u-head-0";
-  in.head_site = {"jo-u-head-0", "eth0", "10.0.0.1"};
+  in.head_site = {"jo-u-head-0", "eth0", "10.0.0.1", 0, pods + 1};
   in.restarts_used = 2;
   for (int i = 0; i < pods; ++i) {
     NodeInfo info;
@@ -48,7 +48,7 @@ PlanInput input_for(const JobSpec& job, int pods) {
     info.interface = "eth0";
     info.cpus = 8;
     info.gpus = 2;
-    in.active.push_back({info, {info.pod, "eth0", "10.0.0.1"}});
+    in.active.push_back({info, {info.pod, "eth0", "10.0.0.1", i + 1, pods + 1}});
   }
   return in;
 }
@@ -233,4 +233,33 @@ TEST(UserCode, RayTearsDownOnceAnAttemptWhenANodeEndsAndRecoverCanRestartTheDriv
   code.pod_lost("jo-u-worker-1");
   EXPECT_TRUE(code.ray_cluster_to_tear_down());
   EXPECT_FALSE(code.ray_cluster_to_tear_down());
+}
+
+// Seed 002: every container of a ray job knows the job's pod count and its
+// own index (the head 0, the workers 1..N); its Ray processes and the driver.
+TEST(UserCode, RayProcessesKnowThePodCountAndTheirPodsIndex) {
+  atl::supervisor::AttemptLaunches launches;
+  UserCode code = begun(JobMode::ray, 2, &launches);
+  const auto& all = code.launches();
+  EXPECT_TRUE(has_env(all.at(0), "WORLD_SIZE=3")) << all.at(0).env.size();
+  EXPECT_TRUE(has_env(all.at(0), "RANK=1"));
+  EXPECT_TRUE(has_env(all.at(1), "RANK=2"));
+  EXPECT_TRUE(has_env(all.at(kRayHeadStream), "RANK=0"));
+  EXPECT_TRUE(has_env(all.at(kDriverStream), "RANK=0"));
+  EXPECT_TRUE(has_env(all.at(kDriverStream), "WORLD_SIZE=3"));
+}
+
+// A debug command on a Ray node takes its environment and directory, never
+// its scratch dir (removing it when the command ends broke the live node).
+TEST(UserCode, ADebugCommandTakesTheStreamsEnvAndDirectoryButNeverItsScratchDir) {
+  UserCode code = begun(JobMode::ray, 2);
+  const atl::ProcessLaunch& node = code.launches().at(1);
+  ASSERT_FALSE(node.scratch_dir.empty());
+  atl::ProcessLaunch debug = atl::supervisor::debug_launch_from(node);
+  EXPECT_TRUE(debug.scratch_dir.empty());
+  EXPECT_TRUE(debug.command.empty());
+  EXPECT_FALSE(debug.control);
+  EXPECT_EQ(debug.env, node.env);
+  EXPECT_EQ(debug.working_dir, node.working_dir);
+  EXPECT_EQ(debug.stream, node.stream);
 }

@@ -164,7 +164,7 @@ std::optional<ProcessLaunch> debug_base(const State& st, int rank) {
   if (st.job().mode != JobMode::driver) {
     auto it = st.code.launches().find(rank);
     if (it == st.code.launches().end()) return std::nullopt;
-    return it->second;
+    return debug_launch_from(it->second);
   }
   std::string pod = pod_of_rank(st, rank);
   if (pod.empty()) return std::nullopt;

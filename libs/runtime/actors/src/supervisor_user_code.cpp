@@ -2,6 +2,8 @@
 // start (the head's own executors spawned, each pod sent its launches), its
 // stop, and the reports of its processes. What a plan holds and what an end
 // means are UserCode's (atl/supervisor/user_code.hpp); this file performs them.
+#include <algorithm>
+
 #include "atl/actors/executor.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/machine.hpp"
@@ -9,18 +11,21 @@
 
 namespace atl::supervisor {
 
+// WORLD_SIZE/RANK of a ray- or driver-mode process: the job's pods, the
+// head first (0), then the active workers in their order (1..N).
 ProcessSite head_site(const State& st) {
   return {head_pod_name(st.job().job_id), os::interface_of_address(st.config.advertised_host),
-          st.config.advertised_host};
+          st.config.advertised_host, 0, static_cast<int>(st.active().size()) + 1};
 }
 
 ProcessSite pod_site(const State& st, const std::string& pod) {
   const NodeInfo* info = st.pods.info(pod);
-  return {pod, info ? info->interface : std::string(), st.config.advertised_host};
+  const auto& active = st.active();
+  const auto at = std::find(active.begin(), active.end(), pod);
+  const int pod_rank = at == active.end() ? -1 : static_cast<int>(at - active.begin()) + 1;
+  return {pod, info ? info->interface : std::string(), st.config.advertised_host, pod_rank,
+          static_cast<int>(active.size()) + 1};
 }
-
-// How long Ray's nodes and the driver wait for the cluster to come up.
-constexpr auto kRayReadyWait = std::chrono::seconds(120);
 
 // Every stream's launch for the active pods: at each (re)start, since a
 // recreated pod may have a new address. False when the job failed instead.
@@ -35,7 +40,7 @@ bool plan_user_code(Actor* self) {
   in.restarts_used = st.controller.restarts().used();
   in.ray_bin = st.config.ray_bin;
   in.ray_python = st.config.ray_python;
-  in.ray_ready_wait = kRayReadyWait;
+  in.ray_ready_wait = std::chrono::duration_cast<std::chrono::seconds>(st.job().ray_ready_timeout);
   if (st.job().mode != JobMode::driver) {
     for (const auto& pod : st.active()) {
       const NodeInfo* info = st.pods.info(pod);

@@ -272,6 +272,7 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "heartbeat_interval") return read_duration(v, key, spec.heartbeat.interval);
     if (key == "heartbeat_timeout") return read_duration(v, key, spec.heartbeat.timeout);
     if (key == "hang_timeout") return read_duration(v, key, spec.hang_timeout);
+    if (key == "ray_ready_timeout") return read_duration(v, key, spec.ray_ready_timeout);
     if (key == "on_hang") {
       std::string text;
       if (auto read = read_string(v, key, text); !read) return read;
@@ -367,9 +368,12 @@ Status validate_job_spec(const JobSpec& spec) {
         "job spec: field 'hang_timeout' must be 0 (off) or at least two "
         "heartbeat intervals (" +
         format_duration(2 * spec.heartbeat.interval) + ")");
+  if (spec.ray_ready_timeout < std::chrono::seconds(1))
+    return make_error("job spec: field 'ray_ready_timeout' must be at least 1s");
   for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout},
                          {"grace", spec.grace},
-                         {"hang_timeout", spec.hang_timeout}}) {
+                         {"hang_timeout", spec.hang_timeout},
+                         {"ray_ready_timeout", spec.ray_ready_timeout}}) {
     if (d.count() < 0 || d > kMaxDuration)
       return make_error(std::string("job spec: field '") + name + "' must be between 0 and " +
                         format_duration(kMaxDuration));

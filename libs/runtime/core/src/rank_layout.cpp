@@ -122,6 +122,10 @@ EnvMap build_process_env(const JobSpec& job, const AtlEndpoint& atl, const Proce
     env["NCCL_SOCKET_IFNAME"] = site.interface;
     env["GLOO_SOCKET_IFNAME"] = site.interface;
   }
+  if (site.pod_rank >= 0 && site.pod_rank < site.pods) {
+    env["WORLD_SIZE"] = std::to_string(site.pods);
+    env["RANK"] = std::to_string(site.pod_rank);
+  }
   apply_user_env(job, env);
   set_atl_identity(atl, site.pod, env);
   return env;

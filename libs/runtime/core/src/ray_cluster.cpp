@@ -106,7 +106,7 @@ EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessS
 
 std::string ray_driver_command(const JobSpec& job, const std::string& python,
                                const std::string& head_host, const std::vector<RayPod>& workers,
-                               std::chrono::seconds wait) {
+                               std::chrono::seconds wait, std::chrono::seconds progress_every) {
   nlohmann::json pods = nlohmann::json::object();
   for (const auto& w : workers) pods[w.address] = w.pod;
   // Ray's own view: alive nodes by address. The head is the driver's own.
@@ -114,13 +114,18 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
       "import json, sys, time\n"
       "import ray\n"
       "pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])\n"
+      "every = float(sys.argv[5])\n"
       "ray.init(address=sys.argv[4], logging_level='ERROR', log_to_driver=False)\n"
-      "deadline = time.time() + wait\n"
+      "start = time.time(); deadline = start + wait; said = start\n"
       "while True:\n"
       "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}\n"
       "    missing = [pod for addr, pod in sorted(pods.items()) if addr not in alive]\n"
       "    if head not in alive: missing.insert(0, 'the head')\n"
       "    if not missing: break\n"
+      "    if time.time() - said >= every:\n"
+      "        said = time.time()\n"
+      "        print('[atl] waiting for Ray (%ds of %gs): not alive yet: %s' % (said - start, "
+      "wait, ', '.join(missing)), flush=True)\n"
       "    if time.time() > deadline:\n"
       "        print('Ray cluster not ready after %gs: not alive in Ray: %s' % (wait, ', "
       "'.join(missing)), file=sys.stderr)\n"
@@ -131,7 +136,7 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
       "ray.shutdown()\n"
       "print('[atl] Ray cluster ready: %d nodes' % (len(pods) + 1), flush=True)\n";
   return shell_join({python, "-c", script, pods.dump(), head_host, std::to_string(wait.count()),
-                     head_address(job, head_host)}) +
+                     head_address(job, head_host), std::to_string(progress_every.count())}) +
          " && exec /bin/sh -c " + shell_quote(job.entrypoint);
 }
 

@@ -11,6 +11,14 @@ std::string user_code_label(std::int32_t key) {
   return key == kDriverStream ? "the driver" : "rank " + std::to_string(key);
 }
 
+ProcessLaunch debug_launch_from(const ProcessLaunch& own) {
+  ProcessLaunch launch;
+  launch.stream = own.stream;
+  launch.env = own.env;
+  launch.working_dir = own.working_dir;
+  return launch;
+}
+
 // Ray mode: `ray start --head` on the head pod, `ray start --address` on each
 // active worker pod (its "rank", stream = node rank), and the entrypoint as
 // the driver once Ray's API sees every node.

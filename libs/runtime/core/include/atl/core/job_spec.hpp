@@ -76,6 +76,9 @@ struct JobSpec {
   // this long makes the job suspect; 0 turns the watch off.
   Millis hang_timeout = std::chrono::minutes(5);
   OnHang on_hang = OnHang::restart;
+  // Ray mode: how long the nodes and the driver wait for every node to be
+  // alive in Ray; past it the attempt is a ready timeout (a counted fault).
+  Millis ray_ready_timeout = std::chrono::minutes(2);
   // Ray mode: the head's GCS port, and the runtime_env keys Ray applies itself
   // (pip, conda, py_modules, ...), each as its JSON text.
   int ray_port = 6379;

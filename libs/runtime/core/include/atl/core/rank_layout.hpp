@@ -62,12 +62,18 @@ struct ProcessSite {
   std::string pod;
   std::string interface;    // NCCL_/GLOO_SOCKET_IFNAME; empty: left unset
   std::string master_addr;  // MASTER_ADDR; empty: left unset
+  // Seed 002's WORLD_SIZE and RANK for the job's containers: how many pods
+  // take part (the head and the active workers) and this pod's index among
+  // them (the head 0, workers 1..N). -1: left unset (a spare, say).
+  int pod_rank = -1;
+  int pods = 0;
 };
 
 // The environment of a process that is not a rank: the cluster-level
-// variables (MASTER_ADDR, MASTER_PORT, NCCL_/GLOO_SOCKET_IFNAME) a user may
-// override, the user's variables, then ATL_*. Visible devices are the pod's
-// own (inherited from the node's environment).
+// variables (MASTER_ADDR, MASTER_PORT, NCCL_/GLOO_SOCKET_IFNAME, WORLD_SIZE
+// and RANK as pod count and index) a user may override, the user's
+// variables, then ATL_*. Visible devices are the pod's own (inherited from
+// the node's environment).
 EnvMap build_process_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& site);
 
 }  // namespace atl

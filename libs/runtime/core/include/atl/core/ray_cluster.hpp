@@ -56,11 +56,13 @@ std::string ray_job_config_json(const JobSpec& job);
 EnvMap ray_driver_env(const JobSpec& job, const AtlEndpoint& atl, const ProcessSite& head);
 
 // The driver's command: `python` checks with Ray's API that the head and
-// every worker are alive (naming the pods that are not, and exiting 3), then
-// the entrypoint runs in its place.
+// every worker are alive, saying every `progress_every` which are not yet,
+// for up to `wait` (then naming them and exiting 3); then the entrypoint
+// runs in its place.
 std::string ray_driver_command(const JobSpec& job, const std::string& python,
                                const std::string& head_host, const std::vector<RayPod>& workers,
-                               std::chrono::seconds wait);
+                               std::chrono::seconds wait,
+                               std::chrono::seconds progress_every = std::chrono::seconds(10));
 
 // Exit status of the driver command when the cluster never became ready.
 inline constexpr int kRayNotReadyExit = 3;

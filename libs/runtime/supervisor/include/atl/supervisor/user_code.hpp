@@ -114,4 +114,10 @@ class UserCode {
 // "the driver", "rank 3": a user-code stream as a line names it.
 std::string user_code_label(std::int32_t key);
 
+// What a debug command (atlctl run/check/burn) on a stream takes of that
+// stream's own launch: its environment and directory, nothing else. Never
+// its scratch dir: a Ray node's temp dir, removed when the debug command
+// ends, would break the live node (and the recovered driver with it).
+ProcessLaunch debug_launch_from(const ProcessLaunch& own);
+
 }  // namespace atl::supervisor
