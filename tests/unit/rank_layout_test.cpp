@@ -132,7 +132,8 @@ TEST(DriverEnv, HasTheClusterLevelVariablesUsersMayOverride) {
 // pod's index (the head 0); a user may override them; a spare has none.
 TEST(DriverEnv, HasThePodCountAndThePodsIndex) {
   atl::JobSpec j = job();
-  auto env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-worker-1", "eth0", "10.0.0.1", 2, 3});
+  auto env =
+      atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-worker-1", "eth0", "10.0.0.1", 2, 3});
   EXPECT_EQ(env["WORLD_SIZE"], "3");
   EXPECT_EQ(env["RANK"], "2");
   env = atl::build_process_env(j, {"h:7", "jo-x"}, {"jo-x-head-0", "eth0", "10.0.0.1", 0, 3});

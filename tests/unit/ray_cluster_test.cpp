@@ -1,7 +1,6 @@
 #include "atl/core/ray_cluster.hpp"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
