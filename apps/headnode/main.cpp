@@ -427,8 +427,8 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
     std::string* token) {
   if (opt.dashboard_port < 0) return nullptr;
   auto loaded = opt.dashboard_token_file.empty()
-                    ? atl::os::load_or_make_dashboard_token(opt.state_dir + "/dashboard-token")
-                    : atl::os::load_dashboard_token(opt.dashboard_token_file);
+                    ? atl::os::load_or_make_token_file(opt.state_dir + "/dashboard-token")
+                    : atl::os::load_token_file(opt.dashboard_token_file);
   if (!loaded)
     atl::cli::usage_error(
         "headnode",
@@ -525,6 +525,13 @@ int main(int argc, char** argv) {
     config.resumed = std::move(resumed);
     config.ray_bin = opt.ray_bin;
     config.ray_python = opt.ray_python;
+    if (opt.job.mode == atl::JobMode::ray) {
+      // The job's Ray token: made once (0600) beside the dashboard's, kept
+      // across head restarts; the pods get it with their launches, over mTLS.
+      auto token = atl::os::load_or_make_token_file(opt.state_dir + "/ray-token");
+      if (!token) atl::cli::usage_error("headnode", "--state-dir: " + token.error());
+      config.ray_token = *token;
+    }
     config.dashboard_url = dashboard_url;
     config.dashboard_token = dashboard_token;
     config.finished_kept = opt.history;

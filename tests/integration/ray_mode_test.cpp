@@ -64,7 +64,8 @@ struct RayCluster {
   std::string why_not;
   TestCluster c;
   Started* head = nullptr;
-  std::string address;  // the head's HOST:PORT
+  std::string address;              // the head's HOST:PORT
+  std::vector<std::string> extras;  // more of the pods' environment ("K=V")
 
   RayCluster() {
     if (!hosts.why_not().empty()) {
@@ -78,7 +79,9 @@ struct RayCluster {
     std::string path = "PATH=" + venv + "/bin";
     for (const auto& e : c.environment())
       if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
-    return {path, "RAY_DISABLE_USAGE_STATS=1"};
+    std::vector<std::string> out = {path, "RAY_DISABLE_USAGE_STATS=1"};
+    out.insert(out.end(), extras.begin(), extras.end());
+    return out;
   }
 
   // Starts the head (ray mode, the example's spec) and two workers.
@@ -134,6 +137,49 @@ TEST(RayMode, AProgramUsesEveryNodeAndTheJobEndsCleanly) {
   // the nodes' temp dirs.
   EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
   EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+}
+
+// Every Ray process of the job authenticates with the job's own token
+// (<state-dir>/ray-token, RAY_AUTH_MODE=token): a stray token file in $HOME
+// changes nothing, and a Ray client from outside the job is refused unless
+// it holds that token.
+TEST(RayMode, OnlyAClientWithTheJobsRayTokenGetsIn) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  const std::string home = r.c.dir() + "/home";
+  ASSERT_EQ(std::system(("mkdir -p " + home + "/.ray && echo garbage-token > " + home +
+                         "/.ray/auth_token")
+                            .c_str()),
+            0);
+  r.extras = {"HOME=" + home};
+  r.start(kProgram + " && echo PROGRAM DONE && exec sleep 600");
+  ASSERT_TRUE(r.c.wait_for_output(*r.head, "[driver] PROGRAM DONE", 240s)) << r.c.output(*r.head);
+  EXPECT_NE(r.c.output(*r.head).find("[driver] RAY PROGRAM OK"), std::string::npos);
+  const std::string token = read_file(r.c.state_dir() + "/ray-token");
+  ASSERT_GT(token.size(), 40u);
+  auto client = [&](std::vector<std::string> env) {
+    const std::string script = "import ray\nray.init(address='" + r.hosts.address(0) +
+                               ":6379', logging_level='ERROR')\nprint('CONNECTED', flush=True)\n";
+    auto base = r.env();
+    base.insert(base.end(), env.begin(), env.end());
+    auto& p = r.c.start("client", concat(r.hosts.on(0), {r.venv + "/bin/python", "-c", script}),
+                        base);
+    const int code = r.c.wait_exit(p, 120s);
+    return std::make_pair(code, r.c.output(p));
+  };
+  auto none = client({"HOME=" + home});  // Ray's defaults: the stray file, or nothing
+  EXPECT_NE(none.first, 0) << none.second;
+  EXPECT_EQ(none.second.find("CONNECTED"), std::string::npos) << none.second;
+  auto wrong = client({"HOME=" + home, "RAY_AUTH_MODE=token", "RAY_AUTH_TOKEN=not-the-token"});
+  EXPECT_NE(wrong.first, 0) << wrong.second;
+  EXPECT_EQ(wrong.second.find("CONNECTED"), std::string::npos) << wrong.second;
+  auto right = client({"HOME=" + home, "RAY_AUTH_MODE=token",
+                       "RAY_AUTH_TOKEN=" + token.substr(0, token.find('\n'))});
+  EXPECT_EQ(right.first, 0) << right.second;
+  EXPECT_NE(right.second.find("CONNECTED"), std::string::npos) << right.second;
+  r.head->process->signal(SIGTERM);
+  r.c.wait_exit(*r.head, 120s);
+  EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
 TEST(RayMode, ADriverThatFailsFailsTheJob) {

@@ -175,14 +175,14 @@ TEST(DashboardToken, MadeOnceThenKept) {
   char tmpl[] = "/tmp/atl-token-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
   std::string path = dir + "/dashboard-token";
-  auto made = atl::os::load_or_make_dashboard_token(path);
+  auto made = atl::os::load_or_make_token_file(path);
   ASSERT_TRUE(made.ok()) << made.error();
   EXPECT_EQ(made->size(), 43u);
   EXPECT_TRUE(validate_dashboard_token(*made).ok());
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  auto again = atl::os::load_or_make_dashboard_token(path);
+  auto again = atl::os::load_or_make_token_file(path);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, *made);
   EXPECT_NE(atl::os::random_token(43), atl::os::random_token(43));
@@ -190,14 +190,14 @@ TEST(DashboardToken, MadeOnceThenKept) {
     EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)));
 
   std::ofstream(path) << "short\n";
-  auto bad = atl::os::load_dashboard_token(path);
+  auto bad = atl::os::load_token_file(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find(path), std::string::npos);
   EXPECT_NE(bad.error().find("too short"), std::string::npos);
-  EXPECT_FALSE(atl::os::load_or_make_dashboard_token(path).ok());  // damaged: never replaced
-  auto missing = atl::os::load_dashboard_token(dir + "/none");
+  EXPECT_FALSE(atl::os::load_or_make_token_file(path).ok());  // damaged: never replaced
+  auto missing = atl::os::load_token_file(dir + "/none");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("cannot read"), std::string::npos);
-  EXPECT_FALSE(atl::os::load_or_make_dashboard_token(dir + "/no/such/dir/token").ok());
+  EXPECT_FALSE(atl::os::load_or_make_token_file(dir + "/no/such/dir/token").ok());
   std::system(("rm -rf " + dir).c_str());
 }

@@ -263,3 +263,24 @@ TEST(UserCode, ADebugCommandTakesTheStreamsEnvAndDirectoryButNeverItsScratchDir)
   EXPECT_EQ(debug.working_dir, node.working_dir);
   EXPECT_EQ(debug.stream, node.stream);
 }
+
+// Every Ray process of the job authenticates with the job's own token; a
+// job's env cannot turn it off; without a token nothing is set.
+TEST(UserCode, EveryRayProcessGetsTheJobsRayToken) {
+  JobSpec job = job_of(JobMode::ray);
+  job.env = {{"RAY_AUTH_MODE", "disabled"}};
+  PlanInput in = input_for(job, 2);
+  in.ray_token = "t0k3n";
+  UserCode code;
+  ASSERT_TRUE(code.plan(in).ok());
+  for (std::int32_t key : {0, 1, kRayHeadStream, kDriverStream}) {
+    EXPECT_TRUE(has_env(code.launches().at(key), "RAY_AUTH_MODE=token")) << key;
+    EXPECT_TRUE(has_env(code.launches().at(key), "RAY_AUTH_TOKEN=t0k3n")) << key;
+  }
+  in.ray_token.clear();
+  job.env.clear();
+  UserCode open;
+  ASSERT_TRUE(open.plan(in).ok());
+  for (const auto& kv : open.launches().at(kDriverStream).env)
+    EXPECT_NE(kv.rfind("RAY_AUTH", 0), 0u) << kv;
+}

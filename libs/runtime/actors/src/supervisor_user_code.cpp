@@ -40,6 +40,7 @@ bool plan_user_code(Actor* self) {
   in.restarts_used = st.controller.restarts().used();
   in.ray_bin = st.config.ray_bin;
   in.ray_python = st.config.ray_python;
+  in.ray_token = st.config.ray_token;
   in.ray_ready_wait = std::chrono::duration_cast<std::chrono::seconds>(st.job().ray_ready_timeout);
   if (st.job().mode != JobMode::driver) {
     for (const auto& pod : st.active()) {

@@ -30,7 +30,7 @@ std::string random_token(std::size_t chars) {
   return out;
 }
 
-Expected<std::string> load_dashboard_token(const std::string& path) {
+Expected<std::string> load_token_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return make_error(path + ": cannot read: " + std::strerror(errno));
   std::string token;
@@ -40,8 +40,8 @@ Expected<std::string> load_dashboard_token(const std::string& path) {
   return token;
 }
 
-Expected<std::string> load_or_make_dashboard_token(const std::string& path) {
-  if (::access(path.c_str(), F_OK) == 0) return load_dashboard_token(path);
+Expected<std::string> load_or_make_token_file(const std::string& path) {
+  if (::access(path.c_str(), F_OK) == 0) return load_token_file(path);
   std::string token = random_token(43);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return make_error(path + ": cannot create: " + std::strerror(errno));

@@ -19,6 +19,19 @@ ProcessLaunch debug_launch_from(const ProcessLaunch& own) {
   return launch;
 }
 
+namespace {
+
+// Token authentication on every Ray process, with the job's own token: set
+// after the user's variables (a job cannot turn it off by accident), and
+// ahead of any token file (a stray ~/.ray/auth_token changes nothing).
+void with_ray_auth(const PlanInput& in, EnvMap& env) {
+  if (in.ray_token.empty()) return;
+  env["RAY_AUTH_MODE"] = "token";
+  env["RAY_AUTH_TOKEN"] = in.ray_token;
+}
+
+}  // namespace
+
 // Ray mode: `ray start --head` on the head pod, `ray start --address` on each
 // active worker pod (its "rank", stream = node rank), and the entrypoint as
 // the driver once Ray's API sees every node.
@@ -37,6 +50,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
     EnvMap env = build_process_env(job, in.atl, in.active[k].site);
     env["ATL_RESTART_COUNT"] = restarts;
+    with_ray_auth(in, env);
     launch.env = to_env_strings(env);
     launches_[stream] = std::move(launch);
     pod_of_[stream] = info.pod;
@@ -45,7 +59,9 @@ Status UserCode::plan_ray(const PlanInput& in) {
   head.stream = StreamId::ray_head();
   head.command = ray_head_command(job, in.ray_bin, in.head_host);
   head.scratch_dir = ray_temp_dir(job.job_id, "h");
-  head.env = to_env_strings(build_process_env(job, in.atl, in.head_site));
+  EnvMap head_env = build_process_env(job, in.atl, in.head_site);
+  with_ray_auth(in, head_env);
+  head.env = to_env_strings(head_env);
   launches_[kRayHeadStream] = std::move(head);
   pod_of_[kRayHeadStream] = in.head_pod;
   ProcessLaunch driver;
@@ -53,6 +69,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
   driver.command = ray_driver_command(job, in.ray_python, in.head_host, workers, in.ray_ready_wait);
   EnvMap env = ray_driver_env(job, in.atl, in.head_site);
   env["ATL_RESTART_COUNT"] = restarts;
+  with_ray_auth(in, env);
   driver.env = to_env_strings(env);
   launches_[kDriverStream] = std::move(driver);
   pod_of_[kDriverStream] = in.head_pod;

@@ -36,6 +36,9 @@ struct SupervisorConfig {
   // Ray mode: the `ray` command of the image, and the Python that has `ray`.
   std::string ray_bin = "ray";
   std::string ray_python = "python3";
+  // Ray mode: the job's own Ray token (<state-dir>/ray-token), given to
+  // every Ray process with RAY_AUTH_MODE=token.
+  std::string ray_token{};
   // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and
   // the token that logs in. Whoever the control plane lets in may have both.
   std::string dashboard_url{};

@@ -1,4 +1,5 @@
-// Random secrets (OpenSSL's CSPRNG) and the dashboard token's file.
+// Random secrets (OpenSSL's CSPRNG) and the files of the job's tokens (the
+// dashboard's login, Ray's token authentication).
 #pragma once
 
 #include <cstddef>
@@ -13,10 +14,10 @@ std::string random_token(std::size_t chars);
 
 // The token in `path` (its first line), checked by validate_dashboard_token;
 // the error names the file and what is wrong.
-Expected<std::string> load_dashboard_token(const std::string& path);
+Expected<std::string> load_token_file(const std::string& path);
 
-// As load_dashboard_token when `path` exists; otherwise makes it (mode 0600,
+// As load_token_file when `path` exists; otherwise makes it (mode 0600,
 // 43 random characters: 256 bits) and returns the new token.
-Expected<std::string> load_or_make_dashboard_token(const std::string& path);
+Expected<std::string> load_or_make_token_file(const std::string& path);
 
 }  // namespace atl::os

@@ -44,6 +44,7 @@ struct PlanInput {
   std::int32_t restarts_used = 0;
   std::string ray_bin = "ray";               // ray mode: the `ray` CLI
   std::string ray_python = "python3";        // ray mode: the driver's interpreter
+  std::string ray_token;                     // ray mode: the job's token (empty: no auth)
   std::chrono::seconds ray_ready_wait{120};  // how long Ray's nodes and the driver wait for it
 };
 
