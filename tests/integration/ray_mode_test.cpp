@@ -147,9 +147,9 @@ TEST(RayMode, OnlyAClientWithTheJobsRayTokenGetsIn) {
   RayCluster r;
   if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
   const std::string home = r.c.dir() + "/home";
-  ASSERT_EQ(std::system(("mkdir -p " + home + "/.ray && echo garbage-token > " + home +
-                         "/.ray/auth_token")
-                            .c_str()),
+  ASSERT_EQ(std::system(
+                ("mkdir -p " + home + "/.ray && echo garbage-token > " + home + "/.ray/auth_token")
+                    .c_str()),
             0);
   r.extras = {"HOME=" + home};
   r.start(kProgram + " && echo PROGRAM DONE && exec sleep 600");
@@ -162,8 +162,8 @@ TEST(RayMode, OnlyAClientWithTheJobsRayTokenGetsIn) {
                                ":6379', logging_level='ERROR')\nprint('CONNECTED', flush=True)\n";
     auto base = r.env();
     base.insert(base.end(), env.begin(), env.end());
-    auto& p = r.c.start("client", concat(r.hosts.on(0), {r.venv + "/bin/python", "-c", script}),
-                        base);
+    auto& p =
+        r.c.start("client", concat(r.hosts.on(0), {r.venv + "/bin/python", "-c", script}), base);
     const int code = r.c.wait_exit(p, 120s);
     return std::make_pair(code, r.c.output(p));
   };
