@@ -34,6 +34,7 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
               node,
               "--connect-timeout",
               "30s"};
+  req.argv.insert(req.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
   req.env = os::current_environment();
   req.output = os::OutputMode::inherit;
   auto child = os::ChildProcess::spawn(req);

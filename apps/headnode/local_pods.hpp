@@ -23,6 +23,7 @@ struct LocalPodsConfig {
   std::vector<std::string> pod_names;         // one workernode each, on node local-<i>
   std::chrono::milliseconds restart_delay;    // before a pod that exited is started again
   std::shared_ptr<std::atomic<bool>> ending;  // set by the supervisor: recreate no more
+  std::vector<std::string> extra_args;        // more workernode flags (the spec's resources)
 };
 
 class LocalPods {

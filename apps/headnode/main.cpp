@@ -592,7 +592,8 @@ int main(int argc, char** argv) {
     }
     caf::anon_send(supervisor, atl::start_atom::value, *port);
     if (opt.local_workers > 0) {
-      atl::headnode::LocalPodsConfig pods{address, {}, opt.pod_restart_delay, ending};
+      atl::headnode::LocalPodsConfig pods{
+          address, {}, opt.pod_restart_delay, ending, atl::pod_flags_for_spec(opt.job.node_spec)};
       for (int i = 0; i < opt.local_workers; ++i)
         pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
       local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));

@@ -153,6 +153,22 @@ TEST(JobLifecycle, OneRankFailingFailsTheJobAndStopsTheOthers) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A job file with a spec runs on one machine as written: --local-workers
+// pods offer what the spec states (they used to offer the machine, and the
+// pre-flight refused them: "cpus: the pod has 2, the job's spec asks for 1").
+TEST(JobLifecycle, LocalWorkersOfferTheJobsSpec) {
+  TestCluster c;
+  std::ofstream(c.dir() + "/job.json")
+      << R"({"workers": 2, "spec": {"cpus": 1, "memory": "2Gi", "shm": "64Mi"},
+             "entrypoint": "echo rank $RANK up"})";
+  auto& head = c.start_head({"--job", c.dir() + "/job.json", "--local-workers", "2"});
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("(1 cpus, 0 gpus)"), std::string::npos) << out;
+  EXPECT_NE(out.find("[rank 1] rank 1 up"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(JobLifecycle, DriverModeRunsOnceOnTheHeadWithAtlAddress) {
   TestCluster c;
   auto& head = c.start_head({"--mode", "driver", "--workers", "1", "--local-workers", "1", "--",

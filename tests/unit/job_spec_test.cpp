@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "atl/core/byte_size.hpp"
 #include "param_name.hpp"
 
 using namespace std::chrono_literals;
@@ -300,4 +301,21 @@ TEST(NodeMatchesSpec, OnlyStatedFieldsMustBeEqualAndTheErrorNamesTheField) {
     ASSERT_FALSE(st.ok()) << c.says;
     EXPECT_NE(st.error().find(c.says), std::string::npos) << st.error();
   }
+}
+
+// headnode --local-workers: its pods offer what the spec states, so a job
+// file with a spec runs on one machine as written (and matches its check).
+TEST(PodFlagsForSpec, OnlyTheFieldsTheSpecStatesInWorkernodesFlags) {
+  EXPECT_TRUE(atl::pod_flags_for_spec({}).empty());
+  atl::NodeResources spec;
+  spec.cpus = 1;
+  spec.memory = 2LL << 30;
+  EXPECT_EQ(atl::pod_flags_for_spec(spec),
+            (std::vector<std::string>{"--cpus", "1", "--memory", "2147483648"}));
+  spec.gpus = 8;
+  spec.shm = 1024;
+  EXPECT_EQ(atl::pod_flags_for_spec(spec),
+            (std::vector<std::string>{"--cpus", "1", "--gpus", "8", "--memory", "2147483648",
+                                      "--shm", "1024"}));
+  EXPECT_EQ(*atl::parse_byte_size("2147483648"), 2LL << 30);  // as workernode reads it
 }

@@ -395,6 +395,15 @@ Status check_node_matches_spec(const NodeResources& spec, const NodeResources& n
   return Ok{};
 }
 
+std::vector<std::string> pod_flags_for_spec(const NodeResources& spec) {
+  std::vector<std::string> flags;
+  if (spec.cpus > 0) flags.insert(flags.end(), {"--cpus", std::to_string(spec.cpus)});
+  if (spec.gpus > 0) flags.insert(flags.end(), {"--gpus", std::to_string(spec.gpus)});
+  if (spec.memory > 0) flags.insert(flags.end(), {"--memory", std::to_string(spec.memory)});
+  if (spec.shm > 0) flags.insert(flags.end(), {"--shm", std::to_string(spec.shm)});
+  return flags;
+}
+
 std::string make_job_id(std::mt19937_64& rng) {
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::uniform_int_distribution<int> pick(0, 35);

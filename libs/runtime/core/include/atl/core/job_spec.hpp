@@ -104,6 +104,12 @@ std::string make_job_id(std::mt19937_64& rng);
 // must be equal. The error names the field and both values.
 Status check_node_matches_spec(const NodeResources& spec, const NodeResources& node);
 
+// The workernode flags that make a pod offer what the job's spec states
+// (--cpus, --gpus, --memory, --shm; a field the spec leaves 0 is not
+// given): what headnode --local-workers starts its pods with, so that a job
+// file with a spec runs on one machine as written.
+std::vector<std::string> pod_flags_for_spec(const NodeResources& spec);
+
 // Every worker pod of the job: the active ones and the spares.
 inline int total_worker_pods(const JobSpec& spec) { return spec.workers + spec.spare_workers; }
 
