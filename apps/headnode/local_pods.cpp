@@ -35,6 +35,8 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
               "--connect-timeout",
               "30s"};
   req.argv.insert(req.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
+  if (config_.own_loopback)
+    req.argv.insert(req.argv.end(), {"--advertise", "127.0.0." + std::to_string(index + 2)});
   req.env = os::current_environment();
   req.output = os::OutputMode::inherit;
   auto child = os::ChildProcess::spawn(req);

@@ -24,6 +24,9 @@ struct LocalPodsConfig {
   std::chrono::milliseconds restart_delay;    // before a pod that exited is started again
   std::shared_ptr<std::atomic<bool>> ending;  // set by the supervisor: recreate no more
   std::vector<std::string> extra_args;        // more workernode flags (the spec's resources)
+  // Each pod advertises a loopback address of its own (127.0.0.2, .3, ...):
+  // Ray tells its nodes apart by address, and one host's pods share one.
+  bool own_loopback = false;
 };
 
 class LocalPods {

@@ -594,6 +594,8 @@ int main(int argc, char** argv) {
     if (opt.local_workers > 0) {
       atl::headnode::LocalPodsConfig pods{
           address, {}, opt.pod_restart_delay, ending, atl::pod_flags_for_spec(opt.job.node_spec)};
+      // Ray on one host: a node per loopback address (the head's is 127.0.0.1).
+      pods.own_loopback = opt.job.mode == atl::JobMode::ray;
       for (int i = 0; i < opt.local_workers; ++i)
         pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
       local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));

@@ -182,6 +182,32 @@ TEST(RayMode, OnlyAClientWithTheJobsRayTokenGetsIn) {
   EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
+// One machine, no namespaces: headnode --local-workers gives each local pod
+// a loopback address of its own (127.0.0.2, .3) and Ray's head 127.0.1.1
+// (Ray replaces 127.0.0.1 with the machine's address), and the pods offer
+// the job's spec: the example job file runs as written.
+TEST(RayMode, OnOneHostTheExampleJobRunsAsWritten) {
+  std::string why_not;
+  const std::string venv = ray_venv(why_not);
+  if (venv.empty()) GTEST_SKIP() << "skipped: " << why_not;
+  TestCluster c;
+  std::string path = "PATH=" + venv + "/bin";
+  for (const auto& e : c.environment())
+    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+  auto& head =
+      c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
+                    "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--", kProgram},
+                   {path, "RAY_DISABLE_USAGE_STATS=1"});
+  ASSERT_EQ(c.wait_exit(head, 300s), 0) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos) << out;
+  // STRICT_SPREAD: the two bundles on the two local pods' own addresses.
+  EXPECT_NE(out.find("[driver] tasks ran on: 127.0.0.2, 127.0.0.3"), std::string::npos) << out;
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within(60s)) << c.live_tagged_processes().size() << " left";
+  EXPECT_TRUE(temp_dirs_gone(c.job_id()));
+}
+
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
   RayCluster r;
   if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;

@@ -167,3 +167,13 @@ TEST(RayCluster, TheReadinessWaitNamesTheMissingNodesAsItWaitsThenGivesUp) {
       << run->output;
   EXPECT_EQ(run->output.find("never"), std::string::npos) << run->output;
 }
+
+// Ray replaces 127.0.0.1 (and its names) with the machine's address: a
+// one-host job's Ray head takes another loopback address; others are kept.
+TEST(RayCluster, ANodeOnTheLoopbackNameRayReplacesTakesAnotherLoopbackAddress) {
+  EXPECT_EQ(atl::ray_node_host("127.0.0.1"), "127.0.1.1");
+  EXPECT_EQ(atl::ray_node_host("localhost"), "127.0.1.1");
+  EXPECT_EQ(atl::ray_node_host("::1"), "127.0.1.1");
+  EXPECT_EQ(atl::ray_node_host("127.0.0.2"), "127.0.0.2");
+  EXPECT_EQ(atl::ray_node_host("10.0.0.1"), "10.0.0.1");
+}

@@ -284,3 +284,18 @@ TEST(UserCode, EveryRayProcessGetsTheJobsRayToken) {
   for (const auto& kv : open.launches().at(kDriverStream).env)
     EXPECT_NE(kv.rfind("RAY_AUTH", 0), 0u) << kv;
 }
+
+// A one-host ray job (the head at 127.0.0.1): Ray's head, its workers'
+// address to join, the readiness check and RAY_ADDRESS all say 127.0.1.1.
+TEST(UserCode, AOneHostRayJobPutsRaysHeadOnALoopbackAddressRayKeeps) {
+  JobSpec job = job_of(JobMode::ray);
+  PlanInput in = input_for(job, 2);
+  in.head_host = "127.0.0.1";
+  in.head_site.master_addr = "127.0.0.1";
+  UserCode code;
+  ASSERT_TRUE(code.plan(in).ok());
+  EXPECT_NE(code.launches().at(kRayHeadStream).command.find("--node-ip-address 127.0.1.1"),
+            std::string::npos);
+  EXPECT_NE(code.launches().at(0).command.find("--address 127.0.1.1:6379"), std::string::npos);
+  EXPECT_TRUE(has_env(code.launches().at(kDriverStream), "RAY_ADDRESS=127.0.1.1:6379"));
+}

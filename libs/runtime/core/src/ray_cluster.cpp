@@ -15,6 +15,11 @@ std::string head_address(const JobSpec& job, const std::string& head_host) {
 
 }  // namespace
 
+std::string ray_node_host(const std::string& host) {
+  if (host == "127.0.0.1" || host == "localhost" || host == "::1") return "127.0.1.1";
+  return host;
+}
+
 std::string ray_temp_dir(const std::string& job_id, const std::string& node) {
   std::uint32_t h = 2166136261u;  // FNV-1a of the job id
   for (unsigned char c : job_id) h = (h ^ c) * 16777619u;

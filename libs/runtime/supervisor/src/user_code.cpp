@@ -38,6 +38,10 @@ void with_ray_auth(const PlanInput& in, EnvMap& env) {
 Status UserCode::plan_ray(const PlanInput& in) {
   const JobSpec& job = *in.job;
   const std::string restarts = std::to_string(in.restarts_used);
+  // Where Ray's head listens (one host: not 127.0.0.1, which Ray replaces).
+  const std::string ray_head = ray_node_host(in.head_host);
+  ProcessSite head_site = in.head_site;
+  if (head_site.master_addr == in.head_host) head_site.master_addr = ray_head;
   std::vector<RayPod> workers;
   for (size_t k = 0; k < in.active.size(); ++k) {
     const NodeInfo& info = in.active[k].info;
@@ -45,8 +49,8 @@ Status UserCode::plan_ray(const PlanInput& in) {
     workers.push_back({info.pod, info.address});
     ProcessLaunch launch;
     launch.stream = StreamId::of_rank(stream);
-    launch.command = ray_worker_command(job, in.ray_bin, in.head_host, info.address,
-                                        in.ray_ready_wait, static_cast<int>(k));
+    launch.command = ray_worker_command(job, in.ray_bin, ray_head, info.address, in.ray_ready_wait,
+                                        static_cast<int>(k));
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
     EnvMap env = build_process_env(job, in.atl, in.active[k].site);
     env["ATL_RESTART_COUNT"] = restarts;
@@ -57,17 +61,17 @@ Status UserCode::plan_ray(const PlanInput& in) {
   }
   ProcessLaunch head;
   head.stream = StreamId::ray_head();
-  head.command = ray_head_command(job, in.ray_bin, in.head_host);
+  head.command = ray_head_command(job, in.ray_bin, ray_head);
   head.scratch_dir = ray_temp_dir(job.job_id, "h");
-  EnvMap head_env = build_process_env(job, in.atl, in.head_site);
+  EnvMap head_env = build_process_env(job, in.atl, head_site);
   with_ray_auth(in, head_env);
   head.env = to_env_strings(head_env);
   launches_[kRayHeadStream] = std::move(head);
   pod_of_[kRayHeadStream] = in.head_pod;
   ProcessLaunch driver;
   driver.stream = StreamId::driver();
-  driver.command = ray_driver_command(job, in.ray_python, in.head_host, workers, in.ray_ready_wait);
-  EnvMap env = ray_driver_env(job, in.atl, in.head_site);
+  driver.command = ray_driver_command(job, in.ray_python, ray_head, workers, in.ray_ready_wait);
+  EnvMap env = ray_driver_env(job, in.atl, head_site);
   env["ATL_RESTART_COUNT"] = restarts;
   with_ray_auth(in, env);
   driver.env = to_env_strings(env);

@@ -64,6 +64,13 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
                                std::chrono::seconds wait,
                                std::chrono::seconds progress_every = std::chrono::seconds(10));
 
+// The address a Ray node is started on for a pod at `host`: `host` itself,
+// except the loopback name Ray replaces (127.0.0.1, localhost, ::1 become
+// the machine's own address: reachable from outside, and not the one atl
+// knows the pod by). A one-host job's Ray head takes 127.0.1.1 instead; its
+// local pods have 127.0.0.2, .3, ... (headnode --local-workers).
+std::string ray_node_host(const std::string& host);
+
 // Exit status of the driver command when the cluster never became ready.
 inline constexpr int kRayNotReadyExit = 3;
 
