@@ -298,6 +298,16 @@ TEST(RayMode, StopKeepsRayUpAndRecoverRunsTheDriverOnIt) {
   EXPECT_NE(head.output.find("[ray-head] "), std::string::npos) << head.output;
   EXPECT_NE(head.output.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos)
       << head.output;
+  // A debug command on worker 0's pod looks at Ray with the node's own
+  // environment (its token too) and leaves the node alone: its temp dir was
+  // removed when such a command ended, and the recovered driver failed.
+  auto ray_status = r.c.atlctl({"--address", r.address, "run", "-r", "0",
+                                "ray status --address " + r.hosts.address(0) + ":6379"});
+  EXPECT_EQ(ray_status.exit_code, 0) << ray_status.output;
+  EXPECT_NE(ray_status.output.find("Active:"), std::string::npos) << ray_status.output;
+  ASSERT_EQ(r.c.atlctl({"--address", r.address, "stop"}).exit_code, 0);  // ends debugCommand
+  EXPECT_EQ(::access(atl::ray_temp_dir(r.c.job_id(), "w0").c_str(), F_OK), 0)
+      << "worker 0's Ray temp dir was removed by a debug command";
   // atlctl check runs on the pods beside their Ray nodes (one per pod).
   auto check = r.c.atlctl({"--address", r.address, "check"});
   EXPECT_EQ(check.exit_code, 0) << check.output;
