@@ -3,6 +3,7 @@ import os
 import platform
 import statistics
 import subprocess
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("ATL_BIN_DIR", os.path.join(ROOT, "build", "bin"))
@@ -30,6 +31,18 @@ def machine():
                             capture_output=True, text=True).stdout.strip()
     return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.system()} "
             f"{platform.release()}, atl {commit}")
+
+
+def wait_line(path, prefix, timeout=60):
+    """The first line of the head's output file `path` that starts with
+    `prefix`, waiting for it up to `timeout` seconds (exits naming the file)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for line in open(path):
+            if line.startswith(prefix):
+                return line
+        time.sleep(0.02)
+    raise SystemExit("no '%s' from the head: see %s" % (prefix, path))
 
 
 def median(xs):

@@ -144,13 +144,7 @@ class AtlJob:
             self.start_worker(i)
 
     def wait_line(self, prefix, timeout=60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            for line in open(self.out.name):
-                if line.startswith(prefix):
-                    return line
-            time.sleep(0.02)
-        raise SystemExit("no '%s' from the head: see %s" % (prefix, self.out.name))
+        return common.wait_line(self.out.name, prefix, timeout)
 
     def start_worker(self, i):
         with open(os.path.join(self.dir, "nvml-%d" % i), "w") as f:

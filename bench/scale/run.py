@@ -75,13 +75,7 @@ class Job:
         self.per_process = per_process or max(100, -(-(pods + 1) // 8))
 
     def wait_line(self, prefix, timeout=60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            for line in open(self.out.name):
-                if line.startswith(prefix):
-                    return line
-            time.sleep(0.02)
-        raise SystemExit("no '%s' from the head: see %s" % (prefix, self.out.name))
+        return common.wait_line(self.out.name, prefix, timeout)
 
     def start_workers(self):
         """Pods 0 and 1 alone in processes of their own (the bench kills
