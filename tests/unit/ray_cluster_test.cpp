@@ -177,3 +177,20 @@ TEST(RayCluster, ANodeOnTheLoopbackNameRayReplacesTakesAnotherLoopbackAddress) {
   EXPECT_EQ(atl::ray_node_host("127.0.0.2"), "127.0.0.2");
   EXPECT_EQ(atl::ray_node_host("10.0.0.1"), "10.0.0.1");
 }
+
+// Nodes that would share an address can never all be alive in Ray: refused
+// at the plan, naming them and what to do, not after the readiness wait.
+TEST(RayCluster, NodesSharingAnAddressAreRefusedNamingThem) {
+  EXPECT_TRUE(
+      atl::ray_addresses_distinct("127.0.1.1", {{"w-0", "127.0.0.2"}, {"w-1", "127.0.0.3"}}).ok());
+  auto shared = atl::ray_addresses_distinct("10.0.0.1", {{"w-0", "10.0.0.2"}, {"w-1", "10.0.0.2"}});
+  ASSERT_FALSE(shared.ok());
+  EXPECT_EQ(shared.error(),
+            "ray mode: pod w-0 and pod w-1 share the address 10.0.0.2: Ray needs an address per "
+            "node (run each pod in its own network namespace, or give each its own with "
+            "workernode --advertise)");
+  auto with_head = atl::ray_addresses_distinct("10.0.0.1", {{"w-0", "10.0.0.1"}});
+  ASSERT_FALSE(with_head.ok());
+  EXPECT_NE(with_head.error().find("Ray's head and pod w-0 share the address 10.0.0.1"),
+            std::string::npos);
+}

@@ -299,3 +299,14 @@ TEST(UserCode, AOneHostRayJobPutsRaysHeadOnALoopbackAddressRayKeeps) {
   EXPECT_NE(code.launches().at(0).command.find("--address 127.0.1.1:6379"), std::string::npos);
   EXPECT_TRUE(has_env(code.launches().at(kDriverStream), "RAY_ADDRESS=127.0.1.1:6379"));
 }
+
+TEST(UserCode, ARayPlanWhosePodsShareAnAddressIsRefused) {
+  JobSpec job = job_of(JobMode::ray);
+  PlanInput in = input_for(job, 2);
+  in.active[1].info.address = in.active[0].info.address;
+  UserCode code;
+  auto planned = code.plan(in);
+  ASSERT_FALSE(planned.ok());
+  EXPECT_NE(planned.error().find("share the address 10.0.1.0"), std::string::npos)
+      << planned.error();
+}

@@ -1,6 +1,7 @@
 #include "atl/core/ray_cluster.hpp"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "atl/core/shell.hpp"
@@ -18,6 +19,19 @@ std::string head_address(const JobSpec& job, const std::string& head_host) {
 std::string ray_node_host(const std::string& host) {
   if (host == "127.0.0.1" || host == "localhost" || host == "::1") return "127.0.1.1";
   return host;
+}
+
+Status ray_addresses_distinct(const std::string& head_host, const std::vector<RayPod>& workers) {
+  std::map<std::string, std::string> taken{{head_host, "Ray's head"}};
+  for (const auto& w : workers) {
+    auto [it, fresh] = taken.emplace(w.address, "pod " + w.pod);
+    if (!fresh)
+      return make_error("ray mode: " + it->second + " and pod " + w.pod + " share the address " +
+                        w.address +
+                        ": Ray needs an address per node (run each pod in its own network "
+                        "namespace, or give each its own with workernode --advertise)");
+  }
+  return Ok{};
 }
 
 std::string ray_temp_dir(const std::string& job_id, const std::string& node) {

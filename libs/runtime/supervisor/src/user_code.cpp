@@ -43,10 +43,12 @@ Status UserCode::plan_ray(const PlanInput& in) {
   ProcessSite head_site = in.head_site;
   if (head_site.master_addr == in.head_host) head_site.master_addr = ray_head;
   std::vector<RayPod> workers;
+  for (const auto& pod : in.active) workers.push_back({pod.info.pod, pod.info.address});
+  // Nodes sharing an address could never all be alive in Ray: said now.
+  if (auto distinct = ray_addresses_distinct(ray_head, workers); !distinct) return distinct;
   for (size_t k = 0; k < in.active.size(); ++k) {
     const NodeInfo& info = in.active[k].info;
     const auto stream = static_cast<std::int32_t>(k);
-    workers.push_back({info.pod, info.address});
     ProcessLaunch launch;
     launch.stream = StreamId::of_rank(stream);
     launch.command = ray_worker_command(job, in.ray_bin, ray_head, info.address, in.ray_ready_wait,

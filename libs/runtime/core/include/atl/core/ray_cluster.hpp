@@ -71,6 +71,12 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
 // local pods have 127.0.0.2, .3, ... (headnode --local-workers).
 std::string ray_node_host(const std::string& host);
 
+// Ray tells its nodes apart by address: a cluster whose nodes would share
+// one (two pods advertising the same address, a pod at the head's) can never
+// become ready. The error names them and what to do, at the start, instead
+// of a readiness timeout later. `head_host` as ray_node_host gives it.
+Status ray_addresses_distinct(const std::string& head_host, const std::vector<RayPod>& workers);
+
 // Exit status of the driver command when the cluster never became ready.
 inline constexpr int kRayNotReadyExit = 3;
 
