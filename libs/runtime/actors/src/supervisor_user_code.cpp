@@ -18,13 +18,21 @@ ProcessSite head_site(const State& st) {
           st.config.advertised_host, 0, static_cast<int>(st.active().size()) + 1};
 }
 
-ProcessSite pod_site(const State& st, const std::string& pod) {
+namespace {
+
+// `pod`'s site when its index among the active pods is known (-1: none).
+ProcessSite site_at(const State& st, const std::string& pod, int active_index) {
   const NodeInfo* info = st.pods.info(pod);
+  return {pod, info ? info->interface : std::string(), st.config.advertised_host,
+          active_index < 0 ? -1 : active_index + 1, static_cast<int>(st.active().size()) + 1};
+}
+
+}  // namespace
+
+ProcessSite pod_site(const State& st, const std::string& pod) {
   const auto& active = st.active();
   const auto at = std::find(active.begin(), active.end(), pod);
-  const int pod_rank = at == active.end() ? -1 : static_cast<int>(at - active.begin()) + 1;
-  return {pod, info ? info->interface : std::string(), st.config.advertised_host, pod_rank,
-          static_cast<int>(active.size()) + 1};
+  return site_at(st, pod, at == active.end() ? -1 : static_cast<int>(at - active.begin()));
 }
 
 // Every stream's launch for the active pods: at each (re)start, since a
@@ -43,14 +51,18 @@ bool plan_user_code(Actor* self) {
   in.ray_token = st.config.ray_token;
   in.ray_ready_wait = std::chrono::duration_cast<std::chrono::seconds>(st.job().ray_ready_timeout);
   if (st.job().mode != JobMode::driver) {
-    for (const auto& pod : st.active()) {
+    // The plan walks the active pods in order: each one's index is known
+    // (pod_site's search, per pod, was quadratic at thousands of pods).
+    const auto& active = st.active();
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const std::string& pod = active[i];
       const NodeInfo* info = st.pods.info(pod);
       if (!info) {  // lost between the checks and now
         st.controller.fail(JobEvent::node_lost,
                            "pod " + pod + " was lost before its ranks started");
         return false;
       }
-      in.active.push_back({*info, pod_site(st, pod)});
+      in.active.push_back({*info, site_at(st, pod, static_cast<int>(i))});
     }
   }
   if (auto planned = st.code.plan(in); !planned) {
