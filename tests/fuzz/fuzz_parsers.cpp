@@ -15,6 +15,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/host_port.hpp"
+#include "atl/core/http_proxy.hpp"
 #include "atl/core/job_spec.hpp"
 #include "atl/core/metrics.hpp"
 #include "atl/core/placement.hpp"
@@ -215,6 +216,22 @@ void fuzz_dashboard(std::string_view in) {
   if (event.find('\r') != std::string::npos) broken("a CR inside an event");
   if (event.find("\n\n") != event.size() - 2) broken("a log piece that ends its event early");
   if (event.rfind("id: 42\ndata: ", 0) != 0) broken("an event without its id first");
+  // The /ray/ relay: a target it sends on is under the prefix, free of
+  // controls and spaces (a request line's bytes); atl's credentials never go.
+  if (auto t = atl::proxied_target(in, "/ray")) {
+    if (t->empty() || ((*t)[0] != '/')) broken("a relayed target that does not start with /");
+    for (unsigned char c : *t)
+      if (c <= 0x20 || c == 0x7f) broken("a control or space in a relayed target");
+  }
+  atl::HeaderList h = {
+      {"Cookie", std::string(in)}, {"Connection", std::string(in)}, {std::string(in), "x"}};
+  for (const auto& [k, v] : atl::upstream_request_headers(h, "Bearer t", "1.2.3.4", "/ray"))
+    if (v == std::string(in) && (k == "Cookie" || k == "Connection"))
+      broken("a browser's cookie or hop-by-hop header relayed");
+  auto next = atl::login_next(in);
+  if (!next.empty() && (next[0] != '/' || (next.size() > 1 && next[1] == '/') ||
+                        next.find_first_of("\"'<> ") != std::string::npos))
+    broken("a login next that leaves the dashboard or needs escaping");
 }
 
 using Target = void (*)(std::string_view);

@@ -201,3 +201,14 @@ TEST(DashboardToken, MadeOnceThenKept) {
   EXPECT_FALSE(atl::os::load_or_make_token_file(dir + "/no/such/dir/token").ok());
   std::system(("rm -rf " + dir).c_str());
 }
+
+TEST(LoginNext, OnlyTheDashboardsOwnPaths) {
+  EXPECT_EQ(login_next("/ray/"), "/ray/");
+  EXPECT_EQ(login_next("/"), "/");
+  EXPECT_EQ(login_next("/#logs/driver"), "/#logs/driver");
+  EXPECT_EQ(login_next("/ray/?a=1&b=%2F"), "/ray/?a=1&b=%2F");
+  for (const char* bad : {"", "ray/", "//evil.example/", "/\\evil", "https://evil/",
+                          "javascript:alert(1)", "/ray/\"><script>", "/a b", "/a\nb", "/ray/'x"})
+    EXPECT_EQ(login_next(bad), "") << bad;
+  EXPECT_EQ(login_next("/" + std::string(600, 'a')), "");
+}

@@ -128,4 +128,14 @@ void SessionTable::logout(std::string_view session) {
   if (auto it = sessions_.find(session); it != sessions_.end()) sessions_.erase(it);
 }
 
+std::string login_next(std::string_view next) {
+  if (next.size() < 1 || next.size() > 512 || next[0] != '/') return "";
+  if (next.size() > 1 && (next[1] == '/' || next[1] == '\\')) return "";
+  for (unsigned char c : next)
+    if (!(std::isalnum(c) ||
+          std::string_view("/-._~?=&%#+").find(static_cast<char>(c)) != std::string_view::npos))
+      return "";
+  return std::string(next);
+}
+
 }  // namespace atl

@@ -41,6 +41,12 @@ enum class Access {
 };
 const char* describe(Access a);  // a phrase for the 401's body
 
+// Where the login page sends a browser once it is in (`next`): one of the
+// dashboard's own paths ("/ray/", "/#logs/driver"), never another site
+// ("//evil", "/\\evil", "https://..."), nothing that would need escaping
+// in the page. Empty (the dashboard's front page) when it is not.
+std::string login_next(std::string_view next);
+
 struct SessionLimits {
   std::chrono::milliseconds idle = std::chrono::hours(8);
   std::chrono::milliseconds max_age = std::chrono::hours(24);

@@ -1,0 +1,112 @@
+#include "atl/core/http_proxy.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace atl {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return "";
+  auto e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// The hop-by-hop headers of a message: the fixed ones and those its
+// Connection header names (lower case).
+std::set<std::string> hop_by_hop(const HeaderList& in) {
+  std::set<std::string> names = {"connection",
+                                 "keep-alive",
+                                 "te",
+                                 "trailer",
+                                 "upgrade",
+                                 "transfer-encoding",
+                                 "host",
+                                 "content-length",
+                                 "proxy-connection",
+                                 "proxy-authenticate",
+                                 "proxy-authorization"};
+  for (const auto& [k, v] : in) {
+    if (lower(k) != "connection") continue;
+    std::string_view rest = v;
+    while (!rest.empty()) {
+      auto comma = rest.find(',');
+      names.insert(lower(trim(rest.substr(0, comma))));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+Expected<std::string> proxied_target(std::string_view target, std::string_view prefix) {
+  for (unsigned char c : target)
+    if (c <= 0x20 || c == 0x7f) return make_error("the request's path holds a control or space");
+  if (target.substr(0, prefix.size()) != prefix)
+    return make_error("'" + std::string(target) + "' is not under " + std::string(prefix));
+  std::string_view rest = target.substr(prefix.size());
+  if (rest.empty()) return std::string("/");
+  if (rest.front() == '?') return "/" + std::string(rest);
+  if (rest.front() != '/')
+    return make_error("'" + std::string(target) + "' is not under " + std::string(prefix) + "/");
+  return std::string(rest);
+}
+
+HeaderList upstream_request_headers(const HeaderList& in, const std::string& auth,
+                                    const std::string& client_addr, std::string_view prefix) {
+  const auto drop = hop_by_hop(in);
+  HeaderList out;
+  std::string forwarded_for;
+  for (const auto& [k, v] : in) {
+    const std::string name = lower(k);
+    if (drop.count(name) || name == "cookie" || name == "authorization" ||
+        name == "x-ray-authorization" || name == "x-forwarded-prefix" || name == "accept-encoding")
+      continue;
+    if (name == "x-forwarded-for") {
+      forwarded_for = v;
+      continue;
+    }
+    out.emplace_back(k, v);
+  }
+  if (!auth.empty()) out.emplace_back("Authorization", auth);
+  if (!client_addr.empty())
+    forwarded_for = forwarded_for.empty() ? client_addr : forwarded_for + ", " + client_addr;
+  if (!forwarded_for.empty()) out.emplace_back("X-Forwarded-For", forwarded_for);
+  out.emplace_back("X-Forwarded-Prefix", std::string(prefix));
+  return out;
+}
+
+HeaderList downstream_response_headers(const HeaderList& in, std::string_view prefix) {
+  const auto drop = hop_by_hop(in);
+  HeaderList out;
+  for (const auto& [k, v] : in) {
+    const std::string name = lower(k);
+    if (drop.count(name) || name == "set-cookie") continue;
+    if (name == "location" && v.size() > 0 && v[0] == '/' && (v.size() == 1 || v[1] != '/')) {
+      out.emplace_back(k, std::string(prefix) + v);
+      continue;
+    }
+    out.emplace_back(k, v);
+  }
+  return out;
+}
+
+bool asks_upgrade(const HeaderList& in) {
+  for (const auto& [k, v] : in)
+    if (lower(k) == "upgrade" && !trim(v).empty()) return true;
+  return false;
+}
+
+}  // namespace atl

@@ -1,0 +1,135 @@
+// The rules of the dashboard's proxy to a service under a path (Ray's
+// dashboard at /ray/): targets, and the headers each way.
+#include "atl/core/http_proxy.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace atl;
+
+namespace {
+
+std::string value(const HeaderList& h, const std::string& name) {
+  std::string out;
+  for (const auto& [k, v] : h)
+    if (k == name) out += (out.empty() ? "" : "|") + v;
+  return out;
+}
+
+bool has(const HeaderList& h, const std::string& name) {
+  for (const auto& [k, v] : h)
+    if (k == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(ProxiedTarget, StripsThePrefixAndKeepsTheQuery) {
+  EXPECT_EQ(*proxied_target("/ray/api/jobs/?limit=5", "/ray"), "/api/jobs/?limit=5");
+  EXPECT_EQ(*proxied_target("/ray/", "/ray"), "/");
+  EXPECT_EQ(*proxied_target("/ray", "/ray"), "/");
+  EXPECT_EQ(*proxied_target("/ray?x=1", "/ray"), "/?x=1");
+  EXPECT_EQ(*proxied_target("/ray/static/js/main.js", "/ray"), "/static/js/main.js");
+  // Escapes pass as they came: the service decodes its own path.
+  EXPECT_EQ(*proxied_target("/ray/api/v0/logs/file?filename=a%20b", "/ray"),
+            "/api/v0/logs/file?filename=a%20b");
+}
+
+TEST(ProxiedTarget, RefusesWhatIsNotUnderThePrefixOrCannotBeARequestLine) {
+  EXPECT_FALSE(proxied_target("/api/status", "/ray"));
+  EXPECT_FALSE(proxied_target("/rayx/api", "/ray"));
+  EXPECT_FALSE(proxied_target("/ra", "/ray"));
+  EXPECT_FALSE(proxied_target("", "/ray"));
+  auto crlf = proxied_target("/ray/a\r\nX-Evil: 1", "/ray");
+  ASSERT_FALSE(crlf);
+  EXPECT_NE(crlf.error().find("control or space"), std::string::npos);
+  EXPECT_FALSE(proxied_target("/ray/a b", "/ray"));
+  EXPECT_FALSE(proxied_target(std::string("/ray/a\0b", 8), "/ray"));
+  EXPECT_FALSE(proxied_target("/ray/\x7f", "/ray"));
+}
+
+TEST(UpstreamHeaders, AtlsCredentialsNeverReachTheServiceAndItsOwnAreAdded) {
+  HeaderList in = {{"Cookie", "atl_session=S"},
+                   {"Authorization", "Bearer atl-dashboard-token"},
+                   {"X-Ray-Authorization", "Bearer forged"},
+                   {"Accept", "application/json"},
+                   {"User-Agent", "curl/7.88"}};
+  auto out = upstream_request_headers(in, "Bearer ray-token", "10.0.0.7", "/ray");
+  EXPECT_FALSE(has(out, "Cookie"));
+  EXPECT_FALSE(has(out, "X-Ray-Authorization"));
+  EXPECT_EQ(value(out, "Authorization"), "Bearer ray-token");
+  EXPECT_EQ(value(out, "Accept"), "application/json");
+  EXPECT_EQ(value(out, "User-Agent"), "curl/7.88");
+  EXPECT_EQ(value(out, "X-Forwarded-For"), "10.0.0.7");
+  EXPECT_EQ(value(out, "X-Forwarded-Prefix"), "/ray");
+}
+
+TEST(UpstreamHeaders, WithoutAServiceTokenNoAuthorizationIsSent) {
+  auto out = upstream_request_headers({{"authorization", "Bearer atl"}}, "", "", "/tb");
+  EXPECT_FALSE(has(out, "Authorization"));
+  EXPECT_FALSE(has(out, "authorization"));
+  EXPECT_FALSE(has(out, "X-Forwarded-For"));
+}
+
+TEST(UpstreamHeaders, HopByHopAndFramingHeadersAreEachLegsOwn) {
+  HeaderList in = {{"Connection", "keep-alive, X-Secret-Hop"},
+                   {"X-Secret-Hop", "1"},
+                   {"Keep-Alive", "timeout=5"},
+                   {"Host", "head:8266"},
+                   {"Content-Length", "12"},
+                   {"Transfer-Encoding", "chunked"},
+                   {"TE", "trailers"},
+                   {"Upgrade", "websocket"},
+                   {"Proxy-Authorization", "Basic x"},
+                   {"Content-Type", "application/json"},
+                   {"Accept-Encoding", "gzip, br"},
+                   {"X-Forwarded-For", "1.2.3.4"},
+                   {"X-Forwarded-Prefix", "/elsewhere"}};
+  auto out = upstream_request_headers(in, "", "10.0.0.7", "/ray");
+  for (const char* gone :
+       {"Connection", "X-Secret-Hop", "Keep-Alive", "Host", "Content-Length", "Transfer-Encoding",
+        "TE", "Upgrade", "Proxy-Authorization", "Accept-Encoding"})
+    EXPECT_FALSE(has(out, gone)) << gone;
+  EXPECT_EQ(value(out, "Content-Type"), "application/json");
+  // A chain of proxies is kept; a prefix claimed by the client is not.
+  EXPECT_EQ(value(out, "X-Forwarded-For"), "1.2.3.4, 10.0.0.7");
+  EXPECT_EQ(value(out, "X-Forwarded-Prefix"), "/ray");
+}
+
+TEST(DownstreamHeaders, TheServicesCookiesAndFramingStayBehind) {
+  HeaderList in = {{"Set-Cookie", "ray-authentication-token=T; Path=/"},
+                   {"Content-Type", "text/html"},
+                   {"Content-Length", "100"},
+                   {"Transfer-Encoding", "chunked"},
+                   {"connection", "close, X-Hop"},
+                   {"X-Hop", "1"},
+                   {"Cache-Control", "no-cache"}};
+  auto out = downstream_response_headers(in, "/ray");
+  EXPECT_FALSE(has(out, "Set-Cookie"));
+  EXPECT_FALSE(has(out, "Content-Length"));
+  EXPECT_FALSE(has(out, "Transfer-Encoding"));
+  EXPECT_FALSE(has(out, "connection"));
+  EXPECT_FALSE(has(out, "X-Hop"));
+  EXPECT_EQ(value(out, "Content-Type"), "text/html");
+  EXPECT_EQ(value(out, "Cache-Control"), "no-cache");
+}
+
+TEST(DownstreamHeaders, ARedirectToTheServicesOwnPathStaysUnderThePrefix) {
+  EXPECT_EQ(value(downstream_response_headers({{"Location", "/#/jobs"}}, "/ray"), "Location"),
+            "/ray/#/jobs");
+  EXPECT_EQ(value(downstream_response_headers({{"Location", "/"}}, "/ray"), "Location"), "/ray/");
+  // Relative, other hosts and scheme-relative addresses are left alone.
+  EXPECT_EQ(value(downstream_response_headers({{"Location", "jobs"}}, "/ray"), "Location"), "jobs");
+  EXPECT_EQ(
+      value(downstream_response_headers({{"Location", "https://ray.io/x"}}, "/ray"), "Location"),
+      "https://ray.io/x");
+  EXPECT_EQ(value(downstream_response_headers({{"Location", "//evil/x"}}, "/ray"), "Location"),
+            "//evil/x");
+}
+
+TEST(AsksUpgrade, OnlyANonEmptyUpgradeHeader) {
+  EXPECT_TRUE(asks_upgrade({{"Upgrade", "websocket"}, {"Connection", "Upgrade"}}));
+  EXPECT_TRUE(asks_upgrade({{"upgrade", "h2c"}}));
+  EXPECT_FALSE(asks_upgrade({{"Upgrade", " "}}));
+  EXPECT_FALSE(asks_upgrade({{"Connection", "keep-alive"}}));
+  EXPECT_FALSE(asks_upgrade({}));
+}
