@@ -521,6 +521,7 @@ int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
     std::cout << j.dump(2) << "\n";
   } else if (vm.count("no-token")) {
     std::cout << j["url"].get<std::string>() << "\n";
+    if (j.contains("ray")) std::cout << "Ray's dashboard: " << j["ray"].get<std::string>() << "\n";
   } else {
     // The login link: the page trades the token for a session cookie and
     // drops it from the address bar. A mounted token may hold any printable
@@ -536,6 +537,10 @@ int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
       }
     }
     std::cout << j["url"].get<std::string>() << "/login?token=" << query << "\n";
+    // Ray mode: the same login, landing on Ray's dashboard.
+    if (j.contains("ray"))
+      std::cout << "Ray's dashboard: " << j["url"].get<std::string>() << "/login?token=" << query
+                << "&next=/ray/\n";
   }
   return kExitOk;
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "atl/core/dashboard_auth.hpp"
 #include "atl/core/reply_code.hpp"
@@ -84,11 +85,23 @@ bool is_public(const std::string& path) {
   return path == "/login" || path == "/static/style.css" || path == "/favicon.ico";
 }
 
+bool under(const std::string& path, const std::string& prefix) {
+  return path == prefix || path.rfind(prefix + "/", 0) == 0;
+}
+
+// A value for the login page's hidden field (login_next allows no quote,
+// bracket or ampersand entity that would need escaping).
+std::string next_of(const httplib::Request& req) {
+  return req.has_param("next") ? login_next(req.get_param_value("next")) : "";
+}
+
 }  // namespace
 
 struct DashboardServer::Impl {
   LobbyOf lobby;  // destroyed last: after the server's thread is joined
   DashboardConfig config;
+  // Services relayed under a prefix (ray mode: Ray's dashboard at /ray).
+  std::vector<std::unique_ptr<ServiceProxy>> relays;
   std::unique_ptr<httplib::Server> server;
   std::shared_ptr<HeadQueries> queries;
   std::thread thread;
@@ -123,7 +136,7 @@ struct DashboardServer::Impl {
     return !stop_cv.wait_for(lock, d, [this] { return stopping.load(); });
   }
 
-  void login_page(httplib::Response& res, const std::string& error) {
+  void login_page(httplib::Response& res, const std::string& error, const std::string& next) {
     std::string page(ATL_ASSET_VIEW(login_html));
     auto put = [&page](std::string_view mark, const std::string& text) {
       if (auto at = page.find(mark); at != std::string::npos) page.replace(at, mark.size(), text);
@@ -131,10 +144,12 @@ struct DashboardServer::Impl {
     put("<!--job-->", config.job_id);  // a validated job id: [a-z0-9-]
     put("<!--error-->",
         error.empty() ? "" : "<p class=\"error\" id=\"login-error\">" + error + "</p>");
+    put("<!--next-->",
+        next.empty() ? "" : "<input type=\"hidden\" name=\"next\" value=\"" + next + "\">");
     res.set_content(page, "text/html; charset=utf-8");
   }
 
-  void log_in(const std::string& token, httplib::Response& res) {
+  void log_in(const std::string& token, const std::string& next, httplib::Response& res) {
     Expected<std::string> session = make_error("");
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -142,13 +157,19 @@ struct DashboardServer::Impl {
     }
     if (!session) {
       res.status = 401;
-      login_page(res, "Wrong token.");
+      login_page(res, "Wrong token.", next);
       return;
     }
     std::string cookie = std::string(kCookie) + "=" + *session + "; Path=/; HttpOnly; SameSite=Lax";
     if (config.tls) cookie += "; Secure";
     res.set_header("Set-Cookie", cookie);
-    res.set_redirect("/", 303);
+    res.set_redirect(next.empty() ? "/" : next, 303);
+  }
+
+  const ServiceProxy* relay_of(const std::string& path) const {
+    for (const auto& r : relays)
+      if (under(path, r->target().prefix)) return r.get();
+    return nullptr;
   }
 
   void routes();
@@ -169,9 +190,17 @@ void DashboardServer::Impl::routes() {
     if (a == Access::granted) return httplib::Server::HandlerResponse::Unhandled;
     // A stranger's connection is not kept alive: it would hold a thread.
     res.set_header("Connection", "close");
-    if (req.path.rfind("/api/", 0) == 0 || req.path == "/metrics") {
+    const ServiceProxy* relayed = relay_of(req.path);
+    if (req.path.rfind("/api/", 0) == 0 || req.path == "/metrics" ||
+        (relayed && req.path.rfind(relayed->target().prefix + "/api/", 0) == 0)) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"atl\"");
       fail(res, 401, describe(a));
+    } else if (relayed) {
+      // A relayed service's pages: refused as such (a 401), with the form
+      // that logs in and comes back here.
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"atl\"");
+      login_page(res, "", relayed->target().prefix + "/");
     } else {
       res.set_redirect("/login", 303);
     }
@@ -179,14 +208,16 @@ void DashboardServer::Impl::routes() {
   });
 
   s.Get("/login", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_param("token")) return log_in(req.get_param_value("token"), res);
-    login_page(res, "");
+    if (req.has_param("token")) return log_in(req.get_param_value("token"), next_of(req), res);
+    login_page(res, "", next_of(req));
   });
   s.Post("/login", [this](const httplib::Request& req, httplib::Response& res) {
     httplib::Params form;
     httplib::detail::parse_query_text(req.body, form);
     auto it = form.find("token");
-    log_in(it == form.end() ? "" : it->second, res);
+    auto next = form.find("next");
+    log_in(it == form.end() ? "" : it->second, next == form.end() ? "" : login_next(next->second),
+           res);
   });
   s.Post("/logout", [this](const httplib::Request& req, httplib::Response& res) {
     if (auto id = cookie_value(req.get_header_value("Cookie"), kCookie)) {
@@ -404,6 +435,34 @@ Expected<std::uint16_t> DashboardServer::bind(std::string* note) {
   if (bound) impl_->lobby.bound(*impl_->server);
   if (bound && note && !note->empty()) *note += " (give --dashboard-port to choose)";
   return bound;
+}
+
+// A relayed service is read through the dashboard: GET (and HEAD). What acts
+// (Ray's job API's POST and DELETE run and stop commands) stays inside the
+// job, as everything else that acts: the dashboard is read-only. The
+// service's pages use relative paths, so its HTML is never rewritten.
+void DashboardServer::relay(ServiceTarget target) {
+  httplib::Server& s = *impl_->server;
+  impl_->relays.push_back(std::make_unique<ServiceProxy>(std::move(target)));
+  ServiceProxy* proxy = impl_->relays.back().get();
+  const std::string prefix = proxy->target().prefix;
+  s.Get(prefix, [prefix](const httplib::Request&, httplib::Response& res) {
+    res.set_redirect(prefix + "/", 301);
+  });
+  const std::string pattern = prefix + "/.*";
+  s.Get(pattern,
+        [proxy](const httplib::Request& req, httplib::Response& res) { proxy->handle(req, res); });
+  auto refuse = [proxy](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", "GET, HEAD");
+    fail(res, 405,
+         req.method + " to " + proxy->target().name +
+             ": it is read-only through the dashboard (act from inside the job: " +
+             proxy->target().inside + ")");
+  };
+  s.Post(pattern, refuse);
+  s.Put(pattern, refuse);
+  s.Patch(pattern, refuse);
+  s.Delete(pattern, refuse);
 }
 
 void DashboardServer::serve(std::shared_ptr<HeadQueries> queries) {

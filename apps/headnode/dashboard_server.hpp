@@ -13,9 +13,13 @@
 //   GET  /api/logs/S/follow?offset=N  Server-Sent Events: its lines as it grows (sse.hpp)
 //   GET  /api/runs/N/report   the burn figures in debug run N's output, per stream
 //   GET  /metrics          Prometheus text (a scraper sends Authorization: Bearer TOKEN)
-// Anything without a valid session or bearer token: 401 (API, /metrics) or a
-// redirect to /login (pages). Log reads go to the files directly, never
-// through the log sink: followers cost the job's log path nothing.
+//   GET  /ray/...          ray mode: Ray's dashboard (on the head pod's loopback,
+//                          with the job's Ray token), relayed (service_proxy.hpp);
+//                          other methods 405: its job API acts, the dashboard reads
+// Anything without a valid session or bearer token: 401 (API, /metrics,
+// /ray/: its page is the login form, which comes back to it) or a redirect
+// to /login (pages). /login?next=PATH comes back to PATH once logged in. Log reads go to the files
+// directly, never through the log sink: followers cost the job's log path nothing.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@
 #include "atl/core/expected.hpp"
 #include "atl/os/tls_credentials.hpp"
 #include "head_queries.hpp"
+#include "service_proxy.hpp"
 
 namespace atl::headnode {
 
@@ -49,6 +54,9 @@ class DashboardServer {
   // Listens (answers nothing until serve); the port. `note` tells of a
   // fallback from a taken default port.
   Expected<std::uint16_t> bind(std::string* note);
+  // Serves a service on the head pod's loopback at target.prefix, to
+  // logged-in sessions, GET only (Ray's dashboard at /ray/). Before serve.
+  void relay(ServiceTarget target);
   void serve(std::shared_ptr<HeadQueries> queries);
   const char* scheme() const;  // "https" or "http"
 

@@ -27,6 +27,7 @@
 #include "atl/os/job_store.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "atl/os/reach_probe.hpp"
 #include "atl/os/secrets.hpp"
 #include "atl/os/termination_signals.hpp"
 #include "atl/os/tls_credentials.hpp"
@@ -103,6 +104,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "grace", po::value<std::string>(),
       "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
       "ray-port", po::value<int>(), "ray mode: port of Ray's head (GCS) (default 6379)")(
+      "ray-dashboard-port", po::value<int>(),
+      "ray mode: port of Ray's dashboard on the head pod's loopback (default 8265, or any free "
+      "one when that is taken; 0: any free one); atl's dashboard serves it at /ray/")(
       "ray-bin", po::value<std::string>(),
       "ray mode: the image's `ray` command (default: ray on PATH)")(
       "master-port", po::value<int>(),
@@ -244,6 +248,11 @@ HeadOptions parse_options(int argc, char** argv) {
     job.ray_port = vm["ray-port"].as<int>();
     if (job.ray_port < 1 || job.ray_port > 65535)
       atl::cli::usage_error("headnode", "--ray-port: must be between 1 and 65535");
+  }
+  if (vm.count("ray-dashboard-port")) {
+    job.ray_dashboard_port = vm["ray-dashboard-port"].as<int>();
+    if (job.ray_dashboard_port < 0 || job.ray_dashboard_port > 65535)
+      atl::cli::usage_error("headnode", "--ray-dashboard-port: must be between 0 and 65535");
   }
   if (vm.count("ray-bin")) opt.ray_bin = vm["ray-bin"].as<std::string>();
   if (vm.count("master-port")) {
@@ -420,6 +429,25 @@ HeadCredentials head_credentials(const HeadOptions& opt) {
   return {std::move(files).value(), false};
 }
 
+// Ray mode: the port Ray's dashboard will take on the head pod's loopback,
+// found free now (0: any; Ray's default 8265 taken: any, with a warning
+// unless atl's own dashboard has it; another taken: a usage error). Ray
+// starts on it once the workers joined.
+void settle_ray_dashboard_port(atl::JobSpec& job, int atl_dashboard_port) {
+  if (job.mode != atl::JobMode::ray) return;
+  const int wanted = job.ray_dashboard_port;
+  auto free = atl::os::ProbeListener::open("127.0.0.1", static_cast<std::uint16_t>(wanted));
+  if (!free && wanted == atl::JobSpec{}.ray_dashboard_port) {
+    free = atl::os::ProbeListener::open("127.0.0.1");
+    if (free && wanted != atl_dashboard_port)
+      std::cerr << "headnode: warning: Ray's dashboard: port " << wanted
+                << " is taken on 127.0.0.1, using " << free->port()
+                << " (give --ray-dashboard-port to choose)\n";
+  }
+  if (!free) atl::cli::usage_error("headnode", "--ray-dashboard-port: " + free.error());
+  job.ray_dashboard_port = free->port();
+}
+
 // The dashboard, listening before anything starts (a port given and taken
 // is a failure now, not after the job began); its address for the supervisor.
 std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
@@ -493,8 +521,24 @@ int main(int argc, char** argv) {
   if (made.valid()) {
     if (auto ready = made.get(); !ready) refuse("--tls-dir: " + ready.error());
   }
+  // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
+  // and kept across head restarts; the pods get it with their launches,
+  // over mTLS, and the dashboard's /ray/ relay with each request.
+  // Ray's dashboard takes its port after atl's took its own (both may
+  // want 8265: a pod's manifest gives atl's that port).
   std::string dashboard_url, dashboard_token;
   auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token);
+  std::string ray_token;
+  if (opt.job.mode == atl::JobMode::ray) {
+    auto loaded = atl::os::load_or_make_token_file(opt.state_dir + "/ray-token");
+    if (!loaded) refuse("--state-dir: " + loaded.error());
+    ray_token = *loaded;
+    settle_ray_dashboard_port(opt.job, opt.dashboard_port);
+    if (dashboard)
+      dashboard->relay({"Ray's dashboard", "/ray", "127.0.0.1",
+                        static_cast<std::uint16_t>(opt.job.ray_dashboard_port),
+                        "Bearer " + ray_token, "ray job submit in the head pod, or the driver"});
+  }
 
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
@@ -525,13 +569,7 @@ int main(int argc, char** argv) {
     config.resumed = std::move(resumed);
     config.ray_bin = opt.ray_bin;
     config.ray_python = opt.ray_python;
-    if (opt.job.mode == atl::JobMode::ray) {
-      // The job's Ray token: made once (0600) beside the dashboard's, kept
-      // across head restarts; the pods get it with their launches, over mTLS.
-      auto token = atl::os::load_or_make_token_file(opt.state_dir + "/ray-token");
-      if (!token) atl::cli::usage_error("headnode", "--state-dir: " + token.error());
-      config.ray_token = *token;
-    }
+    config.ray_token = ray_token;
     config.dashboard_url = dashboard_url;
     config.dashboard_token = dashboard_token;
     config.finished_kept = opt.history;

@@ -31,7 +31,8 @@ struct ServiceTarget {
   std::string prefix;  // "/ray"
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
-  std::string auth;  // the Authorization the service wants ("Bearer T"); empty: none
+  std::string auth;    // the Authorization the service wants ("Bearer T"); empty: none
+  std::string inside;  // how to act on it from inside the job (in the dashboard's 405)
 };
 
 class ServiceProxy {

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""bench/ray: a 1+2 Ray cluster (head + two workers, each in a network
-namespace of its own) running examples/ray/program.py, two ways on the same
-machine in the same run:
+"""bench/ray: a 1+2 Ray cluster (head + two workers) running
+examples/ray/program.py, four ways on the same machine in the same run:
 
-  atl      headnode --mode ray + two workernodes: atl starts Ray everywhere,
-           gates on Ray's API, runs the driver, stops Ray at the end.
-  by hand  `ray start --head --block`, `ray start --address ... --block` on
-           each worker (once the head answers), then `ray job submit`.
+  atl              headnode --mode ray + two workernodes, each in a network
+                   namespace of its own: atl starts Ray everywhere, gates on
+                   Ray's API, runs the driver, stops Ray at the end.
+  by hand          `ray start --head --block`, `ray start --address ...
+                   --block` on each worker (once the head answers), then
+                   `ray job submit`, in the same namespaces.
+  atl, one host    headnode --job examples/ray/job.json --local-workers 2, no
+                   namespaces (each local pod a loopback address of its own).
+  by hand, one host  the same `ray start`s at 127.0.1.1, 127.0.0.2, .3 (what
+                   a Ray user does for several nodes on one machine).
 
 Measured from the first command: the driver running (it stamps the time
 first thing) and the whole job's end. Needs root (ip netns) and Ray
@@ -68,11 +73,21 @@ class Hosts:
         return ["ip", "netns", "exec", self.ns[k]]
 
     def close(self):
-        for ns in self.ns:
+        for ns in getattr(self, "ns", []):
             sh(f"ip netns del {ns}")
         for link in self.links:
             sh(f"ip link del {link}")
         sh(f"ip link del {self.bridge}")
+
+
+class OneHost:
+    """No namespaces: the addresses atl gives a one-host Ray cluster."""
+
+    def addr(self, k):
+        return ["127.0.1.1", "127.0.0.2", "127.0.0.3"][k]
+
+    def on(self, k):
+        return []
 
 
 def wait_file(path, timeout):
@@ -123,6 +138,26 @@ def run_atl(hosts, ray_bin):
         driver = wait_file(stamp, 1)
         if code != 0 or driver is None or "RAY PROGRAM OK" not in out:
             raise SystemExit(f"atl run failed (exit {code}):\n" + out[-3000:])
+        return driver - t0, t_end - t0
+
+
+def run_atl_one_host(ray_bin):
+    """(driver running, job end): headnode --local-workers 2, one command."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stamp = os.path.join(tmp, "driver")
+        job_id = "jo-benchray" + "".join(random.choice("abcdef") for _ in range(6))
+        t0 = time.time()
+        run = subprocess.run(
+            [common.binary("headnode"), "--port", "0", "--job-id", job_id, "--state-dir",
+             f"{tmp}/s", "--job", JOB, "--local-workers", "2", "--ray-bin", ray_bin,
+             "--dashboard-port", "0", "--ray-dashboard-port", "0", "--",
+             f"date +%s.%N > {stamp}; python3 {PROGRAM}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env_with(ray_bin), text=True)
+        t_end = time.time()
+        driver = wait_file(stamp, 1)
+        if run.returncode != 0 or driver is None or "RAY PROGRAM OK" not in run.stdout:
+            raise SystemExit(f"atl one-host run failed (exit {run.returncode}):\n" +
+                             run.stdout[-3000:])
         return driver - t0, t_end - t0
 
 
@@ -199,14 +234,17 @@ def main():
     version = subprocess.run([args.ray_bin, "--version"], capture_output=True,
                              text=True).stdout.strip()
     hosts = Hosts()
-    atl, hand = [], []
+    atl, hand, atl1, hand1 = [], [], [], []
+    ways = [("atl", atl, lambda: run_atl(hosts, args.ray_bin)),
+            ("by hand", hand, lambda: run_by_hand(hosts, args.ray_bin)),
+            ("atl, one host", atl1, lambda: run_atl_one_host(args.ray_bin)),
+            ("by hand, one host", hand1, lambda: run_by_hand(OneHost(), args.ray_bin))]
     try:
-        for i in range(args.runs):  # alternating: both see the same machine state
-            atl.append(run_atl(hosts, args.ray_bin))
-            print(f"run {i + 1} atl: driver {atl[-1][0]:.2f} s, end {atl[-1][1]:.2f} s", flush=True)
-            hand.append(run_by_hand(hosts, args.ray_bin))
-            print(f"run {i + 1} by hand: driver {hand[-1][0]:.2f} s, end {hand[-1][1]:.2f} s",
-                  flush=True)
+        for i in range(args.runs):  # alternating: all see the same machine state
+            for name, into, run in ways:
+                into.append(run())
+                print(f"run {i + 1} {name}: driver {into[-1][0]:.2f} s, end {into[-1][1]:.2f} s",
+                      flush=True)
     finally:
         hosts.close()
     med = lambda xs, k: common.median([x[k] for x in xs])  # noqa: E731
@@ -214,14 +252,19 @@ def main():
         "# bench/ray: a 1+2 Ray cluster running examples/ray/program.py",
         "",
         f"Machine: {common.machine()}; {version}.",
-        f"Command: `bench/ray/run.py --runs {args.runs}` (medians; the two ways alternate). "
-        "Head and two workers each in a network namespace of their own; 1 CPU per node.",
+        f"Command: `bench/ray/run.py --runs {args.runs}` (medians; the four ways alternate). "
+        "Head and two workers each in a network namespace of their own, or all on one host "
+        "at loopback addresses of their own; 1 CPU per node.",
         "",
         "| way | submitted -> driver running (s) | submitted -> job end (s) |",
         "|---|---:|---:|",
         f"| atl (`headnode --mode ray` + 2 `workernode`) | {med(atl, 0):.2f} | {med(atl, 1):.2f} |",
         f"| by hand (`ray start` x3, then `ray job submit`) | {med(hand, 0):.2f} | "
         f"{med(hand, 1):.2f} |",
+        f"| atl, one host (`headnode --job examples/ray/job.json --local-workers 2`) | "
+        f"{med(atl1, 0):.2f} | {med(atl1, 1):.2f} |",
+        f"| by hand, one host (`ray start` x3 at 127.0.1.1, 127.0.0.2, .3, then `ray job "
+        f"submit`) | {med(hand1, 0):.2f} | {med(hand1, 1):.2f} |",
         "",
         "Both wait for Ray to show all three nodes before the driver starts (atl's gate; by hand",
         "a `ray.nodes()` poll, then `ray job submit`). atl's end includes stopping Ray on every",

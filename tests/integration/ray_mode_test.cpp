@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "atl/core/ray_cluster.hpp"
@@ -182,6 +183,79 @@ TEST(RayMode, OnlyAClientWithTheJobsRayTokenGetsIn) {
   EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
+// Ray's dashboard (whose job API runs any command) listens on the head pod's
+// loopback only and wants the job's Ray token; atl's dashboard relays it at
+// /ray/ to a logged-in session alone (401 otherwise), and says where.
+TEST(RayMode, RaysDashboardIsReachedOnlyThroughAtlsLogin) {
+  RayCluster r;
+  if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start(kProgram + " && echo PROGRAM DONE && exec sleep 600");
+  ASSERT_TRUE(r.c.wait_for_output(*r.head, "[driver] PROGRAM DONE", 240s)) << r.c.output(*r.head);
+  std::string out = r.c.output(*r.head);
+  auto at = out.find("dashboard https://");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string url = out.substr(at + 10, out.find('\n', at) - at - 10);
+  const std::string ca = r.c.state_dir() + "/tls/ca.pem";
+  std::string token = read_file(r.c.state_dir() + "/dashboard-token");
+  token = token.substr(0, token.find('\n'));
+  // One request from pod `host`'s network namespace.
+  auto probe = [&](int host, std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        "/usr/bin/python3", std::string(ATL_SOURCE_DIR) + "/tests/integration/http_probe.py"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto& p = r.c.start("probe", concat(r.hosts.on(host), argv));
+    EXPECT_EQ(r.c.wait_exit(p, 90s), 0);
+    std::string text = r.c.output(p);  // the probe's answer is its last line
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    auto j = nlohmann::json::parse(text.substr(text.rfind('\n') + 1), nullptr, false);
+    EXPECT_TRUE(j.is_object()) << text;
+    return j.is_object() ? j : nlohmann::json::object();
+  };
+  // From a worker pod, Ray's dashboard port on the head's address is closed.
+  auto outside = probe(1, {"http://" + r.hosts.address(0) + ":8265/api/version"});
+  EXPECT_TRUE(outside.contains("error")) << outside.dump();
+  // In the head pod, Ray itself wants the job's token.
+  auto bare = probe(0, {"http://127.0.0.1:8265/api/jobs/"});
+  EXPECT_EQ(bare.value("status", 0), 401) << bare.dump();
+  // Through atl's dashboard, without a session: refused, with the login form.
+  auto page = probe(1, {url + "/ray/", "--ca", ca});
+  EXPECT_EQ(page.value("status", 0), 401) << page.dump();
+  EXPECT_NE(page.value("body", "").find(R"(name="next" value="/ray/")"), std::string::npos);
+  auto jobs = probe(1, {url + "/ray/api/jobs/", "--ca", ca});
+  EXPECT_EQ(jobs.value("status", 0), 401) << jobs.dump();
+  // The login comes back to Ray's dashboard, which then answers as Ray.
+  auto login = probe(1, {url + "/login", "--ca", ca, "--method", "POST", "--form",
+                         "token=" + token + "&next=/ray/"});
+  EXPECT_EQ(login.value("status", 0), 303) << login.dump();
+  EXPECT_EQ(login.value("location", ""), "/ray/") << login.dump();
+  const std::string set_cookie = login.value("set_cookie", "");
+  const std::string cookie = set_cookie.substr(0, set_cookie.find(';'));
+  ASSERT_EQ(cookie.rfind("atl_session=", 0), 0u) << login.dump();
+  page = probe(1, {url + "/ray/", "--ca", ca, "--cookie", cookie});
+  EXPECT_EQ(page.value("status", 0), 200) << page.dump();
+  EXPECT_NE(page.value("body", "").find("<title>Ray Dashboard</title>"), std::string::npos);
+  auto version = probe(1, {url + "/ray/api/version", "--ca", ca, "--cookie", cookie});
+  EXPECT_EQ(version.value("status", 0), 200) << version.dump();
+  EXPECT_NE(version.value("body", "").find("2.60.0"), std::string::npos) << version.dump();
+  jobs = probe(1, {url + "/ray/api/jobs/", "--ca", ca, "--cookie", cookie});
+  EXPECT_EQ(jobs.value("status", 0), 200) << jobs.dump();
+  EXPECT_EQ(jobs.value("body", "").rfind("[", 0), 0u) << jobs.dump();
+  // Ray's job API acts (it runs commands): not through the dashboard.
+  auto submit = probe(1, {url + "/ray/api/jobs/", "--ca", ca, "--cookie", cookie, "--method",
+                          "POST", "--form", R"({"entrypoint": "touch /tmp/atl-pwned"})"});
+  EXPECT_EQ(submit.value("status", 0), 405) << submit.dump();
+  EXPECT_NE(submit.value("body", "").find("read-only"), std::string::npos) << submit.dump();
+  // atlctl dashboard-url: the login link, and the one that lands on Ray's.
+  auto link = r.c.atlctl({"--address", r.address, "dashboard-url"});
+  EXPECT_EQ(link.exit_code, 0) << link.output;
+  EXPECT_NE(link.output.find("Ray's dashboard: " + url + "/login?token="), std::string::npos)
+      << link.output;
+  EXPECT_NE(link.output.find("&next=/ray/"), std::string::npos) << link.output;
+  r.head->process->signal(SIGTERM);
+  r.c.wait_exit(*r.head, 120s);
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
 // One machine, no namespaces: headnode --local-workers gives each local pod
 // a loopback address of its own (127.0.0.2, .3) and Ray's head 127.0.1.1
 // (Ray replaces 127.0.0.1 with the machine's address), and the pods offer
@@ -285,6 +359,9 @@ TEST(RayMode, StopKeepsRayUpAndRecoverRunsTheDriverOnIt) {
     ASSERT_FALSE(found.empty()) << "no raylet of " << r.c.worker_name(w);
     raylets.insert(raylets.end(), found.begin(), found.end());
   }
+  // The Ray head's GCS: the same process serves the recovered driver.
+  const auto gcs = find_processes("gcs_server", "ATL_POD_NAME=" + r.c.job_id() + "-head-0");
+  ASSERT_EQ(gcs.size(), 1u) << "the head pod's GCS";
   auto stop = r.c.atlctl({"--address", r.address, "stop"});
   ASSERT_EQ(stop.exit_code, 0) << stop.output;
   auto status = r.c.atlctl({"--address", r.address, "status"});
@@ -319,6 +396,8 @@ TEST(RayMode, StopKeepsRayUpAndRecoverRunsTheDriverOnIt) {
   ASSERT_EQ(recover.exit_code, 0) << recover.output;
   ASSERT_TRUE(wait_starts("2")) << r.c.output(*r.head);
   for (int pid : raylets) EXPECT_EQ(::kill(pid, 0), 0) << "raylet " << pid << " was restarted";
+  EXPECT_EQ(find_processes("gcs_server", "ATL_POD_NAME=" + r.c.job_id() + "-head-0"), gcs)
+      << "the recovered driver runs on another Ray cluster";
 
   // Parked again, a raylet dies: the rest of the cluster is stopped.
   ASSERT_EQ(r.c.atlctl({"--address", r.address, "stop"}).exit_code, 0);
@@ -393,6 +472,36 @@ TEST(RayMode, ARayTuneSearchRunsItsTrialsOnTheWorkers) {
   EXPECT_NE(out.find("[driver] TUNE SEARCH OK"), std::string::npos) << out;
   EXPECT_TRUE(r.c.no_strays_within(60s));
   EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+}
+
+// The Tune search on one machine (headnode --local-workers, no namespaces):
+// its trials spread over the nodes at their own loopback addresses.
+TEST(RayMode, OnOneHostARayTuneSearchRunsItsTrials) {
+  std::string why_not;
+  const std::string venv = ray_venv(why_not);
+  if (venv.empty()) GTEST_SKIP() << "skipped: " << why_not;
+  TestCluster c;
+  std::string path = "PATH=" + venv + "/bin";
+  for (const auto& e : c.environment())
+    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+  auto& head = c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
+                             "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--",
+                             "TUNE_STORAGE=" + c.dir() + "/tune python3 " +
+                                 std::string(ATL_SOURCE_DIR) + "/examples/ray/tune_search.py"},
+                            {path, "RAY_DISABLE_USAGE_STATS=1"});
+  ASSERT_EQ(c.wait_exit(head, 300s), 0) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("[driver] trials finished: 4 of 4"), std::string::npos) << out;
+  const auto at = out.find("[driver] trials ran on: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string ran = out.substr(at, out.find('\n', at) - at);
+  int nodes = 0;
+  for (const char* ip : {"127.0.1.1", "127.0.0.2", "127.0.0.3"})
+    nodes += ran.find(ip) != std::string::npos;
+  EXPECT_GE(nodes, 2) << ran;
+  EXPECT_NE(out.find("[driver] TUNE SEARCH OK"), std::string::npos) << out;
+  EXPECT_TRUE(c.no_strays_within(60s)) << c.live_tagged_processes().size() << " left";
+  EXPECT_TRUE(temp_dirs_gone(c.job_id()));
 }
 
 }  // namespace

@@ -68,7 +68,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--heartbeat-timeout", "soon", "--", "true"}, "--heartbeat-timeout"},
         BadUsage{{"--pod-restart-delay", "later", "--", "true"}, "--pod-restart-delay"},
         BadUsage{{"--mode", "ray", "--ray-bin", "/nonexistent/ray", "--", "true"}, "--ray-bin"},
-        BadUsage{{"--mode", "ray", "--ray-port", "0", "--", "true"}, "--ray-port"}));
+        BadUsage{{"--mode", "ray", "--ray-port", "0", "--", "true"}, "--ray-port"},
+        BadUsage{{"--mode", "ray", "--ray-dashboard-port", "70000", "--", "true"},
+                 "--ray-dashboard-port"}));
 
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;

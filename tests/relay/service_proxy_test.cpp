@@ -85,7 +85,7 @@ struct Servers {
     }
     proxy = std::make_unique<atl::headnode::ServiceProxy>(atl::headnode::ServiceTarget{
         "the test service", "/svc", "127.0.0.1", static_cast<std::uint16_t>(service_port),
-        "Bearer service-token"});
+        "Bearer service-token", "the test's own client"});
     auto relay = [this](const httplib::Request& req, httplib::Response& res) {
       proxy->handle(req, res);
     };

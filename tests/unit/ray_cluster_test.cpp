@@ -20,7 +20,8 @@ atl::JobSpec ray_job() {
     "workers": 2, "env": {"A": "1"},
     "runtime_env": {"env_vars": {"B": "2"}, "working_dir": "/work", "pip": ["ray[tune]"],
                     "py_modules": ["/mods/x"]},
-    "spec": {"cpus": 4, "gpus": 0, "memory": "10Gi"}, "ray_port": 6400
+    "spec": {"cpus": 4, "gpus": 0, "memory": "10Gi"}, "ray_port": 6400,
+    "ray_dashboard_port": 8300
   })");
   EXPECT_TRUE(spec.ok()) << spec.error();
   return *spec;
@@ -40,6 +41,14 @@ TEST(RayCluster, ModeRayTakesTheRuntimeEnvKeysOnlyRayApplies) {
   auto job = ray_job();
   EXPECT_EQ(job.mode, atl::JobMode::ray);
   EXPECT_EQ(job.ray_port, 6400);
+  EXPECT_EQ(job.ray_dashboard_port, 8300);
+  EXPECT_EQ(atl::JobSpec{}.ray_dashboard_port, 8265);  // Ray's own default
+  for (const char* bad : {R"({"ray_dashboard_port": -1})", R"({"ray_dashboard_port": 65536})",
+                          R"({"ray_dashboard_port": "8265"})"}) {
+    auto refused = atl::parse_job_spec_json(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().find("ray_dashboard_port"), std::string::npos) << refused.error();
+  }
   EXPECT_EQ(job.ray_runtime_env.at("pip"), R"(["ray[tune]"])");
   auto spmd = atl::parse_job_spec_json(R"({"runtime_env": {"pip": ["x"]}})");
   ASSERT_FALSE(spmd.ok());
@@ -64,8 +73,11 @@ TEST(RayCluster, ResourcesComeFromTheSpecWithThirtyPercentForTheObjectStore) {
 TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
   auto job = ray_job();
   auto head = atl::ray_head_command(job, "/opt/ray/bin/ray", "10.0.0.1");
+  // Ray's dashboard (its job API runs commands) on the head pod's loopback
+  // only: atl's dashboard relays it behind its login.
   EXPECT_EQ(head.rfind("exec /opt/ray/bin/ray start --head --block --port 6400 "
-                       "--node-ip-address 10.0.0.1 --dashboard-host 10.0.0.1",
+                       "--node-ip-address 10.0.0.1 --dashboard-host 127.0.0.1 "
+                       "--dashboard-port 8300",
                        0),
             0u)
       << head;

@@ -62,6 +62,11 @@ function viewJob(v) {
     card('Attempt', s.attempt), card('Restarts used', s.restarts + ' / ' + s.max_restarts, 'card-restarts'),
     card('Workers', s.workers + (s.spare_workers ? ' + ' + s.spare_workers + ' spare' : '')),
     card('World size', world), card('Head', s.address)));
+  // Ray mode: Ray's own dashboard, relayed behind this login.
+  if (s.mode === 'ray') {
+    v.append(el('p', {}, el('a', { href: '/ray/', id: 'ray-dashboard', target: '_blank', rel: 'noopener', text: "Ray's dashboard" }),
+      ' (jobs, actors, tasks, logs and metrics as Ray shows them)'));
+  }
   if (s.failure) v.append(el('p', { class: 'error', id: 'failure', text: 'Failure: ' + s.failure }));
   if (s.attempts && s.attempts.length) {
     v.append(el('h2', { text: 'Attempts' }), el('ul', {}, s.attempts.map((a) => el('li', { text: a }))));

@@ -55,8 +55,10 @@ caf::message_handler control_api(Actor* self) {
         if (c.dashboard_url.empty())
           return {wire(ReplyCode::failed),
                   "the head serves no dashboard (headnode --dashboard-port off)"};
-        return {wire(ReplyCode::ok),
-                nlohmann::json{{"url", c.dashboard_url}, {"token", c.dashboard_token}}.dump()};
+        nlohmann::json j{{"url", c.dashboard_url}, {"token", c.dashboard_token}};
+        // Ray mode: Ray's dashboard, served by atl's behind the same login.
+        if (c.job.mode == JobMode::ray) j["ray"] = c.dashboard_url + "/ray/";
+        return {wire(ReplyCode::ok), j.dump()};
       },
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers,

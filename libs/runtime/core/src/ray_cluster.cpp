@@ -60,8 +60,9 @@ std::vector<std::string> ray_resource_flags(const JobSpec& job) {
 
 std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                              const std::string& host) {
-  // Bound to the pod's own address, never 0.0.0.0: Ray's ports are
-  // unauthenticated. The dashboard stays on that address too.
+  // Bound to the pod's own address, never 0.0.0.0. The dashboard (whose job
+  // API runs commands) listens on the head pod's loopback only: atl's
+  // dashboard serves it at /ray/, behind its login.
   std::vector<std::string> argv = {ray_bin,
                                    "start",
                                    "--head",
@@ -71,7 +72,9 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                                    "--node-ip-address",
                                    host,
                                    "--dashboard-host",
-                                   host,
+                                   "127.0.0.1",
+                                   "--dashboard-port",
+                                   std::to_string(job.ray_dashboard_port),
                                    "--temp-dir",
                                    ray_temp_dir(job.job_id, "h"),
                                    "--disable-usage-stats"};

@@ -26,11 +26,15 @@ Expected<addrinfo*> resolve(const std::string& host, std::uint16_t port, bool pa
 
 }  // namespace
 
-Expected<ProbeListener> ProbeListener::open(const std::string& address) {
-  auto found = resolve(address, 0, true);
+Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uint16_t port) {
+  auto found = resolve(address, port, true);
   if (!found) return Error{found.error()};
   int fd = ::socket((*found)->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int err = errno;
+  // A given port a closed connection still waits on counts as free (as for
+  // any server that will take it).
+  int one = 1;
+  if (fd >= 0 && port != 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (fd >= 0 && ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0 &&
       ::listen(fd, 64) == 0) {
     ::freeaddrinfo(*found);
@@ -46,7 +50,8 @@ Expected<ProbeListener> ProbeListener::open(const std::string& address) {
   err = errno;
   if (fd >= 0) ::close(fd);
   ::freeaddrinfo(*found);
-  return make_error("cannot listen on " + address + ": " + std::strerror(err));
+  return make_error("cannot listen on " + address + (port ? ":" + std::to_string(port) : "") +
+                    ": " + std::strerror(err));
 }
 
 ProbeListener::ProbeListener(ProbeListener&& other) noexcept { *this = std::move(other); }

@@ -82,6 +82,9 @@ struct JobSpec {
   // Ray mode: the head's GCS port, and the runtime_env keys Ray applies itself
   // (pip, conda, py_modules, ...), each as its JSON text.
   int ray_port = 6379;
+  // Ray mode: the port of Ray's dashboard on the head pod's loopback (atl's
+  // dashboard serves it at /ray/, behind its login); 0: any free one.
+  int ray_dashboard_port = 8265;
   std::map<std::string, std::string> ray_runtime_env;
 };
 

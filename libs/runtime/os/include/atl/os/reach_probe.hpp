@@ -11,11 +11,12 @@
 
 namespace atl::os {
 
-// A listening TCP socket on `address` (any free port); closed with the object.
-// No accept is needed: the kernel completes a peer's connect by itself.
+// A listening TCP socket on `address` (`port`, 0: any free one); closed with
+// the object. No accept is needed: the kernel completes a peer's connect by
+// itself. Also how a port is found free before a child is told to take it.
 class ProbeListener {
  public:
-  static Expected<ProbeListener> open(const std::string& address);
+  static Expected<ProbeListener> open(const std::string& address, std::uint16_t port = 0);
   ProbeListener(ProbeListener&& other) noexcept;
   ProbeListener& operator=(ProbeListener&& other) noexcept;
   ProbeListener(const ProbeListener&) = delete;
