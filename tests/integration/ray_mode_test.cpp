@@ -123,6 +123,36 @@ struct RayCluster {
 
 const std::string kProgram = "python3 " + std::string(ATL_SOURCE_DIR) + "/examples/ray/program.py";
 
+// One machine, no namespaces: the example job file with two local pods
+// (headnode --local-workers 2) running `entrypoint`.
+struct OneHostRay {
+  std::string why_not;
+  std::string venv = ray_venv(why_not);
+  TestCluster c;
+  Started* head = nullptr;
+
+  void start(const std::string& entrypoint) {
+    std::string path = "PATH=" + venv + "/bin";
+    for (const auto& e : c.environment())
+      if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+    head = &c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
+                          "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--", entrypoint},
+                         {path, "RAY_DISABLE_USAGE_STATS=1"});
+  }
+};
+
+// How many of a one-host cluster's nodes (Ray's head 127.0.1.1, the pods
+// 127.0.0.2 and .3) the driver's line after `label` names.
+int one_host_nodes_named(const std::string& out, const std::string& label) {
+  const auto at = out.find(label);
+  if (at == std::string::npos) return 0;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  int nodes = 0;
+  for (const char* ip : {"127.0.1.1", "127.0.0.2", "127.0.0.3"})
+    nodes += line.find(ip) != std::string::npos;
+  return nodes;
+}
+
 TEST(RayMode, AProgramUsesEveryNodeAndTheJobEndsCleanly) {
   RayCluster r;
   if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
@@ -261,32 +291,18 @@ TEST(RayMode, RaysDashboardIsReachedOnlyThroughAtlsLogin) {
 // (Ray replaces 127.0.0.1 with the machine's address), and the pods offer
 // the job's spec: the example job file runs as written.
 TEST(RayMode, OnOneHostTheExampleJobRunsAsWritten) {
-  std::string why_not;
-  const std::string venv = ray_venv(why_not);
-  if (venv.empty()) GTEST_SKIP() << "skipped: " << why_not;
-  TestCluster c;
-  std::string path = "PATH=" + venv + "/bin";
-  for (const auto& e : c.environment())
-    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
-  auto& head =
-      c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
-                    "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--", kProgram},
-                   {path, "RAY_DISABLE_USAGE_STATS=1"});
-  ASSERT_EQ(c.wait_exit(head, 300s), 0) << c.output(head);
-  const std::string out = c.output(head);
+  OneHostRay r;
+  if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start(kProgram);
+  ASSERT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  const std::string out = r.c.output(*r.head);
   EXPECT_NE(out.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos) << out;
   // STRICT_SPREAD: two bundles on two of the three nodes, each at its own
-  // loopback address (Ray's head 127.0.1.1, the pods 127.0.0.2 and .3).
-  const auto at = out.find("[driver] tasks ran on: ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string ran = out.substr(at + 23, out.find('\n', at) - at - 23);
-  int nodes = 0;
-  for (const char* ip : {"127.0.1.1", "127.0.0.2", "127.0.0.3"})
-    nodes += ran.find(ip) != std::string::npos;
-  EXPECT_EQ(nodes, 2) << ran;
+  // loopback address.
+  EXPECT_EQ(one_host_nodes_named(out, "[driver] tasks ran on: "), 2) << out;
   EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
-  EXPECT_TRUE(c.no_strays_within(60s)) << c.live_tagged_processes().size() << " left";
-  EXPECT_TRUE(temp_dirs_gone(c.job_id()));
+  EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
 }
 
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
@@ -477,31 +493,17 @@ TEST(RayMode, ARayTuneSearchRunsItsTrialsOnTheWorkers) {
 // The Tune search on one machine (headnode --local-workers, no namespaces):
 // its trials spread over the nodes at their own loopback addresses.
 TEST(RayMode, OnOneHostARayTuneSearchRunsItsTrials) {
-  std::string why_not;
-  const std::string venv = ray_venv(why_not);
-  if (venv.empty()) GTEST_SKIP() << "skipped: " << why_not;
-  TestCluster c;
-  std::string path = "PATH=" + venv + "/bin";
-  for (const auto& e : c.environment())
-    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
-  auto& head = c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
-                             "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--",
-                             "TUNE_STORAGE=" + c.dir() + "/tune python3 " +
-                                 std::string(ATL_SOURCE_DIR) + "/examples/ray/tune_search.py"},
-                            {path, "RAY_DISABLE_USAGE_STATS=1"});
-  ASSERT_EQ(c.wait_exit(head, 300s), 0) << c.output(head);
-  const std::string out = c.output(head);
+  OneHostRay r;
+  if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start("TUNE_STORAGE=" + r.c.dir() + "/tune python3 " + std::string(ATL_SOURCE_DIR) +
+          "/examples/ray/tune_search.py");
+  ASSERT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  const std::string out = r.c.output(*r.head);
   EXPECT_NE(out.find("[driver] trials finished: 4 of 4"), std::string::npos) << out;
-  const auto at = out.find("[driver] trials ran on: ");
-  ASSERT_NE(at, std::string::npos) << out;
-  const std::string ran = out.substr(at, out.find('\n', at) - at);
-  int nodes = 0;
-  for (const char* ip : {"127.0.1.1", "127.0.0.2", "127.0.0.3"})
-    nodes += ran.find(ip) != std::string::npos;
-  EXPECT_GE(nodes, 2) << ran;
+  EXPECT_GE(one_host_nodes_named(out, "[driver] trials ran on: "), 2) << out;
   EXPECT_NE(out.find("[driver] TUNE SEARCH OK"), std::string::npos) << out;
-  EXPECT_TRUE(c.no_strays_within(60s)) << c.live_tagged_processes().size() << " left";
-  EXPECT_TRUE(temp_dirs_gone(c.job_id()));
+  EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
 }
 
 }  // namespace
