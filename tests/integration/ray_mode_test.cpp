@@ -131,13 +131,14 @@ struct OneHostRay {
   TestCluster c;
   Started* head = nullptr;
 
-  void start(const std::string& entrypoint) {
+  void start(const std::string& entrypoint, std::vector<std::string> env = {}) {
     std::string path = "PATH=" + venv + "/bin";
     for (const auto& e : c.environment())
       if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+    env.insert(env.end(), {path, "RAY_DISABLE_USAGE_STATS=1"});
     head = &c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
                           "--local-workers", "2", "--ray-bin", venv + "/bin/ray", "--", entrypoint},
-                         {path, "RAY_DISABLE_USAGE_STATS=1"});
+                         env);
   }
 };
 
@@ -293,7 +294,13 @@ TEST(RayMode, RaysDashboardIsReachedOnlyThroughAtlsLogin) {
 TEST(RayMode, OnOneHostTheExampleJobRunsAsWritten) {
   OneHostRay r;
   if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
-  r.start(kProgram);
+  // A stray token of an earlier ray.init() in $HOME changes nothing.
+  const std::string home = r.c.dir() + "/home";
+  ASSERT_EQ(std::system(
+                ("mkdir -p " + home + "/.ray && echo garbage-token > " + home + "/.ray/auth_token")
+                    .c_str()),
+            0);
+  r.start(kProgram, {"HOME=" + home});
   ASSERT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
   const std::string out = r.c.output(*r.head);
   EXPECT_NE(out.find("[driver] [atl] Ray cluster ready: 3 nodes"), std::string::npos) << out;
