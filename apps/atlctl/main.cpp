@@ -22,6 +22,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
@@ -58,7 +59,7 @@ const char* kTopHelp =
     "  check [-t gpu|allreduce|all] [-e ENVS] [-w WORKERS] [-o FILE]  built-in checks\n"
     "  debug                            as stop: park the job in debugStop\n"
     "  delete -p POD[,POD...]|all       delete pods (recreated); in command: one restart\n"
-    "  events [--json]                  the job's timeline: states, faults, restarts\n"
+    "  events [--faults] [--json]       the job's timeline: states, faults, restarts\n"
     "  diagnose [-r RANKS] [-o FILE]    every rank's stack now, grouped; who stands apart\n"
     "  dashboard-url [--json]           the dashboard's address, with a link that logs in\n"
     "  taint -a list|set|remove [-n NODES|all]  keep ranks off nodes\n"
@@ -69,7 +70,7 @@ const char* kTopHelp =
     "        which only atlctl stop ends; recover needs debugStop.\n"
     "Exit codes: 0 ok, 1 command failed, 2 usage, 3 refused in this state,\n"
     "            4 supervisor unreachable.\n"
-    "'atlctl COMMAND --help' shows a command's options.\n";
+    "'atlctl COMMAND --help' shows a command's options; atlctl --version, atl's version.\n";
 
 // --- status --------------------------------------------------------------------
 
@@ -115,8 +116,12 @@ void print_details(const nlohmann::json& info) {
     text.resize(std::max(text.size() + 1, width), ' ');
     return text;
   };
+  // A running rank's figures (its own process, not atl's guard; the time
+  // since its last line; lines/s and CPU% over the last 10 s; memory), and
+  // its mark when it stands apart from its peers: silent, slow.
   std::cout << "\nRanks:\n"
-            << "  " << pad("RANK", 10) << pad("POD", 34) << pad("PID", 9) << pad("STATE", 10)
+            << "  " << pad("RANK", 10) << pad("POD", 34) << pad("PID", 9) << pad("STATE", 18)
+            << pad("LAST OUT", 9) << pad("LINES/S", 8) << pad("CPU%", 7) << pad("RSS", 10)
             << "EXIT\n";
   for (const auto& r : info["ranks"]) {
     std::string exit = !r.contains("exit_code") ? "-"
@@ -124,12 +129,23 @@ void print_details(const nlohmann::json& info) {
                                                 : cell(r, "exit_code");
     if (r.contains("note")) exit += " (" + cell(r, "note") + ")";
     const atl::StreamId stream = stream_of(r);
+    std::string pid = cell(r, "pid"), state = cell(r, "state"), age = "-", rate = "-", cpu = "-",
+                rss = "-";
+    if (r.contains("vitals")) {
+      const auto& v = r["vitals"];
+      if (v.value("user_pid", 0) > 0) pid = cell(v, "user_pid");
+      if (!v.value("mark", std::string()).empty()) state += " (" + cell(v, "mark") + ")";
+      age = std::to_string(v.value("output_age_ms", std::int64_t{0}) / 1000) + "s";
+      rate = cell(v, "lines_per_s");
+      cpu = cell(v, "cpu_percent");
+      rss = atl::format_byte_size(v.value("rss_bytes", std::int64_t{0}));
+    }
     std::cout << "  "
               << pad(stream.kind == atl::StreamKind::rank ? std::to_string(stream.rank)
                                                           : atl::stream_name(stream),
                      10)
-              << pad(cell(r, "pod"), 34) << pad(cell(r, "pid"), 9) << pad(cell(r, "state"), 10)
-              << exit << "\n";
+              << pad(cell(r, "pod"), 34) << pad(pid, 9) << pad(state, 18) << pad(age, 9)
+              << pad(rate, 8) << pad(cpu, 7) << pad(rss, 10) << exit << "\n";
   }
   if (!info["taints"].empty()) {
     std::cout << "\nTainted nodes (no ranks are placed there):\n";
@@ -415,7 +431,10 @@ int cmd_taint(SupervisorClient& client, const po::variables_map& vm) {
 // --- events --------------------------------------------------------------------
 
 void events_options(po::options_description& desc) {
-  desc.add_options()("json", "print the events as a JSON array");
+  desc.add_options()("json", "print the events as a JSON array")(
+      "faults",
+      "only what went wrong and what atl did about it (fault, hang, restart, taint, "
+      "delete)");
 }
 
 void diagnose_options(po::options_description& desc) {
@@ -429,6 +448,12 @@ void diagnose_options(po::options_description& desc) {
 int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
   auto events =
       nlohmann::json::parse(client.text_or_die(caf::make_message(atl::events_atom::value)));
+  if (vm.count("faults")) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (auto& e : events)
+      if (e.value("fault", false)) kept.push_back(std::move(e));
+    events = std::move(kept);
+  }
   if (vm.count("json")) {
     std::cout << events.dump(2) << "\n";
     return kExitOk;
@@ -601,6 +626,10 @@ int main(int argc, char** argv) {
       std::cout << kTopHelp;
       return kExitOk;
     }
+    if (a == "--version") {
+      std::cout << atl::cli::version_line("atlctl") << "\n";
+      return kExitOk;
+    }
     if (a == "--address" || a == "-a") {
       if (i + 1 >= args.size()) die(kExitUsage, "--address needs HOST:PORT");
       address_text = args[++i];
@@ -649,9 +678,10 @@ int main(int argc, char** argv) {
         "the whole command.",
         taint_options, cmd_taint}},
       {"events",
-       {"Usage: atlctl events [--json]\n\n"
+       {"Usage: atlctl events [--faults] [--json]\n\n"
         "Prints the job's timeline, oldest first: state changes, faults with their\n"
-        "reasons, restarts, deleted and rejoined pods. Times are UTC.",
+        "reasons, restarts, deleted and rejoined pods. Times are UTC. --faults keeps\n"
+        "what went wrong and what atl did about it (fault, hang, restart, taint, delete).",
         events_options, cmd_events}},
       {"diagnose",
        {"Usage: atlctl diagnose [-r RANKS] [--json] [-o FILE]\n\n"

@@ -81,8 +81,8 @@ HeadOptions parse_options(int argc, char** argv) {
       "Runs the head of one atl job: waits for the workers, checks them, runs the\n"
       "entrypoint and exits 0 when the job succeeded, 1 when it failed, 2 on bad\n"
       "usage or a bad job spec. Flags override the fields of --job.\n\nOptions");
-  desc.add_options()("help,h", "show this help")("job", po::value<std::string>(),
-                                                 "JSON job spec file")(
+  desc.add_options()("help,h", "show this help")("version", "print the version")(
+      "job", po::value<std::string>(), "JSON job spec file")(
       "job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")(
       "mode", po::value<std::string>(),
       "spmd (default: once per rank), driver (once on the head) or ray (a Ray cluster "
@@ -485,6 +485,27 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
   return dashboard;
 }
 
+// The worker pods atl does not start itself (not --local-workers), each
+// with the exact command that joins it: a newcomer's first question.
+void print_join_commands(const HeadOptions& opt, const std::string& address,
+                         const std::optional<atl::os::TlsFiles>& tls) {
+  const int pods = atl::total_worker_pods(opt.job);
+  if (opt.local_workers >= pods) return;
+  std::cout << "job " << opt.job.job_id << ": waiting for " << pods - opt.local_workers
+            << " worker pod" << (pods - opt.local_workers == 1 ? "" : "s")
+            << "; start each with:" << std::endl;
+  for (int i = opt.local_workers; i < pods; ++i) {
+    std::vector<std::string> argv = {"workernode", "--head", address, "--name",
+                                     atl::worker_pod_name(opt.job.job_id, i)};
+    if (tls) {
+      argv.insert(argv.end(), {"--tls-dir", atl::os::absolute_dir(tls->dir)});
+    } else {
+      argv.push_back("--insecure");
+    }
+    std::cout << "  " << atl::shell_join(argv) << std::endl;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -524,6 +545,9 @@ int main(int argc, char** argv) {
   // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
   // and kept across head restarts; the pods get it with their launches,
   // over mTLS, and the dashboard's /ray/ relay with each request.
+  // The job's id before what it runs: every later line, file and command
+  // names it. (A usage error above is its one line.)
+  std::cout << "job " << opt.job.job_id << std::endl;
   // Ray's dashboard takes its port after atl's took its own (both may
   // want 8265: a pod's manifest gives atl's that port).
   std::string dashboard_url, dashboard_token;
@@ -594,6 +618,7 @@ int main(int argc, char** argv) {
     std::string address = opt.advertise + ":" + std::to_string(*port);
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
+    print_join_commands(opt, address, tls);
     // atlctl from any shell of the head pod finds the job here (job_pointer.hpp).
     atl::os::JobPointer pointer{opt.job.job_id, atl::head_pod_name(opt.job.job_id), address,
                                 tls ? atl::os::absolute_dir(tls->dir) : "", !tls};

@@ -54,8 +54,8 @@ WorkerOptions parse_options(int argc, char** argv) {
       "refused this pod or on bad usage, 3 when the head is unreachable or lost (after\n"
       "trying to rejoin it for --connect-timeout) or declared this pod lost, 4 when\n"
       "the pod was deleted (atlctl delete).\n\nOptions");
-  desc.add_options()("help,h", "show this help")("head", po::value<std::string>(),
-                                                 "address of the head (HOST:PORT)")(
+  desc.add_options()("help,h", "show this help")("version", "print the version")(
+      "head", po::value<std::string>(), "address of the head (HOST:PORT)")(
       "name", po::value<std::string>(), "this pod's name, e.g. <job-id>-worker-0")(
       "node", po::value<std::string>(),
       "the machine this pod runs on, as taints name it (default $NODE_NAME, else the host name)")(

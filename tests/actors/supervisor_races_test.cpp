@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/log_stream.hpp"
@@ -772,3 +773,23 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
+
+// A lost pod's reason in words (the timeline, `job failed: ...`), never
+// CAF's "exit_reason(remote_link_unreachable)"; other errors as CAF says.
+CAF_TEST(exit reasons are said in words) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::remote_link_unreachable, sys),
+                  "the connection dropped");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::user_shutdown, sys), "it was shut down");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::kill, sys), "it was killed");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::unhandled_exception, sys),
+                  "it failed with an exception");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::unreachable, sys), "it became unreachable");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::unknown, sys), "it ended, no reason known");
+  CAF_CHECK_EQUAL(exit_words(caf::error{}, sys), "it ended normally");
+  const caf::error other = caf::sec::request_timeout;
+  CAF_CHECK_EQUAL(exit_words(other, sys), sys.render(other));
+  for (auto e : {caf::exit_reason::remote_link_unreachable, caf::exit_reason::kill})
+    CAF_CHECK(exit_words(e, sys).find("exit_reason") == std::string::npos);
+}

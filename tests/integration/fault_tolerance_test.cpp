@@ -73,6 +73,15 @@ TEST(FaultTolerance, AKilledWorkerRestartsTheJobFromScratch) {
   EXPECT_NE(events.output.find("pod " + c.worker_name(1) + " was lost"), std::string::npos)
       << events.output;
   EXPECT_NE(events.output.find("restarting -> command"), std::string::npos) << events.output;
+  // Why, in words: never CAF's exit_reason(...).
+  EXPECT_EQ(events.output.find("exit_reason("), std::string::npos) << events.output;
+  // The faults alone: the loss and the restart, no state flips.
+  auto faults = c.atlctl({"--address", c.head_address(), "events", "--faults"});
+  EXPECT_EQ(faults.exit_code, 0) << faults.output;
+  EXPECT_NE(faults.output.find("pod " + c.worker_name(1) + " was lost"), std::string::npos)
+      << faults.output;
+  EXPECT_NE(faults.output.find("job restarted: attempt 2"), std::string::npos) << faults.output;
+  EXPECT_EQ(faults.output.find(" -> "), std::string::npos) << faults.output;
   auto json = c.atlctl({"--address", c.head_address(), "events", "--json"});
   auto parsed = nlohmann::json::parse(json.output, nullptr, false);
   ASSERT_TRUE(parsed.is_array()) << json.output;

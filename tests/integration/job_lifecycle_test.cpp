@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
+#include <thread>
 
 #include "test_cluster.hpp"
 
@@ -423,6 +426,130 @@ TEST(JobLifecycle, LostWorkerFailsTheJobNamingThePod) {
   std::string out = c.output(head);
   EXPECT_NE(out.find("pod " + c.worker_name(1) + " was lost"), std::string::npos) << out;
   // The killed worker's rank died with it (pdeathsig), the other was stopped.
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// A script written for torchrun finds torchelastic's variables in every
+// rank, and real torch reads them: env:// rendezvous (no agent store), one
+// intra-op thread per rank when ranks share a pod (OMP_NUM_THREADS=1).
+TEST(JobLifecycle, TorchrunsVariablesReachEveryRank) {
+  TestCluster c;
+  std::string script = std::string(ATL_SOURCE_DIR) + "/tests/integration/torchrun_rank.py";
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--max-restarts", "3", "--", "/usr/bin/python3", script});
+  ASSERT_EQ(c.wait_exit(head, 240s), 0) << c.output(head);
+  std::string out = c.output(head);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string want =
+        "[rank " + std::to_string(rank) + "] TORCHRUN rank=" + std::to_string(rank) +
+        " GROUP_RANK=" + std::to_string(rank / 2) +
+        " GROUP_WORLD_SIZE=2 ROLE_NAME=default ROLE_RANK=" + std::to_string(rank) +
+        " ROLE_WORLD_SIZE=4 TORCHELASTIC_RUN_ID=" + c.job_id() +
+        " TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_MAX_RESTARTS=3 "
+        "group_rank_sum=2 torch_threads=1";
+    EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
+  }
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// A start that talks: the job id, the exact command that joins each pod
+// atl does not start itself (run here as printed), and every 10 s who has
+// joined and who is missing.
+TEST(JobLifecycle, TheStartSaysWhatItWaitsForAndHowToJoin) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "1", "--", "echo ran $RANK"});
+  const std::string pod = c.job_id() + "-worker-1";
+  ASSERT_TRUE(c.wait_for_output(
+      head, "waiting for workers: 1/2 joined, missing " + pod + " (10s of 5m)", 60s))
+      << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_LT(out.find("job " + c.job_id() + "\n"), out.find("listening on ")) << out;
+  EXPECT_NE(out.find("job " + c.job_id() + ": waiting for 1 worker pod; start each with:\n"),
+            std::string::npos)
+      << out;
+  const std::string mark = "  workernode --head ";
+  const auto at = out.find(mark);
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at + 2, out.find('\n', at) - at - 2);
+  EXPECT_NE(line.find("--name " + pod + " --tls-dir /"), std::string::npos) << line;
+  // The printed line, as a newcomer pastes it.
+  auto& worker = c.start("pasted", {"/bin/sh", "-c", line});
+  ASSERT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("[rank 1] ran 1"), std::string::npos) << c.output(head);
+  c.wait_exit(worker, 60s);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+namespace {
+// The number after `mark` in `out` (0: none).
+int pid_after(const std::string& out, const std::string& mark) {
+  auto at = out.find(mark);
+  return at == std::string::npos ? 0 : std::atoi(out.c_str() + at + mark.size());
+}
+}  // namespace
+
+// Each running rank's figures in status (--json, -v): its own process (not
+// atl's guard), lines/s against a rank of known rate (a line every 0.1 s),
+// memory; a rank SIGSTOPped while its peers print is marked, they are not.
+TEST(JobLifecycle, StatusShowsEachRanksFiguresAndMarksAStoppedOne) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--nproc-per-node", "2", "--local-workers", "2",
+                             "--hang-timeout", "0", "--",
+                             "echo \"pid=$$\"; while true; do echo tick; sleep 0.1; done"});
+  auto vitals_of = [&](int rank) {
+    auto out = c.atlctl({"--address", c.head_address(), "status", "--json"}).output;
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_object())
+      for (const auto& r : j["ranks"])
+        if (r.value("rank", -1) == rank && r.contains("vitals")) return r["vitals"];
+    return nlohmann::json();
+  };
+  // Every rank with a rate over a full window.
+  auto deadline = std::chrono::steady_clock::now() + 90s;
+  bool rated = false;
+  while (!rated && std::chrono::steady_clock::now() < deadline) {
+    rated = true;
+    for (int rank = 0; rank < 4; ++rank) {
+      auto v = vitals_of(rank);
+      rated = rated && v.is_object() && v["lines_per_s"].get<double>() >= 3;
+    }
+    if (!rated) std::this_thread::sleep_for(500ms);
+  }
+  ASSERT_TRUE(rated) << c.output(head);
+  std::string out = c.output(head);
+  int pid1 = 0;
+  for (int rank = 0; rank < 4; ++rank) {
+    auto v = vitals_of(rank);
+    const int pid = pid_after(out, "[rank " + std::to_string(rank) + "] pid=");
+    EXPECT_EQ(v["user_pid"].get<int>(), pid) << v.dump();
+    if (rank == 1) pid1 = pid;
+    // 10 lines/s at most; generous below for 2 busy cores.
+    EXPECT_LE(v["lines_per_s"].get<double>(), 11) << v.dump();
+    EXPECT_GT(v["rss_bytes"].get<std::int64_t>(), 0) << v.dump();
+    EXPECT_EQ(v["mark"], "") << v.dump();
+  }
+  ASSERT_GT(pid1, 0);
+  ASSERT_EQ(::kill(pid1, SIGSTOP), 0);
+  // Silent after 15 s while its peers print; the others never marked.
+  std::string verbose;
+  deadline = std::chrono::steady_clock::now() + 90s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    verbose = c.atlctl({"--address", c.head_address(), "status", "-v"}).output;
+    if (verbose.find("running (silent)") != std::string::npos) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  ::kill(pid1, SIGCONT);
+  std::istringstream lines(verbose);
+  int marked = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("running (") == std::string::npos) continue;
+    ++marked;
+    EXPECT_EQ(line.rfind("  1 ", 0), 0u) << verbose;
+    EXPECT_NE(line.find(std::to_string(pid1)), std::string::npos) << verbose;
+  }
+  EXPECT_EQ(marked, 1) << verbose;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
   EXPECT_TRUE(c.no_strays_within());
 }
 

@@ -72,6 +72,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--mode", "ray", "--ray-dashboard-port", "70000", "--", "true"},
                  "--ray-dashboard-port"}));
 
+// --version: one line naming the program and atl's version, exit 0, and
+// nothing started (no state dir, no connection).
+TEST(EveryProgram, SaysItsVersion) {
+  TestCluster c;
+  for (const char* program : {"headnode", "workernode", "atlctl"}) {
+    auto r = run(c, program, {"--version"});
+    EXPECT_EQ(r.exit_code, 0) << program << ": " << r.output;
+    EXPECT_EQ(r.output, std::string(program) + " (atl " + ATL_VERSION + ")\n") << r.output;
+  }
+}
+
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;
   std::string path = c.dir() + "/job.json";

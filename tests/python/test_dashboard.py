@@ -160,8 +160,12 @@ def test_a_login_makes_a_session_and_logout_ends_it(spmd):
 
 
 def without_ages(status):
+    """The status less what changes by the second: heartbeat ages and the
+    ranks' figures (a later test reads those)."""
     for p in status["pods"]:
         p.pop("heartbeat_age_ms", None)
+    for r in status["ranks"]:
+        r.pop("vitals", None)
     return status
 
 
@@ -419,6 +423,52 @@ def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
         d.quit()
 
 
+def test_a_stopped_rank_is_marked_on_the_ranks_page_and_in_metrics(spmd):
+    # Every rank prints 5 lines/s; rank 3's own process stopped for 20 s is
+    # marked silent (its peers print on), on the page and in /metrics.
+    from selenium.webdriver.common.by import By
+
+    def status():
+        return json.loads(spmd.atlctl("status", "--json").stdout)
+
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        ranks = status()["ranks"]
+        if all(r.get("vitals", {}).get("lines_per_s", 0) > 0 for r in ranks):
+            break
+        time.sleep(0.5)
+    rank3 = [r for r in status()["ranks"] if r["rank"] == 3][0]
+    pid = rank3["vitals"]["user_pid"]
+    assert pid != rank3["pid"], rank3  # the user's process, not atl's guard
+    os.kill(pid, signal.SIGSTOP)
+    d = None
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            marks = {r["rank"]: r["vitals"]["mark"] for r in status()["ranks"] if "vitals" in r}
+            if marks.get(3) == "silent":
+                break
+            time.sleep(0.5)
+        assert marks == {0: "", 1: "", 2: "", 3: "silent"}, marks
+        _, _, body = spmd.http.get("/metrics", token=spmd.token)
+        families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        marked = [(s.labels["rank"], s.labels["mark"]) for s in families["atl_rank_marked"].samples]
+        assert marked == [("3", "silent")], marked
+        assert len(families["atl_rank_lines_per_second"].samples) == 4
+        d = browser()
+        d.get(spmd.url + "/login?token=" + spmd.token + "&next=/%23ranks")
+        note = wait(d, lambda d: d.find_elements(By.ID, "ranks-marked"))
+        assert note[0].text == "rank 3 is silent", note[0].text
+        rows = d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr")
+        assert [("silent" in r.text) for r in rows] == [False, False, False, True]
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        d.save_screenshot(os.path.join(ARTIFACTS, "ranks-marked.png"))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        if d:
+            d.quit()
+
+
 def test_pages_in_chromium(spmd):
     from selenium.webdriver.common.by import By
     os.makedirs(ARTIFACTS, exist_ok=True)
@@ -587,3 +637,4 @@ def test_a_browser_trusting_the_ca_accepts_the_certificate(spmd):
     conn.request("GET", "/login")
     assert conn.getresponse().status == 200
     conn.close()
+

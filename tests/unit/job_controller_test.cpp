@@ -182,10 +182,43 @@ TEST(JobController, AStartRecordsTheSubmissionAndArmsTheReadyTimer) {
   EXPECT_EQ(ready->tag, 0);
 }
 
+// A start that talks: every 10 s while pending, who joined and who is
+// missing against the ready timeout; silent once the job runs, and never
+// past the timeout (that says its own line).
+TEST(JobController, APendingJobSaysWhoItWaitsForEveryTenSeconds) {
+  Job job(2, 2, 3);
+  ASSERT_TRUE(job.ctl.start(nullptr, 2));
+  auto tick = job.fx.last_timer(JobTimer::waiting);
+  ASSERT_TRUE(tick);
+  EXPECT_EQ(tick->delay, 10s);
+  EXPECT_EQ(tick->tag, 1);
+  job.ctl.on_timer(JobTimer::waiting, 1);
+  EXPECT_TRUE(job.fx.printed(
+      "waiting for workers: 0/2 joined, missing j1-worker-0, j1-worker-1 (10s of 1m)"))
+      << job.fx.prints.back();
+  job.fx.pods[0].joined = true;
+  job.ctl.on_timer(JobTimer::waiting, job.fx.last_timer(JobTimer::waiting)->tag);
+  EXPECT_TRUE(job.fx.printed("waiting for workers: 1/2 joined, missing j1-worker-1 (20s of 1m)"))
+      << job.fx.prints.back();
+  // At the ready timeout it stops (the timeout's own line says the rest).
+  const auto before = job.fx.prints.size();
+  const auto armed = job.fx.timers.size();
+  job.ctl.on_timer(JobTimer::waiting, 6);  // 60 s: the timeout
+  EXPECT_EQ(job.fx.prints.size(), before);
+  EXPECT_EQ(job.fx.timers.size(), armed);
+  // Running: nothing more.
+  Job running(1, 1, 3);
+  running.run();
+  const auto quiet = running.fx.prints.size();
+  running.ctl.on_timer(JobTimer::waiting, 1);
+  EXPECT_EQ(running.fx.prints.size(), quiet);
+}
+
 TEST(JobController, AJobOfNoPodsArmsNoReadyTimer) {
   Job job(0, 0, 3);
   ASSERT_TRUE(job.ctl.start(nullptr, 0));
   EXPECT_FALSE(job.fx.last_timer(JobTimer::ready));
+  EXPECT_FALSE(job.fx.last_timer(JobTimer::waiting));
 }
 
 TEST(JobController, EveryPodJoinedChoosesTheActiveOnesAndRunsThePreflight) {
@@ -623,3 +656,10 @@ TEST(JobController, AJournalErrorIsSaidOnceAndTheJobGoesOn) {
 
 }  // namespace
 }  // namespace atl::supervisor
+
+TEST(JobController, FaultKindsAreWhatWentWrongAndWhatAtlDid) {
+  for (const char* kind : {"fault", "hang", "restart", "taint", "delete"})
+    EXPECT_TRUE(atl::supervisor::is_fault_kind(kind)) << kind;
+  for (const char* kind : {"state", "pod", "", "Fault", "faults"})
+    EXPECT_FALSE(atl::supervisor::is_fault_kind(kind)) << kind;
+}

@@ -142,6 +142,29 @@ TEST(Metrics, WithoutAWatchTheJobIsNotSuspectAndNoRankHasAnAge) {
   }
 }
 
+TEST(Metrics, EachRunningRanksFiguresAndMarks) {
+  auto text = atl::prometheus_text(
+      kStatus, "{}",
+      R"({"watching": false, "suspect": false, "progress_age_ms": [], "vitals": [
+          {"rank": 0, "output_age_ms": 500, "lines_per_s": 12.5, "cpu_percent": 99.5,
+           "rss_bytes": 1048576, "mark": ""},
+          {"rank": 1, "output_age_ms": 20000, "lines_per_s": 0, "cpu_percent": 0,
+           "rss_bytes": 2048, "mark": "silent"}]})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  const std::string& t = *text;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{job="jo-x",rank="0"} 0.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{job="jo-x",rank="1"} 20)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_lines_per_second{job="jo-x",rank="0"} 12.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_cpu_percent{job="jo-x",rank="0"} 99.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_rss_bytes{job="jo-x",rank="0"} 1048576)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_marked{job="jo-x",mark="silent",rank="1"} 1)")) << t;
+  EXPECT_EQ(t.find(R"(atl_rank_marked{job="jo-x",mark="",rank="0"})"), std::string::npos) << t;
+  // A figure missing is named, never rendered as 0.
+  auto broken = atl::prometheus_text(kStatus, "{}", R"({"vitals": [{"rank": 0}]})");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error(), "progress: vitals: a rank without 'output_age_ms'");
+}
+
 TEST(Metrics, ABrokenProgressDocumentIsNamed) {
   auto text = atl::prometheus_text(kStatus, "{}", "[1]");
   ASSERT_FALSE(text.ok());

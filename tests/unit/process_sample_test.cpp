@@ -30,6 +30,7 @@ TEST(ProcessSample, AStatLineGivesStateParentCpuAndThreads) {
   EXPECT_EQ(s->ppid, 6521);
   EXPECT_EQ(s->cpu_ticks, 87 + 1 + 4 + 0);  // utime + stime + cutime + cstime
   EXPECT_EQ(s->threads, 1);
+  EXPECT_EQ(s->rss_pages, 3346);
 }
 
 TEST(ProcessSample, ACommandNameMayHoldSpacesAndParentheses) {
@@ -61,18 +62,39 @@ TEST(ProcessSample, StoppedOutranksUninterruptibleOutranksRunning) {
 
 TEST(ProcessSample, ATreeSumsItsCpuAndTakesItsWorstState) {
   ProcessTable t;
-  t[10] = {10, "guard", 'S', 1, 1, 1};
-  t[11] = {11, "sh", 'S', 10, 2, 1};
-  t[12] = {12, "python3", 'T', 11, 100, 4};
-  t[13] = {13, "worker", 'D', 12, 50, 1};
-  t[14] = {14, "gone", 'Z', 12, 7, 1};
-  t[20] = {20, "other rank", 'R', 1, 999, 1};
+  t[10] = {10, "guard", 'S', 1, 1, 1, 10};
+  t[11] = {11, "sh", 'S', 10, 2, 1, 20};
+  t[12] = {12, "python3", 'T', 11, 100, 4, 1000};
+  t[13] = {13, "worker", 'D', 12, 50, 1, 500};
+  t[14] = {14, "gone", 'Z', 12, 7, 1, 0};
+  t[20] = {20, "other rank", 'R', 1, 999, 1, 7};
   auto s = sample_tree(t, 10);
   EXPECT_EQ(s.processes, 5);
   EXPECT_EQ(s.cpu_ticks, 1 + 2 + 100 + 50 + 7);
+  EXPECT_EQ(s.rss_bytes, (10 + 20 + 1000 + 500) * ::sysconf(_SC_PAGESIZE));
   EXPECT_EQ(s.state, 'T');
   EXPECT_EQ(sample_tree(t, 20).state, 'R');
   EXPECT_EQ(sample_tree(t, 99).processes, 0);  // gone
+}
+
+TEST(ProcessSample, TheUsersProcessIsTheShallowestPythonElseTheGuardsChild) {
+  ProcessTable t;
+  t[10] = {10, "caf.multiplexer", 'S', 1, 0, 1, 0};  // atl's guard
+  t[11] = {11, "sh", 'S', 10, 0, 1, 0};
+  t[12] = {12, "python3", 'R', 11, 0, 4, 0};
+  t[13] = {13, "python3", 'S', 12, 0, 1, 0};  // a data loader worker
+  auto children = child_index(t);
+  EXPECT_EQ(user_process(t, children, 10), 12);
+  t.erase(12);
+  t.erase(13);
+  t[14] = {14, "sleep", 'S', 11, 0, 1, 0};
+  children = child_index(t);
+  EXPECT_EQ(user_process(t, children, 10), 11);  // the entrypoint's shell, not its sleep
+  t.erase(11);
+  t.erase(14);
+  children = child_index(t);
+  EXPECT_EQ(user_process(t, children, 10), 10);  // nothing below the guard yet
+  EXPECT_EQ(user_process(t, children, 99), 0);   // gone
 }
 
 TEST(ProcessSample, ARealTreeIsFoundAndSeenStopped) {
@@ -91,6 +113,7 @@ TEST(ProcessSample, ARealTreeIsFoundAndSeenStopped) {
   }
   EXPECT_EQ(s.processes, 3);  // sh and its two sleeps
   EXPECT_EQ(s.state, 'S');
+  EXPECT_GT(s.rss_bytes, 0);
   ::kill(pid, SIGSTOP);
   for (int i = 0; i < 500 && s.state != 'T'; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

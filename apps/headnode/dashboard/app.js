@@ -4,7 +4,7 @@
 // with textContent only.
 'use strict';
 
-const state = { status: null, statusQuery: null, events: [], view: null, arg: null, follow: null,
+const state = { status: null, statusQuery: null, events: [], faultsOnly: false, view: null, arg: null, follow: null,
                 charts: [], renderedBurn: null, afterAttach: [] };
 // A big job has tens of thousands of ranks: the status comes a page at a time
 // (the views that list none ask for none: its counts are always whole).
@@ -75,8 +75,12 @@ function viewJob(v) {
     v.append(el('h2', { text: 'Taints' }), table(['Node', 'Source', 'Reason', 'Since'],
       s.taints.map((t) => [t.node, t.source, t.reason, when(t.since_ms)])));
   }
-  v.append(el('h2', { text: 'Timeline' }));
-  const events = state.events.slice().reverse();
+  // Faults only: what went wrong and what atl did (the supervisor marks them).
+  const toggle = el('input', { type: 'checkbox', id: 'faults-only' });
+  toggle.checked = state.faultsOnly;
+  toggle.addEventListener('change', () => { state.faultsOnly = toggle.checked; render(); });
+  v.append(el('h2', { text: 'Timeline' }), el('label', {}, toggle, ' faults only'));
+  const events = state.events.filter((e) => !state.faultsOnly || e.fault).reverse();
   v.append(events.length ? table(['Time', 'Kind', 'Event'],
     events.map((e) => [when(e.time_ms), e.kind, e.text]), 'timeline')
     : el('p', { class: 'muted', text: 'No events yet.' }));
@@ -128,8 +132,20 @@ function viewRanks(v) {
   v.append(el('h2', { text: 'Ranks (' + s.ranks_total + ': ' + c.running + ' running, ' +
     c.starting + ' starting, ' + c.exited + ' exited)' }));
   v.append(pager('ranks', pageStart(), s.ranks.length, s.ranks_total));
-  v.append(table(['Rank', 'Pod', 'PID', 'State', 'Exit', 'Log'], s.ranks.map((r) => [
-    r.rank !== undefined ? r.rank : r.stream, r.pod, r.pid, stateSpan(r.state), rankExit(r),
+  // A running rank's figures: its own process, the time since its last line,
+  // lines/s and CPU% over the last 10 s, memory; marked when it stands apart
+  // from its peers (silent while they print, far slower than their median).
+  const marked = s.ranks.filter((r) => r.vitals && r.vitals.mark);
+  if (marked.length) {
+    v.append(el('p', { class: 'error', id: 'ranks-marked', text: marked.map((r) =>
+      'rank ' + (r.rank !== undefined ? r.rank : r.stream) + ' is ' + r.vitals.mark).join('; ') }));
+  }
+  const fig = (r, f) => (r.vitals ? f(r.vitals) : '—');
+  v.append(table(['Rank', 'Pod', 'PID', 'State', 'Last output', 'Lines/s', 'CPU %', 'RSS', 'Exit', 'Log'], s.ranks.map((r) => [
+    r.rank !== undefined ? r.rank : r.stream, r.pod, fig(r, (x) => x.user_pid) === '—' ? r.pid : r.vitals.user_pid,
+    r.vitals && r.vitals.mark ? el('span', {}, stateSpan(r.state), ' ', el('span', { class: 'mark mark-' + r.vitals.mark, text: r.vitals.mark })) : stateSpan(r.state),
+    fig(r, (x) => Math.round(x.output_age_ms / 1000) + ' s ago'), fig(r, (x) => x.lines_per_s),
+    fig(r, (x) => x.cpu_percent), fig(r, (x) => bytes(x.rss_bytes)), rankExit(r),
     el('a', { href: '#logs/' + r.stream, text: r.stream + '.log' })]), 'ranks'));
 }
 

@@ -9,6 +9,7 @@
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/core/status_page.hpp"
 #include "atl/os/job_store.hpp"
 #include "supervisor_state.hpp"
@@ -180,8 +181,8 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (on_actor_down(self, msg)) return;
   if (msg.source == st.config.sink.address()) {
-    st.controller.fail(JobEvent::head_failed,
-                       "the head's log writer ended (" + self->system().render(msg.reason) + ")");
+    st.controller.fail(JobEvent::head_failed, "the head's log writer ended (" +
+                                                  exit_words(msg.reason, self->system()) + ")");
     return;
   }
   for (auto* head_exec : {&st.driver, &st.ray_head}) {
@@ -196,7 +197,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
                        head_pod_name(st.job().job_id),
                        255,
                        0,
-                       "its executor ended: " + self->system().render(msg.reason)};
+                       "its executor ended: " + exit_words(msg.reason, self->system())};
       on_process_exit(self, lost);
     }
     return;
@@ -209,7 +210,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
           [&](const caf::actor& agent) { return agent.address() == msg.source; }))
     lose_pod(self, *pod,
              {FaultKind::pod_lost, *pod,
-              "pod " + *pod + " was lost (" + self->system().render(msg.reason) + ")"});
+              "pod " + *pod + " was lost (" + exit_words(msg.reason, self->system()) + ")"});
 }
 
 }  // namespace

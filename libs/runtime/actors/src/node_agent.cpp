@@ -16,6 +16,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/fake_executor.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/gpu/gpu_watch.hpp"
@@ -249,8 +250,10 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
       if (r->progress_mtime_ns != 0 && mtime != r->progress_mtime_ns) ++r->steps;
       r->progress_mtime_ns = mtime;
     }
+    const pid_t user = os::user_process(table, children, r->meter->pid.load());
     reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), r->steps, tree.cpu_ticks,
-                       static_cast<std::int8_t>(tree.state)});
+                       static_cast<std::int8_t>(tree.state), static_cast<std::int32_t>(user),
+                       tree.rss_bytes});
   }
   if (!reports.empty())
     self->send<caf::message_priority::high>(st.supervisor, progress_atom::value, st.config.info.pod,
@@ -323,8 +326,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
     if (msg.reason != caf::exit_reason::normal && !st.ending) {
       // An executor that died (no thread for its pump, an exception) never
       // reported its rank: report it failed, or the job would wait forever.
-      std::string why =
-          "its executor on " + st.config.info.pod + " ended: " + self->system().render(msg.reason);
+      std::string why = "its executor on " + st.config.info.pod +
+                        " ended: " + exit_words(msg.reason, self->system());
       component_logger("node")->error("{}: {}", stream_name(it->second.stream), why);
       self->send(st.supervisor, ProcessExit{it->second.stream, it->second.attempt,
                                             st.config.info.pod, 255, 0, why});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
+#include "atl/actors/exit_words.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/quote.hpp"
 #include "supervisor_state.hpp"
@@ -118,7 +119,7 @@ bool on_actor_down(Actor* self, const caf::down_msg& msg) {
   if (!gone) return false;
   auto& [name, entry] = *gone;
   std::string why = "the host of actor " + quote(name) + " (" + entry.owner +
-                    ") is gone: " + self->system().render(msg.reason);
+                    ") is gone: " + exit_words(msg.reason, self->system());
   st.log->warn("{}", why);
   answer_all(entry.pending, ReplyCode::failed, why);
   return true;

@@ -2,6 +2,8 @@
 // lifecycle (job_supervisor.cpp) and atlctl's debug commands (supervisor_debug.cpp).
 #pragma once
 
+#include <unistd.h>
+
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
 #include <caf/event_based_actor.hpp>
@@ -43,6 +45,7 @@
 #include "atl/supervisor/liveness.hpp"
 #include "atl/supervisor/pod_registry.hpp"
 #include "atl/supervisor/preflight.hpp"
+#include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/task_book.hpp"
 #include "atl/supervisor/user_code.hpp"
 #include "atl/supervisor/waiter_set.hpp"
@@ -135,6 +138,10 @@ struct State {
   std::int32_t diagnosing = 0;
   std::int32_t diagnosis_round = 0;
   std::optional<StackDiagnosis> first_look;  // this suspect period's first look at the stacks
+  // Each rank's figures at a glance (status -v, the Ranks page, /metrics),
+  // from the same samples, whether or not the hang watch is on.
+  RankVitals vitals{RankVitals::Options{std::chrono::seconds(15), 1.0 / 3, 0.5,
+                                        std::chrono::seconds(10), ::sysconf(_SC_CLK_TCK)}};
 
   // The nodes' liveness and the pre-flight.
   Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused

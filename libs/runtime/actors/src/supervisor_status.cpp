@@ -1,6 +1,7 @@
 // StatusView: what status, events, taint list and run_wait show, as JSON
 // objects (run_wait: a RunStatus) built in place from the pieces (never dumped and parsed again).
 // No messages are sent from here.
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_set>
@@ -109,7 +110,10 @@ nlohmann::json taints_view(const State& st) {
 std::string events_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& e : st.controller.events())
-    j.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}});
+    j.push_back({{"time_ms", e.unix_ms},
+                 {"kind", e.kind},
+                 {"text", e.text},
+                 {"fault", supervisor::is_fault_kind(e.kind)}});
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -123,10 +127,21 @@ std::string progress_json(const State& st) {
       ages.push_back(age ? nlohmann::json(age->count()) : nlohmann::json());
     }
   }
+  // Each running rank's figures (rank_vitals.hpp), for /metrics.
+  nlohmann::json vitals = nlohmann::json::array();
+  if (st.vitals.attempt() == st.code.attempt() && st.state() == JobState::command)
+    for (const auto& [rank, f] : st.vitals.figures(now))
+      vitals.push_back({{"rank", rank},
+                        {"output_age_ms", f.output_age.count()},
+                        {"lines_per_s", f.lines_per_s},
+                        {"cpu_percent", f.cpu_percent},
+                        {"rss_bytes", f.rss_bytes},
+                        {"mark", to_string(f.mark)}});
   nlohmann::json j{{"watching", st.hang.watching()},
                    {"suspect", st.hang.suspect()},
                    {"timeout_ms", st.hang.timeout().count()},
-                   {"progress_age_ms", std::move(ages)}};
+                   {"progress_age_ms", std::move(ages)},
+                   {"vitals", std::move(vitals)}};
   return j.dump();
 }
 
@@ -181,6 +196,10 @@ std::string info_json(const State& st, const StatusPage& page) {
                       {"exited", st.code.ranks().done_count()}};
   j["ranks_total"] = st.code.ranks().size();
   j["ranks"] = nlohmann::json::array();
+  // Each running rank's figures (rank_vitals.hpp), when the page shows ranks.
+  std::map<std::int32_t, RankFigures> vitals;
+  if (page.rank_limit != 0 && st.vitals.attempt() == st.code.attempt())
+    vitals = st.vitals.figures(std::chrono::steady_clock::now());
   std::size_t rank_index = 0;
   for (const auto& [stream, r] : st.code.ranks()) {
     if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
@@ -195,6 +214,15 @@ std::string info_json(const State& st, const StatusPage& page) {
       rj["exit_code"] = r.code;
       rj["signal"] = r.signal;
       if (!r.note.empty()) rj["note"] = r.note;
+    } else if (auto v = vitals.find(stream); v != vitals.end()) {
+      const RankFigures& f = v->second;
+      auto tenths = [](double x) { return static_cast<double>(std::llround(x * 10)) / 10; };
+      rj["vitals"] = {{"user_pid", f.pid},
+                      {"output_age_ms", f.output_age.count()},
+                      {"lines_per_s", tenths(f.lines_per_s)},
+                      {"cpu_percent", tenths(f.cpu_percent)},
+                      {"rss_bytes", f.rss_bytes},
+                      {"mark", to_string(f.mark)}};
     }
     j["ranks"].push_back(rj);
   }

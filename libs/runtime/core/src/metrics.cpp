@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "atl/core/lifecycle.hpp"
 
@@ -144,6 +145,43 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
       if ((*ages)[rank].is_number())
         w.sample("atl_rank_progress_age_seconds", {{"job", job}, {"rank", std::to_string(rank)}},
                  (*ages)[rank].get<double>() / 1000.0);
+  }
+
+  // Each running rank's figures (atlctl status -v's columns).
+  if (auto vitals = progress.find("vitals");
+      vitals != progress.end() && vitals->is_array() && !vitals->empty()) {
+    static const std::tuple<const char*, const char*, const char*, double> kVitals[] = {
+        {"atl_rank_output_age_seconds", "output_age_ms", "seconds since a rank's last output line",
+         1000.0},
+        {"atl_rank_lines_per_second", "lines_per_s",
+         "a rank's output lines per second over the last 10 s", 1.0},
+        {"atl_rank_cpu_percent", "cpu_percent",
+         "a rank's CPU time over the last 10 s, in percent of one core", 1.0},
+        {"atl_rank_rss_bytes", "rss_bytes", "a rank's resident memory (its process tree)", 1.0}};
+    for (const auto& [name, key, help, scale] : kVitals) {
+      w.family(name, "gauge", help);
+      for (const auto& v : *vitals) {
+        auto rank = v.is_object() ? v.find("rank") : v.end();
+        auto value = v.is_object() ? v.find(key) : v.end();
+        if (rank == v.end() || value == v.end() || !rank->is_number_integer() ||
+            !value->is_number())
+          return make_error(std::string("progress: vitals: a rank without '") + key + "'");
+        w.sample(name, {{"job", job}, {"rank", std::to_string(rank->get<std::int64_t>())}},
+                 value->get<double>() / scale);
+      }
+    }
+    w.family("atl_rank_marked", "gauge",
+             "1 for a rank that stands apart from its peers: silent (no line while they print) "
+             "or slow (far under their median lines/s)");
+    for (const auto& v : *vitals) {
+      auto mark = v.find("mark");
+      if (mark == v.end() || !mark->is_string() || mark->get<std::string>().empty()) continue;
+      w.sample("atl_rank_marked",
+               {{"job", job},
+                {"rank", std::to_string(v["rank"].get<std::int64_t>())},
+                {"mark", mark->get<std::string>()}},
+               1);
+    }
   }
 
   w.family("atl_check_passed", "gauge",

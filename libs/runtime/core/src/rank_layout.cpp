@@ -1,5 +1,6 @@
 #include "atl/core/rank_layout.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace atl {
@@ -90,7 +91,7 @@ void set_atl_identity(const AtlEndpoint& atl, const std::string& pod, EnvMap& en
 
 EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
-                      const AtlEndpoint& atl) {
+                      const AtlEndpoint& atl, int restart_count) {
   const NodeSlot& node = nodes.at(rank.slot);
   const NodeSlot& master = nodes.at(layout.at(0).slot);
   EnvMap env;
@@ -101,6 +102,8 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
   env["GLOO_SOCKET_IFNAME"] = node.interface;
   env["CUDA_VISIBLE_DEVICES"] = join_ints(rank.gpus);
   env["NVIDIA_VISIBLE_DEVICES"] = join_ints(rank.gpus);
+  // torchrun's default: ranks sharing a node do not each take every core.
+  if (rank.local_world_size > 1) env["OMP_NUM_THREADS"] = "1";
   apply_user_env(job, env);
   // The rank's identity is atl's to say: a stray RANK in the job env must not win.
   env["WORLD_SIZE"] = std::to_string(layout.size());
@@ -108,6 +111,21 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
   env["LOCAL_RANK"] = std::to_string(rank.local_rank);
   env["LOCAL_WORLD_SIZE"] = std::to_string(rank.local_world_size);
   env["NODE_RANK"] = std::to_string(rank.node_rank);
+  // torchelastic's names for the same (one role, "default"; one group per node).
+  int groups = 0;
+  for (const auto& r : layout) groups = std::max(groups, r.node_rank + 1);
+  env["GROUP_RANK"] = std::to_string(rank.node_rank);
+  env["GROUP_WORLD_SIZE"] = std::to_string(groups);
+  env["ROLE_NAME"] = "default";
+  env["ROLE_RANK"] = std::to_string(rank.rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(layout.size());
+  env["TORCHELASTIC_RUN_ID"] = atl.job_id;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(job.max_restarts);
+  // No agent store: torch.distributed's env:// rendezvous makes its own at
+  // MASTER_ADDR:MASTER_PORT, rank 0 serving it.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  env["ATL_RESTART_COUNT"] = std::to_string(restart_count);
   set_atl_identity(atl, node.pod, env);
   return env;
 }

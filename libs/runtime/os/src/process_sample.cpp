@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "atl/os/run_capture.hpp"
@@ -60,18 +61,18 @@ Expected<ProcStat> parse_proc_stat(std::string_view line) {
   s.pid = static_cast<pid_t>(pid);
   s.comm = std::string(line.substr(open + 1, close - open - 1));
   // After the comm: state (field 3), then numbers; utime/stime/cutime/cstime
-  // are fields 14-17, num_threads 20.
+  // are fields 14-17, num_threads 20, rss 24.
   std::string_view rest = line.substr(close + 1);
   std::vector<std::string_view> f;
   size_t i = 0;
-  while (i < rest.size() && f.size() < 18) {
+  while (i < rest.size() && f.size() < 22) {
     while (i < rest.size() && rest[i] == ' ') ++i;
     size_t j = i;
     while (j < rest.size() && rest[j] != ' ' && rest[j] != '\n') ++j;
     if (j > i) f.push_back(rest.substr(i, j - i));
     i = j + 1;
   }
-  if (f.size() < 18 || f[0].size() != 1) return make_error("proc stat: too few fields");
+  if (f.size() < 22 || f[0].size() != 1) return make_error("proc stat: too few fields");
   auto number = [](std::string_view t, std::int64_t* out) {
     std::int64_t v = 0;
     bool neg = !t.empty() && t[0] == '-';
@@ -85,14 +86,16 @@ Expected<ProcStat> parse_proc_stat(std::string_view line) {
     return true;
   };
   s.state = f[0][0];
-  std::int64_t ppid = 0, utime = 0, stime = 0, cutime = 0, cstime = 0, threads = 0;
+  std::int64_t ppid = 0, utime = 0, stime = 0, cutime = 0, cstime = 0, threads = 0, rss = 0;
   // f[k] is field k+3.
   if (!number(f[1], &ppid) || !number(f[11], &utime) || !number(f[12], &stime) ||
-      !number(f[13], &cutime) || !number(f[14], &cstime) || !number(f[17], &threads))
+      !number(f[13], &cutime) || !number(f[14], &cstime) || !number(f[17], &threads) ||
+      !number(f[21], &rss))
     return make_error("proc stat: a field is not a number");
   s.ppid = static_cast<pid_t>(ppid);
   s.cpu_ticks = utime + stime + cutime + cstime;
   s.threads = static_cast<std::int32_t>(threads);
+  s.rss_pages = rss;
   return s;
 }
 
@@ -130,6 +133,7 @@ TreeSample sample_tree(const ProcessTable& table, pid_t root) {
 TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pid_t root) {
   TreeSample out;
   if (!table.count(root)) return out;
+  static const std::int64_t page = ::sysconf(_SC_PAGESIZE);
   std::vector<pid_t> todo{root};
   while (!todo.empty()) {
     const pid_t pid = todo.back();
@@ -139,6 +143,7 @@ TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pi
     const ProcStat& s = it->second;
     ++out.processes;
     out.cpu_ticks += s.cpu_ticks;
+    out.rss_bytes += s.rss_pages * page;
     if (s.state != 'Z') out.state = worse_state(out.state, s.state);
     auto kids = children.find(pid);
     if (kids != children.end()) todo.insert(todo.end(), kids->second.begin(), kids->second.end());
@@ -226,6 +231,33 @@ StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children
       out.error = out.tool + " did not finish within " + std::to_string(timeout.count()) + " ms";
   }
   return out;
+}
+
+}  // namespace atl::os
+
+namespace atl::os {
+
+pid_t user_process(const ProcessTable& table, const ChildIndex& children, pid_t root) {
+  if (!table.count(root)) return 0;
+  // Breadth first: the shallowest python wins.
+  std::vector<pid_t> level{root};
+  pid_t first_child = 0;
+  for (int depth = 0; !level.empty(); ++depth) {
+    std::vector<pid_t> next;
+    for (pid_t pid : level) {
+      auto it = table.find(pid);
+      if (it == table.end() || it->second.state == 'Z') continue;
+      if (it->second.comm.rfind("python", 0) == 0) return pid;
+      if (depth == 1 && first_child == 0) first_child = pid;
+      auto kids = children.find(pid);
+      if (kids == children.end()) continue;
+      std::vector<pid_t> sorted = kids->second;
+      std::sort(sorted.begin(), sorted.end());
+      next.insert(next.end(), sorted.begin(), sorted.end());
+    }
+    level = std::move(next);
+  }
+  return first_child ? first_child : root;
 }
 
 }  // namespace atl::os

@@ -57,6 +57,11 @@ bool JobController::apply(JobEvent event) {
   return true;
 }
 
+bool is_fault_kind(std::string_view kind) {
+  return kind == "fault" || kind == "hang" || kind == "restart" || kind == "taint" ||
+         kind == "delete";
+}
+
 void JobController::record(const std::string& kind, const std::string& text) {
   events_.push_back({fx_->unix_ms(), kind, text});
   fx_->add_event(events_.back());
@@ -126,8 +131,26 @@ bool JobController::start(const os::JobRecord* resumed, std::size_t expected_pod
     fx_->print("job resumed: " + line);
     persist();
   }
-  if (expected_pods > 0) fx_->arm(JobTimer::ready, options_.job.ready_timeout, 0);
+  if (expected_pods > 0) {
+    fx_->arm(JobTimer::ready, options_.job.ready_timeout, 0);
+    fx_->arm(JobTimer::waiting, kWaitingEvery, 1);
+  }
   return true;
+}
+
+// "waiting for workers: 1/2 joined, missing jo-x-worker-1 (20s of 5m)": what
+// a pending job waits for, every kWaitingEvery until the ready timeout.
+std::string JobController::waiting_line(std::int32_t ticks) const {
+  const auto views = fx_->pod_views();
+  std::size_t joined = 0;
+  for (const auto& v : views) joined += v.joined;
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(kWaitingEvery) * ticks;
+  std::string line = "waiting for workers: " + std::to_string(joined) + "/" +
+                     std::to_string(views.size()) + " joined";
+  const std::string missing = fx_->missing_pods();
+  if (!missing.empty()) line += ", missing " + missing;
+  return line + " (" + format_duration(waited) + " of " +
+         format_duration(options_.job.ready_timeout) + ")";
 }
 
 // --- pods and checks -----------------------------------------------------------
@@ -388,6 +411,12 @@ void JobController::on_timer(JobTimer timer, std::int32_t tag) {
         }
         on_ready_timeout("restart not ready after " + format_duration(options_.job.ready_timeout) +
                          ": " + why);
+      }
+      return;
+    case JobTimer::waiting:
+      if (state() == JobState::pending && kWaitingEvery * tag < options_.job.ready_timeout) {
+        fx_->print(waiting_line(tag));
+        fx_->arm(JobTimer::waiting, kWaitingEvery, tag + 1);
       }
       return;
     case JobTimer::restart_stop:

@@ -106,8 +106,7 @@ Status UserCode::plan(const PlanInput& in) {
       ProcessLaunch launch;
       launch.stream = StreamId::of_rank(placement.rank);
       launch.command = job.entrypoint;
-      EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl);
-      env["ATL_RESTART_COUNT"] = restarts;
+      EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl, in.restarts_used);
       launch.env = to_env_strings(env);
       launch.working_dir = job.working_dir;
       launches_[placement.rank] = std::move(launch);

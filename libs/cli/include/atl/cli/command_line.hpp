@@ -1,6 +1,7 @@
 // The command-line plumbing atl's programs share (Boost.Program_options): a
 // usage error is one line "PROGRAM: reason" and exit 2; --help prints the
-// options and exits 0; flag values parsed by core come back or exit 2.
+// options and exits 0, as --version its version; flag values parsed by core
+// come back or exit 2.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -17,6 +18,11 @@ namespace po = boost::program_options;
 
 inline constexpr int kExitUsage = 2;
 
+// "PROGRAM (atl 0.1.0)": what --version prints.
+inline std::string version_line(const std::string& program) {
+  return program + " (atl " + ATL_VERSION + ")";
+}
+
 [[noreturn]] inline void usage_error(const std::string& program, const std::string& message) {
   std::cerr << program << ": " << message << "\n";
   std::exit(kExitUsage);
@@ -28,7 +34,7 @@ T value_or_exit(const std::string& program, Expected<T> value, const std::string
   return std::move(value).value();
 }
 
-// Runs `parser` with `desc`; exits on a bad flag (2) or --help (0).
+// Runs `parser` with `desc`; exits on a bad flag (2), --help or --version (0).
 inline po::variables_map parse_or_exit(const std::string& program, po::command_line_parser parser,
                                        const po::options_description& desc) {
   po::variables_map vm;
@@ -40,6 +46,10 @@ inline po::variables_map parse_or_exit(const std::string& program, po::command_l
   }
   if (vm.count("help")) {
     std::cout << desc << "\n";
+    std::exit(0);
+  }
+  if (vm.count("version")) {
+    std::cout << version_line(program) << "\n";
     std::exit(0);
   }
   return vm;

@@ -131,7 +131,7 @@ typename Inspector::result_type inspect(Inspector& f, ProcessNote& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
   return f(caf::meta::type_name("atl::ProgressReport"), x.rank, x.attempt, x.lines, x.steps,
-           x.cpu_ticks, x.state);
+           x.cpu_ticks, x.state, x.pid, x.rss_bytes);
 }
 
 template <class Inspector>

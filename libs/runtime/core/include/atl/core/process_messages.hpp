@@ -59,6 +59,8 @@ struct ProgressReport {
   std::int64_t steps = 0;      // explicit progress signals so far
   std::int64_t cpu_ticks = 0;  // CPU time of its process tree (clock ticks)
   std::int8_t state = 'S';     // its tree's most telling state: T, D, R or S
+  std::int32_t pid = 0;        // the user's own process (the deepest of the tree)
+  std::int64_t rss_bytes = 0;  // its tree's resident memory
 };
 
 // A rank's stack as its node agent took it for a diagnosis (py-spy or gdb

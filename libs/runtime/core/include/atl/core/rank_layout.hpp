@@ -50,10 +50,15 @@ struct AtlEndpoint {
 
 // The variables atl adds to a rank's environment. User variables (job env, then
 // runtime_env.env_vars) go on top, except for the rank identity (RANK,
-// WORLD_SIZE, ...) and ATL_* which atl always sets.
+// WORLD_SIZE, ...) and ATL_* which atl always sets. The identity is
+// torchrun's too (torchelastic's GROUP_RANK, ROLE_RANK, ...,
+// TORCHELASTIC_RESTART_COUNT = `restart_count`, the restarts used so far),
+// so a script written for torchrun finds what it reads; and, as torchrun,
+// OMP_NUM_THREADS=1 when a node runs several ranks (a default the job's env
+// may override).
 EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
-                      const AtlEndpoint& atl);
+                      const AtlEndpoint& atl, int restart_count);
 
 // Where a process that is not a rank runs (the driver, a Ray node, a debug
 // command in driver mode): its pod, the interface its traffic leaves by, and

@@ -26,6 +26,7 @@ struct ProcStat {
   // Clock ticks: its own user + system time, and that of children it reaped.
   std::int64_t cpu_ticks = 0;
   std::int32_t threads = 0;
+  std::int64_t rss_pages = 0;  // resident set (field 24)
 };
 
 // One /proc/<pid>/stat line. The command name may hold anything (spaces,
@@ -40,6 +41,7 @@ struct TreeSample {
   std::int64_t cpu_ticks = 0;  // the tree's CPU time so far
   char state = 'S';            // 'T' over 'D' over 'R' over 'S' (zombies and idle threads: 'S')
   std::int32_t processes = 0;  // 0: `root` is gone
+  std::int64_t rss_bytes = 0;  // the tree's resident memory
 };
 // Each process's children in `table`: built once for the trees of many ranks.
 using ChildIndex = std::unordered_map<pid_t, std::vector<pid_t>>;
@@ -58,6 +60,12 @@ char worse_state(char a, char b);
 // is gone).
 pid_t stack_target(const ProcessTable& table, const ChildIndex& children, pid_t root);
 pid_t stack_target(const ProcessTable& table, pid_t root);
+
+// The process an operator knows as the rank (status -v's PID): the
+// shallowest python* of `root`'s tree (the training script, not its data
+// loader workers), else `root`'s first child (the entrypoint under atl's
+// guard), else `root` (0: the tree is gone).
+pid_t user_process(const ProcessTable& table, const ChildIndex& children, pid_t root);
 
 struct StackCapture {
   pid_t target = 0;

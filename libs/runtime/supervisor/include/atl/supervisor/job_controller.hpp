@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "atl/core/job_spec.hpp"
@@ -38,6 +39,11 @@ struct TimelineEvent {
   std::string text;
 };
 
+// The kinds an incident needs (`atlctl events --faults`, the dashboard's
+// "faults only"): what went wrong and what atl did about it (fault, hang,
+// restart, taint, delete), without the state flips and pods coming and going.
+bool is_fault_kind(std::string_view kind);
+
 // The controller's own timers; each carries a tag (the restart round it was
 // armed in), so that an older round's timer finds itself moot.
 enum class JobTimer : std::int32_t {
@@ -47,8 +53,11 @@ enum class JobTimer : std::int32_t {
   restart_retry,  // a failed pre-flight of a restart: try again
   shutdown,       // workers did not leave after the end
   linger,         // the ended job's dashboard time is over
+  waiting,        // pending: say again who has joined and who is missing
 };
-inline constexpr std::int32_t kJobTimerCount = 6;
+inline constexpr std::int32_t kJobTimerCount = 7;
+// How often a pending job says what it waits for.
+inline constexpr std::chrono::seconds kWaitingEvery{10};
 
 // Everything the controller reads of pieces it does not own, and everything
 // it does. The shell implements it over the pieces and CAF; tests fake it.
@@ -125,6 +134,7 @@ class JobController {
   bool apply(JobEvent event);
   void record(const std::string& kind, const std::string& text);
   void persist();
+  std::string waiting_line(std::int32_t ticks) const;
   void journal_failed(const std::string& why);  // said once: the job goes on
 
   // --- the course ---

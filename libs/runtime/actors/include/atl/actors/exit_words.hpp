@@ -1,0 +1,14 @@
+// Why an actor of another process ended, in words an operator reads (the
+// timeline, `job failed: ...`): "the connection dropped", not CAF's
+// "exit_reason(remote_link_unreachable)". Anything that is not one of CAF's
+// exit reasons is rendered as CAF renders it.
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <string>
+
+namespace atl {
+
+std::string exit_words(const caf::error& reason, caf::actor_system& sys);
+
+}  // namespace atl
