@@ -494,7 +494,15 @@ void print_join_commands(const HeadOptions& opt, const std::string& address,
   std::cout << "job " << opt.job.job_id << ": waiting for " << pods - opt.local_workers
             << " worker pod" << (pods - opt.local_workers == 1 ? "" : "s")
             << "; start each with:" << std::endl;
+  // A few lines, not thousands (a platform starts big jobs' pods itself).
+  constexpr int kShown = 4;
   for (int i = opt.local_workers; i < pods; ++i) {
+    if (i - opt.local_workers == kShown && pods - i > 1) {
+      std::cout << "  ... and " << pods - i << " more, each with --name "
+                << atl::worker_pod_name(opt.job.job_id, i) << " up to "
+                << atl::worker_pod_name(opt.job.job_id, pods - 1) << std::endl;
+      break;
+    }
     std::vector<std::string> argv = {"workernode", "--head", address, "--name",
                                      atl::worker_pod_name(opt.job.job_id, i)};
     if (tls) {

@@ -787,7 +787,8 @@ CAF_TEST(exit reasons are said in words) {
                   "it failed with an exception");
   CAF_CHECK_EQUAL(exit_words(caf::exit_reason::unreachable, sys), "it became unreachable");
   CAF_CHECK_EQUAL(exit_words(caf::exit_reason::unknown, sys), "it ended, no reason known");
-  CAF_CHECK_EQUAL(exit_words(caf::error{}, sys), "it ended normally");
+  CAF_CHECK_EQUAL(exit_words(caf::error{}, sys), "it left");
+  CAF_CHECK_EQUAL(exit_words(caf::exit_reason::normal, sys), "it left");
   const caf::error other = caf::sec::request_timeout;
   CAF_CHECK_EQUAL(exit_words(other, sys), sys.render(other));
   for (auto e : {caf::exit_reason::remote_link_unreachable, caf::exit_reason::kill})

@@ -478,6 +478,20 @@ TEST(JobLifecycle, TheStartSaysWhatItWaitsForAndHowToJoin) {
   EXPECT_NE(c.output(head).find("[rank 1] ran 1"), std::string::npos) << c.output(head);
   c.wait_exit(worker, 60s);
   EXPECT_TRUE(c.no_strays_within());
+  // A big job's start lists a few pods, not thousands.
+  TestCluster big;
+  auto& many = big.start_head({"--workers", "8", "--ready-timeout", "1s", "--", "true"});
+  big.wait_exit(many, 60s);
+  const std::string said = big.output(many);
+  std::size_t lines = 0;
+  for (auto at = said.find("\n  workernode --head "); at != std::string::npos;
+       at = said.find("\n  workernode --head ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 4u) << said;
+  EXPECT_NE(said.find("  ... and 4 more, each with --name " + big.job_id() + "-worker-4 up to " +
+                      big.job_id() + "-worker-7\n"),
+            std::string::npos)
+      << said;
 }
 
 namespace {

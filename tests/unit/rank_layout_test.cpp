@@ -66,7 +66,8 @@ TEST(LayoutRanks, UnevenGpusNameThePod) {
 TEST(RankEnv, CarriesIdentityAndRendezvous) {
   auto nodes = two_nodes(2);
   auto layout = *atl::layout_ranks(nodes, 2);
-  auto env = atl::build_rank_env(job(), nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"}, 0);
+  auto env = atl::build_rank_env(job(), nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"}, 0,
+                                 atl::group_count(layout));
   EXPECT_EQ(env["WORLD_SIZE"], "4");
   EXPECT_EQ(env["RANK"], "3");
   EXPECT_EQ(env["LOCAL_RANK"], "1");
@@ -91,7 +92,8 @@ TEST(RankEnv, CarriesTorchrunsVariablesToo) {
   auto layout = *atl::layout_ranks(nodes, 2);
   atl::JobSpec j = job();
   j.max_restarts = 5;
-  auto env = atl::build_rank_env(j, nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"}, 2);
+  auto env = atl::build_rank_env(j, nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"}, 2,
+                                 atl::group_count(layout));
   EXPECT_EQ(env["GROUP_RANK"], "1");
   EXPECT_EQ(env["GROUP_WORLD_SIZE"], "2");
   EXPECT_EQ(env["ROLE_NAME"], "default");
@@ -105,15 +107,26 @@ TEST(RankEnv, CarriesTorchrunsVariablesToo) {
   EXPECT_EQ(env["OMP_NUM_THREADS"], "1");
   // One rank per node keeps every core; the job's own choice wins.
   auto single = *atl::layout_ranks(nodes, 1);
-  auto one = atl::build_rank_env(j, nodes, single, single[1], {"h:1", "jo-x"}, 0);
+  auto one = atl::build_rank_env(j, nodes, single, single[1], {"h:1", "jo-x"}, 0,
+                                 atl::group_count(single));
   EXPECT_EQ(one.count("OMP_NUM_THREADS"), 0u);
   EXPECT_EQ(one["GROUP_RANK"], "1");
   EXPECT_EQ(one["GROUP_WORLD_SIZE"], "2");
   j.env["OMP_NUM_THREADS"] = "8";
   j.env["GROUP_RANK"] = "7";  // the identity stays atl's
-  auto chosen = atl::build_rank_env(j, nodes, layout, layout[0], {"h:1", "jo-x"}, 0);
+  auto chosen = atl::build_rank_env(j, nodes, layout, layout[0], {"h:1", "jo-x"}, 0,
+                                    atl::group_count(layout));
   EXPECT_EQ(chosen["OMP_NUM_THREADS"], "8");
   EXPECT_EQ(chosen["GROUP_RANK"], "0");
+}
+
+TEST(RankEnv, GroupCountIsTheNodesThatRunRanksWhereverTheHighestComes) {
+  EXPECT_EQ(atl::group_count({}), 0);
+  std::vector<atl::RankPlacement> layout(3);
+  layout[0].node_rank = 0;
+  layout[1].node_rank = 2;  // placed: the last new node need not come last
+  layout[2].node_rank = 1;
+  EXPECT_EQ(atl::group_count(layout), 3);
 }
 
 TEST(RankEnv, RuntimeEnvOverridesEnvButNotTheRankIdentity) {
@@ -123,7 +136,8 @@ TEST(RankEnv, RuntimeEnvOverridesEnvButNotTheRankIdentity) {
   j.env = {{"A", "from-env"}, {"B", "only-env"}, {"RANK", "99"}, {"NCCL_SOCKET_IFNAME", "ib0"}};
   j.runtime_env_vars = {{"A", "from-runtime"}, {"ATL_JOB_ID", "spoofed"}};
   j.master_port = 29600;
-  auto env = atl::build_rank_env(j, nodes, layout, layout[0], {"h:1", "jo-x"}, 0);
+  auto env = atl::build_rank_env(j, nodes, layout, layout[0], {"h:1", "jo-x"}, 0,
+                                 atl::group_count(layout));
   EXPECT_EQ(env["A"], "from-runtime");
   EXPECT_EQ(env["B"], "only-env");
   EXPECT_EQ(env["RANK"], "0");
@@ -213,7 +227,8 @@ TEST(PlaceRanks, SpreadAlternatesNodesAndNumbersEachNodesRanksInTurn) {
   }
   // The environment follows: rank 2 is worker-0's second rank on its GPU 1.
   auto nodes = two_nodes(4);
-  auto env = atl::build_rank_env(job(), nodes, *got, (*got)[2], {"10.0.0.9:6380", "jo-x"}, 0);
+  auto env = atl::build_rank_env(job(), nodes, *got, (*got)[2], {"10.0.0.9:6380", "jo-x"}, 0,
+                                 atl::group_count(*got));
   EXPECT_EQ(env["RANK"], "2");
   EXPECT_EQ(env["LOCAL_RANK"], "1");
   EXPECT_EQ(env["NODE_RANK"], "0");

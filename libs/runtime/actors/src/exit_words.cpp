@@ -9,11 +9,10 @@ namespace atl {
 std::string exit_words(const caf::error& reason, caf::actor_system& sys) {
   // CAF's exit reasons share one error category.
   static const auto kExit = caf::make_error(caf::exit_reason::kill).category();
-  if (!reason || reason.category() != kExit)
-    return reason ? sys.render(reason) : "it ended normally";
+  if (!reason || reason.category() != kExit) return reason ? sys.render(reason) : "it left";
   switch (static_cast<caf::exit_reason>(reason.code())) {
     case caf::exit_reason::normal:
-      return "it ended normally";
+      return "it left";
     case caf::exit_reason::unhandled_exception:
       return "it failed with an exception";
     case caf::exit_reason::unknown:

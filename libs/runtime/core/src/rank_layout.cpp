@@ -89,9 +89,15 @@ void set_atl_identity(const AtlEndpoint& atl, const std::string& pod, EnvMap& en
 
 }  // namespace
 
+int group_count(const std::vector<RankPlacement>& layout) {
+  int groups = 0;
+  for (const auto& r : layout) groups = std::max(groups, r.node_rank + 1);
+  return groups;
+}
+
 EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
-                      const AtlEndpoint& atl, int restart_count) {
+                      const AtlEndpoint& atl, int restart_count, int groups) {
   const NodeSlot& node = nodes.at(rank.slot);
   const NodeSlot& master = nodes.at(layout.at(0).slot);
   EnvMap env;
@@ -112,8 +118,6 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
   env["LOCAL_WORLD_SIZE"] = std::to_string(rank.local_world_size);
   env["NODE_RANK"] = std::to_string(rank.node_rank);
   // torchelastic's names for the same (one role, "default"; one group per node).
-  int groups = 0;
-  for (const auto& r : layout) groups = std::max(groups, r.node_rank + 1);
   env["GROUP_RANK"] = std::to_string(rank.node_rank);
   env["GROUP_WORLD_SIZE"] = std::to_string(groups);
   env["ROLE_NAME"] = "default";

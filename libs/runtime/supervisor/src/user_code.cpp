@@ -100,13 +100,14 @@ Status UserCode::plan(const PlanInput& in) {
     launches_.clear();
     pod_of_.clear();
     rank_pods_.assign(layout->size(), std::string());
+    const int groups = group_count(*layout);
     for (const auto& placement : *layout) {
       const std::string& pod = slots[placement.slot].pod;
       rank_pods_[placement.rank] = pod;
       ProcessLaunch launch;
       launch.stream = StreamId::of_rank(placement.rank);
       launch.command = job.entrypoint;
-      EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl, in.restarts_used);
+      EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl, in.restarts_used, groups);
       launch.env = to_env_strings(env);
       launch.working_dir = job.working_dir;
       launches_[placement.rank] = std::move(launch);

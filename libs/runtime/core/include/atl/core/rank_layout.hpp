@@ -56,9 +56,14 @@ struct AtlEndpoint {
 // so a script written for torchrun finds what it reads; and, as torchrun,
 // OMP_NUM_THREADS=1 when a node runs several ranks (a default the job's env
 // may override).
+// `groups`: the layout's group_count (computed once per plan, not per rank:
+// a walk of 70,000 ranks for each of them stalled the supervisor).
 EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
                       const std::vector<RankPlacement>& layout, const RankPlacement& rank,
-                      const AtlEndpoint& atl, int restart_count);
+                      const AtlEndpoint& atl, int restart_count, int groups);
+
+// How many nodes run ranks (torchelastic's GROUP_WORLD_SIZE).
+int group_count(const std::vector<RankPlacement>& layout);
 
 // Where a process that is not a rank runs (the driver, a Ray node, a debug
 // command in driver mode): its pod, the interface its traffic leaves by, and
