@@ -206,6 +206,15 @@ TEST(JobController, APendingJobSaysWhoItWaitsForEveryTenSeconds) {
   job.ctl.on_timer(JobTimer::waiting, 6);  // 60 s: the timeout
   EXPECT_EQ(job.fx.prints.size(), before);
   EXPECT_EQ(job.fx.timers.size(), armed);
+  // Thousands of pods: eight named, then how many more.
+  Job big(12, 12, 3);
+  ASSERT_TRUE(big.ctl.start(nullptr, 12));
+  big.fx.pods[0].joined = true;
+  big.ctl.on_timer(JobTimer::waiting, 1);
+  EXPECT_EQ(big.fx.prints.back(),
+            "waiting for workers: 1/12 joined, missing j1-worker-1, j1-worker-2, j1-worker-3, "
+            "j1-worker-4, j1-worker-5, j1-worker-6, j1-worker-7, j1-worker-8 and 3 more (10s of "
+            "1m)");
   // Running: nothing more.
   Job running(1, 1, 3);
   running.run();

@@ -147,7 +147,17 @@ std::string JobController::waiting_line(std::int32_t ticks) const {
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(kWaitingEvery) * ticks;
   std::string line = "waiting for workers: " + std::to_string(joined) + "/" +
                      std::to_string(views.size()) + " joined";
-  const std::string missing = fx_->missing_pods();
+  std::string missing = fx_->missing_pods();
+  // Thousands of pods: the first few, then how many more.
+  constexpr std::size_t kNamed = 8;
+  const std::size_t missing_count = views.size() - joined;
+  if (missing_count > kNamed) {
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < kNamed && at != std::string::npos; ++k)
+      at = missing.find(", ", at == 0 ? 0 : at + 2);
+    if (at != std::string::npos)
+      missing = missing.substr(0, at) + " and " + std::to_string(missing_count - kNamed) + " more";
+  }
   if (!missing.empty()) line += ", missing " + missing;
   return line + " (" + format_duration(waited) + " of " +
          format_duration(options_.job.ready_timeout) + ")";
