@@ -142,7 +142,7 @@ function viewRanks(v) {
   }
   const fig = (r, f) => (r.vitals ? f(r.vitals) : '—');
   v.append(table(['Rank', 'Pod', 'PID', 'State', 'Last output', 'Lines/s', 'CPU %', 'RSS', 'Exit', 'Log'], s.ranks.map((r) => [
-    r.rank !== undefined ? r.rank : r.stream, r.pod, fig(r, (x) => x.user_pid) === '—' ? r.pid : r.vitals.user_pid,
+    r.rank !== undefined ? r.rank : r.stream, r.pod, r.vitals && r.vitals.user_pid ? r.vitals.user_pid : r.pid,
     r.vitals && r.vitals.mark ? el('span', {}, stateSpan(r.state), ' ', el('span', { class: 'mark mark-' + r.vitals.mark, text: r.vitals.mark })) : stateSpan(r.state),
     fig(r, (x) => Math.round(x.output_age_ms / 1000) + ' s ago'), fig(r, (x) => x.lines_per_s),
     fig(r, (x) => x.cpu_percent), fig(r, (x) => bytes(x.rss_bytes)), rankExit(r),
