@@ -459,11 +459,12 @@ class ActorHost:
 
     def __init__(self, name, handler):
         self.name = name
-        self._handle, self._callback = _c().actor_host(name, handler)
+        self._client = _c()  # closed through the client that hosts it, even after a re-init
+        self._handle, self._callback = self._client.actor_host(name, handler)
 
     def close(self):
         if self._handle:
-            _c().actor_close(self._handle)
+            self._client.actor_close(self._handle)
             self._handle = None
 
 

@@ -3,6 +3,7 @@ error raised as an AtlError subclass carrying atl's code and one-line message.""
 import ctypes
 import os
 import shutil
+import threading
 
 ATL_API_VERSION = 1
 
@@ -78,6 +79,7 @@ _signatures = {
     "atl_free": ([_P], None),
     "atl_connect": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(_P)], _P),
     "atl_disconnect": ([_P], None),
+    "atl_interrupt": ([_P], None),
     "atl_job_info": ([_P, ctypes.POINTER(_P)], _P),
     "atl_cluster_state": ([_P, ctypes.POINTER(_P)], _P),
     "atl_pg_create": ([_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64,
@@ -147,7 +149,13 @@ def take_string(ptr):
 
 
 class Client:
-    """One connection to the job's supervisor (thread-safe, as libatl's is)."""
+    """One connection to the job's supervisor (thread-safe, as libatl's is).
+
+    Every call holds the client open from taking the handle to leaving C;
+    close() interrupts the calls in C (they fail at once), waits for every
+    call to leave, and only then frees the handle: a thread that had taken it
+    must never enter libatl after atl_disconnect (a use after free that
+    crashed a driver whose pool thread was in task_wait)."""
 
     def __init__(self, address=None, tls_dir=None, insecure=False):
         handle = _P()
@@ -155,20 +163,46 @@ class Client:
                                tls_dir.encode() if tls_dir else None, 1 if insecure else 0,
                                ctypes.byref(handle)))
         self._handle = handle
+        self._cond = threading.Condition()
+        self._inside = 0  # calls between taking the handle and leaving C
+        self._freed = threading.Event()
 
     def close(self):
-        handle, self._handle = self._handle, None  # new calls from here on are refused
-        if handle:
-            _lib.atl_disconnect(handle)
+        with self._cond:
+            handle, self._handle = self._handle, None  # new calls from here on are refused
+        if not handle:
+            self._freed.wait()  # a close on another thread finishes first
+            return
+        _lib.atl_interrupt(handle)  # calls in C return at once ("disconnected")
+        with self._cond:
+            self._cond.wait_for(lambda: self._inside == 0)
+        _lib.atl_disconnect(handle)
+        self._freed.set()
 
-    def _h(self):
-        if not self._handle:
-            raise UsageError(USAGE, "atl is not connected (atl.init() first)")
-        return self._handle
+    def _enter(self):
+        with self._cond:
+            if not self._handle:
+                raise UsageError(USAGE, "atl is not connected (atl.init() first)")
+            self._inside += 1
+            return self._handle
+
+    def _leave(self):
+        with self._cond:
+            self._inside -= 1
+            if self._inside == 0:
+                self._cond.notify_all()
+
+    def _call(self, fn, *args):
+        """fn(handle, *args), checked, with the client held open meanwhile."""
+        handle = self._enter()
+        try:
+            check(fn(handle, *args))
+        finally:
+            self._leave()
 
     def _json_call(self, fn, *args):
         out = _P()
-        check(fn(self._h(), *args, ctypes.byref(out)))
+        self._call(fn, *args, ctypes.byref(out))
         return take_string(out)
 
     def job_info(self):
@@ -180,37 +214,35 @@ class Client:
     def pg_create(self, name, strategy, bundles_json, timeout_ms):
         """(id, the group's JSON as it is now)."""
         gid, out = ctypes.c_int64(-1), _P()
-        check(_lib.atl_pg_create_json(self._h(), (name or "").encode(), strategy.encode(),
-                                      bundles_json.encode(), int(timeout_ms), ctypes.byref(gid),
-                                      ctypes.byref(out)))
+        self._call(_lib.atl_pg_create_json, (name or "").encode(), strategy.encode(),
+                   bundles_json.encode(), int(timeout_ms), ctypes.byref(gid), ctypes.byref(out))
         return gid.value, take_string(out)
 
     def pg_wait(self, gid, timeout_ms):
         return self._json_call(_lib.atl_pg_wait, ctypes.c_int64(gid), ctypes.c_int64(timeout_ms))
 
     def pg_remove(self, gid):
-        check(_lib.atl_pg_remove(self._h(), gid))
+        self._call(_lib.atl_pg_remove, gid)
 
     def task_start(self, command, group=0, bundle=-1, pod=None, env=None, working_dir=None):
         env_list = [f"{k}={v}".encode() for k, v in (env or {}).items()]
         env_array = (ctypes.c_char_p * (len(env_list) + 1))(*env_list, None)
         tid = ctypes.c_int32(-1)
-        check(_lib.atl_task_start(self._h(), int(group), int(bundle),
-                                  pod.encode() if pod else None, command.encode(), env_array,
-                                  working_dir.encode() if working_dir else None,
-                                  ctypes.byref(tid)))
+        self._call(_lib.atl_task_start, int(group), int(bundle), pod.encode() if pod else None,
+                   command.encode(), env_array, working_dir.encode() if working_dir else None,
+                   ctypes.byref(tid))
         return tid.value
 
     def task_wait(self, tid, timeout_ms):
         code, sig = ctypes.c_int32(0), ctypes.c_int32(0)
-        check(_lib.atl_task_wait(self._h(), tid, int(timeout_ms), ctypes.byref(code),
-                                 ctypes.byref(sig)))
+        self._call(_lib.atl_task_wait, tid, int(timeout_ms), ctypes.byref(code),
+                   ctypes.byref(sig))
         return code.value, sig.value
 
     def task_output(self, tid, offset):
         data, size, nxt = _P(), ctypes.c_int64(0), ctypes.c_int64(offset)
-        check(_lib.atl_task_output(self._h(), tid, int(offset), ctypes.byref(data),
-                                   ctypes.byref(size), ctypes.byref(nxt)))
+        self._call(_lib.atl_task_output, tid, int(offset), ctypes.byref(data),
+                   ctypes.byref(size), ctypes.byref(nxt))
         try:
             raw = ctypes.string_at(data.value, size.value) if data.value else b""
         finally:
@@ -220,11 +252,11 @@ class Client:
 
     def task_result(self, tid, timeout_ms):
         out = _P()
-        check(_lib.atl_task_result(self._h(), tid, int(timeout_ms), ctypes.byref(out)))
+        self._call(_lib.atl_task_result, tid, int(timeout_ms), ctypes.byref(out))
         return take_string(out)
 
     def task_kill(self, tid):
-        check(_lib.atl_task_kill(self._h(), tid))
+        self._call(_lib.atl_task_kill, tid)
 
     def actor_host(self, name, handler):
         """Hosts `handler` (bytes -> bytes) as actor `name`; returns a closer.
@@ -240,17 +272,27 @@ class Client:
                                                                                  "replace"))
         callback = ACTOR_FN(trampoline)
         handle = _P()
-        check(_lib.atl_actor_host(self._h(), name.encode(), ctypes.cast(callback, ctypes.c_void_p),
-                                  None, ctypes.byref(handle)))
+        self._call(_lib.atl_actor_host, name.encode(), ctypes.cast(callback, ctypes.c_void_p),
+                   None, ctypes.byref(handle))
         return handle, callback  # the callback must live as long as the actor
 
     def actor_close(self, handle):
-        _lib.atl_actor_close(handle)
+        """Unregisters and stops it; after close() (its client's), only frees it."""
+        try:
+            self._enter()
+        except UsageError:
+            self._freed.wait()  # atl_disconnect stopped it (or is stopping it) first
+            _lib.atl_actor_close(handle)
+            return
+        try:
+            _lib.atl_actor_close(handle)
+        finally:
+            self._leave()
 
     def actor_call(self, name, data, timeout_ms):
         out, size = _P(), ctypes.c_int64(0)
-        check(_lib.atl_actor_call(self._h(), name.encode(), data, len(data), int(timeout_ms),
-                                  ctypes.byref(out), ctypes.byref(size)))
+        self._call(_lib.atl_actor_call, name.encode(), data, len(data), int(timeout_ms),
+                   ctypes.byref(out), ctypes.byref(size))
         try:
             return ctypes.string_at(out.value, size.value) if out.value else b""
         finally:

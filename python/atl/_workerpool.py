@@ -192,10 +192,14 @@ class WorkerPool:
                 code = worker.task.wait(timeout=None)
                 why = f"its warm worker (task {worker.task.id} on {worker.pod}) ended with {code}"
             except GetTimeoutError:
+                if self._closed:  # shut down: the next client (a new atl.init) is not ours
+                    return
                 continue
             except AtlError as e:
                 why = f"its warm worker (task {worker.task.id} on {worker.pod}): {e}"
             break
+        if self._closed:
+            return
         if worker.state == "starting":
             try:
                 tail = worker.task.output()[-1500:]

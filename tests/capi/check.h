@@ -1,9 +1,10 @@
 /* What the C API's tests share: CHECK (one line per failed check, counted in
- * `failures`) and take() (a status's code and message, then freed). */
+ * `failures`), take() (a status's code and message, then freed) and now(). */
 #ifndef ATL_TESTS_CAPI_CHECK_H
 #define ATL_TESTS_CAPI_CHECK_H
 
 #include <stdio.h>
+#include <time.h>
 
 #include "atl.h"
 
@@ -25,6 +26,13 @@ static inline atl_code take(atl_status* s, char* msg, size_t size) {
   if (msg) snprintf(msg, size, "%s", atl_status_message(s));
   atl_status_free(s);
   return code;
+}
+
+/* Seconds on the monotonic clock. */
+static inline double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 #endif

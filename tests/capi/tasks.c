@@ -49,6 +49,21 @@ static void* call_then_idle(void* arg) {
   return NULL;
 }
 
+/* A task waited for on another thread, with the answer it got. */
+struct parked_wait {
+  atl_client* client;
+  int32_t task;
+  atl_code code;
+  char msg[512];
+};
+
+static void* wait_long(void* arg) {
+  struct parked_wait* p = arg;
+  int32_t code = 0, sig = 0;
+  p->code = take(atl_task_wait(p->client, p->task, 60000, &code, &sig), p->msg, sizeof p->msg);
+  return NULL;
+}
+
 int main(void) {
   char msg[2048];
   char out[8192];
@@ -153,6 +168,35 @@ int main(void) {
   CHECK(strstr(msg, "'NOEQUALS' is not KEY=VALUE"), "%s", msg);
   CHECK(take(atl_task_wait(c, 4242, 0, NULL, NULL), msg, sizeof msg) == ATL_USAGE, "unknown task");
   CHECK(none == -1, "no task id on failure");
+
+  /* atl_interrupt: a wait in flight on another thread fails at once, and so
+   * does every later call, while the client stays valid until disconnected
+   * (what a binding does before it frees a client its threads may still be
+   * entering). */
+  atl_client* other = NULL;
+  CHECK(take(atl_connect(NULL, NULL, 0, &other), msg, sizeof msg) == ATL_OK, "connect: %s", msg);
+  if (other) {
+    int32_t sleeper = start(other, 0, -1, NULL, "exec sleep 600", NULL, NULL);
+    struct parked_wait parked = {other, sleeper, ATL_OK, ""};
+    pthread_t waiter;
+    pthread_create(&waiter, NULL, wait_long, &parked);
+    usleep(300 * 1000);
+    double t0 = now();
+    atl_interrupt(other);
+    pthread_join(waiter, NULL);
+    CHECK(parked.code == ATL_UNREACHABLE && strstr(parked.msg, "disconnected"),
+          "the wait in flight at the interrupt: %d %s", parked.code, parked.msg);
+    CHECK(now() - t0 < 15.0, "the interrupted wait returned after %.1f s", now() - t0);
+    char* json = NULL;
+    CHECK(take(atl_job_info(other, &json), msg, sizeof msg) == ATL_UNREACHABLE &&
+              strstr(msg, "atl_job_info: the client disconnected"),
+          "a call after the interrupt: %s", msg);
+    CHECK(json == NULL, "no answer after the interrupt");
+    atl_interrupt(other); /* twice is fine */
+    atl_disconnect(other);
+    CHECK(take(atl_task_kill(c, sleeper), msg, sizeof msg) == ATL_OK, "kill: %s", msg);
+  }
+  atl_interrupt(NULL);
 
   /* Disconnecting while a thread that called is still alive returns at once
    * (CAF 0.17 would wait for that thread, had it spawned an actor there). */

@@ -3,6 +3,7 @@ import os
 import pickle
 import subprocess
 import sys
+import textwrap
 import time
 
 import pytest
@@ -373,6 +374,96 @@ def test_shutdown_from_another_thread_returns(tmp_path):
         assert "[driver] shutdown returned: True" in c.output(), c.output()
     finally:
         c.stop()
+
+
+def _run_client_script(cluster, tmp_path, body, *args):
+    """`body` in a Python of its own (a crash there fails this test, not the run)."""
+    script = tmp_path / "client.py"
+    script.write_text("import sys, threading, time\nfrom atl import _capi\n"
+                      "address, tls = sys.argv[1], sys.argv[2]\n" + textwrap.dedent(body))
+    env = dict(cluster.env, ATL_LIBRARY=os.environ.get(
+        "ATL_LIBRARY", os.path.join(os.path.dirname(BIN), "lib", "libatl.so")))
+    return subprocess.run([sys.executable, str(script), cluster.address, cluster.tls,
+                           *map(str, args)], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_a_call_about_to_enter_libatl_never_finds_its_client_freed(cluster, tmp_path):
+    # CI: a driver's pool thread had taken the client's handle when
+    # shutdown() freed it, then entered libatl (a segfault). Here a call is
+    # held after it started (converting its timeout) while another thread
+    # closes the client: it must be refused before libatl, or the close must
+    # wait for it; never may the close return first and the call then reach C.
+    r = _run_client_script(cluster, tmp_path, """
+        client = _capi.Client(address, tls)
+        tid = client.task_start("exec sleep 600")
+        stalled, closed, order = threading.Event(), threading.Event(), []
+
+        class SlowTimeout:
+            def __int__(self):
+                stalled.set()
+                closed.wait(5)  # the close returns first, unless it waits for this call
+                return 100
+
+        def call():
+            try:
+                client.task_wait(tid, SlowTimeout())
+                order.append("call returned")
+            except _capi.AtlError as e:
+                order.append(f"call: {type(e).__name__}: {e}")
+
+        t = threading.Thread(target=call)
+        t.start()
+        assert stalled.wait(30)
+        client.close()
+        order.append("close returned")
+        closed.set()
+        t.join(30)
+        print(order)
+        refused_before_c = order[1:] == ["call: UsageError: atl is not connected (atl.init() first)"]
+        close_waited = len(order) == 2 and order[1] == "close returned"
+        raise SystemExit(0 if refused_before_c or close_waited else 1)
+        """)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-3000:])
+
+
+def test_calls_parked_on_many_threads_end_cleanly_when_the_client_closes(cluster, tmp_path):
+    # Threads in task_wait (parked at the supervisor) and in quick calls when
+    # close() comes, then a new client at once (whose memory may be the old
+    # one's): each call ends with an error naming the close, none crashes.
+    r = _run_client_script(cluster, tmp_path, """
+        rounds, threads = int(sys.argv[3]), int(sys.argv[4])
+        first = _capi.Client(address, tls)
+        tid = first.task_start("exec sleep 600")
+        first.close()
+        errors = set()
+        for r in range(rounds):
+            client = _capi.Client(address, tls)
+            go = threading.Barrier(threads + 1)
+
+            def worker(i):
+                go.wait()
+                try:
+                    while True:
+                        client.task_wait(tid, 20000) if i % 2 else client.job_info()
+                except _capi.AtlError as e:
+                    errors.add(str(e).replace("atl_job_info", "CALL").replace(
+                        "atl_task_wait", "CALL"))
+
+            ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+            for t in ts:
+                t.start()
+            go.wait()
+            time.sleep(0.01 * (r % 5))
+            client.close()
+            for t in ts:
+                t.join(60)
+            assert not any(t.is_alive() for t in ts), "a call outlived close()"
+        print(sorted(errors))
+        assert errors <= {"atl is not connected (atl.init() first)",
+                          "CALL: the client disconnected (atl_disconnect)"}, errors
+        """, 12, 8)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-3000:])
 
 
 def test_get_refuses_what_is_not_a_ref(cluster):

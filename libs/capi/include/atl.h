@@ -71,10 +71,17 @@ typedef struct atl_client atl_client;
  * insecure: nonzero for a head started with --insecure (plain TCP). */
 ATL_API atl_status* atl_connect(const char* address, const char* tls_dir, int insecure,
                                 atl_client** out);
-/* Ends the connection: calls in flight on other threads fail at once
- * (ATL_UNREACHABLE, "disconnected") and have returned when this returns; the
- * client's hosted actors stop. Calls made after it are undefined. NULL is fine. */
+/* Ends the connection and frees the client: calls in flight on other threads
+ * fail at once (ATL_UNREACHABLE, "disconnected") and have returned when this
+ * returns; the client's hosted actors stop. A call that starts once this has
+ * begun reads freed memory: a program whose threads may still be about to
+ * call calls atl_interrupt first, waits for those threads, then disconnects.
+ * NULL is fine. */
 ATL_API void atl_disconnect(atl_client* client);
+/* What atl_disconnect does first, leaving the client valid: calls in flight
+ * fail at once and every later call fails the same way (ATL_UNREACHABLE,
+ * "disconnected"), without waiting for the supervisor. NULL is fine. */
+ATL_API void atl_interrupt(atl_client* client);
 
 /* --- the cluster ----------------------------------------------------------------- */
 

@@ -30,6 +30,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/core/call_gate.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/core/reply_code.hpp"
@@ -81,10 +82,12 @@ struct atl_client {
   // them (a live one would keep ~actor_system waiting for ever).
   std::mutex hosted_mutex;
   std::set<atl_actor*> hosted;
-  // Calls in flight on other threads: atl_disconnect fails them and waits
-  // for them to return before it frees the client.
+  // Every call holds a pass from its first read of the client to its last;
+  // atl_disconnect frees the client only once no pass is held.
+  atl::CallGate gate;
+  // Requests waiting for their answer: atl_interrupt (and so atl_disconnect)
+  // fails them at once.
   std::mutex calls_mutex;
-  std::condition_variable calls_done;
   std::map<std::uint64_t, std::function<void()>> in_flight;  // id -> fail it
   std::uint64_t next_call = 0;
   bool closing = false;
@@ -121,8 +124,21 @@ atl_status* guarded(const char* call, Body&& body) {
   }
 }
 
-atl_status* no_client(const char* call) {
-  return make_status(ATL_USAGE, std::string(call) + ": client is NULL");
+atl_status* disconnected(const char* call) {
+  return make_status(ATL_UNREACHABLE,
+                     std::string(call) + ": the client disconnected (atl_disconnect)");
+}
+
+// A call on `c`: runs `body` holding one of the client's passes (see
+// atl_client::gate), so the client outlives everything the call reads of it.
+template <class Body>
+atl_status* on_client(atl_client* c, const char* call, Body&& body) {
+  if (!c) return make_status(ATL_USAGE, std::string(call) + ": client is NULL");
+  return guarded(call, [&]() -> atl_status* {
+    auto pass = c->gate.enter();
+    if (!pass) return disconnected(call);
+    return body();
+  });
 }
 
 // Runs `job` in the bridge actor's context; its result comes back through
@@ -170,16 +186,13 @@ caf::expected<std::tuple<Ts...>> call_supervisor(atl_client* c, caf::message msg
     std::lock_guard<std::mutex> lock(c->calls_mutex);
     c->in_flight.erase(id);
   }
-  c->calls_done.notify_all();
   return result;
 }
 
 atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) {
   if (err == caf::sec::request_receiver_down) {
     std::lock_guard<std::mutex> lock(c->calls_mutex);
-    if (c->closing)
-      return make_status(ATL_UNREACHABLE,
-                         std::string(call) + ": the client disconnected (atl_disconnect)");
+    if (c->closing) return disconnected(call);
   }
   return make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " + c->address +
                                           " did not answer: " + c->system->render(err));
@@ -360,15 +373,23 @@ atl_status* atl_connect(const char* address, const char* tls_dir, int insecure, 
   });
 }
 
+void atl_interrupt(atl_client* client) {
+  if (!client) return;
+  try {
+    client->gate.close();  // later calls are refused
+    // Requests in flight fail now ("disconnected"); their calls return at once.
+    std::lock_guard<std::mutex> lock(client->calls_mutex);
+    client->closing = true;
+    for (auto& [id, fail] : client->in_flight) fail();
+  } catch (...) {
+    // Nothing may cross into C.
+  }
+}
+
 void atl_disconnect(atl_client* client) {
   if (!client) return;
   try {
-    // Calls in flight on other threads fail now ("disconnected"); new ones are refused.
-    {
-      std::unique_lock<std::mutex> lock(client->calls_mutex);
-      client->closing = true;
-      for (auto& [id, fail] : client->in_flight) fail();
-    }
+    atl_interrupt(client);
     // Actors still hosted stop here (their handler's current call ends
     // first); the dropped connection unregisters them at the supervisor.
     std::set<atl_actor*> hosted;
@@ -380,11 +401,9 @@ void atl_disconnect(atl_client* client) {
       stop_actor(a);
       a->client = nullptr;
     }
-    {
-      // Each failed call returns at once; a handler's own calls fail the same way.
-      std::unique_lock<std::mutex> lock(client->calls_mutex);
-      client->calls_done.wait(lock, [client] { return client->in_flight.empty(); });
-    }
+    // Every call that entered has returned (a handler's own calls failed
+    // the same way): nothing reads the client after this.
+    client->gate.wait_idle();
     if (client->bridge) caf::anon_send_exit(client->bridge, caf::exit_reason::user_shutdown);
     client->bridge = caf::actor{};
     client->supervisor = caf::actor{};
@@ -395,8 +414,7 @@ void atl_disconnect(atl_client* client) {
 }
 
 atl_status* atl_job_info(atl_client* client, char** json_out) {
-  if (!client) return no_client("atl_job_info");
-  return guarded("atl_job_info", [&]() -> atl_status* {
+  return on_client(client, "atl_job_info", [&]() -> atl_status* {
     std::string text;
     if (auto* s = ask_text(client, "atl_job_info", caf::make_message(atl::info_atom::value), &text))
       return s;
@@ -405,8 +423,7 @@ atl_status* atl_job_info(atl_client* client, char** json_out) {
 }
 
 atl_status* atl_cluster_state(atl_client* client, char** json_out) {
-  if (!client) return no_client("atl_cluster_state");
-  return guarded("atl_cluster_state", [&]() -> atl_status* {
+  return on_client(client, "atl_cluster_state", [&]() -> atl_status* {
     std::string text;
     if (auto* s = ask_text(client, "atl_cluster_state", caf::make_message(atl::cluster_atom::value),
                            &text))
@@ -423,8 +440,7 @@ atl_status* atl_pg_create(atl_client* client, const char* name, const char* stra
 atl_status* atl_pg_create_json(atl_client* client, const char* name, const char* strategy,
                                const char* bundles_json, int64_t timeout_ms, int64_t* id_out,
                                char** json_out) {
-  if (!client) return no_client("atl_pg_create");
-  return guarded("atl_pg_create", [&]() -> atl_status* {
+  return on_client(client, "atl_pg_create", [&]() -> atl_status* {
     if (!strategy || !bundles_json)
       return make_status(ATL_USAGE, "atl_pg_create: strategy and bundles_json are required");
     std::string text;
@@ -446,8 +462,7 @@ atl_status* atl_pg_create_json(atl_client* client, const char* name, const char*
 }
 
 atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char** json_out) {
-  if (!client) return no_client("atl_pg_wait");
-  return guarded("atl_pg_wait", [&]() -> atl_status* {
+  return on_client(client, "atl_pg_wait", [&]() -> atl_status* {
     if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_pg_wait: timeout_ms is negative");
     std::string text;
     // Still pending at the deadline: the supervisor answers ReplyCode::timeout.
@@ -461,8 +476,7 @@ atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char
 }
 
 atl_status* atl_pg_remove(atl_client* client, int64_t id) {
-  if (!client) return no_client("atl_pg_remove");
-  return guarded("atl_pg_remove", [&]() -> atl_status* {
+  return on_client(client, "atl_pg_remove", [&]() -> atl_status* {
     return ask(client, "atl_pg_remove",
                caf::make_message(atl::pg_remove_atom::value, std::int64_t{id}),
                std::chrono::milliseconds(0), nullptr);
@@ -472,8 +486,7 @@ atl_status* atl_pg_remove(atl_client* client, int64_t id) {
 atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, const char* pod,
                            const char* command, const char* const* env, const char* working_dir,
                            int32_t* task_out) {
-  if (!client) return no_client("atl_task_start");
-  return guarded("atl_task_start", [&]() -> atl_status* {
+  return on_client(client, "atl_task_start", [&]() -> atl_status* {
     if (!command) return make_status(ATL_USAGE, "atl_task_start: command is NULL");
     std::vector<std::string> vars;
     for (const char* const* e = env; e && *e; ++e) vars.emplace_back(*e);
@@ -494,8 +507,7 @@ atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, co
 
 atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
                           int32_t* exit_code_out, int32_t* signal_out) {
-  if (!client) return no_client("atl_task_wait");
-  return guarded("atl_task_wait", [&]() -> atl_status* {
+  return on_client(client, "atl_task_wait", [&]() -> atl_status* {
     atl::TaskStatus t;
     if (auto* s = wait_for_task(client, "atl_task_wait", task, timeout_ms, t)) return s;
     if (exit_code_out) *exit_code_out = t.exit_code;
@@ -508,8 +520,7 @@ atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,
 
 atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, char** data_out,
                             int64_t* size_out, int64_t* next_offset_out) {
-  if (!client) return no_client("atl_task_output");
-  return guarded("atl_task_output", [&]() -> atl_status* {
+  return on_client(client, "atl_task_output", [&]() -> atl_status* {
     if (!data_out || !size_out)
       return make_status(ATL_USAGE, "atl_task_output: data_out and size_out are required");
     if (task < 1 || offset < 0)
@@ -534,8 +545,7 @@ atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, ch
 
 atl_status* atl_task_result(atl_client* client, int32_t task, int64_t timeout_ms,
                             char** result_out) {
-  if (!client) return no_client("atl_task_result");
-  return guarded("atl_task_result", [&]() -> atl_status* {
+  return on_client(client, "atl_task_result", [&]() -> atl_status* {
     if (!result_out) return make_status(ATL_USAGE, "atl_task_result: result_out is NULL");
     *result_out = nullptr;
     atl::TaskStatus t;
@@ -570,8 +580,7 @@ void atl_reply_error(atl_reply* reply, const char* message) {
 
 atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn, void* user_data,
                            atl_actor** out) {
-  if (!client) return no_client("atl_actor_host");
-  return guarded("atl_actor_host", [&]() -> atl_status* {
+  return on_client(client, "atl_actor_host", [&]() -> atl_status* {
     if (!out || !name || !fn)
       return make_status(ATL_USAGE, "atl_actor_host: name, fn and out are required");
     *out = nullptr;
@@ -663,10 +672,13 @@ void atl_actor_close(atl_actor* actor) {
       actor->client->hosted.erase(actor);
     }
     stop_worker(actor);  // the handler's current call (if any) ends first, its reply sent
-    if (auto* s = ask(actor->client, "atl_actor_close",
-                      caf::make_message(atl::actor_unreg_atom::value, actor->name),
-                      std::chrono::milliseconds(0), nullptr, actor->handle))
-      atl_status_free(s);  // gone already (the job ended): nothing more to undo there
+    // Interrupted meanwhile: the dropped connection unregisters it.
+    if (auto pass = actor->client->gate.enter()) {
+      if (auto* s = ask(actor->client, "atl_actor_close",
+                        caf::make_message(atl::actor_unreg_atom::value, actor->name),
+                        std::chrono::milliseconds(0), nullptr, actor->handle))
+        atl_status_free(s);  // gone already (the job ended): nothing more to undo there
+    }
     caf::anon_send_exit(actor->handle, caf::exit_reason::user_shutdown);
   } catch (...) {
     // Nothing may cross into C.
@@ -676,8 +688,7 @@ void atl_actor_close(atl_actor* actor) {
 
 atl_status* atl_actor_call(atl_client* client, const char* name, const char* request, int64_t size,
                            int64_t timeout_ms, char** reply_out, int64_t* reply_size) {
-  if (!client) return no_client("atl_actor_call");
-  return guarded("atl_actor_call", [&]() -> atl_status* {
+  return on_client(client, "atl_actor_call", [&]() -> atl_status* {
     if (!name || (!request && size > 0) || size < 0 || !reply_out || !reply_size)
       return make_status(ATL_USAGE, "atl_actor_call: name, reply_out and reply_size are required");
     if (timeout_ms <= 0)
@@ -702,8 +713,7 @@ atl_status* atl_actor_call(atl_client* client, const char* name, const char* req
 }
 
 atl_status* atl_actor_list(atl_client* client, char** json_out) {
-  if (!client) return no_client("atl_actor_list");
-  return guarded("atl_actor_list", [&]() -> atl_status* {
+  return on_client(client, "atl_actor_list", [&]() -> atl_status* {
     std::string text;
     if (auto* s = ask_text(client, "atl_actor_list", caf::make_message(atl::actor_list_atom::value),
                            &text))
@@ -713,8 +723,7 @@ atl_status* atl_actor_list(atl_client* client, char** json_out) {
 }
 
 atl_status* atl_task_kill(atl_client* client, int32_t task) {
-  if (!client) return no_client("atl_task_kill");
-  return guarded("atl_task_kill", [&]() -> atl_status* {
+  return on_client(client, "atl_task_kill", [&]() -> atl_status* {
     return ask(client, "atl_task_kill",
                caf::make_message(atl::task_kill_atom::value, std::int32_t{task}),
                std::chrono::milliseconds(0), nullptr);
