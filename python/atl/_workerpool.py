@@ -37,7 +37,10 @@ class _Worker:
 
     def __init__(self, name, pod):
         self.name, self.pod, self.task, self.job = name, pod, None, None
-        self.state = "starting"  # -> idle <-> busy -> dead | taken
+        # starting -> idle <-> busy -> dead | taken; "answered": it said ready
+        # before atl.run returned its task (idle once the task is known, so a
+        # busy worker always has one to kill).
+        self.state = "starting"
 
 
 class _Job:
@@ -173,14 +176,21 @@ class WorkerPool:
                "ATL_WORKERS_PER_NODE": "0",  # nested remote calls run cold, no pool per worker
                "PYTHONPATH": self._python_path}
         try:
-            worker.task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod,
-                                        env=env)
+            task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod, env=env)
         except AtlError:
             # The pod refuses tasks (lost, or the job is ending): this slot is
             # dropped, not retried against it; the other pods' processes go on.
             with self._lock:
                 worker.state = "dead"
                 self._workers.pop(worker.name, None)
+            return
+        with self._lock:
+            worker.task = task
+            closed = self._closed
+            if worker.state == "answered" and not closed:
+                self._become_idle(worker)
+        if closed:  # close() could not kill what had no task yet
+            _kill(worker)
             return
         threading.Thread(target=self._watch, args=(worker,), daemon=True,
                          name=f"atl-pool-watch-{self._serial}").start()
@@ -215,11 +225,18 @@ class WorkerPool:
             worker = self._workers.get(name)
             if worker is None or worker.state != "starting":
                 return b"unknown"
-            worker.state = "idle"
-            self._failures = 0
-            self._idle.append(worker)
-            self._dispatch()
+            if worker.task is None:
+                worker.state = "answered"  # _start makes it idle with its task
+            else:
+                self._become_idle(worker)
         return b"ok"
+
+    def _become_idle(self, worker):
+        """A process that answered, with its task known, takes calls (the lock is held)."""
+        worker.state = "idle"
+        self._failures = 0
+        self._idle.append(worker)
+        self._dispatch()
 
     def _lost(self, worker, why):
         with self._lock:

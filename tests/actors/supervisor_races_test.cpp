@@ -238,7 +238,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
 
   void rank_exit(int rank, int attempt, int code) {
     self->send(sup, ProcessExit{StreamId::of_rank(rank), attempt, worker_pod_name("jo-race", rank),
-                                code, 0, ""});
+                                code, 0, "", ""});
   }
   void rank_started(int rank, int attempt) {
     self->send(sup, ProcessStarted{StreamId::of_rank(rank), attempt,
@@ -431,7 +431,8 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
            std::string("1ms"), std::string(""), std::string("all"), std::string(""));
   step();
   // The check's process on rank 0 (run 1) ends with a failure.
-  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, ""});
+  self->send(sup,
+             ProcessExit{StreamId::of_run(1, 0), 1, worker_pod_name("jo-race", 0), 1, 0, "", ""});
   step();
   op->send(sup, taint_atom::value, std::string("list"), std::string(""));
   step();
@@ -708,7 +709,7 @@ CAF_TEST(a check stopped by an operator taints no node and recover goes on) {
   CAF_CHECK_EQUAL(status(), "debugCommand");
   std::int32_t stop = begin_stop(op);
   CAF_REQUIRE(stop > 0);
-  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, pod, 0, 15, ""});  // SIGTERM
+  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, pod, 0, 15, "", ""});  // SIGTERM
   step();
   op->send(sup, stop_wait_atom::value, stop);
   step();
@@ -738,7 +739,7 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
     step();
     self->send(sup, ProcessStarted{StreamId::of_run(run, 0), run, pod, 10 + run});
     step();
-    self->send(sup, ProcessExit{StreamId::of_run(run, 0), run, pod, 0, 0, ""});
+    self->send(sup, ProcessExit{StreamId::of_run(run, 0), run, pod, 0, 0, "", ""});
     step();
     CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // started
     CAF_CHECK(begin_stop(op) > 0);  // back to debugStop, as the guide's operator does

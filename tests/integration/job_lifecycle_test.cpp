@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -449,6 +450,32 @@ TEST(JobLifecycle, TorchrunsVariablesReachEveryRank) {
         "group_rank_sum=2 torch_threads=1";
     EXPECT_NE(out.find(want), std::string::npos) << want << "\n" << out;
   }
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// torchrun's failure report: a rank whose main raises under torchelastic's
+// @record names its exception in the job's failure line (its first line
+// only: the message's second line ends nowhere but in the rank's own log),
+// as torchrun's summary does; the file is the node's, removed after the read.
+TEST(JobLifecycle, ARanksRecordedExceptionIsTheFailuresReason) {
+  TestCluster c;
+  std::string script = std::string(ATL_SOURCE_DIR) + "/tests/integration/torch_failing_rank.py";
+  auto& head = c.start_head({"--workers", "1", "--nproc-per-node", "2", "--local-workers", "1",
+                             "--", "/usr/bin/python3", script});
+  ASSERT_EQ(c.wait_exit(head, 240s), 1) << c.output(head);
+  std::string out = c.output(head);
+  EXPECT_NE(out.find("rank 1 on pod " + c.worker_name(0) +
+                     " ended with exit code 1: RuntimeError: loss is nan at step 7 on rank 1\n"),
+            std::string::npos)
+      << out;
+  // Rank 0 had the node's path (and it is gone with its rank).
+  const std::string said = "[rank 0] rank 0 done, error file at ";
+  auto at = out.find(said);
+  ASSERT_NE(at, std::string::npos) << out;
+  std::string path = out.substr(at + said.size(), out.find('\n', at) - at - said.size());
+  EXPECT_NE(path.find("/atl-error-" + c.worker_name(0) + "-rank-0-1.json"), std::string::npos)
+      << path;
+  EXPECT_FALSE(std::filesystem::exists(path)) << path;
   EXPECT_TRUE(c.no_strays_within());
 }
 

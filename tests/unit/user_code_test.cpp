@@ -149,6 +149,11 @@ TEST(UserCode, SpmdSucceedsWhenTheLastRankEndsWellAndFailsOnTheFirstThatDoesNot)
   EXPECT_EQ(killed.fault.detail, "rank 1 on pod jo-u-worker-0 was killed by signal 9 (SIGKILL)");
   auto unstarted = code.meaning(JobMode::spmd, 0, exit_of(0, 1, 0, 0, "no such file"));
   EXPECT_EQ(unstarted.fault.detail, "rank 0 on pod jo-u-worker-0 could not start: no such file");
+  // The rank's own word (its TORCHELASTIC_ERROR_FILE's first line) ends the detail.
+  auto said = exit_of(1, 1, 1);
+  said.reason = "RuntimeError: CUDA out of memory";
+  EXPECT_EQ(code.meaning(JobMode::spmd, 1, said).fault.detail,
+            "rank 1 on pod jo-u-worker-0 ended with exit code 1: RuntimeError: CUDA out of memory");
 }
 
 TEST(UserCode, APlacementThatDoesNotFitChangesNothing) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "atl/core/env.hpp"
+#include "atl/core/error_file.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/control_channel.hpp"
 #include "atl/os/logging.hpp"
@@ -65,6 +66,20 @@ void remove_scratch_dir(const std::string& dir, const StreamId& stream) {
         ->warn("{}: cannot remove scratch dir {}: {}", stream_name(stream), dir, ec.message());
 }
 
+// The first line of the failed rank's error file (torchelastic's @record),
+// or "": read without following a link, at most 64 KiB (a traceback).
+std::string failure_reason(const ProcessMeter& meter) {
+  int fd = ::open(meter.error_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string text;
+  char buf[8192];
+  ssize_t got = 0;
+  while (text.size() < 64 * 1024 && (got = ::read(fd, buf, sizeof buf)) > 0)
+    text.append(buf, static_cast<size_t>(got));
+  ::close(fd);
+  return error_file_summary(text).value_or("");
+}
+
 // Runs on the pump thread: moves output to the sink (at most kAckWindow chunks
 // unacknowledged), then tells the executor how the process ended — after the
 // control reader sent its last line (`control_done`), so a task's result line
@@ -100,13 +115,18 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   }
   // The guard has swept the tree: nothing can write into the scratch dir now.
   if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
+  std::string reason;
   if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
+  if (meter && !meter->error_file.empty()) {
+    if (!status.success()) reason = failure_reason(*meter);
+    if (meter->error_file_ours) ::unlink(meter->error_file.c_str());
+  }
   // The tree is swept, so the reader sees its end now. Bounded: a descendant
   // that kept the channel open (none should) costs at most 2 s, off CAF's threads.
   for (int i = 0; i < 200 && !control_done->load(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   caf::anon_send(executor, exited_atom::value, static_cast<std::int32_t>(status.code),
-                 static_cast<std::int32_t>(status.signal));
+                 static_cast<std::int32_t>(status.signal), std::move(reason));
 }
 
 // Runs on its own thread: every line the process writes on its control
@@ -145,7 +165,8 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
 
   // The node's own environment, with the rank's variables laid over it.
   EnvMap env = env_from_strings(os::current_environment());
-  for (auto& [k, v] : env_from_strings(st.launch.env)) env[k] = v;
+  const EnvMap job_env = env_from_strings(st.launch.env);
+  for (auto& [k, v] : job_env) env[k] = v;
   // atl's own tools (atlctl, atl-burn) sit beside this binary: ranks find them.
   std::string bin_dir = os::executable_dir();
   std::string& path = env["PATH"];
@@ -173,6 +194,19 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
       ::close(fd);
     env["ATL_PROGRESS_FILE"] = meter->progress_file;
   }
+  if (meter && !meter->error_file.empty()) {
+    // torchrun's contract: @record writes the rank's exception here. A path
+    // the job's own env gives is the user's (read, left in place); the
+    // node's own environment's is not this rank's.
+    auto given = job_env.find("TORCHELASTIC_ERROR_FILE");
+    if (given != job_env.end() && !given->second.empty()) {
+      meter->error_file = given->second;
+      meter->error_file_ours = false;
+    } else {
+      ::unlink(meter->error_file.c_str());  // an earlier run's, never read as this one's
+      env["TORCHELASTIC_ERROR_FILE"] = meter->error_file;
+    }
+  }
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
@@ -182,8 +216,10 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   st.control_fd = control.parent;
   if (!child) {
     if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
+    if (meter && meter->error_file_ours && !meter->error_file.empty())
+      ::unlink(meter->error_file.c_str());
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
-    ProcessExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error()};
+    ProcessExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error(), ""};
     self->send(st.report_to, exit);
     self->quit();
     return {};
@@ -240,7 +276,7 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
         }
         ::kill(-st.pid, SIGKILL);
       },
-      [self](exited_atom, std::int32_t code, std::int32_t sig) {
+      [self](exited_atom, std::int32_t code, std::int32_t sig, std::string& reason) {
         auto& st = self->state;
         st.exited = true;
         if (st.pump.joinable()) st.pump.join();
@@ -251,8 +287,11 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
         os::ExitStatus status{code, sig};
         component_logger("executor")
             ->info("{} ended: {}", stream_name(st.launch.stream), status.describe());
-        self->send(st.report_to,
-                   ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, sig, ""});
+        if (!reason.empty())
+          component_logger("executor")
+              ->info("{} says why: {}", stream_name(st.launch.stream), reason);
+        self->send(st.report_to, ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, sig,
+                                             "", std::move(reason)});
         self->quit();
       },
   };

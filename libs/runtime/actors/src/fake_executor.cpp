@@ -83,7 +83,7 @@ void finish(caf::stateful_actor<FakeState>* self, int code, int signal) {
   }
   st.done = true;
   self->send(st.report_to,
-             ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, signal, ""});
+             ProcessExit{st.launch.stream, st.launch.attempt, st.pod, code, signal, "", ""});
   self->quit();
 }
 

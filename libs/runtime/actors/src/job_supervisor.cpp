@@ -71,7 +71,7 @@ class ShellEffects final : public JobEffects {
     st().code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
     // Debug commands on that pod end too (their waiters get an answer).
     for (const auto& [id, rank] : st().debug.running_on(pod)) {
-      ProcessExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost"};
+      ProcessExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost", ""};
       on_debug_exit(self_, lost, lost.stream);
     }
   }
@@ -197,7 +197,8 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
                        head_pod_name(st.job().job_id),
                        255,
                        0,
-                       "its executor ended: " + exit_words(msg.reason, self->system())};
+                       "its executor ended: " + exit_words(msg.reason, self->system()),
+                       ""};
       on_process_exit(self, lost);
     }
     return;

@@ -195,9 +195,11 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
                      : nullptr;
     if (meter) {
       const char* tmp = std::getenv("TMPDIR");
-      meter->progress_file = std::string(tmp && *tmp ? tmp : "/tmp") + "/atl-progress-" +
-                             st.config.info.pod + "-" + stream_name(launch.stream) + "-" +
-                             std::to_string(launch.attempt);
+      const std::string name = st.config.info.pod + "-" + stream_name(launch.stream) + "-" +
+                               std::to_string(launch.attempt);
+      const std::string dir = tmp && *tmp ? tmp : "/tmp";
+      meter->progress_file = dir + "/atl-progress-" + name;
+      meter->error_file = dir + "/atl-error-" + name + ".json";
     }
     auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
                                                            st.config.info.pod, sink, st.supervisor)
@@ -330,7 +332,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                         " ended: " + exit_words(msg.reason, self->system());
       component_logger("node")->error("{}: {}", stream_name(it->second.stream), why);
       self->send(st.supervisor, ProcessExit{it->second.stream, it->second.attempt,
-                                            st.config.info.pod, 255, 0, why});
+                                            st.config.info.pod, 255, 0, why, ""});
     }
     st.executors.erase(it);
     if (st.ending && st.executors.empty()) self->quit();

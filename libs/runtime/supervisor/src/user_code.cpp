@@ -201,7 +201,8 @@ bool UserCode::ray_cluster_to_tear_down() {
 
 ExitMeaning UserCode::meaning(JobMode mode, std::int32_t key, const ProcessExit& exit) const {
   const os::ExitStatus status{exit.code, exit.signal};
-  const std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
+  std::string how = exit.error.empty() ? status.ended() : "could not start: " + exit.error;
+  if (!exit.reason.empty()) how += ": " + exit.reason;  // its own word (TORCHELASTIC_ERROR_FILE)
   auto fault = [&](FaultKind kind, std::string detail) {
     ExitMeaning m;
     m.kind = ExitMeaning::Kind::fault;

@@ -27,6 +27,11 @@ struct ProcessMeter {
   // $ATL_PROGRESS_FILE of the rank: a file it may touch to say "progress"
   // (the agent counts the changes of its mtime). Set before the spawn.
   std::string progress_file;
+  // $TORCHELASTIC_ERROR_FILE of the rank (torchelastic's @record writes its
+  // exception there): read when the rank fails, for the failure's reason.
+  // The node's path unless the job's env names its own (then not removed).
+  std::string error_file;
+  bool error_file_ours = true;
 };
 
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process

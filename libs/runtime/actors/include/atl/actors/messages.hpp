@@ -115,7 +115,7 @@ typename Inspector::result_type inspect(Inspector& f, ProcessLaunch& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessExit& x) {
   return f(caf::meta::type_name("atl::ProcessExit"), x.stream, x.attempt, x.pod, x.code, x.signal,
-           x.error);
+           x.error, x.reason);
 }
 
 template <class Inspector>

@@ -31,6 +31,9 @@ struct ProcessExit {
   std::int32_t code = 0;
   std::int32_t signal = 0;
   std::string error;
+  // What the process said of its failure, when it said something: the first
+  // line of its $TORCHELASTIC_ERROR_FILE (a rank's raised exception).
+  std::string reason;
 };
 
 // Sent by an Executor once its process runs.
