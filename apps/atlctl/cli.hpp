@@ -85,6 +85,7 @@ class SupervisorClient {
   std::optional<std::string> text(const caf::message& request);
   std::optional<LogBytes> bytes(const caf::message& request);
   std::optional<std::vector<StreamBytes>> many_bytes(const caf::message& request);  // read_many
+  std::optional<std::vector<std::int64_t>> offsets(const caf::message& request);    // log_since
   std::optional<Answer> answer(const caf::message& request, std::chrono::milliseconds timeout);
   std::optional<RunAnswer> run_answer(const caf::message& request,
                                       std::chrono::milliseconds timeout);

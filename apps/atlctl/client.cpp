@@ -93,6 +93,14 @@ std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
   return out;
 }
 
+std::optional<std::vector<std::int64_t>> SupervisorClient::offsets(const caf::message& request) {
+  std::optional<std::vector<std::int64_t>> out;
+  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
+      .receive([&](std::vector<std::int64_t>& got) { out = std::move(got); },
+               [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  return out;
+}
+
 std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::message& request) {
   std::optional<std::vector<StreamBytes>> out;
   self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)

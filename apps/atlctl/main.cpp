@@ -24,6 +24,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
+#include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
 #include "atl/core/log_stream.hpp"
@@ -245,6 +246,11 @@ void logs_options(po::options_description& desc) {
                      "ranks to show: all (default), 1,2,3, 1-8, 0,2-4,7")(
       "follow,f", "keep printing new lines until the job ends")(
       "tail", po::value<long>(), "start with the last N lines of each rank")(
+      "since", po::value<std::string>(),
+      "only lines that came in the last DURATION (10m, 90s, 2h), by the head's clock")(
+      "timestamps", "prefix each line with the time it came (UTC, ms)")(
+      "attempt", po::value<int>(),
+      "attempt K's logs (logs/attempt-K on the head; status -v shows the current one)")(
       "run", po::value<int>(), "show debug run N's output instead (see status -v)")(
       "pod,p", po::value<std::string>(),
       "show these pods (POD[,POD...], head, or all): each one's own log (the node agent's, the "
@@ -323,6 +329,21 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   }
   long tail = vm.count("tail") ? vm["tail"].as<long>() : -1;
   if (vm.count("tail") && tail < 0) die(kExitUsage, "logs: --tail: must not be negative");
+  if (vm.count("tail") && vm.count("since"))
+    die(kExitUsage, "logs: --tail and --since cannot be combined (choose one start)");
+  const bool stamped = vm.count("timestamps") > 0;
+  std::int32_t attempt = 0;  // the current one
+  if (vm.count("attempt")) {
+    attempt = vm["attempt"].as<int>();
+    const int current = info.value("attempt", 0);
+    if (attempt < 1 || attempt > current)
+      die(kExitUsage,
+          "logs: --attempt " + std::to_string(attempt) + ": the job has had " +
+              (current == 1 ? std::string("1 attempt") : std::to_string(current) + " attempts") +
+              " (1.." + std::to_string(current) + ")");
+    if (vm.count("follow") && attempt != current)
+      die(kExitUsage, "logs: --follow shows the current attempt; drop it or --attempt");
+  }
 
   std::map<atl::StreamId, std::int64_t> offsets;
   constexpr std::int64_t kReadMax = 1 << 20;
@@ -333,8 +354,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     while (true) {
       std::vector<std::int64_t> from;
       for (const auto& stream : streams) from.push_back(offsets[stream]);
-      auto got =
-          client.many_bytes(caf::make_message(atl::read_many_atom::value, streams, from, kReadMax));
+      auto got = client.many_bytes(
+          caf::make_message(atl::read_many_atom::value, streams, from, kReadMax, attempt, stamped));
       if (!got) return false;
       if (got->empty()) break;
       for (auto& piece : *got) {
@@ -347,12 +368,25 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   };
   if (tail >= 0) {
     for (const auto& stream : streams) {
-      auto got = client.bytes(
-          caf::make_message(atl::tail_atom::value, stream, static_cast<std::int64_t>(tail)));
+      auto got = client.bytes(caf::make_message(atl::tail_atom::value, stream,
+                                                static_cast<std::int64_t>(tail), attempt, stamped));
       if (!got) die(kExitUnreachable, "the supervisor went away while reading logs");
       print_prefixed(stream, got->data);
       offsets[stream] = got->next_offset;
     }
+  }
+  if (vm.count("since")) {
+    auto span = atl::parse_duration(vm["since"].as<std::string>());
+    if (!span) die(kExitUsage, "logs: --since: " + span.error());
+    const std::int64_t since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count() -
+                                  span->count();
+    auto starts =
+        client.offsets(caf::make_message(atl::log_since_atom::value, streams, attempt, since_ms));
+    if (!starts || starts->size() != streams.size())
+      die(kExitUnreachable, "the supervisor went away while reading logs");
+    for (size_t k = 0; k < streams.size(); ++k) offsets[streams[k]] = (*starts)[k];
   }
   if (!drain()) die(kExitUnreachable, "the supervisor went away while reading logs");
   while (vm.count("follow")) {
@@ -656,10 +690,13 @@ int main(int argc, char** argv) {
        {"Usage: atlctl status [-v] [--json]\n\nPrints 'Job status:  <state>'.", status_options,
         cmd_status}},
       {"logs",
-       {"Usage: atlctl logs [-r RANKS | -p PODS] [-f] [--tail N] [--run N]\n\n"
+       {"Usage: atlctl logs [-r RANKS | -p PODS] [-f] [--tail N | --since D] [--timestamps]\n"
+        "                   [--attempt K] [--run N]\n\n"
         "Prints the ranks' output (the driver's in driver and ray mode), each line\n"
         "prefixed with '[rank N] '. With --run N: debug run N's output (atlctl run).\n"
-        "With -p: everything running on those pods (in ray mode their Ray nodes).",
+        "With -p: everything running on those pods (in ray mode their Ray nodes).\n"
+        "Times are when the head took each line in (UTC); the files hold the bytes\n"
+        "as written, the times beside them (logs/attempt-K/<stream>.times).",
         logs_options, cmd_logs}},
       {"stop", kStopCommand},
       {"run", kRunCommand},

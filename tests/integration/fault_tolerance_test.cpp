@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+#include <ctime>
 #include <fstream>
+#include <iomanip>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "test_cluster.hpp"
@@ -117,6 +123,90 @@ TEST(FaultTolerance, LogsFollowAcrossARestart) {
   EXPECT_NE(out.find("[rank 0] second\n"), std::string::npos) << out;
   head.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+}
+
+namespace {
+
+// The unix ms of "[rank 0] <stamp> <text>" in `logs --timestamps` output; 0 if absent.
+std::int64_t stamped_ms(const std::string& out, const std::string& text) {
+  std::regex line("\\[rank 0\\] (\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d)\\.(\\d{3})Z " + text +
+                  "\n");
+  std::smatch m;
+  if (!std::regex_search(out, m, line)) return 0;
+  std::tm tm{};
+  std::istringstream(m[1].str()) >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  return static_cast<std::int64_t>(::timegm(&tm)) * 1000 + std::stoi(m[2].str());
+}
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// Logs for an incident: an earlier attempt's lines by --attempt, each line's
+// arrival time by --timestamps (the files keep the rank's bytes as written),
+// and only the recent lines by --since.
+TEST(FaultTolerance, LogsOfAnAttemptWithTimesAndSince) {
+  TestCluster c;
+  const std::string marker = c.state_dir() + "/go-on";
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--restart-on-failure",
+                             "--max-restarts", "1", "--",
+                             "if [ $ATL_RESTART_COUNT -ge 1 ]; then echo second-early; "
+                             "while [ ! -e " +
+                                 marker +
+                                 " ]; do sleep 0.05; done; echo second-late; sleep 300; "
+                                 "else echo first-early; sleep 2; echo first-late; exit 3; fi"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] second-early\n", 120s)) << c.output(head);
+
+  // Attempt 1's lines, and only those, with their times 2 s apart.
+  auto first = c.atlctl({"logs", "--attempt", "1", "--timestamps"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("second-early"), std::string::npos) << first.output;
+  const std::int64_t early = stamped_ms(first.output, "first-early");
+  const std::int64_t late = stamped_ms(first.output, "first-late");
+  ASSERT_GT(early, 0) << first.output;
+  ASSERT_GT(late, 0) << first.output;
+  EXPECT_GE(late - early, 1900) << first.output;
+  // The file is the rank's bytes, unstamped.
+  std::ifstream file(c.state_dir() + "/logs/attempt-1/rank-0.log");
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(bytes, "first-early\nfirst-late\n");
+  // Without --attempt: the current attempt, plain.
+  auto current = c.atlctl({"logs"});
+  EXPECT_EQ(current.output, "[rank 0] second-early\n");
+
+  // --since: the lines that came after a time between two of them.
+  auto second = c.atlctl({"logs", "--timestamps"});
+  const std::int64_t second_early = stamped_ms(second.output, "second-early");
+  ASSERT_GT(second_early, 0) << second.output;
+  while (unix_ms_now() < second_early + 4000) std::this_thread::sleep_for(50ms);
+  { std::ofstream(marker) << "go"; }
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] second-late\n", 60s)) << c.output(head);
+  const std::int64_t span = unix_ms_now() - (second_early + 500);
+  auto since = c.atlctl({"logs", "--since", std::to_string(span) + "ms"});
+  ASSERT_EQ(since.exit_code, 0) << since.output;
+  EXPECT_EQ(since.output, "[rank 0] second-late\n");
+  auto all_since = c.atlctl({"logs", "--since", "1h", "--attempt", "1"});
+  EXPECT_EQ(all_since.output, "[rank 0] first-early\n[rank 0] first-late\n");
+
+  // Refused, with the reason: no such attempt, --since with --tail, a bad duration.
+  auto none = c.atlctl({"logs", "--attempt", "3"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("logs: --attempt 3: the job has had 2 attempts (1..2)"),
+            std::string::npos)
+      << none.output;
+  auto both = c.atlctl({"logs", "--tail", "1", "--since", "5m"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.output.find("--tail and --since cannot be combined"), std::string::npos)
+      << both.output;
+  auto bad = c.atlctl({"logs", "--since", "ten minutes"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("logs: --since: "), std::string::npos) << bad.output;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
 }
 
 TEST(FaultTolerance, AFrozenWorkerIsDetectedFencedAndItsRanksDie) {

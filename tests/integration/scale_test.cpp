@@ -96,9 +96,13 @@ TEST(Scale, ARunOnRankSeventyThousandLandsInItsOwnFile) {
   // A stop waits for 70,070 ends, reported through one simulated workernode:
   // seconds alone, once over 20 s (the default grace and its slack) beside the Ray
   // tests on 2 cores. The fake ranks end at once; the grace only bounds it.
-  auto& head =
-      c.start_head({"--workers", std::to_string(kPods), "--nproc-per-node", std::to_string(kPerPod),
-                    "--grace", "90s", "--dashboard-port", "off", "--", "sleep 600"});
+  // This test is about stream ids, not liveness: planning and launching
+  // 70,070 ranks held the head's actors over 3 s on a loaded 2-core CI
+  // machine, and the simulated pods, hearing nothing for the default 3 s,
+  // left (launch time at this scale is issue 29's, measured in bench/).
+  auto& head = c.start_head({"--workers", std::to_string(kPods), "--nproc-per-node",
+                             std::to_string(kPerPod), "--grace", "90s", "--heartbeat-timeout",
+                             "30s", "--dashboard-port", "off", "--", "sleep 600"});
   c.start_worker(0, {"--simulate", std::to_string(kPods), "--fake-ranks", "--node", "sim"});
   ASSERT_TRUE(c.wait_for_status("command", 300s)) << c.output(head).substr(0, 4000);
   ASSERT_EQ(c.atlctl({"stop"}, 120s).exit_code, 0);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/log_stream.hpp"
+#include "atl/core/log_times.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/logging.hpp"
 
@@ -68,6 +70,27 @@ int write_all(int fd, const char* data, size_t size,
 
 std::string log_path(const std::string& dir, const StreamId& stream) {
   return dir + "/" + stream_name(stream) + ".log";
+}
+
+// The log of `stream` in `attempt` (0: the current one, through its link).
+std::string log_path(const std::string& dir, const StreamId& stream, std::int32_t attempt) {
+  if (attempt <= 0) return log_path(dir, stream);
+  return dir + "/attempt-" + std::to_string(attempt) + "/" + stream_name(stream) + ".log";
+}
+
+// Its times file (log_times.hpp): beside it, ".times" for ".log".
+std::string times_path(const std::string& log) { return log.substr(0, log.size() - 4) + ".times"; }
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The size of an open file (where an O_APPEND write lands), -1 if unknown.
+std::int64_t file_size(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? static_cast<std::int64_t>(st.st_size) : -1;
 }
 
 // The head's stdout echo, on a thread of its own so that a reader that stalls
@@ -159,6 +182,14 @@ struct WriteJob {
   std::int32_t chunk_attempt = 0;
 };
 
+// A stream's log open for appends, with its .times file.
+struct OpenFile {
+  int fd = -1;
+  std::uint64_t last_use = 0;
+  int times_fd = -1;      // its .times file (-1: none, its lines read unstamped)
+  std::int64_t size = 0;  // where the next chunk lands (-1: unknown)
+};
+
 // Owns the thread that does the blocking file writes, so the actor never
 // blocks a scheduler thread. The queue is bounded by the executors' ack
 // windows: a chunk is acked once it is in its file. A write error is never
@@ -235,6 +266,7 @@ class LogWriter {
     linked_.clear();
     failed_.clear();
     at_line_start_.clear();
+    last_time_.clear();
     attempt_ = attempt;
     attempt_dir_ = "attempt-" + std::to_string(attempt);
     std::string path = dir_ + "/" + attempt_dir_;
@@ -256,15 +288,43 @@ class LogWriter {
       report(path, "cannot open", errno);
       return;
     }
-    if (int err = write_all(fd, lines.data(), lines.size()); err != 0)
+    std::int64_t at = file_size(fd);
+    if (int err = write_all(fd, lines.data(), lines.size()); err != 0) {
       report(path, "cannot write", err);
+    } else if (at >= 0) {
+      int times = ::open(times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (times >= 0) {
+        std::string record = encode_log_time({at, now_unix_ms()});
+        write_all(times, record.data(), record.size());  // a time lost is a line unstamped
+        ::close(times);
+      }
+    }
     ::close(fd);
   }
 
   void close_all() {
-    for (auto& [stream, f] : fds_)
-      if (::close(f.fd) != 0) report(log_path(dir_, stream), "cannot close", errno);
+    for (auto& [stream, f] : fds_) close_file(stream, f);
     fds_.clear();
+  }
+
+  void close_file(const StreamId& stream, const OpenFile& f) {
+    if (::close(f.fd) != 0) report(log_path(dir_, stream), "cannot close", errno);
+    if (f.times_fd >= 0) ::close(f.times_fd);
+  }
+
+  // A record of when the chunk at `offset` came, at most one per
+  // kLogTimeStep per stream (a stream's first chunk always has one).
+  void note_time(const StreamId& stream, OpenFile& f, std::int64_t offset) {
+    if (f.times_fd < 0 || offset < 0) return;
+    const std::int64_t now = now_unix_ms();
+    auto [last, fresh] = last_time_.try_emplace(stream, now);
+    if (!fresh && now - last->second < kLogTimeStep) return;
+    last->second = now;
+    std::string record = encode_log_time({offset, now});
+    if (write_all(f.times_fd, record.data(), record.size()) != 0) {
+      ::close(f.times_fd);  // its lines read unstamped from here; the log itself goes on
+      f.times_fd = -1;
+    }
   }
 
   // At most kMaxOpenFiles descriptors: thousands of ranks (and a stream per
@@ -282,8 +342,7 @@ class LogWriter {
       auto oldest = std::min_element(fds_.begin(), fds_.end(), [](const auto& a, const auto& b) {
         return a.second.last_use < b.second.last_use;
       });
-      if (::close(oldest->second.fd) != 0)
-        report(log_path(dir_, oldest->first), "cannot close", errno);
+      close_file(oldest->first, oldest->second);
       fds_.erase(oldest);
     }
     std::string name = stream_name(stream) + ".log";
@@ -302,7 +361,8 @@ class LogWriter {
           ::rename(tmp.c_str(), link.c_str()) != 0)
         report(log_path(dir_, stream), "cannot link", errno);
     }
-    fds_[stream] = OpenFile{fd, ++use_clock_};
+    int times = ::open(times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fds_[stream] = OpenFile{fd, ++use_clock_, times, file_size(fd)};
     return fd;
   }
 
@@ -316,8 +376,13 @@ class LogWriter {
         failed_.insert(stream);
         if (auto it = fds_.find(stream); it != fds_.end()) {
           ::close(it->second.fd);
+          if (it->second.times_fd >= 0) ::close(it->second.times_fd);
           fds_.erase(it);
         }
+      } else if (auto it = fds_.find(stream); it != fds_.end()) {
+        OpenFile& f = it->second;
+        note_time(stream, f, f.size);
+        if (f.size >= 0) f.size += static_cast<std::int64_t>(lines.size());
       }
     }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
@@ -347,15 +412,12 @@ class LogWriter {
   std::int32_t attempt_ = 0;  // K of attempt_dir_ (0: none yet)
   std::string attempt_dir_;   // "attempt-K": where the streams' files are now
   static constexpr size_t kMaxOpenFiles = 256;
-  struct OpenFile {
-    int fd = -1;
-    std::uint64_t last_use = 0;
-  };
   std::map<StreamId, OpenFile> fds_;  // open now (at most kMaxOpenFiles)
   std::uint64_t use_clock_ = 0;
   std::set<StreamId> linked_;               // streams with a file and link in this attempt
   std::set<StreamId> failed_;               // streams whose file cannot be written (reported once)
   std::map<StreamId, bool> at_line_start_;  // per stream: did the last echo end a line
+  std::map<StreamId, std::int64_t> last_time_;  // per stream: its last .times record (unix ms)
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -431,6 +493,99 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
   };
 }
 
+// One record of a .times file, by index (pread: a day of records is MBs).
+std::optional<LogTime> time_record(int fd, std::int64_t index) {
+  char buf[kLogTimeRecordSize];
+  if (::pread(fd, buf, sizeof buf, index * static_cast<std::int64_t>(kLogTimeRecordSize)) !=
+      static_cast<ssize_t>(sizeof buf))
+    return std::nullopt;
+  auto one = decode_log_times(std::string_view(buf, sizeof buf));
+  if (one.empty()) return std::nullopt;
+  return one.front();
+}
+
+// The first record index for which `after` holds (records are in order, so
+// `after` is false then true along them): a binary search of the file.
+template <class After>
+std::int64_t first_record(int fd, std::int64_t count, After after) {
+  std::int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    auto t = time_record(fd, mid);
+    if (!t || after(*t))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+// What <stream>.log links to (the current attempt's file, whose .times is
+// beside it); the path itself when it is no link.
+std::string link_target(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return path;
+  std::string target(buf, static_cast<size_t>(n));
+  if (target.front() == '/') return target;
+  return path.substr(0, path.rfind('/') + 1) + target;
+}
+
+struct TimesFile {
+  int fd = -1;
+  std::int64_t count = 0;
+  explicit TimesFile(const std::string& log)
+      : fd(::open(times_path(link_target(log)).c_str(), O_RDONLY | O_CLOEXEC)) {
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0)
+      count = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
+  }
+  ~TimesFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  TimesFile(const TimesFile&) = delete;
+  TimesFile& operator=(const TimesFile&) = delete;
+};
+
+// The records that time the bytes [from, to) of `log`: the last one at or
+// before `from`, and every one after it below `to`.
+std::vector<LogTime> times_between(const std::string& log, std::int64_t from, std::int64_t to) {
+  TimesFile f(log);
+  if (f.fd < 0 || f.count == 0) return {};
+  std::int64_t first =
+      first_record(f.fd, f.count, [from](const LogTime& t) { return t.offset > from; });
+  if (first > 0) --first;
+  std::int64_t last =
+      first_record(f.fd, f.count, [to](const LogTime& t) { return t.offset >= to; });
+  std::string bytes(
+      static_cast<size_t>(std::max<std::int64_t>(last - first, 0)) * kLogTimeRecordSize, '\0');
+  ssize_t n = ::pread(f.fd, bytes.data(), bytes.size(),
+                      first * static_cast<std::int64_t>(kLogTimeRecordSize));
+  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return decode_log_times(bytes);
+}
+
+// Where "since since_ms" starts in `log`: the first chunk that came at or
+// after it, else the log's end (nothing since).
+std::int64_t offset_since(const std::string& log, std::int64_t since_ms) {
+  TimesFile f(log);
+  std::int64_t index = f.fd < 0 ? 0 : first_record(f.fd, f.count, [since_ms](const LogTime& t) {
+    return t.unix_ms >= since_ms;
+  });
+  if (f.fd >= 0 && index < f.count)
+    if (auto t = time_record(f.fd, index)) return t->offset;
+  struct stat st {};
+  return ::stat(log.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+// A read's bytes with each line's time in front (stamped) or as they are.
+std::string maybe_stamped(std::string bytes, const std::string& log, std::int64_t start,
+                          bool stamped) {
+  if (!stamped || bytes.empty()) return bytes;
+  auto times = times_between(log, start, start + static_cast<std::int64_t>(bytes.size()));
+  return stamp_log_lines(bytes, start, times);
+}
+
 // The reads (atlctl logs, run, the C API's task output) on a thread of their
 // own: not behind the chunks in the sink's mailbox, and no blocking file read
 // on a scheduler thread. The files are the writer's: a read sees what it wrote.
@@ -465,6 +620,44 @@ caf::behavior log_reader(std::string logs_dir) {
             std::int64_t lines) -> std::tuple<std::string, std::int64_t> {
         auto chunk = os::tail_log(log_path(*dir, stream), lines);
         return {std::move(chunk.bytes), chunk.next_offset};
+      },
+      // atlctl logs --attempt K (0: the current one) --timestamps (stamped).
+      [dir](read_many_atom, const std::vector<StreamId>& streams,
+            const std::vector<std::int64_t>& offsets, std::int64_t max_total, std::int32_t attempt,
+            bool stamped) -> std::tuple<std::vector<StreamId>, std::vector<std::string>,
+                                        std::vector<std::int64_t>> {
+        std::vector<StreamId> got_streams;
+        std::vector<std::string> got_bytes;
+        std::vector<std::int64_t> got_next;
+        if (streams.size() != offsets.size()) return {got_streams, got_bytes, got_next};
+        std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
+        for (size_t i = 0; i < streams.size() && left > 0; ++i) {
+          const std::string path = log_path(*dir, streams[i], attempt);
+          auto chunk = os::read_log(path, offsets[i], left);
+          if (chunk.bytes.empty()) continue;
+          left -= static_cast<std::int64_t>(chunk.bytes.size());
+          const std::int64_t start =
+              chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
+          got_streams.push_back(streams[i]);
+          got_next.push_back(chunk.next_offset);
+          got_bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, stamped));
+        }
+        return {got_streams, got_bytes, got_next};
+      },
+      [dir](tail_atom, const StreamId& stream, std::int64_t lines, std::int32_t attempt,
+            bool stamped) -> std::tuple<std::string, std::int64_t> {
+        const std::string path = log_path(*dir, stream, attempt);
+        auto chunk = os::tail_log(path, lines);
+        const std::int64_t start =
+            chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
+        return {maybe_stamped(std::move(chunk.bytes), path, start, stamped), chunk.next_offset};
+      },
+      [dir](log_since_atom, const std::vector<StreamId>& streams, std::int32_t attempt,
+            std::int64_t since_ms) {
+        std::vector<std::int64_t> offsets;
+        for (const auto& stream : streams)
+          offsets.push_back(offset_since(log_path(*dir, stream, attempt), since_ms));
+        return offsets;
       },
   };
 }

@@ -31,6 +31,19 @@ caf::message_handler control_api(Actor* self) {
         return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
                               max);
       },
+      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
+             std::int64_t max, std::int32_t attempt, bool stamped) {
+        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
+                              max, attempt, stamped);
+      },
+      [self](tail_atom a, const StreamId& stream, std::int64_t lines, std::int32_t attempt,
+             bool stamped) {
+        return self->delegate(self->state.config.reader, a, stream, lines, attempt, stamped);
+      },
+      [self](log_since_atom a, std::vector<StreamId>& streams, std::int32_t attempt,
+             std::int64_t since_ms) {
+        return self->delegate(self->state.config.reader, a, std::move(streams), attempt, since_ms);
+      },
       [self](debug_stop_atom) { return begin_stop(self); },
       [self](stop_wait_atom, std::int32_t op) { return await_stop(self, op); },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {

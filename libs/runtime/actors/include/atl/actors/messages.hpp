@@ -39,6 +39,7 @@ using print_atom = caf::atom_constant<caf::atom("print")>;               // supe
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
 using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)
+using log_since_atom = caf::atom_constant<caf::atom("log_since")>;  // atlctl -> reader (--since)
 using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as
