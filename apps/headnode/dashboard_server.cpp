@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -120,6 +122,11 @@ struct DashboardServer::Impl {
     return config.logs_dir + "/" + stream + ".log";
   }
 
+  // Attempt K's directory (0: the current attempt's links, logs/ itself).
+  std::string attempt_dir(std::int64_t attempt) const {
+    return attempt > 0 ? config.logs_dir + "/attempt-" + std::to_string(attempt) : config.logs_dir;
+  }
+
   Access access(const httplib::Request& req) {
     std::optional<std::string> cookie;
     if (req.has_header("Cookie")) cookie = cookie_value(req.get_header_value("Cookie"), kCookie);
@@ -173,7 +180,7 @@ struct DashboardServer::Impl {
   }
 
   void routes();
-  void follow(const std::string& stream, std::int64_t offset, httplib::Response& res);
+  void follow(const std::string& stream, std::int64_t offset, bool stamped, httplib::Response& res);
 };
 
 void DashboardServer::Impl::routes() {
@@ -288,30 +295,75 @@ void DashboardServer::Impl::routes() {
     res.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
   });
 
-  s.Get("/api/logs", [this](const httplib::Request&, httplib::Response& res) {
+  // ?attempt=K: that attempt's logs (logs/attempt-K), else the current one's.
+  s.Get("/api/logs", [this](const httplib::Request& req, httplib::Response& res) {
+    auto attempt = int_param(req, "attempt", 0);
+    if (!attempt) return fail(res, 400, attempt.error());
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& f : os::list_logs(config.logs_dir))
+    for (const auto& f : os::list_logs(attempt_dir(*attempt)))
       j.push_back({{"stream", f.stream}, {"bytes", f.bytes}});
     send_json(res, j.dump());
   });
   // Stream names are what the log sink writes: [a-z0-9-], so never a path.
+  // ?attempt=K (else the current attempt), ?stamped=1 (each line's time in
+  // front), and where to start: ?tail=N lines, ?since=UNIX_MS, or ?offset=.
   s.Get(R"(/api/logs/([a-z0-9-]{1,64}))", [this](const httplib::Request& req,
                                                  httplib::Response& res) {
-    const std::string path = log_path(req.matches[1]);
+    auto attempt = int_param(req, "attempt", 0);
+    if (!attempt) return fail(res, 400, attempt.error());
+    const std::string path = attempt_dir(*attempt) + "/" + std::string(req.matches[1]) + ".log";
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)
-      return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
+      return fail(res, 404,
+                  "no log named '" + std::string(req.matches[1]) + "'" +
+                      (*attempt > 0 ? " in attempt " + std::to_string(*attempt) : ""));
+    const bool stamped = req.has_param("stamped") && req.get_param_value("stamped") == "1";
+    auto stamp = [&](os::LogChunk chunk) {
+      if (stamped)
+        chunk.bytes = os::stamp_log(
+            chunk.bytes, path, chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size()));
+      return chunk;
+    };
     if (req.has_param("tail")) {
       auto lines = int_param(req, "tail", 0);
       if (!lines) return fail(res, 400, lines.error());
-      return send_json(res, chunk_json(os::tail_log(path, std::min<std::int64_t>(*lines, 100000))));
+      return send_json(
+          res, chunk_json(stamp(os::tail_log(path, std::min<std::int64_t>(*lines, 100000)))));
     }
     auto offset = int_param(req, "offset", 0);
     auto max = int_param(req, "max", 1 << 20);
+    auto since = int_param(req, "since", 0);
     if (!offset) return fail(res, 400, offset.error());
     if (!max) return fail(res, 400, max.error());
-    send_json(res, chunk_json(os::read_log(path, *offset, *max)));
+    if (!since) return fail(res, 400, since.error());
+    if (req.has_param("since") && req.has_param("offset"))
+      return fail(res, 400, "since and offset cannot be combined (choose one start)");
+    const std::int64_t from = req.has_param("since") ? os::log_offset_since(path, *since) : *offset;
+    send_json(res, chunk_json(stamp(os::read_log(path, from, *max))));
   });
+  // The whole file, as a download (attempt K's with ?attempt=K).
+  s.Get(R"(/api/logs/([a-z0-9-]{1,64})/download)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          auto attempt = int_param(req, "attempt", 0);
+          if (!attempt) return fail(res, 400, attempt.error());
+          const std::string stream = req.matches[1];
+          const std::string path = attempt_dir(*attempt) + "/" + stream + ".log";
+          auto file = std::make_shared<std::ifstream>(path, std::ios::binary);
+          if (!*file) return fail(res, 404, "no log named '" + stream + "'");
+          const std::string name =
+              (*attempt > 0 ? "attempt-" + std::to_string(*attempt) + "-" : "") + stream + ".log";
+          res.set_header("Content-Disposition", "attachment; filename=\"" + name + "\"");
+          res.set_header("Cache-Control", "no-store");
+          res.set_chunked_content_provider(
+              "text/plain; charset=utf-8", [file](size_t, httplib::DataSink& sink) {
+                char buf[1 << 16];
+                file->read(buf, sizeof buf);
+                if (file->gcount() > 0 && !sink.write(buf, static_cast<size_t>(file->gcount())))
+                  return false;
+                if (!*file) sink.done();
+                return true;
+              });
+        });
   s.Get(R"(/api/logs/([a-z0-9-]{1,64})/follow)",
         [this](const httplib::Request& req, httplib::Response& res) {
           auto offset = int_param(req, "offset", 0);
@@ -325,7 +377,8 @@ void DashboardServer::Impl::routes() {
           struct stat st {};
           if (::stat(log_path(req.matches[1]).c_str(), &st) != 0)
             return fail(res, 404, "no log named '" + std::string(req.matches[1]) + "'");
-          follow(req.matches[1], *offset, res);
+          follow(req.matches[1], *offset,
+                 req.has_param("stamped") && req.get_param_value("stamped") == "1", res);
         });
   // A burn's or check's figures per round, as atl-burn handed them to the
   // supervisor (the burn page's charts; never its stdout parsed again).
@@ -357,7 +410,7 @@ void DashboardServer::Impl::routes() {
 // its lines with the next offset as its id (and "skipped" before it when the
 // follower fell too far behind),
 // a comment line every kFollowPing so that a client that left is noticed.
-void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offset,
+void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offset, bool stamped,
                                    httplib::Response& res) {
   if (followers.fetch_add(1) >= kMaxFollowers) {
     followers.fetch_sub(1);
@@ -369,8 +422,10 @@ void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offse
     std::int64_t offset;
     std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
     bool started = false;
+    bool stamped = false;  // each line's time in front
   };
   auto f = std::make_shared<Follow>(Follow{log_path(stream), offset});
+  f->stamped = stamped;
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -384,6 +439,10 @@ void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offse
           if (!chunk.bytes.empty() || chunk.skipped > 0) {
             f->offset = chunk.next_offset;
             f->last_write = std::chrono::steady_clock::now();
+            if (f->stamped)
+              chunk.bytes =
+                  os::stamp_log(chunk.bytes, f->path,
+                                chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size()));
             std::string event = sse_log_event(chunk.bytes, chunk.next_offset, chunk.skipped);
             return sink.write(event.data(), event.size());
           }

@@ -638,3 +638,92 @@ def test_a_browser_trusting_the_ca_accepts_the_certificate(spmd):
     assert conn.getresponse().status == 200
     conn.close()
 
+
+
+ATTEMPTS_SCRIPT = (
+    'if [ "$ATL_RESTART_COUNT" = 0 ]; then for i in 1 2 3 4 5; do echo "first line $i"; done; '
+    'echo "first needle in the hay"; sleep 1; echo "first last words"; exit 3; fi; '
+    'i=0; while true; do i=$((i+1)); echo "second line $i"; sleep 0.2; done')
+
+
+@pytest.fixture(scope="module")
+def restarted():
+    """A job in its second attempt: attempt 1 printed and failed."""
+    c = Cluster(1, entrypoint=ATTEMPTS_SCRIPT, mode="spmd",
+                extra=("--dashboard-port", "0", "--restart-on-failure", "--max-restarts", "1",
+                       "--linger", "120s"))
+    try:
+        assert c.wait_for("[rank 0] second line 2", timeout=120), c.output()
+        c.url = c.line("dashboard ").split()[1]
+        c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
+        c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
+        yield c
+    finally:
+        c.stop()
+
+
+def test_an_earlier_attempts_log_by_time_with_times_and_as_a_download(restarted):
+    h, t = restarted.http, restarted.token
+    _, _, body = h.get("/api/logs?attempt=1", token=t)
+    assert "rank-0" in [l["stream"] for l in json.loads(body)]
+    _, _, body = h.get("/api/logs/rank-0?attempt=1&offset=0", token=t)
+    first = json.loads(body)["text"]
+    assert first.startswith("first line 1\n") and first.endswith("first last words\n"), first
+    assert "second" not in first
+    _, _, body = h.get("/api/logs/rank-0?attempt=1&tail=2&stamped=1", token=t)
+    stamped = json.loads(body)["text"].splitlines()
+    assert len(stamped) == 2, stamped
+    for line in stamped:
+        stamp, _, rest = line.partition(" ")
+        assert time.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ") and rest.startswith("first"), line
+    # since: from a time on (the future: nothing; the epoch: everything).
+    future = int(time.time() * 1000) + 60000
+    _, _, body = h.get("/api/logs/rank-0?attempt=1&since=%d" % future, token=t)
+    assert json.loads(body)["text"] == ""
+    _, _, body = h.get("/api/logs/rank-0?attempt=1&since=1", token=t)
+    assert json.loads(body)["text"] == first
+    # Refused: both starts, a bad attempt, an attempt without that log.
+    for bad in ("/api/logs/rank-0?since=1&offset=0", "/api/logs/rank-0?attempt=x",
+                "/api/logs?attempt=-1"):
+        status, _, _ = h.get(bad, token=t)
+        assert status == 400, bad
+    status, _, body = h.get("/api/logs/rank-0?attempt=9", token=t)
+    assert status == 404 and b"in attempt 9" in body, body
+    # The whole file as a download, named for its attempt.
+    status, headers, body = h.get("/api/logs/rank-0/download?attempt=1", token=t)
+    assert status == 200
+    assert headers["Content-Disposition"] == 'attachment; filename="attempt-1-rank-0.log"'
+    assert body.decode() == first
+    status, _, _ = h.get("/api/logs/rank-0/download?attempt=1")
+    assert status == 401
+
+
+@needs_chromium
+def test_the_log_view_shows_the_last_minute_of_attempt_one_searched(restarted):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    d = browser()
+    try:
+        d.get(restarted.url + "/login?token=" + restarted.token + "&next=/%23logs/rank-0")
+        wait(d, lambda d: "following rank-0" in d.find_element(By.ID, "log-status").text)
+        assert "second line" in d.find_element(By.ID, "log").text
+        Select(d.find_element(By.ID, "log-attempt")).select_by_value("1")
+        wait(d, lambda d: "attempt 1 (ended)" in d.find_element(By.ID, "log-status").text)
+        Select(d.find_element(By.ID, "log-since")).select_by_value("60000")
+        # Each choice reads the log again and draws the view anew.
+        wait(d, lambda d: d.find_element(By.ID, "log-since").get_attribute("value") == "60000"
+             and "attempt 1 (ended)" in d.find_element(By.ID, "log-status").text)
+        wait(d, lambda d: d.find_element(By.ID, "log-times").click() or True)
+        lines = wait(d, lambda d: [l for l in d.find_element(By.ID, "log").text.splitlines()
+                                   if "Z first" in l])
+        assert len(lines) == 7 and "second" not in d.find_element(By.ID, "log").text, lines
+        wait(d, lambda d: d.find_element(By.ID, "log-search").send_keys("needle") or True)
+        kept = wait(d, lambda d: d.find_element(By.ID, "log-status").get_attribute(
+            "data-matches") == "1" and d.find_element(By.ID, "log").text)
+        assert kept.endswith("Z first needle in the hay"), kept
+        href = d.find_element(By.ID, "log-download").get_attribute("href")
+        assert href.endswith("/api/logs/rank-0/download?attempt=1"), href
+        d.save_screenshot(os.path.join(ARTIFACTS, "logs-attempt-1.png"))
+    finally:
+        d.quit()

@@ -199,40 +199,90 @@ function stopFollowing() {
   if (state.follow) { state.follow.close(); state.follow = null; }
 }
 
+// The log view: one stream of the current attempt (followed live) or of an
+// earlier one, from its last 1,000 lines or a time on; each line's time in
+// front on request; a search that keeps the lines containing it; the whole
+// file as a download.
+const SINCE = [[0, 'last 1,000 lines'], [60e3, 'last minute'], [600e3, 'last 10 minutes'],
+  [3600e3, 'last hour'], [86400e3, 'last day']];
+
 async function viewLogs(v) {
-  const list = await api('/api/logs');
-  const current = state.arg || (list.find((l) => l.stream.startsWith('rank-')) || list[0] || {}).stream;
+  const o = state.logOptions || (state.logOptions = { attempt: 0, since: 0, stamped: false, search: '' });
+  const latest = (state.status && state.status.attempt) || 0;
+  const at = o.attempt ? '&attempt=' + o.attempt : '';
+  const list = await api('/api/logs' + (o.attempt ? '?attempt=' + o.attempt : ''));
+  const current = (state.arg && list.some((l) => l.stream === state.arg)) ? state.arg
+    : (list.find((l) => l.stream.startsWith('rank-')) || list[0] || {}).stream;
   const select = el('select', { id: 'log-stream' }, list.map((l) => {
-    const o = el('option', { value: l.stream, text: l.stream + ' (' + bytes(l.bytes) + ')' });
-    if (l.stream === current) o.selected = true;
-    return o;
+    const opt = el('option', { value: l.stream, text: l.stream + ' (' + bytes(l.bytes) + ')' });
+    if (l.stream === current) opt.selected = true;
+    return opt;
   }));
   select.addEventListener('change', () => { window.location.hash = '#logs/' + select.value; });
+  const attempts = [el('option', { value: '0', text: 'current' + (latest ? ' (' + latest + ')' : '') })];
+  for (let k = latest - 1; k >= 1; k--) attempts.push(el('option', { value: String(k), text: 'attempt ' + k }));
+  const attempt = el('select', { id: 'log-attempt' }, attempts);
+  attempt.value = String(o.attempt);
+  const since = el('select', { id: 'log-since' }, SINCE.map(([ms, label]) => el('option', { value: String(ms), text: label })));
+  since.value = String(o.since);
+  const stamped = el('input', { type: 'checkbox', id: 'log-times' });
+  stamped.checked = o.stamped;
+  const search = el('input', { type: 'search', id: 'log-search', placeholder: 'search', value: o.search });
+  // A change of attempt, start or times reads the log again (same view).
+  const reload = () => { stopFollowing(); v.textContent = ''; viewLogs(v); };
+  attempt.addEventListener('change', () => { o.attempt = Number(attempt.value); reload(); });
+  since.addEventListener('change', () => { o.since = Number(since.value); reload(); });
+  stamped.addEventListener('change', () => { o.stamped = stamped.checked; reload(); });
   const follow = el('input', { type: 'checkbox', id: 'log-autoscroll', checked: '' });
   const status = el('span', { class: 'muted', id: 'log-status' });
+  const download = current ? el('a', { id: 'log-download', text: 'download',
+    href: '/api/logs/' + encodeURIComponent(current) + '/download' + (o.attempt ? '?attempt=' + o.attempt : '') }) : '';
   v.append(el('div', { class: 'toolbar' }, el('label', { for: 'log-stream', text: 'Log' }), select,
+    el('label', { for: 'log-attempt', text: 'Attempt' }), attempt, since,
+    el('label', {}, stamped, ' times'), search, download,
     el('label', {}, follow, ' keep at the end'), status));
   const pre = el('pre', { class: 'log', id: 'log' });
   v.append(pre);
   if (!current) { status.textContent = 'no logs yet'; return; }
-  const first = await api('/api/logs/' + encodeURIComponent(current) + '?tail=1000');
-  pre.textContent = first.text;
-  pre.scrollTop = pre.scrollHeight;
-  const source = new EventSource('/api/logs/' + encodeURIComponent(current) + '/follow?offset=' + first.next_offset);
+  // What was read, whole lines; shown all or as the search keeps them.
+  let text = '';
+  const show = () => {
+    const needle = search.value.toLowerCase();
+    if (!needle) { pre.textContent = text; status.dataset.matches = ''; }
+    else {
+      const kept = text.split('\n').filter((l) => l.toLowerCase().includes(needle));
+      pre.textContent = kept.join('\n') + (kept.length ? '\n' : '');
+      status.dataset.matches = String(kept.length);
+      status.textContent = kept.length + (kept.length === 1 ? ' line contains "' : ' lines contain "') +
+        search.value + '"';
+    }
+    if (follow.checked) pre.scrollTop = pre.scrollHeight;
+  };
+  search.addEventListener('input', () => { o.search = search.value; show(); });
+  const times = o.stamped ? '&stamped=1' : '';
+  const base = '/api/logs/' + encodeURIComponent(current);
+  const first = o.since
+    ? await api(base + '?since=' + (Date.now() - o.since) + '&max=4000000' + at + times)
+    : await api(base + '?tail=1000' + at + times);
+  text = first.text;
+  status.textContent = o.attempt ? 'attempt ' + o.attempt + ' (ended)' : '';
+  show();
+  if (o.attempt) return;  // an earlier attempt's log no longer grows
+  const source = new EventSource(base + '/follow?offset=' + first.next_offset + times);
   state.follow = source;
-  source.onopen = () => { status.textContent = 'following ' + current; };
+  source.onopen = () => { if (!search.value) status.textContent = 'following ' + current; };
   source.onerror = () => { status.textContent = 'reconnecting…'; };
   source.addEventListener('skipped', (e) => {
-    pre.append(el('span', { class: 'muted', text: '… ' + bytes(Number(e.data)) +
-      ' skipped: the log grows faster than a page can show (the whole of it: ' + current + '.log on the head) …\n' }));
+    text += '… ' + bytes(Number(e.data)) + ' skipped: the log grows faster than a page can show (the whole of it: download) …\n';
+    show();
   });
   // One event per piece of the log: its lines (EventSource joins them with
   // newlines); its id is the offset a reconnect goes on from.
   source.onmessage = (e) => {
-    pre.append(document.createTextNode(e.data + '\n'));
+    text += e.data + '\n';
     // Keep the page light: at most ~2 MB of text in it.
-    if (pre.textContent.length > 2e6) pre.textContent = pre.textContent.slice(-1e6);
-    if (follow.checked) pre.scrollTop = pre.scrollHeight;
+    if (text.length > 2e6) text = text.slice(text.indexOf('\n', text.length - 1e6) + 1);
+    show();
   };
 }
 

@@ -19,7 +19,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -77,9 +76,6 @@ std::string log_path(const std::string& dir, const StreamId& stream, std::int32_
   if (attempt <= 0) return log_path(dir, stream);
   return dir + "/attempt-" + std::to_string(attempt) + "/" + stream_name(stream) + ".log";
 }
-
-// Its times file (log_times.hpp): beside it, ".times" for ".log".
-std::string times_path(const std::string& log) { return log.substr(0, log.size() - 4) + ".times"; }
 
 std::int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -292,7 +288,8 @@ class LogWriter {
     if (int err = write_all(fd, lines.data(), lines.size()); err != 0) {
       report(path, "cannot write", err);
     } else if (at >= 0) {
-      int times = ::open(times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      int times =
+          ::open(os::log_times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (times >= 0) {
         std::string record = encode_log_time({at, now_unix_ms()});
         write_all(times, record.data(), record.size());  // a time lost is a line unstamped
@@ -361,7 +358,8 @@ class LogWriter {
           ::rename(tmp.c_str(), link.c_str()) != 0)
         report(log_path(dir_, stream), "cannot link", errno);
     }
-    int times = ::open(times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int times =
+        ::open(os::log_times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     fds_[stream] = OpenFile{fd, ++use_clock_, times, file_size(fd)};
     return fd;
   }
@@ -493,97 +491,10 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
   };
 }
 
-// One record of a .times file, by index (pread: a day of records is MBs).
-std::optional<LogTime> time_record(int fd, std::int64_t index) {
-  char buf[kLogTimeRecordSize];
-  if (::pread(fd, buf, sizeof buf, index * static_cast<std::int64_t>(kLogTimeRecordSize)) !=
-      static_cast<ssize_t>(sizeof buf))
-    return std::nullopt;
-  auto one = decode_log_times(std::string_view(buf, sizeof buf));
-  if (one.empty()) return std::nullopt;
-  return one.front();
-}
-
-// The first record index for which `after` holds (records are in order, so
-// `after` is false then true along them): a binary search of the file.
-template <class After>
-std::int64_t first_record(int fd, std::int64_t count, After after) {
-  std::int64_t lo = 0, hi = count;
-  while (lo < hi) {
-    std::int64_t mid = lo + (hi - lo) / 2;
-    auto t = time_record(fd, mid);
-    if (!t || after(*t))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
-// What <stream>.log links to (the current attempt's file, whose .times is
-// beside it); the path itself when it is no link.
-std::string link_target(const std::string& path) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return path;
-  std::string target(buf, static_cast<size_t>(n));
-  if (target.front() == '/') return target;
-  return path.substr(0, path.rfind('/') + 1) + target;
-}
-
-struct TimesFile {
-  int fd = -1;
-  std::int64_t count = 0;
-  explicit TimesFile(const std::string& log)
-      : fd(::open(times_path(link_target(log)).c_str(), O_RDONLY | O_CLOEXEC)) {
-    struct stat st {};
-    if (fd >= 0 && ::fstat(fd, &st) == 0)
-      count = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
-  }
-  ~TimesFile() {
-    if (fd >= 0) ::close(fd);
-  }
-  TimesFile(const TimesFile&) = delete;
-  TimesFile& operator=(const TimesFile&) = delete;
-};
-
-// The records that time the bytes [from, to) of `log`: the last one at or
-// before `from`, and every one after it below `to`.
-std::vector<LogTime> times_between(const std::string& log, std::int64_t from, std::int64_t to) {
-  TimesFile f(log);
-  if (f.fd < 0 || f.count == 0) return {};
-  std::int64_t first =
-      first_record(f.fd, f.count, [from](const LogTime& t) { return t.offset > from; });
-  if (first > 0) --first;
-  std::int64_t last =
-      first_record(f.fd, f.count, [to](const LogTime& t) { return t.offset >= to; });
-  std::string bytes(
-      static_cast<size_t>(std::max<std::int64_t>(last - first, 0)) * kLogTimeRecordSize, '\0');
-  ssize_t n = ::pread(f.fd, bytes.data(), bytes.size(),
-                      first * static_cast<std::int64_t>(kLogTimeRecordSize));
-  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return decode_log_times(bytes);
-}
-
-// Where "since since_ms" starts in `log`: the first chunk that came at or
-// after it, else the log's end (nothing since).
-std::int64_t offset_since(const std::string& log, std::int64_t since_ms) {
-  TimesFile f(log);
-  std::int64_t index = f.fd < 0 ? 0 : first_record(f.fd, f.count, [since_ms](const LogTime& t) {
-    return t.unix_ms >= since_ms;
-  });
-  if (f.fd >= 0 && index < f.count)
-    if (auto t = time_record(f.fd, index)) return t->offset;
-  struct stat st {};
-  return ::stat(log.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
-}
-
 // A read's bytes with each line's time in front (stamped) or as they are.
 std::string maybe_stamped(std::string bytes, const std::string& log, std::int64_t start,
                           bool stamped) {
-  if (!stamped || bytes.empty()) return bytes;
-  auto times = times_between(log, start, start + static_cast<std::int64_t>(bytes.size()));
-  return stamp_log_lines(bytes, start, times);
+  return stamped ? os::stamp_log(bytes, log, start) : bytes;
 }
 
 // The reads (atlctl logs, run, the C API's task output) on a thread of their
@@ -656,7 +567,7 @@ caf::behavior log_reader(std::string logs_dir) {
             std::int64_t since_ms) {
         std::vector<std::int64_t> offsets;
         for (const auto& stream : streams)
-          offsets.push_back(offset_since(log_path(*dir, stream, attempt), since_ms));
+          offsets.push_back(os::log_offset_since(log_path(*dir, stream, attempt), since_ms));
         return offsets;
       },
   };

@@ -2,11 +2,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "atl/core/log_times.hpp"
 
 namespace atl::os {
 
@@ -21,7 +27,106 @@ struct Fd {
   }
 };
 
+// --- log times -----------------------------------------------------------------
+
+// One record of a .times file, by index (pread: a day of records is MBs).
+std::optional<LogTime> time_record(int fd, std::int64_t index) {
+  char buf[kLogTimeRecordSize];
+  if (::pread(fd, buf, sizeof buf, index * static_cast<std::int64_t>(kLogTimeRecordSize)) !=
+      static_cast<ssize_t>(sizeof buf))
+    return std::nullopt;
+  auto one = decode_log_times(std::string_view(buf, sizeof buf));
+  if (one.empty()) return std::nullopt;
+  return one.front();
+}
+
+// The first record index for which `after` holds (records are in order, so
+// `after` is false then true along them): a binary search of the file.
+template <class After>
+std::int64_t first_record(int fd, std::int64_t count, After after) {
+  std::int64_t lo = 0, hi = count;
+  while (lo < hi) {
+    std::int64_t mid = lo + (hi - lo) / 2;
+    auto t = time_record(fd, mid);
+    if (!t || after(*t))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+// What <stream>.log links to (the current attempt's file, whose .times is
+// beside it); the path itself when it is no link.
+std::string link_target(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return path;
+  std::string target(buf, static_cast<size_t>(n));
+  if (target.front() == '/') return target;
+  return path.substr(0, path.rfind('/') + 1) + target;
+}
+
+struct TimesFile {
+  int fd = -1;
+  std::int64_t count = 0;
+  explicit TimesFile(const std::string& log)
+      : fd(::open(log_times_path(link_target(log)).c_str(), O_RDONLY | O_CLOEXEC)) {
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0)
+      count = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
+  }
+  ~TimesFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  TimesFile(const TimesFile&) = delete;
+  TimesFile& operator=(const TimesFile&) = delete;
+};
+
+// The records that time the bytes [from, to) of `log`: the last one at or
+// before `from`, and every one after it below `to`.
+std::vector<LogTime> times_between(const std::string& log, std::int64_t from, std::int64_t to) {
+  TimesFile f(log);
+  if (f.fd < 0 || f.count == 0) return {};
+  std::int64_t first =
+      first_record(f.fd, f.count, [from](const LogTime& t) { return t.offset > from; });
+  if (first > 0) --first;
+  std::int64_t last =
+      first_record(f.fd, f.count, [to](const LogTime& t) { return t.offset >= to; });
+  std::string bytes(
+      static_cast<size_t>(std::max<std::int64_t>(last - first, 0)) * kLogTimeRecordSize, '\0');
+  ssize_t n = ::pread(f.fd, bytes.data(), bytes.size(),
+                      first * static_cast<std::int64_t>(kLogTimeRecordSize));
+  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return decode_log_times(bytes);
+}
+
 }  // namespace
+
+std::int64_t log_offset_since(const std::string& log, std::int64_t since_ms) {
+  TimesFile f(log);
+  std::int64_t index = f.fd < 0 ? 0 : first_record(f.fd, f.count, [since_ms](const LogTime& t) {
+    return t.unix_ms >= since_ms;
+  });
+  if (f.fd >= 0 && index < f.count)
+    if (auto t = time_record(f.fd, index)) return t->offset;
+  struct stat st {};
+  return ::stat(log.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
+}
+
+std::string stamp_log(const std::string& bytes, const std::string& log, std::int64_t start) {
+  if (bytes.empty()) return bytes;
+  auto times = times_between(log, start, start + static_cast<std::int64_t>(bytes.size()));
+  return stamp_log_lines(bytes, start, times);
+}
+
+std::string log_times_path(const std::string& log) {
+  const std::string suffix = ".log";
+  if (log.size() >= suffix.size() &&
+      log.compare(log.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return log.substr(0, log.size() - suffix.size()) + ".times";
+  return log + ".times";
+}
 
 LogChunk read_log(const std::string& path, std::int64_t offset, std::int64_t max_bytes) {
   LogChunk out;

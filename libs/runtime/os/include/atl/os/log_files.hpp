@@ -30,6 +30,18 @@ LogChunk read_log_following(const std::string& path, std::int64_t offset, std::i
 // The last `lines` lines and the file's end (where a follower goes on).
 LogChunk tail_log(const std::string& path, std::int64_t lines);
 
+// The .times file beside a log (core/log_times.hpp): "x.log" -> "x.times".
+std::string log_times_path(const std::string& log);
+
+// `bytes`, read from `log` at `start` (a line's start), each line prefixed
+// with the time it came ("2026-12-03T16:45:31.188Z "); <stream>.log's link to
+// the current attempt is followed to the .times beside its target.
+std::string stamp_log(const std::string& bytes, const std::string& log, std::int64_t start);
+
+// Where the lines of `log` that came at or after since_ms (unix ms) start;
+// its end when none did. A binary search of the .times records (pread).
+std::int64_t log_offset_since(const std::string& log, std::int64_t since_ms);
+
 struct LogFileInfo {
   std::string stream;  // the file's name without ".log": "rank-3", "pod-worker-0", "head"
   std::int64_t bytes = 0;
