@@ -52,7 +52,8 @@ const char* kTopHelp =
     "\n"
     "Commands:\n"
     "  status [-v] [--json]             print 'Job status:  <state>' (-v: pods and ranks)\n"
-    "  logs [-r RANKS|-p PODS] [-f] [--tail N] [--run N]  print the ranks' output\n"
+    "  logs [-r RANKS|-p PODS] [-f] [--tail N|--since D] [--timestamps] [--attempt K]\n"
+    "       [--run N]                   print the ranks' output\n"
     "  stop                             stop user code (or the debug command): debugStop\n"
     "  run [-r RANKS] [-f] CMD...       run CMD on ranks (needs debugStop unless -f)\n"
     "  recover                          restart user code from scratch (from debugStop)\n"
@@ -71,7 +72,8 @@ const char* kTopHelp =
     "        which only atlctl stop ends; recover needs debugStop.\n"
     "Exit codes: 0 ok, 1 command failed, 2 usage, 3 refused in this state,\n"
     "            4 supervisor unreachable.\n"
-    "'atlctl COMMAND --help' shows a command's options; atlctl --version, atl's version.\n";
+    "'atlctl COMMAND --help' shows a command's options; atlctl --version, atl's version;\n"
+    "source <(atlctl completion bash) completes commands and options in bash.\n";
 
 // --- status --------------------------------------------------------------------
 
@@ -608,6 +610,48 @@ int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
 
 // Parses a command's own flags before any connection: --help and usage errors
 // never need a supervisor.
+// `atlctl completion bash`: a bash completion script made from the commands'
+// own option tables (so it never lags behind them): commands first, then the
+// chosen command's options. `source <(atlctl completion bash)`.
+std::string bash_completion(const std::map<std::string, Command>& commands) {
+  std::string names;
+  std::string cases;
+  for (const auto& [name, command] : commands) {
+    names += name + " ";
+    po::options_description desc;
+    command.options(desc);
+    desc.add_options()("help,h", "");
+    std::string words;
+    for (const auto& opt : desc.options()) {
+      std::string shorter =
+          opt->canonical_display_name(po::command_line_style::allow_dash_for_short);
+      if (shorter.size() == 2 && shorter[0] == '-') words += shorter + " ";
+      if (!opt->long_name().empty()) words += "--" + opt->long_name() + " ";
+    }
+    words.pop_back();
+    cases += "    " + name + ") words=\"" + words + "\" ;;\n";
+  }
+  return "# bash completion for atlctl: source <(atlctl completion bash)\n"
+         "_atlctl() {\n"
+         "  local cur=${COMP_WORDS[COMP_CWORD]} cmd= words i\n"
+         "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+         "    case ${COMP_WORDS[i]} in\n"
+         "      --address|-a|--tls-dir) ((i++)) ;;\n"
+         "      -*) ;;\n"
+         "      *) cmd=${COMP_WORDS[i]}; break ;;\n"
+         "    esac\n"
+         "  done\n"
+         "  case $cmd in\n"
+         "    '') words=\"" +
+         names + "completion --address --tls-dir --insecure --help --version\" ;;\n" + cases +
+         "    completion) words=bash ;;\n"
+         "    *) words= ;;\n"
+         "  esac\n"
+         "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+         "}\n"
+         "complete -o default -F _atlctl atlctl\n";
+}
+
 po::variables_map parse_command(const std::string& name, const Command& command,
                                 std::vector<std::string> args) {
   std::vector<std::string> words;
@@ -736,6 +780,12 @@ int main(int argc, char** argv) {
         "job's (<state-dir>/dashboard-token on the head): keep the link to yourself.",
         dashboard_options, cmd_dashboard_url}},
   };
+  if (command == "completion") {
+    if (rest.size() != 1 || rest[0] != "bash")
+      die(kExitUsage, "completion: say which shell: atlctl completion bash");
+    std::cout << bash_completion(commands);
+    return kExitOk;
+  }
   auto it = commands.find(command);
   if (it == commands.end())
     die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");

@@ -83,6 +83,31 @@ TEST(EveryProgram, SaysItsVersion) {
   }
 }
 
+// `source <(atlctl completion bash)` completes commands, then the chosen
+// command's options, in a real bash.
+TEST(AtlctlCompletion, BashCompletesCommandsAndEachCommandsOptions) {
+  TestCluster c;
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string script = "source <(" + bin("atlctl") + " completion bash) && COMP_WORDS=(" +
+                               words + ") && COMP_CWORD=" + std::to_string(cword) +
+                               " && _atlctl && echo \"${COMPREPLY[*]}\"";
+    auto& p = c.start("bash", {"/bin/bash", "-c", script});
+    EXPECT_EQ(c.wait_exit(p, 30s), 0) << c.output(p);
+    return c.output(p);
+  };
+  EXPECT_EQ(complete("atlctl lo", 1), "logs\n");
+  EXPECT_EQ(complete("atlctl --address h:1 st", 3), "status stop\n");
+  EXPECT_EQ(complete("atlctl logs --ti", 2), "--timestamps\n");
+  EXPECT_EQ(complete("atlctl logs -r 1 --a", 4), "--attempt\n");
+  EXPECT_EQ(complete("atlctl burn --burn", 2), "--burnType\n") << "the guide's long names too";
+  EXPECT_EQ(complete("atlctl completion ''", 2), "bash\n");
+  auto refused = run(c, "atlctl", {"completion", "zsh"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.output.find("completion: say which shell: atlctl completion bash"),
+            std::string::npos)
+      << refused.output;
+}
+
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
   TestCluster c;
   std::string path = c.dir() + "/job.json";
