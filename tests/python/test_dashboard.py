@@ -54,6 +54,13 @@ class Http:
         return self.request("GET", path, headers)
 
 
+def _open_dashboard(c):
+    """The cluster's dashboard: its URL, token and an HTTPS client trusting the job's CA."""
+    c.url = c.line("dashboard ").split()[1]
+    c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
+    c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
+
+
 @pytest.fixture(scope="module")
 def spmd():
     c = Cluster(2, entrypoint=RANK_SCRIPT, mode="spmd", nproc_per_node=2,
@@ -65,9 +72,7 @@ def spmd():
         while not all(os.path.exists(l) and os.path.getsize(l) > 0 for l in logs):
             assert time.time() < deadline, c.output()
             time.sleep(0.05)
-        c.url = c.line("dashboard ").split()[1]
-        c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
-        c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
+        _open_dashboard(c)
         yield c
     finally:
         c.stop()
@@ -654,9 +659,7 @@ def restarted():
                        "--linger", "120s"))
     try:
         assert c.wait_for("[rank 0] second line 2", timeout=120), c.output()
-        c.url = c.line("dashboard ").split()[1]
-        c.token = open(os.path.join(c.state, "dashboard-token")).read().strip()
-        c.http = Http(c.url, os.path.join(c.tls, "ca.pem"))
+        _open_dashboard(c)
         yield c
     finally:
         c.stop()

@@ -497,6 +497,39 @@ std::string maybe_stamped(std::string bytes, const std::string& log, std::int64_
   return stamped ? os::stamp_log(bytes, log, start) : bytes;
 }
 
+using ManyLogs =
+    std::tuple<std::vector<StreamId>, std::vector<std::string>, std::vector<std::int64_t>>;
+
+// The streams that have bytes past their offset, in order, up to max_total in
+// all, from attempt K's files (0: the current one), stamped on request.
+ManyLogs read_many(const std::string& dir, const std::vector<StreamId>& streams,
+                   const std::vector<std::int64_t>& offsets, std::int64_t max_total,
+                   std::int32_t attempt, bool stamped) {
+  ManyLogs out;
+  auto& [got_streams, got_bytes, got_next] = out;
+  if (streams.size() != offsets.size()) return out;
+  std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
+  for (size_t i = 0; i < streams.size() && left > 0; ++i) {
+    const std::string path = log_path(dir, streams[i], attempt);
+    auto chunk = os::read_log(path, offsets[i], left);
+    if (chunk.bytes.empty()) continue;
+    left -= static_cast<std::int64_t>(chunk.bytes.size());
+    const std::int64_t start = chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
+    got_streams.push_back(streams[i]);
+    got_next.push_back(chunk.next_offset);
+    got_bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, stamped));
+  }
+  return out;
+}
+
+std::tuple<std::string, std::int64_t> tail(const std::string& dir, const StreamId& stream,
+                                           std::int64_t lines, std::int32_t attempt, bool stamped) {
+  const std::string path = log_path(dir, stream, attempt);
+  auto chunk = os::tail_log(path, lines);
+  const std::int64_t start = chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
+  return {maybe_stamped(std::move(chunk.bytes), path, start, stamped), chunk.next_offset};
+}
+
 // The reads (atlctl logs, run, the C API's task output) on a thread of their
 // own: not behind the chunks in the sink's mailbox, and no blocking file read
 // on a scheduler thread. The files are the writer's: a read sees what it wrote.
@@ -508,61 +541,22 @@ caf::behavior log_reader(std::string logs_dir) {
         auto chunk = os::read_log(log_path(*dir, stream), offset, max_bytes);
         return {std::move(chunk.bytes), chunk.next_offset};
       },
+      // The current attempt's, as written (atlctl run, the C API's task output).
       [dir](read_many_atom, const std::vector<StreamId>& streams,
-            const std::vector<std::int64_t>& offsets,
-            std::int64_t max_total) -> std::tuple<std::vector<StreamId>, std::vector<std::string>,
-                                                  std::vector<std::int64_t>> {
-        std::vector<StreamId> got_streams;
-        std::vector<std::string> got_bytes;
-        std::vector<std::int64_t> got_next;
-        if (streams.size() != offsets.size()) return {got_streams, got_bytes, got_next};
-        std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
-        for (size_t i = 0; i < streams.size() && left > 0; ++i) {
-          auto chunk = os::read_log(log_path(*dir, streams[i]), offsets[i], left);
-          if (chunk.bytes.empty()) continue;
-          left -= static_cast<std::int64_t>(chunk.bytes.size());
-          got_streams.push_back(streams[i]);
-          got_next.push_back(chunk.next_offset);
-          got_bytes.push_back(std::move(chunk.bytes));
-        }
-        return {got_streams, got_bytes, got_next};
+            const std::vector<std::int64_t>& offsets, std::int64_t max_total) {
+        return read_many(*dir, streams, offsets, max_total, 0, false);
       },
-      [dir](tail_atom, const StreamId& stream,
-            std::int64_t lines) -> std::tuple<std::string, std::int64_t> {
-        auto chunk = os::tail_log(log_path(*dir, stream), lines);
-        return {std::move(chunk.bytes), chunk.next_offset};
+      [dir](tail_atom, const StreamId& stream, std::int64_t lines) {
+        return tail(*dir, stream, lines, 0, false);
       },
       // atlctl logs --attempt K (0: the current one) --timestamps (stamped).
       [dir](read_many_atom, const std::vector<StreamId>& streams,
             const std::vector<std::int64_t>& offsets, std::int64_t max_total, std::int32_t attempt,
-            bool stamped) -> std::tuple<std::vector<StreamId>, std::vector<std::string>,
-                                        std::vector<std::int64_t>> {
-        std::vector<StreamId> got_streams;
-        std::vector<std::string> got_bytes;
-        std::vector<std::int64_t> got_next;
-        if (streams.size() != offsets.size()) return {got_streams, got_bytes, got_next};
-        std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
-        for (size_t i = 0; i < streams.size() && left > 0; ++i) {
-          const std::string path = log_path(*dir, streams[i], attempt);
-          auto chunk = os::read_log(path, offsets[i], left);
-          if (chunk.bytes.empty()) continue;
-          left -= static_cast<std::int64_t>(chunk.bytes.size());
-          const std::int64_t start =
-              chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
-          got_streams.push_back(streams[i]);
-          got_next.push_back(chunk.next_offset);
-          got_bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, stamped));
-        }
-        return {got_streams, got_bytes, got_next};
+            bool stamped) {
+        return read_many(*dir, streams, offsets, max_total, attempt, stamped);
       },
       [dir](tail_atom, const StreamId& stream, std::int64_t lines, std::int32_t attempt,
-            bool stamped) -> std::tuple<std::string, std::int64_t> {
-        const std::string path = log_path(*dir, stream, attempt);
-        auto chunk = os::tail_log(path, lines);
-        const std::int64_t start =
-            chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
-        return {maybe_stamped(std::move(chunk.bytes), path, start, stamped), chunk.next_offset};
-      },
+            bool stamped) { return tail(*dir, stream, lines, attempt, stamped); },
       [dir](log_since_atom, const std::vector<StreamId>& streams, std::int32_t attempt,
             std::int64_t since_ms) {
         std::vector<std::int64_t> offsets;
