@@ -9,6 +9,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 #include "atl/os/secrets.hpp"
 
@@ -152,6 +154,23 @@ TEST(DashboardAuth, AFullTableDropsTheLeastRecentlyUsed) {
   for (const auto& s : {a, c, d}) EXPECT_EQ(t.check(s, std::nullopt, t0 + 5s), Access::granted);
 }
 
+TEST(DashboardAuth, EachSessionHasItsOwnCsrfTokenGoneWithIt) {
+  auto t = table();
+  auto now = Clock::now();
+  auto a = *t.login(kToken, now);
+  auto b = *t.login(kToken, now);
+  auto ca = t.csrf_token(a);
+  auto cb = t.csrf_token(b);
+  ASSERT_TRUE(ca && cb);
+  EXPECT_NE(*ca, *cb);
+  EXPECT_NE(*ca, a);
+  EXPECT_EQ(t.csrf_token(a), ca);  // stable for the session's life
+  EXPECT_FALSE(t.csrf_token("never-made"));
+  EXPECT_FALSE(t.csrf_token(kToken));  // the job's token is no session
+  t.logout(a);
+  EXPECT_FALSE(t.csrf_token(a));
+}
+
 TEST(DashboardAuth, ExpiredSessionsAreSweptAtLogin) {
   auto t = table({std::chrono::minutes(1), std::chrono::hours(2), 100});
   auto t0 = Clock::now();
@@ -162,10 +181,20 @@ TEST(DashboardAuth, ExpiredSessionsAreSweptAtLogin) {
 }
 
 TEST(DashboardAuth, ARepeatedSessionIdIsRefused) {
-  SessionTable t(kToken, {}, [] { return std::string("same"); });
+  auto ids =
+      std::make_shared<std::vector<std::string>>(std::vector<std::string>{"s1", "c1", "s1", "c2"});
+  SessionTable t(kToken, {}, [ids] {
+    auto id = ids->front();
+    ids->erase(ids->begin());
+    return id;
+  });
   auto now = Clock::now();
   ASSERT_TRUE(t.login(kToken, now).ok());
   EXPECT_FALSE(t.login(kToken, now).ok());
+  EXPECT_EQ(t.size(), 1u);
+  // A generator that repeats itself would make the CSRF token the session's id.
+  SessionTable same(kToken, {}, [] { return std::string("same"); });
+  EXPECT_FALSE(same.login(kToken, now).ok());
   SessionTable empty(kToken, {}, [] { return std::string(); });
   EXPECT_FALSE(empty.login(kToken, now).ok());
 }

@@ -99,8 +99,16 @@ Expected<std::string> SessionTable::login(std::string_view presented, Clock::tim
   }
   std::string id = new_id_();
   if (id.empty() || sessions_.count(id)) return make_error("could not make a session id");
-  sessions_.emplace(id, Session{now, now});
+  std::string csrf = new_id_();
+  if (csrf.empty() || csrf == id) return make_error("could not make a session id");
+  sessions_.emplace(id, Session{now, now, std::move(csrf)});
   return id;
+}
+
+std::optional<std::string> SessionTable::csrf_token(std::string_view session) const {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return std::nullopt;
+  return it->second.csrf;
 }
 
 Access SessionTable::check(const std::optional<std::string>& session,

@@ -65,11 +65,17 @@ class SessionTable {
   Access check(const std::optional<std::string>& session, const std::optional<std::string>& bearer,
                Clock::time_point now);
   void logout(std::string_view session);
+  // The session's second secret, for the one request a page makes that acts
+  // (the web terminal's handshake): the dashboard's own pages read it from
+  // /api/session; another site's page can send the cookie, never read this.
+  // Nothing for a session that is not in the table.
+  std::optional<std::string> csrf_token(std::string_view session) const;
   std::size_t size() const { return sessions_.size(); }
 
  private:
   struct Session {
     Clock::time_point created, last_used;
+    std::string csrf;
   };
   std::string token_;
   SessionLimits limits_;
