@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev libboost-program-options-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev libcpp-httplib-dev
-  libjs-chart.js python3 procps iproute2
+  libjs-chart.js libjs-xterm node-xterm python3 procps iproute2
 )
 # Test-only extras: a real PyTorch for the DDP test, pytest for the Python package
 # (prometheus_client parses /metrics there),
@@ -15,7 +15,7 @@ packages=(
 # for the fan-out bench; headless Chromium and Selenium for the dashboard's browser tests.
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(gdb python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev shellcheck
-    chromium chromium-driver python3-selenium)
+    chromium chromium-driver python3-selenium python3-websocket)
 fi
 
 sudo=""

@@ -494,9 +494,11 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
     std::cout << events.dump(2) << "\n";
     return kExitOk;
   }
+  // The kind in a column of 10 ("terminal" and "restart" are the longest), and
+  // always a space after it.
   for (const auto& e : events)
-    std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(8)
-              << e["kind"].get<std::string>() << e["text"].get<std::string>() << "\n";
+    std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(9)
+              << e["kind"].get<std::string>() << " " << e["text"].get<std::string>() << "\n";
   return kExitOk;
 }
 

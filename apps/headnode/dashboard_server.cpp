@@ -19,9 +19,11 @@
 #include "atl/core/dashboard_auth.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/sse.hpp"
+#include "atl/core/websocket.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/secrets.hpp"
 #include "http_socket.hpp"
+#include "terminal_socket.hpp"
 
 // The page's files, assembled into the binary (dashboard/assets.S.in).
 #define ATL_ASSET(name) extern "C" const char atl_asset_##name[], atl_asset_##name##_end[];
@@ -30,6 +32,8 @@ ATL_ASSET(login_html)
 ATL_ASSET(app_js)
 ATL_ASSET(style_css)
 ATL_ASSET(chart_js)
+ATL_ASSET(xterm_js)
+ATL_ASSET(xterm_css)
 #undef ATL_ASSET
 
 namespace atl::headnode {
@@ -106,6 +110,7 @@ struct DashboardServer::Impl {
   std::vector<std::unique_ptr<ServiceProxy>> relays;
   std::unique_ptr<httplib::Server> server;
   std::shared_ptr<HeadQueries> queries;
+  std::shared_ptr<TerminalRelays> terminals;  // null: no web terminal
   std::thread thread;
   std::mutex mutex;  // guards sessions
   SessionTable sessions;
@@ -179,7 +184,19 @@ struct DashboardServer::Impl {
     return nullptr;
   }
 
+  // Whose terminal it is, for the timeline: the session by a digest (never
+  // the cookie itself) and the browser's address.
+  static std::string who(const std::string& session, const httplib::Request& req) {
+    static const char* hex = "0123456789abcdef";
+    std::string digest = ws::sha1(session), shown;
+    for (int i = 0; i < 4; ++i)
+      shown += {hex[(static_cast<unsigned char>(digest[i]) >> 4) & 15],
+                hex[static_cast<unsigned char>(digest[i]) & 15]};
+    return "session " + shown + " from " + req.remote_addr;
+  }
+
   void routes();
+  void terminal(const httplib::Request& req, httplib::Response& res);
   void follow(const std::string& stream, std::int64_t offset, bool stamped, httplib::Response& res);
 };
 
@@ -190,7 +207,8 @@ void DashboardServer::Impl::routes() {
                          {"Referrer-Policy", "no-referrer"},
                          {"Cache-Control", "no-store"},
                          {"Content-Security-Policy",
-                          "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"}});
+                          "default-src 'self'; img-src 'self' data:; style-src 'self' "
+                          "'unsafe-inline'; frame-ancestors 'none'"}});
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (is_public(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     Access a = access(req);
@@ -234,6 +252,20 @@ void DashboardServer::Impl::routes() {
     res.set_header("Set-Cookie", std::string(kCookie) + "=; Path=/; Max-Age=0");
     res.set_redirect("/login", 303);
   });
+  // The session's CSRF token (for the web terminal's handshake) and whether
+  // the head offers terminals. Only the dashboard's own pages can read it.
+  s.Get("/api/session", [this](const httplib::Request& req, httplib::Response& res) {
+    std::optional<std::string> csrf;
+    if (auto id = cookie_value(req.get_header_value("Cookie"), kCookie)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      csrf = sessions.csrf_token(*id);
+    }
+    nlohmann::json j{{"terminal", terminals != nullptr}};
+    if (csrf) j["csrf"] = *csrf;
+    send_json(res, j.dump());
+  });
+  s.Get(R"(/api/terminal/([A-Za-z0-9._-]{1,253}))",
+        [this](const httplib::Request& req, httplib::Response& res) { terminal(req, res); });
   s.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
 
   auto asset = [&s](const char* path, std::string_view body, const char* type) {
@@ -245,6 +277,8 @@ void DashboardServer::Impl::routes() {
   asset("/static/app.js", ATL_ASSET_VIEW(app_js), "text/javascript; charset=utf-8");
   asset("/static/style.css", ATL_ASSET_VIEW(style_css), "text/css; charset=utf-8");
   asset("/static/chart.min.js", ATL_ASSET_VIEW(chart_js), "text/javascript; charset=utf-8");
+  asset("/static/xterm.js", ATL_ASSET_VIEW(xterm_js), "text/javascript; charset=utf-8");
+  asset("/static/xterm.css", ATL_ASSET_VIEW(xterm_css), "text/css; charset=utf-8");
 
   auto from_actors = [this](Expected<std::string> (HeadQueries::*ask)()) {
     return [this, ask](const httplib::Request&, httplib::Response& res) {
@@ -458,6 +492,66 @@ void DashboardServer::Impl::follow(const std::string& stream, std::int64_t offse
       [this](bool) { followers.fetch_sub(1); });
 }
 
+// GET /api/terminal/POD: a WebSocket to a shell in POD (terminal_socket.hpp).
+// Only a logged-in browser session, from the dashboard's own page: its Origin
+// is this dashboard, and it sends the session's CSRF token (?csrf=) that only
+// the dashboard's pages can read. Each refusal is an HTTP answer before any
+// upgrade: 401 no session, 403 a foreign Origin or a wrong token, 400 not a
+// WebSocket, 404 no terminal on this head, 409 refused (off, the pod's
+// limit, no such pod), 503 the pod could not start one.
+void DashboardServer::Impl::terminal(const httplib::Request& req, httplib::Response& res) {
+  res.set_header("Connection", "close");
+  if (!terminals)
+    return fail(res, 404, "the web terminal is off on this job (headnode --web-terminal off)");
+  auto session = cookie_value(req.get_header_value("Cookie"), kCookie);
+  std::optional<std::string> csrf;
+  if (session) {
+    std::lock_guard<std::mutex> lock(mutex);
+    csrf = sessions.csrf_token(*session);
+  }
+  if (!csrf) return fail(res, 401, "a terminal needs a logged-in session");
+  const std::string host = req.get_header_value("Host");
+  const std::string origin = req.get_header_value("Origin");
+  const std::string own = std::string(config.tls ? "https" : "http") + "://" + host;
+  if (host.empty() || origin != own)
+    return fail(res, 403,
+                "a terminal opens only from the dashboard's own page (Origin '" + origin +
+                    "' is not " + own + ")");
+  if (!req.has_param("csrf") || !same_secret(req.get_param_value("csrf"), *csrf))
+    return fail(res, 403, "a terminal needs the session's CSRF token (?csrf=)");
+  auto header = [&req](const char* name) -> std::optional<std::string> {
+    if (!req.has_header(name)) return std::nullopt;
+    return req.get_header_value(name);
+  };
+  ws::UpgradeRequest up{req.method, header("Upgrade"), header("Connection"),
+                        header("Sec-WebSocket-Version"), header("Sec-WebSocket-Key")};
+  if (auto ok = ws::check_upgrade(up); !ok) return fail(res, 400, ok.error());
+  auto int_or = [&req](const char* name, int dflt) {
+    if (!req.has_param(name)) return dflt;
+    const std::string v = req.get_param_value(name);
+    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos)
+      return -1;
+    return std::atoi(v.c_str());
+  };
+  const int rows = int_or("rows", 24), cols = int_or("cols", 80);
+  if (rows < 1 || cols < 1 || rows > 1000 || cols > 1000)
+    return fail(res, 400, "rows and cols: whole numbers from 1 to 1000");
+  auto conn = raw_connection_of(req);
+  if (!conn) return fail(res, 500, "cannot find this request's connection");
+  auto opened = terminals->open(std::string(req.matches[1]), who(*session, req), rows, cols);
+  if (auto* refusal = std::get_if<TerminalRefusal>(&opened))
+    return fail(res, refusal->http_status, refusal->line);
+  auto& link = *std::get<std::unique_ptr<TerminalLink>>(opened);
+  const std::string cookie = *session;
+  serve_terminal(*conn, *up.key, link, [this, &cookie]() -> std::optional<std::string> {
+    if (stopping) return std::string("the head is stopping");
+    std::lock_guard<std::mutex> lock(mutex);
+    if (sessions.check(cookie, std::nullopt, SessionTable::Clock::now()) != Access::granted)
+      return std::string("the session ended");
+    return std::nullopt;
+  });
+}
+
 DashboardServer::DashboardServer(DashboardConfig config)
     : impl_(std::make_unique<Impl>(std::move(config))) {
   if (impl_->config.tls)
@@ -522,6 +616,10 @@ void DashboardServer::relay(ServiceTarget target) {
   s.Put(pattern, refuse);
   s.Patch(pattern, refuse);
   s.Delete(pattern, refuse);
+}
+
+void DashboardServer::offer_terminals(std::shared_ptr<TerminalRelays> relays) {
+  impl_->terminals = std::move(relays);
 }
 
 void DashboardServer::serve(std::shared_ptr<HeadQueries> queries) {

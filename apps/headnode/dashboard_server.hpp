@@ -31,6 +31,7 @@
 #include "atl/os/tls_credentials.hpp"
 #include "head_queries.hpp"
 #include "service_proxy.hpp"
+#include "terminal_relay.hpp"
 
 namespace atl::headnode {
 
@@ -57,6 +58,8 @@ class DashboardServer {
   // Serves a service on the head pod's loopback at target.prefix, to
   // logged-in sessions, GET only (Ray's dashboard at /ray/). Before serve.
   void relay(ServiceTarget target);
+  // The web terminal into the pods (GET /api/terminal/POD): off unless given.
+  void offer_terminals(std::shared_ptr<TerminalRelays> relays);
   void serve(std::shared_ptr<HeadQueries> queries);
   const char* scheme() const;  // "https" or "http"
 

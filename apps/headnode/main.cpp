@@ -60,6 +60,7 @@ struct HeadOptions {
   bool dashboard_port_given = false;
   std::string dashboard_bind;        // default: --bind
   std::string dashboard_token_file;  // default: <state-dir>/dashboard-token, made once
+  atl::supervisor::TerminalSettings web_terminal;  // --web-terminal on|off, --web-terminal-limit
   std::string metrics_bind = "127.0.0.1";
   std::string ray_bin = "ray";         // ray mode: `ray` of the image
   std::string ray_python = "python3";  // the Python beside it (has the ray module)
@@ -149,6 +150,11 @@ HeadOptions parse_options(int argc, char** argv) {
       "dashboard-token-file", po::value<std::string>(),
       "the dashboard's login token, e.g. a mounted Secret (default: <state-dir>/dashboard-token, "
       "made 0600 on the first start)")(
+      "web-terminal", po::value<std::string>(),
+      "on (default) or off: the dashboard's terminal into the pods (a shell, as powerful as "
+      "atlctl, to whoever has the dashboard's token; each opened and closed is in the events)")(
+      "web-terminal-limit", po::value<std::string>(),
+      "web terminals open at most at once into one pod (default 4)")(
       "linger", po::value<std::string>(),
       "keep answering atlctl this long after the job ended (default 0s)")(
       "history", po::value<std::string>(),
@@ -326,6 +332,22 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("dashboard-bind")) opt.dashboard_bind = vm["dashboard-bind"].as<std::string>();
   if (vm.count("dashboard-token-file"))
     opt.dashboard_token_file = vm["dashboard-token-file"].as<std::string>();
+  if (vm.count("web-terminal")) {
+    const std::string v = vm["web-terminal"].as<std::string>();
+    if (v != "on" && v != "off")
+      atl::cli::usage_error("headnode", "--web-terminal: '" + v + "' is not on or off");
+    opt.web_terminal.enabled = v == "on";
+  }
+  if (vm.count("web-terminal-limit")) {
+    const std::string v = vm["web-terminal-limit"].as<std::string>();
+    if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(v) < 1 || std::stoi(v) > 100)
+      atl::cli::usage_error("headnode",
+                            "--web-terminal-limit: '" + v + "' is not a number from 1 to 100");
+    opt.web_terminal.per_pod_limit = std::stoi(v);
+  }
+  if ((vm.count("web-terminal") || vm.count("web-terminal-limit")) && opt.dashboard_port < 0)
+    atl::cli::usage_error("headnode", "--web-terminal needs the dashboard on");
   if (vm.count("linger"))
     opt.linger = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["linger"].as<std::string>()), "--linger");
@@ -606,6 +628,7 @@ int main(int argc, char** argv) {
     config.dashboard_token = dashboard_token;
     config.finished_kept = opt.history;
     config.reader = reader;
+    config.web_terminal = opt.web_terminal;
     auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
@@ -641,6 +664,9 @@ int main(int argc, char** argv) {
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
     queries = std::make_shared<atl::headnode::HeadQueries>(sys, supervisor, sink);
     if (dashboard) {
+      if (opt.web_terminal.enabled)
+        dashboard->offer_terminals(
+            std::make_shared<atl::headnode::TerminalRelays>(sys, supervisor));
       dashboard->serve(queries);
       std::cout << "dashboard " << dashboard_url << std::endl;
     }

@@ -103,18 +103,18 @@ TEST(PtySession, RefusesWhatCannotBeATerminal) {
   EXPECT_FALSE((*ok)->resize(-1, 10).ok());
 }
 
-TEST(PtySession, ALoginShellIsTheUsersShellElseBashElseSh) {
+TEST(PtySession, TheShellIsTheUsersElseBashElseSh) {
   PtyOptions o;
-  use_login_shell(o, "/bin/sh");
+  use_shell(o, "/bin/sh");
   EXPECT_EQ(o.program, "/bin/sh");
   ASSERT_EQ(o.argv.size(), 1u);
-  EXPECT_EQ(o.argv[0], "-sh");
-  use_login_shell(o, "/no/such/shell");
+  EXPECT_EQ(o.argv[0], "sh");  // not "-sh": a login shell would reset PATH
+  use_shell(o, "/no/such/shell");
   EXPECT_TRUE(o.program == "/bin/bash" || o.program == "/usr/bin/bash" || o.program == "/bin/sh");
-  use_login_shell(o, "relative/sh");  // never a path relative to wherever
+  use_shell(o, "relative/sh");  // never a path relative to wherever
   EXPECT_EQ(o.program[0], '/');
-  use_login_shell(o, nullptr);
-  EXPECT_EQ(o.argv[0], "-" + o.program.substr(o.program.rfind('/') + 1));
+  use_shell(o, nullptr);
+  EXPECT_EQ(o.argv[0], o.program.substr(o.program.rfind('/') + 1));
 }
 
 }  // namespace

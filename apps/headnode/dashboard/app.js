@@ -1,11 +1,11 @@
 // atl's dashboard: one page, views chosen by the URL's hash (#job, #pods[/K],
-// #ranks[/K], #hang, #logs/STREAM, #runs/N, #burn/N; K: the first row of a page). Data from the head's /api/ (the
+// #ranks[/K], #hang, #logs/STREAM, #runs/N, #burn/N, #terminal/POD; K: the first row of a page). Data from the head's /api/ (the
 // same documents atlctl status --json and events --json print); text goes in
 // with textContent only.
 'use strict';
 
 const state = { status: null, statusQuery: null, events: [], faultsOnly: false, view: null, arg: null, follow: null,
-                charts: [], renderedBurn: null, afterAttach: [] };
+                charts: [], renderedBurn: null, afterAttach: [], terminal: null };
 // A big job has tens of thousands of ranks: the status comes a page at a time
 // (the views that list none ask for none: its counts are always whole).
 const PAGE = 500;
@@ -104,13 +104,16 @@ function viewPods(v) {
   v.append(el('h2', { text: 'Pods (' + s.pods_total + ': ' + (c.joined || 0) + ' joined, ' +
     (c.lost || 0) + ' lost, ' + (c.missing || 0) + ' missing)' }));
   v.append(pager('pods', pageStart(), s.pods.length, s.pods_total));
-  v.append(table(['Pod', 'State', 'Role', 'Node', 'Address', 'CPUs', 'GPUs', 'Memory', 'Heartbeat age', 'Tainted', 'Log'],
+  v.append(table(['Pod', 'State', 'Role', 'Node', 'Address', 'CPUs', 'GPUs', 'Memory', 'Heartbeat age', 'Tainted', 'Log', 'Terminal'],
     s.pods.map((p) => {
       const idx = p.name.lastIndexOf('-worker-');
       const stream = idx >= 0 ? 'pod-worker-' + p.name.slice(idx + 8) : null;
+      // A shell in the pod (as powerful as atlctl): for a pod that has joined.
+      const terminal = p.state === 'joined'
+        ? el('a', { href: '#terminal/' + encodeURIComponent(p.name), class: 'terminal-link', 'data-pod': p.name, text: 'terminal' }) : '';
       return [p.name, stateSpan(p.state), p.role ? stateSpan(p.role) : '', p.node, p.address, p.cpus,
         p.gpus, bytes(p.memory), p.heartbeat_age_ms === undefined ? '' : p.heartbeat_age_ms + ' ms',
-        p.tainted ? 'yes' : 'no', stream ? el('a', { href: '#logs/' + stream, text: 'log' }) : ''];
+        p.tainted ? 'yes' : 'no', stream ? el('a', { href: '#logs/' + stream, text: 'log' }) : '', terminal];
     }), 'pods'));
 }
 
@@ -415,8 +418,65 @@ async function viewBurn(v) {
   state.renderedBurn = { run, done: runInfo ? runInfo.done : true };
 }
 
+// --- the web terminal ---------------------------------------------------------------
+// A shell in a pod over a WebSocket to the head (which relays it to the pod):
+// keystrokes go as "i<bytes>", window sizes as "r<rows>,<cols>"; the shell's
+// output comes back as binary frames, the end as a close frame with a reason.
+
+function closeTerminal() {
+  if (!state.terminal) return;
+  const t = state.terminal;
+  state.terminal = null;
+  window.removeEventListener('resize', t.onResize);
+  if (t.ws.readyState <= 1) t.ws.close(1000, 'the viewer left');
+  t.term.destroy();
+}
+
+async function viewTerminal(v) {
+  const pod = state.arg;
+  v.append(el('h2', { text: 'Terminal: ' + pod }));
+  const session = await api('/api/session');
+  if (!session.terminal) {
+    v.append(el('p', { class: 'muted', id: 'terminal-status', text: 'The web terminal is off on this job (headnode --web-terminal off).' }));
+    return;
+  }
+  v.append(el('p', { class: 'muted', text: 'A shell in the pod, as powerful as atlctl there (atlctl status, atlctl logs, …). ' +
+    'Opening and closing it are in the timeline; it closes with this page, your session, or the pod.' }));
+  const status = el('p', { id: 'terminal-status', class: 'muted', text: 'connecting…' });
+  const box = el('div', { id: 'terminal' });
+  v.append(box, status);
+  state.afterAttach.push(() => openTerminal(pod, session.csrf || '', box, status));
+}
+
+function openTerminal(pod, csrf, box, status) {
+  closeTerminal();
+  const term = new Terminal({ rendererType: 'dom', cursorBlink: true, fontSize: 14, scrollback: 5000 });
+  term.open(box);
+  term.fit();
+  const scheme = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
+  const ws = new WebSocket(scheme + '//' + window.location.host + '/api/terminal/' + encodeURIComponent(pod) +
+    '?csrf=' + encodeURIComponent(csrf) + '&rows=' + term.rows + '&cols=' + term.cols);
+  ws.binaryType = 'arraybuffer';
+  const decoder = new TextDecoder();
+  let opened = false;
+  ws.onopen = () => { opened = true; status.textContent = 'connected to ' + pod; term.focus(); };
+  ws.onmessage = (e) => term.write(typeof e.data === 'string' ? e.data : decoder.decode(new Uint8Array(e.data), { stream: true }));
+  ws.onclose = (e) => {
+    const why = e.reason || (opened ? 'the connection dropped'
+      : 'the head refused it (the pod\'s terminal limit, the pod gone, or the session ended): see the timeline');
+    status.textContent = 'closed: ' + why;
+    status.className = opened ? 'muted' : 'error';
+    term.write('\r\n[terminal closed: ' + why + ']\r\n');
+  };
+  term.on('data', (d) => { if (ws.readyState === 1) ws.send('i' + d); });
+  term.on('resize', (size) => { if (ws.readyState === 1) ws.send('r' + size.rows + ',' + size.cols); });
+  const onResize = () => term.fit();
+  window.addEventListener('resize', onResize);
+  state.terminal = { term, ws, onResize };
+}
+
 const views = { job: viewJob, pods: viewPods, ranks: viewRanks, hang: viewHang, logs: viewLogs, runs: viewRuns,
-                burn: viewBurn };
+                burn: viewBurn, terminal: viewTerminal };
 
 // --- the loop -------------------------------------------------------------------
 
@@ -456,6 +516,7 @@ async function render() {
     }
   }
   stopFollowing();
+  closeTerminal();
   state.charts.forEach((c) => c.destroy());
   state.charts = [];
   for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.dataset.view === view);

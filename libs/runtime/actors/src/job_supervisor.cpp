@@ -239,6 +239,7 @@ namespace {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
+  st.terminals = TerminalBook(st.config.web_terminal);
   st.tasks = TaskBook(st.config.finished_kept);
   st.debug = Runs(st.config.finished_kept);
   if (st.config.store) {
@@ -309,7 +310,8 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   }
       .or_else(worker_api(self))
       .or_else(control_api(self))
-      .or_else(driver_api(self));
+      .or_else(driver_api(self))
+      .or_else(terminal_api(self));
 }
 
 }  // namespace

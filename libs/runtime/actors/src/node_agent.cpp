@@ -18,6 +18,7 @@
 #include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/actors/fake_executor.hpp"
+#include "atl/actors/terminal_host.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/gpu/gpu_watch.hpp"
 #include "atl/gpu/nvml_watch.hpp"
@@ -126,6 +127,7 @@ struct NodeAgentState {
   std::shared_ptr<os::Lease> lease;
   std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
   std::unique_ptr<GpuWatchThread> gpu_watch;  // once joined
+  caf::actor terminals;  // the web terminals' host, linked, once the first is asked for
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
@@ -421,6 +423,17 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                   answer.deliver("the reach probe did not answer: " + self->system().render(err));
                 });
         return answer;
+      },
+      // A web terminal into this pod (terminal_host.hpp): its host answers.
+      [self](term_open_atom a, std::int64_t id, std::int32_t rows, std::int32_t cols,
+             caf::actor sink) {
+        auto& st = self->state;
+        if (!st.terminals) {
+          st.terminals =
+              spawn_terminal_host(self->system(), TerminalHostConfig{st.config.info.pod, {}});
+          self->link_to(st.terminals);
+        }
+        return self->delegate(st.terminals, a, id, rows, cols, std::move(sink));
       },
       [self](diagnose_atom, std::int64_t timeout_ms) -> caf::result<std::vector<StackReport>> {
         const std::string gpus = self->state.gpu_watch ? self->state.gpu_watch->summary()

@@ -47,6 +47,7 @@
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/task_book.hpp"
+#include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
 #include "atl/supervisor/waiter_set.hpp"
 
@@ -164,6 +165,10 @@ struct State {
   // Named actors: hosted by any process of the job, called through here.
   Actors named;
 
+  // The web terminals open into the pods (supervisor_terminal.cpp); the
+  // settings come from the config when the supervisor starts.
+  TerminalBook terminals{TerminalSettings{}};
+
   std::set<caf::actor_addr> agents_leaving;  // told the job ended, not gone yet
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 
@@ -270,8 +275,9 @@ Result delete_pods(Actor* self, const std::string& spec);
 caf::message_handler worker_api(Actor* self);  // supervisor_worker_api.cpp
 caf::message_handler control_api(Actor* self);
 caf::message_handler driver_api(Actor* self);
-nlohmann::json taints_view(const State& st);  // status's "taints", taint list
-nlohmann::json checks_view(const State& st);  // pod -> latest check verdict
+caf::message_handler terminal_api(Actor* self);  // supervisor_terminal.cpp
+nlohmann::json taints_view(const State& st);     // status's "taints", taint list
+nlohmann::json checks_view(const State& st);     // pod -> latest check verdict
 
 // Placement half (supervisor_placement.cpp).
 Result create_group(Actor* self, const std::string& name, const std::string& strategy,

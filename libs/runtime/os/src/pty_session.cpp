@@ -58,7 +58,7 @@ bool executable(const std::string& path) {
 
 }  // namespace
 
-void use_login_shell(PtyOptions& options, const char* shell_env) {
+void use_shell(PtyOptions& options, const char* shell_env) {
   std::string shell;
   if (shell_env && executable(shell_env)) {
     shell = shell_env;
@@ -71,7 +71,7 @@ void use_login_shell(PtyOptions& options, const char* shell_env) {
   }
   if (shell.empty()) shell = "/bin/sh";
   options.program = shell;
-  options.argv = {"-" + shell.substr(shell.rfind('/') + 1)};
+  options.argv = {shell.substr(shell.rfind('/') + 1)};
 }
 
 Expected<std::unique_ptr<PtySession>> PtySession::start(const PtyOptions& options) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "atl/core/job_spec.hpp"
+#include "atl/supervisor/terminal_book.hpp"
 
 namespace atl::os {
 class JobStore;
@@ -43,6 +44,9 @@ struct SupervisorConfig {
   // the token that logs in. Whoever the control plane lets in may have both.
   std::string dashboard_url{};
   std::string dashboard_token{};
+  // The dashboard's web terminal into the pods: on or off, and how many at
+  // most per pod (headnode --web-terminal, --web-terminal-limit).
+  supervisor::TerminalSettings web_terminal{};
   // How many finished tasks and finished debug runs are kept for status and
   // the API (each a bounded history, oldest dropped first; headnode --history).
   std::size_t finished_kept = 10000;

@@ -93,6 +93,20 @@ using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
 // supervisor -> a joined agent: where its own log lines go (sink, stream).
+// The web terminal (terminal_host.hpp): the dashboard's relay asks the
+// supervisor to open one into a pod (term_open), the supervisor asks that
+// pod's agent, whose terminal host runs the shell; then keystrokes (term_in),
+// window sizes (term_size) and acknowledged output bytes (term_ack) go from
+// the relay to the host, output (term_out) and the end (term_ended) back;
+// term_close from the relay ends it (to the host) and tells the timeline
+// (to the supervisor).
+using term_open_atom = caf::atom_constant<caf::atom("term_open")>;
+using term_in_atom = caf::atom_constant<caf::atom("term_in")>;
+using term_size_atom = caf::atom_constant<caf::atom("term_size")>;
+using term_ack_atom = caf::atom_constant<caf::atom("term_ack")>;
+using term_out_atom = caf::atom_constant<caf::atom("term_out")>;
+using term_ended_atom = caf::atom_constant<caf::atom("term_ended")>;
+using term_close_atom = caf::atom_constant<caf::atom("term_close")>;
 using agent_log_atom = caf::atom_constant<caf::atom("agent_log")>;
 
 template <class Inspector>

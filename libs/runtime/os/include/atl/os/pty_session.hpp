@@ -27,8 +27,10 @@ struct PtyOptions {
 };
 
 // The shell a terminal runs: $SHELL when it is an executable, else bash,
-// else sh; a login shell ("-bash" its argv[0]), as sshd starts one.
-void use_login_shell(PtyOptions& options, const char* shell_env);
+// else sh; interactive, not a login shell (as `kubectl exec -it POD -- bash`
+// starts one): a login shell's /etc/profile would reset PATH, and the pod's
+// environment is the point.
+void use_shell(PtyOptions& options, const char* shell_env);
 
 class PtySession {
  public:

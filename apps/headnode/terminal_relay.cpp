@@ -1,0 +1,205 @@
+#include "terminal_relay.hpp"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <future>
+#include <mutex>
+
+#include "atl/actors/messages.hpp"
+#include "atl/core/reply_code.hpp"
+
+namespace atl::headnode {
+
+namespace {
+constexpr auto kOpenTimeout = std::chrono::seconds(15);
+}  // namespace
+
+// What the relay actor and the HTTP thread share.
+struct TerminalLink::Impl {
+  caf::actor relay;
+  std::int64_t id = 0;
+  int wake = -1;  // eventfd
+  std::mutex mutex;
+  std::string output;
+  std::optional<std::string> ended;
+  bool closed = false;
+
+  ~Impl() {
+    if (wake >= 0) ::close(wake);
+  }
+  void signal() {
+    std::uint64_t one = 1;
+    (void)!::write(wake, &one, sizeof one);
+  }
+  void push(std::string bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    output += bytes;
+    signal();
+  }
+  void end(std::string why) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!ended) ended = std::move(why);
+    signal();
+  }
+};
+
+// open()'s answer: opened, or why not.
+using OpenAnswer = std::shared_ptr<std::promise<std::variant<bool, TerminalRefusal>>>;
+
+}  // namespace atl::headnode
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(atl::headnode::OpenAnswer)
+
+namespace atl::headnode {
+
+namespace {
+
+// The relay's own messages, from the HTTP thread.
+using relay_open_atom = caf::atom_constant<caf::atom("rl_open")>;
+
+struct RelayState {
+  std::shared_ptr<TerminalLink::Impl> link;
+  caf::actor supervisor;
+  caf::actor host;  // the pod's terminal host, once open
+  std::int64_t id = 0;
+  bool told = false;  // the supervisor knows it ended
+};
+using RelayActor = caf::stateful_actor<RelayState>;
+
+caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
+                    caf::actor supervisor) {
+  self->state.link = std::move(link);
+  self->state.supervisor = std::move(supervisor);
+  // Ends the terminal once: the pod (unless it is the one that ended it) and
+  // the timeline are told, the browser learns why.
+  auto finish = [self](const std::string& why, bool tell_host) {
+    auto& st = self->state;
+    if (st.told) return;
+    st.told = true;
+    if (tell_host && st.host) self->send(st.host, term_close_atom::value, st.id);
+    if (st.id) self->send(st.supervisor, term_close_atom::value, st.id, why);
+    st.link->end(why);
+    self->quit();
+  };
+  self->set_down_handler([self, finish](const caf::down_msg& down) {
+    if (down.source == self->state.host.address())
+      finish("the connection to the pod dropped", false);
+    else if (down.source == self->state.supervisor.address())
+      finish("the head's supervisor ended", true);
+  });
+  return {
+      [self, finish](relay_open_atom, std::string& pod, std::string& who, std::int32_t rows,
+                     std::int32_t cols, OpenAnswer& answer) {
+        self->monitor(self->state.supervisor);
+        self->request(self->state.supervisor, kOpenTimeout, term_open_atom::value, pod, who, rows,
+                      cols, caf::actor_cast<caf::actor>(self))
+            .then(
+                [self, answer](std::int32_t code, std::string& line, caf::actor& host,
+                               std::int64_t id) {
+                  auto& st = self->state;
+                  if (code != wire(ReplyCode::ok) || !host) {
+                    answer->set_value(
+                        TerminalRefusal{code == wire(ReplyCode::refused) ? 409 : 503, line});
+                    st.told = true;
+                    self->quit();
+                    return;
+                  }
+                  st.host = host;
+                  st.id = id;
+                  st.link->id = id;
+                  self->monitor(host);
+                  answer->set_value(true);
+                },
+                [self, answer](caf::error& err) {
+                  answer->set_value(TerminalRefusal{
+                      503, "the supervisor did not open it: " + self->system().render(err)});
+                  self->state.told = true;
+                  self->quit();
+                });
+      },
+      [self](term_out_atom, std::int64_t id, std::string& bytes) {
+        if (id == self->state.id) self->state.link->push(std::move(bytes));
+      },
+      [self, finish](term_ended_atom, std::int64_t id, const std::string& why) {
+        if (id == self->state.id) finish(why, false);
+      },
+      // From the HTTP thread.
+      [self](term_in_atom, std::string& bytes) {
+        if (self->state.host)
+          self->send(self->state.host, term_in_atom::value, self->state.id, std::move(bytes));
+      },
+      [self](term_size_atom, std::int32_t rows, std::int32_t cols) {
+        if (self->state.host)
+          self->send(self->state.host, term_size_atom::value, self->state.id, rows, cols);
+      },
+      [self](term_ack_atom, std::int64_t bytes) {
+        if (self->state.host)
+          self->send(self->state.host, term_ack_atom::value, self->state.id, bytes);
+      },
+      [self, finish](term_close_atom, const std::string& why) { finish(why, true); },
+  };
+}
+
+}  // namespace
+
+TerminalLink::~TerminalLink() { close("the viewer left"); }
+
+std::int64_t TerminalLink::id() const { return impl_->id; }
+int TerminalLink::wake_fd() const { return impl_->wake; }
+
+TerminalLink::Taken TerminalLink::take() {
+  std::uint64_t count = 0;
+  (void)!::read(impl_->wake, &count, sizeof count);  // non-blocking: resets the eventfd
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Taken t;
+  t.output.swap(impl_->output);
+  t.ended = impl_->ended;
+  return t;
+}
+
+void TerminalLink::input(std::string bytes) {
+  caf::anon_send(impl_->relay, term_in_atom::value, std::move(bytes));
+}
+void TerminalLink::resize(int rows, int cols) {
+  caf::anon_send(impl_->relay, term_size_atom::value, static_cast<std::int32_t>(rows),
+                 static_cast<std::int32_t>(cols));
+}
+void TerminalLink::ack(std::int64_t bytes) {
+  caf::anon_send(impl_->relay, term_ack_atom::value, bytes);
+}
+void TerminalLink::close(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    if (impl_->closed) return;
+    impl_->closed = true;
+  }
+  caf::anon_send(impl_->relay, term_close_atom::value, why);
+}
+
+TerminalRelays::TerminalRelays(caf::actor_system& sys, const caf::actor& supervisor)
+    : sys_(sys), supervisor_(std::make_shared<caf::actor>(supervisor)) {}
+
+std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> TerminalRelays::open(
+    const std::string& pod, const std::string& who, int rows, int cols) {
+  auto impl = std::make_shared<TerminalLink::Impl>();
+  impl->wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl->wake < 0) return TerminalRefusal{503, "cannot make an eventfd"};
+  impl->relay = sys_.spawn(relay, impl, *supervisor_);
+  auto answer = std::make_shared<std::promise<std::variant<bool, TerminalRefusal>>>();
+  static_assert(std::is_same_v<decltype(answer), OpenAnswer>);
+  auto got = answer->get_future();
+  caf::anon_send(impl->relay, relay_open_atom::value, pod, who, static_cast<std::int32_t>(rows),
+                 static_cast<std::int32_t>(cols), answer);
+  if (got.wait_for(kOpenTimeout + std::chrono::seconds(2)) != std::future_status::ready) {
+    caf::anon_send_exit(impl->relay, caf::exit_reason::user_shutdown);
+    return TerminalRefusal{503, "the head's actors did not answer in time"};
+  }
+  auto result = got.get();
+  if (auto* refusal = std::get_if<TerminalRefusal>(&result)) return *refusal;
+  return std::make_unique<TerminalLink>(impl);
+}
+
+}  // namespace atl::headnode
