@@ -1,7 +1,9 @@
 #include "dashboard_server.hpp"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -118,10 +120,19 @@ struct DashboardServer::Impl {
   std::atomic<std::size_t> followers{0};
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
+  // Readable once the server stops: terminals waiting in poll() end at once
+  // (the head's exit does not wait for their next look at the clock).
+  int stop_pipe[2] = {-1, -1};
 
   explicit Impl(DashboardConfig c)
       : config(std::move(c)),
-        sessions(config.token, SessionLimits{}, [] { return os::random_token(43); }) {}
+        sessions(config.token, SessionLimits{}, [] { return os::random_token(43); }) {
+    if (::pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) stop_pipe[0] = stop_pipe[1] = -1;
+  }
+  ~Impl() {
+    for (int fd : stop_pipe)
+      if (fd >= 0) ::close(fd);
+  }
 
   std::string log_path(const std::string& stream) const {
     return config.logs_dir + "/" + stream + ".log";
@@ -543,13 +554,14 @@ void DashboardServer::Impl::terminal(const httplib::Request& req, httplib::Respo
     return fail(res, refusal->http_status, refusal->line);
   auto& link = *std::get<std::unique_ptr<TerminalLink>>(opened);
   const std::string cookie = *session;
-  serve_terminal(*conn, *up.key, link, [this, &cookie]() -> std::optional<std::string> {
-    if (stopping) return std::string("the head is stopping");
-    std::lock_guard<std::mutex> lock(mutex);
-    if (sessions.check(cookie, std::nullopt, SessionTable::Clock::now()) != Access::granted)
-      return std::string("the session ended");
-    return std::nullopt;
-  });
+  serve_terminal(
+      *conn, *up.key, link, stop_pipe[0], [this, &cookie]() -> std::optional<std::string> {
+        if (stopping) return std::string("the head is stopping");
+        std::lock_guard<std::mutex> lock(mutex);
+        if (sessions.check(cookie, std::nullopt, SessionTable::Clock::now()) != Access::granted)
+          return std::string("the session ended");
+        return std::nullopt;
+      });
 }
 
 DashboardServer::DashboardServer(DashboardConfig config)
@@ -574,6 +586,7 @@ DashboardServer::~DashboardServer() {
     impl_->stopping = true;
   }
   impl_->stop_cv.notify_all();
+  if (impl_->stop_pipe[1] >= 0) (void)!::write(impl_->stop_pipe[1], "s", 1);
   impl_->server->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }

@@ -119,7 +119,7 @@ std::optional<RawConnection> raw_connection_of(const httplib::Request& req) {
   return found;
 }
 
-void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& link,
+void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& link, int stop_fd,
                     const std::function<std::optional<std::string>()>& still_ok) {
   Wire wire(conn);
   // A browser that stops reading cannot hold this thread for long.
@@ -138,10 +138,10 @@ void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& li
   ws::FrameReader reader(kMaxMessage);
   char buf[16 * 1024];
   for (;;) {
-    pollfd fds[2] = {{conn.fd, POLLIN, 0}, {link.wake_fd(), POLLIN, 0}};
+    pollfd fds[3] = {{conn.fd, POLLIN, 0}, {link.wake_fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
     bool readable = wire.pending();
     if (!readable) {
-      int n = ::poll(fds, 2, 1000);
+      int n = ::poll(fds, stop_fd >= 0 ? 3 : 2, 1000);
       if (n < 0 && errno != EINTR) return end(ws::kCloseGoingAway, "poll failed", "poll failed");
       readable = n > 0 && fds[0].revents != 0;
     }

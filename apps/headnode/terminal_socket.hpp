@@ -28,10 +28,10 @@ struct RawConnection {
 std::optional<RawConnection> raw_connection_of(const httplib::Request& req);
 
 // Serves the terminal on `conn` after sending the 101 for `key`. `still_ok`
-// is asked at least once a second: a reason to end (the session ended, the
-// head stops), or nothing. Returns when the terminal has ended, having
-// closed `link` with the reason.
-void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& link,
+// is asked at least once a second, and as soon as `stop_fd` is readable: a
+// reason to end (the session ended, the head stops), or nothing. Returns
+// when the terminal has ended, having closed `link` with the reason.
+void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& link, int stop_fd,
                     const std::function<std::optional<std::string>()>& still_ok);
 
 }  // namespace atl::headnode

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -46,6 +47,27 @@ TEST(PtySession, RunsAShellWithItsEnvironmentAndTerminalSize) {
   ASSERT_TRUE((*p)->write("stty size; echo size-$((1+1))\n").ok());
   out = read_until(**p, "size-2");
   EXPECT_NE(out.find("40 120"), std::string::npos) << out;
+}
+
+TEST(PtySession, TheShellHoldsNoDescriptorOfTheNodeButItsTerminal) {
+  // A pipe the node holds open, as workernode's output pipe to its parent:
+  // the shell (and what it starts) must not keep it, or the reader of the
+  // other end waits for a background job started in a terminal.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  auto p = PtySession::start(sh());
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_TRUE((*p)->write("ls /proc/$$/fd | tr '\\n' ' '; echo fds-$((1+1))\n").ok());
+  auto out = read_until(**p, "fds-2");
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  auto line_end = out.rfind("fds-2");
+  auto line_start = out.rfind('\n', line_end);
+  ASSERT_NE(line_start, std::string::npos) << out;
+  const std::string fds = out.substr(line_start + 1, line_end - line_start - 1);
+  // 0, 1, 2 and ls's own directory handle; never the pipe's numbers.
+  EXPECT_EQ(fds.find(" " + std::to_string(pipe_fds[0]) + " "), std::string::npos) << fds;
+  EXPECT_EQ(fds.find(" " + std::to_string(pipe_fds[1]) + " "), std::string::npos) << fds;
 }
 
 TEST(PtySession, TheShellsExitEndsReadsWithItsStatus) {

@@ -40,16 +40,26 @@ using term_gone_atom = caf::atom_constant<caf::atom("term_gone")>;
 struct TerminalHostState {
   TerminalHostConfig config;
   std::map<std::int64_t, Terminal> terminals;
+  // The node ends: every shell is told at once, then each is waited for
+  // (20 terminals close in one grace, not twenty).
   ~TerminalHostState() {
-    for (auto& [id, t] : terminals) stop(t);
+    for (auto& [id, t] : terminals) begin_stop(t);
+    for (auto& [id, t] : terminals) finish_stop(t);
   }
   static void stop(Terminal& t) {
+    begin_stop(t);
+    finish_stop(t);
+  }
+  static void begin_stop(Terminal& t) {
     {
       std::lock_guard<std::mutex> lock(t.flow->mutex);
       t.flow->stopping = true;
     }
     t.flow->cv.notify_all();
     t.pty->wake();
+    t.pty->signal_hang_up();
+  }
+  static void finish_stop(Terminal& t) {
     t.pty->hang_up(200);
     if (t.reader.joinable()) t.reader.join();
   }

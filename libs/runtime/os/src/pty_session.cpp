@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -128,7 +129,11 @@ Expected<std::unique_ptr<PtySession>> PtySession::start(const PtyOptions& option
     if (slave < 0) ::_exit(127);
     ::ioctl(slave, TIOCSCTTY, 0);
     ::dup2(slave, 0), ::dup2(slave, 1), ::dup2(slave, 2);
-    if (slave > 2) ::close(slave);
+    // Nothing else of the node's: a descriptor left open (its output pipe,
+    // a socket) would be held by whatever the shell starts, as long as that
+    // lives: a node's parent reading its output to the end would wait on a
+    // background job started in a terminal.
+    ::syscall(SYS_close_range, 3, ~0U, 0);
     if (cwd && ::chdir(cwd) != 0) {
       static const char msg[] = "atl: cannot enter the working directory; staying in /\r\n";
       (void)!::write(2, msg, sizeof msg - 1);
@@ -204,10 +209,15 @@ Status PtySession::resize(int rows, int cols) {
   return Ok{};  // the kernel sends the shell SIGWINCH
 }
 
-ExitStatus PtySession::hang_up(int grace_ms) {
-  if (reaped_) return status_;
+void PtySession::signal_hang_up() {
+  if (reaped_) return;
   signal_session(pid_, SIGHUP);
   signal_session(pid_, SIGCONT);  // a stopped job hears the hang-up too
+}
+
+ExitStatus PtySession::hang_up(int grace_ms) {
+  if (reaped_) return status_;
+  signal_hang_up();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   int status = 0;
   for (;;) {
@@ -219,7 +229,7 @@ ExitStatus PtySession::hang_up(int grace_ms) {
       }
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   reaped_ = true;
   status_ = decode_wait_status(status);

@@ -54,6 +54,9 @@ class PtySession {
   // too, as a closed terminal window does), SIGKILL to them after `grace_ms`
   // if the shell still runs; the shell's exit status.
   ExitStatus hang_up(int grace_ms = 500);
+  // hang_up()'s first step alone: SIGHUP (and SIGCONT) to the session, no
+  // wait; for many terminals ending at once, before each one's hang_up().
+  void signal_hang_up();
   // The shell's exit status once it has ended (after read() said so).
   ExitStatus wait();
 
