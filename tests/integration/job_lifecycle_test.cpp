@@ -502,7 +502,18 @@ TEST(JobLifecycle, TheStartSaysWhatItWaitsForAndHowToJoin) {
   // The printed line, as a newcomer pastes it.
   auto& worker = c.start("pasted", {"/bin/sh", "-c", line});
   ASSERT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
-  EXPECT_NE(c.output(head).find("[rank 1] ran 1"), std::string::npos) << c.output(head);
+  out = c.output(head);
+  EXPECT_NE(out.find("[rank 1] ran 1"), std::string::npos) << out;
+  // Each pre-flight step as it passed, in order, before the ranks ran.
+  const auto spec = out.find("pre-flight: 2 pods match the job's spec\n");
+  const auto ring =
+      out.find("pre-flight: the network ring passed: 2 pods, each reached the next over TCP\n");
+  const auto checks = out.find(
+      "pre-flight: node checks passed on 2 pods (working dir, GPUs, the head reachable)\n");
+  ASSERT_NE(checks, std::string::npos) << out;
+  EXPECT_LT(spec, ring) << out;
+  EXPECT_LT(ring, checks) << out;
+  EXPECT_LT(checks, out.find("[rank 1] ran 1")) << out;
   c.wait_exit(worker, 60s);
   EXPECT_TRUE(c.no_strays_within());
   // A big job's start lists a few pods, not thousands.

@@ -204,3 +204,40 @@ TEST(Preflight, APodThatLeavesFailsTheRoundUnlessItIsOverOrNotInIt) {
   p.pod_left("a");
   EXPECT_EQ(p.verdict()->pod, "b");  // the first verdict stays
 }
+
+TEST(Preflight, EachStepThatPassesIsALineOnceAndAFailedStepNone) {
+  Preflight p = round_of({"a", "b", "c"}, std::string("jo-x-head-0"));
+  p.start();
+  EXPECT_TRUE(p.take_passed().empty());  // nothing has passed yet
+  p.head_dir_checked("");
+  EXPECT_EQ(p.take_passed(), (Names{"pre-flight: the head pod's working dir is there and writable",
+                                    "pre-flight: 3 pods match the job's spec"}));
+  EXPECT_TRUE(p.take_passed().empty());  // each line once
+  p.probed("a", 1, "");
+  p.probed("b", 2, "");
+  p.probed("c", 3, "");
+  p.reached("a", "");
+  p.reached("b", "");
+  EXPECT_TRUE(p.take_passed().empty());  // the ring is not whole yet
+  p.reached("c", "");
+  EXPECT_EQ(p.take_passed(),
+            Names{"pre-flight: the network ring passed: 3 pods, each reached the next over TCP"});
+  p.checked("a", "");
+  p.checked("b", "");
+  p.checked("c", "");
+  EXPECT_EQ(p.take_passed(), Names{"pre-flight: node checks passed on 3 pods (working dir, GPUs, "
+                                   "the head reachable)"});
+
+  // One pod: no ring, the singular; a failed check says nothing passed.
+  Preflight one = round_of({"a"});
+  one.start();
+  EXPECT_EQ(one.take_passed(), Names{"pre-flight: 1 pod matches the job's spec"});
+  one.checked("a", "no GPUs");
+  EXPECT_TRUE(one.take_passed().empty());
+  ASSERT_TRUE(one.done());
+  EXPECT_FALSE(one.verdict()->passed());
+
+  Preflight unlike(1, Preflight::Plan{{pod("a"), pod("b", 4)}, NodeResources{16, 8, 0, 0}, {}});
+  unlike.start();
+  EXPECT_TRUE(unlike.take_passed().empty());
+}

@@ -81,6 +81,10 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
         break;
     }
   }
+  // Each step as it passes, on the head's output (stdout and head.log): a
+  // start that says what it checked, not only what failed.
+  if (st.preflight)
+    for (const auto& line : st.preflight->take_passed()) st.effects->print(line);
   if (st.preflight && st.preflight->done()) {
     Preflight::Verdict verdict = *st.preflight->verdict();
     st.preflight.reset();

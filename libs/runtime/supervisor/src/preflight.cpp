@@ -27,6 +27,16 @@ const NodeInfo* Preflight::active(const std::string& pod) const {
   return nullptr;
 }
 
+namespace {
+std::string pods_text(std::size_t n) { return std::to_string(n) + (n == 1 ? " pod" : " pods"); }
+}  // namespace
+
+std::vector<std::string> Preflight::take_passed() {
+  std::vector<std::string> out;
+  out.swap(passed_);
+  return out;
+}
+
 std::vector<Preflight::Ask> Preflight::spec_then_network() {
   if (plan_.active.empty()) {
     step_ = Step::over;
@@ -39,6 +49,9 @@ std::vector<Preflight::Ask> Preflight::spec_then_network() {
         !same)
       return fail(i.pod, "pod " + i.pod + " does not match the job's spec: " + same.error());
   }
+  const std::size_t n = plan_.active.size();
+  passed_.push_back("pre-flight: " + pods_text(n) + (n == 1 ? " matches" : " match") +
+                    " the job's spec");
   if (plan_.active.size() < 2) return node_checks();
   step_ = Step::probe;
   pending_ = plan_.active.size();
@@ -73,6 +86,7 @@ std::vector<Preflight::Ask> Preflight::head_dir_checked(const std::string& probl
   if (step_ != Step::head_dir || pending_ == 0) return {};
   pending_ = 0;
   if (!problem.empty()) return fail(*plan_.head, "head pod " + *plan_.head + ": " + problem);
+  passed_.push_back("pre-flight: the head pod's working dir is there and writable");
   return spec_then_network();
 }
 
@@ -98,7 +112,10 @@ std::vector<Preflight::Ask> Preflight::reached(const std::string& from,
                               ":" + std::to_string(ports_[to.pod]) + " over TCP: " + problem);
     }
   }
-  return --pending_ == 0 ? node_checks() : std::vector<Ask>{};
+  if (--pending_ != 0) return {};
+  passed_.push_back("pre-flight: the network ring passed: " + pods_text(plan_.active.size()) +
+                    ", each reached the next over TCP");
+  return node_checks();
 }
 
 std::vector<Preflight::Ask> Preflight::checked(const std::string& pod, const std::string& problem) {
@@ -107,6 +124,8 @@ std::vector<Preflight::Ask> Preflight::checked(const std::string& pod, const std
   if (--pending_ == 0) {
     step_ = Step::over;
     verdict_ = Verdict{};
+    passed_.push_back("pre-flight: node checks passed on " + pods_text(plan_.active.size()) +
+                      " (working dir, GPUs, the head reachable)");
   }
   return {};
 }

@@ -71,6 +71,11 @@ class Preflight {
   // An active pod is no longer there: the round cannot pass.
   void pod_left(const std::string& pod);
 
+  // The steps that passed since the last call, in order, each a line for
+  // the head's output ("pre-flight: the network ring passed: 4 pods, each
+  // reached its neighbour over TCP"), so a start says what it checked.
+  std::vector<std::string> take_passed();
+
  private:
   enum class Step { head_dir, probe, reach, check, over };
   std::vector<Ask> spec_then_network();
@@ -86,6 +91,7 @@ class Preflight {
   std::map<std::string, std::int32_t> ports_;  // each pod's probe port
   std::set<std::string> answered_;             // pods that answered this step
   std::optional<Verdict> verdict_;
+  std::vector<std::string> passed_;
 };
 
 }  // namespace atl::supervisor
