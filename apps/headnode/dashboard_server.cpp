@@ -271,7 +271,8 @@ void DashboardServer::Impl::routes() {
       std::lock_guard<std::mutex> lock(mutex);
       csrf = sessions.csrf_token(*id);
     }
-    nlohmann::json j{{"terminal", terminals != nullptr}};
+    nlohmann::json j{{"terminal", terminals != nullptr},
+                     {"tensorboard", relay_of("/tensorboard/") != nullptr}};
     if (csrf) j["csrf"] = *csrf;
     send_json(res, j.dump());
   });
@@ -618,6 +619,11 @@ void DashboardServer::relay(ServiceTarget target) {
   const std::string pattern = prefix + "/.*";
   s.Get(pattern,
         [proxy](const httplib::Request& req, httplib::Response& res) { proxy->handle(req, res); });
+  // Reads by POST first (httplib tries a method's routes in order).
+  for (const auto& read : proxy->target().post_reads)
+    s.Post(prefix + read, [proxy](const httplib::Request& req, httplib::Response& res) {
+      proxy->handle(req, res);
+    });
   auto refuse = [proxy](const httplib::Request& req, httplib::Response& res) {
     res.set_header("Allow", "GET, HEAD");
     fail(res, 405,

@@ -35,6 +35,7 @@
 #include "head_queries.hpp"
 #include "local_pods.hpp"
 #include "metrics_server.hpp"
+#include "tensorboard.hpp"
 
 namespace po = boost::program_options;
 
@@ -62,8 +63,9 @@ struct HeadOptions {
   std::string dashboard_token_file;  // default: <state-dir>/dashboard-token, made once
   atl::supervisor::TerminalSettings web_terminal;  // --web-terminal on|off, --web-terminal-limit
   std::string metrics_bind = "127.0.0.1";
-  std::string ray_bin = "ray";         // ray mode: `ray` of the image
-  std::string ray_python = "python3";  // the Python beside it (has the ray module)
+  std::string ray_bin = "ray";                  // ray mode: `ray` of the image
+  std::string tensorboard_bin = "tensorboard";  // --tensorboard-logdir: the image's
+  std::string ray_python = "python3";           // the Python beside it (has the ray module)
 };
 
 HeadOptions parse_options(int argc, char** argv) {
@@ -108,6 +110,11 @@ HeadOptions parse_options(int argc, char** argv) {
       "ray-dashboard-port", po::value<int>(),
       "ray mode: port of Ray's dashboard on the head pod's loopback (default 8265, or any free "
       "one when that is taken; 0: any free one); atl's dashboard serves it at /ray/")(
+      "tensorboard-logdir", po::value<std::string>(),
+      "run TensorBoard on DIR (the job's event files) on the head pod's loopback, served by the "
+      "dashboard at /tensorboard/ behind its login (spec 'tensorboard')")(
+      "tensorboard-bin", po::value<std::string>(),
+      "the tensorboard command of the image (default: tensorboard in PATH)")(
       "ray-bin", po::value<std::string>(),
       "ray mode: the image's `ray` command (default: ray on PATH)")(
       "master-port", po::value<int>(),
@@ -261,6 +268,17 @@ HeadOptions parse_options(int argc, char** argv) {
       atl::cli::usage_error("headnode", "--ray-dashboard-port: must be between 0 and 65535");
   }
   if (vm.count("ray-bin")) opt.ray_bin = vm["ray-bin"].as<std::string>();
+  if (vm.count("tensorboard-logdir")) {
+    job.tensorboard_logdir = vm["tensorboard-logdir"].as<std::string>();
+    if (job.tensorboard_logdir.empty())
+      atl::cli::usage_error("headnode", "--tensorboard-logdir: give a directory");
+  }
+  if (vm.count("tensorboard-bin")) {
+    if (job.tensorboard_logdir.empty())
+      atl::cli::usage_error("headnode",
+                            "--tensorboard-bin needs --tensorboard-logdir (or spec 'tensorboard')");
+    opt.tensorboard_bin = vm["tensorboard-bin"].as<std::string>();
+  }
   if (vm.count("master-port")) {
     job.master_port = vm["master-port"].as<int>();
     if (job.master_port < 1 || job.master_port > 65000)
@@ -594,6 +612,32 @@ int main(int argc, char** argv) {
                         "Bearer " + ray_token, "ray job submit in the head pod, or the driver"});
   }
 
+  // TensorBoard (--tensorboard-logdir, spec `tensorboard`): the image's,
+  // found or said missing; the job runs either way.
+  std::unique_ptr<atl::headnode::TensorBoard> tensorboard;
+  if (!opt.job.tensorboard_logdir.empty()) {
+    if (!dashboard) {
+      std::cerr << "headnode: warning: --tensorboard-logdir: the dashboard is off "
+                   "(--dashboard-port off), so TensorBoard is not started\n";
+    } else if (auto tb = atl::headnode::TensorBoard::start(opt.tensorboard_bin,
+                                                           opt.job.tensorboard_logdir,
+                                                           opt.state_dir + "/tensorboard.log");
+               !tb) {
+      std::cerr << "headnode: warning: TensorBoard: " << tb.error()
+                << ": the dashboard serves no /tensorboard/\n";
+    } else {
+      tensorboard = std::move(tb).value();
+      // Its data queries are POSTs (scalars of several runs at once): reads.
+      dashboard->relay({"TensorBoard",
+                        "/tensorboard",
+                        "127.0.0.1",
+                        tensorboard->port(),
+                        "",
+                        "tensorboard in the head pod",
+                        {"(/experiment/[^/]+)?/data/plugin/.*"}});
+    }
+  }
+
   int code = kExitFailed;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
   std::unique_ptr<atl::headnode::MetricsServer> metrics;
@@ -669,6 +713,9 @@ int main(int argc, char** argv) {
             std::make_shared<atl::headnode::TerminalRelays>(sys, supervisor));
       dashboard->serve(queries);
       std::cout << "dashboard " << dashboard_url << std::endl;
+      if (tensorboard)
+        std::cout << "tensorboard " << dashboard_url << "/tensorboard/ (logdir "
+                  << opt.job.tensorboard_logdir << ")" << std::endl;
     }
     if (opt.metrics_port >= 0) {
       metrics = std::make_unique<atl::headnode::MetricsServer>(queries);
@@ -711,6 +758,7 @@ int main(int argc, char** argv) {
     metrics.reset();
     dashboard.reset();
     queries.reset();
+    tensorboard.reset();
     // Ranks were stopped (with the grace) before the outcome; what is left is
     // the actor system's teardown: bounded, so the head never hangs here.
     watchdog =

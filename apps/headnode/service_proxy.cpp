@@ -155,6 +155,12 @@ void ServiceProxy::handle(const httplib::Request& req, httplib::Response& res) {
   auto path = proxied_target(req.target, t.prefix);
   if (!path) return fail(res, 400, path.error());
   const HeaderList in = to_list(req.headers);
+  // httplib compresses a streamed answer by itself when the browser takes br
+  // or gzip, over whatever encoding the service chose (TensorBoard's pages
+  // came out as garbage in Chromium): the service's bytes go as they came.
+  // httplib decides from the request after this handler; the request is
+  // httplib's own (non-const) object, handed here as const.
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
   if (asks_upgrade(in))
     return fail(res, 501,
                 t.name +

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace httplib {
 struct Request;
@@ -33,6 +34,10 @@ struct ServiceTarget {
   std::uint16_t port = 0;
   std::string auth;    // the Authorization the service wants ("Bearer T"); empty: none
   std::string inside;  // how to act on it from inside the job (in the dashboard's 405)
+  // Paths under the prefix (regexes, "/data/plugin/.*") whose POSTs are
+  // reads and pass (TensorBoard asks for its data by POST); every other
+  // method but GET and HEAD is refused.
+  std::vector<std::string> post_reads{};
 };
 
 class ServiceProxy {

@@ -18,7 +18,8 @@ TEST(JobSpecJson, ReadsEveryField) {
     "ready_timeout": "5m", "master_port": 29600, "grace": "3s",
     "max_restarts": 4, "restart_on_failure": true,
     "heartbeat_interval": "200ms", "heartbeat_timeout": "2s",
-    "hang_timeout": "90s", "on_hang": "report", "ray_ready_timeout": "45s"
+    "hang_timeout": "90s", "on_hang": "report", "ray_ready_timeout": "45s",
+    "tensorboard": "/data/tb"
   })");
   ASSERT_TRUE(spec.ok()) << spec.error();
   EXPECT_EQ(spec->job_id, "jo-abc");
@@ -44,6 +45,8 @@ TEST(JobSpecJson, ReadsEveryField) {
   EXPECT_EQ(spec->hang_timeout, 90s);
   EXPECT_EQ(spec->on_hang, atl::OnHang::report);
   EXPECT_EQ(spec->ray_ready_timeout, 45s);
+  EXPECT_EQ(spec->tensorboard_logdir, "/data/tb");
+  EXPECT_TRUE(atl::JobSpec{}.tensorboard_logdir.empty());  // no TensorBoard unless asked
   EXPECT_EQ(atl::JobSpec{}.ray_ready_timeout, 2min);
   EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
 }
@@ -96,6 +99,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"env": "A=1"})", "'env'"}, BadField{R"({"env": {"1A": "x"}})", "'env.1A'"},
         BadField{R"({"env": {"A": {"x": 1}}})", "'env.A'"},
         BadField{R"({"runtime_env": []})", "'runtime_env'"},
+        BadField{R"({"tensorboard": 1})", "'tensorboard'"},
+        BadField{R"({"tensorboard": ""})", "'tensorboard'"},
         BadField{R"({"runtime_env": {"env_vars": 3}})", "'runtime_env.env_vars'"},
         BadField{R"({"runtime_env": {"working_dir": 3}})", "'runtime_env.working_dir'"},
         BadField{R"({"runtime_env": {"pip": []}})", "'runtime_env.pip'"},

@@ -5,7 +5,7 @@
 'use strict';
 
 const state = { status: null, statusQuery: null, events: [], faultsOnly: false, view: null, arg: null, follow: null,
-                charts: [], renderedBurn: null, afterAttach: [], terminal: null };
+                charts: [], renderedBurn: null, afterAttach: [], terminal: null, session: null };
 // A big job has tens of thousands of ranks: the status comes a page at a time
 // (the views that list none ask for none: its counts are always whole).
 const PAGE = 500;
@@ -66,6 +66,11 @@ function viewJob(v) {
   if (s.mode === 'ray') {
     v.append(el('p', {}, el('a', { href: '/ray/', id: 'ray-dashboard', target: '_blank', rel: 'noopener', text: "Ray's dashboard" }),
       ' (jobs, actors, tasks, logs and metrics as Ray shows them)'));
+  }
+  // TensorBoard (headnode --tensorboard-logdir), relayed behind this login.
+  if (state.session && state.session.tensorboard) {
+    v.append(el('p', {}, el('a', { href: '/tensorboard/', id: 'tensorboard', target: '_blank', rel: 'noopener', text: 'TensorBoard' }),
+      ' (the job\'s event files, as TensorBoard shows them)'));
   }
   if (s.failure) v.append(el('p', { class: 'error', id: 'failure', text: 'Failure: ' + s.failure }));
   if (s.attempts && s.attempts.length) {
@@ -496,6 +501,7 @@ async function refreshStatus() {
   state.status = await api('/api/status' + query);
   state.statusQuery = query;
   state.events = await api('/api/events');
+  if (!state.session) state.session = await api('/api/session');
   document.getElementById('job-id').textContent = state.status.job_id;
   const badge = document.getElementById('job-state');
   badge.textContent = state.status.state;

@@ -204,6 +204,12 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       return Ok{};
     }
     if (key == "entrypoint") return read_string(v, key, spec.entrypoint);
+    if (key == "tensorboard") {
+      if (auto s = read_string(v, key, spec.tensorboard_logdir); !s) return s;
+      if (spec.tensorboard_logdir.empty() || spec.tensorboard_logdir.size() > 4096)
+        return make_error("job spec: field 'tensorboard': a directory, 1 to 4096 characters");
+      return Ok{};
+    }
     if (key == "workers") return read_int(v, key, 0, kMaxWorkers, spec.workers);
     if (key == "nproc_per_node") return read_int(v, key, 1, kMaxRanksPerNode, spec.nproc_per_node);
     if (key == "env") return read_env(v, key, spec.env);

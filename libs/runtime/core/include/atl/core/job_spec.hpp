@@ -63,6 +63,9 @@ struct JobSpec {
   EnvMap env;               // the form's plain variables
   EnvMap runtime_env_vars;  // runtime_env.env_vars: override `env`
   std::string working_dir;  // runtime_env.working_dir
+  // "tensorboard": the dir of the job's TensorBoard event files; the head
+  // runs TensorBoard on it, served on the dashboard at /tensorboard/.
+  std::string tensorboard_logdir;
   NodeResources node_spec;  // spec{cpus, gpus, memory, shm}
   Millis ready_timeout = std::chrono::seconds(300);
   int master_port = 29500;
