@@ -25,6 +25,7 @@ struct TerminalLink::Impl {
   std::mutex mutex;
   std::string output;
   std::optional<std::string> ended;
+  bool shell_ended = false;
   bool closed = false;
 
   ~Impl() {
@@ -39,9 +40,12 @@ struct TerminalLink::Impl {
     output += bytes;
     signal();
   }
-  void end(std::string why) {
+  void end(std::string why, bool by_the_shell) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!ended) ended = std::move(why);
+    if (!ended) {
+      ended = std::move(why);
+      shell_ended = by_the_shell;
+    }
     signal();
   }
 };
@@ -75,13 +79,13 @@ caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
   self->state.supervisor = std::move(supervisor);
   // Ends the terminal once: the pod (unless it is the one that ended it) and
   // the timeline are told, the browser learns why.
-  auto finish = [self](const std::string& why, bool tell_host) {
+  auto finish = [self](const std::string& why, bool tell_host, bool by_the_shell = false) {
     auto& st = self->state;
     if (st.told) return;
     st.told = true;
     if (tell_host && st.host) self->send(st.host, term_close_atom::value, st.id);
     if (st.id) self->send(st.supervisor, term_close_atom::value, st.id, why);
-    st.link->end(why);
+    st.link->end(why, by_the_shell);
     self->quit();
   };
   self->set_down_handler([self, finish](const caf::down_msg& down) {
@@ -124,7 +128,7 @@ caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
         if (id == self->state.id) self->state.link->push(std::move(bytes));
       },
       [self, finish](term_ended_atom, std::int64_t id, const std::string& why) {
-        if (id == self->state.id) finish(why, false);
+        if (id == self->state.id) finish(why, false, true);
       },
       // From the HTTP thread.
       [self](term_in_atom, std::string& bytes) {
@@ -157,6 +161,7 @@ TerminalLink::Taken TerminalLink::take() {
   Taken t;
   t.output.swap(impl_->output);
   t.ended = impl_->ended;
+  t.shell_ended = impl_->shell_ended;
   return t;
 }
 

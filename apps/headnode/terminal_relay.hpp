@@ -36,6 +36,7 @@ class TerminalLink {
   struct Taken {
     std::string output;                // what the shell printed since the last take
     std::optional<std::string> ended;  // set once: why the terminal ended
+    bool shell_ended = false;          // ...and it ended by itself (its shell exited)
   };
   Taken take();
   void input(std::string bytes);

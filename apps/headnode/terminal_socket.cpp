@@ -158,8 +158,9 @@ void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& li
         link.ack(static_cast<std::int64_t>(taken.output.size()));
       }
       if (taken.ended) {
-        (void)wire.write(
-            ws::frame(ws::Opcode::close, ws::close_payload(ws::kCloseNormal, *taken.ended)));
+        // 1000 when the shell ended by itself; 1001 when its pod or the head went.
+        const auto code = taken.shell_ended ? ws::kCloseNormal : ws::kCloseGoingAway;
+        (void)wire.write(ws::frame(ws::Opcode::close, ws::close_payload(code, *taken.ended)));
         return wire.close();
       }
     }

@@ -9,15 +9,15 @@ the terminal in a real headless Chromium (screenshot kept under the
 dashboard's test artifacts)."""
 import json
 import os
-import shutil
+import signal
 import socket
-import ssl
+import sys
 import time
 
 import pytest
 import websocket
 
-from conftest import Cluster
+from conftest import ROOT, Cluster
 from test_dashboard import ARTIFACTS, _open_dashboard, browser, needs_chromium, wait
 
 
@@ -217,6 +217,32 @@ def test_the_shells_exit_the_sessions_end_and_a_dropped_viewer_each_close_it(job
         assert time.time() < deadline, "the shell %d outlived its viewer" % shell
         time.sleep(0.1)
     wait_event(job, ": the viewer's connection dropped")
+
+
+def test_a_lost_pod_closes_its_terminals_and_its_shell_goes_with_it():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import common
+    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd",
+                extra=("--dashboard-port", "0", "--max-restarts", "0", "--linger", "60s"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        _open_dashboard(c)
+        cookie, csrf = login(c)
+        ws = connect(c, c.job_id + "-worker-1", cookie, csrf)
+        out = type_and_read(ws, "echo pid-$$ end-$((3+3))\r", b"end-6")
+        shell = int(out.split(b"pid-")[-1].split()[0])
+        worker = common.workernode_pid(c.job_id, 1)
+        assert worker, c.output()
+        os.kill(worker, signal.SIGKILL)
+        assert close_reason(ws, timeout=60) == (1001, "the connection to the pod dropped")
+        ws.close()
+        deadline = time.time() + 30
+        while os.path.exists("/proc/%d" % shell):  # hung up with its node
+            assert time.time() < deadline, "the shell %d outlived its pod" % shell
+            time.sleep(0.1)
+        wait_event(c, ": the connection to the pod dropped")
+    finally:
+        c.stop()
 
 
 def test_terminal_off():
