@@ -24,5 +24,8 @@ if [[ "${1:-}" == "--ray" ]]; then
   exec headnode --job examples/ray/job.json --ray-bin "$ray_bin" --local-workers 2 --port 0 \
     --state-dir "${ATL_STATE_DIR:-$PWD/atl-state/demo-ray}" -- python3 "$PWD/examples/ray/program.py"
 fi
+# The dashboard on a free port (8265 may be anyone's), up for a while after
+# the job ends so that its link is worth opening.
 exec headnode --job examples/hello/job.json --working-dir "$PWD/examples/hello" \
-  --local-workers 2 --port 0 --state-dir "${ATL_STATE_DIR:-$PWD/atl-state/demo}"
+  --local-workers 2 --port 0 --state-dir "${ATL_STATE_DIR:-$PWD/atl-state/demo}" \
+  --dashboard-port 0 --linger "${ATL_DEMO_LINGER:-60s}"

@@ -125,7 +125,8 @@ TEST(JobLifecycle, AtlctlFindsTheJobFromAPlainShellOfAPod) {
   head.process->signal(SIGTERM);
   c.wait_exit(head);
   EXPECT_TRUE(c.no_strays_within());
-  // The last writer (the worker, which joined after the head listened) withdrew it.
+  // Its writer withdrew it at exit (the head: the worker on the same host
+  // found the pointer already right and left it).
   EXPECT_NE(::access(file.c_str(), F_OK), 0) << read_file(file);
 }
 

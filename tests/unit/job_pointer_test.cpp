@@ -107,6 +107,29 @@ TEST_F(JobPointerFile, PublishedIsFoundAndWithdrawnOnlyByItsWriter) {
   EXPECT_NE(access(path_.c_str(), F_OK), 0);
 }
 
+// A local cluster: the head publishes, then its workers (same job, same
+// supervisor) on the same host; a worker that ends must not take away the
+// pointer of the head, which lingers (the demo's dashboard-url). A restarted
+// head (another address) replaces it.
+TEST_F(JobPointerFile, PodsOfOneJobOnAHostKeepTheFirstWritersPointer) {
+  atl::os::JobPointer head{"jo-x", "jo-x-head", "10.0.0.1:6380", "/etc/atl", false};
+  atl::os::JobPointer worker = sample();
+  auto by_head = atl::os::publish_job_pointer(head);
+  auto by_worker = atl::os::publish_job_pointer(worker);
+  ASSERT_TRUE(by_head.ok() && by_worker.ok());
+  EXPECT_EQ(*by_head, *by_worker);
+  atl::os::withdraw_job_pointer(*by_worker, "jo-x", "jo-x-worker-0");
+  auto found = atl::os::find_job_pointer();
+  ASSERT_TRUE(found && found->ok());
+  EXPECT_EQ((*found)->pod, "jo-x-head");
+  head.address = "10.0.0.9:7000";
+  head.pod = "jo-x-head";
+  ASSERT_TRUE(atl::os::publish_job_pointer(head).ok());
+  found = atl::os::find_job_pointer();
+  ASSERT_TRUE(found && found->ok());
+  EXPECT_EQ((*found)->address, "10.0.0.9:7000");
+}
+
 // Two jobs on one host: each keeps its own file, job.json stays the first's,
 // and a reader that names neither is told to choose instead of given a guess.
 TEST_F(JobPointerFile, TwoJobsOnAHostNeverTakeEachOthersFile) {

@@ -163,7 +163,16 @@ Expected<std::string> publish_job_pointer(const JobPointer& p) {
   // No id to name a file after (an older head): the shared pointer only.
   const bool own_file = usable_id(p.job_id);
   for (const auto& path : job_pointer_paths()) {
-    auto written = write_file(own_file ? job_file_beside(path, p.job_id) : path, text);
+    const std::string target = own_file ? job_file_beside(path, p.job_id) : path;
+    // Pods of one job sharing a host (a local cluster: the head, then its
+    // workers) point at the same supervisor: the first writer keeps the
+    // file, so a worker that ends does not take away the pointer of the head
+    // that lingers. Another address (a head restarted elsewhere) replaces it.
+    if (auto there = read_pointer(target); there && *there && (*there)->job_id == p.job_id &&
+                                           (*there)->address == p.address &&
+                                           (*there)->insecure == p.insecure)
+      return target;
+    auto written = write_file(target, text);
     if (!written) {
       errors += (errors.empty() ? "" : "; ") + written.error();
       continue;
