@@ -18,10 +18,12 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
-                 nproc_per_node=1, local_workers=None):
+                 nproc_per_node=1, local_workers=None, job_id=None):
         self.dir = tempfile.mkdtemp(prefix="atl-py-")
         self.state = os.path.join(self.dir, "state")
-        self.job_id = "jo-py" + str(os.getpid())
+        # Clusters of one pytest process share this id unless told otherwise:
+        # a test that finds its pods' processes by name gives its own.
+        self.job_id = job_id or "jo-py" + str(os.getpid())
         self.out_path = os.path.join(self.dir, "head.out")
         self.out = open(self.out_path, "w")
         env = dict(os.environ)

@@ -222,7 +222,8 @@ def test_the_shells_exit_the_sessions_end_and_a_dropped_viewer_each_close_it(job
 def test_a_lost_pod_closes_its_terminals_and_its_shell_goes_with_it():
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import common
-    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd",
+    # An id of its own: the module's other cluster has a worker-1 too.
+    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd", job_id="jo-pylost" + str(os.getpid()),
                 extra=("--dashboard-port", "0", "--max-restarts", "0", "--linger", "60s"))
     try:
         assert c.wait_for("initializing -> command"), c.output()
