@@ -83,3 +83,38 @@ def tagged(tag):
         except OSError:
             continue
     return pids
+
+
+def paired_lines(alone, other, other_name, pair_name):
+    """The two closing lines of an A/B report whose runs alternate: each
+    pair's ratio, then every run's time."""
+    return [
+        "Paired (same run) ratios %s/alone: " % pair_name
+        + ", ".join("%.2f" % (b / a) for a, b in zip(alone, other)) + ".",
+        "Per-run times: alone " + ", ".join("%.2f" % x for x in alone) + "; " + other_name + " "
+        + ", ".join("%.2f" % x for x in other) + ".",
+    ]
+
+
+def start_printing_job(cmd, tmp, tag, extra=()):
+    """bench/logs' job under a head with its dashboard: one local worker, one
+    rank that says "ready" and starts `cmd` once the go file appears.
+    Returns (head, its output file, state dir, rank-0's log, the go file,
+    the dashboard's URL and token) once the rank has started."""
+    state = os.path.join(tmp, "state-" + tag)
+    go = os.path.join(tmp, "go-" + tag)
+    entry = "echo ready; while [ ! -e %s ]; do sleep 0.01; done; %s" % (go, cmd)
+    out = open(os.path.join(tmp, "head-%s.out" % tag), "w")
+    head = subprocess.Popen([binary("headnode"), "--port", "0", "--workers", "1",
+                             "--local-workers", "1", "--state-dir", state,
+                             "--dashboard-port", "0", *extra, "--", entry],
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    log = os.path.join(state, "logs", "rank-0.log")
+    deadline = time.time() + 60
+    while not (os.path.exists(log) and os.path.getsize(log) > 0):
+        if time.time() > deadline or head.poll() is not None:
+            raise SystemExit("the rank did not start: see " + out.name)
+        time.sleep(0.01)
+    url = next(l.split()[1] for l in open(out.name) if l.startswith("dashboard "))
+    token = open(os.path.join(state, "dashboard-token")).read().strip()
+    return head, out, state, log, go, url, token

@@ -64,22 +64,8 @@ def follower_figures(outs):
 
 
 def one_run(cmd, tmp, run, followers):
-    state = os.path.join(tmp, "state-%d-%d" % (run, followers))
-    go = os.path.join(tmp, "go-%d-%d" % (run, followers))
-    entry = "echo ready; while [ ! -e %s ]; do sleep 0.01; done; %s" % (go, cmd)
-    out = open(os.path.join(tmp, "head-%d-%d.out" % (run, followers)), "w")
-    head = subprocess.Popen([common.binary("headnode"), "--port", "0", "--workers", "1",
-                             "--local-workers", "1", "--state-dir", state,
-                             "--dashboard-port", "0", "--", entry],
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    log = os.path.join(state, "logs", "rank-0.log")
-    deadline = time.time() + 60
-    while not (os.path.exists(log) and os.path.getsize(log) > 0):
-        if time.time() > deadline or head.poll() is not None:
-            raise SystemExit("the rank did not start: see " + out.name)
-        time.sleep(0.01)
-    url = next(l.split()[1] for l in open(out.name) if l.startswith("dashboard "))
-    token = open(os.path.join(state, "dashboard-token")).read().strip()
+    head, out, state, log, go, url, token = common.start_printing_job(
+        cmd, tmp, "%d-%d" % (run, followers))
     procs, outs = start_followers(followers, url, token, tmp, "%d-%d" % (run, followers))
     t0 = time.time()
     open(go, "w").close()
@@ -150,10 +136,7 @@ def main():
         f"{common.median(received)/1024:.0f} KiB and was told of {common.median(skipped)/1e6:.0f} MB "
         "skipped: a follower gets at most 64 KiB per 500 ms, and one more than 1 MiB behind jumps "
         "to the last 16 KiB (a page cannot show 200 MB/s; the whole log stays in the file).",
-        "Paired (same run) ratios followed/alone: " + ", ".join(
-            "%.2f" % (f_ / a_) for a_, f_ in zip(alone, followed)) + ".",
-        "Per-run times: alone " + ", ".join("%.2f" % x for x in alone) + "; followed "
-        + ", ".join("%.2f" % x for x in followed) + ".",
+        *common.paired_lines(alone, followed, "followed", "followed"),
     ]
     with open(args.out, "w") as out:
         out.write("\n".join(report) + "\n")

@@ -89,23 +89,10 @@ class Viewer(threading.Thread):
 
 
 def one_run(cmd, tmp, run, terminals):
-    state = os.path.join(tmp, "state-%d-%d" % (run, terminals))
-    go = os.path.join(tmp, "go-%d-%d" % (run, terminals))
-    entry = "echo ready; while [ ! -e %s ]; do sleep 0.01; done; %s" % (go, cmd)
-    out = open(os.path.join(tmp, "head-%d-%d.out" % (run, terminals)), "w")
     job = "bench-term-%d-%d" % (run, terminals)
-    head = subprocess.Popen([common.binary("headnode"), "--port", "0", "--workers", "1",
-                             "--local-workers", "1", "--state-dir", state, "--job-id", job,
-                             "--dashboard-port", "0", "--web-terminal-limit", "100", "--", entry],
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    log = os.path.join(state, "logs", "rank-0.log")
-    deadline = time.time() + 60
-    while not (os.path.exists(log) and os.path.getsize(log) > 0):
-        if time.time() > deadline or head.poll() is not None:
-            raise SystemExit("the rank did not start: see " + out.name)
-        time.sleep(0.01)
-    url = next(l.split()[1] for l in open(out.name) if l.startswith("dashboard "))
-    token = open(os.path.join(state, "dashboard-token")).read().strip()
+    head, out, state, log, go, url, token = common.start_printing_job(
+        cmd, tmp, "%d-%d" % (run, terminals),
+        extra=("--job-id", job, "--web-terminal-limit", "100"))
     viewers = []
     if terminals:
         cookie, csrf = login(url, token)
@@ -179,10 +166,7 @@ def main():
         "",
         f"Slowdown: **{slowdown:+.1f}%** of the median (target <= +5%); the median of the paired "
         f"ratios: {paired:+.1f}%.",
-        "Paired (same run) ratios watched/alone: " + ", ".join(
-            "%.2f" % (w_ / a_) for a_, w_ in zip(alone, watched)) + ".",
-        "Per-run times: alone " + ", ".join("%.2f" % x for x in alone) + "; with terminals "
-        + ", ".join("%.2f" % x for x in watched) + ".",
+        *common.paired_lines(alone, watched, "with terminals", "watched"),
     ]
     with open(args.out, "a") as out:
         out.write("\n".join(report) + "\n")
