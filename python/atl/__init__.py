@@ -33,7 +33,7 @@ import time
 
 from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
                     UsageError)
-from . import _serialize
+from . import _options, _serialize
 
 __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
            "cluster_resources", "available_resources", "placement_group",
@@ -109,13 +109,19 @@ def _default_workers_per_node():
             from None
 
 
-def init(address=None, tls_dir=None, insecure=False, workers_per_node=None):
+def init(address=None, tls_dir=None, insecure=False, workers_per_node=None, **ray_options):
     """Connects to the job's supervisor ($ATL_ADDRESS and $ATL_TLS_DIR by
     default, as every driver and rank has them). Calling it again is a no-op.
     workers_per_node: warm Python processes per worker node for remote calls
     with no placement (default $ATL_WORKERS_PER_NODE, else the node's CPUs, at
-    most 8; 0: a fresh process per call)."""
+    most 8; 0: a fresh process per call). Ray's other init() options are
+    refused with a TypeError naming them (never ignored)."""
     global _client, _workers_per_node
+    if ray_options:
+        name = sorted(ray_options)[0]
+        raise TypeError(f"atl.init: option {name!r} is not supported: atl.init takes address, "
+                        f"tls_dir, insecure and workers_per_node (the job's pods and their "
+                        f"resources are the cluster); {_options.RAY_MODE}")
     if workers_per_node is not None and (not isinstance(workers_per_node, int)
                                          or workers_per_node < 0):
         raise UsageError(2, f"workers_per_node={workers_per_node!r}: expected an int >= 0")
@@ -411,16 +417,17 @@ class RemoteFunction:
         self._fn = fn
         self._atl_remote_function = fn  # how _serialize knows one (to send it by value)
         self._desc = None
-        self._options = options
         self.__name__ = getattr(fn, "__name__", "remote")
         self.__doc__ = getattr(fn, "__doc__", None)
+        self._options = _options.check(options, f"remote function {self.__name__}", actor=False)
+        self.__name__ = self._options.get("name", self.__name__)
 
     def options(self, **options):
         """placement_group=, placement_group_bundle_index=, pod=, env= (dict),
-        working_dir=; Ray's num_cpus/num_gpus/resources are accepted and ignored
-        (reserve with a placement group)."""
+        working_dir=, name=; Ray's runtime_env={'env_vars', 'working_dir'}.
+        Every other option is refused with a TypeError saying why (atl/_options.py)."""
         merged = dict(self._options)
-        merged.update(options)
+        merged.update(_options.check(options, f"{self.__name__}.options", actor=False))
         clone = RemoteFunction(self._fn, merged)
         clone._desc = self._desc
         return clone
@@ -563,12 +570,12 @@ def _pool():
 class ActorClass:
     def __init__(self, cls, options):
         self._cls = cls
-        self._options = options
         self.__name__ = cls.__name__
+        self._options = _options.check(options, f"actor class {self.__name__}", actor=True)
 
     def options(self, **options):
         merged = dict(self._options)
-        merged.update(options)
+        merged.update(_options.check(options, f"{self.__name__}.options", actor=True))
         return ActorClass(self._cls, merged)
 
     def remote(self, *args, **kwargs):

@@ -1,0 +1,106 @@
+"""atl.remote()/.options()/init() never accept an option and ignore it: each
+is honoured (Ray's spelling mapped onto atl's) or refused with a TypeError
+that names it and says what to do. No cluster needed: options are checked
+when the decorator or .options() runs, before anything is sent."""
+import pytest
+
+import atl
+from atl import _options
+
+
+def f(x):
+    return x
+
+
+class Counter:
+    def add(self, n):
+        return n
+
+
+def refused(make, *words):
+    with pytest.raises(TypeError) as e:
+        make()
+    for w in words:
+        assert w in str(e.value), str(e.value)
+    return str(e.value)
+
+
+def test_atls_own_options_and_rays_runtime_env_are_taken():
+    g = atl.remote(pod="jo-x-worker-1", env={"A": "1"}, working_dir="/data")(f)
+    assert g._options == {"pod": "jo-x-worker-1", "env": {"A": "1"}, "working_dir": "/data"}
+    h = atl.remote(f).options(runtime_env={"env_vars": {"FOO": "bar"}, "working_dir": "/w"})
+    assert h._options == {"env": {"FOO": "bar"}, "working_dir": "/w"}
+    # Ray's defaults are atl's behaviour: taken, and nothing to act on.
+    d = atl.remote(num_returns=1, max_retries=0, retry_exceptions=False, runtime_env=None)(f)
+    assert d._options == {}
+    named = atl.remote(f).options(name="step")
+    assert named.__name__ == "step"
+    a = atl.remote(name="counter", max_concurrency=1, lifetime=None, start_timeout=30)(Counter)
+    assert a._options == {"name": "counter", "start_timeout": 30}
+
+
+@pytest.mark.parametrize("option", ["num_cpus", "num_gpus", "resources", "memory",
+                                    "scheduling_strategy", "accelerator_type"])
+def test_placement_by_resources_is_refused_saying_how_atl_places(option):
+    value = {"CPU": 1} if option == "resources" else 1
+    text = refused(lambda: atl.remote(**{option: value})(f), repr(option), "placement_group=",
+                   "--mode ray")
+    assert text.startswith("remote function f: option")
+    refused(lambda: atl.remote(f).options(**{option: value}), "f.options", repr(option))
+    refused(lambda: atl.remote(Counter).options(**{option: value}), "Counter.options")
+
+
+@pytest.mark.parametrize("option,value,words", [
+    ("num_returns", 2, "return a tuple"),
+    ("max_retries", 3, "retry in the driver"),
+    ("retry_exceptions", True, "does not rerun"),
+])
+def test_task_options_other_than_atls_behaviour_are_refused(option, value, words):
+    refused(lambda: atl.remote(f).options(**{option: value}), f"{option}={value!r}", words)
+
+
+@pytest.mark.parametrize("option,value,words", [
+    ("max_concurrency", 4, "one call at a time"),
+    ("lifetime", "detached", "as long as its driver"),
+    ("max_restarts", 2, "ActorDiedError"),
+    ("namespace", "team", "no namespaces"),
+    ("get_if_exists", True, "atl.get_actor"),
+])
+def test_actor_options_other_than_atls_behaviour_are_refused(option, value, words):
+    refused(lambda: atl.remote(**{option: value})(Counter), "actor class Counter",
+            f"{option}={value!r}", words)
+
+
+def test_a_misspelt_option_is_refused_with_the_nearest_name():
+    refused(lambda: atl.remote(num_cpu=1)(f), "unknown option 'num_cpu'",
+            "did you mean 'num_cpus'?")
+    refused(lambda: atl.remote(f).options(plcement_group=None), "did you mean 'placement_group'")
+    refused(lambda: atl.remote(f).options(zzz=1), "unknown option 'zzz'", "atl's are env, name")
+    # A task has no start_timeout (an actor does).
+    refused(lambda: atl.remote(start_timeout=5)(f), "unknown option 'start_timeout'")
+
+
+def test_runtime_env_takes_env_vars_and_working_dir_only():
+    refused(lambda: atl.remote(runtime_env={"pip": ["numpy"]})(f), "runtime_env['pip']",
+            "--mode ray")
+    refused(lambda: atl.remote(runtime_env={"env_vars": {"A": 1}})(f), "map names to strings")
+    refused(lambda: atl.remote(runtime_env="x")(f), "must be a dict")
+    refused(lambda: atl.remote(runtime_env={"working_dir": ""})(f), "must be a path")
+    refused(lambda: atl.remote(env=["A=1"])(f), "env must be a dict")
+
+
+def test_init_refuses_rays_options_by_name_before_connecting():
+    refused(lambda: atl.init(num_cpus=4), "atl.init: option 'num_cpus'", "--mode ray")
+    refused(lambda: atl.init(namespace="x", ignore_reinit_error=True),
+            "option 'ignore_reinit_error'")
+
+
+def test_every_option_named_in_the_module_is_classified_once():
+    # A row in two tables would make its answer depend on the order of the checks.
+    tables = [set(_options._ATL), set(_options._TASK_DEFAULTS), set(_options._RESOURCES)]
+    actor_tables = [set(_options._ATL), set(_options._ACTOR_DEFAULTS), set(_options._RESOURCES)]
+    for ts in (tables, actor_tables):
+        seen = set()
+        for t in ts:
+            assert not (seen & t), seen & t
+            seen |= t
