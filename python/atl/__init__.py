@@ -39,7 +39,7 @@ __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluste
            "cluster_resources", "available_resources", "placement_group",
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
-           "GetTimeoutError", "RemoteError", "host_actor", "get_actor", "kill", "list_actors",
+           "GetTimeoutError", "RemoteError", "TaskError", "host_actor", "get_actor", "kill", "list_actors",
            "cancel"]
 
 # Arguments travel in the task's environment, in pieces: Linux takes 128 KiB
@@ -87,6 +87,57 @@ class RemoteError(AtlError):
         super().__init__(1, message)
         self.remote_type = remote_type
         self.remote_traceback = remote_traceback
+
+
+class TaskError(RemoteError):
+    """A task's or an actor call's exception, raised in the caller. When the
+    original exception came back, the error raised is an instance of both
+    this and the original class (Ray's RayTaskError(ValueError) pattern): so
+    `except ValueError` catches a remote ValueError; `.cause` is the original
+    and `.remote_traceback` its traceback on the pod."""
+
+    def __init__(self, message, remote_type=None, remote_traceback=None, cause=None):
+        super().__init__(message, remote_type, remote_traceback)
+        self.cause = cause
+
+
+_typed_errors = {}  # original class -> its TaskError subclass
+
+
+def _task_error(message, outcome):
+    """The error for an ("err", type, traceback[, pickled exception]) outcome:
+    of the exception's own class too when it came back and such a class can
+    be made; else a plain TaskError."""
+    remote_type, tb = outcome[1], outcome[2]
+    cause = None
+    if len(outcome) > 3 and outcome[3] is not None:
+        try:
+            cls, args, attributes = pickle.loads(outcome[3])
+            cause = cls.__new__(cls)  # as it was, without calling its __init__ again
+            cause.args = args
+            cause.__dict__.update(attributes)
+        except Exception:  # its class is not importable here, or takes no such state
+            cause = None
+    if not isinstance(cause, Exception):
+        return TaskError(message, remote_type, tb)
+    cls = type(cause)
+    try:
+        typed = _typed_errors.get(cls)
+        if typed is None:
+            typed = type(f"TaskError({cls.__name__})", (TaskError, cls),
+                         {"__init__": lambda self, *a, **k: None})
+            typed.__module__ = "atl"
+            _typed_errors[cls] = typed
+        err = typed.__new__(typed)
+        # Not TaskError.__init__: its super() chain would reach the original
+        # class's __init__, whose arguments are not a message.
+        BaseException.__init__(err, message)
+        err.code, err.remote_type, err.remote_traceback, err.cause = 1, remote_type, tb, cause
+        err.__dict__.update(getattr(cause, "__dict__", {}))  # its own attributes win
+        return err
+    except TypeError:  # a class no subclass can join (its layout, a final class)
+        err = TaskError(message, remote_type, tb, cause)
+        return err
 
 
 _client = None
@@ -183,6 +234,12 @@ def _c():
 
 def _ms(timeout):
     return 0 if timeout is None else max(0, int(timeout * 1000))
+
+
+# timeout=None means no deadline: a call that cannot be split waits this long.
+_FOREVER_MS = 30 * 24 * 3600 * 1000
+# A get(timeout=None) asks in pieces this long, so Ctrl-C ends it within one.
+_GET_PIECE_MS = 1000
 
 
 def job_info():
@@ -507,14 +564,15 @@ class ActorHandle:
         self._timeout = timeout
 
     def call(self, data, timeout=30):
-        return _c().actor_call(self.name, bytes(data), _ms(timeout) or 1)
+        """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
+        ms = _FOREVER_MS if timeout is None else max(1, _ms(timeout))
+        return _c().actor_call(self.name, bytes(data), ms)
 
     def _call_pickled(self, request):
         outcome = pickle.loads(self.call(request, self._timeout))
         if outcome[0] == "ok":
             return outcome[1]
-        raise RemoteError(f"{self.name}: raised {outcome[1]}:\n{outcome[2]}", outcome[1],
-                          outcome[2])
+        raise _task_error(f"{self.name}: raised {outcome[1]}:\n{outcome[2]}", outcome)
 
     def __getattr__(self, method):
         if method.startswith("_"):
@@ -525,12 +583,17 @@ class ActorHandle:
         return f"ActorHandle({self.name!r})"
 
 
-def get_actor(name, timeout=10):
-    """The actor named `name`, once it exists (GetTimeoutError after `timeout` s)."""
+def get_actor(name, timeout=0):
+    """The actor named `name`. As Ray's: ValueError at once when the job has
+    none; with timeout= (seconds) it waits that long for one to appear (an
+    actor another process is starting), then GetTimeoutError."""
     deadline = time.monotonic() + timeout
     while True:
         if any(a["name"] == name for a in list_actors()):
             return ActorHandle(name)
+        if not timeout:
+            raise ValueError(f"atl.get_actor: no actor named {name!r} in this job "
+                             f"(atl.list_actors() has the job's)")
         if time.monotonic() >= deadline:
             raise GetTimeoutError(5, f"no actor named {name!r} after {timeout} s")
         time.sleep(0.02)
@@ -605,8 +668,8 @@ class ActorClass:
                 text = _c().task_result(task.id, 1000)
                 if text is not None:
                     outcome = pickle.loads(base64.b64decode(text))
-                    raise RemoteError(f"actor {name}: its constructor raised {outcome[1]}:\n"
-                                      f"{outcome[2]}", outcome[1], outcome[2])
+                    raise _task_error(f"actor {name}: its constructor raised {outcome[1]}:\n"
+                                      f"{outcome[2]}", outcome)
                 raise RemoteError(f"actor {name} ended before it answered: "
                                   f"{task.output()[-2000:]!r}")
             if time.monotonic() >= deadline:
@@ -627,8 +690,8 @@ class ActorClass:
             raise
         if outcome[0] != "ok":
             pool.give_back(worker)
-            raise RemoteError(f"actor {name}: its constructor raised {outcome[1]}:\n{outcome[2]}",
-                              outcome[1], outcome[2])
+            raise _task_error(f"actor {name}: its constructor raised {outcome[1]}:\n{outcome[2]}",
+                              outcome)
         return ActorHandle(name, worker.task)
 
 
@@ -652,7 +715,15 @@ def _result(ref, timeout):
         except FutureTimeout:
             raise GetTimeoutError(5, f"{ref._name} is not done after {timeout} s") from None
     task = ref.task
-    text = _c().task_result(task.id, _ms(timeout) if timeout is not None else 3600 * 1000)
+    if timeout is None:  # no deadline: in pieces, so Ctrl-C ends the wait within one
+        while True:
+            try:
+                text = _c().task_result(task.id, _GET_PIECE_MS)
+                break
+            except GetTimeoutError:
+                continue
+    else:
+        text = _c().task_result(task.id, _ms(timeout))
     if text is None:
         code = task.wait(0)
         tail = task.output()[-2000:]
@@ -661,8 +732,8 @@ def _result(ref, timeout):
     outcome = pickle.loads(base64.b64decode(text))
     if outcome[0] == "ok":
         return outcome[1]
-    raise RemoteError(f"{ref._name} (task {task.id}) raised {outcome[1]}:\n{outcome[2]}",
-                      outcome[1], outcome[2])
+    raise _task_error(f"{ref._name} (task {task.id}) raised {outcome[1]}:\n{outcome[2]}",
+                      outcome)
 
 
 def get(refs, timeout=None):

@@ -42,8 +42,8 @@ def host_actor():
     cls_desc, args, kwargs, name = pickle.loads(base64.b64decode(payload))
     try:
         instance = _serialize.decode_class(cls_desc)(*args, **kwargs)
-    except BaseException as e:  # the driver raises it as a RemoteError
-        _send_result(("err", type(e).__name__, traceback.format_exc()))
+    except BaseException as e:  # the driver raises it as its own type
+        _send_result(_error(e))
         return 1
 
     atl.init()
@@ -63,6 +63,31 @@ def host_actor():
 
 # A result over this does not go back (as a task's: the supervisor keeps 8 MiB of it).
 _MAX_RESULT = 6 * 1024 * 1024
+# The exception itself goes back with its traceback when it pickles this small.
+_MAX_EXCEPTION = 64 * 1024
+
+
+def _error(e, text=None):
+    """("err", type name, traceback, the exception pickled or None): the
+    caller raises it as its own type (atl.TaskError and the original class).
+    cloudpickle where the image has it (a class defined in the driver's
+    __main__ travels by value), else pickle; an exception that does not
+    pickle goes as its name and traceback only."""
+    pickled = None
+    try:
+        try:
+            import cloudpickle as dumper
+        except ImportError:
+            dumper = pickle
+        # Its class, args and attributes, not the instance: unpickling an
+        # instance calls its __init__ with its args, which fails for a class
+        # whose __init__ takes other arguments than it passes to Exception.
+        pickled = dumper.dumps((type(e), e.args, dict(getattr(e, "__dict__", {}))))
+        if len(pickled) > _MAX_EXCEPTION:
+            pickled = None
+    except Exception:
+        pickled = None
+    return ("err", type(e).__name__, text if text is not None else traceback.format_exc(), pickled)
 
 
 def _outcome(run):
@@ -70,7 +95,7 @@ def _outcome(run):
     try:
         reply = pickle.dumps(("ok", run()))
     except BaseException as e:
-        return pickle.dumps(("err", type(e).__name__, traceback.format_exc()))
+        return pickle.dumps(_error(e))
     if len(reply) > _MAX_RESULT:
         return pickle.dumps(("err", "ValueError", f"the result takes {len(reply)} bytes pickled, "
                              f"over the {_MAX_RESULT} a call can hand back; pass big data "
@@ -139,13 +164,13 @@ def main():
         fn_desc, args, kwargs = pickle.loads(base64.b64decode(payload))
         fn = _serialize.decode_function(fn_desc)
         value = fn(*args, **kwargs)
-    except BaseException as e:  # the caller gets it as a RemoteError
-        _send_result(("err", type(e).__name__, traceback.format_exc()))
+    except BaseException as e:  # the caller raises it as its own type
+        _send_result(_error(e))
         return 1
     try:
         _send_result(("ok", value))
     except Exception as e:
-        _send_result(("err", type(e).__name__, f"the result cannot be sent back: {e}"))
+        _send_result(_error(e, f"the result cannot be sent back: {e}"))
         return 1
     return 0
 

@@ -306,9 +306,8 @@ class WorkerPool:
                 if outcome[0] == "ok":
                     job.future.set_result(outcome[1])
                 else:
-                    job.future.set_exception(self._atl.RemoteError(
-                        f"{job.label} raised {outcome[1]}:\n{outcome[2]}", outcome[1],
-                        outcome[2]))
+                    job.future.set_exception(self._atl._task_error(
+                        f"{job.label} raised {outcome[1]}:\n{outcome[2]}", outcome))
             with self._lock:
                 worker.job = None
                 if worker.state != "busy":

@@ -65,6 +65,69 @@ def test_a_remote_exception_is_raised_in_the_driver(cluster):
     assert "no such thing" in str(e.value)
 
 
+class QuotaExceeded(Exception):
+    """A user's own exception with an attribute (module level: importable on the pods)."""
+
+    def __init__(self, used, limit):
+        super().__init__(f"{used} of {limit}")
+        self.used, self.limit = used, limit
+
+
+def test_get_without_a_timeout_waits_past_its_pieces(cluster):
+    @atl.remote
+    def slow():
+        time.sleep(2.5)
+        return "done"
+
+    # A process of its own (task_result's path), asked in 1 s pieces.
+    assert atl.get(slow.options(pod=f"{cluster.job_id}-worker-0").remote()) == "done"
+
+
+def test_a_remote_exception_is_raised_as_its_own_type_everywhere(cluster):
+    @atl.remote
+    def fail(kind):
+        if kind == "value":
+            raise ValueError("bad value")
+        if kind == "key":
+            raise KeyError("missing")
+        raise QuotaExceeded(7, 5)
+
+    cold = fail.options(pod=f"{cluster.job_id}-worker-1")
+    for task in (fail, cold):  # a warm process, and a process of its own
+        with pytest.raises(ValueError) as e:
+            atl.get(task.remote("value"), timeout=60)
+        assert isinstance(e.value, atl.TaskError) and isinstance(e.value, atl.RemoteError)
+        assert e.value.remote_type == "ValueError" and "bad value" in str(e.value)
+        assert "raise ValueError" in e.value.remote_traceback
+        assert isinstance(e.value.cause, ValueError) and e.value.cause.args == ("bad value",)
+        with pytest.raises(KeyError):
+            atl.get(task.remote("key"), timeout=60)
+        with pytest.raises(QuotaExceeded) as q:
+            atl.get(task.remote("quota"), timeout=60)
+        assert (q.value.used, q.value.limit) == (7, 5)  # its own attributes
+        assert type(q.value).__name__ == "TaskError(QuotaExceeded)"
+
+    @atl.remote
+    class Account:
+        def __init__(self, limit):
+            if limit < 0:
+                raise ValueError("negative limit")
+            self.limit = limit
+
+        def spend(self, n):
+            if n > self.limit:
+                raise QuotaExceeded(n, self.limit)
+            return n
+
+    with pytest.raises(ValueError):
+        Account.remote(-1)
+    a = Account.remote(3)
+    assert atl.get(a.spend.remote(2), timeout=30) == 2
+    with pytest.raises(QuotaExceeded) as q:
+        atl.get(a.spend.remote(9), timeout=30)
+    assert q.value.limit == 3
+
+
 def test_placement_pends_saying_why_and_fails_at_its_deadline(cluster):
     pg = atl.placement_group([{"CPU": 1000}], timeout=0.3)
     with pytest.raises(atl.AtlError) as e:
@@ -289,6 +352,18 @@ def test_named_actors_across_processes(cluster):
         host.close()
     with pytest.raises(atl.GetTimeoutError):
         atl.get_actor("py-echo", timeout=0.1)
+    # timeout=None is no deadline (it was 1 ms).
+    slow = atl.host_actor("py-slow", lambda data: (time.sleep(0.3), b"late")[1])
+    try:
+        assert atl.get_actor("py-slow").call(b"x", timeout=None) == b"late"
+    finally:
+        slow.close()
+    # As Ray's: an unknown name is a ValueError at once, not a wait.
+    started = time.monotonic()
+    with pytest.raises(ValueError) as e:
+        atl.get_actor("nobody")
+    assert "no actor named 'nobody' in this job" in str(e.value)
+    assert time.monotonic() - started < 5
 
 
 def test_remote_classes_are_actors_on_workers(cluster):
