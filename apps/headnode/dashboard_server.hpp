@@ -1,7 +1,8 @@
 // The head's dashboard: pages (job, pods, ranks, live logs, debug runs,
 // burn/check charts), a JSON API under /api/ and Prometheus text at /metrics,
 // all behind the job's dashboard token, over HTTPS with the job's certificate
-// when TLS is on. Read-only: it changes nothing in the job (atlctl does that).
+// when TLS is on. Read-only (atlctl acts) but for the web terminal: a shell in
+// a pod, for a logged-in browser session only (terminal_socket.hpp).
 //
 //   GET  /login[?token=T]  the login page; with a right token: a session cookie
 //   POST /login            form field `token`; POST /logout ends the session
@@ -13,6 +14,9 @@
 //   GET  /api/logs/S/follow?offset=N  Server-Sent Events: its lines as it grows (sse.hpp)
 //   GET  /api/runs/N/report   the burn figures in debug run N's output, per stream
 //   GET  /metrics          Prometheus text (a scraper sends Authorization: Bearer TOKEN)
+//   GET  /api/session      {"csrf", "terminal", "tensorboard"}: the session's CSRF token
+//   GET  /api/terminal/POD a WebSocket to a shell in POD (session, Origin, ?csrf=)
+//   GET  /tensorboard/...  --tensorboard-logdir: TensorBoard, relayed (its data POSTs too)
 //   GET  /ray/...          ray mode: Ray's dashboard (on the head pod's loopback,
 //                          with the job's Ray token), relayed (service_proxy.hpp);
 //                          other methods 405: its job API acts, the dashboard reads
