@@ -63,6 +63,21 @@ TEST(TerminalBook, RefusesWhenOffForAPodNotInTheJobAndPastThePodsLimit) {
   EXPECT_FALSE(none.open("job-worker-0", true, "x", t0).ok());
 }
 
+TEST(TerminalBook, TheJobsTotalIsBoundedToo) {
+  TerminalBook book(TerminalSettings{true, 4, 3});
+  ASSERT_TRUE(book.open("job-worker-0", true, "x", t0).ok());
+  ASSERT_TRUE(book.open("job-worker-1", true, "x", t0).ok());
+  auto c = book.open("job-worker-2", true, "x", t0);
+  ASSERT_TRUE(c.ok());
+  auto r = book.open("job-worker-3", true, "x", t0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error(),
+            "the job has 3 terminals open already, the most a head serves: close one first");
+  book.close(c->id);
+  EXPECT_TRUE(book.open("job-worker-3", true, "x", t0).ok());
+  EXPECT_EQ(TerminalSettings{}.total_limit, 64);
+}
+
 TEST(TerminalBook, DurationsReadAsAPersonSaysThem) {
   EXPECT_EQ(terminal_duration(0s), "0 s");
   EXPECT_EQ(terminal_duration(-5s), "0 s");

@@ -1,5 +1,7 @@
 #include "atl/supervisor/terminal_book.hpp"
 
+#include <algorithm>
+
 namespace atl::supervisor {
 
 Expected<TerminalRecord> TerminalBook::open(const std::string& pod, bool pod_in_job,
@@ -7,6 +9,9 @@ Expected<TerminalRecord> TerminalBook::open(const std::string& pod, bool pod_in_
   if (!settings_.enabled)
     return make_error("the web terminal is off on this job (headnode --web-terminal off)");
   if (!pod_in_job) return make_error("no pod named '" + pod + "' has joined the job");
+  if (open_.size() >= static_cast<std::size_t>(std::max(settings_.total_limit, 0)))
+    return make_error("the job has " + std::to_string(settings_.total_limit) +
+                      " terminals open already, the most a head serves: close one first");
   if (settings_.per_pod_limit <= 0 ||
       open_on(pod).size() >= static_cast<std::size_t>(settings_.per_pod_limit))
     return make_error("pod " + pod + " has " + std::to_string(settings_.per_pod_limit) +

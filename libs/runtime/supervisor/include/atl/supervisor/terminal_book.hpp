@@ -26,6 +26,9 @@ struct TerminalId {
 struct TerminalSettings {
   bool enabled = true;    // headnode --web-terminal on|off
   int per_pod_limit = 4;  // headnode --web-terminal-limit N
+  // The whole job's: each open terminal holds one of the dashboard's HTTP
+  // threads (256), which its pages and API need too.
+  int total_limit = 64;
 };
 
 // One terminal, as the timeline tells of it.
