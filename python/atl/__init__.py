@@ -408,10 +408,26 @@ class ObjectRef:
     """The future result of a remote function call (atl.get() it): of a task
     (`.task`), or of a call on a warm process (`.task` is None)."""
 
-    def __init__(self, task, name, future=None):
+    def __init__(self, task, name, future=None, part=None):
         self.task = task
         self._name = name
         self._future = future
+        self._part = part  # (i, n): value i of a task with num_returns=n
+
+    def _parts(self, n):
+        """The refs of a num_returns=n call: one per value of its result."""
+        return [ObjectRef(self.task, f"{self._name}[{i}]", self._future, (i, n))
+                for i in range(n)]
+
+    def _pick(self, value):
+        if self._part is None:
+            return value
+        i, n = self._part
+        if not isinstance(value, (tuple, list)) or len(value) != n:
+            got = len(value) if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
+            raise ValueError(f"{self._name}: the task returned {got}, not the {n} values "
+                             f"num_returns={n} asks for")
+        return value[i]
 
     def _done(self):
         return self._future.done() if self._future is not None else self.task.done()
@@ -446,7 +462,35 @@ def _warm_pool():
 
 def _placed(options):
     """Whether a call's options ask for a place or a process of its own."""
-    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir"))
+    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread"))
+
+
+_turns = {}  # what is taken in turn ("spread", a group's bundles) -> the next index
+_turns_lock = threading.Lock()
+
+
+def _next_in_turn(key, count):
+    with _turns_lock:
+        i = _turns.get(key, 0) % count
+        _turns[key] = i + 1
+        return i
+
+
+def _where(o):
+    """(placement group, bundle index, pod) of a call with options `o`: a
+    group's bundle (index None: its bundles in turn), the next worker pod in
+    turn for scheduling_strategy="SPREAD", or the pod it names."""
+    pg = o.get("placement_group")
+    if pg:
+        index = o.get("placement_group_bundle_index", 0)
+        if index is None:
+            index = _next_in_turn(("bundle", pg.id), pg.bundle_count)
+        return pg, index, o.get("pod")
+    if o.get("spread") and not o.get("pod"):
+        pods = sorted(n["pod"] for n in nodes() if not n.get("unavailable"))
+        if pods:
+            return None, 0, pods[_next_in_turn("spread", len(pods))]
+    return None, 0, o.get("pod")
 
 
 def cancel(ref):
@@ -470,13 +514,14 @@ def _python_path():
 
 
 class RemoteFunction:
-    def __init__(self, fn, options):
+    def __init__(self, fn, options, checked=False):
         self._fn = fn
         self._atl_remote_function = fn  # how _serialize knows one (to send it by value)
         self._desc = None
         self.__name__ = getattr(fn, "__name__", "remote")
         self.__doc__ = getattr(fn, "__doc__", None)
-        self._options = _options.check(options, f"remote function {self.__name__}", actor=False)
+        self._options = options if checked else _options.check(
+            options, f"remote function {self.__name__}", actor=False)
         self.__name__ = self._options.get("name", self.__name__)
 
     def options(self, **options):
@@ -485,7 +530,7 @@ class RemoteFunction:
         Every other option is refused with a TypeError saying why (atl/_options.py)."""
         merged = dict(self._options)
         merged.update(_options.check(options, f"{self.__name__}.options", actor=False))
-        clone = RemoteFunction(self._fn, merged)
+        clone = RemoteFunction(self._fn, merged, checked=True)
         clone._desc = self._desc
         return clone
 
@@ -494,21 +539,23 @@ class RemoteFunction:
             self._desc = _serialize.encode_function(self._fn)
         o = self._options
         pool = None if _placed(o) else _warm_pool()
+        parts = o.get("num_returns")
         if pool is not None:
             request = pickle.dumps(("run", self._desc, args, kwargs))
             _check_size(4 * ((len(request) + 2) // 3), f"{self.__name__}.remote")
-            return ObjectRef(None, self.__name__, pool.submit(request, self.__name__))
+            ref = ObjectRef(None, self.__name__, pool.submit(request, self.__name__))
+            return ref._parts(parts) if parts else ref
         payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
         env = dict(o.get("env") or {})
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg = o.get("placement_group")
+        pg, bundle, pod = _where(o)
         command = f"exec {sys.executable} -m atl._worker"
-        task = run(command, placement_group=pg,
-                   bundle_index=o.get("placement_group_bundle_index", 0) if pg else 0,
-                   pod=o.get("pod"), env=env, working_dir=o.get("working_dir"))
-        return ObjectRef(task, self.__name__)
+        task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
+                   working_dir=o.get("working_dir"))
+        ref = ObjectRef(task, self.__name__)
+        return ref._parts(parts) if parts else ref
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"remote function {self.__name__} is called with "
@@ -631,15 +678,16 @@ def _pool():
 
 
 class ActorClass:
-    def __init__(self, cls, options):
+    def __init__(self, cls, options, checked=False):
         self._cls = cls
         self.__name__ = cls.__name__
-        self._options = _options.check(options, f"actor class {self.__name__}", actor=True)
+        self._options = options if checked else _options.check(
+            options, f"actor class {self.__name__}", actor=True)
 
     def options(self, **options):
         merged = dict(self._options)
         merged.update(_options.check(options, f"{self.__name__}.options", actor=True))
-        return ActorClass(self._cls, merged)
+        return ActorClass(self._cls, merged, checked=True)
 
     def remote(self, *args, **kwargs):
         """Starts the actor in a process on a worker (in a bundle with
@@ -658,10 +706,9 @@ class ActorClass:
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload, f"{self.__name__}.remote"))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg = o.get("placement_group")
+        pg, bundle, pod = _where(o)
         task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
-                   bundle_index=o.get("placement_group_bundle_index", 0) if pg else 0,
-                   pod=o.get("pod"), env=env, working_dir=o.get("working_dir"))
+                   bundle_index=bundle, pod=pod, env=env, working_dir=o.get("working_dir"))
         deadline = time.monotonic() + o.get("start_timeout", 60)
         while not any(a["name"] == name for a in list_actors()):
             if task.done():
@@ -708,6 +755,11 @@ def remote(*args, **options):
 
 
 def _result(ref, timeout):
+    value = _whole_result(ref, timeout)
+    return ref._pick(value) if isinstance(ref, ObjectRef) else value
+
+
+def _whole_result(ref, timeout):
     if isinstance(ref, ActorRef) or ref._future is not None:
         from concurrent.futures import TimeoutError as FutureTimeout
         try:

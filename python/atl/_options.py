@@ -22,8 +22,6 @@ _ATL = {
 # Ray's options atl takes only at their default (the behaviour atl has):
 # name -> (default, why another value is refused).
 _TASK_DEFAULTS = {
-    "num_returns": (1, "a task returns one value here: return a tuple and unpack it after "
-                       "atl.get"),
     "max_retries": (0, "atl runs a task once (a task whose pod was lost fails): retry in "
                        "the driver, or " + RAY_MODE),
     "retry_exceptions": (False, "atl does not rerun a task that raised: retry in the driver"),
@@ -41,7 +39,7 @@ _ACTOR_DEFAULTS = {
 }
 # Ray's placement by resource counts and strategies: not atl's (yet).
 _RESOURCES = ("num_cpus", "num_gpus", "resources", "memory", "object_store_memory",
-              "accelerator_type", "scheduling_strategy", "label_selector",
+              "accelerator_type", "label_selector",
               "placement_group_capture_child_tasks", "concurrency_groups",
               "_metadata", "enable_task_events", "allow_out_of_order_execution")
 _RESOURCES_WHY = ("atl places work by placement group or pod, not by resource counts: "
@@ -77,6 +75,26 @@ def _runtime_env(what, value, out):
                           "working_dir (the image has the packages); " + RAY_MODE)
 
 
+def _strategy(what, value, out):
+    """scheduling_strategy: "DEFAULT" (or None) as atl does anyway; "SPREAD":
+    each call on the next worker pod in turn; a PlacementGroupSchedulingStrategy:
+    that group's bundle (index -1: its bundles in turn)."""
+    from .util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    if value is None or value == "DEFAULT":
+        return
+    if value == "SPREAD":
+        out["spread"] = True
+        return
+    if isinstance(value, PlacementGroupSchedulingStrategy):
+        out["placement_group"] = value.placement_group
+        index = value.placement_group_bundle_index
+        out["placement_group_bundle_index"] = None if index == -1 else index
+        return
+    raise _refuse(what, f"scheduling_strategy={value!r}", "atl takes \"DEFAULT\", \"SPREAD\" "
+                  "and atl.util.scheduling_strategies.PlacementGroupSchedulingStrategy; "
+                  + RAY_MODE)
+
+
 def check(options, what, actor):
     """`options` checked for a remote function (actor=False) or an actor
     class: the options atl acts on, Ray's spellings mapped (runtime_env onto
@@ -95,6 +113,16 @@ def check(options, what, actor):
                 out[name] = value
         elif name == "runtime_env":
             _runtime_env(what, value, out)
+        elif name == "scheduling_strategy":
+            _strategy(what, value, out)
+        elif name == "num_returns" and not actor:
+            # As Ray's: the task returns a sequence of that many values, one
+            # ObjectRef each.
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10000:
+                raise TypeError(f"{what}: num_returns={value!r}: expected a whole number from 1 "
+                                f"to 10000 (the task returns that many values)")
+            if value != 1:
+                out["num_returns"] = value
         elif name in defaults:
             default, why = defaults[name]
             if value is not None and value != default:
@@ -102,7 +130,8 @@ def check(options, what, actor):
         elif name in _RESOURCES:
             raise _refuse(what, name, _RESOURCES_WHY)
         else:
-            known = sorted(set(own) | set(defaults) | set(_RESOURCES) | {"runtime_env"})
+            known = sorted(set(own) | set(defaults) | set(_RESOURCES) |
+                           {"runtime_env"} | (set() if actor else {"num_returns"}))
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(f"{what}: unknown option {name!r}{hint}; atl's are "

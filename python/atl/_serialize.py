@@ -80,7 +80,8 @@ def _decode(spec, fn):
         return decode_function(spec[1])
     if kind == "remote":
         import atl
-        return atl.RemoteFunction(decode_function(spec[1]), _decode(spec[2], None))
+        # Its options were checked where it was made.
+        return atl.RemoteFunction(decode_function(spec[1]), _decode(spec[2], None), checked=True)
     return pickle.loads(spec[1])
 
 

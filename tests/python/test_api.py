@@ -73,6 +73,65 @@ class QuotaExceeded(Exception):
         self.used, self.limit = used, limit
 
 
+def test_num_returns_gives_a_ref_per_value(cluster):
+    @atl.remote(num_returns=3)
+    def split(x):
+        return x, x * 2, x * 3
+
+    for task in (split, split.options(pod=f"{cluster.job_id}-worker-0")):  # warm and cold
+        refs = task.remote(5)
+        assert isinstance(refs, list) and len(refs) == 3
+        assert atl.get(refs, timeout=60) == [5, 10, 15]
+        assert atl.get(refs[2], timeout=60) == 15
+        ready, _ = atl.wait(refs, num_returns=3, timeout=60)
+        assert len(ready) == 3
+
+    # A remote function another one calls keeps its checked options there
+    # (atl's own form of them: "SPREAD" is no option name).
+    spread_split = split.options(scheduling_strategy="SPREAD")
+
+    @atl.remote
+    def outer():
+        import atl as inner_atl
+        inner_atl.init()
+        return inner_atl.get(spread_split.remote(2), timeout=60)
+
+    assert atl.get(outer.options(pod=f"{cluster.job_id}-worker-1").remote(), timeout=120) == \
+        [2, 4, 6]
+
+    @atl.remote(num_returns=2)
+    def one():
+        return 1
+
+    with pytest.raises(ValueError) as e:
+        atl.get(one.remote()[0], timeout=60)
+    assert "not the 2 values num_returns=2 asks for" in str(e.value)
+
+
+def test_scheduling_strategies_spread_and_a_groups_bundles_in_turn(cluster):
+    from atl.util import placement_group, remove_placement_group
+    from atl.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    @atl.remote
+    def where():
+        return os.environ["ATL_POD_NAME"]
+
+    spread = where.options(scheduling_strategy="SPREAD")
+    pods = atl.get([spread.remote() for _ in range(4)], timeout=120)
+    workers = sorted({f"{cluster.job_id}-worker-0", f"{cluster.job_id}-worker-1"})
+    assert sorted(set(pods)) == workers and pods[0] != pods[1], pods
+    pg = placement_group([{"CPU": 1}] * 2, strategy="STRICT_SPREAD")
+    pg.ready(timeout=60)
+    try:
+        anywhere = where.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg))
+        got = atl.get([anywhere.remote() for _ in range(2)], timeout=120)
+        assert sorted(got) == sorted(pg.bundle_nodes), (got, pg.bundle_nodes)
+        second = where.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 1))
+        assert atl.get(second.remote(), timeout=60) == pg.bundle_nodes[1]
+    finally:
+        remove_placement_group(pg)
+
+
 def test_get_without_a_timeout_waits_past_its_pieces(cluster):
     @atl.remote
     def slow():

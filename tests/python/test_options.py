@@ -31,7 +31,7 @@ def test_atls_own_options_and_rays_runtime_env_are_taken():
     h = atl.remote(f).options(runtime_env={"env_vars": {"FOO": "bar"}, "working_dir": "/w"})
     assert h._options == {"env": {"FOO": "bar"}, "working_dir": "/w"}
     # Ray's defaults are atl's behaviour: taken, and nothing to act on.
-    d = atl.remote(num_returns=1, max_retries=0, retry_exceptions=False, runtime_env=None)(f)
+    d = atl.remote(max_retries=0, retry_exceptions=False, runtime_env=None)(f)
     assert d._options == {}
     named = atl.remote(f).options(name="step")
     assert named.__name__ == "step"
@@ -40,7 +40,7 @@ def test_atls_own_options_and_rays_runtime_env_are_taken():
 
 
 @pytest.mark.parametrize("option", ["num_cpus", "num_gpus", "resources", "memory",
-                                    "scheduling_strategy", "accelerator_type"])
+                                    "accelerator_type"])
 def test_placement_by_resources_is_refused_saying_how_atl_places(option):
     value = {"CPU": 1} if option == "resources" else 1
     text = refused(lambda: atl.remote(**{option: value})(f), repr(option), "placement_group=",
@@ -51,7 +51,6 @@ def test_placement_by_resources_is_refused_saying_how_atl_places(option):
 
 
 @pytest.mark.parametrize("option,value,words", [
-    ("num_returns", 2, "return a tuple"),
     ("max_retries", 3, "retry in the driver"),
     ("retry_exceptions", True, "does not rerun"),
 ])
@@ -69,6 +68,32 @@ def test_task_options_other_than_atls_behaviour_are_refused(option, value, words
 def test_actor_options_other_than_atls_behaviour_are_refused(option, value, words):
     refused(lambda: atl.remote(**{option: value})(Counter), "actor class Counter",
             f"{option}={value!r}", words)
+
+
+def test_scheduling_strategies_as_ray_spells_them():
+    from atl.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    pg = object()  # any group: the options only carry it
+    o = atl.remote(f).options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 2))._options
+    assert o == {"placement_group": pg, "placement_group_bundle_index": 2}
+    o = atl.remote(Counter).options(
+        scheduling_strategy=PlacementGroupSchedulingStrategy(pg))._options
+    assert o == {"placement_group": pg, "placement_group_bundle_index": None}  # in turn
+    assert atl.remote(scheduling_strategy="SPREAD")(f)._options == {"spread": True}
+    assert atl.remote(scheduling_strategy="DEFAULT")(f)._options == {}
+    refused(lambda: atl.remote(scheduling_strategy="NODE_AFFINITY")(f),
+            "scheduling_strategy='NODE_AFFINITY'", "SPREAD", "--mode ray")
+    with pytest.raises(TypeError):
+        PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
+    with pytest.raises(TypeError):
+        PlacementGroupSchedulingStrategy(pg, -2)
+
+
+def test_num_returns_is_taken_for_tasks_only():
+    assert atl.remote(num_returns=3)(f)._options == {"num_returns": 3}
+    assert atl.remote(num_returns=1)(f)._options == {}
+    for bad in (0, -1, 10001, "2", 2.0, True):
+        refused(lambda: atl.remote(f).options(num_returns=bad), "num_returns=", "1 to 10000")
+    refused(lambda: atl.remote(num_returns=2)(Counter), "unknown option 'num_returns'")
 
 
 def test_a_misspelt_option_is_refused_with_the_nearest_name():

@@ -1,0 +1,21 @@
+"""Ray's scheduling strategies, as Ray spells them, for `.options(
+scheduling_strategy=...)`: a placement group's bundle, or "SPREAD" (each
+call on the next worker pod in turn), or "DEFAULT" (a warm process on any
+pod). Any other strategy is refused by name (atl/_options.py)."""
+
+
+class PlacementGroupSchedulingStrategy:
+    """Runs in `placement_group`'s bundle `placement_group_bundle_index`
+    (-1: the group's bundles in turn, call after call)."""
+
+    def __init__(self, placement_group, placement_group_bundle_index=-1,
+                 placement_group_capture_child_tasks=None):
+        if placement_group_capture_child_tasks:
+            raise TypeError("PlacementGroupSchedulingStrategy: placement_group_capture_child_tasks "
+                            "is not supported: pass the group to the child tasks yourself")
+        if not isinstance(placement_group_bundle_index, int) or placement_group_bundle_index < -1:
+            raise TypeError(f"PlacementGroupSchedulingStrategy: placement_group_bundle_index="
+                            f"{placement_group_bundle_index!r}: a bundle's index, or -1 for any")
+        self.placement_group = placement_group
+        self.placement_group_bundle_index = placement_group_bundle_index
+        self.placement_group_capture_child_tasks = placement_group_capture_child_tasks
