@@ -96,6 +96,15 @@ def paired_lines(alone, other, other_name, pair_name):
     ]
 
 
+def go_and_time(head, go):
+    """Starts start_printing_job's rank (its go file) and times it to the
+    head's exit: (the head's exit code, seconds)."""
+    t0 = time.time()
+    open(go, "w").close()
+    code = head.wait(600)
+    return code, time.time() - t0
+
+
 def start_printing_job(cmd, tmp, tag, extra=()):
     """bench/logs' job under a head with its dashboard: one local worker, one
     rank that says "ready" and starts `cmd` once the go file appears.

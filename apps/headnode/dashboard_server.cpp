@@ -538,19 +538,13 @@ void DashboardServer::Impl::terminal(const httplib::Request& req, httplib::Respo
   ws::UpgradeRequest up{req.method, header("Upgrade"), header("Connection"),
                         header("Sec-WebSocket-Version"), header("Sec-WebSocket-Key")};
   if (auto ok = ws::check_upgrade(up); !ok) return fail(res, 400, ok.error());
-  auto int_or = [&req](const char* name, int dflt) {
-    if (!req.has_param(name)) return dflt;
-    const std::string v = req.get_param_value(name);
-    if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string::npos)
-      return -1;
-    return std::atoi(v.c_str());
-  };
-  const int rows = int_or("rows", 24), cols = int_or("cols", 80);
-  if (rows < 1 || cols < 1 || rows > 1000 || cols > 1000)
+  auto rows = int_param(req, "rows", 24), cols = int_param(req, "cols", 80);
+  if (!rows || !cols || *rows < 1 || *cols < 1 || *rows > 1000 || *cols > 1000)
     return fail(res, 400, "rows and cols: whole numbers from 1 to 1000");
   auto conn = raw_connection_of(req);
   if (!conn) return fail(res, 500, "cannot find this request's connection");
-  auto opened = terminals->open(std::string(req.matches[1]), who(*session, req), rows, cols);
+  auto opened = terminals->open(std::string(req.matches[1]), who(*session, req),
+                                static_cast<int>(*rows), static_cast<int>(*cols));
   if (auto* refusal = std::get_if<TerminalRefusal>(&opened))
     return fail(res, refusal->http_status, refusal->line);
   auto& link = *std::get<std::unique_ptr<TerminalLink>>(opened);

@@ -67,10 +67,7 @@ def one_run(cmd, tmp, run, followers):
     head, out, state, log, go, url, token = common.start_printing_job(
         cmd, tmp, "%d-%d" % (run, followers))
     procs, outs = start_followers(followers, url, token, tmp, "%d-%d" % (run, followers))
-    t0 = time.time()
-    open(go, "w").close()
-    code = head.wait(600)
-    took = time.time() - t0
+    code, took = common.go_and_time(head, go)
     for p in procs:
         p.wait(60)
     if code != 0:

@@ -104,10 +104,7 @@ def one_run(cmd, tmp, run, terminals):
             if time.time() > deadline:
                 raise SystemExit("a terminal did not start its loop")
             time.sleep(0.05)
-    t0 = time.time()
-    open(go, "w").close()
-    code = head.wait(600)
-    took = time.time() - t0
+    code, took = common.go_and_time(head, go)
     for v in viewers:
         v.join(30)
     if code != 0:

@@ -360,6 +360,23 @@ def browser():
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
 
 
+def browser_login(d, c):
+    """Logs browser `d` in to cluster `c`'s dashboard with its token."""
+    from selenium.webdriver.common.by import By
+    d.get(c.url + "/login")
+    d.find_element(By.ID, "token").send_keys(c.token)
+    d.find_element(By.ID, "login").click()
+
+
+def session_cookie(c):
+    """A fresh session on cluster `c`'s dashboard: its Cookie header."""
+    status, headers, _ = c.http.request(
+        "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded"},
+        "token=" + c.token)
+    assert status == 303, status
+    return headers["Set-Cookie"].split(";")[0]
+
+
 def wait(driver, what, timeout=30):
     deadline = time.time() + timeout
     last = None
@@ -407,9 +424,7 @@ def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
     os.makedirs(ARTIFACTS, exist_ok=True)
     d = browser()
     try:
-        d.get(spmd.url + "/login")
-        d.find_element(By.ID, "token").send_keys(spmd.token)
-        d.find_element(By.ID, "login").click()
+        browser_login(d, spmd)
         wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
         d.get(spmd.url + "/#hang")
         wait(d, lambda d: d.find_element(By.ID, "card-suspect").text == "no")

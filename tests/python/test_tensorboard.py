@@ -16,7 +16,8 @@ import urllib.parse
 import pytest
 
 from conftest import BIN, ROOT, Cluster
-from test_dashboard import ARTIFACTS, _open_dashboard, browser, needs_chromium, wait
+from test_dashboard import (ARTIFACTS, _open_dashboard, browser, browser_login, needs_chromium,
+                            session_cookie, wait)
 
 VENV = os.path.join(os.path.dirname(BIN), "tb-venv")
 MARKER = os.path.join(VENV, ".atl-tensorboard-2.21.0")
@@ -68,14 +69,6 @@ def job(tensorboard_bin):
         assert not left, left
 
 
-def session(c):
-    status, headers, _ = c.http.request(
-        "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded"},
-        "token=" + c.token)
-    assert status == 303
-    return headers["Set-Cookie"].split(";")[0]
-
-
 def until(what, timeout=90):
     deadline = time.time() + timeout
     while True:
@@ -96,7 +89,7 @@ def test_tensorboard_is_behind_the_login(job):
 
 
 def test_tensorboards_pages_and_data_with_a_session(job):
-    cookie = session(job)
+    cookie = session_cookie(job)
     status, _, body = job.http.get("/api/session", cookie=cookie)
     assert json.loads(body)["tensorboard"] is True
 
@@ -148,9 +141,7 @@ def test_tensorboard_in_chromium(job):
         d.get(job.url + "/tensorboard/")
         wait(d, lambda d: urllib.parse.urlsplit(d.current_url).path == "/login" or
              "log in" in d.page_source.lower())
-        d.get(job.url + "/login")
-        d.find_element(By.ID, "token").send_keys(job.token)
-        d.find_element(By.ID, "login").click()
+        browser_login(d, job)
         link = wait(d, lambda d: d.find_element(By.ID, "tensorboard"))
         assert link.get_attribute("href") == job.url + "/tensorboard/"
         d.get(job.url + "/tensorboard/")

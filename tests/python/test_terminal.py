@@ -18,7 +18,8 @@ import pytest
 import websocket
 
 from conftest import ROOT, Cluster
-from test_dashboard import ARTIFACTS, _open_dashboard, browser, needs_chromium, wait
+from test_dashboard import (ARTIFACTS, _open_dashboard, browser, browser_login, needs_chromium,
+                            session_cookie, wait)
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +39,7 @@ def job():
 
 def login(c):
     """A fresh session: its cookie header and its CSRF token."""
-    status, headers, _ = c.http.request(
-        "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded"},
-        "token=" + c.token)
-    assert status == 303, status
-    cookie = headers["Set-Cookie"].split(";")[0]
+    cookie = session_cookie(c)
     status, _, body = c.http.get("/api/session", cookie=cookie)
     assert status == 200, body
     session = json.loads(body)
@@ -252,10 +249,7 @@ def test_terminal_off():
     try:
         assert c.wait_for("initializing -> command"), c.output()
         _open_dashboard(c)
-        status, headers, _ = c.http.request(
-            "POST", "/login", {"Content-Type": "application/x-www-form-urlencoded"},
-            "token=" + c.token)
-        cookie = headers["Set-Cookie"].split(";")[0]
+        cookie = session_cookie(c)
         status, _, body = c.http.get("/api/session", cookie=cookie)
         session = json.loads(body)
         assert session["terminal"] is False
@@ -274,9 +268,7 @@ def test_a_pods_terminal_in_chromium(job):
     pod = job.job_id + "-worker-0"
     d = browser()
     try:
-        d.get(job.url + "/login")
-        d.find_element(By.ID, "token").send_keys(job.token)
-        d.find_element(By.ID, "login").click()
+        browser_login(d, job)
         wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
         d.get(job.url + "/#pods")
         link = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'a.terminal-link[data-pod="%s"]' % pod))

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <thread>
 
 namespace atl::os {
@@ -27,7 +28,7 @@ std::string errno_text(const char* what) { return std::string(what) + ": " + std
 // Every process of session `sid` (the shell's, as setsid made it): its
 // background jobs have process groups of their own that a signal to the
 // shell's group misses. What left the session (setsid, a daemon) stays.
-void signal_session(pid_t sid, int sig) {
+void signal_session(pid_t sid, std::initializer_list<int> sigs) {
   DIR* proc = ::opendir("/proc");
   if (!proc) return;
   while (dirent* e = ::readdir(proc)) {
@@ -48,7 +49,7 @@ void signal_session(pid_t sid, int sig) {
     char state = 0;
     if (p && std::sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) == 4 &&
         session == sid)
-      ::kill(static_cast<pid_t>(pid), sig);
+      for (int sig : sigs) ::kill(static_cast<pid_t>(pid), sig);
   }
   ::closedir(proc);
 }
@@ -211,8 +212,7 @@ Status PtySession::resize(int rows, int cols) {
 
 void PtySession::signal_hang_up() {
   if (reaped_) return;
-  signal_session(pid_, SIGHUP);
-  signal_session(pid_, SIGCONT);  // a stopped job hears the hang-up too
+  signal_session(pid_, {SIGHUP, SIGCONT});  // a stopped job hears the hang-up too
 }
 
 ExitStatus PtySession::hang_up(int grace_ms) {
@@ -224,7 +224,7 @@ ExitStatus PtySession::hang_up(int grace_ms) {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_ || (r < 0 && errno == ECHILD)) break;
     if (std::chrono::steady_clock::now() >= deadline) {
-      signal_session(pid_, SIGKILL);
+      signal_session(pid_, {SIGKILL});
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
       }
       break;
