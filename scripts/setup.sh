@@ -15,7 +15,7 @@ packages=(
 # for the fan-out bench; headless Chromium and Selenium for the dashboard's browser tests.
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(gdb python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev shellcheck
-    chromium chromium-driver python3-selenium python3-websocket)
+    chromium chromium-driver python3-selenium python3-websocket python3-cloudpickle)
 fi
 
 sudo=""

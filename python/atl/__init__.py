@@ -31,21 +31,22 @@ import sys
 import threading
 import time
 
-from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
+from ._capi import (FAILED, USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
                     UsageError)
-from . import _options, _serialize
+from . import _objects, _options, _refs, _serialize
+from ._errors import ActorDiedError, OwnerDiedError, RemoteError, TaskError
+from ._refs import ActorRef, ObjectRef, put
 
 __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
            "cluster_resources", "available_resources", "placement_group",
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
-           "GetTimeoutError", "RemoteError", "TaskError", "host_actor", "get_actor", "kill", "list_actors",
-           "cancel"]
+           "GetTimeoutError", "RemoteError", "TaskError", "ActorDiedError", "OwnerDiedError",
+           "host_actor", "get_actor", "kill", "list_actors", "cancel", "put"]
 
-# Arguments travel in the task's environment, in pieces: Linux takes 128 KiB
-# per variable and about 2 MiB for all of them together.
+# A call travels in the task's environment, in pieces (Linux takes 128 KiB
+# per variable): inline when small, else as a ref to the caller's object.
 _CHUNK = 96 * 1024
-_MAX_PAYLOAD = 1024 * 1024
 
 
 def progress():
@@ -63,81 +64,12 @@ def progress():
     return True
 
 
-def _check_size(size, what):
-    """The same limit for a call on a warm process as for a task's environment."""
-    if size > _MAX_PAYLOAD:
-        raise UsageError(2, f"{what}: the code and its arguments take {size} bytes, over "
-                         f"the {_MAX_PAYLOAD} a call can carry; pass big data through shared "
-                         "storage")
-
-
-def _payload_env(prefix, payload, what):
+def _payload_env(prefix, payload):
     """`payload` as PREFIX_0.. PREFIX_<n-1> and PREFIX_PARTS=n (see _worker.take_payload)."""
-    _check_size(len(payload), what)
     chunks = [payload[i:i + _CHUNK] for i in range(0, len(payload), _CHUNK)] or [""]
     env = {f"{prefix}_{k}": chunk for k, chunk in enumerate(chunks)}
     env[f"{prefix}_PARTS"] = str(len(chunks))
     return env
-
-
-class RemoteError(AtlError):
-    """A remote function raised (or its process ended without a result)."""
-
-    def __init__(self, message, remote_type=None, remote_traceback=None):
-        super().__init__(1, message)
-        self.remote_type = remote_type
-        self.remote_traceback = remote_traceback
-
-
-class TaskError(RemoteError):
-    """A task's or an actor call's exception, raised in the caller. When the
-    original exception came back, the error raised is an instance of both
-    this and the original class (Ray's RayTaskError(ValueError) pattern): so
-    `except ValueError` catches a remote ValueError; `.cause` is the original
-    and `.remote_traceback` its traceback on the pod."""
-
-    def __init__(self, message, remote_type=None, remote_traceback=None, cause=None):
-        super().__init__(message, remote_type, remote_traceback)
-        self.cause = cause
-
-
-_typed_errors = {}  # original class -> its TaskError subclass
-
-
-def _task_error(message, outcome):
-    """The error for an ("err", type, traceback[, pickled exception]) outcome:
-    of the exception's own class too when it came back and such a class can
-    be made; else a plain TaskError."""
-    remote_type, tb = outcome[1], outcome[2]
-    cause = None
-    if len(outcome) > 3 and outcome[3] is not None:
-        try:
-            cls, args, attributes = pickle.loads(outcome[3])
-            cause = cls.__new__(cls)  # as it was, without calling its __init__ again
-            cause.args = args
-            cause.__dict__.update(attributes)
-        except Exception:  # its class is not importable here, or takes no such state
-            cause = None
-    if not isinstance(cause, Exception):
-        return TaskError(message, remote_type, tb)
-    cls = type(cause)
-    try:
-        typed = _typed_errors.get(cls)
-        if typed is None:
-            typed = type(f"TaskError({cls.__name__})", (TaskError, cls),
-                         {"__init__": lambda self, *a, **k: None})
-            typed.__module__ = "atl"
-            _typed_errors[cls] = typed
-        err = typed.__new__(typed)
-        # Not TaskError.__init__: its super() chain would reach the original
-        # class's __init__, whose arguments are not a message.
-        BaseException.__init__(err, message)
-        err.code, err.remote_type, err.remote_traceback, err.cause = 1, remote_type, tb, cause
-        err.__dict__.update(getattr(cause, "__dict__", {}))  # its own attributes win
-        return err
-    except TypeError:  # a class no subclass can join (its layout, a final class)
-        err = TaskError(message, remote_type, tb, cause)
-        return err
 
 
 _client = None
@@ -183,6 +115,7 @@ def init(address=None, tls_dir=None, insecure=False, workers_per_node=None, **ra
         if per_node is None:
             per_node = _default_workers_per_node()
         _client = Client(address, tls_dir, insecure)
+        _objects.configure(address, tls_dir, insecure)
         _workers_per_node = per_node
         client = _client
     if per_node != 0:
@@ -404,39 +337,6 @@ def run(command, placement_group=None, bundle_index=0, pod=None, env=None, worki
     return Task(_c().task_start(command, gid, bundle_index if gid else -1, pod, env, working_dir))
 
 
-class ObjectRef:
-    """The future result of a remote function call (atl.get() it): of a task
-    (`.task`), or of a call on a warm process (`.task` is None)."""
-
-    def __init__(self, task, name, future=None, part=None):
-        self.task = task
-        self._name = name
-        self._future = future
-        self._part = part  # (i, n): value i of a task with num_returns=n
-
-    def _parts(self, n):
-        """The refs of a num_returns=n call: one per value of its result."""
-        return [ObjectRef(self.task, f"{self._name}[{i}]", self._future, (i, n))
-                for i in range(n)]
-
-    def _pick(self, value):
-        if self._part is None:
-            return value
-        i, n = self._part
-        if not isinstance(value, (tuple, list)) or len(value) != n:
-            got = len(value) if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
-            raise ValueError(f"{self._name}: the task returned {got}, not the {n} values "
-                             f"num_returns={n} asks for")
-        return value[i]
-
-    def _done(self):
-        return self._future.done() if self._future is not None else self.task.done()
-
-    def __repr__(self):
-        where = f"task={self.task.id}" if self.task is not None else "warm worker"
-        return f"ObjectRef({where}, {self._name})"
-
-
 def _warm_pool():
     """The driver's warm processes (started by init()), or None: then a call
     runs cold (its own process), and its refusal, if any, says why."""
@@ -500,7 +400,7 @@ def cancel(ref):
         raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
     if ref.task is not None:
         ref.task.kill()
-    elif _warm:
+    elif _warm and ref._future is not None:
         _warm.cancel(ref._future)
 
 
@@ -535,27 +435,41 @@ class RemoteFunction:
         return clone
 
     def remote(self, *args, **kwargs):
+        """A ref to the call's value (num_returns=n: a list of n refs). Refs
+        among the arguments: the call is sent once their values are there."""
         if self._desc is None:
             self._desc = _serialize.encode_function(self._fn)
+        waiting = _refs.pending((args, kwargs))
+        if waiting:
+            ref = _refs.after(waiting, lambda: self._submit(args, kwargs), self.__name__)
+        else:
+            ref = self._submit(args, kwargs)
+        parts = self._options.get("num_returns")
+        return ref._parts(parts) if parts else ref
+
+    def _submit(self, args, kwargs):
         o = self._options
         pool = None if _placed(o) else _warm_pool()
-        parts = o.get("num_returns")
+        body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
+        result_to = _refs.result_slot()
         if pool is not None:
-            request = pickle.dumps(("run", self._desc, args, kwargs))
-            _check_size(4 * ((len(request) + 2) // 3), f"{self.__name__}.remote")
-            ref = ObjectRef(None, self.__name__, pool.submit(request, self.__name__))
-            return ref._parts(parts) if parts else ref
-        payload = base64.b64encode(pickle.dumps((self._desc, args, kwargs))).decode("ascii")
+            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__)
+            future.add_done_callback(lambda _: body.release())
+            return ObjectRef(self.__name__, _refs._Call(future))
+        payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")
         env = dict(o.get("env") or {})
-        env.update(_payload_env("ATL_TASK_PAYLOAD", payload, f"{self.__name__}.remote"))
+        env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         pg, bundle, pod = _where(o)
         command = f"exec {sys.executable} -m atl._worker"
-        task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
-                   working_dir=o.get("working_dir"))
-        ref = ObjectRef(task, self.__name__)
-        return ref._parts(parts) if parts else ref
+        try:
+            task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
+                       working_dir=o.get("working_dir"))
+        except BaseException:
+            body.release()
+            raise
+        return ObjectRef(self.__name__, _refs._Task(task, keep=body, result_oid=result_to[1]))
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"remote function {self.__name__} is called with "
@@ -597,8 +511,21 @@ class _Method:
         self._name = name
 
     def remote(self, *args, **kwargs):
-        request = pickle.dumps((self._name, args, kwargs))
-        return ActorRef(_pool().submit(self._actor._call_pickled, request), self._name)
+        """A ref to the method's value; refs among the arguments: sent once
+        their values are there."""
+        actor, method = self._actor, self._name
+        label = f"{actor.name}.{method}"
+        waiting = _refs.pending((args, kwargs))
+
+        def call():
+            for ref in waiting:
+                ref._get(None)
+            body = _refs.Body((method, args, kwargs), label)
+            try:
+                return actor._call(body, label)
+            finally:
+                body.release()
+        return ActorRef(label, _refs._Call(_pool().submit(call)))
 
 
 class ActorHandle:
@@ -615,11 +542,18 @@ class ActorHandle:
         ms = _FOREVER_MS if timeout is None else max(1, _ms(timeout))
         return _c().actor_call(self.name, bytes(data), ms)
 
-    def _call_pickled(self, request):
-        outcome = pickle.loads(self.call(request, self._timeout))
-        if outcome[0] == "ok":
-            return outcome[1]
-        raise _task_error(f"{self.name}: raised {outcome[1]}:\n{outcome[2]}", outcome)
+    def _call(self, body, label):
+        """A method call (body: method, args, kwargs) and its value."""
+        request = pickle.dumps(("call", body.wire, _refs.result_slot()))
+        try:
+            reply = self.call(request, self._timeout)
+        except (GetTimeoutError, UsageError):
+            raise
+        except AtlError as e:
+            if e.code == FAILED:
+                raise ActorDiedError(f"{label}: the actor {self.name!r} died: {e}") from None
+            raise
+        return _refs.outcome_value(pickle.loads(reply), label)
 
     def __getattr__(self, method):
         if method.startswith("_"):
@@ -630,6 +564,9 @@ class ActorHandle:
         return f"ActorHandle({self.name!r})"
 
 
+_started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
+
+
 def get_actor(name, timeout=0):
     """The actor named `name`. As Ray's: ValueError at once when the job has
     none; with timeout= (seconds) it waits that long for one to appear (an
@@ -637,7 +574,7 @@ def get_actor(name, timeout=0):
     deadline = time.monotonic() + timeout
     while True:
         if any(a["name"] == name for a in list_actors()):
-            return ActorHandle(name)
+            return ActorHandle(name, _started.get(name))
         if not timeout:
             raise ValueError(f"atl.get_actor: no actor named {name!r} in this job "
                              f"(atl.list_actors() has the job's)")
@@ -651,17 +588,7 @@ def kill(actor):
     if actor._task is None:
         raise UsageError(2, f"{actor.name} was not started by this driver: its host closes it")
     actor._task.kill()
-
-
-class ActorRef:
-    """A pending actor method call (atl.get it)."""
-
-    def __init__(self, future, name):
-        self._future = future
-        self._name = name
-
-    def _done(self):
-        return self._future.done()
+    _started.pop(actor.name, None)
 
 
 _executor = None
@@ -696,14 +623,23 @@ class ActorClass:
         import uuid
         o = self._options
         name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
+        for ref in _refs.pending((args, kwargs)):
+            ref._get(None)
+        body = _refs.Body((_serialize.encode_class(self._cls), args, kwargs, name),
+                          f"{self.__name__}.remote")
+        try:
+            return self._start(o, name, body)
+        finally:
+            body.release()
+
+    def _start(self, o, name, body):
         pool = None if _placed(o) else _warm_pool()
         worker = pool.take_idle() if pool is not None else None
         if worker is not None:
-            return self._become(pool, worker, name, args, kwargs)
-        payload = base64.b64encode(pickle.dumps(
-            (_serialize.encode_class(self._cls), args, kwargs, name))).decode("ascii")
+            return self._become(pool, worker, name, body)
+        payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")
         env = dict(o.get("env") or {})
-        env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload, f"{self.__name__}.remote"))
+        env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         pg, bundle, pod = _where(o)
@@ -714,31 +650,30 @@ class ActorClass:
             if task.done():
                 text = _c().task_result(task.id, 1000)
                 if text is not None:
-                    outcome = pickle.loads(base64.b64decode(text))
-                    raise _task_error(f"actor {name}: its constructor raised {outcome[1]}:\n"
-                                      f"{outcome[2]}", outcome)
+                    _refs.outcome_value(pickle.loads(base64.b64decode(text)),
+                                        f"actor {name}: its constructor")
                 raise RemoteError(f"actor {name} ended before it answered: "
                                   f"{task.output()[-2000:]!r}")
             if time.monotonic() >= deadline:
                 task.kill()
                 raise GetTimeoutError(5, f"actor {name} did not start in time")
             time.sleep(0.01)
+        _started[name] = task
         return ActorHandle(name, task)
 
-    def _become(self, pool, worker, name, args, kwargs):
+    def _become(self, pool, worker, name, body):
         """The actor in a warm process: its instance made there, hosted under `name`."""
-        request = pickle.dumps(("become", _serialize.encode_class(self._cls), args, kwargs, name))
-        _check_size(4 * ((len(request) + 2) // 3), f"{self.__name__}.remote")
+        request = pickle.dumps(("become", body.wire, _refs.result_slot()))
         try:
             outcome = pickle.loads(_c().actor_call(
                 worker.name, request, _ms(self._options.get("start_timeout", 60))))
         except AtlError:
             worker.task.kill()
             raise
-        if outcome[0] != "ok":
+        if outcome[0] == "err":
             pool.give_back(worker)
-            raise _task_error(f"actor {name}: its constructor raised {outcome[1]}:\n{outcome[2]}",
-                              outcome)
+            _refs.outcome_value(outcome, f"actor {name}: its constructor")
+        _started[name] = worker.task
         return ActorHandle(name, worker.task)
 
 
@@ -754,50 +689,16 @@ def remote(*args, **options):
     return wrap
 
 
-def _result(ref, timeout):
-    value = _whole_result(ref, timeout)
-    return ref._pick(value) if isinstance(ref, ObjectRef) else value
-
-
-def _whole_result(ref, timeout):
-    if isinstance(ref, ActorRef) or ref._future is not None:
-        from concurrent.futures import TimeoutError as FutureTimeout
-        try:
-            return ref._future.result(timeout)
-        except FutureTimeout:
-            raise GetTimeoutError(5, f"{ref._name} is not done after {timeout} s") from None
-    task = ref.task
-    if timeout is None:  # no deadline: in pieces, so Ctrl-C ends the wait within one
-        while True:
-            try:
-                text = _c().task_result(task.id, _GET_PIECE_MS)
-                break
-            except GetTimeoutError:
-                continue
-    else:
-        text = _c().task_result(task.id, _ms(timeout))
-    if text is None:
-        code = task.wait(0)
-        tail = task.output()[-2000:]
-        raise RemoteError(f"{ref._name} (task {task.id}) ended with {code} and no result; "
-                          f"its output ends: {tail!r}")
-    outcome = pickle.loads(base64.b64decode(text))
-    if outcome[0] == "ok":
-        return outcome[1]
-    raise _task_error(f"{ref._name} (task {task.id}) raised {outcome[1]}:\n{outcome[2]}",
-                      outcome)
-
-
 def get(refs, timeout=None):
     """The value(s) of remote calls; RemoteError if one raised, GetTimeoutError
     if one is not done after `timeout` seconds (all of them together)."""
-    single = isinstance(refs, (ObjectRef, ActorRef))
+    single = isinstance(refs, ObjectRef)
     if not single and not isinstance(refs, (list, tuple)):
         raise UsageError(USAGE, f"atl.get: expected an ObjectRef or a list of them, "
                                 f"got {type(refs).__name__} {refs!r:.60}")
     items = [refs] if single else list(refs)
     for i, ref in enumerate(items):
-        if not isinstance(ref, (ObjectRef, ActorRef)):
+        if not isinstance(ref, ObjectRef):
             raise UsageError(USAGE, f"atl.get: item {i} is {type(ref).__name__} {ref!r:.60}, "
                                     f"not an ObjectRef")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
@@ -806,7 +707,7 @@ def get(refs, timeout=None):
     values = []
     for ref in items:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        values.append(_result(ref, left))
+        values.append(ref._get(left))
     return values[0] if single else values
 
 

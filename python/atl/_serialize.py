@@ -2,7 +2,11 @@
 driver's script: the code object (marshal: head and workers share one image,
 so one Python), the globals it names (modules by name, values pickled, other
 functions of the script by value too), defaults and closure. Functions of
-importable modules travel by reference, as pickle does."""
+importable modules travel by reference, as pickle does.
+
+cloudpickle does all this and more (a class defined inside a function, say):
+where the image has it, functions and classes go through it; this module's
+own encoding is the fallback for images without it."""
 import builtins
 import marshal
 import pickle
@@ -51,8 +55,16 @@ def _encode(value, root, depth):
                         "importable module or pass it as an argument") from None
 
 
+try:
+    import cloudpickle as _cloudpickle
+except ImportError:
+    _cloudpickle = None
+
+
 def encode_function(f, depth=0):
     """A picklable description of `f` (see the module's docstring)."""
+    if _cloudpickle is not None and depth == 0:
+        return _by_cloudpickle(f, "function")
     if depth > _MAX_DEPTH:
         raise TypeError("atl.remote: functions nest too deeply to send")
     if _importable(f):
@@ -85,9 +97,18 @@ def _decode(spec, fn):
     return pickle.loads(spec[1])
 
 
+def _by_cloudpickle(obj, what):
+    try:
+        return ("cloudpickle", _cloudpickle.dumps(obj))
+    except Exception as e:
+        raise TypeError(f"atl.remote: cannot send {what} {getattr(obj, '__name__', obj)!r} to a "
+                        f"worker ({e}); define it in an importable module or pass what it "
+                        "uses as an argument") from None
+
+
 def decode_function(desc):
     """The function `encode_function` described."""
-    if desc[0] == "ref":
+    if desc[0] in ("ref", "cloudpickle"):
         return pickle.loads(desc[1])
     _, code, name, globs, defaults, kwdefaults, closure = desc
     namespace = {"__builtins__": builtins, "__name__": "__atl_remote__"}
@@ -107,6 +128,8 @@ def decode_function(desc):
 def encode_class(cls):
     """A class by value (its methods as functions by value), or by reference
     when it is importable."""
+    if _cloudpickle is not None:
+        return _by_cloudpickle(cls, "class")
     if _importable(cls):
         return ("ref", pickle.dumps(cls))
     attrs = {}
@@ -127,7 +150,7 @@ def encode_class(cls):
 
 
 def decode_class(desc):
-    if desc[0] == "ref":
+    if desc[0] in ("ref", "cloudpickle"):
         return pickle.loads(desc[1])
     _, name, bases, attrs = desc
     namespace = {}

@@ -26,6 +26,7 @@ import sys
 import threading
 import uuid
 
+from . import _refs
 from ._capi import AtlError, GetTimeoutError, UsageError, FAILED
 
 _CALL_TIMEOUT_MS = 7 * 24 * 3600 * 1000  # a task may run for days; the call waits as long
@@ -96,7 +97,8 @@ class WorkerPool:
             return len(self._idle)
 
     def submit(self, request, label):
-        """Runs pickle(("run", fn_desc, args, kwargs)) on a warm process; a Future."""
+        """Runs pickle(("run", body, result_to)) on a warm process (see
+        atl._worker.pool_worker); a Future of its value."""
         from concurrent.futures import Future
         future = Future()
         job = _Job(request, future, label)
@@ -303,11 +305,10 @@ class WorkerPool:
                 job.future.set_exception(self._error(job.label, f"unreadable result: {e}"))
                 outcome = None
             if outcome is not None:
-                if outcome[0] == "ok":
-                    job.future.set_result(outcome[1])
-                else:
-                    job.future.set_exception(self._atl._task_error(
-                        f"{job.label} raised {outcome[1]}:\n{outcome[2]}", outcome))
+                try:
+                    job.future.set_result(_refs.outcome_value(outcome, job.label))
+                except BaseException as e:  # what the function raised, with its type
+                    job.future.set_exception(e)
             with self._lock:
                 worker.job = None
                 if worker.state != "busy":

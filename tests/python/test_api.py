@@ -453,18 +453,6 @@ def test_remote_classes_are_actors_on_workers(cluster):
     assert counter._task.wait(timeout=30) in (0, -15)
 
 
-def test_big_arguments_travel_in_pieces_and_too_big_ones_are_refused(cluster):
-    @atl.remote
-    def size(data):
-        return len(data), data[:3], data[-3:]
-
-    data = bytes(range(256)) * 2000  # 512 KB
-    assert atl.get(size.remote(data), timeout=60) == (len(data), data[:3], data[-3:])
-    with pytest.raises(atl.UsageError) as e:
-        size.remote(b"x" * (2 * 1024 * 1024))
-    assert "over the" in str(e.value) and "shared storage" in str(e.value)
-
-
 def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster, monkeypatch):
     atl.shutdown()
     # Warm processes that end at once (the "interpreter" exits 1 before it answers).

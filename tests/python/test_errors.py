@@ -1,6 +1,6 @@
 """A task's exception comes back as its own type (atl.TaskError and the
 original class, Ray's RayTaskError(ValueError) pattern), built from what a
-worker sends: its class, args and attributes (atl._worker._error). Pure: the
+worker sends: its class, args and attributes (atl._errors.error_outcome). Pure: the
 worker's half and the caller's half without a cluster (test_api.py has them
 end to end)."""
 import pickle
@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 import atl
-from atl import _worker
+from atl import _errors
 
 
 class Quota(Exception):
@@ -29,8 +29,8 @@ def roundtrip(e):
     try:
         raise e
     except BaseException as raised:
-        outcome = pickle.loads(pickle.dumps(_worker._error(raised)))
-    return atl._task_error(f"f raised {outcome[1]}:\n{outcome[2]}", outcome)
+        outcome = pickle.loads(pickle.dumps(_errors.error_outcome(raised)))
+    return atl._errors.task_error(f"f raised {outcome[1]}:\n{outcome[2]}", outcome)
 
 
 def test_a_builtin_exception_is_caught_by_its_type_and_as_atls():
@@ -65,8 +65,8 @@ def test_what_cannot_come_back_typed_is_a_plain_task_error():
     assert type(err) is atl.TaskError and err.cause is None
     assert "with a lock" in err.remote_traceback
     # An older worker's outcome (three fields).
-    err = atl._task_error("f raised X:\ntb", ("err", "X", "tb"))
+    err = atl._errors.task_error("f raised X:\ntb", ("err", "X", "tb"))
     assert type(err) is atl.TaskError and err.remote_traceback == "tb"
     # A class the caller cannot import.
     outcome = ("err", "Gone", "tb", pickle.dumps(("no such pickle",)))
-    assert type(atl._task_error("m", outcome)) is atl.TaskError
+    assert type(atl._errors.task_error("m", outcome)) is atl.TaskError

@@ -1,0 +1,468 @@
+"""The object plane: values by reference between the job's Python processes.
+
+A value that pickles small (INLINE_MAX) travels inside the call or the ref
+that names it. A bigger one is an object: its pickle (protocol 5, the
+buffers of numpy arrays and the like out of band, so not copied into one
+string) is kept by the process that owns it -- the one that put it, or the
+caller a task's big result is pushed back to -- and fetched from there by a
+process that needs it. Each owner runs an object server on the address it
+reaches the supervisor from: one thread per connection, mutual TLS with the
+job's credentials (ca.pem, cert.pem, key.pem; plain TCP only when the job
+runs --insecure), so only the job's processes fetch or push.
+
+Requests on a connection (one at a time, the connection reused):
+    b"G" oid             -> b"K" frames | b"N" u32 n, message
+    b"P" oid frames      -> b"K"        (push: a big result to its caller)
+    b"H" oid             -> b"K" | b"N" (a borrower sends its ref on: one more pin)
+    b"R" oid             -> b"K"        (a borrower dropped its ref)
+frames: u32 count, then each as u64 length + bytes. An object is at most
+MAX_OBJECT bytes; the practical bound is the owner's memory.
+
+Lifetime (reference counting): an object lives while the owner holds a ref
+to it or a borrower does. Every ref to it in the owner counts one; every
+time a ref leaves the owner pickled (an argument, a result) it is pinned
+once more, and the borrower that unpickled it releases that pin when its
+ref is collected (b"R", sent from a background thread). A process that ends
+takes its objects with it: a later fetch says so (OwnerDiedError)."""
+import atexit
+import io
+import os
+import pickle
+import queue
+import socket
+import ssl
+import struct
+import threading
+import weakref
+
+try:
+    import cloudpickle as _cloudpickle
+except ImportError:  # the image has no cloudpickle: pickle (and atl._serialize for functions)
+    _cloudpickle = None
+
+INLINE_MAX = 100 * 1024
+MAX_OBJECT = 64 * 1024 ** 3
+_MAX_FRAMES = 1 << 20
+
+
+class ObjectLostError(Exception):
+    """An object's owner no longer has it (the owner process ended, or the
+    object was freed): as Ray's ObjectLostError / OwnerDiedError."""
+
+
+# --- pickling with out-of-band buffers -------------------------------------------
+
+
+def dumps(value):
+    """`value` as frames: [pickle, buffer, buffer...] (protocol 5: big
+    buffers out of band, not copied). cloudpickle where the image has it."""
+    buffers = []
+    out = io.BytesIO()
+    pickler = (_cloudpickle.CloudPickler if _cloudpickle else pickle.Pickler)(
+        out, protocol=5, buffer_callback=buffers.append)
+    pickler.dump(value)
+    return [out.getbuffer()] + [b.raw() for b in buffers]
+
+
+def inline(frames):
+    """A small value's frames as a list of bytes (to pickle into a message)."""
+    return [bytes(f) for f in frames]
+
+
+def loads(frames):
+    return pickle.loads(frames[0], buffers=frames[1:])
+
+
+def size(frames):
+    return sum(memoryview(f).nbytes for f in frames)
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+class Store:
+    """This process's objects: oid -> frames, each with its count of holders."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._objects = {}  # oid -> [frames, count]
+
+    def put(self, oid, frames, count=1):
+        with self._lock:
+            self._objects[oid] = [frames, count]
+
+    def get(self, oid):
+        with self._lock:
+            entry = self._objects.get(oid)
+            return entry[0] if entry else None
+
+    def take(self, oid):
+        """A pushed result, handed over once."""
+        with self._lock:
+            entry = self._objects.pop(oid, None)
+            return entry[0] if entry else None
+
+    def hold(self, oid):
+        with self._lock:
+            entry = self._objects.get(oid)
+            if entry:
+                entry[1] += 1
+            return entry is not None
+
+    def release(self, oid):
+        with self._lock:
+            entry = self._objects.get(oid)
+            if entry:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    del self._objects[oid]
+
+    def stats(self):
+        """(objects, bytes) held now."""
+        with self._lock:
+            return len(self._objects), sum(size(e[0]) for e in self._objects.values())
+
+
+_store = Store()
+
+
+def store():
+    return _store
+
+
+def new_oid():
+    return os.urandom(16)
+
+
+# --- wire -------------------------------------------------------------------------
+
+
+def _recv_exact(sock, n):
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], min(n - got, 1 << 24))
+        if not k:
+            raise ConnectionError("the connection closed mid-message")
+        got += k
+    return buf
+
+
+def _send_frames(sock, frames):
+    sock.sendall(struct.pack("!I", len(frames)) +
+                 b"".join(struct.pack("!Q", memoryview(f).nbytes) for f in frames))
+    for f in frames:
+        view = memoryview(f).cast("B")
+        for i in range(0, len(view), 1 << 24):  # ssl writes at most 2 GiB at once
+            sock.sendall(view[i:i + (1 << 24)])
+
+
+def _recv_frames(sock):
+    (count,) = struct.unpack("!I", _recv_exact(sock, 4))
+    if count > _MAX_FRAMES:
+        raise ConnectionError(f"{count} frames: not an atl object")
+    lengths = struct.unpack(f"!{count}Q", _recv_exact(sock, 8 * count))
+    if sum(lengths) > MAX_OBJECT:
+        raise ConnectionError(f"an object of {sum(lengths)} bytes, over the {MAX_OBJECT} bound")
+    return [_recv_exact(sock, n) for n in lengths]
+
+
+# --- credentials and addresses -------------------------------------------------------
+
+_tls_dir = None  # set by configure(): None with insecure=True
+_insecure = False
+_supervisor = None  # "host:port"
+_configured = False
+
+
+def configure(address=None, tls_dir=None, insecure=False):
+    """What atl.init() connected with: the object plane uses the same (a
+    process that never connects: its environment, as atl.init() reads it)."""
+    global _tls_dir, _insecure, _supervisor, _configured
+    before = (_tls_dir, _insecure, _supervisor) if _configured else None
+    _configured = True
+    _supervisor = address or os.environ.get("ATL_ADDRESS")
+    if insecure or (not tls_dir and not os.environ.get("ATL_TLS_DIR")
+                    and os.environ.get("ATL_INSECURE")):
+        _tls_dir, _insecure = None, True
+    else:
+        _tls_dir, _insecure = tls_dir or os.environ.get("ATL_TLS_DIR"), False
+    if before is not None and before != (_tls_dir, _insecure, _supervisor):
+        _restart()  # another job's credentials (a driver that connects anew): a new server
+
+
+def _context(server):
+    if not _configured:
+        configure()
+    if _insecure:
+        return None
+    if not _tls_dir:
+        raise ObjectLostError("the object plane has no TLS credentials (atl.init() first)")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(os.path.join(_tls_dir, "cert.pem"), os.path.join(_tls_dir, "key.pem"))
+    ctx.load_verify_locations(os.path.join(_tls_dir, "ca.pem"))
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    if not server:
+        ctx.check_hostname = False  # the job's certificates name no host: the CA is the check
+    return ctx
+
+
+def _split(address):
+    host, _, port = address.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _local_ip():
+    """The address this process reaches the supervisor from: the pods reach it there."""
+    if not _configured:
+        configure()
+    if _supervisor:
+        host, port = _split(_supervisor)
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.connect((host, port))
+                return s.getsockname()[0]
+        except OSError:
+            pass
+    return "127.0.0.1"
+
+
+# --- the server -----------------------------------------------------------------------
+
+
+class _Server:
+    def __init__(self):
+        ip = _local_ip()
+        family = socket.AF_INET6 if ":" in ip else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((ip, 0))
+        self._sock.listen(64)
+        port = self._sock.getsockname()[1]
+        self.address = f"[{ip}]:{port}" if family == socket.AF_INET6 else f"{ip}:{port}"
+        self._ctx = _context(server=True)
+        threading.Thread(target=self._accept, daemon=True, name="atl-objects").start()
+
+    def close(self):
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                             name="atl-objects-conn").start()
+
+    def _serve(self, conn):
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ctx is not None:
+                conn.settimeout(30)  # the handshake; then requests wait as long as they like
+                conn = self._ctx.wrap_socket(conn, server_side=True)
+                conn.settimeout(None)
+            while True:
+                head = conn.recv(17)
+                if not head:
+                    return
+                if len(head) < 17:
+                    head += _recv_exact(conn, 17 - len(head))
+                op, oid = head[:1], bytes(head[1:17])
+                if op == b"G":
+                    frames = _store.get(oid)
+                    if frames is None:
+                        why = b"no such object here (freed, or never put)"
+                        conn.sendall(b"N" + struct.pack("!I", len(why)) + why)
+                    else:
+                        conn.sendall(b"K")
+                        _send_frames(conn, frames)
+                elif op == b"P":
+                    _store.put(oid, _recv_frames(conn))
+                    conn.sendall(b"K")
+                elif op == b"H":
+                    conn.sendall(b"K" if _store.hold(oid) else b"N")
+                elif op == b"R":
+                    _store.release(oid)
+                    conn.sendall(b"K")
+                else:
+                    return  # not atl's protocol: drop the connection
+        except (OSError, ConnectionError, ssl.SSLError, struct.error):
+            pass
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+_server = None
+_server_lock = threading.Lock()
+
+
+def address():
+    """This process's object server ("host:port"), started on first use."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = _Server()
+        return _server.address
+
+
+def _restart():
+    global _server
+    with _server_lock:
+        server, _server = _server, None
+    if server is not None:
+        server.close()
+    _connections.clear()
+
+
+def is_local(owner):
+    return _server is not None and owner == _server.address
+
+
+# --- the client: one connection per owner, reused ---------------------------------
+
+
+class _Connections:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle = {}  # owner -> [socket]
+
+    def clear(self):
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for socks in idle.values():
+            for sock in socks:
+                sock.close()
+
+    def _open(self, owner):
+        host, port = _split(owner)
+        sock = socket.create_connection((host, port), timeout=30)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ctx = _context(server=False)
+        if ctx is not None:
+            sock = ctx.wrap_socket(sock)
+        sock.settimeout(None)
+        return sock
+
+    def request(self, owner, send, receive):
+        """send(sock), then receive(sock) on a connection to `owner`; one
+        retry on a fresh connection when a reused one turns out closed."""
+        for attempt in (0, 1):
+            with self._lock:
+                pool = self._idle.get(owner) or []
+                sock = pool.pop() if pool and attempt == 0 else None
+            fresh = sock is None
+            try:
+                if fresh:
+                    sock = self._open(owner)
+                send(sock)
+                result = receive(sock)
+            except (OSError, ConnectionError, ssl.SSLError) as e:
+                try:
+                    if sock is not None:
+                        sock.close()
+                except OSError:
+                    pass
+                if fresh:
+                    raise ObjectLostError(f"the owner at {owner} cannot be reached ({e}): "
+                                          f"the process that held the object ended") from None
+                continue
+            with self._lock:
+                self._idle.setdefault(owner, []).append(sock)
+            return result
+
+
+_connections = _Connections()
+
+
+def fetch(owner, oid):
+    """The frames of object `oid` from `owner` (this process's own: no copy)."""
+    if is_local(owner):
+        frames = _store.get(oid)
+        if frames is None:
+            raise ObjectLostError(f"object {oid.hex()} was freed")
+        return frames
+
+    def receive(sock):
+        status = _recv_exact(sock, 1)
+        if status == b"K":
+            return _recv_frames(sock)
+        (n,) = struct.unpack("!I", _recv_exact(sock, 4))
+        return ObjectLostError(f"object {oid.hex()} at {owner}: "
+                               f"{_recv_exact(sock, n).decode('utf-8', 'replace')}")
+    result = _connections.request(owner, lambda s: s.sendall(b"G" + oid), receive)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def push(owner, oid, frames):
+    """Hands `frames` to `owner` as object `oid` (a big result to its caller)."""
+    def send(sock):
+        sock.sendall(b"P" + oid)
+        _send_frames(sock, frames)
+    _connections.request(owner, send, lambda s: _recv_exact(s, 1))
+
+
+def hold(owner, oid):
+    """One more pin on `owner`'s object `oid`, for a ref sent on by a borrower."""
+    if _connections.request(owner, lambda s: s.sendall(b"H" + oid),
+                            lambda s: _recv_exact(s, 1)) != b"K":
+        raise ObjectLostError(f"object {oid.hex()} at {owner} was freed")
+
+
+# --- releases, off the collector's thread ----------------------------------------------
+
+_releases = queue.Queue()
+_release_thread = None
+
+
+def _send_releases():
+    while True:
+        owner, oid = _releases.get()
+        if owner is None:
+            return
+        try:
+            _connections.request(owner, lambda s: s.sendall(b"R" + oid),
+                                 lambda s: _recv_exact(s, 1))
+        except (ObjectLostError, OSError):
+            pass  # the owner is gone, and its objects with it
+
+
+def release_later(owner, oid):
+    """A borrowed ref was collected: its owner may free the object."""
+    global _release_thread
+    if is_local(owner):
+        _store.release(oid)
+        return
+    if _release_thread is None:
+        _release_thread = threading.Thread(target=_send_releases, daemon=True,
+                                           name="atl-objects-release")
+        _release_thread.start()
+    _releases.put((owner, oid))
+
+
+@atexit.register
+def _flush_releases():
+    """A task's process ending: the pins its refs held go back before it does."""
+    if _release_thread is None:
+        return
+    _releases.put((None, None))
+    _release_thread.join(timeout=5)
+
+
+def on_collect(obj, callback, *args):
+    """callback(*args) once `obj` is collected (never at interpreter exit)."""
+    f = weakref.finalize(obj, callback, *args)
+    f.atexit = False
+    return f

@@ -1,0 +1,352 @@
+"""ObjectRefs: values to come (a call's result) or kept by a process of the
+job (atl.put, a big result), passed by reference between processes.
+
+A ref's source is one of
+  _Call    a call's future (a warm process's call, an actor method, a call
+           that waits for the refs it takes);
+  _Task    a task's result, read once from the supervisor and kept;
+  _Stored  an object (atl._objects): inline in the ref when small, else
+           kept by its owner and fetched from there.
+A ref that leaves its process pickled (an argument, a result, a value of a
+put) goes as its object: a value to come is waited for first (a call that
+takes pending refs is sent once they are ready, see `pending`), a value
+that came back here is stored here. Top-level ref arguments reach the
+function as their values (Ray's rule); refs nested in them stay refs the
+function can atl.get."""
+import base64
+import pickle
+import threading
+
+from . import _errors, _objects
+from ._capi import GetTimeoutError
+
+
+class ObjectRef:
+    """The future value of a remote call (atl.get() it) or an object put."""
+
+    def __init__(self, name, source, part=None):
+        self._name = name
+        self._source = source
+        self._part = part  # (i, n): value i of a call with num_returns=n
+
+    @property
+    def task(self):
+        """The task that makes it, when it is a task's (atl.cancel kills it)."""
+        return getattr(self._source, "task", None)
+
+    @property
+    def _future(self):
+        return getattr(self._source, "future", None)
+
+    def _parts(self, n):
+        """The refs of a num_returns=n call: one per value of its result."""
+        return [type(self)(f"{self._name}[{i}]", self._source, (i, n)) for i in range(n)]
+
+    def _pick(self, value):
+        if self._part is None:
+            return value
+        i, n = self._part
+        if not isinstance(value, (tuple, list)) or len(value) != n:
+            got = len(value) if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
+            raise ValueError(f"{self._name}: the task returned {got}, not the {n} values "
+                             f"num_returns={n} asks for")
+        return value[i]
+
+    def _done(self):
+        return self._source.done()
+
+    def _get(self, timeout):
+        """Its value; GetTimeoutError when not there after `timeout` s (None: no limit)."""
+        return self._pick(self._source.value(self._name, timeout))
+
+    def __reduce__(self):
+        refs = getattr(_collecting, "refs", None)
+        if refs is not None:  # a look for refs (see `pending`), not a real send
+            refs.append(self)
+            return (int, ())
+        owner, oid, inline = self._source.wire(self._part, self._pick, self._name)
+        return (_borrowed, (owner, oid, inline, self._name))
+
+    def __repr__(self):
+        return f"ObjectRef({self._source.describe()}, {self._name})"
+
+
+class ActorRef(ObjectRef):
+    """A pending actor method call (atl.get it, or pass it on)."""
+
+
+def after(waiting, submit, name):
+    """A ref to what submit() returns a ref to, submitted once every ref in
+    `waiting` has its value (a dependency's error is this call's error)."""
+    from concurrent.futures import Future
+    future = Future()
+
+    def go():
+        try:
+            for ref in waiting:
+                ref._get(None)
+            future.set_result(submit()._get(None))
+        except BaseException as e:
+            future.set_exception(e)
+    threading.Thread(target=go, daemon=True, name="atl-after").start()
+    return ObjectRef(name, _Call(future))
+
+
+def _borrowed(owner, oid, inline, name):
+    """A ref unpickled in another process than the one that sent it."""
+    return ObjectRef(name, _Stored(owner, oid, inline, borrowed=True))
+
+
+# --- sources ----------------------------------------------------------------------
+
+
+class _Source:
+    """What every source shares: a value that, once there, can be sent on."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stored = {}  # part -> the _Stored this process keeps for borrowers
+
+    def wire(self, part, pick, name):
+        """(owner, oid, inline) of the value (the `part` of it), stored here
+        once when it must travel; pinned once more for the borrower."""
+        with self._lock:
+            stored = self._stored.get(part)
+        if stored is None:
+            stored = _Stored.of(pick(self.value(name, None)))
+            with self._lock:
+                stored = self._stored.setdefault(part, stored)
+        return stored.wire(part, pick, name)
+
+
+class _Call(_Source):
+    def __init__(self, future):
+        super().__init__()
+        self.future = future
+
+    def done(self):
+        return self.future.done()
+
+    def value(self, name, timeout):
+        from concurrent.futures import TimeoutError as FutureTimeout
+        try:
+            return self.future.result(timeout)
+        except FutureTimeout:
+            raise GetTimeoutError(5, f"{name} is not done after {timeout} s") from None
+
+    def describe(self):
+        return "call"
+
+
+# A get(timeout=None) asks in pieces this long, so Ctrl-C ends it within one.
+_GET_PIECE_MS = 1000
+
+
+class _Task(_Source):
+    """A task's result: ("ok", inline) / ("pushed", oid) / ("err", ...) on the
+    control channel, read once; `keep`: the call's stored arguments, released then."""
+
+    def __init__(self, task, keep=None, result_oid=None):
+        super().__init__()
+        self.task = task
+        self._keep = keep
+        if result_oid is not None:  # a big result pushed here and never read: dropped with it
+            _objects.on_collect(self, _objects.store().take, result_oid)
+        self._outcome = None  # ("value", v) | ("error", e)
+        self._read = threading.Lock()
+
+    def done(self):
+        return self._outcome is not None or self.task.done()
+
+    def value(self, name, timeout):
+        with self._read:
+            if self._outcome is None:
+                self._outcome = self._fetch(name, timeout)
+                if self._keep is not None:
+                    self._keep.release()
+                    self._keep = None
+        kind, v = self._outcome
+        if kind == "error":
+            raise v
+        return v
+
+    def _fetch(self, name, timeout):
+        from . import _c
+        task = self.task
+        if timeout is None:  # no deadline: in pieces, so Ctrl-C ends the wait within one
+            while True:
+                try:
+                    text = _c().task_result(task.id, _GET_PIECE_MS)
+                    break
+                except GetTimeoutError:
+                    continue
+        else:
+            text = _c().task_result(task.id, max(0, int(timeout * 1000)))
+        if text is None:
+            code = task.wait(0)
+            tail = task.output()[-2000:]
+            return ("error", _errors.RemoteError(
+                f"{name} (task {task.id}) ended with {code} and no result; "
+                f"its output ends: {tail!r}"))
+        try:
+            return ("value", outcome_value(pickle.loads(base64.b64decode(text)),
+                                           f"{name} (task {task.id})"))
+        except Exception as e:
+            return ("error", e)
+
+    def describe(self):
+        return f"task={self.task.id}"
+
+
+class _Stored(_Source):
+    """An object: `inline` (its pickle) when small, else (owner, oid). The
+    owner's copy is held while this lives: as one count of the owner's own
+    (owned), or as the pin a borrower was sent with (borrowed)."""
+
+    def __init__(self, owner, oid, inline, borrowed=False):
+        super().__init__()
+        self.owner, self.oid, self.inline = owner, oid, inline
+        if oid is not None:
+            _objects.on_collect(self, _objects.release_later, owner, oid)
+
+    @classmethod
+    def of(cls, value):
+        """`value` put in this process's store (or inline, when small)."""
+        frames = _objects.dumps(value)
+        if _objects.size(frames) <= _objects.INLINE_MAX:
+            return cls(None, None, _objects.inline(frames))
+        # Copied once: the store's copy does not change when the caller's does.
+        frames = [bytes(frames[0])] + [bytes(f) for f in frames[1:]]
+        oid = _objects.new_oid()
+        _objects.store().put(oid, frames, count=1)
+        return cls(_objects.address(), oid, None)
+
+    def done(self):
+        return True
+
+    def value(self, name, timeout):
+        if self.inline is not None:
+            return _objects.loads(self.inline)
+        try:
+            return _objects.loads(_objects.fetch(self.owner, self.oid))
+        except _objects.ObjectLostError as e:
+            raise _errors.OwnerDiedError(f"{name}: {e}") from None
+
+    def wire(self, part, pick, name):
+        if self.inline is not None:
+            return None, None, self.inline
+        if _objects.is_local(self.owner):
+            _objects.store().hold(self.oid)
+        else:
+            _objects.hold(self.owner, self.oid)  # a borrower sending it on pins it at the owner
+        return self.owner, self.oid, None
+
+    def describe(self):
+        return "inline" if self.inline is not None else f"{self.oid.hex()[:12]}@{self.owner}"
+
+
+def put(value):
+    """`value` as an object of this process: a ref any process of the job can
+    atl.get, or pass on. Freed when every ref to it is gone."""
+    if isinstance(value, ObjectRef):
+        raise TypeError("atl.put: the value is already an ObjectRef")
+    return ObjectRef("put", _Stored.of(value))
+
+
+# --- calls: what travels, what comes back ---------------------------------------------
+
+_collecting = threading.local()
+
+
+def pending(value, _depth=0):
+    """The refs in `value` (in its lists, tuples, sets and dicts) whose values
+    are not there yet. A ref inside another object is not looked for: sending
+    it waits for its value (see _Source.wire)."""
+    if isinstance(value, ObjectRef):
+        return [] if value._done() else [value]
+    if _depth > 8:
+        return []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        found = []
+        for v in value:
+            if isinstance(v, (ObjectRef, list, tuple, dict, set, frozenset)):
+                found += pending(v, _depth + 1)
+        return found
+    return []
+
+
+class Body:
+    """A call as it travels: inline when small, else an object of the caller's
+    (held until the call ends: `release`)."""
+
+    def __init__(self, call, label):
+        try:
+            frames = _objects.dumps(call)
+        except Exception as e:
+            raise TypeError(f"{label}: cannot send the call to a worker: {e}") from None
+        self.oid = None
+        if _objects.size(frames) <= _objects.INLINE_MAX:
+            self.wire = ("inline", _objects.inline(frames))
+        else:
+            self.oid = _objects.new_oid()
+            _objects.store().put(self.oid, frames, count=1)
+            self.wire = ("stored", _objects.address(), self.oid)
+
+    def release(self):
+        if self.oid is not None:
+            _objects.store().release(self.oid)
+            self.oid = None
+
+
+def unpack(wire):
+    """The call a Body carried."""
+    if wire[0] == "inline":
+        return _objects.loads(wire[1])
+    _, owner, oid = wire
+    return _objects.loads(_objects.fetch(owner, oid))
+
+
+def resolve(args, kwargs):
+    """Top-level ref arguments as their values (Ray's rule)."""
+    args = tuple(a._get(None) if isinstance(a, ObjectRef) else a for a in args)
+    kwargs = {k: (v._get(None) if isinstance(v, ObjectRef) else v) for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def result_slot():
+    """Where a big result is pushed: this process's object server and a new oid."""
+    return (_objects.address(), _objects.new_oid())
+
+
+def outcome_of(run, result_to):
+    """("ok", inline) | ("pushed", oid) | ("err", ...) for run()'s value or exception."""
+    error_outcome = _errors.error_outcome
+    try:
+        value = run()
+        frames = _objects.dumps(value)
+    except BaseException as e:
+        return error_outcome(e)
+    if _objects.size(frames) <= _objects.INLINE_MAX:
+        return ("ok", _objects.inline(frames))
+    owner, oid = result_to
+    try:
+        _objects.push(owner, oid, frames)
+    except Exception as e:
+        return error_outcome(e, f"the result ({_objects.size(frames)} bytes) cannot be sent "
+                                f"back to the caller at {owner}: {e}")
+    return ("pushed", oid)
+
+
+def outcome_value(outcome, label):
+    """The value an outcome carries, or its error raised."""
+    if outcome[0] == "ok":
+        return _objects.loads(outcome[1])
+    if outcome[0] == "pushed":
+        frames = _objects.store().take(outcome[1])
+        if frames is None:
+            raise _errors.RemoteError(f"{label}: its result was pushed but is not here")
+        return _objects.loads(frames)
+    raise _errors.task_error(f"{label} raised {outcome[1]}:\n{outcome[2]}", outcome)
+
