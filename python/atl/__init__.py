@@ -144,7 +144,10 @@ def _start_warm_pool():
 
 
 def shutdown():
+    """Disconnects; the actors this driver started end, but for detached ones."""
     global _client, _warm
+    if _client is not None:
+        _kill_owned_actors()
     with _lock:
         pool, _warm = _warm, None
     if pool:
@@ -362,7 +365,71 @@ def _warm_pool():
 
 def _placed(options):
     """Whether a call's options ask for a place or a process of its own."""
-    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread"))
+    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
+                                        "demand"))
+
+
+def _fits(need, have):
+    return all(have.get(k, 0) >= v for k, v in need.items())
+
+
+def _check_feasible(o, label):
+    """A call's resource counts against what can ever hold them: a pod's
+    total (every pod of the job, lost ones too), or its placement group's
+    bundle. UsageError saying why when nothing can: such a call would wait
+    for ever (Ray warns and waits; atl's pods are the job's, fixed)."""
+    need = o["demand"]
+    pg = o.get("placement_group")
+    if pg is not None:
+        index = o.get("placement_group_bundle_index")
+        bundles = pg.bundle_specs if index is None else [pg.bundle_specs[index]]
+        if not all(_fits(need, b) for b in bundles):
+            raise UsageError(USAGE, f"{label}: {need} does not fit bundle "
+                                    f"{'s' if index is None else index} of {pg!r}")
+        return
+    totals = [(n["pod"], n["total"]) for n in nodes()]
+    if not any(_fits(need, total) for _, total in totals):
+        largest = ", ".join(f"{pod} has {total}" for pod, total in totals[:4]) or "no pod joined"
+        raise UsageError(USAGE, f"{label}: no pod of this job can ever hold {need} "
+                                f"(infeasible: {largest})")
+
+
+def _reserve(need, source, label, timeout=None):
+    """A one-bundle placement group holding `need`, once a pod can (PACK):
+    the call's own reservation, removed when it ends. While it waits,
+    source.why says what for (a get that times out says it)."""
+    pg = placement_group([need], strategy="PACK")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            if source is not None and source.cancelled:
+                raise RemoteError(f"{label}: cancelled while it waited for {need}")
+            step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
+            try:
+                pg.ready(timeout=step)
+                return pg
+            except GetTimeoutError as e:
+                why = f"waiting for a pod that can hold {need}: {e}"
+                if source is not None:
+                    source.why = why
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise GetTimeoutError(5, f"{label}: {why}") from None
+    except BaseException:
+        _remove_quietly(pg)
+        raise
+
+
+def _remove_quietly(pg):
+    try:
+        pg.remove()
+    except AtlError:
+        pass  # the job is ending, or the group went with its node
+
+
+def _system_failure(e):
+    """A process that died, a pod that was lost: what max_retries reruns for."""
+    return isinstance(e, AtlError) and not isinstance(
+        e, (TaskError, UsageError, GetTimeoutError, OwnerDiedError))
 
 
 _turns = {}  # what is taken in turn ("spread", a group's bundles) -> the next index
@@ -393,11 +460,26 @@ def _where(o):
     return None, 0, o.get("pod")
 
 
+def _retries_on(o, e):
+    """Whether retry_exceptions reruns a call that raised `e` (a TaskError)."""
+    which = o.get("retry_exceptions")
+    if which is True:
+        return True
+    return bool(which) and isinstance(e.cause, which)
+
+
 def cancel(ref):
     """Stops a remote function call: a waiting one is dropped, a running one's
-    process killed. atl.get(ref) then raises RemoteError."""
+    process killed (and not retried). atl.get(ref) then raises RemoteError."""
     if not isinstance(ref, ObjectRef):
         raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
+    source = ref._source
+    if getattr(source, "inner", None) is not None or hasattr(source, "cancelled"):
+        source.cancelled = True
+        inner = getattr(source, "inner", None)
+        if inner is not None:
+            cancel(inner)
+        return
     if ref.task is not None:
         ref.task.kill()
     elif _warm and ref._future is not None:
@@ -439,15 +521,55 @@ class RemoteFunction:
         among the arguments: the call is sent once their values are there."""
         if self._desc is None:
             self._desc = _serialize.encode_function(self._fn)
+        o = self._options
         waiting = _refs.pending((args, kwargs))
-        if waiting:
-            ref = _refs.after(waiting, lambda: self._submit(args, kwargs), self.__name__)
+        if o.get("demand"):
+            _check_feasible(o, f"{self.__name__}.remote")
+        if waiting or o.get("demand") or o.get("max_retries"):
+            ref = self._in_background(waiting, args, kwargs)
         else:
             ref = self._submit(args, kwargs)
-        parts = self._options.get("num_returns")
+        parts = o.get("num_returns")
         return ref._parts(parts) if parts else ref
 
-    def _submit(self, args, kwargs):
+    def _in_background(self, waiting, args, kwargs):
+        """The call from a thread of its own: after the refs it takes, in a
+        reservation of its own (num_cpus...), run again after its process
+        died (max_retries) or it raised (retry_exceptions)."""
+        o, label = self._options, self.__name__
+        source = _refs._Call(_refs.new_future())
+        source.cancelled = False
+
+        def go():
+            group = None
+            try:
+                for ref in waiting:
+                    ref._get(None)
+                if o.get("demand") and not o.get("placement_group"):
+                    group = _reserve(o["demand"], source, label)
+                    source.why = None
+                left = o.get("max_retries", 0)
+                while True:
+                    source.inner = self._submit(args, kwargs, group)
+                    try:
+                        value = source.inner._get(None)
+                        break
+                    except BaseException as e:
+                        retry = _system_failure(e) or (
+                            isinstance(e, TaskError) and _retries_on(o, e))
+                        if not retry or left == 0 or source.cancelled:
+                            raise
+                        left -= 1 if left > 0 else 0
+                source.future.set_result(value)
+            except BaseException as e:
+                source.future.set_exception(e)
+            finally:
+                if group is not None:
+                    _remove_quietly(group)
+        threading.Thread(target=go, daemon=True, name="atl-call").start()
+        return ObjectRef(label, source)
+
+    def _submit(self, args, kwargs, group=None):
         o = self._options
         pool = None if _placed(o) else _warm_pool()
         body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
@@ -461,7 +583,7 @@ class RemoteFunction:
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg, bundle, pod = _where(o)
+        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         command = f"exec {sys.executable} -m atl._worker"
         try:
             task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
@@ -501,8 +623,14 @@ def host_actor(name, handler):
     return ActorHost(name, handler)
 
 
+def _c_actor_names():
+    return [a["name"] for a in json.loads(_c().actor_list())]
+
+
 def list_actors():
-    return json.loads(_c().actor_list())
+    """The job's named actors: [{"name", "owner", "calls", "pending"}] (an
+    actor's extra names for its max_concurrency calls not listed)."""
+    return [a for a in json.loads(_c().actor_list()) if "~" not in a["name"]]
 
 
 class _Method:
@@ -532,10 +660,12 @@ class ActorHandle:
     """A named actor: call(bytes) for any actor; for one started from an
     @atl.remote class, handle.method.remote(...) returns a ref for atl.get."""
 
-    def __init__(self, name, task=None, timeout=3600):
+    def __init__(self, name, task=None, timeout=None, lanes=1):
         self.name = name
         self._task = task
-        self._timeout = timeout
+        self._timeout = timeout  # a method call's; None: none (a hung host fails it anyway)
+        self._lanes = lanes  # max_concurrency: its names name, name~1, ... take calls at once
+        self._turn = 0
 
     def call(self, data, timeout=30):
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
@@ -545,12 +675,17 @@ class ActorHandle:
     def _call(self, body, label):
         """A method call (body: method, args, kwargs) and its value."""
         request = pickle.dumps(("call", body.wire, _refs.result_slot()))
+        lane = self._turn % self._lanes
+        self._turn += 1
         try:
-            reply = self.call(request, self._timeout)
-        except (GetTimeoutError, UsageError):
+            reply = _c().actor_call(self.name if lane == 0 else f"{self.name}~{lane}", request,
+                                    _FOREVER_MS if self._timeout is None else _ms(self._timeout))
+        except GetTimeoutError:
             raise
         except AtlError as e:
-            if e.code == FAILED:
+            # Its host died under the call (FAILED), or it is gone already
+            # (a handle to it is no longer in the directory: "no actor named").
+            if e.code == FAILED or (isinstance(e, UsageError) and "no actor named" in str(e)):
                 raise ActorDiedError(f"{label}: the actor {self.name!r} died: {e}") from None
             raise
         return _refs.outcome_value(pickle.loads(reply), label)
@@ -565,6 +700,31 @@ class ActorHandle:
 
 
 _started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
+_owned_actors = {}  # name -> task: those not detached, killed when this driver shuts down
+
+
+def _remove_when_ends(task, group):
+    """An actor's own reservation, given back when its process ends."""
+    while True:
+        try:
+            task.wait(timeout=None)
+            break
+        except GetTimeoutError:
+            continue
+        except AtlError:
+            break  # its pod was lost, or this driver's connection closed
+    _remove_quietly(group)
+
+
+def _kill_owned_actors():
+    """What shutdown() does to this driver's actors that are not detached (as Ray's)."""
+    while _owned_actors:
+        name, task = _owned_actors.popitem()
+        _started.pop(name, None)
+        try:
+            task.kill()
+        except AtlError:
+            pass
 
 
 def get_actor(name, timeout=0):
@@ -573,8 +733,10 @@ def get_actor(name, timeout=0):
     actor another process is starting), then GetTimeoutError."""
     deadline = time.monotonic() + timeout
     while True:
-        if any(a["name"] == name for a in list_actors()):
-            return ActorHandle(name, _started.get(name))
+        actors = _c_actor_names()
+        if name in actors:
+            lanes = 1 + sum(1 for a in actors if a.startswith(name + "~"))
+            return ActorHandle(name, _started.get(name), lanes=lanes)
         if not timeout:
             raise ValueError(f"atl.get_actor: no actor named {name!r} in this job "
                              f"(atl.list_actors() has the job's)")
@@ -589,6 +751,7 @@ def kill(actor):
         raise UsageError(2, f"{actor.name} was not started by this driver: its host closes it")
     actor._task.kill()
     _started.pop(actor.name, None)
+    _owned_actors.pop(actor.name, None)
 
 
 _executor = None
@@ -622,18 +785,46 @@ class ActorClass:
         once it answers. name= names it (default: a unique one)."""
         import uuid
         o = self._options
+        label = f"{self.__name__}.remote"
+        if (o.get("detached") or o.get("get_if_exists")) and not o.get("name"):
+            raise UsageError(USAGE, f"{label}: a detached actor, or one got if it exists, needs "
+                                    f"a name (name=...)")
         name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
+        if o.get("get_if_exists"):
+            try:
+                return get_actor(name)
+            except ValueError:
+                pass  # none yet: made here (a racing maker's name is taken: refused)
+        if o.get("demand"):
+            _check_feasible(o, label)
         for ref in _refs.pending((args, kwargs)):
             ref._get(None)
-        body = _refs.Body((_serialize.encode_class(self._cls), args, kwargs, name),
-                          f"{self.__name__}.remote")
+        lanes = o.get("max_concurrency", 1)
+        body = _refs.Body((_serialize.encode_class(self._cls), args, kwargs, name, lanes), label)
+        group = None
         try:
-            return self._start(o, name, body)
+            if o.get("demand") and not o.get("placement_group"):
+                # Its own reservation, for as long as it lives.
+                group = _reserve(o["demand"], None, label, o.get("start_timeout", 60))
+            handle = self._start(o, name, body, group)
+        except BaseException:
+            if group is not None:
+                _remove_quietly(group)
+            raise
         finally:
             body.release()
+        handle._lanes = lanes
+        if group is not None:
+            threading.Thread(target=_remove_when_ends, args=(handle._task, group),
+                             daemon=True, name="atl-actor-group").start()
+        if not o.get("detached"):
+            _owned_actors[name] = handle._task
+        return handle
 
-    def _start(self, o, name, body):
-        pool = None if _placed(o) else _warm_pool()
+    def _start(self, o, name, body, group):
+        # A detached actor outlives this driver, so not one of its warm processes.
+        warm = not (_placed(o) or o.get("detached") or o.get("max_concurrency"))
+        pool = _warm_pool() if warm else None
         worker = pool.take_idle() if pool is not None else None
         if worker is not None:
             return self._become(pool, worker, name, body)
@@ -642,7 +833,7 @@ class ActorClass:
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg, bundle, pod = _where(o)
+        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
                    bundle_index=bundle, pod=pod, env=env, working_dir=o.get("working_dir"))
         deadline = time.monotonic() + o.get("start_timeout", 60)

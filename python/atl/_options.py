@@ -22,29 +22,82 @@ _ATL = {
 # Ray's options atl takes only at their default (the behaviour atl has):
 # name -> (default, why another value is refused).
 _TASK_DEFAULTS = {
-    "max_retries": (0, "atl runs a task once (a task whose pod was lost fails): retry in "
-                       "the driver, or " + RAY_MODE),
-    "retry_exceptions": (False, "atl does not rerun a task that raised: retry in the driver"),
     "max_calls": (0, "atl's warm processes are reused without a call limit"),
 }
 _ACTOR_DEFAULTS = {
     "max_restarts": (0, "an actor whose process ends is gone here (ActorDiedError): make a "
                         "new one, or " + RAY_MODE),
     "max_task_retries": (0, "a call to a dead actor is not retried here"),
-    "max_concurrency": (1, "an actor here runs one call at a time"),
-    "lifetime": (None, "an actor here lives as long as its driver"),
     "namespace": (None, "atl's actor names are per job, with no namespaces"),
-    "get_if_exists": (False, "use atl.get_actor(name) first"),
     "max_pending_calls": (-1, "calls here wait without a bound"),
 }
-# Ray's placement by resource counts and strategies: not atl's (yet).
-_RESOURCES = ("num_cpus", "num_gpus", "resources", "memory", "object_store_memory",
-              "accelerator_type", "label_selector",
+# Resource counts atl reserves for a call (see `_demand`).
+_DEMAND = ("num_cpus", "num_gpus", "memory", "resources")
+# Ray's other knobs: not atl's.
+_RESOURCES = ("object_store_memory", "accelerator_type", "label_selector",
               "placement_group_capture_child_tasks", "concurrency_groups",
               "_metadata", "enable_task_events", "allow_out_of_order_execution")
-_RESOURCES_WHY = ("atl places work by placement group or pod, not by resource counts: "
-                  "reserve with atl.placement_group([{'CPU': n, 'GPU': g}]) and pass "
-                  "placement_group=, or " + RAY_MODE)
+_RESOURCES_WHY = ("atl reserves CPU, GPU, memory and custom resources (num_cpus, num_gpus, "
+                  "memory, resources) or a placement group; for this, " + RAY_MODE)
+
+
+# An actor's calls at once (max_concurrency): each a thread of the library in its process.
+MAX_CONCURRENCY = 64
+
+
+def _amount(what, name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+            or value == float("inf"):
+        raise TypeError(f"{what}: {name}={value!r}: expected a number >= 0")
+    return value
+
+
+def _demand(what, name, value, out):
+    """num_cpus/num_gpus/memory/resources as one bundle: {"CPU": n, "GPU": g,
+    "memory": bytes, custom: n}, reserved on a pod for the call (waits until
+    one can hold it)."""
+    demand = dict(out.get("demand") or {})
+    if name == "resources":
+        if value is None:
+            return
+        if not isinstance(value, dict):
+            raise TypeError(f"{what}: resources must be a dict of name -> amount")
+        for key, amount in value.items():
+            if key in ("CPU", "GPU", "memory"):
+                raise TypeError(f"{what}: resources[{key!r}]: use num_cpus, num_gpus or "
+                                f"memory for it (as Ray says)")
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"{what}: resources: {key!r} is not a resource name")
+            demand[key] = _amount(what, f"resources[{key!r}]", amount)
+    elif value is not None:
+        key = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}[name]
+        demand[key] = _amount(what, name, value)
+    demand = {k: v for k, v in demand.items() if v}
+    if demand:
+        out["demand"] = demand
+    else:
+        out.pop("demand", None)
+
+
+def _retries(what, name, value, out):
+    """max_retries: reruns after the worker died (-1: no end); retry_exceptions:
+    also after it raised (True, or a list of exception classes)."""
+    if name == "max_retries":
+        if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+            raise TypeError(f"{what}: max_retries={value!r}: expected a whole number >= -1 "
+                            f"(-1: retry without end)")
+        if value:
+            out["max_retries"] = value
+        return
+    if isinstance(value, bool):
+        if value:
+            out["retry_exceptions"] = True
+    elif isinstance(value, (list, tuple)) and value and all(
+            isinstance(c, type) and issubclass(c, BaseException) for c in value):
+        out["retry_exceptions"] = tuple(value)
+    else:
+        raise TypeError(f"{what}: retry_exceptions={value!r}: expected True, False or a list "
+                        f"of exception classes")
 
 
 def _refuse(what, name, why):
@@ -123,6 +176,28 @@ def check(options, what, actor):
                                 f"to 10000 (the task returns that many values)")
             if value != 1:
                 out["num_returns"] = value
+        elif name in _DEMAND:
+            _demand(what, name, value, out)
+        elif name in ("max_retries", "retry_exceptions") and not actor:
+            _retries(what, name, value, out)
+        elif name == "max_concurrency" and actor:
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not 1 <= value <= MAX_CONCURRENCY:
+                raise TypeError(f"{what}: max_concurrency={value!r}: expected a whole number "
+                                f"from 1 to {MAX_CONCURRENCY} (calls at once, each on a thread)")
+            if value > 1:
+                out["max_concurrency"] = value
+        elif name == "lifetime" and actor:
+            if value not in (None, "detached", "non_detached"):
+                raise TypeError(f"{what}: lifetime={value!r}: expected None, \"detached\" or "
+                                f"\"non_detached\"")
+            if value == "detached":
+                out["detached"] = True
+        elif name == "get_if_exists" and actor:
+            if not isinstance(value, bool):
+                raise TypeError(f"{what}: get_if_exists={value!r}: expected True or False")
+            if value:
+                out["get_if_exists"] = True
         elif name in defaults:
             default, why = defaults[name]
             if value is not None and value != default:
@@ -130,12 +205,18 @@ def check(options, what, actor):
         elif name in _RESOURCES:
             raise _refuse(what, name, _RESOURCES_WHY)
         else:
-            known = sorted(set(own) | set(defaults) | set(_RESOURCES) |
-                           {"runtime_env"} | (set() if actor else {"num_returns"}))
+            known = sorted(set(own) | set(defaults) | set(_RESOURCES) | set(_DEMAND) |
+                           {"runtime_env", "scheduling_strategy"} |
+                           ({"max_concurrency", "lifetime", "get_if_exists"} if actor else set()) |
+                           (set() if actor else {"num_returns", "max_retries",
+                                                 "retry_exceptions"}))
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(f"{what}: unknown option {name!r}{hint}; atl's are "
                             f"{', '.join(sorted(own))}")
     if "env" in out and not isinstance(out["env"], dict):
         raise TypeError(f"{what}: env must be a dict, not {type(out['env']).__name__}")
+    if out.get("demand") and (out.get("pod") or out.get("spread")):
+        raise TypeError(f"{what}: num_cpus/num_gpus/memory/resources reserve a place on a pod "
+                        f"atl chooses; with pod= or \"SPREAD\" give a placement group instead")
     return out

@@ -75,23 +75,6 @@ class ActorRef(ObjectRef):
     """A pending actor method call (atl.get it, or pass it on)."""
 
 
-def after(waiting, submit, name):
-    """A ref to what submit() returns a ref to, submitted once every ref in
-    `waiting` has its value (a dependency's error is this call's error)."""
-    from concurrent.futures import Future
-    future = Future()
-
-    def go():
-        try:
-            for ref in waiting:
-                ref._get(None)
-            future.set_result(submit()._get(None))
-        except BaseException as e:
-            future.set_exception(e)
-    threading.Thread(target=go, daemon=True, name="atl-after").start()
-    return ObjectRef(name, _Call(future))
-
-
 def _borrowed(owner, oid, inline, name):
     """A ref unpickled in another process than the one that sent it."""
     return ObjectRef(name, _Stored(owner, oid, inline, borrowed=True))
@@ -119,10 +102,21 @@ class _Source:
         return stored.wire(part, pick, name)
 
 
+def new_future():
+    from concurrent.futures import Future
+    return Future()
+
+
 class _Call(_Source):
+    """A future's value. A call run from a thread of its own (atl's
+    _in_background) also has `inner` (the ref of its try now), `cancelled`
+    and `why` (what it waits for, said by a get that times out)."""
+
     def __init__(self, future):
         super().__init__()
         self.future = future
+        self.inner = None
+        self.why = None
 
     def done(self):
         return self.future.done()
@@ -132,7 +126,8 @@ class _Call(_Source):
         try:
             return self.future.result(timeout)
         except FutureTimeout:
-            raise GetTimeoutError(5, f"{name} is not done after {timeout} s") from None
+            why = f": {self.why}" if self.why else ""
+            raise GetTimeoutError(5, f"{name} is not done after {timeout} s{why}") from None
 
     def describe(self):
         return "call"

@@ -61,13 +61,13 @@ def host_actor():
     body, result_to = pickle.loads(base64.b64decode(payload))
     atl.init()
     try:
-        cls_desc, args, kwargs, name = _refs.unpack(body)
+        cls_desc, args, kwargs, name, lanes = _refs.unpack(body)
         instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
     except BaseException as e:  # the driver raises it as its own type
         _send_result(_errors.error_outcome(e))
         return 1
 
-    host = atl.host_actor(name, _actor_handler(instance))
+    hosts = host_lanes(atl, name, lanes, _actor_handler(instance))
     print(f"actor {name} ready", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -76,9 +76,18 @@ def host_actor():
     # endless wait would sleep through it until SIGKILL).
     while not done.wait(0.5):
         pass
-    host.close()
+    for host in hosts:
+        host.close()
     atl.shutdown()
     return 0
+
+
+def host_lanes(atl, name, lanes, handler):
+    """The actor under `name` and, for max_concurrency=n, n-1 more names
+    (name~1..): each is hosted on a thread of its own, so n calls run at once.
+    The main name last: once it is listed, every lane takes calls."""
+    return [atl.host_actor(f"{name}~{k}", handler) for k in range(1, lanes)] + \
+        [atl.host_actor(name, handler)]
 
 
 def pool_worker():
@@ -110,9 +119,9 @@ def pool_worker():
             return pickle.dumps(_refs.outcome_of(run, result_to))
         if kind == "become":
             def become():
-                cls_desc, args, kwargs, actor_name = _refs.unpack(body)
+                cls_desc, args, kwargs, actor_name, lanes = _refs.unpack(body)
                 instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
-                hosts["actor"] = atl.host_actor(actor_name, _actor_handler(instance))
+                hosts["actor"] = host_lanes(atl, actor_name, lanes, _actor_handler(instance))
                 # Not from this handler's own thread: closing waits for its call to end.
                 threading.Thread(target=leave_pool, daemon=True).start()
             return pickle.dumps(_refs.outcome_of(become, result_to))

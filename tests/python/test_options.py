@@ -39,31 +39,60 @@ def test_atls_own_options_and_rays_runtime_env_are_taken():
     assert a._options == {"name": "counter", "start_timeout": 30}
 
 
-@pytest.mark.parametrize("option", ["num_cpus", "num_gpus", "resources", "memory",
-                                    "accelerator_type"])
-def test_placement_by_resources_is_refused_saying_how_atl_places(option):
-    value = {"CPU": 1} if option == "resources" else 1
-    text = refused(lambda: atl.remote(**{option: value})(f), repr(option), "placement_group=",
-                   "--mode ray")
-    assert text.startswith("remote function f: option")
-    refused(lambda: atl.remote(f).options(**{option: value}), "f.options", repr(option))
-    refused(lambda: atl.remote(Counter).options(**{option: value}), "Counter.options")
+def test_resource_counts_are_one_bundle_reserved_for_the_call():
+    g = atl.remote(num_cpus=2, num_gpus=1, memory=2 ** 30, resources={"disk": 1})(f)
+    assert g._options == {"demand": {"CPU": 2, "GPU": 1, "memory": 2 ** 30, "disk": 1}}
+    # .options() adds to them; a zero drops one; all zero: no reservation.
+    assert g.options(num_cpus=0.5)._options["demand"]["CPU"] == 0.5
+    assert "demand" not in atl.remote(num_cpus=0)(f)._options
+    a = atl.remote(num_cpus=1)(Counter)
+    assert a._options == {"demand": {"CPU": 1}}
 
 
-@pytest.mark.parametrize("option,value,words", [
-    ("max_retries", 3, "retry in the driver"),
-    ("retry_exceptions", True, "does not rerun"),
+@pytest.mark.parametrize("options,words", [
+    ({"num_cpus": -1}, "num_cpus=-1: expected a number >= 0"),
+    ({"num_gpus": "2"}, "num_gpus='2'"),
+    ({"num_cpus": True}, "num_cpus=True"),
+    ({"memory": float("inf")}, "memory=inf"),
+    ({"resources": {"CPU": 1}}, "use num_cpus"),
+    ({"resources": [1]}, "resources must be a dict"),
+    ({"resources": {"disk": -2}}, "resources['disk']=-2"),
+    ({"num_cpus": 1, "pod": "p"}, "with pod= or \"SPREAD\""),
+    ({"num_cpus": 1, "scheduling_strategy": "SPREAD"}, "placement group instead"),
+    ({"accelerator_type": "A100"}, "--mode ray"),
 ])
-def test_task_options_other_than_atls_behaviour_are_refused(option, value, words):
-    refused(lambda: atl.remote(f).options(**{option: value}), f"{option}={value!r}", words)
+def test_bad_resource_counts_are_refused_saying_which(options, words):
+    refused(lambda: atl.remote(**options)(f), words)
+    refused(lambda: atl.remote(f).options(**options), "f.options", words)
+
+
+def test_retries_are_taken_and_bad_ones_refused():
+    assert atl.remote(max_retries=3)(f)._options == {"max_retries": 3}
+    assert atl.remote(max_retries=-1, retry_exceptions=[KeyError])(f)._options == {
+        "max_retries": -1, "retry_exceptions": (KeyError,)}
+    assert atl.remote(retry_exceptions=True)(f)._options == {"retry_exceptions": True}
+    refused(lambda: atl.remote(max_retries=-2)(f), "max_retries=-2", ">= -1")
+    refused(lambda: atl.remote(max_retries=1.5)(f), "max_retries=1.5")
+    refused(lambda: atl.remote(retry_exceptions=[int])(f), "retry_exceptions=[<class 'int'>]")
+    refused(lambda: atl.remote(retry_exceptions="yes")(f), "retry_exceptions='yes'")
+    # An actor's calls are not retried (Ray's max_task_retries): refused for a class.
+    refused(lambda: atl.remote(max_retries=1)(Counter), "unknown option 'max_retries'")
+
+
+def test_actor_options_atl_honours_are_taken_and_bad_ones_refused():
+    a = atl.remote(max_concurrency=4, lifetime="detached", get_if_exists=True, name="n")(Counter)
+    assert a._options == {"max_concurrency": 4, "detached": True, "get_if_exists": True,
+                          "name": "n"}
+    assert atl.remote(max_concurrency=1, lifetime="non_detached")(Counter)._options == {}
+    refused(lambda: atl.remote(max_concurrency=0)(Counter), "max_concurrency=0", "1 to 64")
+    refused(lambda: atl.remote(max_concurrency=65)(Counter), "max_concurrency=65")
+    refused(lambda: atl.remote(lifetime="forever")(Counter), "lifetime='forever'")
+    refused(lambda: atl.remote(get_if_exists=1)(Counter), "get_if_exists=1")
 
 
 @pytest.mark.parametrize("option,value,words", [
-    ("max_concurrency", 4, "one call at a time"),
-    ("lifetime", "detached", "as long as its driver"),
     ("max_restarts", 2, "ActorDiedError"),
     ("namespace", "team", "no namespaces"),
-    ("get_if_exists", True, "atl.get_actor"),
 ])
 def test_actor_options_other_than_atls_behaviour_are_refused(option, value, words):
     refused(lambda: atl.remote(**{option: value})(Counter), "actor class Counter",
