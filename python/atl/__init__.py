@@ -213,6 +213,9 @@ def available_resources():
 # --- placement groups -----------------------------------------------------------
 
 
+_RAY_READY = object()  # pg.ready() with no timeout: Ray's ref
+
+
 class PlacementGroup:
     """Reserved bundles of resources on the workers (Ray's semantics)."""
 
@@ -227,10 +230,22 @@ class PlacementGroup:
     def bundle_count(self):
         return len(self.bundle_specs)
 
-    def ready(self, timeout=None):
-        """Waits until every bundle is reserved; raises GetTimeoutError (still
-        pending: the message says which bundle lacks what where) or AtlError
-        (failed or removed). Returns self."""
+    def ready(self, timeout=_RAY_READY):
+        """pg.ready(): an ObjectRef of the group once every bundle is reserved
+        (Ray's: atl.get or atl.wait it). pg.ready(timeout=seconds) (None: no
+        limit) waits here instead and returns the group: GetTimeoutError while
+        still pending (the message says which bundle lacks what where),
+        AtlError when it failed or was removed."""
+        if timeout is _RAY_READY:
+            future = _refs.new_future()
+
+            def wait():
+                try:
+                    future.set_result(self.ready(None))
+                except BaseException as e:
+                    future.set_exception(e)
+            threading.Thread(target=wait, daemon=True, name="atl-pg-ready").start()
+            return ObjectRef(f"placement group {self.id} ready", _refs._Call(future))
         if self._table is not None:
             return self
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -247,7 +262,7 @@ class PlacementGroup:
     def wait(self, timeout_seconds=30):
         """True once placed, False if still pending after the timeout."""
         try:
-            self.ready(timeout_seconds)
+            self.ready(timeout=timeout_seconds)
             return True
         except GetTimeoutError:
             return False
@@ -256,7 +271,7 @@ class PlacementGroup:
     def bundle_nodes(self):
         """The pod of each bundle (after ready())."""
         if self._table is None:
-            self.ready(0.001)
+            self.ready(timeout=0.001)
         return list(self._table["nodes"])
 
     def remove(self):
@@ -746,9 +761,18 @@ def get_actor(name, timeout=0):
 
 
 def kill(actor):
-    """Ends an actor started from an @atl.remote class (its process)."""
+    """Ends an actor started from an @atl.remote class (its process), by
+    this driver or another."""
     if actor._task is None:
-        raise UsageError(2, f"{actor.name} was not started by this driver: its host closes it")
+        # Started by another process: asked to end itself (an @atl.remote
+        # class's process does; a host_actor handler's host closes it).
+        try:
+            actor.call(pickle.dumps(("exit", None, None)), timeout=30)
+        except AtlError as e:
+            if not (e.code == FAILED or "no actor named" in str(e)):
+                raise  # (FAILED: it died as it answered, as asked)
+        _started.pop(actor.name, None)
+        return
     actor._task.kill()
     _started.pop(actor.name, None)
     _owned_actors.pop(actor.name, None)

@@ -14,7 +14,7 @@ import pickle
 import sys
 import time
 
-from . import _errors, _refs, _serialize
+from . import _errors, _objects, _refs, _serialize
 
 
 def take_payload(prefix):
@@ -40,9 +40,14 @@ def _call(fn, args, kwargs):
 
 def _actor_handler(instance):
     """Each call: pickle(("call", body, result_to)), body (method, args, kwargs)
-    -> pickle(outcome)."""
+    -> pickle(outcome); pickle(("exit", None, None)): the process ends (SIGTERM)."""
     def handle(request):
-        _, body, result_to = pickle.loads(request)
+        kind, body, result_to = pickle.loads(request)
+        if kind == "exit":  # atl.kill from a process that did not start it
+            import signal
+            import threading
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            return pickle.dumps(("ok", _objects.inline(_objects.dumps(None))))
 
         def run():
             method, margs, mkwargs = _refs.unpack(body)
