@@ -543,8 +543,9 @@ void DashboardServer::Impl::terminal(const httplib::Request& req, httplib::Respo
     return fail(res, 400, "rows and cols: whole numbers from 1 to 1000");
   auto conn = raw_connection_of(req);
   if (!conn) return fail(res, 500, "cannot find this request's connection");
-  auto opened = terminals->open(std::string(req.matches[1]), who(*session, req),
-                                static_cast<int>(*rows), static_cast<int>(*cols));
+  auto opened =
+      terminals->open(std::string(req.matches[1]), who(*session, req), static_cast<int>(*rows),
+                      static_cast<int>(*cols), [this] { return stopping.load(); });
   if (auto* refusal = std::get_if<TerminalRefusal>(&opened))
     return fail(res, refusal->http_status, refusal->line);
   auto& link = *std::get<std::unique_ptr<TerminalLink>>(opened);

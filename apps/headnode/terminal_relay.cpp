@@ -188,7 +188,8 @@ TerminalRelays::TerminalRelays(caf::actor_system& sys, const caf::actor& supervi
     : sys_(sys), supervisor_(std::make_shared<caf::actor>(supervisor)) {}
 
 std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> TerminalRelays::open(
-    const std::string& pod, const std::string& who, int rows, int cols) {
+    const std::string& pod, const std::string& who, int rows, int cols,
+    const std::function<bool()>& stopping) {
   auto impl = std::make_shared<TerminalLink::Impl>();
   impl->wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (impl->wake < 0) return TerminalRefusal{503, "cannot make an eventfd"};
@@ -198,9 +199,16 @@ std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> TerminalRelays::ope
   auto got = answer->get_future();
   caf::anon_send(impl->relay, relay_open_atom::value, pod, who, static_cast<std::int32_t>(rows),
                  static_cast<std::int32_t>(cols), answer);
-  if (got.wait_for(kOpenTimeout + std::chrono::seconds(2)) != std::future_status::ready) {
-    caf::anon_send_exit(impl->relay, caf::exit_reason::user_shutdown);
-    return TerminalRefusal{503, "the head's actors did not answer in time"};
+  // In slices: a head that stops meanwhile must not wait here for the pod
+  // (its shutdown waits for this HTTP thread; CI saw it take 15 s).
+  const auto deadline = std::chrono::steady_clock::now() + kOpenTimeout + std::chrono::seconds(2);
+  while (got.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    const bool stop = stopping();
+    if (stop || std::chrono::steady_clock::now() >= deadline) {
+      caf::anon_send_exit(impl->relay, caf::exit_reason::user_shutdown);
+      return TerminalRefusal{
+          503, stop ? "the head is stopping" : "the head's actors did not answer in time"};
+    }
   }
   auto result = got.get();
   if (auto* refusal = std::get_if<TerminalRefusal>(&result)) return *refusal;

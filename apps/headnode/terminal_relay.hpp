@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,10 +54,10 @@ class TerminalLink {
 class TerminalRelays {
  public:
   TerminalRelays(caf::actor_system& sys, const caf::actor& supervisor);
-  // Waits up to 15 s for the supervisor and the pod.
-  std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> open(const std::string& pod,
-                                                                    const std::string& who,
-                                                                    int rows, int cols);
+  // Waits up to 15 s for the supervisor and the pod; less once stopping() says so.
+  std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> open(
+      const std::string& pod, const std::string& who, int rows, int cols,
+      const std::function<bool()>& stopping);
 
  private:
   caf::actor_system& sys_;
