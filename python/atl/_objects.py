@@ -15,6 +15,9 @@ Requests on a connection (one at a time, the connection reused):
     b"P" oid frames      -> b"K"        (push: a big result to its caller)
     b"H" oid             -> b"K" | b"N" (a borrower sends its ref on: one more pin)
     b"R" oid             -> b"K"        (a borrower dropped its ref)
+    b"C" key u64 m, request -> b"K" u64 m, reply | b"N" u32 n, message
+                                 (a method call straight to an actor this process
+                                 hosts, key: actor_key(name); see serve_actor)
 frames: u32 count, then each as u64 length + bytes. An object is at most
 MAX_OBJECT bytes; the practical bound is the owner's memory.
 
@@ -246,6 +249,21 @@ class _Server:
         self._ctx = _context(server=True)
         threading.Thread(target=self._accept, daemon=True, name="atl-objects").start()
 
+    def _call(self, conn, key):
+        """A direct actor call to the actor whose name hashes to `key`."""
+        (m,) = struct.unpack("!Q", _recv_exact(conn, 8))
+        if m > MAX_OBJECT:
+            raise ConnectionError("a call over the object bound")
+        request = _recv_exact(conn, m)
+        handler = _actors.get(key)
+        if handler is None:
+            why = b"no such actor in this process (it was closed)"
+            conn.sendall(b"N" + struct.pack("!I", len(why)) + why)
+            return
+        reply = handler(bytes(request))
+        conn.sendall(b"K" + struct.pack("!Q", len(reply)))
+        conn.sendall(reply)
+
     def close(self):
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
@@ -292,6 +310,8 @@ class _Server:
                 elif op == b"R":
                     _store.release(oid)
                     conn.sendall(b"K")
+                elif op == b"C":
+                    self._call(conn, oid)
                 else:
                     return  # not atl's protocol: drop the connection
         except (OSError, ConnectionError, ssl.SSLError, struct.error):
@@ -354,9 +374,10 @@ class _Connections:
         sock.settimeout(None)
         return sock
 
-    def request(self, owner, send, receive):
+    def request(self, owner, send, receive, retry=True):
         """send(sock), then receive(sock) on a connection to `owner`; one
-        retry on a fresh connection when a reused one turns out closed."""
+        retry on a fresh connection when a reused one turns out closed
+        (retry=False: not for a request that may have been carried out)."""
         for attempt in (0, 1):
             with self._lock:
                 pool = self._idle.get(owner) or []
@@ -367,15 +388,17 @@ class _Connections:
                     sock = self._open(owner)
                 send(sock)
                 result = receive(sock)
-            except (OSError, ConnectionError, ssl.SSLError) as e:
+            except (OSError, ConnectionError, ssl.SSLError, _Gone) as e:
                 try:
                     if sock is not None:
                         sock.close()
                 except OSError:
                     pass
-                if fresh:
-                    raise ObjectLostError(f"the owner at {owner} cannot be reached ({e}): "
-                                          f"the process that held the object ended") from None
+                if isinstance(e, _Gone):
+                    raise
+                if fresh or not retry:
+                    raise ObjectLostError(f"the process at {owner} cannot be reached ({e}): "
+                                          f"it ended") from None
                 continue
             with self._lock:
                 self._idle.setdefault(owner, []).append(sock)
@@ -419,6 +442,74 @@ def hold(owner, oid):
     if _connections.request(owner, lambda s: s.sendall(b"H" + oid),
                             lambda s: _recv_exact(s, 1)) != b"K":
         raise ObjectLostError(f"object {oid.hex()} at {owner} was freed")
+
+
+# --- direct actor calls ----------------------------------------------------------------
+
+_actors = {}  # actor_key(name) -> handler(request bytes) -> reply bytes
+
+
+def actor_key(name):
+    import hashlib
+    return hashlib.blake2b(name.encode(), digest_size=16).digest()
+
+
+def serve_actor(name, handler):
+    """Takes calls to actor `name` straight from callers on this process's
+    object server (they learn its address from the actor, through the
+    supervisor, once); returns the address."""
+    _actors[actor_key(name)] = handler
+    return address()
+
+
+def unserve_actor(name):
+    _actors.pop(actor_key(name), None)
+
+
+def call_direct(owner, name, request, alive, check_every=1.0):
+    """`request` to actor `name` at `owner`; its reply. While it waits, alive()
+    is asked every `check_every` s (the supervisor's word: a hung host is
+    dropped from its directory after the heartbeat timeout); False: the
+    connection is dropped and ObjectLostError raised."""
+    key = actor_key(name)
+
+    def send(sock):
+        sock.sendall(b"C" + key + struct.pack("!Q", len(request)) + request)
+
+    def receive(sock):
+        sock.settimeout(check_every)
+        try:
+            while True:
+                try:
+                    status = sock.recv(1)
+                    break
+                except (socket.timeout, ssl.SSLWantReadError):
+                    if not alive():
+                        raise _Gone("the actor is no longer in the job's directory")
+            sock.settimeout(None)
+            if status == b"K":
+                (m,) = struct.unpack("!Q", _recv_exact(sock, 8))
+                return bytes(_recv_exact(sock, m))
+            if not status:
+                raise ConnectionError("the actor's process closed the connection")
+            (n,) = struct.unpack("!I", _recv_exact(sock, 4))
+            return _Gone(_recv_exact(sock, n).decode("utf-8", "replace"))
+        finally:
+            try:
+                sock.settimeout(None)
+            except OSError:
+                pass
+    try:
+        result = _connections.request(owner, send, receive, retry=False)
+    except _Gone as e:
+        raise ObjectLostError(str(e)) from None
+    if isinstance(result, _Gone):
+        raise ObjectLostError(str(result))
+    return result
+
+
+class _Gone(Exception):
+    pass
 
 
 # --- releases, off the collector's thread ----------------------------------------------

@@ -38,21 +38,33 @@ def _call(fn, args, kwargs):
     return fn(*args, **kwargs)
 
 
-def _actor_handler(instance):
+def _ok(value):
+    return pickle.dumps(("ok", _objects.inline(_objects.dumps(value))))
+
+
+def _actor_handler(instance, name, lanes):
     """Each call: pickle(("call", body, result_to)), body (method, args, kwargs)
-    -> pickle(outcome); pickle(("exit", None, None)): the process ends (SIGTERM)."""
+    -> pickle(outcome), at most `lanes` at once (max_concurrency), whether it
+    came through the supervisor or straight to this process's object server;
+    ("where", ...): that server's address, for callers to come straight;
+    ("exit", ...): the process ends (SIGTERM)."""
+    import threading
+    gate = threading.BoundedSemaphore(lanes)
+
     def handle(request):
         kind, body, result_to = pickle.loads(request)
         if kind == "exit":  # atl.kill from a process that did not start it
             import signal
-            import threading
             threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
-            return pickle.dumps(("ok", _objects.inline(_objects.dumps(None))))
+            return _ok(None)
+        if kind == "where":
+            return _ok(_objects.serve_actor(name, handle))
 
         def run():
             method, margs, mkwargs = _refs.unpack(body)
             return _call(getattr(instance, method), margs, mkwargs)
-        return pickle.dumps(_refs.outcome_of(run, result_to))
+        with gate:
+            return pickle.dumps(_refs.outcome_of(run, result_to))
     return handle
 
 
@@ -72,7 +84,7 @@ def host_actor():
         _send_result(_errors.error_outcome(e))
         return 1
 
-    hosts = host_lanes(atl, name, lanes, _actor_handler(instance))
+    hosts = host_lanes(atl, name, lanes, _actor_handler(instance, name, lanes))
     print(f"actor {name} ready", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -126,7 +138,8 @@ def pool_worker():
             def become():
                 cls_desc, args, kwargs, actor_name, lanes = _refs.unpack(body)
                 instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
-                hosts["actor"] = host_lanes(atl, actor_name, lanes, _actor_handler(instance))
+                hosts["actor"] = host_lanes(atl, actor_name, lanes,
+                                            _actor_handler(instance, actor_name, lanes))
                 # Not from this handler's own thread: closing waits for its call to end.
                 threading.Thread(target=leave_pool, daemon=True).start()
             return pickle.dumps(_refs.outcome_of(become, result_to))

@@ -1,0 +1,110 @@
+"""Actors from @atl.remote classes: method calls straight to the actor's
+process (its object server, asked once through the supervisor), with the
+supervisor still the judge of liveness: a stopped (hung) host fails a call
+within the heartbeat timeout, a killed one at once; max_concurrency on the
+direct path; atl.kill from a driver that did not start it. Live cluster."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import atl
+from conftest import Cluster, ROOT
+
+
+@pytest.fixture
+def fast_heartbeats():
+    c = Cluster(2, extra=("--heartbeat-timeout", "3s"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        atl.init(c.address, c.tls)
+        yield c
+    finally:
+        atl.shutdown()
+        c.stop()
+
+
+@atl.remote
+class Pid:
+    def pid(self):
+        return os.getpid()
+
+    def nap(self, seconds):
+        time.sleep(seconds)
+        return seconds
+
+
+def test_calls_go_straight_to_the_actors_process(fast_heartbeats):
+    a = Pid.remote()
+    assert atl.get(a.pid.remote(), timeout=60) > 0
+    host, port = a._direct.rsplit(":", 1)  # asked once, then every call goes there
+    assert host == "127.0.0.1" and int(port) > 0
+    listed = {x["name"]: x["calls"] for x in atl.list_actors()}
+    for _ in range(20):
+        atl.get(a.nap.remote(0), timeout=60)
+    # The supervisor carried the one "where" call, not the 21 method calls.
+    assert {x["name"]: x["calls"] for x in atl.list_actors()}[a.name] == listed[a.name]
+
+
+def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats):
+    a = Pid.remote()
+    pid = atl.get(a.pid.remote(), timeout=60)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        with pytest.raises(atl.ActorDiedError) as e:
+            atl.get(a.nap.remote(0), timeout=60)
+        assert "no longer in the job's directory" in str(e.value)
+        assert time.monotonic() - start < 30
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def test_an_actor_killed_mid_call_fails_it_and_every_later_one(fast_heartbeats):
+    a = Pid.remote()
+    pid = atl.get(a.pid.remote(), timeout=60)
+    ref = a.nap.remote(60)
+    time.sleep(0.5)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(atl.ActorDiedError):
+        atl.get(ref, timeout=60)
+    with pytest.raises(atl.ActorDiedError):
+        atl.get(a.nap.remote(0), timeout=60)
+
+
+def test_max_concurrency_holds_on_the_direct_path(fast_heartbeats):
+    @atl.remote(max_concurrency=2)
+    class Two:
+        def __init__(self):
+            import threading
+            self.lock, self.now, self.most = threading.Lock(), 0, 0
+
+        def step(self):
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.3)
+            with self.lock:
+                self.now -= 1
+            return self.most
+
+    t = Two.remote()
+    assert max(atl.get([t.step.remote() for _ in range(6)], timeout=60)) == 2
+
+
+def test_kill_from_a_driver_that_did_not_start_it(fast_heartbeats):
+    a = Pid.options(name="shared").remote()
+    pid = atl.get(a.pid.remote(), timeout=60)
+    code = ("import atl; atl.init(); atl.kill(atl.get_actor('shared')); atl.shutdown()")
+    env = dict(fast_heartbeats.env, ATL_ADDRESS=fast_heartbeats.address,
+               ATL_TLS_DIR=fast_heartbeats.tls, PYTHONPATH=os.path.join(ROOT, "python"))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}")
+    with pytest.raises(atl.ActorDiedError):
+        atl.get(a.pid.remote(), timeout=60)
