@@ -13,9 +13,16 @@ run, medians over --runs fresh driver processes:
   32-task fan-out    32 calls of a trivial function from a warm driver, all gathered
                      (atl: on the warm processes; and 32 shell commands, a
                      process each)
+  objects            put + read by an actor on another pod, and a result of
+                     that size back, for 1 MB, 100 MB and 1 GiB numpy arrays
+                     (MB/s; the driver and the actor in different processes,
+                     Ray: on different Ray nodes, so the bytes cross between
+                     object stores as between pods)
 
 atl: headnode --mode driver with 2 local workers; the driver connects from
-outside as a second driver. Ray: `ray start --head` on this machine (4 CPUs).
+outside as a second driver. Ray: `ray start --head` on this machine (4 CPUs)
+and a second node (`ray start --address`, 2 CPUs, resource "pod_b") for the
+actor that reads the objects.
 Ray's rows are left out, saying why, when Ray cannot be installed.
 
 Usage: bench/driver/run.py [--runs 3] [--out bench/results/driver.md]
@@ -109,7 +116,35 @@ def side_atl(address, tls):
         for t in [atl.run("true") for _ in range(32)]:
             t.wait(timeout=60)
     out["fanout32_cmd_ms"] = 1000 * median_s(commands, 3)
+    out.update(objects(atl, atl.remote))
     atl.shutdown()
+    return out
+
+
+OBJECT_SIZES = (("1mb", 1 << 20, 20), ("100mb", 100 << 20, 3), ("1gib", 1 << 30, 1))
+
+
+def objects(api, remote, **where):
+    """MB/s of put + read on another node, and of a result that size back."""
+    import numpy as np
+
+    class Reader:
+        def read(self, a):
+            return a.nbytes
+
+        def make(self, n):
+            return np.ones(n, dtype=np.uint8)
+    reader = remote(Reader).options(**where).remote()
+    api.get(reader.read.remote(api.put(np.ones(16, dtype=np.uint8))))  # started, connected
+    out = {}
+    for name, size, times in OBJECT_SIZES:
+        a = np.ones(size, dtype=np.uint8)
+        seconds = median_s(lambda: api.get(reader.read.remote(api.put(a))), times)
+        out[f"put_get_{name}_mbps"] = size / seconds / 1e6
+        seconds = median_s(lambda: api.get(reader.make.remote(size)), times)
+        out[f"result_{name}_mbps"] = size / seconds / 1e6
+        del a
+    api.kill(reader)
     return out
 
 
@@ -148,6 +183,7 @@ def side_ray(address):
     ray.get([nothing.remote(i) for i in range(32)])  # warm
     out["fanout32_ms"] = 1000 * median_s(lambda: ray.get([nothing.remote(i) for i in range(32)]),
                                          3)
+    out.update(objects(ray, ray.remote, num_cpus=0, resources={"pod_b": 1}))
     ray.shutdown()
     return out
 
@@ -238,6 +274,11 @@ def main():
         subprocess.run([ray_bin, "start", "--head", "--port", str(port), "--num-cpus", "4",
                         "--node-ip-address", "127.0.0.1", "--temp-dir", temp,
                         "--include-dashboard", "false"], check=True, capture_output=True, env=env)
+        # A second node: objects between nodes cross object stores, as between pods.
+        subprocess.run([ray_bin, "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "2",
+                        "--node-ip-address", "127.0.0.1", "--resources", '{"pod_b": 1}',
+                        "--node-manager-port", "6391", "--object-manager-port", "6392"],
+                       check=True, capture_output=True, env=env)
         try:
             ray_version = subprocess.run([ray_bin, "--version"], capture_output=True,
                                          text=True).stdout.strip()
@@ -265,13 +306,16 @@ def write(args, atl_runs, ray_runs, ray_version, why_not):
         ("actor method call round trip, atl.get(a.ping.remote()) (ms)", "call_rtt_ms", "{:.2f}",
          "lower"),
         ("32-task fan-out from a warm driver (ms)", "fanout32_ms", "{:.1f}", "lower"),
-    ]
+    ] + [(f"{what} {label} (MB/s)", f"{key}_{name}_mbps", "{:.0f}", "higher")
+         for what, key in (("put + get on another pod,", "put_get"),
+                           ("a result back from another pod,", "result"))
+         for name, label in (("1mb", "1 MB"), ("100mb", "100 MB"), ("1gib", "1 GiB"))]
     lines = ["# bench/driver: a driver's operations, atl's Python package against Ray's", "",
              f"Machine: {common.machine()}; {ray_version or 'Ray not run'}.",
              f"Command: `bench/driver/run.py --runs {args.runs}` (medians over {args.runs} fresh "
              "driver processes). atl: a driver-mode head with 2 local workers on 127.0.0.1, "
              "the bench driving it from outside; Ray: `ray start --head --num-cpus 4` on "
-             "127.0.0.1.", "",
+             "127.0.0.1 and a second node (2 CPUs) for the objects' reader.", "",
              "| operation | atl | Ray 2.60 | atl / Ray |", "|---|---:|---:|---:|"]
     for label, key, fmt, better in rows:
         a, r = med(atl_runs, key), med(ray_runs, key)

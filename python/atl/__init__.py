@@ -274,18 +274,70 @@ class PlacementGroup:
             self.ready(timeout=0.001)
         return list(self._table["nodes"])
 
-    def remove(self):
-        _c().pg_remove(self.id)
+    def remove(self, wait=False):
+        """Frees the group's bundles (its tasks end). Sent in the background,
+        in order, so a loop of create/remove does not wait for each removal;
+        a removal's error is raised by this driver's next placement call (or
+        here with wait=True, which returns once it is done)."""
+        done = _removals.put(self.id)
+        _removals.raise_failed()
+        if wait:
+            done.result()
+            _removals.raise_failed()
 
     def __repr__(self):
         return f"PlacementGroup(id={self.id}, strategy={self.strategy}, bundles={self.bundle_specs})"
+
+
+class _Removals:
+    """Placement groups to remove, one after another on a thread of their
+    own; the first error kept for the driver's next placement call."""
+
+    def __init__(self):
+        import queue
+        self._queue = queue.Queue()
+        self._thread = None
+        self._failed = None
+        self._lock = threading.Lock()
+
+    def put(self, gid):
+        done = _refs.new_future()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="atl-pg-remove")
+                self._thread.start()
+        self._queue.put((gid, done))
+        return done
+
+    def _run(self):
+        while True:
+            gid, done = self._queue.get()
+            try:
+                _c().pg_remove(gid)
+            except AtlError as e:
+                with self._lock:
+                    if self._failed is None:
+                        self._failed = type(e)(e.code, f"removing placement group {gid}: {e}")
+            done.set_result(None)
+
+    def raise_failed(self):
+        with self._lock:
+            failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+
+_removals = _Removals()
 
 
 def placement_group(bundles, strategy="PACK", name="", timeout=None):
     """Asks for `bundles` (a list of {"CPU": 1, "GPU": 1, "memory": bytes,
     "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
     STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
-    after `timeout` seconds fails (None: it waits for ever)."""
+    after `timeout` seconds fails (None: it waits for ever). An earlier
+    removal's error is raised here."""
+    _removals.raise_failed()
     gid, table = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
     return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
 
@@ -436,7 +488,7 @@ def _reserve(need, source, label, timeout=None):
 
 def _remove_quietly(pg):
     try:
-        pg.remove()
+        _removals.put(pg.id)
     except AtlError:
         pass  # the job is ending, or the group went with its node
 
@@ -959,12 +1011,30 @@ def get(refs, timeout=None):
 
 
 def wait(refs, num_returns=1, timeout=None):
-    """(ready, not_ready): the first `num_returns` refs done (in their order)."""
+    """(ready, not_ready), as Ray's: the first `num_returns` refs done (in
+    their order in `refs`), or those done when `timeout` seconds passed.
+    Blocks on the calls' own futures (no polling); a task's ref is watched
+    by a thread of its own, blocked in the supervisor's answer."""
+    from concurrent.futures import FIRST_COMPLETED
+    from concurrent.futures import wait as wait_futures
     refs = list(refs)
+    for i, ref in enumerate(refs):
+        if not isinstance(ref, ObjectRef):
+            raise UsageError(USAGE, f"atl.wait: item {i} is {type(ref).__name__}, not an ObjectRef")
+    if isinstance(num_returns, bool) or not isinstance(num_returns, int) or \
+            not 1 <= num_returns <= max(1, len(refs)):
+        raise UsageError(USAGE, f"atl.wait: num_returns={num_returns!r}: expected 1 to "
+                                f"{len(refs)} (the refs given)")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
+        raise UsageError(USAGE, f"atl.wait: timeout={timeout!r}: expected seconds >= 0 or None")
     deadline = None if timeout is None else time.monotonic() + timeout
+    watched = [ref._source.watch() for ref in refs]
     while True:
-        ready = [r for r in refs if r._done()]
-        if len(ready) >= num_returns or (deadline is not None and time.monotonic() >= deadline):
-            ready = ready[:num_returns]
-            return ready, [r for r in refs if r not in ready]
-        time.sleep(0.01)
+        done = [ref for ref, f in zip(refs, watched) if f.done()]
+        left = None if deadline is None else deadline - time.monotonic()
+        if len(done) >= num_returns or (left is not None and left <= 0) or not refs:
+            ready = done[:num_returns]
+            chosen = set(map(id, ready))
+            return ready, [r for r in refs if id(r) not in chosen]
+        wait_futures([f for f in watched if not f.done()], timeout=left,
+                     return_when=FIRST_COMPLETED)

@@ -90,6 +90,10 @@ class _Source:
         self._lock = threading.Lock()
         self._stored = {}  # part -> the _Stored this process keeps for borrowers
 
+    def watch(self):
+        """A future done when the value is there (atl.wait blocks on it)."""
+        return self.future
+
     def wire(self, part, pick, name):
         """(owner, oid, inline) of the value (the `part` of it), stored here
         once when it must travel; pinned once more for the borrower."""
@@ -152,6 +156,21 @@ class _Task(_Source):
 
     def done(self):
         return self._outcome is not None or self.task.done()
+
+    def watch(self):
+        """A future set once the task ended (a thread of its own waits for it)."""
+        with self._lock:
+            if getattr(self, "_watched", None) is None:
+                self._watched = new_future()
+
+                def read():
+                    try:
+                        self.task.wait(timeout=None)  # in pieces, each answered when it ends
+                    except BaseException:
+                        pass  # lost, or never ran: get says so
+                    self._watched.set_result(None)
+                threading.Thread(target=read, daemon=True, name="atl-watch").start()
+            return self._watched
 
     def value(self, name, timeout):
         with self._read:
@@ -218,6 +237,11 @@ class _Stored(_Source):
 
     def done(self):
         return True
+
+    def watch(self):
+        f = new_future()
+        f.set_result(None)
+        return f
 
     def value(self, name, timeout):
         if self.inline is not None:

@@ -639,3 +639,39 @@ def test_progress_touches_the_file_atl_gives_the_rank(tmp_path, monkeypatch):
     time.sleep(0.01)
     assert atl.progress() is True
     assert path.stat().st_mtime_ns > before
+
+
+def test_a_removal_goes_in_the_background_and_its_error_reaches_the_driver(cluster):
+    pg = atl.placement_group([{"CPU": 0.5}])
+    pg.ready(timeout=30)
+    pg.remove(wait=True)
+    assert atl.available_resources()["CPU"] == atl.cluster_resources()["CPU"]
+    with pytest.raises(atl.AtlError, match=f"removing placement group {pg.id}"):
+        pg.remove(wait=True)  # twice: the supervisor's refusal comes back here
+    pg.remove()  # and without waiting: the next placement call raises it
+    _removals = atl._removals
+    deadline = time.monotonic() + 30
+    while _removals._failed is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with pytest.raises(atl.AtlError, match=f"removing placement group {pg.id}"):
+        atl.placement_group([{"CPU": 0.1}])
+    atl.placement_group([{"CPU": 0.1}]).remove(wait=True)  # raised once, then gone
+
+
+def test_wait_blocks_on_calls_and_tasks_without_polling(cluster):
+    @atl.remote
+    def nap(seconds):
+        time.sleep(seconds)
+        return seconds
+
+    pod = atl.nodes()[0]["pod"]
+    refs = [nap.remote(30), nap.options(pod=pod).remote(0.2), nap.remote(0.1)]
+    ready, not_ready = atl.wait(refs, num_returns=2, timeout=60)
+    assert ready == [refs[1], refs[2]] and not_ready == [refs[0]]
+    ready, not_ready = atl.wait(refs, num_returns=3, timeout=0.3)  # the 30 s one: not yet
+    assert len(ready) == 2 and not_ready == [refs[0]]
+    atl.cancel(refs[0])
+    with pytest.raises(atl.UsageError, match="num_returns=4"):
+        atl.wait(refs, num_returns=4)
+    with pytest.raises(atl.UsageError, match="item 1"):
+        atl.wait([refs[1], "x"])
