@@ -138,10 +138,12 @@ def pool_worker():
             def become():
                 cls_desc, args, kwargs, actor_name, lanes = _refs.unpack(body)
                 instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
-                hosts["actor"] = host_lanes(atl, actor_name, lanes,
-                                            _actor_handler(instance, actor_name, lanes))
+                handler = _actor_handler(instance, actor_name, lanes)
+                hosts["actor"] = host_lanes(atl, actor_name, lanes, handler)
                 # Not from this handler's own thread: closing waits for its call to end.
                 threading.Thread(target=leave_pool, daemon=True).start()
+                # Where its method calls go straight (saves the first call's "where").
+                return _objects.serve_actor(actor_name, handler)
             return pickle.dumps(_refs.outcome_of(become, result_to))
         return pickle.dumps(("err", "ValueError", f"unknown request {kind!r}", None))
 

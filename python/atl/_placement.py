@@ -1,0 +1,202 @@
+"""Placement groups (Ray's: bundles of resources on the workers, by
+strategy), and the one-bundle reservations a call with num_cpus/num_gpus/
+memory/resources gets of its own."""
+import json
+import threading
+import time
+
+from . import _refs
+from . import _c, _ms, nodes
+from ._capi import USAGE, AtlError, GetTimeoutError, UsageError
+from ._errors import RemoteError
+from ._refs import ObjectRef
+
+
+_RAY_READY = object()  # pg.ready() with no timeout: Ray's ref
+
+
+class PlacementGroup:
+    """Reserved bundles of resources on the workers (Ray's semantics)."""
+
+    def __init__(self, gid, bundles, strategy, table=None):
+        self.id = gid
+        self.bundle_specs = bundles
+        self.strategy = strategy
+        # Placed at once: ready() has nothing to wait for.
+        self._table = table if table and table.get("state") == "CREATED" else None
+
+    @property
+    def bundle_count(self):
+        return len(self.bundle_specs)
+
+    def ready(self, timeout=_RAY_READY):
+        """pg.ready(): an ObjectRef of the group once every bundle is reserved
+        (Ray's: atl.get or atl.wait it). pg.ready(timeout=seconds) (None: no
+        limit) waits here instead and returns the group: GetTimeoutError while
+        still pending (the message says which bundle lacks what where),
+        AtlError when it failed or was removed."""
+        if timeout is _RAY_READY:
+            future = _refs.new_future()
+
+            def wait():
+                try:
+                    future.set_result(self.ready(None))
+                except BaseException as e:
+                    future.set_exception(e)
+            threading.Thread(target=wait, daemon=True, name="atl-pg-ready").start()
+            return ObjectRef(f"placement group {self.id} ready", _refs._Call(future))
+        if self._table is not None:
+            return self
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            step = 60.0 if left is None else min(left, 60.0)
+            try:
+                self._table = json.loads(_c().pg_wait(self.id, _ms(step) or 1))
+                return self
+            except GetTimeoutError:
+                if left is not None and left <= step:
+                    raise
+
+    def wait(self, timeout_seconds=30):
+        """True once placed, False if still pending after the timeout."""
+        try:
+            self.ready(timeout=timeout_seconds)
+            return True
+        except GetTimeoutError:
+            return False
+
+    @property
+    def bundle_nodes(self):
+        """The pod of each bundle (after ready())."""
+        if self._table is None:
+            self.ready(timeout=0.001)
+        return list(self._table["nodes"])
+
+    def remove(self, wait=False):
+        """Frees the group's bundles (its tasks end). Sent in the background,
+        in order, so a loop of create/remove does not wait for each removal;
+        a removal's error is raised by this driver's next placement call (or
+        here with wait=True, which returns once it is done)."""
+        done = _removals.put(self.id)
+        _removals.raise_failed()
+        if wait:
+            done.result()
+            _removals.raise_failed()
+
+    def __repr__(self):
+        return f"PlacementGroup(id={self.id}, strategy={self.strategy}, bundles={self.bundle_specs})"
+
+
+class _Removals:
+    """Placement groups to remove, one after another on a thread of their
+    own; the first error kept for the driver's next placement call."""
+
+    def __init__(self):
+        import queue
+        self._queue = queue.Queue()
+        self._thread = None
+        self._failed = None
+        self._lock = threading.Lock()
+
+    def put(self, gid):
+        done = _refs.new_future()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="atl-pg-remove")
+                self._thread.start()
+        self._queue.put((gid, done))
+        return done
+
+    def _run(self):
+        while True:
+            gid, done = self._queue.get()
+            try:
+                _c().pg_remove(gid)
+            except AtlError as e:
+                with self._lock:
+                    if self._failed is None:
+                        self._failed = type(e)(e.code, f"removing placement group {gid}: {e}")
+            done.set_result(None)
+
+    def raise_failed(self):
+        with self._lock:
+            failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+
+_removals = _Removals()
+
+
+def placement_group(bundles, strategy="PACK", name="", timeout=None):
+    """Asks for `bundles` (a list of {"CPU": 1, "GPU": 1, "memory": bytes,
+    "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
+    STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
+    after `timeout` seconds fails (None: it waits for ever). An earlier
+    removal's error is raised here."""
+    _removals.raise_failed()
+    gid, table = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
+    return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
+
+
+def remove_placement_group(pg):
+    pg.remove()
+
+
+def _fits(need, have):
+    return all(have.get(k, 0) >= v for k, v in need.items())
+
+
+def _check_feasible(o, label):
+    """A call's resource counts against what can ever hold them: a pod's
+    total (every pod of the job, lost ones too), or its placement group's
+    bundle. UsageError saying why when nothing can: such a call would wait
+    for ever (Ray warns and waits; atl's pods are the job's, fixed)."""
+    need = o["demand"]
+    pg = o.get("placement_group")
+    if pg is not None:
+        index = o.get("placement_group_bundle_index")
+        bundles = pg.bundle_specs if index is None else [pg.bundle_specs[index]]
+        if not all(_fits(need, b) for b in bundles):
+            raise UsageError(USAGE, f"{label}: {need} does not fit bundle "
+                                    f"{'s' if index is None else index} of {pg!r}")
+        return
+    totals = [(n["pod"], n["total"]) for n in nodes()]
+    if not any(_fits(need, total) for _, total in totals):
+        largest = ", ".join(f"{pod} has {total}" for pod, total in totals[:4]) or "no pod joined"
+        raise UsageError(USAGE, f"{label}: no pod of this job can ever hold {need} "
+                                f"(infeasible: {largest})")
+
+
+def _reserve(need, source, label, timeout=None):
+    """A one-bundle placement group holding `need`, once a pod can (PACK):
+    the call's own reservation, removed when it ends. While it waits,
+    source.why says what for (a get that times out says it)."""
+    pg = placement_group([need], strategy="PACK")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            if source is not None and source.cancelled:
+                raise RemoteError(f"{label}: cancelled while it waited for {need}")
+            step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
+            try:
+                pg.ready(timeout=step)
+                return pg
+            except GetTimeoutError as e:
+                why = f"waiting for a pod that can hold {need}: {e}"
+                if source is not None:
+                    source.why = why
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise GetTimeoutError(5, f"{label}: {why}") from None
+    except BaseException:
+        _remove_quietly(pg)
+        raise
+
+
+def _remove_quietly(pg):
+    try:
+        _removals.put(pg.id)
+    except AtlError:
+        pass  # the job is ending, or the group went with its node

@@ -1,0 +1,176 @@
+"""Remote functions: @atl.remote on a function. A call runs on a warm
+process (no placement of its own) or as a task (a fresh process in its
+bundle, on its pod, in its own reservation), from the caller's thread or,
+when it waits for refs, a reservation or retries, from a thread of its own."""
+import base64
+import os
+import pickle
+import sys
+import threading
+
+from . import _options, _refs, _serialize
+from . import _payload_env, _warm_pool, nodes, run
+from ._capi import AtlError, GetTimeoutError, UsageError
+from ._errors import OwnerDiedError, TaskError
+from ._placement import _check_feasible, _remove_quietly, _reserve
+from ._refs import ObjectRef
+
+
+def _placed(options):
+    """Whether a call's options ask for a place or a process of its own."""
+    return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
+                                        "demand"))
+
+
+def _system_failure(e):
+    """A process that died, a pod that was lost: what max_retries reruns for."""
+    return isinstance(e, AtlError) and not isinstance(
+        e, (TaskError, UsageError, GetTimeoutError, OwnerDiedError))
+
+
+_turns = {}  # what is taken in turn ("spread", a group's bundles) -> the next index
+_turns_lock = threading.Lock()
+
+
+def _next_in_turn(key, count):
+    with _turns_lock:
+        i = _turns.get(key, 0) % count
+        _turns[key] = i + 1
+        return i
+
+
+def _where(o):
+    """(placement group, bundle index, pod) of a call with options `o`: a
+    group's bundle (index None: its bundles in turn), the next worker pod in
+    turn for scheduling_strategy="SPREAD", or the pod it names."""
+    pg = o.get("placement_group")
+    if pg:
+        index = o.get("placement_group_bundle_index", 0)
+        if index is None:
+            index = _next_in_turn(("bundle", pg.id), pg.bundle_count)
+        return pg, index, o.get("pod")
+    if o.get("spread") and not o.get("pod"):
+        pods = sorted(n["pod"] for n in nodes() if not n.get("unavailable"))
+        if pods:
+            return None, 0, pods[_next_in_turn("spread", len(pods))]
+    return None, 0, o.get("pod")
+
+
+def _retries_on(o, e):
+    """Whether retry_exceptions reruns a call that raised `e` (a TaskError)."""
+    which = o.get("retry_exceptions")
+    if which is True:
+        return True
+    return bool(which) and isinstance(e.cause, which)
+
+
+def _python_path():
+    # The package itself, then the driver's own path: functions of the
+    # driver's modules travel by reference and import there as here (pods
+    # share the image; a job's working_dir is the same on every pod).
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = [here] + [p for p in sys.path if p and os.path.isdir(p)]
+    return os.pathsep.join(dict.fromkeys(parts))
+
+
+class RemoteFunction:
+    def __init__(self, fn, options, checked=False):
+        self._fn = fn
+        self._atl_remote_function = fn  # how _serialize knows one (to send it by value)
+        self._desc = None
+        self.__name__ = getattr(fn, "__name__", "remote")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._options = options if checked else _options.check(
+            options, f"remote function {self.__name__}", actor=False)
+        self.__name__ = self._options.get("name", self.__name__)
+
+    def options(self, **options):
+        """placement_group=, placement_group_bundle_index=, pod=, env= (dict),
+        working_dir=, name=; Ray's runtime_env={'env_vars', 'working_dir'}.
+        Every other option is refused with a TypeError saying why (atl/_options.py)."""
+        merged = dict(self._options)
+        merged.update(_options.check(options, f"{self.__name__}.options", actor=False))
+        clone = RemoteFunction(self._fn, merged, checked=True)
+        clone._desc = self._desc
+        return clone
+
+    def remote(self, *args, **kwargs):
+        """A ref to the call's value (num_returns=n: a list of n refs). Refs
+        among the arguments: the call is sent once their values are there."""
+        if self._desc is None:
+            self._desc = _serialize.encode_function(self._fn)
+        o = self._options
+        waiting = _refs.pending((args, kwargs))
+        if o.get("demand"):
+            _check_feasible(o, f"{self.__name__}.remote")
+        if waiting or o.get("demand") or o.get("max_retries"):
+            ref = self._in_background(waiting, args, kwargs)
+        else:
+            ref = self._submit(args, kwargs)
+        parts = o.get("num_returns")
+        return ref._parts(parts) if parts else ref
+
+    def _in_background(self, waiting, args, kwargs):
+        """The call from a thread of its own: after the refs it takes, in a
+        reservation of its own (num_cpus...), run again after its process
+        died (max_retries) or it raised (retry_exceptions)."""
+        o, label = self._options, self.__name__
+        source = _refs._Call(_refs.new_future())
+        source.cancelled = False
+
+        def go():
+            group = None
+            try:
+                for ref in waiting:
+                    ref._get(None)
+                if o.get("demand") and not o.get("placement_group"):
+                    group = _reserve(o["demand"], source, label)
+                    source.why = None
+                left = o.get("max_retries", 0)
+                while True:
+                    source.inner = self._submit(args, kwargs, group)
+                    try:
+                        value = source.inner._get(None)
+                        break
+                    except BaseException as e:
+                        retry = _system_failure(e) or (
+                            isinstance(e, TaskError) and _retries_on(o, e))
+                        if not retry or left == 0 or source.cancelled:
+                            raise
+                        left -= 1 if left > 0 else 0
+                source.future.set_result(value)
+            except BaseException as e:
+                source.future.set_exception(e)
+            finally:
+                if group is not None:
+                    _remove_quietly(group)
+        threading.Thread(target=go, daemon=True, name="atl-call").start()
+        return ObjectRef(label, source)
+
+    def _submit(self, args, kwargs, group=None):
+        o = self._options
+        pool = None if _placed(o) else _warm_pool()
+        body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
+        result_to = _refs.result_slot()
+        if pool is not None:
+            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__)
+            future.add_done_callback(lambda _: body.release())
+            return ObjectRef(self.__name__, _refs._Call(future))
+        payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")
+        env = dict(o.get("env") or {})
+        env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
+        env["PYTHONPATH"] = _python_path()
+        env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
+        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
+        command = f"exec {sys.executable} -m atl._worker"
+        try:
+            task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
+                       working_dir=o.get("working_dir"))
+        except BaseException:
+            body.release()
+            raise
+        return ObjectRef(self.__name__, _refs._Task(task, keep=body, result_oid=result_to[1]))
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"remote function {self.__name__} is called with "
+                        f"{self.__name__}.remote(...)")
