@@ -220,9 +220,9 @@ class AtlCluster:
         self.head.wait(60)
 
 
-def run_side(python, args):
+def run_side(python, args, env=None):
     out = subprocess.run([python, os.path.abspath(__file__), *args], capture_output=True,
-                         text=True, timeout=600)
+                         text=True, timeout=900, env=env)
     if out.returncode != 0:
         raise SystemExit(f"side {args[:2]} failed:\n{out.stdout}\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -270,7 +270,10 @@ def main():
         ray_bin = os.path.join(RAY_VENV, "bin", "ray")
         temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
         port = 6390
-        env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
+        # Token auth, as atl's ray mode runs it: Ray 2.60 refuses a second
+        # node without a token once a token file is anywhere about.
+        env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
+                   RAY_AUTH_TOKEN=os.urandom(16).hex())
         subprocess.run([ray_bin, "start", "--head", "--port", str(port), "--num-cpus", "4",
                         "--node-ip-address", "127.0.0.1", "--temp-dir", temp,
                         "--include-dashboard", "false"], check=True, capture_output=True, env=env)
@@ -284,7 +287,7 @@ def main():
                                          text=True).stdout.strip()
             for _ in range(args.runs):
                 ray_runs.append(run_side(ray_python, ["--side", "ray", "--address",
-                                                      f"127.0.0.1:{port}"]))
+                                                      f"127.0.0.1:{port}"], env))
         finally:
             subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env)
     write(args, atl_runs, ray_runs, ray_version, why_not)

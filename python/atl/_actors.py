@@ -232,11 +232,14 @@ class ActorClass:
         self.__name__ = cls.__name__
         self._options = options if checked else _options.check(
             options, f"actor class {self.__name__}", actor=True)
+        self._desc = None  # the class as it travels, made at the first .remote()
 
     def options(self, **options):
         merged = dict(self._options)
         merged.update(_options.check(options, f"{self.__name__}.options", actor=True))
-        return ActorClass(self._cls, merged, checked=True)
+        clone = ActorClass(self._cls, merged, checked=True)
+        clone._desc = self._desc
+        return clone
 
     def remote(self, *args, **kwargs):
         """Starts the actor in a process on a worker (in a bundle with
@@ -259,7 +262,9 @@ class ActorClass:
         for ref in _refs.pending((args, kwargs)):
             ref._get(None)
         lanes = o.get("max_concurrency", 1)
-        body = _refs.Body((_serialize.encode_class(self._cls), args, kwargs, name, lanes), label)
+        if self._desc is None:
+            self._desc = _serialize.encode_class(self._cls)
+        body = _refs.Body((self._desc, args, kwargs, name, lanes), label)
         group = None
         try:
             if o.get("demand") and not o.get("placement_group"):

@@ -33,15 +33,34 @@ import os
 import pickle
 import queue
 import socket
-import ssl
 import struct
 import threading
 import weakref
 
-try:
-    import cloudpickle as _cloudpickle
-except ImportError:  # the image has no cloudpickle: pickle (and atl._serialize for functions)
-    _cloudpickle = None
+# ssl and cloudpickle are imported on first use: `import atl` stays quick
+# for a driver that never sends an object (a connect is ~30 ms in all).
+ssl = None
+_cloudpickle = False  # not looked for yet; None: the image has none
+
+
+def _pickler():
+    """cloudpickle's pickler where the image has it, else pickle's."""
+    global _cloudpickle
+    if _cloudpickle is False:
+        try:
+            import cloudpickle
+            _cloudpickle = cloudpickle
+        except ImportError:  # pickle (and atl._serialize for functions)
+            _cloudpickle = None
+    return _cloudpickle.CloudPickler if _cloudpickle else pickle.Pickler
+
+
+def _ssl():
+    global ssl
+    if ssl is None:
+        import ssl as module
+        ssl = module
+    return ssl
 
 INLINE_MAX = 100 * 1024
 MAX_OBJECT = 64 * 1024 ** 3
@@ -61,8 +80,7 @@ def dumps(value):
     buffers out of band, not copied). cloudpickle where the image has it."""
     buffers = []
     out = io.BytesIO()
-    pickler = (_cloudpickle.CloudPickler if _cloudpickle else pickle.Pickler)(
-        out, protocol=5, buffer_callback=buffers.append)
+    pickler = _pickler()(out, protocol=5, buffer_callback=buffers.append)
     pickler.dump(value)
     return [out.getbuffer()] + [b.raw() for b in buffers]
 
@@ -195,11 +213,21 @@ def configure(address=None, tls_dir=None, insecure=False):
         _restart()  # another job's credentials (a driver that connects anew): a new server
 
 
+_contexts = {}  # server: bool -> the SSLContext made once (a handshake's files read once)
+
+
 def _context(server):
     if not _configured:
         configure()
     if _insecure:
         return None
+    if server not in _contexts:
+        _contexts[server] = _make_context(server)
+    return _contexts[server]
+
+
+def _make_context(server):
+    ssl = _ssl()
     if not _tls_dir:
         raise ObjectLostError("the object plane has no TLS credentials (atl.init() first)")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
@@ -314,7 +342,7 @@ class _Server:
                     self._call(conn, oid)
                 else:
                     return  # not atl's protocol: drop the connection
-        except (OSError, ConnectionError, ssl.SSLError, struct.error):
+        except (OSError, ConnectionError, struct.error):  # ssl's errors are OSErrors
             pass
         finally:
             try:
@@ -343,6 +371,7 @@ def _restart():
     if server is not None:
         server.close()
     _connections.clear()
+    _contexts.clear()
 
 
 def is_local(owner):
@@ -388,7 +417,7 @@ class _Connections:
                     sock = self._open(owner)
                 send(sock)
                 result = receive(sock)
-            except (OSError, ConnectionError, ssl.SSLError, _Gone) as e:
+            except (OSError, ConnectionError, _Gone) as e:
                 try:
                     if sock is not None:
                         sock.close()
@@ -483,7 +512,7 @@ def call_direct(owner, name, request, alive, check_every=1.0):
                 try:
                     status = sock.recv(1)
                     break
-                except (socket.timeout, ssl.SSLWantReadError):
+                except socket.timeout:
                     if not alive():
                         raise _Gone("the actor is no longer in the job's directory")
             sock.settimeout(None)

@@ -55,15 +55,23 @@ def _encode(value, root, depth):
                         "importable module or pass it as an argument") from None
 
 
-try:
-    import cloudpickle as _cloudpickle
-except ImportError:
-    _cloudpickle = None
+_cloudpickle = False  # looked for on first use (see atl._objects); None: the image has none
+
+
+def _has_cloudpickle():
+    global _cloudpickle
+    if _cloudpickle is False:
+        try:
+            import cloudpickle
+            _cloudpickle = cloudpickle
+        except ImportError:
+            _cloudpickle = None
+    return _cloudpickle is not None
 
 
 def encode_function(f, depth=0):
     """A picklable description of `f` (see the module's docstring)."""
-    if _cloudpickle is not None and depth == 0:
+    if depth == 0 and _has_cloudpickle():
         return _by_cloudpickle(f, "function")
     if depth > _MAX_DEPTH:
         raise TypeError("atl.remote: functions nest too deeply to send")
@@ -128,7 +136,7 @@ def decode_function(desc):
 def encode_class(cls):
     """A class by value (its methods as functions by value), or by reference
     when it is importable."""
-    if _cloudpickle is not None:
+    if _has_cloudpickle():
         return _by_cloudpickle(cls, "class")
     if _importable(cls):
         return ("ref", pickle.dumps(cls))

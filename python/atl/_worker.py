@@ -147,6 +147,7 @@ def pool_worker():
             return pickle.dumps(_refs.outcome_of(become, result_to))
         return pickle.dumps(("err", "ValueError", f"unknown request {kind!r}", None))
 
+    _objects.address()  # its object server up now, not when a call or an actor needs it
     hosts["pool"] = atl.host_actor(name, handle)
     atl.ActorHandle(registry).call(f"ready {name}".encode(), timeout=30)
     while True:  # woken twice a second: the SIGTERM handler runs (see host_actor)

@@ -90,9 +90,10 @@ class Cluster:
         self.out.close()
 
 
-@pytest.fixture
-def cluster():
-    c = Cluster(2)
+def connected_cluster(extra=()):
+    """A 2-worker driver-mode cluster with this process connected to it (a
+    generator for a fixture: disconnected and stopped after)."""
+    c = Cluster(2, extra=extra)
     try:
         assert c.wait_for("initializing -> command"), c.output()
         import atl
@@ -102,3 +103,8 @@ def cluster():
         import atl
         atl.shutdown()
         c.stop()
+
+
+@pytest.fixture
+def cluster():
+    yield from connected_cluster()

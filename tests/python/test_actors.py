@@ -12,19 +12,12 @@ import time
 import pytest
 
 import atl
-from conftest import Cluster, ROOT
+from conftest import ROOT, connected_cluster
 
 
 @pytest.fixture
 def fast_heartbeats():
-    c = Cluster(2, extra=("--heartbeat-timeout", "3s"))
-    try:
-        assert c.wait_for("initializing -> command"), c.output()
-        atl.init(c.address, c.tls)
-        yield c
-    finally:
-        atl.shutdown()
-        c.stop()
+    yield from connected_cluster(extra=("--heartbeat-timeout", "3s"))
 
 
 @atl.remote

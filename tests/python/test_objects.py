@@ -4,7 +4,6 @@ cold, objects freed when their refs drop, an owner that ended, the server's
 refusal of strangers, and the wire's bounds. Against a live local cluster:
 real processes, real TLS on 127.0.0.1."""
 import gc
-import os
 import socket
 import ssl
 import struct
