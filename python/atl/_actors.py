@@ -85,6 +85,7 @@ class ActorHandle:
         self._lanes = lanes  # max_concurrency: its names name, name~1, ... take calls at once
         self._turn = 0
         self._direct = None  # its process's object server, once asked (False: none)
+        self._connecting = None  # the thread opening the first connection there
 
     def call(self, data, timeout=30):
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
@@ -131,7 +132,15 @@ class ActorHandle:
                 self._direct = where if isinstance(where, str) else False
             except Exception:
                 self._direct = False
-        return self._direct
+        if not self._direct:
+            return False
+        if self._connecting is None:
+            # The first connection's TLS handshake (~10 ms here) off the
+            # calls' clock: they go through the supervisor until it is up.
+            self._connecting = threading.Thread(target=_objects.preconnect, args=(self._direct,),
+                                                daemon=True, name="atl-actor-connect")
+            self._connecting.start()
+        return False if self._connecting.is_alive() else self._direct
 
     def _alive(self):
         """The supervisor's word on the actor (its host's heartbeats)."""

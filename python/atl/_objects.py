@@ -386,6 +386,10 @@ class _Connections:
         self._lock = threading.Lock()
         self._idle = {}  # owner -> [socket]
 
+    def keep(self, owner, sock):
+        with self._lock:
+            self._idle.setdefault(owner, []).append(sock)
+
     def clear(self):
         with self._lock:
             idle, self._idle = self._idle, {}
@@ -435,6 +439,16 @@ class _Connections:
 
 
 _connections = _Connections()
+
+
+def preconnect(owner):
+    """A connection to `owner` opened now (the TLS handshake done), kept for
+    the next request; nothing when it cannot be opened (the request says why)."""
+    try:
+        sock = _connections._open(owner)
+    except OSError:
+        return
+    _connections.keep(owner, sock)
 
 
 def fetch(owner, oid):

@@ -147,7 +147,10 @@ def pool_worker():
             return pickle.dumps(_refs.outcome_of(become, result_to))
         return pickle.dumps(("err", "ValueError", f"unknown request {kind!r}", None))
 
-    _objects.address()  # its object server up now, not when a call or an actor needs it
+    # Its object server up and cloudpickle imported now, while it is not
+    # yet taken, not on the first call's or actor's clock.
+    _objects.address()
+    _objects._pickler()
     hosts["pool"] = atl.host_actor(name, handle)
     atl.ActorHandle(registry).call(f"ready {name}".encode(), timeout=30)
     while True:  # woken twice a second: the SIGTERM handler runs (see host_actor)

@@ -33,7 +33,11 @@ class Pid:
 def test_calls_go_straight_to_the_actors_process(fast_heartbeats):
     a = Pid.remote()
     assert atl.get(a.pid.remote(), timeout=60) > 0
-    host, port = a._direct.rsplit(":", 1)  # asked once, then every call goes there
+    # Asked once (or handed back by the warm process it took over); the
+    # first connection opens in the background, calls meanwhile go through
+    # the supervisor; then every call goes there.
+    a._connecting.join(30)
+    host, port = a._direct.rsplit(":", 1)
     assert host == "127.0.0.1" and int(port) > 0
     listed = {x["name"]: x["calls"] for x in atl.list_actors()}
     for _ in range(20):
@@ -45,6 +49,7 @@ def test_calls_go_straight_to_the_actors_process(fast_heartbeats):
 def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats):
     a = Pid.remote()
     pid = atl.get(a.pid.remote(), timeout=60)
+    a._connecting.join(30)  # the direct path (the supervisor's says "no answer to a heartbeat")
     os.kill(pid, signal.SIGSTOP)
     try:
         start = time.monotonic()
@@ -59,6 +64,7 @@ def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats)
 def test_an_actor_killed_mid_call_fails_it_and_every_later_one(fast_heartbeats):
     a = Pid.remote()
     pid = atl.get(a.pid.remote(), timeout=60)
+    a._connecting.join(30)
     ref = a.nap.remote(60)
     time.sleep(0.5)
     os.kill(pid, signal.SIGKILL)
