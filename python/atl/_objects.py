@@ -29,6 +29,7 @@ ref is collected (b"R", sent from a background thread). A process that ends
 takes its objects with it: a later fetch says so (OwnerDiedError)."""
 import atexit
 import io
+import mmap
 import os
 import pickle
 import queue
@@ -158,8 +159,35 @@ def new_oid():
 # --- wire -------------------------------------------------------------------------
 
 
+_BIG = 1 << 20
+
+
+def buffer(n):
+    """n writable bytes: big ones mapped with MAP_POPULATE, so the kernel
+    faults their pages in one go instead of one trap each as they are
+    written (2-3x faster on the 2-core machine; a 1 GiB receive was mostly
+    page faults)."""
+    if n >= _BIG and hasattr(mmap, "MAP_POPULATE"):
+        try:
+            return mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
+                             mmap.MAP_POPULATE)
+        except OSError:
+            pass
+    return bytearray(n)
+
+
+def copy(frame):
+    """A copy of `frame` (a store's own: the caller's later changes do not reach it)."""
+    view = memoryview(frame).cast("B")
+    if view.nbytes < _BIG:
+        return bytes(view)
+    out = buffer(view.nbytes)
+    memoryview(out)[:] = view
+    return out
+
+
 def _recv_exact(sock, n):
-    buf = bytearray(n)
+    buf = buffer(n)
     view = memoryview(buf)
     got = 0
     while got < n:

@@ -230,7 +230,7 @@ class _Stored(_Source):
         if _objects.size(frames) <= _objects.INLINE_MAX:
             return cls(None, None, _objects.inline(frames))
         # Copied once: the store's copy does not change when the caller's does.
-        frames = [bytes(frames[0])] + [bytes(f) for f in frames[1:]]
+        frames = [_objects.copy(f) for f in frames]
         oid = _objects.new_oid()
         _objects.store().put(oid, frames, count=1)
         return cls(_objects.address(), oid, None)
