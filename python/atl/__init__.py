@@ -29,12 +29,15 @@ _placement (groups, reservations), _remote (remote functions), _actors
 plane), _options (every option, honoured or refused), _errors, _workerpool,
 _worker (what runs on a pod), _serialize, _capi (libatl.so).
 """
+from __future__ import annotations
+
 import atexit
 import json
 import os
 import sys
 import threading
 import time
+from typing import Any, Sequence
 
 from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
                     UsageError)
@@ -55,7 +58,7 @@ __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluste
 _CHUNK = 96 * 1024
 
 
-def progress():
+def progress() -> bool:
     """Tells atl's hang watch that this rank made progress (a training step
     ended, say), for ranks that print rarely: it touches $ATL_PROGRESS_FILE,
     which atl gives every rank of an spmd job. No connection needed; False
@@ -98,7 +101,8 @@ def _default_workers_per_node():
             from None
 
 
-def init(address=None, tls_dir=None, insecure=False, workers_per_node=None, **ray_options):
+def init(address: str | None = None, tls_dir: str | None = None, insecure: bool = False,
+         workers_per_node: int | None = None, **ray_options) -> Client:
     """Connects to the job's supervisor ($ATL_ADDRESS and $ATL_TLS_DIR by
     default, as every driver and rank has them). Calling it again is a no-op.
     workers_per_node: warm Python processes per worker node for remote calls
@@ -149,7 +153,7 @@ def _start_warm_pool():
         pass  # the first remote call says why (it retries)
 
 
-def shutdown():
+def shutdown() -> None:
     """Disconnects; the actors this driver started end, but for detached ones."""
     global _client, _warm
     if _client is not None:
@@ -164,7 +168,7 @@ def shutdown():
             _client = None
 
 
-def is_initialized():
+def is_initialized() -> bool:
     return _client is not None
 
 
@@ -184,17 +188,17 @@ _FOREVER_MS = 30 * 24 * 3600 * 1000
 _GET_PIECE_MS = 1000
 
 
-def job_info():
+def job_info() -> dict:
     """The job as `atlctl status --json` shows it."""
     return json.loads(_c().job_info())
 
 
-def cluster_state():
+def cluster_state() -> dict:
     """Nodes (total/reserved/available resources), groups, pending demand."""
     return json.loads(_c().cluster_state())
 
 
-def nodes():
+def nodes() -> list[dict]:
     """Every worker node: pod, node, address, total/reserved/available, and
     `unavailable` (why it takes no bundle) when it takes none."""
     return cluster_state()["nodes"]
@@ -208,11 +212,11 @@ def _sum(kind):
     return out
 
 
-def cluster_resources():
+def cluster_resources() -> dict[str, float]:
     return _sum("total")
 
 
-def available_resources():
+def available_resources() -> dict[str, float]:
     return _sum("available")
 
 
@@ -226,7 +230,7 @@ class Task:
         self.id = tid
         self._offset = 0
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: float | None = None) -> int:
         """Its exit code (negative: killed by that signal); GetTimeoutError if
         it still runs after `timeout` seconds; AtlError if it never ran or its
         pod was lost."""
@@ -241,14 +245,14 @@ class Task:
                 if left is not None and left <= step:
                     raise
 
-    def done(self):
+    def done(self) -> bool:
         try:
             self.wait(0)
             return True
         except GetTimeoutError:
             return False
 
-    def output(self):
+    def output(self) -> str:
         """Everything it wrote so far (stdout and stderr), as text."""
         chunks, offset = [], 0
         while True:
@@ -257,7 +261,7 @@ class Task:
                 return b"".join(chunks).decode("utf-8", "replace")
             chunks.append(data)
 
-    def read_new(self):
+    def read_new(self) -> str:
         """What it wrote since the last read_new() (line by line as it goes)."""
         chunks = []
         while True:
@@ -266,11 +270,13 @@ class Task:
                 return b"".join(chunks).decode("utf-8", "replace")
             chunks.append(data)
 
-    def kill(self):
+    def kill(self) -> None:
         _c().task_kill(self.id)
 
 
-def run(command, placement_group=None, bundle_index=0, pod=None, env=None, working_dir=None):
+def run(command: str, placement_group: "PlacementGroup | None" = None, bundle_index: int = 0,
+        pod: str | None = None, env: dict[str, str] | None = None,
+        working_dir: str | None = None) -> Task:
     """Starts a shell command on a worker: in a bundle of `placement_group`, on
     `pod`, or (neither) on the least busy worker. Returns once it runs."""
     gid = placement_group.id if placement_group is not None else 0
@@ -300,7 +306,7 @@ def _warm_pool():
     return pool if pool and not pool.broken else None
 
 
-def cancel(ref):
+def cancel(ref: ObjectRef) -> None:
     """Stops a remote function call: a waiting one is dropped, a running one's
     process killed (and not retried). atl.get(ref) then raises RemoteError."""
     if not isinstance(ref, ObjectRef):
@@ -330,7 +336,7 @@ def remote(*args, **options):
     return wrap
 
 
-def get(refs, timeout=None):
+def get(refs: "ObjectRef | Sequence[ObjectRef]", timeout: float | None = None) -> Any:
     """The value(s) of remote calls; RemoteError if one raised, GetTimeoutError
     if one is not done after `timeout` seconds (all of them together)."""
     single = isinstance(refs, ObjectRef)
@@ -352,7 +358,8 @@ def get(refs, timeout=None):
     return values[0] if single else values
 
 
-def wait(refs, num_returns=1, timeout=None):
+def wait(refs: Sequence[ObjectRef], num_returns: int = 1,
+         timeout: float | None = None) -> tuple[list[ObjectRef], list[ObjectRef]]:
     """(ready, not_ready), as Ray's: the first `num_returns` refs done (in
     their order in `refs`), or those done when `timeout` seconds passed.
     Blocks on the calls' own futures (no polling); a task's ref is watched

@@ -3,12 +3,15 @@ other calls it; an @atl.remote class is an actor in a process on a worker
 (a warm one taken over, or its own), its methods called straight at that
 process once its address is known (the supervisor keeps the directory and
 the liveness)."""
+from __future__ import annotations
+
 import base64
 import json
 import pickle
 import sys
 import threading
 import time
+from typing import Callable
 
 from . import _objects, _options, _refs, _serialize
 from . import _FOREVER_MS, _c, _ms, _payload_env, _warm_pool, run
@@ -27,13 +30,13 @@ class ActorHost:
         self._client = _c()  # closed through the client that hosts it, even after a re-init
         self._handle, self._callback = self._client.actor_host(name, handler)
 
-    def close(self):
+    def close(self) -> None:
         if self._handle:
             self._client.actor_close(self._handle)
             self._handle = None
 
 
-def host_actor(name, handler):
+def host_actor(name: str, handler: Callable[[bytes], bytes]) -> ActorHost:
     """Hosts `handler(request: bytes) -> bytes` under `name`: any process of
     the job can call it (atl.get_actor(name).call(b"...")). It runs on a
     thread of the library, one call at a time; what it raises is the caller's
@@ -45,7 +48,7 @@ def _c_actor_names():
     return [a["name"] for a in json.loads(_c().actor_list())]
 
 
-def list_actors():
+def list_actors() -> list[dict]:
     """The job's named actors: [{"name", "owner", "calls", "pending"}] (an
     actor's extra names for its max_concurrency calls not listed)."""
     return [a for a in json.loads(_c().actor_list()) if "~" not in a["name"]]
@@ -87,7 +90,7 @@ class ActorHandle:
         self._direct = None  # its process's object server, once asked (False: none)
         self._connecting = None  # the thread opening the first connection there
 
-    def call(self, data, timeout=30):
+    def call(self, data: bytes, timeout: float | None = 30) -> bytes:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
         ms = _FOREVER_MS if timeout is None else max(1, _ms(timeout))
         return _c().actor_call(self.name, bytes(data), ms)
@@ -186,7 +189,7 @@ def _kill_owned_actors():
             pass
 
 
-def get_actor(name, timeout=0):
+def get_actor(name: str, timeout: float = 0) -> ActorHandle:
     """The actor named `name`. As Ray's: ValueError at once when the job has
     none; with timeout= (seconds) it waits that long for one to appear (an
     actor another process is starting), then GetTimeoutError."""
@@ -204,7 +207,7 @@ def get_actor(name, timeout=0):
         time.sleep(0.02)
 
 
-def kill(actor):
+def kill(actor: ActorHandle) -> None:
     """Ends an actor started from an @atl.remote class (its process), by
     this driver or another."""
     if actor._task is None:

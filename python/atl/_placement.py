@@ -1,6 +1,8 @@
 """Placement groups (Ray's: bundles of resources on the workers, by
 strategy), and the one-bundle reservations a call with num_cpus/num_gpus/
 memory/resources gets of its own."""
+from __future__ import annotations
+
 import json
 import threading
 import time
@@ -26,7 +28,7 @@ class PlacementGroup:
         self._table = table if table and table.get("state") == "CREATED" else None
 
     @property
-    def bundle_count(self):
+    def bundle_count(self) -> int:
         return len(self.bundle_specs)
 
     def ready(self, timeout=_RAY_READY):
@@ -58,7 +60,7 @@ class PlacementGroup:
                 if left is not None and left <= step:
                     raise
 
-    def wait(self, timeout_seconds=30):
+    def wait(self, timeout_seconds: float = 30) -> bool:
         """True once placed, False if still pending after the timeout."""
         try:
             self.ready(timeout=timeout_seconds)
@@ -67,13 +69,13 @@ class PlacementGroup:
             return False
 
     @property
-    def bundle_nodes(self):
+    def bundle_nodes(self) -> list[str]:
         """The pod of each bundle (after ready())."""
         if self._table is None:
             self.ready(timeout=0.001)
         return list(self._table["nodes"])
 
-    def remove(self, wait=False):
+    def remove(self, wait: bool = False) -> None:
         """Frees the group's bundles (its tasks end). Sent in the background,
         in order, so a loop of create/remove does not wait for each removal;
         a removal's error is raised by this driver's next placement call (or
@@ -130,7 +132,8 @@ class _Removals:
 _removals = _Removals()
 
 
-def placement_group(bundles, strategy="PACK", name="", timeout=None):
+def placement_group(bundles: list[dict[str, float]], strategy: str = "PACK", name: str = "",
+                    timeout: float | None = None) -> PlacementGroup:
     """Asks for `bundles` (a list of {"CPU": 1, "GPU": 1, "memory": bytes,
     "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
     STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
@@ -141,7 +144,7 @@ def placement_group(bundles, strategy="PACK", name="", timeout=None):
     return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
 
 
-def remove_placement_group(pg):
+def remove_placement_group(pg: PlacementGroup) -> None:
     pg.remove()
 
 

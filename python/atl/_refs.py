@@ -13,6 +13,8 @@ takes pending refs is sent once they are ready, see `pending`), a value
 that came back here is stored here. Top-level ref arguments reach the
 function as their values (Ray's rule); refs nested in them stay refs the
 function can atl.get."""
+from __future__ import annotations
+
 import base64
 import pickle
 import threading
@@ -264,7 +266,7 @@ class _Stored(_Source):
         return "inline" if self.inline is not None else f"{self.oid.hex()[:12]}@{self.owner}"
 
 
-def put(value):
+def put(value: object) -> ObjectRef:
     """`value` as an object of this process: a ref any process of the job can
     atl.get, or pass on. Freed when every ref to it is gone."""
     if isinstance(value, ObjectRef):
