@@ -106,7 +106,9 @@ class Store:
     """This process's objects: oid -> frames, each with its count of holders."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        # Re-entrant: a ref collected by the cycle collector while this
+        # thread holds the lock releases its object here (a finalizer).
+        self._lock = threading.RLock()
         self._objects = {}  # oid -> [frames, count]
 
     def put(self, oid, frames, count=1):

@@ -62,10 +62,6 @@ class ObjectRef:
         return self._pick(self._source.value(self._name, timeout))
 
     def __reduce__(self):
-        refs = getattr(_collecting, "refs", None)
-        if refs is not None:  # a look for refs (see `pending`), not a real send
-            refs.append(self)
-            return (int, ())
         owner, oid, inline = self._source.wire(self._part, self._pick, self._name)
         return (_borrowed, (owner, oid, inline, self._name))
 
@@ -79,7 +75,7 @@ class ActorRef(ObjectRef):
 
 def _borrowed(owner, oid, inline, name):
     """A ref unpickled in another process than the one that sent it."""
-    return ObjectRef(name, _Stored(owner, oid, inline, borrowed=True))
+    return ObjectRef(name, _Stored(owner, oid, inline))
 
 
 # --- sources ----------------------------------------------------------------------
@@ -219,7 +215,7 @@ class _Stored(_Source):
     owner's copy is held while this lives: as one count of the owner's own
     (owned), or as the pin a borrower was sent with (borrowed)."""
 
-    def __init__(self, owner, oid, inline, borrowed=False):
+    def __init__(self, owner, oid, inline):
         super().__init__()
         self.owner, self.oid, self.inline = owner, oid, inline
         if oid is not None:
@@ -258,8 +254,11 @@ class _Stored(_Source):
             return None, None, self.inline
         if _objects.is_local(self.owner):
             _objects.store().hold(self.oid)
-        else:
+            return self.owner, self.oid, None
+        try:
             _objects.hold(self.owner, self.oid)  # a borrower sending it on pins it at the owner
+        except _objects.ObjectLostError as e:
+            raise _errors.OwnerDiedError(f"{name}: cannot be sent on: {e}") from None
         return self.owner, self.oid, None
 
     def describe(self):
@@ -275,9 +274,6 @@ def put(value: object) -> ObjectRef:
 
 
 # --- calls: what travels, what comes back ---------------------------------------------
-
-_collecting = threading.local()
-
 
 def pending(value, _depth=0):
     """The refs in `value` (in its lists, tuples, sets and dicts) whose values
