@@ -247,9 +247,8 @@ class ActorClass:
         self._desc = None  # the class as it travels, made at the first .remote()
 
     def options(self, **options):
-        merged = dict(self._options)
-        merged.update(_options.check(options, f"{self.__name__}.options", actor=True))
-        clone = ActorClass(self._cls, merged, checked=True)
+        clone = ActorClass(self._cls, _options.merge(
+            self._options, options, f"{self.__name__}.options", actor=True), checked=True)
         clone._desc = self._desc
         return clone
 

@@ -220,3 +220,10 @@ def check(options, what, actor):
         raise TypeError(f"{what}: num_cpus/num_gpus/memory/resources reserve a place on a pod "
                         f"atl chooses; with pod= or \"SPREAD\" give a placement group instead")
     return out
+
+
+def merge(options, more, what, actor):
+    """`options` (checked) with `more` checked and laid over them: .options()."""
+    merged = dict(options)
+    merged.update(check(more, what, actor))
+    return merged

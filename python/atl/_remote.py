@@ -88,9 +88,8 @@ class RemoteFunction:
         """placement_group=, placement_group_bundle_index=, pod=, env= (dict),
         working_dir=, name=; Ray's runtime_env={'env_vars', 'working_dir'}.
         Every other option is refused with a TypeError saying why (atl/_options.py)."""
-        merged = dict(self._options)
-        merged.update(_options.check(options, f"{self.__name__}.options", actor=False))
-        clone = RemoteFunction(self._fn, merged, checked=True)
+        clone = RemoteFunction(self._fn, _options.merge(
+            self._options, options, f"{self.__name__}.options", actor=False), checked=True)
         clone._desc = self._desc
         return clone
 
