@@ -46,15 +46,31 @@ def test_calls_go_straight_to_the_actors_process(fast_heartbeats):
     assert {x["name"]: x["calls"] for x in atl.list_actors()}[a.name] == listed[a.name]
 
 
+def _state(pid):
+    """The process's state letter from /proc (T: stopped), or "gone"."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats):
     a = Pid.remote()
     pid = atl.get(a.pid.remote(), timeout=60)
     a._connecting.join(30)  # the direct path (the supervisor's says "no answer to a heartbeat")
     os.kill(pid, signal.SIGSTOP)
     try:
+        # A group stop completes after kill() returns: wait until the kernel says so.
+        deadline = time.monotonic() + 30
+        while _state(pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _state(pid) == "T", _state(pid)
         start = time.monotonic()
         with pytest.raises(atl.ActorDiedError) as e:
-            atl.get(a.nap.remote(0), timeout=60)
+            value = atl.get(a.nap.remote(0), timeout=60)
+            raise AssertionError(f"a stopped actor answered {value!r}; its process {pid} is in "
+                                 f"state {_state(pid)}")
         assert "no longer in the job's directory" in str(e.value)
         assert time.monotonic() - start < 30
     finally:
