@@ -184,8 +184,6 @@ def _ms(timeout):
 
 # timeout=None means no deadline: a call that cannot be split waits this long.
 _FOREVER_MS = 30 * 24 * 3600 * 1000
-# A get(timeout=None) asks in pieces this long, so Ctrl-C ends it within one.
-_GET_PIECE_MS = 1000
 
 
 def job_info() -> dict:

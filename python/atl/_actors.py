@@ -36,6 +36,11 @@ class ActorHost:
             self._handle = None
 
 
+def _call_ms(timeout):
+    """An actor call's limit in ms: None is no deadline (a hung host fails it anyway)."""
+    return _FOREVER_MS if timeout is None else max(1, _ms(timeout))
+
+
 def host_actor(name: str, handler: Callable[[bytes], bytes]) -> ActorHost:
     """Hosts `handler(request: bytes) -> bytes` under `name`: any process of
     the job can call it (atl.get_actor(name).call(b"...")). It runs on a
@@ -92,8 +97,7 @@ class ActorHandle:
 
     def call(self, data: bytes, timeout: float | None = 30) -> bytes:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
-        ms = _FOREVER_MS if timeout is None else max(1, _ms(timeout))
-        return _c().actor_call(self.name, bytes(data), ms)
+        return _c().actor_call(self.name, bytes(data), _call_ms(timeout))
 
     def _call(self, body, label):
         """A method call (body: method, args, kwargs) and its value."""
@@ -113,7 +117,7 @@ class ActorHandle:
         self._turn += 1
         try:
             reply = _c().actor_call(self.name if lane == 0 else f"{self.name}~{lane}", request,
-                                    _FOREVER_MS if self._timeout is None else _ms(self._timeout))
+                                    _call_ms(self._timeout))
         except GetTimeoutError:
             raise
         except AtlError as e:
