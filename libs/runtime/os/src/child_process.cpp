@@ -1,13 +1,13 @@
 #include "atl/os/child_process.hpp"
 
+#include <pthread.h>
+
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +16,8 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+
+#include "atl/os/guard_protocol.hpp"
 
 extern char** environ;
 
@@ -55,7 +57,43 @@ constexpr int kOutputPipeBytes = 256 * 1024;  // = PumpOptions::chunk_bytes
 constexpr int kMaxEnlargedPipes = 32;
 std::atomic<int> g_enlarged_pipes{0};
 
-// Only async-signal-safe calls between fork and exec: report errno and die.
+// The umask children get (keep_own_files_private() sets the process's own).
+mode_t g_children_umask = 022;
+bool g_children_umask_set = false;
+
+const char* step_name(int step) {
+  switch (step) {
+    case kStepOutput:
+      return "redirect output";
+    case kStepChdir:
+      return "change to working directory";
+    case kStepExec:
+      return "exec";
+    case kStepFork:
+      return "fork";
+    case kStepGuard:
+      return "start atl-guard";
+    case kStepArgs:
+      return "start atl-guard (bad arguments)";
+    default:
+      return "prepare";
+  }
+}
+
+// What the vfork child needs, all built before it: it may only make system
+// calls (it runs on the spawning thread's memory until it execs).
+struct GuardStart {
+  const char* guard = nullptr;
+  char** argv = nullptr;
+  char** envp = nullptr;
+  int output = -1;   // the command's stdout/stderr, -1: the spawner's
+  int control = -1;  // for fd 3, -1: none
+  int report = -1;
+  int lease = -1;
+  const char* working_dir = nullptr;  // nullptr: the spawner's
+};
+
+// Only system calls between vfork and exec: report errno and die.
 [[noreturn]] void child_fail(int report_fd, int step) {
   int payload[2] = {step, errno};
   ssize_t ignored = ::write(report_fd, payload, sizeof payload);
@@ -63,350 +101,76 @@ std::atomic<int> g_enlarged_pipes{0};
   _exit(127);
 }
 
-void set_disposition(int sig, void (*handler)(int)) {
-  struct sigaction sa {};
-  sa.sa_handler = handler;
-  ::sigaction(sig, &sa, nullptr);
+// In the vfork child: the guard's group, descriptors and directory, then
+// exec atl-guard. Every source descriptor first moves above the numbers it
+// may be moved onto, so no dup2 overwrites a source still to be placed.
+[[noreturn]] void exec_guard(const GuardStart& s) {
+  ::setpgid(0, 0);
+  if (g_children_umask_set) ::umask(g_children_umask);
+  constexpr int kHigh = 16;
+  int report = ::fcntl(s.report, F_DUPFD_CLOEXEC, kHigh);
+  if (report < 0) _exit(127);
+  auto high = [&](int fd) {
+    if (fd < 0) return -1;
+    int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, kHigh);
+    if (moved < 0) child_fail(report, kStepOutput);
+    return moved;
+  };
+  const int output = high(s.output), control = high(s.control), lease = high(s.lease);
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(report, kStepOutput);
+  if (output >= 0 && (::dup2(output, 1) < 0 || ::dup2(output, 2) < 0))
+    child_fail(report, kStepOutput);
+  if (control >= 0 && ::dup2(control, 3) < 0) child_fail(report, kStepOutput);
+  if (lease >= 0 && ::dup2(lease, kGuardLeaseFd) < 0) child_fail(report, kStepOutput);
+  if (::dup2(report, kGuardReportFd) < 0) child_fail(report, kStepOutput);
+  report = kGuardReportFd;
+  if (s.working_dir && ::chdir(s.working_dir) != 0) child_fail(report, kStepChdir);
+  // Keep only 0-2, the control channel at 3, the report pipe and the lease:
+  // no actor sockets leak into user code.
+  if (control < 0) ::close(3);
+  ::syscall(SYS_close_range, kGuardLeaseFd + (lease >= 0 ? 1 : 0), ~0U, 0);
+  ::execve(s.guard, s.argv, s.envp);
+  child_fail(report, kStepGuard);
 }
 
-void kill_own_group(int) { ::kill(0, SIGKILL); }
-
-// --- The guard's sweep. It runs in a forked child of a threaded process (and
-// in signal handlers), so: raw syscalls and stack buffers only, no malloc.
-
-struct LinuxDirent64 {
-  ino64_t d_ino;
-  off64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[];
-};
-
-// The umask children get (keep_own_files_private() sets the process's own).
-mode_t g_children_umask = 022;
-bool g_children_umask_set = false;
-
-volatile pid_t g_inner = 0;  // the command: reaped by the guard's main loop only
-rlimit g_core_limit{};       // the command's core limit (the guard's own soft limit is 0)
-
-// Reads ppid and process group of `pid` from /proc/<pid>/stat.
-bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
-  char path[32] = "/proc/";
-  char digits[16];
-  int n = 0;
-  for (pid_t v = pid; v > 0 && n < 15; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
-  int at = 6;
-  while (n > 0) path[at++] = digits[--n];
-  const char* tail = "/stat";
-  for (int i = 0; tail[i]; ++i) path[at++] = tail[i];
-  path[at] = 0;
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[512];
-  ssize_t got = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (got <= 0) return false;
-  buf[got] = 0;
-  // "pid (comm) S ppid pgrp ...": comm may hold anything, so from the last ')'.
-  char* p = nullptr;
-  for (char* c = buf; *c; ++c)
-    if (*c == ')') p = c;
-  if (!p || p[1] != ' ' || !p[2]) return false;
-  *state = p[2];
-  p += 3;
-  long fields[2] = {0, 0};
-  for (long& f : fields) {
-    while (*p == ' ') ++p;
-    if (*p < '0' || *p > '9') return false;
-    while (*p >= '0' && *p <= '9') f = f * 10 + (*p++ - '0');
-  }
-  *ppid = static_cast<pid_t>(fields[0]);
-  *pgrp = static_cast<pid_t>(fields[1]);
-  return true;
+// vfork: no copy of this (large, threaded) process's page tables and no
+// copy-on-write faults after it. Every signal stays blocked until the exec,
+// so no handler of ours runs on our memory in the child; the guard unblocks.
+// A function of its own: the child never returns from this frame.
+__attribute__((noinline)) pid_t start_guard(const GuardStart& start, int* error) {
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = ::vfork();
+  if (pid == 0) exec_guard(start);
+  *error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return pid;
 }
 
-volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
-volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
-volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
-
-// A process below the command ended with `status` (on_stop forgets those
-// that ended before a stop).
-void note_orphan_end(int status) {
-  g_orphan_status = status;
-  g_orphan_ended = 1;
-}
-
-// Whether `pid` (our child) was reaped now.
-bool reap(pid_t pid) {
-  int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) != pid) return false;
-  note_orphan_end(status);
-  return true;
-}
-
-// Sends `sig` (0: none, only count) to every process that is our child (the
-// guard is a subreaper, so an orphan anywhere below us becomes one, setsid or
-// not) or in our group, and reaps the children that are dead (but never the
-// command: the main loop waits for it). Returns how many were still there.
-int signal_descendants(int sig) {
-  pid_t self = ::getpid();
-  pid_t group = ::getpgrp();
-  int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return 0;
-  int found = 0;
-  char buf[4096];
-  long n;
-  while ((n = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-    for (long off = 0; off < n;) {
-      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
-      off += d->d_reclen;
-      pid_t pid = 0;
-      const char* c = d->d_name;
-      for (; *c >= '0' && *c <= '9'; ++c) pid = pid * 10 + (*c - '0');
-      if (*c != 0 || pid <= 0 || pid == self) continue;
-      pid_t ppid = 0, pgrp = 0;
-      char state = 0;
-      if (!read_stat(pid, &ppid, &pgrp, &state)) continue;
-      bool mine = ppid == self;
-      if (!mine && (pgrp != group || state == 'Z')) continue;  // others reap their zombies
-      if (state == 'Z') {
-        // Dead already: reap it (the command is left to the main loop's
-        // waitpid). A multi-threaded process shows 'Z' while its other
-        // threads still exit, and cannot be reaped yet: it still counts, or
-        // the guard left it behind as a zombie of whoever adopted it next
-        // (atl-burn under a local worker's guard, after every stop).
-        if (pid != g_inner && mine && !reap(pid)) ++found;
-        continue;
-      }
-      ++found;
-      if (sig != 0) ::kill(pid, sig);
-      if (mine && pid != g_inner) reap(pid);
-    }
-  }
-  ::close(dir);
-  return found;
-}
-
-int kill_descendants() { return signal_descendants(SIGKILL); }
-
-// Until nothing below us is left (bounded: 10 s).
-void sweep() {
-  for (int round = 0; round < 400 && kill_descendants() > 0; ++round) {
-    timespec pause{0, 25 * 1000 * 1000};
-    ::nanosleep(&pause, nullptr);
-  }
-}
-
-// The node agent died (pdeathsig): nothing of this rank may outlive it.
-void on_parent_death(int) {
-  sweep();
-  _exit(128 + SIGKILL);
-}
-
-static_assert(std::atomic<std::int64_t>::is_always_lock_free,
-              "the lease is shared across processes");
-
-std::int64_t monotonic_ns() {
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-}
-
-// Waits for the command, and with a lease, kills its tree once the lease runs
-// out. Returns the command's wait status.
-// Reaps every child that has ended: orphans adopted by this subreaper would
-// stay zombies for as long as the command runs (a local worker's guard lives
-// as long as its workernode). True, with its status, once the command ended.
-bool reap_ended(pid_t inner, int* status, bool block) {
-  while (true) {
-    int st = 0;
-    pid_t p = ::waitpid(-1, &st, block ? 0 : WNOHANG);
-    if (p == inner) {
-      *status = st;
-      return true;
-    }
-    if (p > 0) {
-      note_orphan_end(st);
-      continue;
-    }
-    if (p < 0 && errno == EINTR) continue;
-    if (p < 0 && errno == ECHILD) {
-      *status = 255 << 8;  // cannot happen (the command is ours, unreaped): never wait for ever
-      return true;
-    }
-    return false;  // nothing more has ended yet
-  }
-}
-
-int wait_for_command(pid_t inner, const Lease* lease) {
-  int status = 0;
-  if (lease) {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, inner, 0));
-    while (true) {
-      if (reap_ended(inner, &status, false)) {
-        if (pidfd >= 0) ::close(pidfd);
-        return status;
-      }
-      if (pidfd >= 0) {
-        pollfd p{pidfd, POLLIN, 0};
-        ::poll(&p, 1, 100);  // the command ended, or 100 ms: look again
-      } else {
-        // No pidfd (an old kernel): look every 20 ms.
-        timespec pause{0, 20 * 1000 * 1000};
-        ::nanosleep(&pause, nullptr);
-      }
-      if (lease->expired()) {
-        // The node froze or lost its head: nothing of this rank may go on.
-        sweep();
-        break;
-      }
-    }
-    if (pidfd >= 0) ::close(pidfd);
-  }
-  while (!reap_ended(inner, &status, true)) {
-  }
-  return status;
-}
-
-// ChildProcess::kill_tree(): end the command and everything it started now.
-void on_kill_tree(int) { sweep(); }
-
-// A stop reached the group: the command's end is no longer the rank's end.
-// Only what ends after the stop speaks for the rank.
-void on_stop(int) {
-  if (!g_stopping) g_orphan_ended = 0;
-  g_stopping = 1;
-}
-
-// After a stop, the command (often a shell wrapper that SIGTERM ends at once)
-// may end before what it started: a Python rank still saving its checkpoint
-// in its SIGTERM handler. The rank's grace belongs to the whole group, so the
-// guard waits for everything below it to end by itself; the owner's grace
-// timer (kill_tree, SIGUSR2) or an expired lease ends the wait. Orphans that
-// left the group (setsid) were never signalled: they get the stop too.
-void wait_for_the_rest(const Lease* lease) {
-  signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
-  signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
-  while (signal_descendants(0) > 0) {
-    if (lease && lease->expired()) return;  // the sweep that follows ends them
-    timespec pause{0, 20 * 1000 * 1000};
-    ::nanosleep(&pause, nullptr);
-  }
-}
-
-// The child forks once more: this first process stays as a guard in the new
-// group while the second execs the command. pdeathsig only reaches a direct
-// child, so the guard turns "my parent died" into SIGKILL for everything
-// below it; being a child subreaper, it also inherits whatever the rank
-// orphans (setsid daemons included) and kills that too when the rank ends.
-void become_guard(pid_t parent) {
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  set_disposition(SIGUSR1, on_parent_death);
-  set_disposition(SIGUSR2, on_kill_tree);
-  ::prctl(PR_SET_PDEATHSIG, SIGUSR1);
-  if (::getppid() != parent) kill_own_group(0);  // the parent died before prctl took
-  // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
-  // to report how it ended, and notes it: from then on it waits for the group.
-  set_disposition(SIGTERM, on_stop);
-  set_disposition(SIGINT, on_stop);
-  // The guard never dumps core: a crashed rank's core file is the user's evidence.
-  ::getrlimit(RLIMIT_CORE, &g_core_limit);
-  rlimit no_core{0, g_core_limit.rlim_max};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-}
-
-[[noreturn]] void exec_command(char** argv, char** envp, int report_fd);
-
-// In the guard: starts the command's process, waits for it and ends the same
-// way. Never returns.
-[[noreturn]] void run_guarded(char** argv, char** envp, int report_fd, const Lease* lease) {
-  // vfork: the guard is single-threaded, and the child only resets its own
-  // signal dispositions and execs (or _exits) without returning from here.
-  pid_t inner = ::vfork();
-  if (inner < 0) child_fail(report_fd, 4);
-  if (inner == 0) {
-    set_disposition(SIGTERM, SIG_DFL);
-    set_disposition(SIGINT, SIG_DFL);
-    set_disposition(SIGUSR1, SIG_DFL);
-    set_disposition(SIGUSR2, SIG_DFL);
-    // The guard killed from outside (kill -9 of a local worker's wrapper):
-    // the command goes with it instead of running on unwatched (a second
-    // workernode for the same pod then looped on "already joined").
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // The command dumps core as the node would have let it.
-    ::setrlimit(RLIMIT_CORE, &g_core_limit);
-    exec_command(argv, envp, report_fd);
-  }
-  g_inner = inner;
-  ::close(report_fd);  // the exec's CLOEXEC copy in `inner` tells the parent
-  int status = wait_for_command(inner, lease);
-  if (g_stopping) {
-    wait_for_the_rest(lease);
-    // A wrapper the stop signal ended speaks for nothing: the rank ended as
-    // the last process of its tree did (the handler's exit, or the SIGKILL
-    // of an expired grace).
-    bool wrapper_stopped =
-        WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT);
-    if (wrapper_stopped && g_orphan_ended) status = g_orphan_status;
-  }
-  // The rank ended: whatever it left behind, in its group or not, goes too.
-  sweep();
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    set_disposition(sig, SIG_DFL);
-    ::prctl(PR_SET_PDEATHSIG, 0);
-    ::kill(::getpid(), sig);
-    _exit(128 + sig);
-  }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
-}
-
-[[noreturn]] void exec_command(char** argv, char** envp, int report_fd) {
-  ::execve(argv[0], argv, envp);
-  if (errno == ENOENT && !strchr(argv[0], '/')) {
-    // execve does no PATH search: do it with the child's own PATH.
-    const char* path = nullptr;
-    for (char** e = envp; *e; ++e)
-      if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
-    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
-    char full[PATH_MAX];
-    while (*path) {
-      const char* colon = strchr(path, ':');
-      size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
-      if (len + strlen(argv[0]) + 2 < sizeof full) {
-        memcpy(full, path, len);
-        full[len] = '/';
-        strcpy(full + len + 1, argv[0]);
-        ::execve(full, argv, envp);
-      }
-      if (!colon) break;
-      path = colon + 1;
-    }
-  }
-  child_fail(report_fd, 3);
-}
-
-const char* step_name(int step) {
-  switch (step) {
-    case 1:
-      return "redirect output";
-    case 2:
-      return "change to working directory";
-    case 3:
-      return "exec";
-    case 4:
-      return "fork";
-    default:
-      return "prepare";
-  }
+// atl-guard beside this executable (headnode, workernode, the tests).
+const std::string& guard_path() {
+  static const std::string path = executable_dir() + "/" + kGuardBinary;
+  return path;
 }
 
 }  // namespace
 
 Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (req.argv.empty()) return make_error("spawn: empty command line");
-  // Everything the child needs is built before fork: no allocation after it.
+  const std::string& guard = guard_path();
+  if (::access(guard.c_str(), X_OK) != 0)
+    return make_error("atl's process guard " + guard + " is missing (" + strerror(errno) +
+                      "): it is built beside headnode and workernode and ships with them");
+  // Everything the child needs is built before vfork: no allocation after it.
+  const std::string parent_text = std::to_string(::getpid());
+  const std::string lease_text = std::to_string(req.lease ? req.lease->timeout().count() : 0);
   std::vector<char*> argv, envp;
+  argv.push_back(const_cast<char*>(guard.c_str()));
+  argv.push_back(const_cast<char*>(parent_text.c_str()));
+  argv.push_back(const_cast<char*>(lease_text.c_str()));
+  argv.push_back(const_cast<char*>("--"));
   for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -446,63 +210,32 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     return make_error(std::string("pipe: ") + strerror(err));
   }
 
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  GuardStart start;
+  start.guard = guard.c_str();
+  start.argv = argv.data();
+  start.envp = envp.data();
+  start.output = req.output == OutputMode::pipe ? out_pipe[1] : out_file;
+  start.control = req.control_fd;
+  start.report = report[1];
+  start.lease = req.lease ? req.lease->fd() : -1;
+  start.working_dir = req.working_dir.empty() ? nullptr : req.working_dir.c_str();
+  int fork_errno = 0;
+  pid_t pid = start_guard(start, &fork_errno);
   if (pid < 0) {
-    int err = errno;
     give_back_output();
     ::close(report[0]);
     ::close(report[1]);
-    return make_error(std::string("fork: ") + strerror(err));
-  }
-  if (pid == 0) {
-    ::close(report[0]);
-    if (req.new_process_group) ::setpgid(0, 0);
-    const bool guarded = req.kill_with_parent && req.new_process_group;
-    if (guarded) {
-      become_guard(parent);
-    } else if (req.kill_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) _exit(127);
-    }
-    // Undo what the parent may have set: blocked signals, ignored SIGPIPE and
-    // the private umask of atl's own files.
-    if (g_children_umask_set) ::umask(g_children_umask);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    set_disposition(SIGPIPE, SIG_DFL);
-    int out = req.output == OutputMode::pipe ? out_pipe[1] : out_file;
-    if (out >= 0) {
-      if (::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) child_fail(report[1], 1);
-    }
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    if (!req.working_dir.empty() && ::chdir(req.working_dir.c_str()) != 0) child_fail(report[1], 2);
-    // Keep only 0-2, the control channel at 3 and the report pipe (CLOEXEC):
-    // no actor sockets leak into user code.
-    int report_fd = report[1];
-    int first_closed = 3;
-    if (req.control_fd >= 0) {
-      if (report_fd == 3) report_fd = ::fcntl(report_fd, F_DUPFD_CLOEXEC, 4);
-      if (report_fd < 0) child_fail(report[1], 1);
-      bool placed = req.control_fd == 3 ? ::fcntl(3, F_SETFD, 0) == 0  // keep it across exec
-                                        : ::dup2(req.control_fd, 3) == 3;
-      if (!placed) child_fail(report_fd, 1);
-      first_closed = 4;
-    }
-    for (int fd = first_closed; fd < report_fd; ++fd) ::close(fd);
-    ::syscall(SYS_close_range, report_fd + 1, ~0U, 0);
-    if (guarded) run_guarded(argv.data(), envp.data(), report_fd, req.lease);
-    exec_command(argv.data(), envp.data(), report_fd);
+    return make_error(std::string("fork: ") + strerror(fork_errno));
   }
 
   ::close(report[1]);
   if (out_pipe[1] >= 0) ::close(out_pipe[1]);
   if (out_file >= 0) ::close(out_file);
   // Settle the process group from both sides: no window where signal() misses it.
-  if (req.new_process_group) ::setpgid(pid, pid);
+  ::setpgid(pid, pid);
 
+  // The guard reports a failed start (its own or the command's exec) on the
+  // pipe; its end closes unreported when the command's exec succeeded.
   int payload[2];
   ssize_t n;
   do {
@@ -512,8 +245,6 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
 
   ChildProcess child;
   child.pid_ = pid;
-  child.own_group_ = req.new_process_group;
-  child.guarded_ = req.kill_with_parent && req.new_process_group;
   child.output_fd_ = out_pipe[0];
   child.enlarged_pipe_ = enlarged;
   if (n == static_cast<ssize_t>(sizeof payload)) {
@@ -534,8 +265,6 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     pid_ = o.pid_;
     output_fd_ = o.output_fd_;
     pidfd_ = o.pidfd_;
-    own_group_ = o.own_group_;
-    guarded_ = o.guarded_;
     enlarged_pipe_ = o.enlarged_pipe_;
     status_ = o.status_;
     o.pid_ = -1;
@@ -558,35 +287,25 @@ void ChildProcess::close_output() {
   enlarged_pipe_ = false;
 }
 
-// The guard's "kill everything below you now" signal (its handler: on_kill_tree).
-constexpr int kKillTreeSignal = SIGUSR2;
-
 void ask_guard_to_kill_tree(pid_t guard) {
   if (guard > 0) ::kill(guard, kKillTreeSignal);
 }
 
 void ChildProcess::kill_tree() {
   if (pid_ <= 0 || status_) return;
-  if (guarded_) {
-    // The guard kills everything below it, setsid escapees included, then
-    // ends as the command did. Bounded: then the whole group the hard way.
-    ask_guard_to_kill_tree(pid_);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (!try_wait() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  // The guard kills everything below it, setsid escapees included, then ends
+  // as the command did. Bounded: then the whole group the hard way.
+  ask_guard_to_kill_tree(pid_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!try_wait() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   signal(SIGKILL);
 }
 
+// The group can outlive its leader (background children); a reaped leader's
+// group id stays reserved while any member lives.
 void ChildProcess::signal(int sig) const {
-  if (pid_ <= 0) return;
-  if (own_group_) {
-    // The group can outlive its leader (background children); a reaped leader's
-    // group id stays reserved while any member lives.
-    ::kill(-pid_, sig);
-  } else if (!status_) {
-    ::kill(pid_, sig);
-  }
+  if (pid_ > 0) ::kill(-pid_, sig);
 }
 
 std::optional<ExitStatus> ChildProcess::try_wait() {
@@ -612,23 +331,36 @@ ExitStatus ChildProcess::wait() {
 }
 
 Expected<std::shared_ptr<Lease>> Lease::create(std::chrono::milliseconds timeout) {
-  void* page = ::mmap(nullptr, sizeof(std::atomic<std::int64_t>), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) return make_error(std::string("lease: mmap: ") + strerror(errno));
+  // A memfd, not anonymous shared memory: the guards are exec'd, and map it
+  // from the descriptor they are handed (guard_protocol.hpp).
+  int fd = ::memfd_create("atl-lease", MFD_CLOEXEC);
+  if (fd < 0) return make_error(std::string("lease: memfd_create: ") + strerror(errno));
+  if (::ftruncate(fd, sizeof(std::atomic<std::int64_t>)) != 0) {
+    int err = errno;
+    ::close(fd);
+    return make_error(std::string("lease: ftruncate: ") + strerror(err));
+  }
+  void* page =
+      ::mmap(nullptr, sizeof(std::atomic<std::int64_t>), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (page == MAP_FAILED) {
+    int err = errno;
+    ::close(fd);
+    return make_error(std::string("lease: mmap: ") + strerror(err));
+  }
   auto* stamp = new (page) std::atomic<std::int64_t>(monotonic_ns());
-  return std::shared_ptr<Lease>(new Lease(stamp, timeout));
+  return std::shared_ptr<Lease>(new Lease(fd, stamp, timeout));
 }
 
-Lease::~Lease() { ::munmap(stamp_, sizeof(std::atomic<std::int64_t>)); }
+Lease::~Lease() {
+  ::munmap(stamp_, sizeof(std::atomic<std::int64_t>));
+  ::close(fd_);
+}
 
 void Lease::renew() { stamp_->store(monotonic_ns(), std::memory_order_relaxed); }
 
 void Lease::revoke() { stamp_->store(INT64_MIN / 2, std::memory_order_relaxed); }
 
-bool Lease::expired() const {
-  std::int64_t age = monotonic_ns() - stamp_->load(std::memory_order_relaxed);
-  return age > static_cast<std::int64_t>(timeout_.count()) * 1000000;
-}
+bool Lease::expired() const { return lease_expired(*stamp_, timeout_.count()); }
 
 void keep_own_files_private() {
   g_children_umask = ::umask(077);

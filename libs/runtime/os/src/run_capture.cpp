@@ -38,7 +38,6 @@ Expected<Captured> run_capture(const std::vector<std::string>& argv,
   if (req.argv[0].empty()) return make_error(argv[0] + ": not found on PATH");
   req.env = current_environment();
   req.output = OutputMode::pipe;
-  req.new_process_group = true;
   auto child = ChildProcess::spawn(req);
   if (!child) return make_error(argv[0] + ": " + child.error());
   Captured out;

@@ -1,5 +1,6 @@
-// ChildProcess: a real OS process started with fork/exec in its own process
-// group, its stdout+stderr on one pipe (or a file), killed with its parent.
+// ChildProcess: a real OS process in a process group of its own, led by a
+// guard (atl-guard, exec'd from a vfork) that kills the whole tree with the
+// thread that spawned it; its stdout+stderr on one pipe (or a file).
 #pragma once
 
 #include <sys/types.h>
@@ -33,7 +34,7 @@ enum class OutputMode {
 };
 
 // A node's liveness lease, shared with the guards of the children it starts
-// (one page of shared memory, inherited across fork). The node renews it while
+// (a memfd each guard maps). The node renews it while
 // it is alive and in touch with its head; a guard that finds it older than the
 // timeout kills its command and everything below it, as if the node had died.
 // So a frozen (SIGSTOPped, hung) node's ranks die by themselves within the
@@ -48,32 +49,30 @@ class Lease {
   void renew();   // stamps now (CLOCK_MONOTONIC)
   void revoke();  // guards find it expired at their next look
   std::chrono::milliseconds timeout() const { return timeout_; }
-
-  // For the guard (async-signal-safe): whether the lease has run out.
-  bool expired() const;
+  bool expired() const;  // what the guards find
+  int fd() const { return fd_; }  // the memfd the guards map (close-on-exec)
 
  private:
-  Lease(std::atomic<std::int64_t>* stamp, std::chrono::milliseconds timeout)
-      : stamp_(stamp), timeout_(timeout) {}
+  Lease(int fd, std::atomic<std::int64_t>* stamp, std::chrono::milliseconds timeout)
+      : fd_(fd), stamp_(stamp), timeout_(timeout) {}
+  int fd_;
   std::atomic<std::int64_t>* stamp_;  // nanoseconds of CLOCK_MONOTONIC at the last renew
   std::chrono::milliseconds timeout_;
 };
 
+// Every child is guarded: its whole tree is SIGKILLed when the *thread* that
+// spawned it dies (pdeathsig on the guard that leads its group): spawn from a
+// thread that lives as long as the child should.
 struct SpawnRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // the complete environment, "K=V"
   std::string working_dir;       // empty: the parent's
   OutputMode output = OutputMode::pipe;
   std::string output_file;
-  bool new_process_group = true;
-  // SIGKILL the child's whole process group when the *thread* that spawned it
-  // dies (pdeathsig on a small guard process that leads the group): spawn from
-  // a thread that lives as long as the child should.
-  bool kill_with_parent = true;
   // A descriptor the child finds at fd 3 (control_channel.hpp); -1: none.
   // Everything else above stderr is closed in the child.
   int control_fd = -1;
-  // Guarded children only: the guard kills the command's tree when this lease
+  // The guard kills the command's tree when this lease
   // expires (it looks every 100 ms). The Lease must outlive the spawn call;
   // the guard keeps its own mapping of it.
   const Lease* lease = nullptr;
@@ -97,13 +96,13 @@ class ChildProcess {
   bool reaped() const { return status_.has_value(); }
   const std::optional<ExitStatus>& status() const { return status_; }
 
-  // Signals the whole process group (or just the process when it has none).
-  // No-op once reaped, so a recycled pid is never hit.
+  // Signals the whole process group, guard included (it takes SIGTERM and
+  // SIGINT as a stop: it then waits for the whole tree, see atl-guard).
   void signal(int sig) const;
 
   // Ends the command and everything it started, in its group or not (setsid
-  // daemons): a guarded child's guard sweeps its subtree (it is a child
-  // subreaper), then the group gets SIGKILL. Blocks at most ~3 s.
+  // daemons): the guard sweeps its subtree (it is a child subreaper), then
+  // the group gets SIGKILL. Blocks at most ~3 s.
   void kill_tree();
 
   std::optional<ExitStatus> try_wait();
@@ -114,8 +113,6 @@ class ChildProcess {
   pid_t pid_ = -1;
   int output_fd_ = -1;
   int pidfd_ = -1;
-  bool own_group_ = false;
-  bool guarded_ = false;
   bool enlarged_pipe_ = false;  // its output pipe counts against kMaxEnlargedPipes
   std::optional<ExitStatus> status_;
 };

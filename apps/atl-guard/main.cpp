@@ -1,0 +1,466 @@
+// atl-guard: leads one guarded child's process group (a rank, a local worker,
+// a helper command) and makes sure nothing of it outlives its owner.
+//
+// It is a child subreaper, so whatever the command orphans (setsid daemons
+// included) becomes its child; it turns its owner's death (pdeathsig) and an
+// expired node lease into SIGKILL for everything below it; it waits out a
+// stopped rank's grace for the whole tree, not just the wrapper shell; and it
+// ends as the command did. How it is started: atl/os/guard_protocol.hpp.
+//
+// It used to be a fork of the node agent: 3.5 MiB of RSS per rank, a copy of
+// the agent's page tables per launch and copy-on-write faults in both. Now it
+// is exec'd (from a vfork) and static: no allocation anywhere, raw syscalls
+// and stack buffers only (parts run in signal handlers).
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "atl/os/guard_protocol.hpp"
+
+extern char** environ;
+
+namespace {
+
+using atl::os::kGuardReportFd;
+
+[[noreturn]] void fail(int step, int err) {
+  int payload[2] = {step, err};
+  ssize_t ignored = ::write(kGuardReportFd, payload, sizeof payload);
+  (void)ignored;
+  _exit(127);
+}
+
+void set_disposition(int sig, void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  ::sigaction(sig, &sa, nullptr);
+}
+
+// --- Small text helpers (no stdio: parts run in signal handlers).
+
+char* put_str(char* at, const char* s) {
+  while (*s) *at++ = *s++;
+  *at = 0;
+  return at;
+}
+
+char* put_int(char* at, long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < 23);
+  while (n > 0) *at++ = digits[--n];
+  *at = 0;
+  return at;
+}
+
+// Parses a decimal at `p`; advances it. False when there is none.
+bool take_int(const char*& p, long* out) {
+  if (*p < '0' || *p > '9') return false;
+  long v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  *out = v;
+  return true;
+}
+
+struct LinuxDirent64 {
+  ino64_t d_ino;
+  off64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+
+volatile pid_t g_inner = 0;  // the command: reaped by the main loop only
+rlimit g_core_limit{};       // the command's core limit (the guard's own soft limit is 0)
+
+// State, parent and process group of `pid`, from /proc/<pid>/stat.
+bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
+  char path[48];
+  put_str(put_int(put_str(path, "/proc/"), pid), "/stat");
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  ssize_t got = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  buf[got] = 0;
+  // "pid (comm) S ppid pgrp ...": comm may hold anything, so from the last ')'.
+  char* p = nullptr;
+  for (char* c = buf; *c; ++c)
+    if (*c == ')') p = c;
+  if (!p || p[1] != ' ' || !p[2]) return false;
+  *state = p[2];
+  const char* q = p + 3;
+  long fields[2] = {0, 0};
+  for (long& f : fields) {
+    while (*q == ' ') ++q;
+    if (!take_int(q, &f)) return false;
+  }
+  *ppid = static_cast<pid_t>(fields[0]);
+  *pgrp = static_cast<pid_t>(fields[1]);
+  return true;
+}
+
+volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
+volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
+volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
+
+void note_orphan_end(int status) {
+  g_orphan_status = status;
+  g_orphan_ended = 1;
+}
+
+// Whether `pid` (our child) was reaped now.
+bool reap(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid) return false;
+  note_orphan_end(status);
+  return true;
+}
+
+// --- Finding everything below the guard.
+//
+// Every process of the rank's group is a descendant of the guard (a process
+// can only join a group of its own session, and one that leaves with setsid
+// takes its own children along), and the guard is a subreaper: orphans
+// anywhere below come back to it. So the walk from the guard down through
+// /proc/<pid>/task/<tid>/children sees the whole rank, setsid escapees
+// included, at a cost of the rank's size, not the machine's (a scan of all
+// of /proc per sweep was a third of a 32-rank launch's CPU). Kernels without
+// the children files (CONFIG_PROC_CHILDREN) get the scan.
+
+constexpr int kMaxTree = 16384;
+pid_t g_tree[kMaxTree];
+
+// Appends the children of `pid` (of each of its threads) to g_tree[*n...].
+void add_children(pid_t pid, int* n) {
+  char path[64];
+  char* end = put_str(put_int(put_str(path, "/proc/"), pid), "/task");
+  int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  char buf[2048];
+  long got;
+  while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < got;) {
+      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
+      off += d->d_reclen;
+      const char* name = d->d_name;
+      long tid = 0;
+      if (!take_int(name, &tid) || *name != 0) continue;
+      put_str(put_int(put_str(end, "/"), tid), "/children");
+      int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char list[4096];
+      ssize_t len = ::read(fd, list, sizeof list - 1);
+      ::close(fd);
+      if (len <= 0) continue;
+      list[len] = 0;
+      for (const char* p = list; *p && *n < kMaxTree;) {
+        long child = 0;
+        if (take_int(p, &child)) {
+          g_tree[(*n)++] = static_cast<pid_t>(child);
+        } else {
+          ++p;
+        }
+      }
+    }
+  }
+  ::close(dir);
+}
+
+// Whether this kernel has the children files.
+bool have_children_files() {
+  char path[64];
+  put_str(put_int(put_str(put_int(put_str(path, "/proc/"), ::getpid()), "/task/"), ::getpid()),
+          "/children");
+  return ::access(path, R_OK) == 0;
+}
+
+// Every pid below the guard into g_tree; returns how many.
+int descendants() {
+  int n = 0;
+  add_children(::getpid(), &n);
+  for (int i = 0; i < n; ++i) add_children(g_tree[i], &n);
+  return n;
+}
+
+// Without the children files: our children, and our group's members.
+int scan_all_of_proc() {
+  pid_t self = ::getpid();
+  pid_t group = ::getpgrp();
+  int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  int n = 0;
+  char buf[4096];
+  long got;
+  while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < got && n < kMaxTree;) {
+      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
+      off += d->d_reclen;
+      const char* name = d->d_name;
+      long pid = 0;
+      if (!take_int(name, &pid) || *name != 0 || pid == self) continue;
+      pid_t ppid = 0, pgrp = 0;
+      char state = 0;
+      if (!read_stat(static_cast<pid_t>(pid), &ppid, &pgrp, &state)) continue;
+      if (ppid == self || pgrp == group) g_tree[n++] = static_cast<pid_t>(pid);
+    }
+  }
+  ::close(dir);
+  return n;
+}
+
+bool g_children_files = true;
+
+// Sends `sig` (0: none, only count) to everything below the guard, and reaps
+// those of its children that are dead (never the command: the main loop
+// waits for it). Returns how many were still there.
+int signal_descendants(int sig) {
+  pid_t self = ::getpid();
+  int n = g_children_files ? descendants() : scan_all_of_proc();
+  int found = 0;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = g_tree[i];
+    pid_t ppid = 0, pgrp = 0;
+    char state = 0;
+    if (!read_stat(pid, &ppid, &pgrp, &state)) continue;
+    bool mine = ppid == self;
+    if (state == 'Z') {
+      // Dead already: reap it (others reap their own). A multi-threaded
+      // process shows 'Z' while its other threads still exit, and cannot be
+      // reaped yet: it still counts, or the guard left it behind as a zombie
+      // of whoever adopted it next (atl-burn under a local worker's guard).
+      if (pid != g_inner && mine && !reap(pid)) ++found;
+      continue;
+    }
+    ++found;
+    if (sig != 0) ::kill(pid, sig);
+    if (mine && pid != g_inner) reap(pid);
+  }
+  return found;
+}
+
+// Until nothing below us is left (bounded: 10 s).
+void sweep() {
+  for (int round = 0; round < 400 && signal_descendants(SIGKILL) > 0; ++round) {
+    timespec pause{0, 25 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+// The owner died (pdeathsig): nothing of this rank may outlive it.
+void on_parent_death(int) {
+  sweep();
+  _exit(128 + SIGKILL);
+}
+
+// The owner's kill_tree(): end the command and everything it started now.
+void on_kill_tree(int) { sweep(); }
+
+// A stop reached the group: the command's end is no longer the rank's end.
+// Only what ends after the stop speaks for the rank.
+void on_stop(int) {
+  if (!g_stopping) g_orphan_ended = 0;
+  g_stopping = 1;
+}
+
+// Reaps every child that has ended: orphans adopted by this subreaper would
+// stay zombies for as long as the command runs. True, with its status, once
+// the command ended.
+bool reap_ended(pid_t inner, int* status, bool block) {
+  while (true) {
+    int st = 0;
+    pid_t p = ::waitpid(-1, &st, block ? 0 : WNOHANG);
+    if (p == inner) {
+      *status = st;
+      return true;
+    }
+    if (p > 0) {
+      note_orphan_end(st);
+      continue;
+    }
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0 && errno == ECHILD) {
+      *status = 255 << 8;  // cannot happen (the command is ours, unreaped): never wait for ever
+      return true;
+    }
+    return false;  // nothing more has ended yet
+  }
+}
+
+struct LeaseView {
+  const std::atomic<std::int64_t>* stamp = nullptr;
+  long timeout_ms = 0;
+  bool expired() const { return stamp && atl::os::lease_expired(*stamp, timeout_ms); }
+};
+
+// Waits for the command, and with a lease, kills its tree once the lease runs
+// out. Returns the command's wait status.
+int wait_for_command(pid_t inner, const LeaseView& lease) {
+  int status = 0;
+  if (lease.stamp) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, inner, 0));
+    while (true) {
+      if (reap_ended(inner, &status, false)) {
+        if (pidfd >= 0) ::close(pidfd);
+        return status;
+      }
+      if (pidfd >= 0) {
+        pollfd p{pidfd, POLLIN, 0};
+        ::poll(&p, 1, 100);  // the command ended, or 100 ms: look again
+      } else {
+        timespec pause{0, 20 * 1000 * 1000};  // no pidfd (an old kernel)
+        ::nanosleep(&pause, nullptr);
+      }
+      if (lease.expired()) {
+        // The node froze or lost its head: nothing of this rank may go on.
+        sweep();
+        break;
+      }
+    }
+    if (pidfd >= 0) ::close(pidfd);
+  }
+  while (!reap_ended(inner, &status, true)) {
+  }
+  return status;
+}
+
+// After a stop, the command (often a shell wrapper that SIGTERM ends at once)
+// may end before what it started: a Python rank still saving its checkpoint
+// in its SIGTERM handler. The rank's grace belongs to the whole tree, so the
+// guard waits for everything below it to end by itself; the owner's grace
+// timer (kill_tree) or an expired lease ends the wait. Escapees that left the
+// group (setsid) were never signalled: they get the stop too.
+void wait_for_the_rest(const LeaseView& lease) {
+  signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
+  signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
+  while (signal_descendants(0) > 0) {
+    if (lease.expired()) return;  // the sweep that follows ends them
+    timespec pause{0, 20 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+[[noreturn]] void exec_command(char** argv, char** envp) {
+  ::execve(argv[0], argv, envp);
+  if (errno == ENOENT && !strchr(argv[0], '/')) {
+    // execve does no PATH search: do it with the command's own PATH.
+    const char* path = nullptr;
+    for (char** e = envp; *e; ++e)
+      if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    char full[4096];
+    while (*path) {
+      const char* colon = strchr(path, ':');
+      size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
+      if (len + strlen(argv[0]) + 2 < sizeof full) {
+        memcpy(full, path, len);
+        full[len] = '/';
+        strcpy(full + len + 1, argv[0]);
+        ::execve(full, argv, envp);
+      }
+      if (!colon) break;
+      path = colon + 1;
+    }
+  }
+  fail(atl::os::kStepExec, errno);
+}
+
+// pdeathsig only reaches a direct child, so the guard turns "my owner died"
+// into SIGKILL for everything below it.
+void become_guard(pid_t parent) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  set_disposition(atl::os::kParentDiedSignal, on_parent_death);
+  set_disposition(atl::os::kKillTreeSignal, on_kill_tree);
+  ::prctl(PR_SET_PDEATHSIG, atl::os::kParentDiedSignal);
+  if (::getppid() != parent) ::kill(0, SIGKILL);  // the owner died before prctl took
+  // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
+  // to report how it ended, and notes it: from then on it waits for the tree.
+  set_disposition(SIGTERM, on_stop);
+  set_disposition(SIGINT, on_stop);
+  // The spawner ignores SIGPIPE; the command gets the default back.
+  set_disposition(SIGPIPE, SIG_DFL);
+  // The guard never dumps core: a crashed rank's core file is the user's evidence.
+  ::getrlimit(RLIMIT_CORE, &g_core_limit);
+  rlimit no_core{0, g_core_limit.rlim_max};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::fcntl(kGuardReportFd, F_SETFD, FD_CLOEXEC);
+  const char* p1 = argc > 4 ? argv[1] : "";
+  const char* p2 = argc > 4 ? argv[2] : "";
+  long parent = 0, lease_ms = 0;
+  if (argc < 5 || !take_int(p1, &parent) || *p1 || !take_int(p2, &lease_ms) || *p2 ||
+      strcmp(argv[3], "--") != 0)
+    fail(atl::os::kStepArgs, EINVAL);
+  LeaseView lease;
+  if (lease_ms > 0) {
+    void* page = ::mmap(nullptr, sizeof(std::int64_t), PROT_READ, MAP_SHARED,
+                        atl::os::kGuardLeaseFd, 0);
+    if (page == MAP_FAILED) fail(atl::os::kStepGuard, errno);
+    ::close(atl::os::kGuardLeaseFd);
+    lease.stamp = static_cast<const std::atomic<std::int64_t>*>(page);
+    lease.timeout_ms = lease_ms;
+  }
+  g_children_files = have_children_files();
+  become_guard(static_cast<pid_t>(parent));
+  // The spawner blocked every signal around the vfork; handlers are in place now.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  char** command = argv + 4;
+  // vfork: the guard is single-threaded, and the child only resets its own
+  // signal dispositions and execs (or _exits).
+  pid_t inner = ::vfork();
+  if (inner < 0) fail(atl::os::kStepFork, errno);
+  if (inner == 0) {
+    set_disposition(SIGTERM, SIG_DFL);
+    set_disposition(SIGINT, SIG_DFL);
+    set_disposition(atl::os::kParentDiedSignal, SIG_DFL);
+    set_disposition(atl::os::kKillTreeSignal, SIG_DFL);
+    // The guard killed from outside (kill -9 of a local worker's keeper):
+    // the command goes with it instead of running on unwatched.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The command dumps core as the node would have let it.
+    ::setrlimit(RLIMIT_CORE, &g_core_limit);
+    exec_command(command, environ);
+  }
+  g_inner = inner;
+  ::close(kGuardReportFd);  // the exec's CLOEXEC copy in `inner` tells the spawner
+  int status = wait_for_command(inner, lease);
+  if (g_stopping) {
+    wait_for_the_rest(lease);
+    // A wrapper the stop signal ended speaks for nothing: the rank ended as
+    // the last process of its tree did (the handler's exit, or the SIGKILL of
+    // an expired grace).
+    bool wrapper_stopped =
+        WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT);
+    if (wrapper_stopped && g_orphan_ended) status = g_orphan_status;
+  }
+  // The rank ended: whatever it left behind, in its group or not, goes too.
+  sweep();
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    set_disposition(sig, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, 0);
+    ::kill(::getpid(), sig);
+    _exit(128 + sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
+}
