@@ -385,7 +385,9 @@ void become_guard(pid_t parent) {
   set_disposition(atl::os::kParentDiedSignal, on_parent_death);
   set_disposition(atl::os::kKillTreeSignal, on_kill_tree);
   ::prctl(PR_SET_PDEATHSIG, atl::os::kParentDiedSignal);
-  if (::getppid() != parent) ::kill(0, SIGKILL);  // the owner died before prctl took
+  // The owner died before prctl took (or this is not its child): nothing is
+  // started yet, so nothing is left behind.
+  if (::getppid() != parent) _exit(128 + SIGKILL);
   // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
   // to report how it ended, and notes it: from then on it waits for the tree.
   set_disposition(SIGTERM, on_stop);

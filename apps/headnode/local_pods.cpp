@@ -39,6 +39,9 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
     req.argv.insert(req.argv.end(), {"--advertise", "127.0.0." + std::to_string(index + 2)});
   req.env = os::current_environment();
   req.output = os::OutputMode::inherit;
+  // A workernode guards its own ranks (each under an atl-guard, with its
+  // pdeathsig): it needs no keeper of its own, only to die with the head.
+  req.guarded = false;
   auto child = os::ChildProcess::spawn(req);
   if (!child) return make_error("cannot start local worker " + name + ": " + child.error());
   return std::make_unique<os::ChildProcess>(std::move(child).value());

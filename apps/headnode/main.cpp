@@ -558,6 +558,7 @@ void print_join_commands(const HeadOptions& opt, const std::string& address,
 
 int main(int argc, char** argv) {
   atl::os::keep_own_files_private();
+  atl::os::use_few_malloc_arenas();
   HeadOptions opt = parse_options(argc, argv);
   prepare_state_dir(opt);
   auto credentials = head_credentials(opt);

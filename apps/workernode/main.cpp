@@ -376,6 +376,7 @@ int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub
 
 int main(int argc, char** argv) {
   atl::os::keep_own_files_private();
+  atl::os::use_few_malloc_arenas();
   WorkerOptions opt = parse_options(argc, argv);
   atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <cstdlib>
 #include <vector>
 
 #include "atl/os/output_pump.hpp"
@@ -85,6 +86,20 @@ TEST(ChildProcess, ExecFailureIsAnErrorNotAChild) {
   EXPECT_NE(child.error().find("/nonexistent/binary"), std::string::npos) << child.error();
 }
 
+TEST(ChildProcess, TheGuardRefusesArgumentsItDoesNotKnow) {
+  const std::string guard = atl::os::executable_dir() + "/atl-guard";
+  // Refused before anything starts: a bad owner pid, lease or separator, or no command.
+  for (const char* args : {"x 0 -- true", "1 0 true true", "1 -5 -- true", "1 0 --", ""}) {
+    int status = std::system((guard + " " + args + " 4>/dev/null").c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << args;
+    EXPECT_EQ(WEXITSTATUS(status), 127) << args;
+  }
+  // Its owner's pid, then the lease (0: none): exec'd from the shell, its owner is this test.
+  int ok = std::system(
+      ("exec " + guard + " " + std::to_string(::getpid()) + " 0 -- true 4>/dev/null").c_str());
+  EXPECT_TRUE(WIFEXITED(ok) && WEXITSTATUS(ok) == 0) << "status " << ok;
+}
+
 TEST(ChildProcess, BadWorkingDirIsNamed) {
   auto req = shell("true");
   req.working_dir = "/nonexistent/dir";
@@ -153,6 +168,44 @@ TEST(ChildProcess, TheGroupDiesWithTheSpawningThread) {
   for (int i = 0; i < 500 && alive(grandchild); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(alive(grandchild));
+}
+
+// A local workernode: no guard process between it and the head, and still
+// it dies with the thread that spawned it.
+TEST(ChildProcess, AnUnguardedChildIsTheCommandItselfAndDiesWithTheSpawningThread) {
+  pid_t spawned = -1, command = -1;
+  std::thread spawner([&] {
+    auto req = shell("echo $$; exec sleep 300");
+    req.guarded = false;
+    auto child = atl::os::ChildProcess::spawn(req);
+    ASSERT_TRUE(child.ok()) << child.error();
+    spawned = child->pid();
+    std::string line;
+    char ch;
+    while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') line += ch;
+    command = std::stoi(line);
+  });
+  spawner.join();
+  EXPECT_EQ(command, spawned) << "a guard stood between";
+  ASSERT_GT(command, 0);
+  for (int i = 0; i < 500 && alive(command); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(command));
+  ::waitpid(spawned, nullptr, 0);
+}
+
+TEST(ChildProcess, AnUnguardedChildTakesNoLeaseAndNoPathSearch) {
+  auto lease = atl::os::Lease::create(std::chrono::seconds(5));
+  ASSERT_TRUE(lease.ok());
+  auto req = shell("true");
+  req.guarded = false;
+  req.lease = lease->get();
+  auto with_lease = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(with_lease.ok());
+  EXPECT_NE(with_lease.error().find("unguarded"), std::string::npos) << with_lease.error();
+  req.lease = nullptr;
+  req.argv[0] = "sh";
+  EXPECT_FALSE(atl::os::ChildProcess::spawn(req).ok());
 }
 
 TEST(ChildProcess, AStopSignalReachesTheCommandAndItsStatusComesBack) {

@@ -4,10 +4,12 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -91,6 +93,8 @@ struct GuardStart {
   int report = -1;
   int lease = -1;
   const char* working_dir = nullptr;  // nullptr: the spawner's
+  bool guarded = true;  // false: exec argv[0] itself, with pdeathsig
+  pid_t parent = 0;
 };
 
 // Only system calls between vfork and exec: report errno and die.
@@ -130,8 +134,23 @@ struct GuardStart {
   // no actor sockets leak into user code.
   if (control < 0) ::close(3);
   ::syscall(SYS_close_range, kGuardLeaseFd + (lease >= 0 ? 1 : 0), ~0U, 0);
-  ::execve(s.guard, s.argv, s.envp);
-  child_fail(report, kStepGuard);
+  if (s.guarded) {
+    ::execve(s.guard, s.argv, s.envp);
+    child_fail(report, kStepGuard);
+  }
+  // Unguarded: what a guard would do for its command, done here. Default
+  // dispositions (ours are copies here; SIGPIPE is ignored by the spawner)
+  // before the mask opens, so no handler of ours ever runs in the child.
+  ::fcntl(report, F_SETFD, FD_CLOEXEC);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != s.parent) _exit(127);  // the spawner died before prctl took
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(s.argv[0], s.argv, s.envp);
+  child_fail(report, kStepExec);
 }
 
 // vfork: no copy of this (large, threaded) process's page tables and no
@@ -160,17 +179,21 @@ const std::string& guard_path() {
 Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (req.argv.empty()) return make_error("spawn: empty command line");
   const std::string& guard = guard_path();
-  if (::access(guard.c_str(), X_OK) != 0)
+  if (req.guarded && ::access(guard.c_str(), X_OK) != 0)
     return make_error("atl's process guard " + guard + " is missing (" + strerror(errno) +
                       "): it is built beside headnode and workernode and ships with them");
   // Everything the child needs is built before vfork: no allocation after it.
   const std::string parent_text = std::to_string(::getpid());
   const std::string lease_text = std::to_string(req.lease ? req.lease->timeout().count() : 0);
   std::vector<char*> argv, envp;
-  argv.push_back(const_cast<char*>(guard.c_str()));
-  argv.push_back(const_cast<char*>(parent_text.c_str()));
-  argv.push_back(const_cast<char*>(lease_text.c_str()));
-  argv.push_back(const_cast<char*>("--"));
+  if (req.guarded) {
+    argv.push_back(const_cast<char*>(guard.c_str()));
+    argv.push_back(const_cast<char*>(parent_text.c_str()));
+    argv.push_back(const_cast<char*>(lease_text.c_str()));
+    argv.push_back(const_cast<char*>("--"));
+  } else if (req.lease || req.argv[0].find('/') == std::string::npos) {
+    return make_error("spawn: an unguarded child takes no lease and an absolute path");
+  }
   for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -219,6 +242,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   start.report = report[1];
   start.lease = req.lease ? req.lease->fd() : -1;
   start.working_dir = req.working_dir.empty() ? nullptr : req.working_dir.c_str();
+  start.guarded = req.guarded;
+  start.parent = ::getpid();
   int fork_errno = 0;
   pid_t pid = start_guard(start, &fork_errno);
   if (pid < 0) {
@@ -247,6 +272,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   child.pid_ = pid;
   child.output_fd_ = out_pipe[0];
   child.enlarged_pipe_ = enlarged;
+  child.guarded_ = req.guarded;
   if (n == static_cast<ssize_t>(sizeof payload)) {
     child.wait();
     return make_error("cannot " + std::string(step_name(payload[0])) + " for '" + req.argv[0] +
@@ -266,6 +292,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
     output_fd_ = o.output_fd_;
     pidfd_ = o.pidfd_;
     enlarged_pipe_ = o.enlarged_pipe_;
+    guarded_ = o.guarded_;
     status_ = o.status_;
     o.pid_ = -1;
     o.output_fd_ = -1;
@@ -293,12 +320,14 @@ void ask_guard_to_kill_tree(pid_t guard) {
 
 void ChildProcess::kill_tree() {
   if (pid_ <= 0 || status_) return;
-  // The guard kills everything below it, setsid escapees included, then ends
-  // as the command did. Bounded: then the whole group the hard way.
-  ask_guard_to_kill_tree(pid_);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  while (!try_wait() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (guarded_) {
+    // The guard kills everything below it, setsid escapees included, then
+    // ends as the command did. Bounded: then the whole group the hard way.
+    ask_guard_to_kill_tree(pid_);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!try_wait() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   signal(SIGKILL);
 }
 
@@ -366,6 +395,8 @@ void keep_own_files_private() {
   g_children_umask = ::umask(077);
   g_children_umask_set = true;
 }
+
+void use_few_malloc_arenas() { ::mallopt(M_ARENA_MAX, 2); }
 
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;

@@ -60,8 +60,7 @@ class Lease {
   std::chrono::milliseconds timeout_;
 };
 
-// Every child is guarded: its whole tree is SIGKILLed when the *thread* that
-// spawned it dies (pdeathsig on the guard that leads its group): spawn from a
+// A child is SIGKILLed when the *thread* that spawned it dies: spawn from a
 // thread that lives as long as the child should.
 struct SpawnRequest {
   std::vector<std::string> argv;
@@ -76,6 +75,12 @@ struct SpawnRequest {
   // expires (it looks every 100 ms). The Lease must outlive the spawn call;
   // the guard keeps its own mapping of it.
   const Lease* lease = nullptr;
+  // true: an atl-guard leads the child's group and takes its whole tree down
+  // with the spawning thread (pdeathsig), setsid escapees included; see
+  // atl-guard. false, for atl's own programs that guard their children
+  // themselves (a local workernode): the child leads its group and gets the
+  // pdeathsig itself, one process less. No lease then.
+  bool guarded = true;
 };
 
 class ChildProcess {
@@ -114,6 +119,7 @@ class ChildProcess {
   int output_fd_ = -1;
   int pidfd_ = -1;
   bool enlarged_pipe_ = false;  // its output pipe counts against kMaxEnlargedPipes
+  bool guarded_ = true;
   std::optional<ExitStatus> status_;
 };
 
@@ -127,6 +133,11 @@ void ask_guard_to_kill_tree(pid_t guard);
 // umask it had before, so user code writes files as it always would. Call
 // first thing in main, before any thread.
 void keep_own_files_private();
+
+// Every thread of a daemon (CAF's workers, detached actors) would get a malloc
+// arena of its own, 132 KiB and up each, mostly idle: at most two. Call first
+// thing in main, before any thread.
+void use_few_malloc_arenas();
 
 // The calling process's environment as "K=V" strings.
 std::vector<std::string> current_environment();
