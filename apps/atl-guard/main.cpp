@@ -412,8 +412,8 @@ int main(int argc, char** argv) {
     fail(atl::os::kStepArgs, EINVAL);
   LeaseView lease;
   if (lease_ms > 0) {
-    void* page = ::mmap(nullptr, sizeof(std::int64_t), PROT_READ, MAP_SHARED,
-                        atl::os::kGuardLeaseFd, 0);
+    void* page =
+        ::mmap(nullptr, sizeof(std::int64_t), PROT_READ, MAP_SHARED, atl::os::kGuardLeaseFd, 0);
     if (page == MAP_FAILED) fail(atl::os::kStepGuard, errno);
     ::close(atl::os::kGuardLeaseFd);
     lease.stamp = static_cast<const std::atomic<std::int64_t>*>(page);

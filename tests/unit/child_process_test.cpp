@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include <cstdlib>
 #include <vector>
 
 #include "atl/os/output_pump.hpp"

@@ -1,11 +1,10 @@
 #include "atl/os/child_process.hpp"
 
-#include <pthread.h>
-
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -93,7 +92,7 @@ struct GuardStart {
   int report = -1;
   int lease = -1;
   const char* working_dir = nullptr;  // nullptr: the spawner's
-  bool guarded = true;  // false: exec argv[0] itself, with pdeathsig
+  bool guarded = true;                // false: exec argv[0] itself, with pdeathsig
   pid_t parent = 0;
 };
 

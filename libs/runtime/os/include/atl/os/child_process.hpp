@@ -49,7 +49,7 @@ class Lease {
   void renew();   // stamps now (CLOCK_MONOTONIC)
   void revoke();  // guards find it expired at their next look
   std::chrono::milliseconds timeout() const { return timeout_; }
-  bool expired() const;  // what the guards find
+  bool expired() const;           // what the guards find
   int fd() const { return fd_; }  // the memfd the guards map (close-on-exec)
 
  private:

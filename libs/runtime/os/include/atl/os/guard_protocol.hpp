@@ -25,12 +25,12 @@ inline constexpr const char* kGuardBinary = "atl-guard";
 
 // Steps a failed start reports (the first int on the report pipe).
 enum GuardStep : int {
-  kStepOutput = 1,   // redirect output
-  kStepChdir = 2,    // change to the working directory
-  kStepExec = 3,     // exec the command
-  kStepFork = 4,     // start the command's process
-  kStepGuard = 5,    // start the guard itself
-  kStepArgs = 6,     // the guard's arguments
+  kStepOutput = 1,  // redirect output
+  kStepChdir = 2,   // change to the working directory
+  kStepExec = 3,    // exec the command
+  kStepFork = 4,    // start the command's process
+  kStepGuard = 5,   // start the guard itself
+  kStepArgs = 6,    // the guard's arguments
 };
 
 // The owner's "kill everything below you now" (the guard's sweep).
