@@ -1,14 +1,36 @@
 #!/usr/bin/env python3
-"""bench/launch: time from `headnode` start to every rank running, and to the
-job's end, for 1, 4 and 16 local workers (1 rank each). Each rank records the
-moment it started in a file; the median of several runs is reported.
+"""bench/launch: what a launch costs, against its peers, in one run.
 
-Usage: bench/launch/run.py [--runs N] [--workers 1,4,16] [--out bench/results/launch.md]
-(a quick A/B of one size: --workers 1 --out /tmp/launch.md)
+  fanout32  `atlctl run -r all true` to 32 ranks (a local cluster of 4 workers
+            x 8, parked in debugStop), timed as the whole atlctl process
+  job2x2    a whole job: `headnode --workers 2 --nproc-per-node 2
+            --local-workers 2 -- echo hi`, timed as the whole headnode process
+  status    `atlctl status`, with TLS (the default) and with --insecure
+  idle      memory of atl's own processes (head, workernodes, guards) with
+            2 local workers x 2 ranks of `sleep` running: RSS summed (each
+            process's shared library pages counted in each) and PSS summed
+            (each shared page split among the processes that map it)
+
+Peers, same run: `mpirun --oversubscribe -np 32 true` and `-np 4 echo hi`
+(Open MPI); Ray 2.60 (build/ray-venv, which the tests make; left out, saying
+why, without it) at its defaults (`ray start --head`, tasks at num_cpus=1):
+a warm driver's 32 tasks timed inside the driver (no-op tasks, and tasks that
+each run `true` as a process), and a fresh driver process (connect, 32 no-op
+tasks, exit) timed whole.
+
+--before DIR: an older build's bin folder, measured interleaved with this
+one run by run: the before/after of a change on the same machine, same load.
+With `perf` at hand, one fan-out of each build is traced (exec, exit and
+connect events; CPU by process kind): where the launch goes.
+
+Usage: bench/launch/run.py [--runs 10] [--before DIR] [--out bench/results/launch.md]
 """
 import argparse
+import json
 import os
-import resource
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,82 +39,385 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
 
+RAY_VENV = os.path.join(common.ROOT, "build", "ray-venv")
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+HANG_S = 20
 
-def one_run(workers, tls):
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [common.binary("headnode"), "--port", "0", "--workers", str(workers),
-               "--local-workers", str(workers), "--state-dir", os.path.join(tmp, "state")]
-        if not tls:
+
+def timed(cmd, env=None, limit=60):
+    """Seconds `cmd` took as a whole process, or None if it hung past `limit`."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-500:]}")
+    return took
+
+
+class Cluster:
+    """A local cluster of one build, parked in debugStop (`sleep 600` stopped)."""
+
+    def __init__(self, bin_dir, workers, per_node, insecure=False):
+        self.tmp = tempfile.mkdtemp(prefix="atl-bench-launch-")
+        cmd = [os.path.join(bin_dir, "headnode"), "--port", "0", "--workers", str(workers),
+               "--nproc-per-node", str(per_node), "--local-workers", str(workers),
+               "--state-dir", os.path.join(self.tmp, "state"), "--grace", "2s"]
+        if insecure:
             cmd.append("--insecure")
-        cmd += ["--", f"date +%s.%N > {tmp}/started.$RANK"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.time()
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        t_end = time.time()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # CPU of the whole tree (head, workers, ranks): what TLS adds per
-        # process, less noisy than wall time on 2 shared cores.
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            raise SystemExit(f"job with {workers} workers failed ({proc.returncode})")
-        starts = []
-        for rank in range(workers):
-            with open(os.path.join(tmp, f"started.{rank}")) as f:
-                starts.append(float(f.read()))
-        return max(starts) - t0, t_end - t0, cpu
+        self.head = subprocess.Popen(cmd + ["--", "sleep 600"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.ctl = [os.path.join(bin_dir, "atlctl")]
+        if insecure:
+            self.ctl.append("--insecure")
+        address_file = os.path.join(self.tmp, "state", "address")
+        deadline = time.time() + 60
+        while True:
+            if os.path.exists(address_file):
+                self.ctl += ["--address", open(address_file).read().strip()]
+                out = subprocess.run(self.ctl + ["status"], capture_output=True, text=True)
+                if out.stdout.strip() == "Job status:  command":
+                    break
+                self.ctl = self.ctl[:-2]
+            if time.time() > deadline:
+                self.close()
+                raise SystemExit(f"cluster of {bin_dir} did not come up")
+            time.sleep(0.1)
+        timed(self.ctl + ["stop"])
+
+    def fanout(self):
+        took = timed(self.ctl + ["run", "-r", "all", "true"])
+        timed(self.ctl + ["stop"])
+        return took
+
+    def close(self):
+        self.head.terminate()
+        try:
+            self.head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.head.kill()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def job2x2(bin_dir):
+    with tempfile.TemporaryDirectory() as tmp:
+        return timed([os.path.join(bin_dir, "headnode"), "--port", "0", "--workers", "2",
+                      "--nproc-per-node", "2", "--local-workers", "2", "--state-dir",
+                      os.path.join(tmp, "state"), "--", "echo hi"])
+
+
+def mpirun(args):
+    """Median of mpirun's runs; Open MPI 4.1 sometimes hangs at exit here:
+    those runs are killed after HANG_S, counted, and left out."""
+    return timed(["mpirun", "--oversubscribe", *args], MPI_ENV, HANG_S)
+
+
+# --- memory ----------------------------------------------------------------------
+
+
+def descendants(root):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out = [root]
+    for pid in out:
+        out += kids.get(pid, [])
+    return out
+
+
+def idle_memory(bin_dir):
+    """(RSS MiB, PSS MiB, processes, kinds) of atl's own processes in an idle 2x2 job."""
+    with tempfile.TemporaryDirectory() as tmp:
+        head = subprocess.Popen(
+            [os.path.join(bin_dir, "headnode"), "--port", "0", "--workers", "2",
+             "--nproc-per-node", "2", "--local-workers", "2", "--state-dir",
+             os.path.join(tmp, "state"), "--", "sleep 600"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                comms = [comm(p) for p in descendants(head.pid)]
+                if comms.count("sleep") == 4:
+                    break
+                time.sleep(0.2)
+            time.sleep(3)  # settled: heartbeats, the first progress samples
+            rss = pss = 0
+            kinds = {}
+            for pid in descendants(head.pid):
+                c = comm(pid)
+                if c in ("sh", "sleep"):
+                    continue  # the user's
+                m = {}
+                for line in open(f"/proc/{pid}/smaps_rollup"):
+                    key, _, value = line.partition(":")
+                    if key in ("Rss", "Pss"):
+                        m[key] = int(value.split()[0])
+                rss += m["Rss"]
+                pss += m["Pss"]
+                kinds[c] = kinds.get(c, 0) + 1
+            return rss / 1024, pss / 1024, sum(kinds.values()), kinds
+        finally:
+            head.terminate()
+            head.wait(timeout=60)
+
+
+def comm(pid):
+    try:
+        return open(f"/proc/{pid}/comm").read().strip()
+    except OSError:
+        return ""
+
+
+# --- where a fan-out goes (perf) ---------------------------------------------------
+
+
+def trace_fanout(cluster):
+    """Timeline (ms from atlctl's exec) and CPU by process kind of one fan-out."""
+    if not shutil.which("perf"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "perf.data")
+        rec = subprocess.run(["perf", "record", "-q", "-o", data, "-e",
+                              "sched:sched_process_exec,sched:sched_process_exit,"
+                              "syscalls:sys_enter_connect,sched:sched_switch", "-a", "--",
+                              *cluster.ctl, "run", "-r", "all", "true"], capture_output=True)
+        timed(cluster.ctl + ["stop"])
+        if rec.returncode != 0:
+            return None
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,pid,tid,time,event,trace"],
+                                capture_output=True, text=True).stdout
+        sched = subprocess.run(["perf", "sched", "latency", "-i", data], capture_output=True,
+                               text=True).stdout
+    events = []
+    for line in script.splitlines():
+        m = re.match(r"\s*(.+?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)", line)
+        if m:
+            c, pid, tid, t, event, rest = m.groups()
+            events.append((float(t) * 1000, c, int(pid), event, rest))
+    ctl_exec = [e for e in events if "sched_process_exec" in e[3] and "/atlctl " in e[4] + " "]
+    if not ctl_exec:
+        return None
+    t0, ctl = ctl_exec[0][0], ctl_exec[0][2]
+
+    def at(pred, last=False):
+        found = [e[0] - t0 for e in events if pred(e)]
+        return (found[-1] if last else found[0]) if found else float("nan")
+
+    rank_exec = lambda e: "sched_process_exec" in e[3] and "filename=/bin/sh" in e[4]  # noqa: E731
+    timeline = {
+        "atlctl exec -> connect": at(lambda e: e[2] == ctl and "connect" in e[3]),
+        "-> first rank exec": at(rank_exec),
+        "-> last rank exec": at(rank_exec, True),
+        "-> last rank exit": at(lambda e: e[1] == "sh" and "process_exit" in e[3], True),
+        "-> atlctl exit": at(lambda e: e[2] == ctl and "process_exit" in e[3]
+                             and "group_dead=true" in e[4], True),
+    }
+    cpu = {}
+    for line in sched.splitlines():
+        m = re.match(r"\s*(\S+?):(?:\((\d+)\)|\d+)\s*\|\s*([\d.]+) ms", line)
+        if m:
+            kind = {"caf.multiplexer": "workernode, head (CAF threads)", "caf.actor":
+                    "workernode, head (CAF threads)", "caf.clock": "workernode, head (CAF threads)",
+                    "sh": "ranks (sh -c true)"}.get(m.group(1), m.group(1))
+            if kind.startswith(("swapper", "perf", "ksoftirq", "kworker", "migration", "rcu")):
+                continue
+            cpu[kind] = cpu.get(kind, 0.0) + float(m.group(3))
+    return {"timeline": timeline, "cpu": cpu}
+
+
+# --- Ray ----------------------------------------------------------------------------
+
+RAY_SIDE = r"""
+import json, subprocess, sys, time, statistics, ray
+ray.init(address=sys.argv[1])
+@ray.remote
+def nothing(i):
+    return i
+@ray.remote
+def true_process(i):
+    return subprocess.run(["true"]).returncode
+def rounds(f, n):
+    ray.get([f.remote(i) for i in range(32)])  # warm
+    xs = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        ray.get([f.remote(i) for i in range(32)])
+        xs.append(time.perf_counter() - t0)
+    return statistics.median(xs)
+n = int(sys.argv[2])
+print(json.dumps({"noop": rounds(nothing, n), "process": rounds(true_process, n)}))
+"""
+
+RAY_FRESH = r"""
+import sys, ray
+ray.init(address=sys.argv[1])
+@ray.remote
+def nothing(i):
+    return i
+ray.get([nothing.remote(i) for i in range(32)])
+"""
+
+
+def ray_side(runs, fresh_runs):
+    python = os.path.join(RAY_VENV, "bin", "python")
+    ray_bin = os.path.join(RAY_VENV, "bin", "ray")
+    if not os.access(python, os.X_OK) or subprocess.run(
+            [python, "-c", "import ray"], capture_output=True).returncode != 0:
+        return None, "Ray is not installed in build/ray-venv (the Ray tests make it)"
+    temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
+    env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
+    port = "6399"
+    subprocess.run([ray_bin, "start", "--head", "--port", port, "--node-ip-address",
+                    "127.0.0.1", "--temp-dir", temp, "--include-dashboard", "false"],
+                   check=True, capture_output=True, env=env)
+    try:
+        address = f"127.0.0.1:{port}"
+        out = subprocess.run([python, "-c", RAY_SIDE, address, str(runs)], capture_output=True,
+                             text=True, env=env, timeout=600)
+        if out.returncode != 0:
+            return None, "Ray's warm driver failed: " + out.stderr[-300:]
+        warm = json.loads(out.stdout.strip().splitlines()[-1])
+        fresh = [timed([python, "-c", RAY_FRESH, address], env, 120) for _ in range(fresh_runs)]
+        version = subprocess.run([ray_bin, "--version"], capture_output=True,
+                                 text=True).stdout.strip()
+        return {"noop": warm["noop"], "process": warm["process"],
+                "fresh": common.median([f for f in fresh if f is not None]),
+                "version": version}, ""
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+# --- the run ------------------------------------------------------------------------
+
+
+def measure(builds, runs):
+    """Interleaved run by run: every build's fan-out, job and status in turn."""
+    got = {name: {"fanout": [], "job": [], "status_tls": [], "status_plain": []}
+           for name in builds}
+    clusters = {name: Cluster(b, 4, 8) for name, b in builds.items()}
+    plain = {name: Cluster(b, 1, 1, insecure=True) for name, b in builds.items()}
+    try:
+        for name, c in clusters.items():
+            c.fanout()  # warm: page cache, the agents' first spawn
+        traces = {name: trace_fanout(c) for name, c in clusters.items()}
+        for _ in range(runs):
+            for name, b in builds.items():
+                got[name]["fanout"].append(clusters[name].fanout())
+                got[name]["job"].append(job2x2(b))
+                for _ in range(3):
+                    got[name]["status_tls"].append(timed(clusters[name].ctl + ["status"]))
+                    got[name]["status_plain"].append(timed(plain[name].ctl + ["status"]))
+    finally:
+        for c in list(clusters.values()) + list(plain.values()):
+            c.close()
+    return got, traces
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--workers", default="1,4,16",
-                    type=lambda s: [int(w) for w in s.split(",")])
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--before", help="an older build's bin folder, measured beside this one")
+    ap.add_argument("--before-label", default="before")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "launch.md"))
     args = ap.parse_args()
-    rows = []
-    for workers in args.workers:
-        # TLS on and off interleaved run by run: the machine's drift (2
-        # shared cores) falls on both alike.
-        runs = {True: [], False: []}
-        for _ in range(args.runs):
-            for tls in (True, False):
-                runs[tls].append(one_run(workers, tls))
-        for tls in (True, False):
-            r = runs[tls]
-            running = common.median([x[0] for x in r])
-            end = common.median([x[1] for x in r])
-            cpu = common.median([x[2] for x in r])
-            rows.append((workers, tls, running, end, min(x[1] for x in r), max(x[1] for x in r),
-                         cpu))
-            print(f"{workers:>3} workers, TLS {'on ' if tls else 'off'}: all ranks running "
-                  f"{running*1000:.0f} ms, job end {end*1000:.0f} ms, CPU {cpu*1000:.0f} ms",
-                  flush=True)
+    if not shutil.which("mpirun"):
+        raise SystemExit("mpirun not found: scripts/setup.sh --tests installs openmpi-bin")
+    builds = {}
+    if args.before:
+        builds[args.before_label] = os.path.abspath(args.before)
+    builds["now"] = common.BIN
+    got, traces = measure(builds, args.runs)
+    mem = {name: idle_memory(b) for name, b in builds.items()}
+    mpi32, mpi4, hangs = [], [], 0
+    for _ in range(args.runs):
+        for into, cmd in ((mpi32, ["-np", "32", "true"]), (mpi4, ["-np", "4", "echo", "hi"])):
+            t = mpirun(cmd)
+            if t is None:
+                hangs += 1
+            else:
+                into.append(t)
+    ray, why_not = ray_side(args.runs, max(3, args.runs // 2))
+    med = {name: {k: common.median(v) * 1000 for k, v in g.items()} for name, g in got.items()}
+    m32, m4 = common.median(mpi32) * 1000, common.median(mpi4) * 1000
+    version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True,
+                             env=MPI_ENV).stdout.splitlines()[0]
+    now = med["now"]
+
+    def cols(key):
+        return " | ".join(f"{med[n][key]:.1f}" for n in builds)
+
+    names = " | ".join(builds)
     lines = [
-        "# bench/launch: head start to ranks running and to job end",
+        "# bench/launch: a launch against mpirun and Ray, and where it goes",
         "",
-        f"Machine: {common.machine()}.",
-        f"Command: `bench/launch/run.py --runs {args.runs}` (median of {args.runs} runs; "
-        "local workers, 1 rank each, entrypoint records its start time).",
-        "TLS on is the default (mutual TLS, a fresh job CA made by the head: ECDSA P-256);",
-        "off is `--insecure`.",
+        f"Machine: {common.machine()}; {version}"
+        + (f"; {ray['version']}" if ray else "") + ".",
+        f"Command: `bench/launch/run.py --runs {args.runs}"
+        + (f" --before {args.before}" if args.before else "") + "` (medians; builds "
+        "interleaved run by run). TLS on (atl's default) unless said.",
         "",
-        "| workers | TLS | all ranks running (ms) | job end (ms) | job end min–max (ms) "
-        "| CPU, all processes (ms) |",
-        "|---:|---|---:|---:|---:|---:|",
+        f"| | {names} | peer | atl now / peer | goal |",
+        "|---|" + "---:|" * len(builds) + "---:|---:|---|",
+        f"| 32-rank fan-out, `atlctl run -r all true` (ms) | {cols('fanout')} | mpirun -np 32 "
+        f"true: {m32:.1f} | **{now['fanout'] / m32:.2f}x** | <= 0.5x |",
     ]
-    for w, tls, running, end, lo, hi, cpu in rows:
-        lines.append(f"| {w} | {'on' if tls else 'off'} | {running*1000:.0f} | {end*1000:.0f} | "
-                     f"{lo*1000:.0f}–{hi*1000:.0f} | {cpu*1000:.0f} |")
-    by = {(w, t): end for w, t, _, end, _, _, _ in rows}
-    cpu_by = {(w, t): cpu for w, t, _, _, _, _, cpu in rows}
-    lines.append("")
-    lines.append("TLS on / off, job end: " + ", ".join(
-        f"{w} workers {by[(w, True)] / by[(w, False)]:.2f}x" for w in args.workers) +
-        " (target: no more than 1.2x); CPU: " + ", ".join(
-        f"{w} workers +{(cpu_by[(w, True)] - cpu_by[(w, False)]) * 1000 / (w + 1):.1f} ms a "
-        "process" for w in args.workers) + ".")
+    if ray:
+        lines += [
+            f"| ... against Ray's warm driver, 32 no-op tasks, timed in the driver (ms) | "
+            f"{cols('fanout')} | {ray['noop'] * 1000:.1f} | **{now['fanout'] / (ray['noop'] * 1000):.2f}x** | <= 1.0x |",
+            f"| ... against Ray's warm driver, 32 tasks each running `true` (ms) | {cols('fanout')} "
+            f"| {ray['process'] * 1000:.1f} | {now['fanout'] / (ray['process'] * 1000):.2f}x | |",
+            f"| ... against a fresh Ray driver process, 32 no-op tasks (ms) | {cols('fanout')} | "
+            f"{ray['fresh'] * 1000:.1f} | {now['fanout'] / (ray['fresh'] * 1000):.2f}x | |",
+        ]
+    else:
+        lines.append(f"| Ray | | {why_not} | | |")
+    lines += [
+        f"| whole 2x2 job `echo hi` (ms) | {cols('job')} | mpirun -np 4 echo hi: {m4:.1f} | "
+        f"**{now['job'] / m4:.2f}x** | <= 0.8x |",
+        f"| `atlctl status`, TLS (ms) | {cols('status_tls')} | | | <= 8 ms |",
+        f"| `atlctl status`, --insecure (ms) | {cols('status_plain')} | | | |",
+        "| idle head + 2 workers x 2 ranks, atl's processes: RSS summed (MiB) | "
+        + " | ".join(f"{mem[n][0]:.1f}" for n in builds) + " | | | <= 50 MiB |",
+        "| ... PSS summed (MiB) | " + " | ".join(f"{mem[n][1]:.1f}" for n in builds) + " | | | |",
+        "| ... processes | " + " | ".join(
+            f"{mem[n][2]} ({', '.join(f'{v} {k}' for k, v in sorted(mem[n][3].items()))})"
+            for n in builds) + " | | | |",
+        "",
+        f"mpirun hung at exit in {hangs} of {2 * args.runs + hangs} runs (killed after {HANG_S} s, "
+        "left out of its median). Ray: `ray start --head` with its defaults (CPUs detected, "
+        "tasks at num_cpus=1); the warm rows are timed inside a driver that already ran a round; "
+        "atl's fan-out is always the whole `atlctl` process (start, TLS, the run, the exit).",
+    ]
+    if any(traces.values()):
+        lines += ["", "## Where one 32-rank fan-out goes (perf: exec, exit, connect events; "
+                  "CPU from sched_switch)", "",
+                  f"| ms from atlctl's exec | {names} |", "|---|" + "---:|" * len(builds)]
+        for key in next(t for t in traces.values() if t)["timeline"]:
+            lines.append(f"| {key} | " + " | ".join(
+                f"{traces[n]['timeline'][key]:.1f}" if traces[n] else "-" for n in builds) + " |")
+        kinds = sorted({k for t in traces.values() if t for k in t["cpu"]})
+        lines += ["", f"| CPU (ms) | {names} |", "|---|" + "---:|" * len(builds)]
+        for k in kinds:
+            lines.append(f"| {k} | " + " | ".join(
+                f"{traces[n]['cpu'].get(k, 0):.1f}" if traces[n] else "-" for n in builds) + " |")
+        lines.append("| all | " + " | ".join(
+            f"{sum(traces[n]['cpu'].values()):.1f}" if traces[n] else "-" for n in builds) + " |")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
     print(f"wrote {args.out}")
 
 

@@ -245,13 +245,15 @@ TEST(BurnAndCheck, LocalNeedsGpusAndSaysSoOnEachNode) {
 }
 
 TEST(BurnAndCheck, AMemberThatNeverJoinsEndsTheAllreduceForEveryoneNamingIt) {
-  // Worker 1 runs a copy of workernode from a folder without atl-burn, and
-  // its PATH has none either: its allreduce step cannot start. Worker 0 must
-  // not wait for it until a timeout: the supervisor tells it at once.
+  // Worker 1 runs a copy of workernode (and the guard it starts ranks
+  // under) from a folder without atl-burn, and its PATH has none either: its
+  // allreduce step cannot start. Worker 0 must not wait for it until a
+  // timeout: the supervisor tells it at once.
   char folder[] = "/tmp/atl-bare-XXXXXX";
   ASSERT_NE(mkdtemp(folder), nullptr);
   const std::string bare = folder;
-  ASSERT_EQ(std::system(("cp " + bin("workernode") + " " + bare).c_str()), 0);
+  ASSERT_EQ(
+      std::system(("cp " + bin("workernode") + " " + bin("atl-guard") + " " + bare).c_str()), 0);
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::system(("rm -rf " + dir).c_str()); }
