@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config musl-tools
   libcaf-dev libboost-program-options-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libsqlite3-dev libssl-dev libgtest-dev libgmock-dev libcpp-httplib-dev
   libjs-chart.js libjs-xterm node-xterm python3 procps iproute2

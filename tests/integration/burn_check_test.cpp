@@ -252,8 +252,8 @@ TEST(BurnAndCheck, AMemberThatNeverJoinsEndsTheAllreduceForEveryoneNamingIt) {
   char folder[] = "/tmp/atl-bare-XXXXXX";
   ASSERT_NE(mkdtemp(folder), nullptr);
   const std::string bare = folder;
-  ASSERT_EQ(
-      std::system(("cp " + bin("workernode") + " " + bin("atl-guard") + " " + bare).c_str()), 0);
+  ASSERT_EQ(std::system(("cp " + bin("workernode") + " " + bin("atl-guard") + " " + bare).c_str()),
+            0);
   struct Cleanup {
     std::string dir;
     ~Cleanup() { std::system(("rm -rf " + dir).c_str()); }

@@ -18,7 +18,7 @@
 #include <chrono>
 #include <thread>
 
-#include "atl/os/guard_protocol.hpp"
+#include "atl/os/guard_protocol.h"
 
 extern char** environ;
 
@@ -64,17 +64,17 @@ bool g_children_umask_set = false;
 
 const char* step_name(int step) {
   switch (step) {
-    case kStepOutput:
+    case ATL_STEP_OUTPUT:
       return "redirect output";
-    case kStepChdir:
+    case ATL_STEP_CHDIR:
       return "change to working directory";
-    case kStepExec:
+    case ATL_STEP_EXEC:
       return "exec";
-    case kStepFork:
+    case ATL_STEP_FORK:
       return "fork";
-    case kStepGuard:
+    case ATL_STEP_GUARD:
       return "start atl-guard";
-    case kStepArgs:
+    case ATL_STEP_ARGS:
       return "start atl-guard (bad arguments)";
     default:
       return "prepare";
@@ -116,26 +116,26 @@ struct GuardStart {
   auto high = [&](int fd) {
     if (fd < 0) return -1;
     int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, kHigh);
-    if (moved < 0) child_fail(report, kStepOutput);
+    if (moved < 0) child_fail(report, ATL_STEP_OUTPUT);
     return moved;
   };
   const int output = high(s.output), control = high(s.control), lease = high(s.lease);
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(report, kStepOutput);
+  if (devnull < 0 || ::dup2(devnull, 0) < 0) child_fail(report, ATL_STEP_OUTPUT);
   if (output >= 0 && (::dup2(output, 1) < 0 || ::dup2(output, 2) < 0))
-    child_fail(report, kStepOutput);
-  if (control >= 0 && ::dup2(control, 3) < 0) child_fail(report, kStepOutput);
-  if (lease >= 0 && ::dup2(lease, kGuardLeaseFd) < 0) child_fail(report, kStepOutput);
-  if (::dup2(report, kGuardReportFd) < 0) child_fail(report, kStepOutput);
-  report = kGuardReportFd;
-  if (s.working_dir && ::chdir(s.working_dir) != 0) child_fail(report, kStepChdir);
+    child_fail(report, ATL_STEP_OUTPUT);
+  if (control >= 0 && ::dup2(control, 3) < 0) child_fail(report, ATL_STEP_OUTPUT);
+  if (lease >= 0 && ::dup2(lease, ATL_GUARD_LEASE_FD) < 0) child_fail(report, ATL_STEP_OUTPUT);
+  if (::dup2(report, ATL_GUARD_REPORT_FD) < 0) child_fail(report, ATL_STEP_OUTPUT);
+  report = ATL_GUARD_REPORT_FD;
+  if (s.working_dir && ::chdir(s.working_dir) != 0) child_fail(report, ATL_STEP_CHDIR);
   // Keep only 0-2, the control channel at 3, the report pipe and the lease:
   // no actor sockets leak into user code.
   if (control < 0) ::close(3);
-  ::syscall(SYS_close_range, kGuardLeaseFd + (lease >= 0 ? 1 : 0), ~0U, 0);
+  ::syscall(SYS_close_range, ATL_GUARD_LEASE_FD + (lease >= 0 ? 1 : 0), ~0U, 0);
   if (s.guarded) {
     ::execve(s.guard, s.argv, s.envp);
-    child_fail(report, kStepGuard);
+    child_fail(report, ATL_STEP_GUARD);
   }
   // Unguarded: what a guard would do for its command, done here. Default
   // dispositions (ours are copies here; SIGPIPE is ignored by the spawner)
@@ -149,7 +149,7 @@ struct GuardStart {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(s.argv[0], s.argv, s.envp);
-  child_fail(report, kStepExec);
+  child_fail(report, ATL_STEP_EXEC);
 }
 
 // vfork: no copy of this (large, threaded) process's page tables and no
@@ -169,7 +169,7 @@ __attribute__((noinline)) pid_t start_guard(const GuardStart& start, int* error)
 
 // atl-guard beside this executable (headnode, workernode, the tests).
 const std::string& guard_path() {
-  static const std::string path = executable_dir() + "/" + kGuardBinary;
+  static const std::string path = executable_dir() + "/" + ATL_GUARD_BINARY;
   return path;
 }
 
@@ -314,7 +314,7 @@ void ChildProcess::close_output() {
 }
 
 void ask_guard_to_kill_tree(pid_t guard) {
-  if (guard > 0) ::kill(guard, kKillTreeSignal);
+  if (guard > 0) ::kill(guard, ATL_KILL_TREE_SIGNAL);
 }
 
 void ChildProcess::kill_tree() {
@@ -375,7 +375,7 @@ Expected<std::shared_ptr<Lease>> Lease::create(std::chrono::milliseconds timeout
     ::close(fd);
     return make_error(std::string("lease: mmap: ") + strerror(err));
   }
-  auto* stamp = new (page) std::atomic<std::int64_t>(monotonic_ns());
+  auto* stamp = new (page) std::atomic<std::int64_t>(atl_monotonic_ns());
   return std::shared_ptr<Lease>(new Lease(fd, stamp, timeout));
 }
 
@@ -384,11 +384,13 @@ Lease::~Lease() {
   ::close(fd_);
 }
 
-void Lease::renew() { stamp_->store(monotonic_ns(), std::memory_order_relaxed); }
+void Lease::renew() { stamp_->store(atl_monotonic_ns(), std::memory_order_relaxed); }
 
 void Lease::revoke() { stamp_->store(INT64_MIN / 2, std::memory_order_relaxed); }
 
-bool Lease::expired() const { return lease_expired(*stamp_, timeout_.count()); }
+bool Lease::expired() const {
+  return atl_lease_expired(stamp_->load(std::memory_order_relaxed), timeout_.count());
+}
 
 void keep_own_files_private() {
   g_children_umask = ::umask(077);

@@ -1,20 +1,27 @@
-// atl-guard: leads one guarded child's process group (a rank, a local worker,
-// a helper command) and makes sure nothing of it outlives its owner.
+// atl-guard: leads one guarded child's process group (a rank, a helper
+// command) and makes sure nothing of it outlives its owner.
 //
 // It is a child subreaper, so whatever the command orphans (setsid daemons
 // included) becomes its child; it turns its owner's death (pdeathsig) and an
 // expired node lease into SIGKILL for everything below it; it waits out a
 // stopped rank's grace for the whole tree, not just the wrapper shell; and it
-// ends as the command did. How it is started: atl/os/guard_protocol.hpp.
+// ends as the command did. How it is started: atl/os/guard_protocol.h.
 //
 // It used to be a fork of the node agent: 3.5 MiB of RSS per rank, a copy of
 // the agent's page tables per launch and copy-on-write faults in both. Now it
-// is exec'd (from a vfork) and static: no allocation anywhere, raw syscalls
-// and stack buffers only (parts run in signal handlers).
+// is exec'd (from a vfork) and static, in C: built with musl where the
+// machine has it (no CPU-feature probing at start, which costs ~0.2 ms of
+// trapped CPUIDs per process in a VM, and less RSS), else with glibc. No
+// allocation anywhere, raw syscalls and stack buffers only (parts run in
+// signal handlers).
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,42 +29,45 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "atl/os/guard_protocol.hpp"
+#include "atl/os/guard_protocol.h"
 
 extern char** environ;
 
-namespace {
-
-using atl::os::kGuardReportFd;
-
-[[noreturn]] void fail(int step, int err) {
+static _Noreturn void fail(int step, int err) {
   int payload[2] = {step, err};
-  ssize_t ignored = ::write(kGuardReportFd, payload, sizeof payload);
+  ssize_t ignored = write(ATL_GUARD_REPORT_FD, payload, sizeof payload);
   (void)ignored;
   _exit(127);
 }
 
-void set_disposition(int sig, void (*handler)(int)) {
-  struct sigaction sa {};
+static void set_disposition(int sig, void (*handler)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
-  ::sigaction(sig, &sa, nullptr);
+  sigaction(sig, &sa, NULL);
+}
+
+static void pause_ms(long ms) {
+  struct timespec pause = {0, ms * 1000 * 1000};
+  nanosleep(&pause, NULL);
 }
 
 // --- Small text helpers (no stdio: parts run in signal handlers).
 
-char* put_str(char* at, const char* s) {
+static char* put_str(char* at, const char* s) {
   while (*s) *at++ = *s++;
   *at = 0;
   return at;
 }
 
-char* put_int(char* at, long v) {
+static char* put_int(char* at, long v) {
   char digits[24];
   int n = 0;
   do {
-    digits[n++] = static_cast<char>('0' + v % 10);
+    digits[n++] = (char)('0' + v % 10);
     v /= 10;
   } while (v > 0 && n < 23);
   while (n > 0) *at++ = digits[--n];
@@ -65,67 +75,67 @@ char* put_int(char* at, long v) {
   return at;
 }
 
-// Parses a decimal at `p`; advances it. False when there is none.
-bool take_int(const char*& p, long* out) {
-  if (*p < '0' || *p > '9') return false;
+// Parses a decimal at `*p`; advances it. False when there is none.
+static bool take_int(const char** p, long* out) {
+  if (**p < '0' || **p > '9') return false;
   long v = 0;
-  while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+  while (**p >= '0' && **p <= '9') v = v * 10 + (*(*p)++ - '0');
   *out = v;
   return true;
 }
 
-struct LinuxDirent64 {
-  ino64_t d_ino;
-  off64_t d_off;
+struct linux_dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
   unsigned short d_reclen;
   unsigned char d_type;
   char d_name[];
 };
 
-volatile pid_t g_inner = 0;  // the command: reaped by the main loop only
-rlimit g_core_limit{};       // the command's core limit (the guard's own soft limit is 0)
+static volatile pid_t g_inner = 0;  // the command: reaped by the main loop only
+static struct rlimit g_core_limit;  // the command's (the guard's own soft limit is 0)
 
 // State, parent and process group of `pid`, from /proc/<pid>/stat.
-bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
+static bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
   char path[48];
   put_str(put_int(put_str(path, "/proc/"), pid), "/stat");
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   char buf[512];
-  ssize_t got = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
   if (got <= 0) return false;
   buf[got] = 0;
   // "pid (comm) S ppid pgrp ...": comm may hold anything, so from the last ')'.
-  char* p = nullptr;
+  char* p = NULL;
   for (char* c = buf; *c; ++c)
     if (*c == ')') p = c;
   if (!p || p[1] != ' ' || !p[2]) return false;
   *state = p[2];
   const char* q = p + 3;
   long fields[2] = {0, 0};
-  for (long& f : fields) {
+  for (int i = 0; i < 2; ++i) {
     while (*q == ' ') ++q;
-    if (!take_int(q, &f)) return false;
+    if (!take_int(&q, &fields[i])) return false;
   }
-  *ppid = static_cast<pid_t>(fields[0]);
-  *pgrp = static_cast<pid_t>(fields[1]);
+  *ppid = (pid_t)fields[0];
+  *pgrp = (pid_t)fields[1];
   return true;
 }
 
-volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
-volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
-volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
+static volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
+static volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
+static volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
 
-void note_orphan_end(int status) {
+static void note_orphan_end(int status) {
   g_orphan_status = status;
   g_orphan_ended = 1;
 }
 
 // Whether `pid` (our child) was reaped now.
-bool reap(pid_t pid) {
+static bool reap(pid_t pid) {
   int status = 0;
-  if (::waitpid(pid, &status, WNOHANG) != pid) return false;
+  if (waitpid(pid, &status, WNOHANG) != pid) return false;
   note_orphan_end(status);
   return true;
 }
@@ -138,97 +148,97 @@ bool reap(pid_t pid) {
 // anywhere below come back to it. So the walk from the guard down through
 // /proc/<pid>/task/<tid>/children sees the whole rank, setsid escapees
 // included, at a cost of the rank's size, not the machine's (a scan of all
-// of /proc per sweep was a third of a 32-rank launch's CPU). Kernels without
+// of /proc per sweep was a sixth of a 32-rank launch's CPU). Kernels without
 // the children files (CONFIG_PROC_CHILDREN) get the scan.
 
-constexpr int kMaxTree = 16384;
-pid_t g_tree[kMaxTree];
+enum { kMaxTree = 16384 };
+static pid_t g_tree[kMaxTree];
 
 // Appends the children of `pid` (of each of its threads) to g_tree[*n...].
-void add_children(pid_t pid, int* n) {
+static void add_children(pid_t pid, int* n) {
   char path[64];
   char* end = put_str(put_int(put_str(path, "/proc/"), pid), "/task");
-  int dir = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return;
   char buf[2048];
   long got;
-  while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+  while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
     for (long off = 0; off < got;) {
-      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
+      struct linux_dirent64* d = (struct linux_dirent64*)(buf + off);
       off += d->d_reclen;
       const char* name = d->d_name;
       long tid = 0;
-      if (!take_int(name, &tid) || *name != 0) continue;
+      if (!take_int(&name, &tid) || *name != 0) continue;
       put_str(put_int(put_str(end, "/"), tid), "/children");
-      int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
       if (fd < 0) continue;
       char list[4096];
-      ssize_t len = ::read(fd, list, sizeof list - 1);
-      ::close(fd);
+      ssize_t len = read(fd, list, sizeof list - 1);
+      close(fd);
       if (len <= 0) continue;
       list[len] = 0;
       for (const char* p = list; *p && *n < kMaxTree;) {
         long child = 0;
-        if (take_int(p, &child)) {
-          g_tree[(*n)++] = static_cast<pid_t>(child);
+        if (take_int(&p, &child)) {
+          g_tree[(*n)++] = (pid_t)child;
         } else {
           ++p;
         }
       }
     }
   }
-  ::close(dir);
+  close(dir);
 }
 
 // Whether this kernel has the children files.
-bool have_children_files() {
+static bool have_children_files(void) {
   char path[64];
-  put_str(put_int(put_str(put_int(put_str(path, "/proc/"), ::getpid()), "/task/"), ::getpid()),
+  put_str(put_int(put_str(put_int(put_str(path, "/proc/"), getpid()), "/task/"), getpid()),
           "/children");
-  return ::access(path, R_OK) == 0;
+  return access(path, R_OK) == 0;
 }
 
 // Every pid below the guard into g_tree; returns how many.
-int descendants() {
+static int descendants(void) {
   int n = 0;
-  add_children(::getpid(), &n);
+  add_children(getpid(), &n);
   for (int i = 0; i < n; ++i) add_children(g_tree[i], &n);
   return n;
 }
 
 // Without the children files: our children, and our group's members.
-int scan_all_of_proc() {
-  pid_t self = ::getpid();
-  pid_t group = ::getpgrp();
-  int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+static int scan_all_of_proc(void) {
+  pid_t self = getpid();
+  pid_t group = getpgrp();
+  int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return 0;
   int n = 0;
   char buf[4096];
   long got;
-  while ((got = ::syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+  while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
     for (long off = 0; off < got && n < kMaxTree;) {
-      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
+      struct linux_dirent64* d = (struct linux_dirent64*)(buf + off);
       off += d->d_reclen;
       const char* name = d->d_name;
       long pid = 0;
-      if (!take_int(name, &pid) || *name != 0 || pid == self) continue;
+      if (!take_int(&name, &pid) || *name != 0 || pid == self) continue;
       pid_t ppid = 0, pgrp = 0;
       char state = 0;
-      if (!read_stat(static_cast<pid_t>(pid), &ppid, &pgrp, &state)) continue;
-      if (ppid == self || pgrp == group) g_tree[n++] = static_cast<pid_t>(pid);
+      if (!read_stat((pid_t)pid, &ppid, &pgrp, &state)) continue;
+      if (ppid == self || pgrp == group) g_tree[n++] = (pid_t)pid;
     }
   }
-  ::close(dir);
+  close(dir);
   return n;
 }
 
-bool g_children_files = true;
+static bool g_children_files = true;
 
 // Sends `sig` (0: none, only count) to everything below the guard, and reaps
 // those of its children that are dead (never the command: the main loop
 // waits for it). Returns how many were still there.
-int signal_descendants(int sig) {
-  pid_t self = ::getpid();
+static int signal_descendants(int sig) {
+  pid_t self = getpid();
   int n = g_children_files ? descendants() : scan_all_of_proc();
   int found = 0;
   for (int i = 0; i < n; ++i) {
@@ -241,37 +251,39 @@ int signal_descendants(int sig) {
       // Dead already: reap it (others reap their own). A multi-threaded
       // process shows 'Z' while its other threads still exit, and cannot be
       // reaped yet: it still counts, or the guard left it behind as a zombie
-      // of whoever adopted it next (atl-burn under a local worker's guard).
+      // of whoever adopted it next.
       if (pid != g_inner && mine && !reap(pid)) ++found;
       continue;
     }
     ++found;
-    if (sig != 0) ::kill(pid, sig);
+    if (sig != 0) kill(pid, sig);
     if (mine && pid != g_inner) reap(pid);
   }
   return found;
 }
 
 // Until nothing below us is left (bounded: 10 s).
-void sweep() {
-  for (int round = 0; round < 400 && signal_descendants(SIGKILL) > 0; ++round) {
-    timespec pause{0, 25 * 1000 * 1000};
-    ::nanosleep(&pause, nullptr);
-  }
+static void sweep(void) {
+  for (int round = 0; round < 400 && signal_descendants(SIGKILL) > 0; ++round) pause_ms(25);
 }
 
 // The owner died (pdeathsig): nothing of this rank may outlive it.
-void on_parent_death(int) {
+static void on_parent_death(int sig) {
+  (void)sig;
   sweep();
   _exit(128 + SIGKILL);
 }
 
 // The owner's kill_tree(): end the command and everything it started now.
-void on_kill_tree(int) { sweep(); }
+static void on_kill_tree(int sig) {
+  (void)sig;
+  sweep();
+}
 
 // A stop reached the group: the command's end is no longer the rank's end.
 // Only what ends after the stop speaks for the rank.
-void on_stop(int) {
+static void on_stop(int sig) {
+  (void)sig;
   if (!g_stopping) g_orphan_ended = 0;
   g_stopping = 1;
 }
@@ -279,10 +291,10 @@ void on_stop(int) {
 // Reaps every child that has ended: orphans adopted by this subreaper would
 // stay zombies for as long as the command runs. True, with its status, once
 // the command ended.
-bool reap_ended(pid_t inner, int* status, bool block) {
+static bool reap_ended(pid_t inner, int* status, bool block) {
   while (true) {
     int st = 0;
-    pid_t p = ::waitpid(-1, &st, block ? 0 : WNOHANG);
+    pid_t p = waitpid(-1, &st, block ? 0 : WNOHANG);
     if (p == inner) {
       *status = st;
       return true;
@@ -300,37 +312,39 @@ bool reap_ended(pid_t inner, int* status, bool block) {
   }
 }
 
-struct LeaseView {
-  const std::atomic<std::int64_t>* stamp = nullptr;
-  long timeout_ms = 0;
-  bool expired() const { return stamp && atl::os::lease_expired(*stamp, timeout_ms); }
-};
+// The node's lease: its stamp (mapped from the memfd), NULL when none.
+static const _Atomic int64_t* g_lease = NULL;
+static long g_lease_timeout_ms = 0;
+
+static bool lease_expired(void) {
+  return g_lease &&
+         atl_lease_expired(atomic_load_explicit(g_lease, memory_order_relaxed), g_lease_timeout_ms);
+}
 
 // Waits for the command, and with a lease, kills its tree once the lease runs
 // out. Returns the command's wait status.
-int wait_for_command(pid_t inner, const LeaseView& lease) {
+static int wait_for_command(pid_t inner) {
   int status = 0;
-  if (lease.stamp) {
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, inner, 0));
+  if (g_lease) {
+    int pidfd = (int)syscall(SYS_pidfd_open, inner, 0);
     while (true) {
       if (reap_ended(inner, &status, false)) {
-        if (pidfd >= 0) ::close(pidfd);
+        if (pidfd >= 0) close(pidfd);
         return status;
       }
       if (pidfd >= 0) {
-        pollfd p{pidfd, POLLIN, 0};
-        ::poll(&p, 1, 100);  // the command ended, or 100 ms: look again
+        struct pollfd p = {pidfd, POLLIN, 0};
+        poll(&p, 1, 100);  // the command ended, or 100 ms: look again
       } else {
-        timespec pause{0, 20 * 1000 * 1000};  // no pidfd (an old kernel)
-        ::nanosleep(&pause, nullptr);
+        pause_ms(20);  // no pidfd (an old kernel)
       }
-      if (lease.expired()) {
+      if (lease_expired()) {
         // The node froze or lost its head: nothing of this rank may go on.
         sweep();
         break;
       }
     }
-    if (pidfd >= 0) ::close(pidfd);
+    if (pidfd >= 0) close(pidfd);
   }
   while (!reap_ended(inner, &status, true)) {
   }
@@ -343,51 +357,50 @@ int wait_for_command(pid_t inner, const LeaseView& lease) {
 // guard waits for everything below it to end by itself; the owner's grace
 // timer (kill_tree) or an expired lease ends the wait. Escapees that left the
 // group (setsid) were never signalled: they get the stop too.
-void wait_for_the_rest(const LeaseView& lease) {
+static void wait_for_the_rest(void) {
   signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
   signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
   while (signal_descendants(0) > 0) {
-    if (lease.expired()) return;  // the sweep that follows ends them
-    timespec pause{0, 20 * 1000 * 1000};
-    ::nanosleep(&pause, nullptr);
+    if (lease_expired()) return;  // the sweep that follows ends them
+    pause_ms(20);
   }
 }
 
-[[noreturn]] void exec_command(char** argv, char** envp) {
-  ::execve(argv[0], argv, envp);
+static _Noreturn void exec_command(char** argv, char** envp) {
+  execve(argv[0], argv, envp);
   if (errno == ENOENT && !strchr(argv[0], '/')) {
     // execve does no PATH search: do it with the command's own PATH.
-    const char* path = nullptr;
+    const char* path = NULL;
     for (char** e = envp; *e; ++e)
       if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
     if (!path) path = "/usr/local/bin:/usr/bin:/bin";
     char full[4096];
     while (*path) {
       const char* colon = strchr(path, ':');
-      size_t len = colon ? static_cast<size_t>(colon - path) : strlen(path);
+      size_t len = colon ? (size_t)(colon - path) : strlen(path);
       if (len + strlen(argv[0]) + 2 < sizeof full) {
         memcpy(full, path, len);
         full[len] = '/';
         strcpy(full + len + 1, argv[0]);
-        ::execve(full, argv, envp);
+        execve(full, argv, envp);
       }
       if (!colon) break;
       path = colon + 1;
     }
   }
-  fail(atl::os::kStepExec, errno);
+  fail(ATL_STEP_EXEC, errno);
 }
 
 // pdeathsig only reaches a direct child, so the guard turns "my owner died"
 // into SIGKILL for everything below it.
-void become_guard(pid_t parent) {
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  set_disposition(atl::os::kParentDiedSignal, on_parent_death);
-  set_disposition(atl::os::kKillTreeSignal, on_kill_tree);
-  ::prctl(PR_SET_PDEATHSIG, atl::os::kParentDiedSignal);
+static void become_guard(pid_t parent) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  set_disposition(ATL_PARENT_DIED_SIGNAL, on_parent_death);
+  set_disposition(ATL_KILL_TREE_SIGNAL, on_kill_tree);
+  prctl(PR_SET_PDEATHSIG, ATL_PARENT_DIED_SIGNAL);
   // The owner died before prctl took (or this is not its child): nothing is
   // started yet, so nothing is left behind.
-  if (::getppid() != parent) _exit(128 + SIGKILL);
+  if (getppid() != parent) _exit(128 + SIGKILL);
   // A stop (SIGTERM/SIGINT to the group) is for the command; the guard stays
   // to report how it ended, and notes it: from then on it waits for the tree.
   set_disposition(SIGTERM, on_stop);
@@ -395,59 +408,55 @@ void become_guard(pid_t parent) {
   // The spawner ignores SIGPIPE; the command gets the default back.
   set_disposition(SIGPIPE, SIG_DFL);
   // The guard never dumps core: a crashed rank's core file is the user's evidence.
-  ::getrlimit(RLIMIT_CORE, &g_core_limit);
-  rlimit no_core{0, g_core_limit.rlim_max};
-  ::setrlimit(RLIMIT_CORE, &no_core);
+  getrlimit(RLIMIT_CORE, &g_core_limit);
+  struct rlimit no_core = {0, g_core_limit.rlim_max};
+  setrlimit(RLIMIT_CORE, &no_core);
 }
 
-}  // namespace
-
 int main(int argc, char** argv) {
-  ::fcntl(kGuardReportFd, F_SETFD, FD_CLOEXEC);
+  fcntl(ATL_GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC);
   const char* p1 = argc > 4 ? argv[1] : "";
   const char* p2 = argc > 4 ? argv[2] : "";
   long parent = 0, lease_ms = 0;
-  if (argc < 5 || !take_int(p1, &parent) || *p1 || !take_int(p2, &lease_ms) || *p2 ||
+  if (argc < 5 || !take_int(&p1, &parent) || *p1 || !take_int(&p2, &lease_ms) || *p2 ||
       strcmp(argv[3], "--") != 0)
-    fail(atl::os::kStepArgs, EINVAL);
-  LeaseView lease;
+    fail(ATL_STEP_ARGS, EINVAL);
   if (lease_ms > 0) {
-    void* page =
-        ::mmap(nullptr, sizeof(std::int64_t), PROT_READ, MAP_SHARED, atl::os::kGuardLeaseFd, 0);
-    if (page == MAP_FAILED) fail(atl::os::kStepGuard, errno);
-    ::close(atl::os::kGuardLeaseFd);
-    lease.stamp = static_cast<const std::atomic<std::int64_t>*>(page);
-    lease.timeout_ms = lease_ms;
+    void* page = mmap(NULL, sizeof(int64_t), PROT_READ, MAP_SHARED, ATL_GUARD_LEASE_FD, 0);
+    if (page == MAP_FAILED) fail(ATL_STEP_GUARD, errno);
+    close(ATL_GUARD_LEASE_FD);
+    g_lease = (const _Atomic int64_t*)page;
+    g_lease_timeout_ms = lease_ms;
   }
   g_children_files = have_children_files();
-  become_guard(static_cast<pid_t>(parent));
+  become_guard((pid_t)parent);
   // The spawner blocked every signal around the vfork; handlers are in place now.
   sigset_t none;
   sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  sigprocmask(SIG_SETMASK, &none, NULL);
 
   char** command = argv + 4;
   // vfork: the guard is single-threaded, and the child only resets its own
   // signal dispositions and execs (or _exits).
-  pid_t inner = ::vfork();
-  if (inner < 0) fail(atl::os::kStepFork, errno);
+  pid_t inner = vfork();
+  if (inner < 0) fail(ATL_STEP_FORK, errno);
   if (inner == 0) {
     set_disposition(SIGTERM, SIG_DFL);
     set_disposition(SIGINT, SIG_DFL);
-    set_disposition(atl::os::kParentDiedSignal, SIG_DFL);
-    set_disposition(atl::os::kKillTreeSignal, SIG_DFL);
-    // The guard killed from outside (kill -9 of a local worker's keeper):
-    // the command goes with it instead of running on unwatched.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    set_disposition(ATL_PARENT_DIED_SIGNAL, SIG_DFL);
+    set_disposition(ATL_KILL_TREE_SIGNAL, SIG_DFL);
+    // The guard killed from outside (kill -9): the command goes with it
+    // instead of running on unwatched.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     // The command dumps core as the node would have let it.
-    ::setrlimit(RLIMIT_CORE, &g_core_limit);
+    setrlimit(RLIMIT_CORE, &g_core_limit);
     exec_command(command, environ);
   }
   g_inner = inner;
-  ::close(kGuardReportFd);  // the exec's CLOEXEC copy in `inner` tells the spawner
-  int status = wait_for_command(inner, lease);
+  close(ATL_GUARD_REPORT_FD);  // the exec's CLOEXEC copy in `inner` tells the spawner
+  int status = wait_for_command(inner);
   if (g_stopping) {
-    wait_for_the_rest(lease);
+    wait_for_the_rest();
     // A wrapper the stop signal ended speaks for nothing: the rank ended as
     // the last process of its tree did (the handler's exit, or the SIGKILL of
     // an expired grace).
@@ -460,8 +469,8 @@ int main(int argc, char** argv) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     set_disposition(sig, SIG_DFL);
-    ::prctl(PR_SET_PDEATHSIG, 0);
-    ::kill(::getpid(), sig);
+    prctl(PR_SET_PDEATHSIG, 0);
+    kill(getpid(), sig);
     _exit(128 + sig);
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
