@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """bench/fanout: wall time of `atlctl run -r all true` on 8 and 32 local ranks
 against `mpirun --oversubscribe -np N true` (OpenMPI) in the same run, median
-of --runs each. The atl cluster is started once per size and parked in
-debugStop; each timed run is followed by an (untimed) `atlctl stop`.
+of --runs each, and against Ray 2.60 at its defaults (build/ray-venv: a warm
+driver's N tasks timed in the driver, and a fresh driver process timed whole;
+bench/launch/run.py's Ray side). The atl cluster is started once per size and
+parked in debugStop; each timed run is followed by an (untimed) `atlctl stop`.
 
 Usage: bench/fanout/run.py [--runs 10] [--out bench/results/fanout.md]
 """
@@ -17,6 +19,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "launch"))
+import run as launch  # noqa: E402  (bench/launch/run.py: its Ray side)
 
 SIZES = ((8, 2, 4), (32, 4, 8))  # ranks, workers, ranks per worker
 
@@ -98,6 +104,8 @@ def main():
                              env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                                       OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")).stdout.splitlines()[0]
     rows = []
+    ray = {ranks: launch.ray_side(args.runs, max(3, args.runs // 2), tasks=ranks)
+           for ranks, _, _ in SIZES}
     with tempfile.TemporaryDirectory() as tmp:
         for ranks, workers, per_node in SIZES:
             atl = atl_times(workers, per_node, args.runs, os.path.join(tmp, str(ranks)))
@@ -116,12 +124,21 @@ def main():
         "process (connect, start on every rank, wait for every exit, print). mpirun: the whole",
         "`mpirun --oversubscribe -np N true` process, same machine, same run.",
         "",
-        "| ranks | cluster | atl (ms) | mpirun (ms) | mpirun hangs | atl / mpirun |",
-        "|---:|---|---:|---:|---:|---:|",
+        "Ray: `ray start --head` at its defaults (CPUs detected, tasks at num_cpus=1); 'warm':",
+        "N no-op tasks from a driver that already ran a round, timed inside it; 'fresh': a new",
+        "driver process (connect, N no-op tasks, exit) timed whole.",
+        "",
+        "| ranks | cluster | atl (ms) | mpirun (ms) | mpirun hangs | atl / mpirun | Ray warm (ms) "
+        "| atl / Ray warm | Ray fresh driver (ms) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r, w, p, a, alo, ahi, m, mlo, mhi, hangs in rows:
+        got, why = ray[r]
+        warm = f"{got['noop']*1000:.1f} | {a/got['noop']:.2f}x | {got['fresh']*1000:.0f}" if got \
+            else f"{why} | | "
         lines.append(f"| {r} | {w} workers x {p} | {a*1000:.0f} [{alo*1000:.0f}-{ahi*1000:.0f}] | "
-                     f"{m*1000:.0f} [{mlo*1000:.0f}-{mhi*1000:.0f}] | {hangs} | **{a/m:.2f}x** |")
+                     f"{m*1000:.0f} [{mlo*1000:.0f}-{mhi*1000:.0f}] | {hangs} | **{a/m:.2f}x** | "
+                     f"{warm} |")
     lines += ["",
               f"Target: atl <= 0.5x mpirun. 'mpirun hangs': runs of mpirun that had not exited "
               f"after {MPI_LIMIT_S} s (OpenMPI 4.1 on this VM; killed, left out of the median); "

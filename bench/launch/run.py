@@ -13,7 +13,8 @@
 
 Peers, same run: `mpirun --oversubscribe -np 32 true` and `-np 4 echo hi`
 (Open MPI); Ray 2.60 (build/ray-venv, which the tests make; left out, saying
-why, without it) at its defaults (`ray start --head`, tasks at num_cpus=1):
+why, without it) at its defaults (`ray start --head`, tasks at num_cpus=1;
+token auth, as atl's ray mode runs it):
 a warm driver's 32 tasks timed inside the driver (no-op tasks, and tasks that
 each run `true` as a process), and a fresh driver process (connect, 32 no-op
 tasks, exit) timed whole.
@@ -182,8 +183,18 @@ def comm(pid):
 # --- where a fan-out goes (perf) ---------------------------------------------------
 
 
+def program_of(pid, execs):
+    """What a process runs: its last exec seen in the trace, else its exe now."""
+    if pid in execs:
+        return os.path.basename(execs[pid])
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return "gone, never exec'd (forked guards)"
+
+
 def trace_fanout(cluster):
-    """Timeline (ms from atlctl's exec) and CPU by process kind of one fan-out."""
+    """Timeline (ms from atlctl's exec) and CPU by program of one fan-out."""
     if not shutil.which("perf"):
         return None
     with tempfile.TemporaryDirectory() as tmp:
@@ -192,19 +203,19 @@ def trace_fanout(cluster):
                               "sched:sched_process_exec,sched:sched_process_exit,"
                               "syscalls:sys_enter_connect,sched:sched_switch", "-a", "--",
                               *cluster.ctl, "run", "-r", "all", "true"], capture_output=True)
-        timed(cluster.ctl + ["stop"])
         if rec.returncode != 0:
+            timed(cluster.ctl + ["stop"])
             return None
-        script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,pid,tid,time,event,trace"],
+        script = subprocess.run(["perf", "script", "-i", data, "-F",
+                                 "comm,pid,tid,cpu,time,event,trace"],
                                 capture_output=True, text=True).stdout
-        sched = subprocess.run(["perf", "sched", "latency", "-i", data], capture_output=True,
-                               text=True).stdout
+        timed(cluster.ctl + ["stop"])
     events = []
     for line in script.splitlines():
-        m = re.match(r"\s*(.+?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)", line)
+        m = re.match(r"\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)", line)
         if m:
-            c, pid, tid, t, event, rest = m.groups()
-            events.append((float(t) * 1000, c, int(pid), event, rest))
+            c, pid, _, cpu, t, event, rest = m.groups()
+            events.append((float(t) * 1000, c, int(pid), event, rest, int(cpu)))
     ctl_exec = [e for e in events if "sched_process_exec" in e[3] and "/atlctl " in e[4] + " "]
     if not ctl_exec:
         return None
@@ -223,17 +234,26 @@ def trace_fanout(cluster):
         "-> atlctl exit": at(lambda e: e[2] == ctl and "process_exit" in e[3]
                              and "group_dead=true" in e[4], True),
     }
+    # CPU: each sched_switch ends a stretch of its CPU's previous task (the
+    # event's own pid); a stretch starts at the CPU's switch before it.
+    # Processes are counted by the program they ran last (an exec'd guard
+    # first shows as its spawner, a vfork child).
+    execs, last_switch, cpu_ms = {}, {}, {}
+    for t, _, pid, event, rest, cpu in events:
+        if "sched_process_exec" in event:
+            execs[pid] = rest.split()[0].split("=", 1)[1]
+        elif "sched_switch" in event:
+            if cpu in last_switch and pid != 0:
+                cpu_ms[pid] = cpu_ms.get(pid, 0.0) + t - last_switch[cpu]
+            last_switch[cpu] = t
     cpu = {}
-    for line in sched.splitlines():
-        m = re.match(r"\s*(\S+?):(?:\((\d+)\)|\d+)\s*\|\s*([\d.]+) ms", line)
-        if m:
-            kind = {"caf.multiplexer": "workernode, head (CAF threads)", "caf.actor":
-                    "workernode, head (CAF threads)", "caf.clock": "workernode, head (CAF threads)",
-                    "sh": "ranks (sh -c true)"}.get(m.group(1), m.group(1))
-            if kind.startswith(("swapper", "perf", "ksoftirq", "kworker", "migration", "rcu")):
-                continue
-            cpu[kind] = cpu.get(kind, 0.0) + float(m.group(3))
-    return {"timeline": timeline, "cpu": cpu}
+    for pid, ms in cpu_ms.items():
+        name = program_of(pid, execs)
+        if name in ("perf", "python3", "python3.11"):
+            continue
+        name = {"sh": "ranks (sh -c true)"}.get(name, name)
+        cpu[name] = cpu.get(name, 0.0) + ms
+    return {"timeline": timeline, "cpu": {k: v for k, v in cpu.items() if v >= 0.05}}
 
 
 # --- Ray ----------------------------------------------------------------------------
@@ -247,12 +267,13 @@ def nothing(i):
 @ray.remote
 def true_process(i):
     return subprocess.run(["true"]).returncode
+tasks = int(sys.argv[3])
 def rounds(f, n):
-    ray.get([f.remote(i) for i in range(32)])  # warm
+    ray.get([f.remote(i) for i in range(tasks)])  # warm
     xs = []
     for _ in range(n):
         t0 = time.perf_counter()
-        ray.get([f.remote(i) for i in range(32)])
+        ray.get([f.remote(i) for i in range(tasks)])
         xs.append(time.perf_counter() - t0)
     return statistics.median(xs)
 n = int(sys.argv[2])
@@ -265,30 +286,36 @@ ray.init(address=sys.argv[1])
 @ray.remote
 def nothing(i):
     return i
-ray.get([nothing.remote(i) for i in range(32)])
+ray.get([nothing.remote(i) for i in range(int(sys.argv[2]))])
 """
 
 
-def ray_side(runs, fresh_runs):
+def ray_side(runs, fresh_runs, tasks=32):
+    """Ray's times for `tasks` tasks (seconds), or (None, why not)."""
     python = os.path.join(RAY_VENV, "bin", "python")
     ray_bin = os.path.join(RAY_VENV, "bin", "ray")
     if not os.access(python, os.X_OK) or subprocess.run(
             [python, "-c", "import ray"], capture_output=True).returncode != 0:
         return None, "Ray is not installed in build/ray-venv (the Ray tests make it)"
     temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
-    env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
+    # Token auth, as atl's ray mode runs it (and as Ray 2.60 insists once a
+    # token file is anywhere about).
+    env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
+               RAY_AUTH_TOKEN=os.urandom(16).hex())
     port = "6399"
     subprocess.run([ray_bin, "start", "--head", "--port", port, "--node-ip-address",
                     "127.0.0.1", "--temp-dir", temp, "--include-dashboard", "false"],
                    check=True, capture_output=True, env=env)
     try:
         address = f"127.0.0.1:{port}"
-        out = subprocess.run([python, "-c", RAY_SIDE, address, str(runs)], capture_output=True,
+        out = subprocess.run([python, "-c", RAY_SIDE, address, str(runs), str(tasks)],
+                             capture_output=True,
                              text=True, env=env, timeout=600)
         if out.returncode != 0:
             return None, "Ray's warm driver failed: " + out.stderr[-300:]
         warm = json.loads(out.stdout.strip().splitlines()[-1])
-        fresh = [timed([python, "-c", RAY_FRESH, address], env, 120) for _ in range(fresh_runs)]
+        fresh = [timed([python, "-c", RAY_FRESH, address, str(tasks)], env, 120)
+                 for _ in range(fresh_runs)]
         version = subprocess.run([ray_bin, "--version"], capture_output=True,
                                  text=True).stdout.strip()
         return {"noop": warm["noop"], "process": warm["process"],
@@ -315,13 +342,16 @@ def measure(builds, runs):
         for _ in range(runs):
             for name, b in builds.items():
                 got[name]["fanout"].append(clusters[name].fanout())
-                got[name]["job"].append(job2x2(b))
                 for _ in range(3):
                     got[name]["status_tls"].append(timed(clusters[name].ctl + ["status"]))
                     got[name]["status_plain"].append(timed(plain[name].ctl + ["status"]))
     finally:
         for c in list(clusters.values()) + list(plain.values()):
             c.close()
+    # Whole jobs with no other cluster idling beside them.
+    for _ in range(runs):
+        for name, b in builds.items():
+            got[name]["job"].append(job2x2(b))
     return got, traces
 
 
