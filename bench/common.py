@@ -50,8 +50,8 @@ def median(xs):
 
 
 def workernode_pid(job_id, index):
-    """The workernode process of pod `index` of job `job_id` (not a rank guard
-    forked from it: those share its command line), or None."""
+    """The workernode process of pod `index` of job `job_id` (not a fork of it
+    that shares its command line, as rank guards were before atl-guard), or None."""
     pod = f"{job_id}-worker-{index}".encode()
     found = None
     for d in os.listdir("/proc"):
@@ -63,7 +63,7 @@ def workernode_pid(job_id, index):
                 continue
             ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
             if open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[0].endswith(b"/workernode"):
-                continue  # a rank's guard
+                continue  # a fork of a workernode (the rank guards of builds before atl-guard)
             found = int(d)
         except (OSError, IndexError):
             continue

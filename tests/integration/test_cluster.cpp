@@ -264,8 +264,8 @@ int TestCluster::worker_pid(int index) const {
   while (dirent* e = ::readdir(proc)) {
     int pid = std::atoi(e->d_name);
     if (pid <= 0 || !is_workernode_of(command_line(pid), pod)) continue;
-    // A rank's guard is a fork of workernode (same command line): the
-    // workernode itself is the one whose parent is not.
+    // The workernode, not a fork of it that kept its command line (a rank's
+    // guard was one before atl-guard): the one whose parent is not a workernode.
     int ppid = parent_of(pid);
     if (ppid <= 0 || is_workernode_of(command_line(ppid), pod)) continue;
     found = pid;
