@@ -11,7 +11,6 @@ Usage: bench/fanout/run.py [--runs 10] [--out bench/results/fanout.md]
 import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,21 +26,7 @@ import run as launch  # noqa: E402  (bench/launch/run.py: its Ray side)
 SIZES = ((8, 2, 4), (32, 4, 8))  # ranks, workers, ranks per worker
 
 
-def timed(cmd, env=None, limit=60):
-    """Seconds `cmd` took, or None if it hung past `limit` (its group is killed)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            start_new_session=True)
-    try:
-        _, err = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return None
-    took = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()}")
-    return took
+timed = launch.timed  # the whole process, killed (None) past its limit
 
 
 def atl_times(workers, per_node, runs, tmp):
