@@ -72,8 +72,6 @@ const char* step_name(int step) {
       return "exec";
     case ATL_STEP_FORK:
       return "fork";
-    case ATL_STEP_GUARD:
-      return "start atl-guard";
     case ATL_STEP_ARGS:
       return "start atl-guard (bad arguments)";
     default:
@@ -112,7 +110,7 @@ struct GuardStart {
   if (g_children_umask_set) ::umask(g_children_umask);
   constexpr int kHigh = 16;
   int report = ::fcntl(s.report, F_DUPFD_CLOEXEC, kHigh);
-  if (report < 0) _exit(127);
+  if (report < 0) child_fail(s.report, ATL_STEP_OUTPUT);  // said where it still is
   auto high = [&](int fd) {
     if (fd < 0) return -1;
     int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, kHigh);
@@ -178,9 +176,6 @@ const std::string& guard_path() {
 Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (req.argv.empty()) return make_error("spawn: empty command line");
   const std::string& guard = guard_path();
-  if (req.guarded && ::access(guard.c_str(), X_OK) != 0)
-    return make_error("atl's process guard " + guard + " is missing (" + strerror(errno) +
-                      "): it is built beside headnode and workernode and ships with them");
   // Everything the child needs is built before vfork: no allocation after it.
   const std::string parent_text = std::to_string(::getpid());
   const std::string lease_text = std::to_string(req.lease ? req.lease->timeout().count() : 0);
@@ -274,6 +269,10 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   child.guarded_ = req.guarded;
   if (n == static_cast<ssize_t>(sizeof payload)) {
     child.wait();
+    if (payload[0] == ATL_STEP_GUARD)  // its exec failed: no guard where it should be
+      return make_error("atl's process guard " + guard + " cannot be started (" +
+                        strerror(payload[1]) +
+                        "): it is built beside headnode and workernode and ships with them");
     return make_error("cannot " + std::string(step_name(payload[0])) + " for '" + req.argv[0] +
                       "': " + strerror(payload[1]));
   }
