@@ -179,7 +179,13 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
   auto pause = std::chrono::milliseconds(200);
   while (true) {
     if (signalled.load()) return std::nullopt;
-    auto found = atl::connect_actor(sys, opt.head.host, opt.head.port);
+    // A head that takes the connection and answers late is waited for, but
+    // not past --connect-timeout.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto found =
+        atl::connect_actor(sys, opt.head.host, opt.head.port,
+                           std::clamp(left, std::chrono::milliseconds(0), atl::kConnectPatience));
     if (found) return *found;
     if (signalled.load()) return std::nullopt;
     std::string error =

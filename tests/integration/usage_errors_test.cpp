@@ -178,6 +178,36 @@ TEST(AtlctlRejects, AHeadThatDiesMidRequestEndsItAtOnceSayingSo) {
   EXPECT_EQ(c.output(stop).find("certificate"), std::string::npos) << c.output(stop);
 }
 
+// CAF 0.17 dropped a connect whose handshake was still awaited at its first
+// heartbeat tick (~1 s after atlctl started): a head busy for a second (CI:
+// accepting 1,500 connections) turned `atlctl status` into
+// "system_error(connection_timeout)". A head that answers late is waited
+// for; one that never answers ends atlctl with a line saying so.
+TEST(AtlctlReaches, AHeadThatFinishesItsHandshakeLate) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--ready-timeout", "10m", "--", "true"});
+  ASSERT_TRUE(c.wait_for_status("pending"));
+  head.process->signal(SIGSTOP);  // the kernel still completes TCP connects
+  auto& late = c.start("atlctl", {bin("atlctl"), "--address", c.head_address(), "status"});
+  // Stopped for longer than a heartbeat interval: the stall is the point
+  // here, not a wait for an event.
+  std::this_thread::sleep_for(2500ms);
+  head.process->signal(SIGCONT);
+  EXPECT_EQ(c.wait_exit(late, 60s), 0) << c.output(late);
+  EXPECT_EQ(c.output(late), "Job status:  pending\n");
+
+  head.process->signal(SIGSTOP);
+  auto never = c.atlctl({"--address", c.head_address(), "status"}, 60s);
+  head.process->signal(SIGCONT);
+  EXPECT_EQ(never.exit_code, 4) << never.output;
+  EXPECT_EQ(never.output, "atlctl: cannot reach the supervisor at " + c.head_address() +
+                              ": it took the connection but did not finish the handshake "
+                              "in time (busy or frozen)\n");
+  EXPECT_TRUE(c.wait_for_status("pending"));
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+}
+
 TEST(WorkernodeRejects, AnUnknownPodIsRefusedByTheHead) {
   TestCluster c;
   auto& head = c.start_head({"--workers", "1", "--ready-timeout", "60s", "--", "true"});

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
+#include <chrono>
 
 #include "atl/actors/messages.hpp"
 #include "atl/os/reach_probe.hpp"
@@ -64,10 +65,36 @@ caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::ac
   return caf::io::publish(actor, port, bind.c_str(), true);
 }
 
-caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
-                                        std::uint16_t port) {
+namespace {
+
+caf::expected<caf::actor> connect_once(caf::actor_system& sys, const std::string& host,
+                                       std::uint16_t port) {
   if (sys.has_openssl_manager()) return caf::openssl::remote_actor(sys, host, port);
   return caf::io::remote_actor(sys, host, port);
+}
+
+}  // namespace
+
+// CAF 0.17's BASP broker makes a connecting side's endpoint context with
+// last_seen at the clock's epoch (its connect handler default-constructs it;
+// only received bytes set it), and its heartbeat tick, every
+// heartbeat-interval from the system's start, drops every connection whose
+// last_seen + connection-timeout has passed. So a connect whose handshake is
+// still awaited when a tick comes fails with sec::connection_timeout, however
+// young it is: an atlctl against a head busy accepting 1,500 connections
+// failed so after ~1 s (its first tick), and any connect spanning a tick
+// (a rejoin, a driver's) could. A retry starts just after the tick that
+// ended the last try, so it has a whole interval; a head that never finishes
+// the handshake (frozen) ends the tries after `patience`.
+caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
+                                        std::uint16_t port, std::chrono::milliseconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (true) {
+    auto found = connect_once(sys, host, port);
+    if (found || found.error() != caf::sec::connection_timeout ||
+        std::chrono::steady_clock::now() >= deadline)
+      return found;
+  }
 }
 
 std::string describe_exception(const std::exception_ptr& e) {
@@ -82,6 +109,8 @@ std::string describe_exception(const std::exception_ptr& e) {
 
 std::string describe_connect_error(caf::actor_system& sys, const caf::error& err,
                                    const std::string& host, std::uint16_t port) {
+  if (err == caf::sec::connection_timeout)
+    return "it took the connection but did not finish the handshake in time (busy or frozen)";
   std::string text = sys.render(err);
   // A certificate refused while the peer answers at once fails inside CAF's
   // first handshake step: that reads as cannot_connect_to_node, the same as

@@ -5,6 +5,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -36,10 +37,16 @@ class AtlSystemConfig : public caf::actor_system_config {
 caf::expected<std::uint16_t> publish_actor(caf::actor_system& sys, const caf::actor& actor,
                                            std::uint16_t port, const std::string& bind);
 
+// How long connect_actor waits for a peer that took the connection to finish
+// its handshake.
+inline constexpr std::chrono::milliseconds kConnectPatience = std::chrono::seconds(10);
+
 // Connects to the actor published at host:port, over TLS when the system has
-// credentials (a peer without the job's certificate fails the handshake).
+// credentials (a peer without the job's certificate fails the handshake). A
+// peer that takes the connection and answers late is waited for `patience`.
 caf::expected<caf::actor> connect_actor(caf::actor_system& sys, const std::string& host,
-                                        std::uint16_t port);
+                                        std::uint16_t port,
+                                        std::chrono::milliseconds patience = kConnectPatience);
 
 // What an actor's exception handler says about the exception it caught.
 std::string describe_exception(const std::exception_ptr& e);
