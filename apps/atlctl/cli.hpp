@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "atl/core/door_frame.hpp"
 #include "atl/core/host_port.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/core/reply_code.hpp"
@@ -77,6 +78,9 @@ class SupervisorClient {
  public:
   // Exits with kExitUnreachable when the supervisor cannot be reached.
   SupervisorClient(caf::actor_system& sys, const atl::HostPort& address);
+  // Through the head's local door, already open and greeted (`door`: its
+  // socket, owned from here on).
+  SupervisorClient(caf::actor_system& sys, const atl::HostPort& address, int door);
   ~SupervisorClient();
   SupervisorClient(const SupervisorClient&) = delete;
   SupervisorClient& operator=(const SupervisorClient&) = delete;
@@ -100,6 +104,14 @@ class SupervisorClient {
 
  private:
   [[noreturn]] void die_unreachable() const;  // kExitUnreachable, naming last_error()
+  [[noreturn]] void die_lost() const;         // the connection dropped before an answer
+
+  // The supervisor's reply to `request` handed to `on_reply` (a CAF handler
+  // of its shape); last_error_ says why when none came.
+  template <class F>
+  void ask(const caf::message& request, std::chrono::milliseconds timeout, F on_reply);
+  std::optional<caf::message> door_call(const caf::message& request,
+                                        std::chrono::milliseconds timeout);
 
   caf::actor_system& sys_;
   caf::scoped_actor self_;
@@ -108,7 +120,14 @@ class SupervisorClient {
   caf::actor watcher_;  // ends atlctl when the connection to the supervisor drops
   std::shared_ptr<std::atomic<bool>> done_ = std::make_shared<std::atomic<bool>>(false);
   std::string last_error_;
+  int door_ = -1;
+  std::unique_ptr<atl::DoorFrameReader> door_reader_;
 };
+
+// The head's local door at `address`, greeted with `ca_pem` (the CA of the
+// credentials atlctl would use; empty with --insecure): its socket when the
+// door is there and lets this atlctl in, else nothing (go over TCP).
+std::optional<int> open_local_door(const atl::HostPort& address, const std::string& ca_pem);
 
 struct Command {
   const char* usage;

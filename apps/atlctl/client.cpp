@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <iostream>
@@ -5,6 +7,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/core/log_stream.hpp"
+#include "atl/os/local_door.hpp"
 #include "cli.hpp"
 
 namespace atlctl {
@@ -69,81 +72,154 @@ SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& 
   });
 }
 
+SupervisorClient::SupervisorClient(caf::actor_system& sys, const atl::HostPort& address, int door)
+    : sys_(sys),
+      self_(sys),
+      address_(address),
+      door_(door),
+      door_reader_(std::make_unique<atl::DoorFrameReader>()) {}
+
 SupervisorClient::~SupervisorClient() {
+  if (door_ >= 0) {
+    ::close(door_);
+    return;
+  }
   done_->store(true);
   caf::anon_send_exit(watcher_, caf::exit_reason::user_shutdown);
 }
 
+std::optional<int> open_local_door(const atl::HostPort& address, const std::string& ca_pem) {
+  auto fd = atl::os::open_door(address.host, address.port);
+  if (!fd) return std::nullopt;
+  std::string hello = std::string(atl::kDoorHello) + "\n" + ca_pem;
+  atl::DoorFrameReader reader;
+  std::string payload;
+  if (atl::os::write_door(*fd, atl::encode_door_frame(hello)) &&
+      atl::os::read_door_frame(*fd, reader, payload,
+                               std::chrono::steady_clock::now() + std::chrono::seconds(2)) ==
+          atl::os::DoorRead::frame) {
+    auto answer = atl::decode_door_answer(payload);
+    if (answer && answer->ok) return fd;
+  }
+  ::close(*fd);
+  return std::nullopt;
+}
+
+template <class F>
+void SupervisorClient::ask(const caf::message& request, std::chrono::milliseconds timeout,
+                           F on_reply) {
+  if (door_ < 0) {
+    self_->request<caf::message_priority::high>(supervisor_, timeout, request)
+        .receive(on_reply, [&](const caf::error& err) { last_error_ = sys_.render(err); });
+    return;
+  }
+  auto reply = door_call(request, timeout);
+  if (!reply) return;
+  if (!reply->apply(caf::message_handler{on_reply}))
+    last_error_ = "the supervisor answered " + caf::to_string(*reply) + " (not what atlctl asked)";
+}
+
+std::optional<caf::message> SupervisorClient::door_call(const caf::message& request,
+                                                        std::chrono::milliseconds timeout) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys_, buf};
+  if (auto err = sink(const_cast<caf::message&>(request))) {
+    last_error_ = "atlctl could not serialize its request: " + sys_.render(err);
+    return std::nullopt;
+  }
+  auto frame = atl::encode_door_frame(
+      atl::encode_door_request({timeout, std::string(buf.begin(), buf.end())}));
+  if (!atl::os::write_door(door_, frame)) die_lost();
+  std::string payload;
+  std::string why;
+  // The head answers a request past its timeout itself (request_timeout);
+  // the margin is for a head that no longer answers at all.
+  auto deadline = std::chrono::steady_clock::now() + timeout + std::chrono::seconds(5);
+  switch (atl::os::read_door_frame(door_, *door_reader_, payload, deadline, &why)) {
+    case atl::os::DoorRead::frame:
+      break;
+    case atl::os::DoorRead::closed:
+      die_lost();
+    case atl::os::DoorRead::timeout:
+      last_error_ = sys_.render(caf::make_error(caf::sec::request_timeout));
+      return std::nullopt;
+    case atl::os::DoorRead::error:
+      last_error_ = why;
+      return std::nullopt;
+  }
+  auto answer = atl::decode_door_answer(payload);
+  if (!answer) {
+    last_error_ = answer.error();
+    return std::nullopt;
+  }
+  if (!answer->ok) {
+    last_error_ = answer->body;
+    return std::nullopt;
+  }
+  caf::message reply;
+  caf::binary_deserializer source{sys_, answer->body.data(), answer->body.size()};
+  if (auto err = source(reply)) {
+    last_error_ = "atlctl could not read the supervisor's answer: " + sys_.render(err);
+    return std::nullopt;
+  }
+  return reply;
+}
+
 std::optional<std::string> SupervisorClient::text(const caf::message& request) {
   std::optional<std::string> out;
-  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
-      .receive([&](const std::string& s) { out = s; },
-               [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  ask(request, kRequestTimeout, [&](std::string& s) { out = std::move(s); });
   return out;
 }
 
 std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
   std::optional<LogBytes> out;
-  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
-      .receive(
-          [&](const std::string& s, std::int64_t next) {
-            out = LogBytes{s, next};
-          },
-          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  ask(request, kRequestTimeout, [&](std::string& s, std::int64_t next) {
+    out = LogBytes{std::move(s), next};
+  });
   return out;
 }
 
 std::optional<std::vector<std::int64_t>> SupervisorClient::offsets(const caf::message& request) {
   std::optional<std::vector<std::int64_t>> out;
-  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
-      .receive([&](std::vector<std::int64_t>& got) { out = std::move(got); },
-               [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  ask(request, kRequestTimeout, [&](std::vector<std::int64_t>& got) { out = std::move(got); });
   return out;
 }
 
 std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::message& request) {
   std::optional<std::vector<StreamBytes>> out;
-  self_->request<caf::message_priority::high>(supervisor_, kRequestTimeout, request)
-      .receive(
-          [&](const std::vector<atl::StreamId>& streams, std::vector<std::string>& data,
-              const std::vector<std::int64_t>& next) {
-            out.emplace();
-            for (size_t i = 0; i < streams.size() && i < data.size() && i < next.size(); ++i)
-              out->push_back({streams[i], std::move(data[i]), next[i]});
-          },
-          [&](const caf::error& err) { last_error_ = sys_.render(err); });
+  ask(request, kRequestTimeout,
+      [&](const std::vector<atl::StreamId>& streams, std::vector<std::string>& data,
+          const std::vector<std::int64_t>& next) {
+        out.emplace();
+        for (size_t i = 0; i < streams.size() && i < data.size() && i < next.size(); ++i)
+          out->push_back({streams[i], std::move(data[i]), next[i]});
+      });
   return out;
 }
-
-namespace {
-
-// One request answered (code, line, extra...): Out{code, line, extra...};
-// nothing when no answer came (`error` says why).
-template <class Out, class... Extra>
-std::optional<Out> coded_answer(caf::scoped_actor& self, const caf::actor& to,
-                                const caf::message& request, std::chrono::milliseconds timeout,
-                                caf::actor_system& sys, std::string& error) {
-  std::optional<Out> out;
-  self->request<caf::message_priority::high>(to, timeout, request)
-      .receive(
-          [&](std::int32_t code, std::string& line, Extra&... extra) {
-            out = Out{code, std::move(line), std::move(extra)...};
-          },
-          [&](const caf::error& err) { error = sys.render(err); });
-  return out;
-}
-
-}  // namespace
 
 std::optional<Answer> SupervisorClient::answer(const caf::message& request,
                                                std::chrono::milliseconds timeout) {
-  return coded_answer<Answer>(self_, supervisor_, request, timeout, sys_, last_error_);
+  std::optional<Answer> out;
+  ask(request, timeout, [&](std::int32_t code, std::string& line) {
+    out = Answer{code, std::move(line)};
+  });
+  return out;
 }
 
 std::optional<RunAnswer> SupervisorClient::run_answer(const caf::message& request,
                                                       std::chrono::milliseconds timeout) {
-  return coded_answer<RunAnswer, atl::RunStatus>(self_, supervisor_, request, timeout, sys_,
-                                                 last_error_);
+  std::optional<RunAnswer> out;
+  ask(request, timeout, [&](std::int32_t code, std::string& line, atl::RunStatus& status) {
+    out = RunAnswer{code, std::move(line), std::move(status)};
+  });
+  return out;
+}
+
+void SupervisorClient::die_lost() const {
+  std::cout.flush();
+  std::cerr << "atlctl: lost the supervisor at " << address_.to_string()
+            << " before it answered (the head ended, or the connection dropped)\n";
+  std::_Exit(kExitUnreachable);
 }
 
 void SupervisorClient::die_unreachable() const {
@@ -173,8 +249,10 @@ RunAnswer SupervisorClient::run_answer_or_die(const caf::message& request,
 
 StopAnswer SupervisorClient::stop_answer_or_die(const caf::message& request,
                                                 std::chrono::milliseconds timeout) {
-  auto out = coded_answer<StopAnswer, std::int32_t>(self_, supervisor_, request, timeout, sys_,
-                                                    last_error_);
+  std::optional<StopAnswer> out;
+  ask(request, timeout, [&](std::int32_t code, std::string& line, std::int32_t op) {
+    out = StopAnswer{code, std::move(line), op};
+  });
   if (!out) die_unreachable();
   return *out;
 }

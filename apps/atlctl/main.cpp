@@ -39,6 +39,15 @@ using namespace atlctl;
 
 namespace {
 
+// atlctl through the local door: atl's message types, no middleman, no TLS.
+struct LocalConfig : caf::actor_system_config {
+  LocalConfig() {
+    atl::add_atl_message_types(*this);
+    set("scheduler.policy", caf::atom("sharing"));
+    set("scheduler.max-threads", size_t{1});
+  }
+};
+
 const char* kTopHelp =
     "Usage: atlctl [--address HOST:PORT] [--tls-dir DIR | --insecure] COMMAND [options]\n"
     "\n"
@@ -826,6 +835,25 @@ int main(int argc, char** argv) {
   auto dir = atl::os::choose_tls_dir(tls_dir, insecure);
   if (!dir) die(kExitUsage, dir.error());
   if (insecure) std::cerr << "atlctl: warning: --insecure: TLS is off\n";
+  // In the head's pod: through its local door, with an actor system that
+  // only (de)serializes (no network, no TLS start-up, no handshake).
+  if (const char* d = std::getenv("ATL_LOCAL_DOOR"); !d || std::string(d) != "off") {
+    std::string ca_pem;
+    bool readable = true;
+    if (*dir) {
+      std::ifstream in(atl::os::tls_files_in(**dir).ca);
+      readable = static_cast<bool>(in);
+      ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    if (readable) {
+      if (auto door = open_local_door(*address, ca_pem)) {
+        LocalConfig cfg;
+        caf::actor_system sys{cfg};
+        SupervisorClient client(sys, *address, *door);
+        return it->second.run(client, vm);
+      }
+    }
+  }
   std::optional<atl::os::TlsFiles> tls;
   std::future<atl::Expected<atl::os::TlsFiles>> loaded;  // while the actor system starts
   if (*dir) {

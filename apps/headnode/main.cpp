@@ -17,6 +17,7 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/job_supervisor.hpp"
+#include "atl/actors/local_door.hpp"
 #include "atl/actors/log_sink.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/cli/command_line.hpp"
@@ -647,6 +648,7 @@ int main(int argc, char** argv) {
   {
     atl::AtlSystemConfig cfg{tls};
     caf::actor_system sys{cfg};
+    std::unique_ptr<atl::LocalDoor> door;  // closed before the actor system ends
     auto sink = atl::spawn_log_sink(sys, opt.state_dir + "/logs", /*echo=*/true);
     auto reader = atl::spawn_log_reader(sys, opt.state_dir + "/logs");
     // A resumed job's new head writes into its new attempt from its first
@@ -690,6 +692,21 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
       dashboard.reset();
       return kExitFailed;
+    }
+    // atlctl in this pod comes in through the local door (local_door.hpp):
+    // no TLS start-up and handshake of a fresh process. Without one (an
+    // error), atlctl goes over TCP as everywhere else.
+    {
+      std::string ca_pem;
+      if (tls) {
+        std::ifstream in(tls->ca);
+        ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      }
+      auto opened = atl::LocalDoor::open(sys, supervisor, opt.bind, *port, std::move(ca_pem));
+      if (opened)
+        door = std::move(*opened);
+      else
+        log->warn("{}: atlctl here goes over TCP", opened.error());
     }
     std::string address = opt.advertise + ":" + std::to_string(*port);
     // The supervisor starts and the local workers are on their way at once:
@@ -759,7 +776,8 @@ int main(int argc, char** argv) {
                      std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     code = result.get();
-    // The HTTP servers' threads end before the actor system does.
+    // The HTTP servers' and the door's threads end before the actor system does.
+    door.reset();
     metrics.reset();
     dashboard.reset();
     queries.reset();

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +22,9 @@
 #include <sstream>
 #include <thread>
 
+#include "atl/core/door_frame.hpp"
+#include "atl/core/host_port.hpp"
+#include "atl/os/local_door.hpp"
 #include "atl/os/tls_credentials.hpp"
 #include "test_cluster.hpp"
 
@@ -479,6 +484,61 @@ TEST(Security, ManyAtlctlCallsLeaveTheHeadsMemoryAsItWas) {
   const long after = rss_kib(pid);
   // It grew ~3.8 MB over these 3,000 calls; now ~0.1 MB.
   EXPECT_LT(after - before, 2 * 1024) << before << " KiB -> " << after << " KiB";
+}
+
+}  // namespace atl::test
+
+namespace atl::test {
+
+// atlctl in the head's pod goes through the head's local door (an abstract
+// Unix socket): the job's CA admits it (here a folder holding only ca.pem,
+// with which TLS could not even start), another user is refused by the
+// kernel's word, and ATL_LOCAL_DOOR=off goes over TCP as before.
+TEST(Security, TheLocalDoorAdmitsTheJobsOwnUserAndCaOnly) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--ready-timeout", "10m", "--", "true"});
+  ASSERT_TRUE(c.wait_for_status("pending"));
+  const std::string ca_only = c.dir() + "/ca-only";
+  std::filesystem::create_directory(ca_only);
+  std::filesystem::copy_file(c.state_dir() + "/tls/ca.pem", ca_only + "/ca.pem");
+  auto& through_door = c.start("atlctl", {bin("atlctl"), "--address", c.head_address(), "status"},
+                               {"ATL_TLS_DIR=" + ca_only});
+  EXPECT_EQ(c.wait_exit(through_door), 0) << c.output(through_door);
+  EXPECT_EQ(c.output(through_door), "Job status:  pending\n");
+  auto& over_tcp = c.start("atlctl", {bin("atlctl"), "--address", c.head_address(), "status"},
+                           {"ATL_TLS_DIR=" + ca_only, "ATL_LOCAL_DOOR=off"});
+  EXPECT_EQ(c.wait_exit(over_tcp), 2) << c.output(over_tcp);
+  EXPECT_NE(c.output(over_tcp).find("cert.pem"), std::string::npos) << c.output(over_tcp);
+
+  // Another user: the door closes on it before reading a byte.
+  if (::geteuid() == 0) {
+    auto hp = parse_host_port(c.head_address());
+    ASSERT_TRUE(hp.ok());
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string name = os::door_name("127.0.0.1", hp->port);
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    const std::string hello = encode_door_frame(std::string(kDoorHello) + "\n" +
+                                                read_file(c.state_dir() + "/tls/ca.pem"));
+    pid_t child = ::fork();
+    if (child == 0) {
+      // As nobody: connect, greet with the job's CA, and report what came back.
+      if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+        ::_exit(10);
+      int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) ::_exit(11);
+      if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) < 0) ::_exit(0);  // refused
+      char byte;
+      ::_exit(::recv(fd, &byte, 1, 0) <= 0 ? 0 : 12);  // 0: closed without a word
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "10/11: could not become nobody or connect; 12: answered";
+  }
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
 }
 
 }  // namespace atl::test
