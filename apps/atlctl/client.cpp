@@ -115,8 +115,11 @@ void SupervisorClient::ask(const caf::message& request, std::chrono::millisecond
   }
   auto reply = door_call(request, timeout);
   if (!reply) return;
-  if (!reply->apply(caf::message_handler{on_reply}))
-    last_error_ = "the supervisor answered " + caf::to_string(*reply) + " (not what atlctl asked)";
+  if (!reply->apply(caf::message_handler{on_reply})) {
+    auto shown = caf::to_string(*reply);
+    if (shown.size() > 200) shown = shown.substr(0, 200) + "...";
+    last_error_ = "the supervisor answered " + shown + " (not what atlctl asked)";
+  }
 }
 
 std::optional<caf::message> SupervisorClient::door_call(const caf::message& request,

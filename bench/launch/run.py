@@ -5,7 +5,9 @@
             x 8, parked in debugStop), timed as the whole atlctl process
   job2x2    a whole job: `headnode --workers 2 --nproc-per-node 2
             --local-workers 2 -- echo hi`, timed as the whole headnode process
-  status    `atlctl status`, with TLS (the default) and with --insecure
+  status    `atlctl status`: through the head's local door (the default in the
+            head's pod), and over TCP (ATL_LOCAL_DOOR=off) with TLS and with
+            --insecure; the fan-out is also timed over TCP with TLS
   idle      memory of atl's own processes (head, workernodes, guards) with
             2 local workers x 2 ranks of `sleep` running: RSS summed (each
             process's shared library pages counted in each) and PSS summed
@@ -43,6 +45,8 @@ import common  # noqa: E402
 RAY_VENV = os.path.join(common.ROOT, "build", "ray-venv")
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 HANG_S = 20
+# atlctl over TCP (TLS or --insecure) instead of the head's local door.
+NO_DOOR = dict(os.environ, ATL_LOCAL_DOOR="off")
 
 
 def timed(cmd, env=None, limit=60):
@@ -92,8 +96,8 @@ class Cluster:
             time.sleep(0.1)
         timed(self.ctl + ["stop"])
 
-    def fanout(self):
-        took = timed(self.ctl + ["run", "-r", "all", "true"])
+    def fanout(self, env=None):
+        took = timed(self.ctl + ["run", "-r", "all", "true"], env=env)
         timed(self.ctl + ["stop"])
         return took
 
@@ -227,7 +231,7 @@ def trace_fanout(cluster):
 
     rank_exec = lambda e: "sched_process_exec" in e[3] and "filename=/bin/sh" in e[4]  # noqa: E731
     timeline = {
-        "atlctl exec -> connect": at(lambda e: e[2] == ctl and "connect" in e[3]),
+        "atlctl exec -> connect (door or TCP)": at(lambda e: e[2] == ctl and "connect" in e[3]),
         "-> first rank exec": at(rank_exec),
         "-> last rank exec": at(rank_exec, True),
         "-> last rank exit": at(lambda e: e[1] == "sh" and "process_exit" in e[3], True),
@@ -331,7 +335,8 @@ def ray_side(runs, fresh_runs, tasks=32):
 
 def measure(builds, runs):
     """Interleaved run by run: every build's fan-out, job and status in turn."""
-    got = {name: {"fanout": [], "job": [], "status_tls": [], "status_plain": []}
+    got = {name: {"fanout": [], "fanout_tcp": [], "job": [], "status_door": [],
+                  "status_tls": [], "status_plain": []}
            for name in builds}
     clusters = {name: Cluster(b, 4, 8) for name, b in builds.items()}
     plain = {name: Cluster(b, 1, 1, insecure=True) for name, b in builds.items()}
@@ -342,9 +347,13 @@ def measure(builds, runs):
         for _ in range(runs):
             for name, b in builds.items():
                 got[name]["fanout"].append(clusters[name].fanout())
+                got[name]["fanout_tcp"].append(clusters[name].fanout(NO_DOOR))
                 for _ in range(3):
-                    got[name]["status_tls"].append(timed(clusters[name].ctl + ["status"]))
-                    got[name]["status_plain"].append(timed(plain[name].ctl + ["status"]))
+                    got[name]["status_door"].append(timed(clusters[name].ctl + ["status"]))
+                    got[name]["status_tls"].append(
+                        timed(clusters[name].ctl + ["status"], env=NO_DOOR))
+                    got[name]["status_plain"].append(
+                        timed(plain[name].ctl + ["status"], env=NO_DOOR))
     finally:
         for c in list(clusters.values()) + list(plain.values()):
             c.close()
@@ -402,6 +411,8 @@ def main():
         "|---|" + "---:|" * len(builds) + "---:|---:|---|",
         f"| 32-rank fan-out, `atlctl run -r all true` (ms) | {cols('fanout')} | mpirun -np 32 "
         f"true: {m32:.1f} | **{now['fanout'] / m32:.2f}x** | <= 0.5x |",
+        f"| ... over TCP with TLS (`ATL_LOCAL_DOOR=off`) (ms) | {cols('fanout_tcp')} | "
+        f"{m32:.1f} | {now['fanout_tcp'] / m32:.2f}x | |",
     ]
     if ray:
         lines += [
@@ -417,8 +428,10 @@ def main():
     lines += [
         f"| whole 2x2 job `echo hi` (ms) | {cols('job')} | mpirun -np 4 echo hi: {m4:.1f} | "
         f"**{now['job'] / m4:.2f}x** | <= 0.8x |",
-        f"| `atlctl status`, TLS (ms) | {cols('status_tls')} | | | <= 8 ms |",
-        f"| `atlctl status`, --insecure (ms) | {cols('status_plain')} | | | |",
+        f"| `atlctl status` in the head's pod: the local door (ms) | {cols('status_door')} "
+        "| | | <= 8 ms |",
+        f"| `atlctl status` over TCP, TLS (ms) | {cols('status_tls')} | | | |",
+        f"| `atlctl status` over TCP, --insecure (ms) | {cols('status_plain')} | | | |",
         "| idle head + 2 workers x 2 ranks, atl's processes: RSS summed (MiB) | "
         + " | ".join(f"{mem[n][0]:.1f}" for n in builds) + " | | | <= 50 MiB |",
         "| ... PSS summed (MiB) | " + " | ".join(f"{mem[n][1]:.1f}" for n in builds) + " | | | |",
@@ -429,7 +442,8 @@ def main():
         f"mpirun hung at exit in {hangs} of {2 * args.runs + hangs} runs (killed after {HANG_S} s, "
         "left out of its median). Ray: `ray start --head` with its defaults (CPUs detected, "
         "tasks at num_cpus=1); the warm rows are timed inside a driver that already ran a round; "
-        "atl's fan-out is always the whole `atlctl` process (start, TLS, the run, the exit).",
+        "atl's fan-out is always the whole `atlctl` process (start, the door or TCP and TLS, "
+        "the run, the exit). A build without the local door goes over TCP in every row.",
     ]
     if any(traces.values()):
         lines += ["", "## Where one 32-rank fan-out goes (perf: exec, exit, connect events; "
