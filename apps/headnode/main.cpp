@@ -26,6 +26,7 @@
 #include "atl/os/child_process.hpp"
 #include "atl/os/job_pointer.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/os/local_door.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/reach_probe.hpp"
@@ -702,7 +703,11 @@ int main(int argc, char** argv) {
         std::ifstream in(tls->ca);
         ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
       }
-      auto opened = atl::LocalDoor::open(sys, supervisor, opt.bind, *port, std::move(ca_pem));
+      auto listener = atl::os::listen_door(opt.bind, *port);
+      auto opened =
+          listener
+              ? atl::LocalDoor::serve(sys, supervisor, *listener, std::move(ca_pem))
+              : atl::Expected<std::unique_ptr<atl::LocalDoor>>(atl::make_error(listener.error()));
       if (opened)
         door = std::move(*opened);
       else

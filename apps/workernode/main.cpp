@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/local_door.hpp"
 #include "atl/actors/node_agent.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
@@ -20,6 +22,7 @@
 #include "atl/core/resources.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/job_pointer.hpp"
+#include "atl/os/local_door.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/termination_signals.hpp"
@@ -214,6 +217,21 @@ void forget_head_connection(caf::actor_system& sys, const WorkerOptions& opt,
   self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(2)) >> [] {});
 }
 
+// The relay door for atlctl in this pod (local_door.hpp), or nothing.
+std::unique_ptr<atl::LocalDoor> open_relay_door(caf::actor_system& sys, const WorkerOptions& opt,
+                                                const caf::actor& supervisor) {
+  auto listener = atl::os::listen_relay_door(opt.head.host, opt.head.port);
+  if (!listener) return nullptr;  // another workernode here relays, or no such address
+  std::string ca_pem;
+  if (opt.tls) {
+    std::ifstream in(opt.tls->ca);
+    ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto door = atl::LocalDoor::serve(sys, supervisor, *listener, std::move(ca_pem));
+  if (!door) return nullptr;
+  return std::move(*door);
+}
+
 // The address others reach this pod at (--advertise, else the one used
 // towards the head) and its interface; false, with one line, when there is none.
 bool set_address(const WorkerOptions& opt, atl::NodeAgentConfig& node) {
@@ -314,10 +332,15 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
     node.joined = std::make_shared<std::atomic<bool>>(false);
     auto agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);
     hub.add(agent);
+    // atlctl in this pod reaches the head through this connection (the
+    // relay door); without one (another workernode of this namespace holds
+    // it), over TCP.
+    auto door = open_relay_door(sys, opt, *supervisor);
     {
       caf::scoped_actor self{sys};
       self->wait_for(agent);
     }
+    door.reset();
     hub.remove(agent);
     if (hub.signalled.load() || !node.head_lost->load()) break;
     forget_head_connection(sys, opt, *supervisor);

@@ -115,3 +115,48 @@ TEST(NetworkNamespaces, APodCutOffLongerThanTcpsBackoffRejoinsAtOnce) {
 
 }  // namespace
 }  // namespace atl::test
+
+namespace atl::test {
+namespace {
+
+// atlctl in a worker's pod (its own host) reaches the head through that
+// workernode's relay door, over the workernode's connection: here with a
+// folder holding only the job's ca.pem, with which TLS could not even start.
+TEST(NetworkNamespaces, AtlctlInAWorkersPodGoesThroughItsRelay) {
+  Hosts hosts(2);
+  if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
+  TestCluster c;
+  auto& head = start_head_on(c, hosts, {"--workers", "1", "--", "sleep 600"});
+  const std::string address = listening_address(c, head, hosts.address(0));
+  ASSERT_FALSE(address.empty()) << c.output(head);
+  c.start("worker",
+          concat(hosts.on(1), {bin("workernode"), "--head", address, "--name", c.worker_name(0)}));
+  bool running = false;
+  for (int i = 0; i < 300 && !running; ++i) {
+    running = c.atlctl({"--address", address, "status"}).output == "Job status:  command\n";
+    if (!running) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(running) << c.output(head);
+  const std::string ca_only = c.dir() + "/ca-only";
+  ASSERT_EQ(sh("mkdir -p " + ca_only + " && cp " + c.state_dir() + "/tls/ca.pem " + ca_only), 0);
+  auto& relayed =
+      c.start("atlctl", concat(hosts.on(1), {bin("atlctl"), "--address", address, "status"}),
+              {"ATL_TLS_DIR=" + ca_only});
+  EXPECT_EQ(c.wait_exit(relayed), 0) << c.output(relayed);
+  EXPECT_EQ(c.output(relayed), "Job status:  command\n");
+  // Without the relay (ATL_LOCAL_DOOR=off) that folder cannot make a TLS connection.
+  auto& direct =
+      c.start("atlctl", concat(hosts.on(1), {bin("atlctl"), "--address", address, "status"}),
+              {"ATL_TLS_DIR=" + ca_only, "ATL_LOCAL_DOOR=off"});
+  EXPECT_EQ(c.wait_exit(direct), 2) << c.output(direct);
+  // On the head's host the head's own door admits it likewise.
+  auto& on_head =
+      c.start("atlctl", concat(hosts.on(0), {bin("atlctl"), "--address", address, "status"}),
+              {"ATL_TLS_DIR=" + ca_only});
+  EXPECT_EQ(c.wait_exit(on_head), 0) << c.output(on_head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+}
+
+}  // namespace
+}  // namespace atl::test

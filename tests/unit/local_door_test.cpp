@@ -15,10 +15,12 @@ using namespace std::chrono_literals;
 // below are this test's own.
 constexpr std::uint16_t kPortA = 1;
 constexpr std::uint16_t kPortB = 2;
+constexpr std::uint16_t kPortC = 3;
 
 TEST(LocalDoor, IsNamedAfterTheBoundAddressAndPort) {
   EXPECT_EQ(door_name("127.0.0.1", 41401), "atl-door/127.0.0.1:41401");
   EXPECT_EQ(door_name("0.0.0.0", 1), "atl-door/0.0.0.0:1");
+  EXPECT_EQ(relay_door_name("10.0.0.5", 6379), "atl-door/via/10.0.0.5:6379");
 }
 
 TEST(LocalDoor, OwnAddressesAreLoopbackAndThisNamespacesInterfaces) {
@@ -56,6 +58,21 @@ TEST(LocalDoor, OpensForItsOwnAddressAndForAHeadOnEveryAddress) {
   ::close(*every);
   // Gone with its listener: nothing left behind.
   EXPECT_FALSE(open_door("127.0.0.1", kPortB).has_value());
+}
+
+TEST(LocalDoor, AWorkernodesRelayServesAHeadOnAnotherHost) {
+  // No door for a head elsewhere, until a workernode here relays to it.
+  EXPECT_FALSE(open_door("192.0.2.1", kPortC).has_value());
+  auto relay = listen_relay_door("192.0.2.1", kPortC);
+  ASSERT_TRUE(relay.ok()) << relay.error();
+  auto fd = open_door("192.0.2.1", kPortC);
+  ASSERT_TRUE(fd.has_value());
+  ::close(*fd);
+  // One relay per head and namespace: a second workernode here goes without.
+  EXPECT_FALSE(listen_relay_door("192.0.2.1", kPortC).ok());
+  // Another port is another head.
+  EXPECT_FALSE(open_door("192.0.2.1", kPortB).has_value());
+  ::close(*relay);
 }
 
 TEST(LocalDoor, ABindThatDoesNotResolveIsNamed) {

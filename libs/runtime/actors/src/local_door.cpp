@@ -156,17 +156,14 @@ struct LocalDoor::State {
 
 LocalDoor::LocalDoor(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-Expected<std::unique_ptr<LocalDoor>> LocalDoor::open(caf::actor_system& sys,
-                                                     const caf::actor& supervisor,
-                                                     const std::string& bind, std::uint16_t port,
-                                                     std::string job_ca_pem) {
-  auto fd = os::listen_door(bind, port);
-  if (!fd) return make_error(fd.error());
+Expected<std::unique_ptr<LocalDoor>> LocalDoor::serve(caf::actor_system& sys,
+                                                      const caf::actor& supervisor, int listener,
+                                                      std::string job_ca_pem) {
   auto state = std::make_unique<State>(sys, supervisor, std::move(job_ca_pem));
-  state->listener = *fd;
+  state->listener = listener;
   state->wake = ::eventfd(0, EFD_CLOEXEC);
   if (state->wake < 0) {
-    ::close(*fd);
+    ::close(listener);
     return make_error("the local door: eventfd failed");
   }
   auto* raw = state.get();

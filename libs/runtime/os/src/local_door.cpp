@@ -67,19 +67,8 @@ std::string door_name(const std::string& ip, std::uint16_t port) {
   return "atl-door/" + ip + ":" + std::to_string(port);
 }
 
-Expected<int> listen_door(const std::string& bind, std::uint16_t port) {
-  auto ips = addresses_of(bind);
-  if (ips.empty()) return make_error("cannot resolve " + bind);
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
-  socklen_t len = 0;
-  auto addr = door_address(door_name(ips.front(), port), len);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 64) != 0) {
-    int e = errno;
-    ::close(fd);
-    return make_error("the local door " + door_name(ips.front(), port) + ": " + std::strerror(e));
-  }
-  return fd;
+std::string relay_door_name(const std::string& head_ip, std::uint16_t port) {
+  return "atl-door/via/" + head_ip + ":" + std::to_string(port);
 }
 
 std::optional<uid_t> peer_uid(int fd) {
@@ -92,6 +81,46 @@ std::optional<uid_t> peer_uid(int fd) {
 bool peer_is_trusted(int fd) {
   auto uid = peer_uid(fd);
   return uid && (*uid == ::geteuid() || *uid == 0);
+}
+
+namespace {
+
+Expected<int> listen_named(const std::string& name) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  socklen_t len = 0;
+  auto addr = door_address(name, len);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 64) != 0) {
+    int e = errno;
+    ::close(fd);
+    return make_error("the local door " + name + ": " + std::strerror(e));
+  }
+  return fd;
+}
+
+// A connected door of that name whose listener is trusted.
+std::optional<int> connect_named(const std::string& name) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  socklen_t len = 0;
+  auto addr = door_address(name, len);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 && peer_is_trusted(fd)) return fd;
+  ::close(fd);
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<int> listen_door(const std::string& bind, std::uint16_t port) {
+  auto ips = addresses_of(bind);
+  if (ips.empty()) return make_error("cannot resolve " + bind);
+  return listen_named(door_name(ips.front(), port));
+}
+
+Expected<int> listen_relay_door(const std::string& head, std::uint16_t port) {
+  auto ips = addresses_of(head);
+  if (ips.empty()) return make_error("cannot resolve " + head);
+  return listen_named(relay_door_name(ips.front(), port));
 }
 
 bool is_own_address(const std::string& address) {
@@ -110,21 +139,18 @@ bool is_own_address(const std::string& address) {
 }
 
 std::optional<int> open_door(const std::string& host, std::uint16_t port) {
-  for (const auto& ip : addresses_of(host)) {
+  const auto ips = addresses_of(host);
+  for (const auto& ip : ips) {
     if (!is_own_address(ip)) continue;
     // The head bound to that address, or to every address (then no other
     // listener can hold this port on any of them).
-    for (const std::string& bound :
-         {ip, std::string(ip.find(':') == std::string::npos ? "0.0.0.0" : "::")}) {
-      int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd < 0) return std::nullopt;
-      socklen_t len = 0;
-      auto addr = door_address(door_name(bound, port), len);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 && peer_is_trusted(fd))
-        return fd;
-      ::close(fd);
-    }
+    const std::string every = ip.find(':') == std::string::npos ? "0.0.0.0" : "::";
+    for (const auto& bound : {ip, every})
+      if (auto fd = connect_named(door_name(bound, port))) return fd;
   }
+  // A workernode of this namespace that relays to that head.
+  for (const auto& ip : ips)
+    if (auto fd = connect_named(relay_door_name(ip, port))) return fd;
   return std::nullopt;
 }
 

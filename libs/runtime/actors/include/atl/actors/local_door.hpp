@@ -1,4 +1,5 @@
-// LocalDoor: the head's local door (os/local_door.hpp) served. Each request
+// LocalDoor: a local door (os/local_door.hpp) served: the head's own, or a
+// workernode's relay to its head over the workernode's connection. Each request
 // that comes through it is sent to the supervisor as the request a remote
 // atlctl would send, and its reply (whatever it is) goes back serialized as
 // CAF serializes it: the door knows no command, so every atlctl command works
@@ -14,7 +15,6 @@
 #pragma once
 
 #include <caf/fwd.hpp>
-#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,12 +26,12 @@ class LocalDoor {
  public:
   static constexpr int kMaxConnections = 32;
 
-  // Opens the door of the head listening on bind:port; an error (another
-  // door there, no such address) leaves atlctl on TCP only.
-  static Expected<std::unique_ptr<LocalDoor>> open(caf::actor_system& sys,
-                                                   const caf::actor& supervisor,
-                                                   const std::string& bind, std::uint16_t port,
-                                                   std::string job_ca_pem);
+  // Serves `listener` (os::listen_door, the head's own, or
+  // os::listen_relay_door, a workernode's relay; owned from here on) for the
+  // supervisor behind `supervisor`, admitting callers with the job's CA.
+  static Expected<std::unique_ptr<LocalDoor>> serve(caf::actor_system& sys,
+                                                    const caf::actor& supervisor, int listener,
+                                                    std::string job_ca_pem);
   // Closes the door: requests in flight fail at once, every thread is joined.
   ~LocalDoor();
 

@@ -28,9 +28,15 @@ namespace atl::os {
 // inet_ntop writes it, "0.0.0.0" for every address).
 std::string door_name(const std::string& ip, std::uint16_t port);
 
+// The door a workernode keeps for the head at head_ip:port, relaying over its
+// own connection ("atl-door/via/<ip>:<port>"): atlctl in a worker pod.
+std::string relay_door_name(const std::string& head_ip, std::uint16_t port);
+
 // The listening socket of the head bound to `bind` (a name or an address)
 // at `port`: non-blocking, close-on-exec.
 Expected<int> listen_door(const std::string& bind, std::uint16_t port);
+// A workernode's relay door for the head at head:port (a name or an address).
+Expected<int> listen_relay_door(const std::string& head, std::uint16_t port);
 
 // The uid of the process at the other end of a Unix socket.
 std::optional<uid_t> peer_uid(int fd);
@@ -41,9 +47,10 @@ bool peer_is_trusted(int fd);
 // loopback, or an interface's.
 bool is_own_address(const std::string& address);
 
-// A connected door to the head at host:port: only when host names an address
-// of this network namespace and a door listens for it whose owner is trusted.
-// Nothing otherwise (the caller goes over TCP). Blocking, close-on-exec.
+// A connected door to the head at host:port, whose owner is trusted: the
+// head's own when host names an address of this network namespace, else (or
+// failing that) a workernode's relay to that head in this namespace. Nothing
+// otherwise (the caller goes over TCP). Blocking, close-on-exec.
 std::optional<int> open_door(const std::string& host, std::uint16_t port);
 
 // Writes all of `bytes` (blocking); an error names what failed.
