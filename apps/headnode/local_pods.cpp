@@ -15,10 +15,13 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 
 }  // namespace
 
-LocalPods::~LocalPods() { stop_and_reap(std::chrono::seconds(0)); }
+LocalPods::~LocalPods() {
+  gate_.reset();  // pods still at the gate hear that the head is gone
+  stop_and_reap(std::chrono::seconds(0));
+}
 
 Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name, int index,
-                                                             int generation) const {
+                                                             int generation, int gate) const {
   os::SpawnRequest req;
   // Each local pod on a node of its own, so that a taint marks just it; a
   // recreated pod lands on a new one (local-<i>-<k>), as Kubernetes places a
@@ -38,6 +41,10 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
   if (config_.own_loopback)
     req.argv.insert(req.argv.end(), {"--advertise", "127.0.0." + std::to_string(index + 2)});
   req.env = os::current_environment();
+  if (gate >= 0) {
+    req.control_fd = gate;
+    req.env.push_back(std::string(os::kStartGateEnv) + "=" + std::to_string(os::kStartGateFd));
+  }
   req.output = os::OutputMode::inherit;
   // A workernode guards its own ranks (each under an atl-guard, with its
   // pdeathsig): it needs no keeper of its own, only to die with the head.
@@ -48,19 +55,27 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
 }
 
 Status LocalPods::start() {
+  auto gate = os::StartGate::make();
+  if (!gate) return Error{gate.error()};
+  gate_ = std::move(gate).value();
   for (size_t i = 0; i < config_.pod_names.size(); ++i) {
     const std::string& name = config_.pod_names[i];
-    auto child = spawn(name, static_cast<int>(i), 1);
+    auto child = spawn(name, static_cast<int>(i), 1, gate_->pod_end());
     if (!child) {
       for (auto& p : pods_) p.process->signal(SIGKILL);
       return Error{child.error()};
     }
     pods_.push_back(Pod{name, static_cast<int>(i), std::move(child).value(), {}, 1});
   }
+  gate_->close_pod_end();
   // The first pods were spawned by this thread (main, which outlives them);
   // the watcher spawns the recreated ones and reaps them all before it ends.
   watcher_ = std::thread([this] { watch(); });
   return Ok{};
+}
+
+void LocalPods::open_gate() {
+  if (gate_) gate_->open();
 }
 
 void LocalPods::watch() {

@@ -9,12 +9,14 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "atl/core/expected.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/start_gate.hpp"
 
 namespace atl::headnode {
 
@@ -37,8 +39,12 @@ class LocalPods {
   LocalPods& operator=(const LocalPods&) = delete;
 
   // Starts every pod, then a thread that recreates those that exit. An error
-  // when one cannot be started (those started are killed).
+  // when one cannot be started (those started are killed). The pods wait at
+  // a start gate (start_gate.hpp) until open_gate: they may start before the
+  // head listens on head_address (its port held by a PortReservation).
   Status start();
+  // The head listens: the pods waiting connect.
+  void open_gate();
 
   // Stops recreating, waits (bounded) for every pod to exit, kills the rest.
   void stop_and_reap(std::chrono::milliseconds timeout = std::chrono::seconds(15));
@@ -52,12 +58,14 @@ class LocalPods {
     int starts = 0;
   };
   // `generation`: 1 for the first start of the pod, k+1 for its k-th recreation.
+  // `gate`: the start gate's end for the first pods, -1 for a recreated one.
   Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name, int index,
-                                                    int generation) const;
+                                                    int generation, int gate = -1) const;
   void watch();     // the thread: reaps and recreates; it also spawns, so its pods die with it
   void reap_all();  // waits for every pod until deadline_, then kills
 
   LocalPodsConfig config_;
+  std::optional<os::StartGate> gate_;  // closed unopened with this object: waiting pods end
   std::vector<Pod> pods_;
   std::atomic<bool> stopping_{false};
   std::mutex wake_mu_;  // stop_and_reap wakes the watcher at once, not at its next poll

@@ -556,6 +556,25 @@ void print_join_commands(const HeadOptions& opt, const std::string& address,
   }
 }
 
+// --local-workers' pods, started behind their start gate (open_gate once
+// the head listens at `address`); exits 1 with the line when one cannot start.
+std::unique_ptr<atl::headnode::LocalPods> start_local_pods(
+    const HeadOptions& opt, const std::string& address,
+    const std::shared_ptr<std::atomic<bool>>& ending) {
+  atl::headnode::LocalPodsConfig pods{
+      address, {}, opt.pod_restart_delay, ending, atl::pod_flags_for_spec(opt.job.node_spec)};
+  // Ray on one host: a node per loopback address (the head's is 127.0.0.1).
+  pods.own_loopback = opt.job.mode == atl::JobMode::ray;
+  for (int i = 0; i < opt.local_workers; ++i)
+    pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
+  auto local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));
+  if (auto started = local_pods->start(); !started) {
+    std::cerr << "headnode: " << started.error() << "\n";
+    std::exit(kExitFailed);
+  }
+  return local_pods;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -567,6 +586,25 @@ int main(int argc, char** argv) {
   const auto& tls = credentials.files;
   atl::os::export_tls_choice(tls);  // the driver and local workers inherit it
   atl::os::TerminationSignals::block_in_this_thread();
+  // --local-workers: the pods start now, beside the rest of the head's
+  // start-up, and wait at their start gate until the head listens
+  // (start_gate.hpp): their loading overlaps the head's instead of following it.
+  auto ending = std::make_shared<std::atomic<bool>>(false);
+  std::optional<atl::os::PortReservation> held_port;  // --port 0: the one the pods are told
+  std::uint16_t port_wanted = opt.port;
+  std::unique_ptr<atl::headnode::LocalPods> local_pods;
+  if (opt.local_workers > 0) {
+    if (opt.port == 0) {
+      auto held = atl::os::PortReservation::make(opt.bind);
+      if (!held) {
+        std::cerr << "headnode: " << held.error() << "\n";  // as a failed listen would
+        return kExitFailed;
+      }
+      port_wanted = held->port();
+      held_port = std::move(held).value();
+    }
+    local_pods = start_local_pods(opt, opt.advertise + ":" + std::to_string(port_wanted), ending);
+  }
   // A new job's keys and certificates (and OpenSSL's start-up) are made while
   // the state store opens.
   std::future<atl::Expected<atl::os::TlsFiles>> made;
@@ -642,7 +680,6 @@ int main(int argc, char** argv) {
   }
 
   int code = kExitFailed;
-  std::unique_ptr<atl::headnode::LocalPods> local_pods;
   std::unique_ptr<atl::headnode::MetricsServer> metrics;
   std::shared_ptr<atl::headnode::HeadQueries> queries;
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
@@ -667,6 +704,7 @@ int main(int argc, char** argv) {
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
     atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
+    config.ending = ending;
     config.store = std::move(store);
     config.resumed = std::move(resumed);
     config.ray_bin = opt.ray_bin;
@@ -677,16 +715,16 @@ int main(int argc, char** argv) {
     config.finished_kept = opt.history;
     config.reader = reader;
     config.web_terminal = opt.web_terminal;
-    auto ending = config.ending;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
     auto supervisor = atl::spawn_job_supervisor(sys, std::move(config));
     // However the supervisor ends (an exception included), main hears of it:
     // an outcome it did not hand over is a failure, never a wait forever.
     supervisor->attach_functor([outcome](const caf::error&) { atl::settle_outcome(*outcome, 1); });
-    auto port = atl::publish_actor(sys, supervisor, opt.port, opt.bind);
+    auto port = atl::publish_actor(sys, supervisor, port_wanted, opt.bind);
+    held_port.reset();  // the listener has it now
     if (!port) {
-      std::cerr << "headnode: cannot listen on " << opt.bind << ":" << opt.port << ": "
+      std::cerr << "headnode: cannot listen on " << opt.bind << ":" << port_wanted << ": "
                 << sys.render(port.error()) << "\n";
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
@@ -714,24 +752,11 @@ int main(int argc, char** argv) {
         log->warn("{}: atlctl here goes over TCP", opened.error());
     }
     std::string address = opt.advertise + ":" + std::to_string(*port);
-    // The supervisor starts and the local workers are on their way at once:
-    // a workernode takes ~10 ms to start and connect, in which the rest of
-    // the head's start-up (the address file, the job pointer, the dashboard)
-    // gets done instead of before it (bench/results/launch.md).
+    // The supervisor starts and the local workers, waiting at their gate,
+    // connect at once; the rest of the head's start-up (the address file,
+    // the job pointer, the dashboard) is done meanwhile (bench/results/launch.md).
     caf::anon_send(supervisor, atl::start_atom::value, *port);
-    if (opt.local_workers > 0) {
-      atl::headnode::LocalPodsConfig pods{
-          address, {}, opt.pod_restart_delay, ending, atl::pod_flags_for_spec(opt.job.node_spec)};
-      // Ray on one host: a node per loopback address (the head's is 127.0.0.1).
-      pods.own_loopback = opt.job.mode == atl::JobMode::ray;
-      for (int i = 0; i < opt.local_workers; ++i)
-        pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
-      local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));
-      if (auto started = local_pods->start(); !started) {
-        std::cerr << "headnode: " << started.error() << "\n";
-        std::exit(kExitFailed);
-      }
-    }
+    if (local_pods) local_pods->open_gate();
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
     print_join_commands(opt, address, tls);
@@ -793,7 +818,8 @@ int main(int argc, char** argv) {
         std::make_unique<atl::os::ShutdownWatchdog>(opt.job.grace + std::chrono::seconds(5), code);
     caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
-    sys.middleman().unpublish(supervisor, *port);
+    // No unpublish first (a blocking request, ~1.2 ms of every job's end):
+    // the actor system's end closes the listener with every connection.
   }
   if (local_pods) local_pods->stop_and_reap();
   std::cout.flush();

@@ -25,6 +25,7 @@
 #include "atl/os/local_door.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
+#include "atl/os/start_gate.hpp"
 #include "atl/os/termination_signals.hpp"
 #include "atl/os/tls_credentials.hpp"
 
@@ -43,6 +44,9 @@ struct WorkerOptions {
   std::optional<atl::os::TlsFiles> tls;  // its paths; the files are checked by tls_loaded
   // The files' loading, on a thread of its own while the actor system starts.
   std::shared_future<atl::Expected<atl::os::TlsFiles>> tls_loaded;
+  // A local pod started with its head waits here until the head listens
+  // (start_gate.hpp); its TLS files are loaded after.
+  std::optional<int> start_gate;
   int simulate = 0;        // --simulate K: K pods in this process (scale tests)
   std::string pod_prefix;  // with it: --name's "<prefix><first_index>"
   int first_index = 0;
@@ -172,6 +176,23 @@ bool tls_loaded(const WorkerOptions& opt) {
   return false;
 }
 
+// Behind a start gate (a local pod started beside its head): waits until the
+// head listens, then starts loading the job's TLS files (a new job's head
+// has just made them). False when the head never listened: it ended (and
+// said why: nothing more is said here) or --connect-timeout passed.
+bool through_start_gate(WorkerOptions& opt) {
+  if (!opt.start_gate) return true;
+  auto outcome = atl::os::wait_at_start_gate(*opt.start_gate, opt.connect_timeout);
+  opt.start_gate.reset();
+  if (outcome == atl::os::GateOutcome::timed_out)
+    std::cerr << "workernode: the head at " << opt.head.to_string()
+              << " did not start listening within " << atl::format_duration(opt.connect_timeout)
+              << "\n";
+  if (outcome != atl::os::GateOutcome::open) return false;
+  if (opt.tls) opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
+  return true;
+}
+
 // The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
 // --connect-timeout: pods may start before the head, and a restarted head
 // comes back on the same address. Nothing (and one line) when it never does.
@@ -282,13 +303,14 @@ struct SignalHub {
 // head): join, rejoin a head that went away (a restarted head comes back on
 // the same address) with backoff for up to --connect-timeout, until the job
 // ends. The exit code the pod ends with.
-int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
+int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
   auto log = atl::component_logger("workernode");
   auto exit_code = std::make_shared<std::atomic<int>>(atl::kNodeExitHeadLost);
   // Declared before the actor system, so it outlives it: its teardown is bounded.
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;
   atl::AtlSystemConfig cfg{opt.tls};
   caf::actor_system sys{cfg};
+  if (!through_start_gate(opt)) return atl::kNodeExitHeadLost;
   if (!tls_loaded(opt)) return atl::cli::kExitUsage;
   // Rejoins are bounded too: since the first failed one, for --connect-timeout,
   // with the same backoff (a head that refuses for now is asked again later).
@@ -365,11 +387,12 @@ int run_pod(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
 // node reconnecting K times. The K agents share this process's connection to
 // the head (run several processes for several connections). No rejoin: when
 // the head goes, the simulated pods end. Exits with the first pod's code.
-int run_simulated(const WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
+int run_simulated(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
   auto log = atl::component_logger("workernode");
   std::unique_ptr<atl::os::ShutdownWatchdog> watchdog;  // outlives the actor system
   atl::AtlSystemConfig cfg{opt.tls};
   caf::actor_system sys{cfg};
+  if (!through_start_gate(opt)) return atl::kNodeExitHeadLost;
   if (!tls_loaded(opt)) return atl::cli::kExitUsage;
   auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
   if (!supervisor) return atl::kNodeExitHeadLost;
@@ -409,7 +432,9 @@ int main(int argc, char** argv) {
   WorkerOptions opt = parse_options(argc, argv);
   atl::os::export_tls_choice(opt.tls);  // ranks run atlctl with it
   atl::os::TerminationSignals::block_in_this_thread();
-  if (opt.tls) opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
+  opt.start_gate = atl::os::take_start_gate();
+  if (opt.tls && !opt.start_gate)
+    opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
   SignalHub hub;
   atl::os::TerminationSignals signals([&](int) { hub.signal(); });
   atl::NodeAgentConfig node;

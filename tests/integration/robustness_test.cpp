@@ -13,6 +13,7 @@
 #include <regex>
 #include <thread>
 
+#include "atl/os/reach_probe.hpp"
 #include "test_cluster.hpp"
 
 namespace atl::test {
@@ -127,6 +128,33 @@ TEST(Robustness, AnUnwritableWorkingDirOnTheHeadFailsThePreflightNamingIt) {
   EXPECT_NE(out.find("head pod " + c.job_id() + "-head-0"), std::string::npos) << out;
   EXPECT_NE(out.find("working dir /sys is not writable"), std::string::npos) << out;
   EXPECT_TRUE(c.no_strays_within());
+}
+
+// --local-workers' pods start beside the head's own start-up and wait at a
+// start gate until it listens (start_gate.hpp). A head that fails before
+// that (here: its dashboard's port is taken) takes them along at once: they
+// add nothing to its one line, and none is left trying to connect.
+TEST(Robustness, LocalPodsOfAHeadThatFailsToStartEndWithItQuietly) {
+  TestCluster c;
+  auto taken = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(taken.ok()) << taken.error();
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--dashboard-bind",
+                             "127.0.0.1", "--dashboard-port", std::to_string(taken->port()), "--",
+                             "true"});
+  EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within()) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("--dashboard-port: cannot listen on"), std::string::npos) << out;
+  EXPECT_EQ(out.find("workernode"), std::string::npos) << out;
+}
+
+// The gate is the local pods' alone: their ranks do not inherit its variable.
+TEST(Robustness, TheStartGateStopsAtTheLocalPod) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--",
+                             "echo gate=${ATL_START_GATE_FD:-none}"});
+  EXPECT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("[rank 0] gate=none"), std::string::npos) << c.output(head);
 }
 
 // The same on a worker pod: its agent checks the dir on a checker of its own

@@ -24,6 +24,15 @@ Expected<addrinfo*> resolve(const std::string& host, std::uint16_t port, bool pa
   return found;
 }
 
+// The port a bound socket has.
+std::uint16_t bound_port(int fd) {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
 }  // namespace
 
 Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uint16_t port) {
@@ -38,13 +47,9 @@ Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uin
   if (fd >= 0 && ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0 &&
       ::listen(fd, 64) == 0) {
     ::freeaddrinfo(*found);
-    sockaddr_storage bound{};
-    socklen_t len = sizeof bound;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
     ProbeListener l;
     l.fd_ = fd;
-    l.port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    l.port_ = bound_port(fd);
     return l;
   }
   err = errno;
@@ -67,6 +72,41 @@ ProbeListener& ProbeListener::operator=(ProbeListener&& other) noexcept {
 }
 
 ProbeListener::~ProbeListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Expected<PortReservation> PortReservation::make(const std::string& address) {
+  auto found = resolve(address, 0, true);
+  if (!found) return Error{found.error()};
+  int fd = ::socket((*found)->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+      ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0) {
+    ::freeaddrinfo(*found);
+    PortReservation r;
+    r.fd_ = fd;
+    r.port_ = bound_port(fd);
+    return r;
+  }
+  int err = errno;
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(*found);
+  return make_error("cannot take a port on " + address + ": " + std::strerror(err));
+}
+
+PortReservation::PortReservation(PortReservation&& other) noexcept { *this = std::move(other); }
+
+PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    port_ = other.port_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+PortReservation::~PortReservation() {
   if (fd_ >= 0) ::close(fd_);
 }
 

@@ -31,6 +31,29 @@ class ProbeListener {
   std::uint16_t port_ = 0;
 };
 
+// A port held for a listener that opens a little later (the head's, while
+// its local pods start and are told its address): a socket bound with
+// SO_REUSEADDR and not listening. The listener, SO_REUSEADDR too (CAF's
+// publish with reuse), binds the same port beside it: Linux allows that
+// while neither listens. Meanwhile the kernel gives the port to no one
+// else's bind to port 0. Connects to it are refused until the listener opens.
+class PortReservation {
+ public:
+  static Expected<PortReservation> make(const std::string& address);
+  PortReservation(PortReservation&& other) noexcept;
+  PortReservation& operator=(PortReservation&& other) noexcept;
+  PortReservation(const PortReservation&) = delete;
+  PortReservation& operator=(const PortReservation&) = delete;
+  ~PortReservation();
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  PortReservation() = default;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
+
 // Connects to host:port within `timeout`; the error says what failed.
 Status probe_connect(const std::string& host, std::uint16_t port,
                      std::chrono::milliseconds timeout);
