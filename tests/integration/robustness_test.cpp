@@ -138,9 +138,9 @@ TEST(Robustness, LocalPodsOfAHeadThatFailsToStartEndWithItQuietly) {
   TestCluster c;
   auto taken = atl::os::ProbeListener::open("127.0.0.1");
   ASSERT_TRUE(taken.ok()) << taken.error();
-  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--dashboard-bind",
-                             "127.0.0.1", "--dashboard-port", std::to_string(taken->port()), "--",
-                             "true"});
+  auto& head =
+      c.start_head({"--workers", "2", "--local-workers", "2", "--dashboard-bind", "127.0.0.1",
+                    "--dashboard-port", std::to_string(taken->port()), "--", "true"});
   EXPECT_EQ(c.wait_exit(head, 60s), 1) << c.output(head);
   EXPECT_TRUE(c.no_strays_within()) << c.output(head);
   const std::string out = c.output(head);
@@ -151,8 +151,8 @@ TEST(Robustness, LocalPodsOfAHeadThatFailsToStartEndWithItQuietly) {
 // The gate is the local pods' alone: their ranks do not inherit its variable.
 TEST(Robustness, TheStartGateStopsAtTheLocalPod) {
   TestCluster c;
-  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--",
-                             "echo gate=${ATL_START_GATE_FD:-none}"});
+  auto& head = c.start_head(
+      {"--workers", "1", "--local-workers", "1", "--", "echo gate=${ATL_START_GATE_FD:-none}"});
   EXPECT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
   EXPECT_NE(c.output(head).find("[rank 0] gate=none"), std::string::npos) << c.output(head);
 }
