@@ -74,7 +74,7 @@ std::optional<int> take_start_gate() {
   auto fd = parse_start_gate_fd(std::getenv(kStartGateEnv));
   ::unsetenv(kStartGateEnv);
   if (fd && ::fcntl(*fd, F_GETFD) < 0) return std::nullopt;  // not open: no gate
-  if (fd) ::fcntl(*fd, F_SETFD, FD_CLOEXEC);                  // not into ranks
+  if (fd) ::fcntl(*fd, F_SETFD, FD_CLOEXEC);                 // not into ranks
   return fd;
 }
 
