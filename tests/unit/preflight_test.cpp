@@ -62,25 +62,73 @@ TEST(Preflight, OnePodSkipsTheNetworkRingAndPassesOnItsCheck) {
   EXPECT_TRUE(p.verdict()->passed());
 }
 
-TEST(Preflight, ThreePodsProbeThenConnectInARingThenCheckThemselves) {
+// The asks of one kind, as who() names them.
+std::vector<std::string> of_kind(const std::vector<Ask>& asks, Kind kind) {
+  std::vector<Ask> mine;
+  for (const auto& a : asks)
+    if (a.kind == kind) mine.push_back(a);
+  return who(mine, kind);
+}
+
+TEST(Preflight, ThreePodsProbeThenConnectInARingWhileTheyCheckThemselves) {
   Preflight p = round_of({"a", "b", "c"});
-  EXPECT_EQ(who(p.start(), Kind::probe), (Names{"a", "b", "c"}));
+  auto first = p.start();
+  ASSERT_EQ(first.size(), 6u);  // the ring's probes and the node checks at once
+  EXPECT_EQ(of_kind(first, Kind::probe), (Names{"a", "b", "c"}));
+  EXPECT_EQ(of_kind(first, Kind::check), (Names{"a", "b", "c"}));
   EXPECT_TRUE(p.probed("b", 2002, "").empty());
   EXPECT_TRUE(p.probed("b", 9999, "").empty());  // a second answer counts once
+  EXPECT_TRUE(p.checked("a", "").empty());       // a check counts whenever it comes
   EXPECT_TRUE(p.probed("a", 2001, "").empty());
   EXPECT_EQ(who(p.probed("c", 2003, ""), Kind::reach),
             (Names{"a>b@10.0.0.b:2002", "b>c@10.0.0.c:2003", "c>a@10.0.0.a:2001"}));
   EXPECT_TRUE(p.reached("a", "").empty());
   EXPECT_TRUE(p.reached("a", "").empty());  // again: still two to come
   EXPECT_TRUE(p.reached("c", "").empty());
-  EXPECT_TRUE(p.checked("a", "").empty());  // not the checks' turn yet: ignored
-  EXPECT_EQ(who(p.reached("b", ""), Kind::check), (Names{"a", "b", "c"}));
   p.checked("c", "");
-  p.checked("a", "");
+  EXPECT_TRUE(p.reached("b", "").empty());  // the ring passed; b's check is still out
+  EXPECT_FALSE(p.done());
+  p.checked("a", "");  // again: counts once
   EXPECT_FALSE(p.done());
   p.checked("b", "");
   ASSERT_TRUE(p.done());
   EXPECT_TRUE(p.verdict()->passed());
+}
+
+TEST(Preflight, ChecksThatEndBeforeTheRingWaitForIt) {
+  Preflight p = round_of({"a", "b"});
+  p.start();
+  p.checked("a", "");
+  p.checked("b", "");
+  EXPECT_FALSE(p.done());
+  p.take_passed();
+  p.probed("a", 1, "");
+  p.probed("b", 2, "");
+  p.reached("a", "");
+  EXPECT_FALSE(p.done());
+  p.reached("b", "");
+  ASSERT_TRUE(p.done());
+  EXPECT_TRUE(p.verdict()->passed());
+  // The ring's line first, as the steps are told, though the checks ended first.
+  EXPECT_EQ(p.take_passed(),
+            (Names{"pre-flight: the network ring passed: 2 pods, each reached the next over TCP",
+                   "pre-flight: node checks passed on 2 pods (working dir, GPUs, the head "
+                   "reachable)"}));
+}
+
+TEST(Preflight, AFailedCheckDuringTheRingEndsTheRound) {
+  Preflight p = round_of({"a", "b"});
+  p.start();
+  p.probed("a", 1, "");
+  EXPECT_TRUE(p.checked("b", "no GPUs").empty());
+  ASSERT_TRUE(p.done());
+  EXPECT_EQ(p.verdict()->pod, "b");
+  EXPECT_EQ(p.verdict()->problem, "pod b failed its check: no GPUs");
+  // The ring's later answers ask nothing more and change nothing.
+  EXPECT_TRUE(p.probed("b", 2, "").empty());
+  EXPECT_TRUE(p.reached("a", "refused").empty());
+  EXPECT_EQ(p.verdict()->pod, "b");
+  EXPECT_EQ(p.take_passed().size(), 1u);  // only the spec's line
 }
 
 TEST(Preflight, APodUnlikeTheSpecFailsTheRoundBeforeAnyRequest) {
@@ -131,6 +179,7 @@ TEST(Preflight, ARequestWithoutAnAnswerFailsTheRoundInItsOwnWords) {
   {
     Preflight p = round_of({"a", "b"});
     auto asks = p.start();
+    ASSERT_EQ(asks[1].kind, Kind::probe);
     p.unanswered(asks[1], "request timeout");
     EXPECT_EQ(p.verdict()->pod, "b");
     EXPECT_EQ(p.verdict()->problem, "pod b did not answer the network check: request timeout");
@@ -142,6 +191,14 @@ TEST(Preflight, ARequestWithoutAnAnswerFailsTheRoundInItsOwnWords) {
     auto asks = p.probed("b", 2, "");
     p.unanswered(asks[0], "down");
     EXPECT_EQ(p.verdict()->problem, "pod a did not answer the network check: down");
+  }
+  {
+    Preflight p = round_of({"a", "b"});
+    auto asks = p.start();
+    ASSERT_EQ(asks[3].kind, Kind::check);
+    p.unanswered(asks[3], "request timeout");  // in the ring's time: still its own words
+    EXPECT_EQ(p.verdict()->pod, "b");
+    EXPECT_EQ(p.verdict()->problem, "pod b did not answer its check: request timeout");
   }
   {
     Preflight p = round_of({"a"});
@@ -160,10 +217,13 @@ TEST(Preflight, ARequestWithoutAnAnswerFailsTheRoundInItsOwnWords) {
 
 TEST(Preflight, ATimeoutOfAnEarlierStepIsNotThisStepsFailure) {
   Preflight p = round_of({"a", "b"});
-  auto probes = p.start();
+  auto first = p.start();
   p.probed("a", 1, "");
   p.probed("b", 2, "");
-  p.unanswered(probes[0], "request timeout");  // the probe step is over
+  p.unanswered(first[0], "request timeout");  // the probe step is over
+  EXPECT_FALSE(p.done());
+  p.checked("a", "");
+  p.unanswered(first[2], "request timeout");  // a's check answered already
   EXPECT_FALSE(p.done());
 }
 

@@ -398,6 +398,10 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         if (!listener) return {std::int32_t{-1}, listener.error()};
         std::int32_t port = listener->port();
         st.probe = std::move(listener).value();
+        // Open while the ring's connects may come: the node checks run beside
+        // the ring (preflight.hpp), so it closes at the launch, at the next
+        // round's probe, or after the ring's time, whichever is first.
+        self->delayed_send(self, kReachTimeout + std::chrono::seconds(5), probe_atom::value, port);
         return {port, std::string()};
       },
       [self](reach_atom, const std::string& host, std::int32_t port) -> caf::result<std::string> {
@@ -492,8 +496,11 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 });
         return answer;
       },
+      [self](probe_atom, std::int32_t port) {  // the ring's time is over
+        auto& probe = self->state.probe;
+        if (probe && probe->port() == port) probe.reset();
+      },
       [self](check_atom, const std::string& working_dir) -> caf::result<std::string> {
-        self->state.probe.reset();  // the network check is over
         std::string dir = working_dir;
         if (dir.empty()) {
           char cwd[4096];
@@ -549,6 +556,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         });
       },
       [self](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
+        self->state.probe.reset();  // the pre-flight is over
         start_executors(self, ranks, sink);
       },
       [self](run_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {

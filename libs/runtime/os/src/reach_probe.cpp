@@ -47,10 +47,7 @@ Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uin
   if (fd >= 0 && ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0 &&
       ::listen(fd, 64) == 0) {
     ::freeaddrinfo(*found);
-    ProbeListener l;
-    l.fd_ = fd;
-    l.port_ = bound_port(fd);
-    return l;
+    return ProbeListener(BoundSocket(fd, bound_port(fd)));
   }
   err = errno;
   if (fd >= 0) ::close(fd);
@@ -59,9 +56,7 @@ Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uin
                     ": " + std::strerror(err));
 }
 
-ProbeListener::ProbeListener(ProbeListener&& other) noexcept { *this = std::move(other); }
-
-ProbeListener& ProbeListener::operator=(ProbeListener&& other) noexcept {
+BoundSocket& BoundSocket::operator=(BoundSocket&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
@@ -71,7 +66,7 @@ ProbeListener& ProbeListener::operator=(ProbeListener&& other) noexcept {
   return *this;
 }
 
-ProbeListener::~ProbeListener() {
+BoundSocket::~BoundSocket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -83,31 +78,12 @@ Expected<PortReservation> PortReservation::make(const std::string& address) {
   if (fd >= 0 && ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
       ::bind(fd, (*found)->ai_addr, (*found)->ai_addrlen) == 0) {
     ::freeaddrinfo(*found);
-    PortReservation r;
-    r.fd_ = fd;
-    r.port_ = bound_port(fd);
-    return r;
+    return PortReservation(BoundSocket(fd, bound_port(fd)));
   }
   int err = errno;
   if (fd >= 0) ::close(fd);
   ::freeaddrinfo(*found);
   return make_error("cannot take a port on " + address + ": " + std::strerror(err));
-}
-
-PortReservation::PortReservation(PortReservation&& other) noexcept { *this = std::move(other); }
-
-PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    port_ = other.port_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-PortReservation::~PortReservation() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Status probe_connect(const std::string& host, std::uint16_t port,

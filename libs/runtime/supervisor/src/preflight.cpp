@@ -52,17 +52,21 @@ std::vector<Preflight::Ask> Preflight::spec_then_network() {
   const std::size_t n = plan_.active.size();
   passed_.push_back("pre-flight: " + pods_text(n) + (n == 1 ? " matches" : " match") +
                     " the job's spec");
-  if (plan_.active.size() < 2) return node_checks();
-  step_ = Step::probe;
-  pending_ = plan_.active.size();
   std::vector<Ask> asks;
-  for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::probe, i.pod, "", "", 0});
+  if (n < 2) {
+    step_ = Step::ring_passed;  // no ring of one
+  } else {
+    step_ = Step::probe;
+    pending_ = n;
+    for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::probe, i.pod, "", "", 0});
+  }
+  checks_asked_ = true;
+  for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::check, i.pod, "", "", 0});
   return asks;
 }
 
 std::vector<Preflight::Ask> Preflight::network_reach() {
   step_ = Step::reach;
-  answered_.clear();
   const std::size_t n = plan_.active.size();
   pending_ = n;
   std::vector<Ask> asks;
@@ -73,13 +77,12 @@ std::vector<Preflight::Ask> Preflight::network_reach() {
   return asks;
 }
 
-std::vector<Preflight::Ask> Preflight::node_checks() {
-  step_ = Step::check;
-  answered_.clear();
-  pending_ = plan_.active.size();
-  std::vector<Ask> asks;
-  for (const auto& i : plan_.active) asks.push_back(Ask{Ask::Kind::check, i.pod, "", "", 0});
-  return asks;
+void Preflight::pass_if_all_in() {
+  if (step_ != Step::ring_passed || checked_.size() != plan_.active.size()) return;
+  step_ = Step::over;
+  verdict_ = Verdict{};
+  passed_.push_back("pre-flight: node checks passed on " + pods_text(plan_.active.size()) +
+                    " (working dir, GPUs, the head reachable)");
 }
 
 std::vector<Preflight::Ask> Preflight::head_dir_checked(const std::string& problem) {
@@ -101,7 +104,7 @@ std::vector<Preflight::Ask> Preflight::probed(const std::string& pod, std::int32
 
 std::vector<Preflight::Ask> Preflight::reached(const std::string& from,
                                                const std::string& problem) {
-  if (step_ != Step::reach || !active(from) || !answered_.insert(from).second) return {};
+  if (step_ != Step::reach || !active(from) || !reached_.insert(from).second) return {};
   if (!problem.empty()) {
     const std::size_t n = plan_.active.size();
     for (std::size_t k = 0; k < n; ++k) {
@@ -113,20 +116,18 @@ std::vector<Preflight::Ask> Preflight::reached(const std::string& from,
     }
   }
   if (--pending_ != 0) return {};
+  step_ = Step::ring_passed;
   passed_.push_back("pre-flight: the network ring passed: " + pods_text(plan_.active.size()) +
                     ", each reached the next over TCP");
-  return node_checks();
+  pass_if_all_in();
+  return {};
 }
 
 std::vector<Preflight::Ask> Preflight::checked(const std::string& pod, const std::string& problem) {
-  if (step_ != Step::check || !active(pod) || !answered_.insert(pod).second) return {};
+  if (done() || !checks_asked_ || !active(pod) || checked_.count(pod)) return {};
   if (!problem.empty()) return fail(pod, "pod " + pod + " failed its check: " + problem);
-  if (--pending_ == 0) {
-    step_ = Step::over;
-    verdict_ = Verdict{};
-    passed_.push_back("pre-flight: node checks passed on " + pods_text(plan_.active.size()) +
-                      " (working dir, GPUs, the head reachable)");
-  }
+  checked_.insert(pod);
+  pass_if_all_in();
   return {};
 }
 
@@ -144,7 +145,7 @@ std::vector<Preflight::Ask> Preflight::unanswered(const Ask& ask, const std::str
       if (step_ != Step::reach) return {};
       return fail(ask.pod, "pod " + ask.pod + " did not answer the network check: " + error);
     case Ask::Kind::check:
-      if (step_ != Step::check) return {};
+      if (!checks_asked_ || checked_.count(ask.pod)) return {};
       return fail(ask.pod, "pod " + ask.pod + " did not answer its check: " + error);
   }
   return {};

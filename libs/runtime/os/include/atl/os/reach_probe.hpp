@@ -6,10 +6,29 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "atl/core/expected.hpp"
 
 namespace atl::os {
+
+// A bound socket, closed with the object (moved, never copied), and its port.
+class BoundSocket {
+ public:
+  BoundSocket() = default;
+  BoundSocket(int fd, std::uint16_t port) : fd_(fd), port_(port) {}
+  BoundSocket(BoundSocket&& other) noexcept { *this = std::move(other); }
+  BoundSocket& operator=(BoundSocket&& other) noexcept;
+  BoundSocket(const BoundSocket&) = delete;
+  BoundSocket& operator=(const BoundSocket&) = delete;
+  ~BoundSocket();
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+};
 
 // A listening TCP socket on `address` (`port`, 0: any free one); closed with
 // the object. No accept is needed: the kernel completes a peer's connect by
@@ -17,18 +36,11 @@ namespace atl::os {
 class ProbeListener {
  public:
   static Expected<ProbeListener> open(const std::string& address, std::uint16_t port = 0);
-  ProbeListener(ProbeListener&& other) noexcept;
-  ProbeListener& operator=(ProbeListener&& other) noexcept;
-  ProbeListener(const ProbeListener&) = delete;
-  ProbeListener& operator=(const ProbeListener&) = delete;
-  ~ProbeListener();
-
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return socket_.port(); }
 
  private:
-  ProbeListener() = default;
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
+  explicit ProbeListener(BoundSocket socket) : socket_(std::move(socket)) {}
+  BoundSocket socket_;
 };
 
 // A port held for a listener that opens a little later (the head's, while
@@ -40,18 +52,11 @@ class ProbeListener {
 class PortReservation {
  public:
   static Expected<PortReservation> make(const std::string& address);
-  PortReservation(PortReservation&& other) noexcept;
-  PortReservation& operator=(PortReservation&& other) noexcept;
-  PortReservation(const PortReservation&) = delete;
-  PortReservation& operator=(const PortReservation&) = delete;
-  ~PortReservation();
-
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return socket_.port(); }
 
  private:
-  PortReservation() = default;
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
+  explicit PortReservation(BoundSocket socket) : socket_(std::move(socket)) {}
+  BoundSocket socket_;
 };
 
 // Connects to host:port within `timeout`; the error says what failed.
