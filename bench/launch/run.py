@@ -14,19 +14,22 @@
             (each shared page split among the processes that map it)
 
 Peers, same run: `mpirun --oversubscribe -np 32 true` and `-np 4 echo hi`
-(Open MPI); Ray 2.60 (build/ray-venv, which the tests make; left out, saying
+(Open MPI), each run interleaved with atl's runs of the same row (this
+machine's speed drifts by 10-20% between minutes); Ray 2.60 (build/ray-venv, which the tests make; left out, saying
 why, without it) at its defaults (`ray start --head`, tasks at num_cpus=1;
 token auth, as atl's ray mode runs it):
 a warm driver's 32 tasks timed inside the driver (no-op tasks, and tasks that
 each run `true` as a process), and a fresh driver process (connect, 32 no-op
 tasks, exit) timed whole.
 
---before DIR: an older build's bin folder, measured interleaved with this
-one run by run: the before/after of a change on the same machine, same load.
+--before DIR (repeatable, with --before-label NAME): an older build's bin
+folder, measured interleaved with this one run by run: the before/after of a
+change on the same machine, same load.
 With `perf` at hand, one fan-out of each build is traced (exec, exit and
 connect events; CPU by process kind): where the launch goes.
 
-Usage: bench/launch/run.py [--runs 10] [--before DIR] [--out bench/results/launch.md]
+Usage: bench/launch/run.py [--runs 10] [--before DIR [--before-label NAME]]...
+                           [--out bench/results/launch.md]
 """
 import argparse
 import json
@@ -334,10 +337,22 @@ def ray_side(runs, fresh_runs, tasks=32):
 
 
 def measure(builds, runs):
-    """Interleaved run by run: every build's fan-out, job and status in turn."""
+    """Interleaved run by run: every build's fan-out, job and status in turn, and
+    mpirun's run beside each (the machine's speed drifts between minutes: a
+    peer measured apart from atl is measured on another machine). Returns the
+    times, the traces, and mpirun's -np 32 and -np 4 times and hangs."""
     got = {name: {"fanout": [], "fanout_tcp": [], "job": [], "status_door": [],
                   "status_tls": [], "status_plain": []}
            for name in builds}
+    mpi = {"np32": [], "np4": [], "hangs": 0}
+
+    def peer(key, cmd):
+        t = mpirun(cmd)
+        if t is None:
+            mpi["hangs"] += 1
+        else:
+            mpi[key].append(t)
+
     clusters = {name: Cluster(b, 4, 8) for name, b in builds.items()}
     plain = {name: Cluster(b, 1, 1, insecure=True) for name, b in builds.items()}
     try:
@@ -345,6 +360,7 @@ def measure(builds, runs):
             c.fanout()  # warm: page cache, the agents' first spawn
         traces = {name: trace_fanout(c) for name, c in clusters.items()}
         for _ in range(runs):
+            peer("np32", ["-np", "32", "true"])
             for name, b in builds.items():
                 got[name]["fanout"].append(clusters[name].fanout())
                 got[name]["fanout_tcp"].append(clusters[name].fanout(NO_DOOR))
@@ -359,34 +375,31 @@ def measure(builds, runs):
             c.close()
     # Whole jobs with no other cluster idling beside them.
     for _ in range(runs):
+        peer("np4", ["-np", "4", "echo", "hi"])
         for name, b in builds.items():
             got[name]["job"].append(job2x2(b))
-    return got, traces
+    return got, traces, mpi
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--before", help="an older build's bin folder, measured beside this one")
-    ap.add_argument("--before-label", default="before")
+    ap.add_argument("--before", action="append", default=[],
+                    help="an older build's bin folder, measured beside this one (repeatable)")
+    ap.add_argument("--before-label", action="append", default=[],
+                    help="its column's name (repeatable, in --before's order)")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "launch.md"))
     args = ap.parse_args()
     if not shutil.which("mpirun"):
         raise SystemExit("mpirun not found: scripts/setup.sh --tests installs openmpi-bin")
     builds = {}
-    if args.before:
-        builds[args.before_label] = os.path.abspath(args.before)
+    for i, before in enumerate(args.before):
+        label = args.before_label[i] if i < len(args.before_label) else f"before {i + 1}"
+        builds[label] = os.path.abspath(before)
     builds["now"] = common.BIN
-    got, traces = measure(builds, args.runs)
+    got, traces, mpi = measure(builds, args.runs)
     mem = {name: idle_memory(b) for name, b in builds.items()}
-    mpi32, mpi4, hangs = [], [], 0
-    for _ in range(args.runs):
-        for into, cmd in ((mpi32, ["-np", "32", "true"]), (mpi4, ["-np", "4", "echo", "hi"])):
-            t = mpirun(cmd)
-            if t is None:
-                hangs += 1
-            else:
-                into.append(t)
+    mpi32, mpi4, hangs = mpi["np32"], mpi["np4"], mpi["hangs"]
     ray, why_not = ray_side(args.runs, max(3, args.runs // 2))
     med = {name: {k: common.median(v) * 1000 for k, v in g.items()} for name, g in got.items()}
     m32, m4 = common.median(mpi32) * 1000, common.median(mpi4) * 1000
@@ -404,7 +417,7 @@ def main():
         f"Machine: {common.machine()}; {version}"
         + (f"; {ray['version']}" if ray else "") + ".",
         f"Command: `bench/launch/run.py --runs {args.runs}"
-        + (f" --before {args.before}" if args.before else "") + "` (medians; builds "
+        + "".join(f" --before {b}" for b in args.before) + "` (medians; builds and mpirun "
         "interleaved run by run). TLS on (atl's default) unless said.",
         "",
         f"| | {names} | peer | atl now / peer | goal |",
@@ -439,7 +452,7 @@ def main():
             f"{mem[n][2]} ({', '.join(f'{v} {k}' for k, v in sorted(mem[n][3].items()))})"
             for n in builds) + " | | | |",
         "",
-        f"mpirun hung at exit in {hangs} of {2 * args.runs + hangs} runs (killed after {HANG_S} s, "
+        f"mpirun hung at exit in {hangs} of {2 * args.runs} runs (killed after {HANG_S} s, "
         "left out of its median). Ray: `ray start --head` with its defaults (CPUs detected, "
         "tasks at num_cpus=1); the warm rows are timed inside a driver that already ran a round; "
         "atl's fan-out is always the whole `atlctl` process (start, the door or TCP and TLS, "
