@@ -32,6 +32,7 @@
 #include "atl/core/rank_set.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/job_pointer.hpp"
+#include "atl/os/local_door.hpp"
 #include "atl/os/tls_credentials.hpp"
 #include "cli.hpp"
 
@@ -838,15 +839,8 @@ int main(int argc, char** argv) {
   // In the head's pod: through its local door, with an actor system that
   // only (de)serializes (no network, no TLS start-up, no handshake).
   if (const char* d = std::getenv("ATL_LOCAL_DOOR"); !d || std::string(d) != "off") {
-    std::string ca_pem;
-    bool readable = true;
-    if (*dir) {
-      std::ifstream in(atl::os::tls_files_in(**dir).ca);
-      readable = static_cast<bool>(in);
-      ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
-    if (readable) {
-      if (auto door = open_local_door(*address, ca_pem)) {
+    if (auto ca_pem = atl::os::door_ca(*dir ? atl::os::tls_files_in(**dir).ca : "")) {
+      if (auto door = open_local_door(*address, *ca_pem)) {
         LocalConfig cfg;
         caf::actor_system sys{cfg};
         SupervisorClient client(sys, *address, *door);

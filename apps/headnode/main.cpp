@@ -736,15 +736,12 @@ int main(int argc, char** argv) {
     // no TLS start-up and handshake of a fresh process. Without one (an
     // error), atlctl goes over TCP as everywhere else.
     {
-      std::string ca_pem;
-      if (tls) {
-        std::ifstream in(tls->ca);
-        ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      }
-      auto listener = atl::os::listen_door(opt.bind, *port);
+      auto ca_pem = atl::os::door_ca(tls ? tls->ca : "");
+      auto listener = ca_pem ? atl::os::listen_door(opt.bind, *port)
+                             : atl::Expected<int>(atl::make_error("cannot read " + tls->ca));
       auto opened =
           listener
-              ? atl::LocalDoor::serve(sys, supervisor, *listener, std::move(ca_pem))
+              ? atl::LocalDoor::serve(sys, supervisor, *listener, std::move(*ca_pem))
               : atl::Expected<std::unique_ptr<atl::LocalDoor>>(atl::make_error(listener.error()));
       if (opened)
         door = std::move(*opened);

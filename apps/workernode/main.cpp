@@ -5,7 +5,6 @@
 #include <boost/program_options.hpp>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -241,14 +240,11 @@ void forget_head_connection(caf::actor_system& sys, const WorkerOptions& opt,
 // The relay door for atlctl in this pod (local_door.hpp), or nothing.
 std::unique_ptr<atl::LocalDoor> open_relay_door(caf::actor_system& sys, const WorkerOptions& opt,
                                                 const caf::actor& supervisor) {
+  auto ca_pem = atl::os::door_ca(opt.tls ? opt.tls->ca : "");
+  if (!ca_pem) return nullptr;  // its hellos could not be checked: atlctl goes over TCP
   auto listener = atl::os::listen_relay_door(opt.head.host, opt.head.port);
   if (!listener) return nullptr;  // another workernode here relays, or no such address
-  std::string ca_pem;
-  if (opt.tls) {
-    std::ifstream in(opt.tls->ca);
-    ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  auto door = atl::LocalDoor::serve(sys, supervisor, *listener, std::move(ca_pem));
+  auto door = atl::LocalDoor::serve(sys, supervisor, *listener, std::move(*ca_pem));
   if (!door) return nullptr;
   return std::move(*door);
 }

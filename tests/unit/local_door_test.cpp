@@ -113,3 +113,16 @@ TEST(LocalDoor, ReadsFramesAndTellsATimeoutFromAClose) {
 
 }  // namespace
 }  // namespace atl::os
+
+TEST(LocalDoor, TheCaOfAHelloIsTheFilesTextNothingWithoutTlsAndNoneIfUnreadable) {
+  EXPECT_EQ(atl::os::door_ca(""), std::string());  // --insecure: no CA
+  EXPECT_EQ(atl::os::door_ca("/nonexistent/ca.pem"), std::nullopt);
+  char path[] = "/tmp/atl-door-ca-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string pem = "-----BEGIN CERTIFICATE-----\nabc\n-----END CERTIFICATE-----\n";
+  ASSERT_EQ(::write(fd, pem.data(), pem.size()), static_cast<ssize_t>(pem.size()));
+  ::close(fd);
+  EXPECT_EQ(atl::os::door_ca(path), pem);
+  ::unlink(path);
+}

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 namespace atl::os {
 
@@ -115,6 +117,13 @@ Expected<int> listen_door(const std::string& bind, std::uint16_t port) {
   auto ips = addresses_of(bind);
   if (ips.empty()) return make_error("cannot resolve " + bind);
   return listen_named(door_name(ips.front(), port));
+}
+
+std::optional<std::string> door_ca(const std::string& ca_path) {
+  if (ca_path.empty()) return std::string();
+  std::ifstream in(ca_path);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 Expected<int> listen_relay_door(const std::string& head, std::uint16_t port) {

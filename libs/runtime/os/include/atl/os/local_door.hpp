@@ -38,6 +38,11 @@ Expected<int> listen_door(const std::string& bind, std::uint16_t port);
 // A workernode's relay door for the head at head:port (a name or an address).
 Expected<int> listen_relay_door(const std::string& head, std::uint16_t port);
 
+// The job's CA as a door's hello carries it (both sides): the text of
+// `ca_path`, "" for an --insecure job (no path); nothing when the file cannot
+// be read (then no door: a hello could not be checked).
+std::optional<std::string> door_ca(const std::string& ca_path);
+
 // The uid of the process at the other end of a Unix socket.
 std::optional<uid_t> peer_uid(int fd);
 // Whether that process is this one's user or root.
