@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/local_door.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/os/local_door.hpp"
 #include "cli.hpp"
@@ -124,14 +125,12 @@ void SupervisorClient::ask(const caf::message& request, std::chrono::millisecond
 
 std::optional<caf::message> SupervisorClient::door_call(const caf::message& request,
                                                         std::chrono::milliseconds timeout) {
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys_, buf};
-  if (auto err = sink(const_cast<caf::message&>(request))) {
-    last_error_ = "atlctl could not serialize its request: " + sys_.render(err);
+  auto bytes = atl::door_message_bytes(sys_, request);
+  if (!bytes) {
+    last_error_ = "atlctl could not serialize its request: " + bytes.error();
     return std::nullopt;
   }
-  auto frame = atl::encode_door_frame(
-      atl::encode_door_request({timeout, std::string(buf.begin(), buf.end())}));
+  auto frame = atl::encode_door_frame(atl::encode_door_request({timeout, std::move(*bytes)}));
   if (!atl::os::write_door(door_, frame)) die_lost();
   std::string payload;
   std::string why;
@@ -159,13 +158,12 @@ std::optional<caf::message> SupervisorClient::door_call(const caf::message& requ
     last_error_ = answer->body;
     return std::nullopt;
   }
-  caf::message reply;
-  caf::binary_deserializer source{sys_, answer->body.data(), answer->body.size()};
-  if (auto err = source(reply)) {
-    last_error_ = "atlctl could not read the supervisor's answer: " + sys_.render(err);
+  auto reply = atl::door_message(sys_, answer->body);
+  if (!reply) {
+    last_error_ = "atlctl could not read the supervisor's answer: " + reply.error();
     return std::nullopt;
   }
-  return reply;
+  return std::move(*reply);
 }
 
 std::optional<std::string> SupervisorClient::text(const caf::message& request) {

@@ -34,14 +34,21 @@ struct Connection {
   bool closing = false;
 };
 
-std::string serialize(caf::actor_system& sys, const caf::message& msg, bool& ok) {
+}  // namespace
+
+Expected<std::string> door_message_bytes(caf::actor_system& sys, const caf::message& msg) {
   std::vector<char> buf;
   caf::binary_serializer sink{sys, buf};
-  ok = !sink(const_cast<caf::message&>(msg));
+  if (auto err = sink(const_cast<caf::message&>(msg))) return make_error(sys.render(err));
   return std::string(buf.begin(), buf.end());
 }
 
-}  // namespace
+Expected<caf::message> door_message(caf::actor_system& sys, const std::string& bytes) {
+  caf::message msg;
+  caf::binary_deserializer source{sys, bytes.data(), bytes.size()};
+  if (auto err = source(msg)) return make_error(sys.render(err));
+  return msg;
+}
 
 struct LocalDoor::State {
   caf::actor_system& sys;
@@ -66,11 +73,10 @@ struct LocalDoor::State {
   }
 
   DoorAnswer ask(Connection& c, const DoorRequest& request) {
-    caf::message msg;
-    caf::binary_deserializer source{sys, request.body.data(), request.body.size()};
-    if (auto err = source(msg)) return {false, "the door could not read the request"};
+    auto msg = door_message(sys, request.body);
+    if (!msg) return {false, "the door could not read the request"};
     caf::scoped_actor self{sys};
-    auto handle = self->request<caf::message_priority::high>(supervisor, request.timeout, msg);
+    auto handle = self->request<caf::message_priority::high>(supervisor, request.timeout, *msg);
     {
       std::lock_guard<std::mutex> lock(c.mutex);
       if (c.closing) return {false, "the head is ending"};
@@ -83,10 +89,9 @@ struct LocalDoor::State {
           answer = {false, sys.render(err)};
         },
         caf::others >> [&](caf::message_view& reply) -> caf::result<caf::message> {
-          bool ok = false;
-          answer.body = serialize(sys, reply.move_content_to_message(), ok);
-          answer.ok = ok;
-          if (!ok) answer.body = "the door could not write the supervisor's answer";
+          auto bytes = door_message_bytes(sys, reply.move_content_to_message());
+          answer = bytes ? DoorAnswer{true, std::move(*bytes)}
+                         : DoorAnswer{false, "the door could not write the supervisor's answer"};
           return caf::message{};
         });
     std::lock_guard<std::mutex> lock(c.mutex);

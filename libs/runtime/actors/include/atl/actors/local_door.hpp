@@ -22,6 +22,11 @@
 
 namespace atl {
 
+// A message as the door carries it (CAF's binary serialization), both ways:
+// atlctl's requests and the supervisor's replies.
+Expected<std::string> door_message_bytes(caf::actor_system& sys, const caf::message& msg);
+Expected<caf::message> door_message(caf::actor_system& sys, const std::string& bytes);
+
 class LocalDoor {
  public:
   static constexpr int kMaxConnections = 32;
