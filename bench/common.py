@@ -59,10 +59,13 @@ def workernode_pid(job_id, index):
             continue
         try:
             args = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
-            if not args[0].endswith(b"/workernode") or pod not in args:
+            # argv[0]: its path, or its name alone (a local pod forked by its head
+            # whose title had no room for the path)
+            if not (args[0] == b"workernode" or args[0].endswith(b"/workernode")) or pod not in args:
                 continue
             ppid = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]
-            if open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[0].endswith(b"/workernode"):
+            parent = open(f"/proc/{ppid}/cmdline", "rb").read().split(b"\0")[0]
+            if parent == b"workernode" or parent.endswith(b"/workernode"):
                 continue  # a fork of a workernode (the rank guards of builds before atl-guard)
             found = int(d)
         except (OSError, IndexError):

@@ -6,6 +6,7 @@
 #include "atl/actors/node_agent.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/os/logging.hpp"
+#include "workernode_main.hpp"
 
 namespace atl::headnode {
 
@@ -28,11 +29,12 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
   // recreated pod away from a tainted or failed machine.
   std::string node = "local-" + std::to_string(index);
   if (generation > 1) node += "-" + std::to_string(generation - 1);
+  // --name first: a forked pod's title keeps what fits of it (process_title.hpp).
   req.argv = {os::executable_dir() + "/workernode",
-              "--head",
-              config_.head_address,
               "--name",
               name,
+              "--head",
+              config_.head_address,
               "--node",
               node,
               "--connect-timeout",
@@ -46,6 +48,17 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
     req.env.push_back(std::string(os::kStartGateEnv) + "=" + std::to_string(os::kStartGateFd));
   }
   req.output = os::OutputMode::inherit;
+  // The first pods, started before the head's threads: forks that run
+  // workernode's main (nothing to load: ~5 ms of CPU less each on a 2-core
+  // pod); a recreated pod, started by the head with its threads, execs it.
+  if (gate >= 0) {
+    req.instead_of_exec = [args = req.argv]() mutable {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      return workernode::main(static_cast<int>(args.size()), argv.data());
+    };
+  }
   // A workernode guards its own ranks (each under an atl-guard, with its
   // pdeathsig): it needs no keeper of its own, only to die with the head.
   req.guarded = false;

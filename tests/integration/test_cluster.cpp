@@ -248,8 +248,13 @@ int parent_of(int pid) {
   return state == "Z" ? -1 : ppid;
 }
 
+// argv[0] is workernode's path, or its name alone (a local pod forked by its
+// head whose title had no room for the path: process_title.hpp).
 bool is_workernode_of(const std::vector<std::string>& args, const std::string& pod) {
-  if (args.empty() || args[0].size() < 10 || args[0].rfind("/workernode") != args[0].size() - 11)
+  if (args.empty()) return false;
+  const std::string& first = args[0];
+  if (first != "workernode" &&
+      (first.size() < 11 || first.compare(first.size() - 11, 11, "/workernode") != 0))
     return false;
   return std::find(args.begin(), args.end(), pod) != args.end();
 }

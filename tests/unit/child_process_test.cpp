@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -491,4 +493,106 @@ TEST(ChildProcess, OnlySoManyOutputPipesAreEnlargedAtOnce) {
   ASSERT_TRUE(again.ok()) << again.error();
   EXPECT_GE(::fcntl(again->output_fd(), F_GETPIPE_SZ), chunk);
   again->wait();
+}
+
+namespace {
+
+// What a child that ran `instead_of_exec` finds, checked in it: 42 when all
+// is as an exec'd unguarded child's would be, else the number of the check
+// that failed.
+int check_forked_child() {
+  if (::getpgrp() != ::getpid()) return 1;  // leads its own group
+  char ch = 0;
+  if (::read(3, &ch, 1) != 1 || ch != 'x') return 2;  // the control channel at fd 3
+  for (int fd = 4; fd < 64; ++fd)
+    if (::fcntl(fd, F_GETFD) >= 0) return 3;  // nothing else inherited
+  const char* mark = std::getenv("ATL_TEST_MARK");
+  if (!mark || std::string(mark) != "yes" || std::getenv("HOME")) return 4;  // its env only
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  if (!std::getline(comm, name) || name != "pod-name") return 5;
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  // Its argv's leading arguments, as many as this process's argument area
+  // holds (process_title.hpp); the first as a path, or its base name.
+  std::vector<std::string> title;
+  for (size_t at = 0; at < raw.size();) {
+    size_t end = raw.find('\0', at);
+    if (end == std::string::npos) end = raw.size();
+    if (end > at) title.push_back(raw.substr(at, end - at));
+    at = end + 1;
+  }
+  const std::vector<std::string> argv = {"/no/such/dir/pod-name", "--name", "pod-7", "--and",
+                                         "more"};
+  if (title.empty() || title.size() > argv.size()) return 6;
+  if (title[0] != argv[0] && title[0] != "pod-name") return 6;
+  for (size_t i = 1; i < title.size(); ++i)
+    if (title[i] != argv[i]) return 6;
+  int deathsig = 0;
+  if (::prctl(PR_GET_PDEATHSIG, &deathsig) != 0 || deathsig != SIGKILL) return 7;
+  struct stat in {};
+  if (::fstat(0, &in) != 0 || !S_ISCHR(in.st_mode)) return 8;  // /dev/null
+  sigset_t mask;
+  if (::sigprocmask(SIG_SETMASK, nullptr, &mask) != 0 || sigismember(&mask, SIGTERM)) return 9;
+  return 42;
+}
+
+}  // namespace
+
+TEST(SingleThreaded, TrueInAForkOfThisProcessUntilItStartsAThread) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!atl::os::single_threaded()) _exit(1);
+    std::thread t([] { ::pause(); });
+    _exit(atl::os::single_threaded() ? 2 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: one thread not seen; 2: the second not seen";
+}
+
+// A single-threaded spawner's child runs the function instead of exec'ing
+// (argv[0] does not even exist), set up as an exec'd unguarded child is.
+TEST(ChildProcess, ASingleThreadedSpawnersChildRunsTheFunctionSetUpAsAnExecWouldBe) {
+  pid_t helper = ::fork();  // single-threaded, whatever threads the test binary has
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    int control[2];
+    if (::pipe(control) != 0 || ::write(control[1], "x", 1) != 1) _exit(100);
+    int stray = ::open("/dev/null", O_RDONLY);  // not CLOEXEC: still not inherited
+    if (stray < 0) _exit(101);
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &term, nullptr);  // as headnode blocks it
+    atl::os::SpawnRequest req;
+    req.argv = {"/no/such/dir/pod-name", "--name", "pod-7", "--and", "more"};
+    req.env = {"ATL_TEST_MARK=yes", "PATH=/usr/bin:/bin"};
+    req.output = atl::os::OutputMode::inherit;
+    req.control_fd = control[0];
+    req.guarded = false;
+    req.instead_of_exec = check_forked_child;
+    auto child = atl::os::ChildProcess::spawn(req);
+    if (!child.ok()) _exit(102);
+    _exit(child->wait().code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42) << "the check that failed, or 100+ in the helper";
+}
+
+// With threads, a fork could not safely run anything: argv[0] is exec'd.
+TEST(ChildProcess, AThreadedSpawnerExecsInsteadOfRunningTheFunction) {
+  std::thread second([] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+  ASSERT_FALSE(atl::os::single_threaded());
+  auto req = shell("exit 5");
+  req.guarded = false;
+  req.instead_of_exec = [] { return 9; };
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  EXPECT_EQ(child->wait().code, 5);
+  second.join();
 }

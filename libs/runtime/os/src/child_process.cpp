@@ -16,9 +16,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "atl/os/guard_protocol.h"
+#include "atl/os/process_title.hpp"
 
 extern char** environ;
 
@@ -102,10 +106,10 @@ struct GuardStart {
   _exit(127);
 }
 
-// In the vfork child: the guard's group, descriptors and directory, then
-// exec atl-guard. Every source descriptor first moves above the numbers it
-// may be moved onto, so no dup2 overwrites a source still to be placed.
-[[noreturn]] void exec_guard(const GuardStart& s) {
+// In the child: the guard's group, descriptors and directory. Every source
+// descriptor first moves above the numbers it may be moved onto, so no dup2
+// overwrites a source still to be placed. Returns the report pipe's end.
+int place_child(const GuardStart& s) {
   ::setpgid(0, 0);
   if (g_children_umask_set) ::umask(g_children_umask);
   constexpr int kHigh = 16;
@@ -131,13 +135,13 @@ struct GuardStart {
   // no actor sockets leak into user code.
   if (control < 0) ::close(3);
   ::syscall(SYS_close_range, ATL_GUARD_LEASE_FD + (lease >= 0 ? 1 : 0), ~0U, 0);
-  if (s.guarded) {
-    ::execve(s.guard, s.argv, s.envp);
-    child_fail(report, ATL_STEP_GUARD);
-  }
-  // Unguarded: what a guard would do for its command, done here. Default
-  // dispositions (ours are copies here; SIGPIPE is ignored by the spawner)
-  // before the mask opens, so no handler of ours ever runs in the child.
+  return report;
+}
+
+// Unguarded: what a guard would do for its command, done in the child.
+// Default dispositions (ours are copies here; SIGPIPE is ignored by the
+// spawner) before the mask opens, so no handler of ours ever runs in it.
+void become_unguarded(const GuardStart& s, int report) {
   ::fcntl(report, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != s.parent) _exit(127);  // the spawner died before prctl took
@@ -146,24 +150,75 @@ struct GuardStart {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// In the vfork child: placed, then exec atl-guard (or, unguarded, the command).
+[[noreturn]] void exec_guard(const GuardStart& s) {
+  int report = place_child(s);
+  if (s.guarded) {
+    ::execve(s.guard, s.argv, s.envp);
+    child_fail(report, ATL_STEP_GUARD);
+  }
+  become_unguarded(s, report);
   ::execve(s.argv[0], s.argv, s.envp);
   child_fail(report, ATL_STEP_EXEC);
+}
+
+// In the forked child of a single-threaded spawner (SpawnRequest::
+// instead_of_exec): placed as an unguarded command would be, its environment,
+// name and title (process_title.hpp) those the exec would give, then the
+// function instead of the exec.
+// The report pipe's close says it started, as an exec's would.
+[[noreturn]] void run_forked(const GuardStart& s, const SpawnRequest& req) {
+  int report = place_child(s);
+  become_unguarded(s, report);
+  ::clearenv();
+  for (const auto& e : req.env) ::putenv(::strdup(e.c_str()));
+  const std::string& path = req.argv[0];
+  ::prctl(PR_SET_NAME, path.substr(path.rfind('/') + 1).c_str());
+  set_process_title(req.argv);  // ps -f and pgrep -f see argv, as after an exec
+  ::close(report);
+  std::exit(req.instead_of_exec());
 }
 
 // vfork: no copy of this (large, threaded) process's page tables and no
 // copy-on-write faults after it. Every signal stays blocked until the exec,
 // so no handler of ours runs on our memory in the child; the guard unblocks.
-// A function of its own: the child never returns from this frame.
-__attribute__((noinline)) pid_t start_guard(const GuardStart& start, int* error) {
+// A function of its own: the child never returns from this frame. `forked`:
+// a real fork that runs req.instead_of_exec (the spawner is single-threaded).
+__attribute__((noinline)) pid_t start_guard(const GuardStart& start, const SpawnRequest& req,
+                                            bool forked, int* error) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::vfork();
-  if (pid == 0) exec_guard(start);
+  if (forked) std::fflush(nullptr);  // nothing buffered here is written twice
+  pid_t pid = forked ? ::fork() : ::vfork();
+  if (pid == 0) {
+    if (forked) run_forked(start, req);
+    exec_guard(start);
+  }
   *error = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return pid;
 }
+
+}  // namespace
+
+bool single_threaded() {
+  // /proc/self/stat's 20th field; its 2nd, (comm), may hold spaces.
+  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  for (int field = 2; p && field < 20; ++field) p = std::strchr(p + 1, ' ');
+  return p && std::atoi(p + 1) == 1;
+}
+
+namespace {
 
 // atl-guard beside this executable (headnode, workernode, the tests).
 const std::string& guard_path() {
@@ -238,8 +293,9 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   start.working_dir = req.working_dir.empty() ? nullptr : req.working_dir.c_str();
   start.guarded = req.guarded;
   start.parent = ::getpid();
+  const bool forked = req.instead_of_exec && !req.guarded && single_threaded();
   int fork_errno = 0;
-  pid_t pid = start_guard(start, &fork_errno);
+  pid_t pid = start_guard(start, req, forked, &fork_errno);
   if (pid < 0) {
     give_back_output();
     ::close(report[0]);

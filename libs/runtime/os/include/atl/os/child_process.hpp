@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,7 +82,16 @@ struct SpawnRequest {
   // themselves (a local workernode): the child leads its group and gets the
   // pdeathsig itself, one process less. No lease then.
   bool guarded = true;
+  // Unguarded only: in a single-threaded spawner, the child is a fork that
+  // runs this and exits with what it returns, instead of exec'ing argv[0]
+  // (argv[0]'s name is its name; env its environment; the same group,
+  // descriptors and pdeathsig). It loads nothing: what this process loaded
+  // is there. A spawner with threads execs argv[0] as usual.
+  std::function<int()> instead_of_exec;
 };
+
+// This process has one thread (a fork of it may run anything).
+bool single_threaded();
 
 class ChildProcess {
  public:

@@ -1,0 +1,59 @@
+#include "atl/os/process_title.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace atl::os {
+
+std::string process_title_bytes(const std::vector<std::string>& argv, std::size_t arg_bytes) {
+  if (arg_bytes == 0 || argv.empty()) return {};
+  std::string first = argv[0];
+  if (first.size() + 1 > arg_bytes) first = first.substr(first.rfind('/') + 1);
+  if (first.size() + 1 > arg_bytes) first.resize(arg_bytes - 1);
+  std::string title = first + '\0';
+  for (std::size_t i = 1; i < argv.size() && title.size() + argv[i].size() + 1 <= arg_bytes; ++i)
+    title += argv[i] + '\0';
+  title.resize(arg_bytes, '\0');
+  return title;
+}
+
+namespace {
+
+// /proc/self/stat's fields 48 and 49: arg_start, arg_end.
+bool argument_area(std::uintptr_t* start, std::uintptr_t* end) {
+  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[2048];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* after = std::strrchr(buf, ')');  // the name may hold spaces and parentheses
+  if (!after) return false;
+  std::istringstream fields(after + 1);
+  std::string field;
+  for (int i = 3; i <= 49; ++i) {
+    if (!(fields >> field)) return false;
+    if (i == 48) *start = std::strtoull(field.c_str(), nullptr, 10);
+    if (i == 49) *end = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return *start != 0 && *end > *start;
+}
+
+}  // namespace
+
+bool set_process_title(const std::vector<std::string>& argv) {
+  std::uintptr_t start = 0, end = 0;
+  if (!argument_area(&start, &end)) return false;
+  std::string bytes = process_title_bytes(argv, end - start);
+  if (bytes.empty()) return false;
+  std::memcpy(reinterpret_cast<void*>(start), bytes.data(), bytes.size());
+  return true;
+}
+
+}  // namespace atl::os
