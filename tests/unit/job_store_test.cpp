@@ -67,6 +67,33 @@ TEST(JobStore, WhatIsSavedIsReadBackByANewOpen) {
   EXPECT_EQ(r.events[1].text, "pod w1 was lost");
 }
 
+// A new store is made without syncs, but what it becomes is an ordinary one:
+// WAL, every table (the attempt column too), its commits readable.
+TEST(JobStore, ANewStoreIsInWalModeWithNormalSyncsAndAllItsTables) {
+  TempDir dir;
+  std::string path = dir.path + "/state.db";
+  auto store = atl::os::JobStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error();
+  ASSERT_TRUE((*store)->save("jo-a", sample()).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    std::string value;
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    return value;
+  };
+  EXPECT_EQ(one("PRAGMA journal_mode;"), "wal");
+  EXPECT_EQ(one("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                "('jobs', 'faults', 'taints', 'events');"),
+            "4");
+  EXPECT_EQ(one("SELECT max(attempt) FROM faults;"), "3");
+  sqlite3_close(db);
+}
+
 // The close does not checkpoint (~1.5 ms of every job's end): the WAL stays
 // beside the file, and any reader (a resumed head, the sqlite3 tool) reads
 // through it.
