@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -471,6 +473,42 @@ HeadCredentials head_credentials(const HeadOptions& opt) {
   return {std::move(files).value(), false};
 }
 
+// The job's store and, for a head restarted on its state dir, the job it
+// resumes.
+struct DurableState {
+  std::shared_ptr<atl::os::JobStore> store;
+  std::shared_ptr<const atl::os::JobRecord> resumed;
+};
+
+atl::Expected<DurableState> open_durable_state(const std::string& path, const std::string& job_id) {
+  auto opened = atl::os::JobStore::open(path);
+  if (!opened) return atl::make_error(opened.error());
+  DurableState state{std::move(opened).value(), nullptr};
+  auto found = state.store->load(job_id);
+  if (!found) return atl::make_error(found.error());
+  if (found->has_value()) state.resumed = std::make_shared<atl::os::JobRecord>(std::move(**found));
+  return state;
+}
+
+// On a thread of its own (or, without one, now).
+std::future<atl::Expected<DurableState>> open_state_async(const HeadOptions& opt) {
+  auto open = [path = opt.state_dir + "/state.db", job_id = opt.job.job_id] {
+    return open_durable_state(path, job_id);
+  };
+  try {
+    return std::async(std::launch::async, open);
+  } catch (const std::system_error&) {
+    std::promise<atl::Expected<DurableState>> done;
+    done.set_value(open());
+    return done.get_future();
+  }
+}
+
+// The names the job's certificate is for, besides its defaults.
+std::vector<std::string> credential_hosts(const HeadOptions& opt) {
+  return {opt.advertise, opt.bind, opt.dashboard_bind, atl::os::host_name()};
+}
+
 // Ray mode: the port Ray's dashboard will take on the head pod's loopback,
 // found free now (0: any; Ray's default 8265 taken: any, with a warning
 // unless atl's own dashboard has it; another taken: a usage error). Ray
@@ -492,18 +530,21 @@ void settle_ray_dashboard_port(atl::JobSpec& job, int atl_dashboard_port) {
 
 // The dashboard, listening before anything starts (a port given and taken
 // is a failure now, not after the job began); its address for the supervisor.
+// `settle` runs before a failure exits (the threads still at work end first).
 std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
     const HeadOptions& opt, const std::optional<atl::os::TlsFiles>& tls, std::string* url,
-    std::string* token) {
+    std::string* token, const std::function<void()>& settle) {
   if (opt.dashboard_port < 0) return nullptr;
   auto loaded = opt.dashboard_token_file.empty()
                     ? atl::os::load_or_make_token_file(opt.state_dir + "/dashboard-token")
                     : atl::os::load_token_file(opt.dashboard_token_file);
-  if (!loaded)
+  if (!loaded) {
+    settle();
     atl::cli::usage_error(
         "headnode",
         (opt.dashboard_token_file.empty() ? "--state-dir: " : "--dashboard-token-file: ") +
             loaded.error());
+  }
   atl::headnode::DashboardConfig config;
   config.bind = opt.dashboard_bind;
   config.port = opt.dashboard_port;
@@ -516,6 +557,7 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
   std::string note;
   auto port = dashboard->bind(&note);
   if (!port) {
+    settle();
     std::cerr << "headnode: --dashboard-port: " << port.error() << "\n";
     std::exit(kExitFailed);
   }
@@ -594,6 +636,14 @@ int main(int argc, char** argv) {
   std::uint16_t port_wanted = opt.port;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
   if (opt.local_workers > 0) {
+    // The pods are forks of this process (local_pods.hpp): credentials made
+    // now are in them parsed, not loaded by each after its gate opens.
+    if (credentials.to_make) {
+      auto made_now =
+          atl::os::generate_tls_credentials(tls->dir, opt.job.job_id, credential_hosts(opt));
+      if (!made_now) atl::cli::usage_error("headnode", "--tls-dir: " + made_now.error());
+      credentials.to_make = false;
+    }
     if (opt.port == 0) {
       auto held = atl::os::PortReservation::make(opt.bind);
       if (!held) {
@@ -605,42 +655,41 @@ int main(int argc, char** argv) {
     }
     local_pods = start_local_pods(opt, opt.advertise + ":" + std::to_string(port_wanted), ending);
   }
-  // A new job's keys and certificates (and OpenSSL's start-up) are made while
-  // the state store opens.
+  // The job's durable state (a head restarted on this state dir resumes it)
+  // opens on a thread of its own, as a new job's keys and certificates (and
+  // OpenSSL's start-up) are made on another, while the dashboard binds.
+  std::future<atl::Expected<DurableState>> state = open_state_async(opt);
   std::future<atl::Expected<atl::os::TlsFiles>> made;
   if (credentials.to_make)
-    made = atl::os::generate_tls_credentials_async(
-        tls->dir, opt.job.job_id,
-        {opt.advertise, opt.bind, opt.dashboard_bind, atl::os::host_name()});
+    made = atl::os::generate_tls_credentials_async(tls->dir, opt.job.job_id, credential_hosts(opt));
   auto log = atl::component_logger("headnode");
 
-  // A refusal exits the process: the credentials thread ends first.
-  auto refuse = [&made](const std::string& message) {
+  // A refusal exits the process: the threads at work end first.
+  auto settle = [&made, &state] {
     if (made.valid()) made.wait();
+    if (state.valid()) state.wait();
+  };
+  auto refuse = [&settle](const std::string& message) {
+    settle();
     atl::cli::usage_error("headnode", message);
   };
-
-  // The job's durable state: a head restarted on this state dir resumes it.
-  auto opened = atl::os::JobStore::open(opt.state_dir + "/state.db");
-  if (!opened) refuse("--state-dir: " + opened.error());
-  std::shared_ptr<atl::os::JobStore> store = std::move(opened).value();
-  auto found = store->load(opt.job.job_id);
-  if (!found) refuse("--state-dir: " + found.error());
-  std::shared_ptr<const atl::os::JobRecord> resumed;
-  if (found->has_value()) resumed = std::make_shared<atl::os::JobRecord>(std::move(**found));
   if (made.valid()) {
     if (auto ready = made.get(); !ready) refuse("--tls-dir: " + ready.error());
   }
-  // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
-  // and kept across head restarts; the pods get it with their launches,
-  // over mTLS, and the dashboard's /ray/ relay with each request.
+  std::string dashboard_url, dashboard_token;
+  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token, settle);
+  auto opened = state.get();
+  if (!opened) refuse("--state-dir: " + opened.error());
+  std::shared_ptr<atl::os::JobStore> store = std::move(opened->store);
+  std::shared_ptr<const atl::os::JobRecord> resumed = std::move(opened->resumed);
   // The job's id before what it runs: every later line, file and command
   // names it. (A usage error above is its one line.)
   std::cout << "job " << opt.job.job_id << std::endl;
+  // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
+  // and kept across head restarts; the pods get it with their launches,
+  // over mTLS, and the dashboard's /ray/ relay with each request.
   // Ray's dashboard takes its port after atl's took its own (both may
   // want 8265: a pod's manifest gives atl's that port).
-  std::string dashboard_url, dashboard_token;
-  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token);
   std::string ray_token;
   if (opt.job.mode == atl::JobMode::ray) {
     auto loaded = atl::os::load_or_make_token_file(opt.state_dir + "/ray-token");

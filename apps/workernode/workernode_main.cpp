@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "atl/os/machine.hpp"
 #include "atl/os/start_gate.hpp"
 #include "atl/os/termination_signals.hpp"
+#include "atl/os/tls_cache.hpp"
 #include "atl/os/tls_credentials.hpp"
 
 namespace po = boost::program_options;
@@ -183,8 +185,8 @@ bool tls_loaded(const WorkerOptions& opt) {
 
 // Behind a start gate (a local pod started beside its head): waits until the
 // head listens, then starts loading the job's TLS files (a new job's head
-// has just made them). False when the head never listened: it ended (and
-// said why: nothing more is said here) or --connect-timeout passed.
+// has just made them), unless its head made or checked them before forking it. False when the head
+// never listened: it ended (and said why: nothing more is said here) or --connect-timeout passed.
 bool through_start_gate(WorkerOptions& opt) {
   if (!opt.start_gate) return true;
   auto outcome = atl::os::wait_at_start_gate(*opt.start_gate, opt.connect_timeout);
@@ -194,7 +196,17 @@ bool through_start_gate(WorkerOptions& opt) {
               << " did not start listening within " << atl::format_duration(opt.connect_timeout)
               << "\n";
   if (outcome != atl::os::GateOutcome::open) return false;
-  if (opt.tls) opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
+  if (opt.tls) {
+    if (atl::os::tls_loaded_before(*opt.tls)) {
+      // Forked by its head after it made or checked them (local_pods.hpp):
+      // parsed already.
+      std::promise<atl::Expected<atl::os::TlsFiles>> loaded;
+      loaded.set_value(*opt.tls);
+      opt.tls_loaded = loaded.get_future().share();
+    } else {
+      opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
+    }
+  }
   return true;
 }
 

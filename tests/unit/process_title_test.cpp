@@ -28,8 +28,7 @@ TEST(ProcessTitle, TheLeadingArgumentsThatFitWholeAreKept) {
 
 TEST(ProcessTitle, APathThatDoesNotFitBecomesItsBaseNameThenIsCut) {
   EXPECT_EQ(process_title_bytes(kArgv, 15), std::string("workernode\0", 11) + nuls(4));
-  EXPECT_EQ(process_title_bytes(kArgv, 25),
-            std::string("/bin/workernode\0--name\0", 23) + nuls(2));
+  EXPECT_EQ(process_title_bytes(kArgv, 25), std::string("/bin/workernode\0--name\0", 23) + nuls(2));
   EXPECT_EQ(process_title_bytes(kArgv, 6), std::string("worke\0", 6));
   EXPECT_EQ(process_title_bytes({"workernode", "--name", "p"}, 20),
             std::string("workernode\0--name\0p\0", 20));

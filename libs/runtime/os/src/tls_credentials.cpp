@@ -210,6 +210,18 @@ X509_STORE* tls_cached_store(std::string_view path) {
   return path == c.ca_path ? c.store : nullptr;
 }
 
+bool tls_loaded_before(const TlsFiles& files) {
+  auto same = [](const std::string& a, const std::string& b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return !a.empty() && !b.empty() && ::realpath(a.c_str(), ra) && ::realpath(b.c_str(), rb) &&
+           std::strcmp(ra, rb) == 0;
+  };
+  TlsCache& c = tls_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.cert && c.key && c.store && same(files.cert, c.cert_path) &&
+         same(files.key, c.key_path) && same(files.ca, c.ca_path);
+}
+
 TlsFiles tls_files_in(const std::string& dir) {
   return TlsFiles{dir, dir + "/ca.pem", dir + "/cert.pem", dir + "/key.pem"};
 }

@@ -26,4 +26,9 @@ X509* tls_cached_certificate(std::string_view path);
 EVP_PKEY* tls_cached_key(std::string_view path);
 X509_STORE* tls_cached_store(std::string_view path);
 
+// This process made or loaded exactly these files (the same files, however
+// their paths are written), certificate, key and CA alike: a local pod its
+// head forked after making them has nothing to load.
+bool tls_loaded_before(const TlsFiles& files);
+
 }  // namespace atl::os
