@@ -206,3 +206,26 @@ TEST(TlsCredentials, TheCertificateNamesTheHeadForBrowsers) {
   EXPECT_NE(X509_check_host(cert, "elsewhere", 0, 0, nullptr), 1);
   X509_free(cert);
 }
+
+// A local pod forked by its head finds the credentials its head made: the
+// same files, however their paths are written; any other files are not.
+TEST(TlsCache, LoadedBeforeMeansTheSameFilesWhateverTheirPaths) {
+  TempDir dir;
+  auto made = atl::os::generate_tls_credentials(dir.path + "/tls", "jo-cache");
+  ASSERT_TRUE(made.ok()) << made.error();
+  EXPECT_TRUE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/tls")));
+  EXPECT_TRUE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/./tls/")));
+  ASSERT_EQ(::symlink((dir.path + "/tls").c_str(), (dir.path + "/link").c_str()), 0);
+  EXPECT_TRUE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/link")));
+  // Other files: a copy elsewhere, a missing folder.
+  auto other = atl::os::generate_tls_credentials(dir.path + "/other", "jo-cache");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/tls")));
+  EXPECT_TRUE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/other")));
+  EXPECT_FALSE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/missing")));
+  // A certificate file holding a chain is not kept: it is loaded again.
+  std::ofstream(dir.path + "/other/cert.pem", std::ios::app) << slurp(dir.path + "/other/ca.pem");
+  auto chained = atl::os::load_tls_credentials(dir.path + "/other");
+  ASSERT_TRUE(chained.ok()) << chained.error();
+  EXPECT_FALSE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/other")));
+}
