@@ -5,6 +5,7 @@
 #include "atl/os/tls_cache.hpp"
 
 #include <gtest/gtest.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -228,4 +229,13 @@ TEST(TlsCache, LoadedBeforeMeansTheSameFilesWhateverTheirPaths) {
   auto chained = atl::os::load_tls_credentials(dir.path + "/other");
   ASSERT_TRUE(chained.ok()) << chained.error();
   EXPECT_FALSE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/other")));
+}
+
+// The warm-up leaves OpenSSL as it found it: no error queued, contexts made.
+TEST(TlsCache, WarmingUpTlsContextsLeavesNoErrorBehind) {
+  atl::os::warm_up_tls_contexts();
+  EXPECT_EQ(ERR_peek_error(), 0u);
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  ASSERT_NE(ctx, nullptr);
+  SSL_CTX_free(ctx);
 }

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
@@ -318,6 +319,12 @@ Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
   remember_tls(files, single ? cert.get() : nullptr, key.get(), trusted.get());
   ERR_clear_error();
   return files;
+}
+
+void warm_up_tls_contexts() {
+  skip_openssl_cleanup_at_exit();
+  SSL_CTX_free(SSL_CTX_new(TLS_method()));
+  ERR_clear_error();
 }
 
 std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id,
