@@ -17,8 +17,12 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 }  // namespace
 
 LocalPods::~LocalPods() {
-  gate_.reset();  // pods still at the gate hear that the head is gone
-  stop_and_reap(std::chrono::seconds(0));
+  // Pods still at the gate hear that the head is gone and end, quietly: they
+  // are waited for (a failed start's one line is the head's); pods past it
+  // were stopped and reaped before (stop_and_reap), or are killed now.
+  const bool at_gate = gate_ && !gate_opened_;
+  gate_.reset();
+  stop_and_reap(at_gate ? std::chrono::seconds(5) : std::chrono::seconds(0));
 }
 
 Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name, int index,
@@ -88,7 +92,9 @@ Status LocalPods::start() {
 }
 
 void LocalPods::open_gate() {
-  if (gate_) gate_->open();
+  if (!gate_) return;
+  gate_->open();
+  gate_opened_ = true;
 }
 
 void LocalPods::watch() {

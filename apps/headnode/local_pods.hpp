@@ -66,6 +66,7 @@ class LocalPods {
 
   LocalPodsConfig config_;
   std::optional<os::StartGate> gate_;  // closed unopened with this object: waiting pods end
+  bool gate_opened_ = false;
   std::vector<Pod> pods_;
   std::atomic<bool> stopping_{false};
   std::mutex wake_mu_;  // stop_and_reap wakes the watcher at once, not at its next poll

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -146,6 +148,20 @@ TEST(Robustness, LocalPodsOfAHeadThatFailsToStartEndWithItQuietly) {
   const std::string out = c.output(head);
   EXPECT_NE(out.find("--dashboard-port: cannot listen on"), std::string::npos) << out;
   EXPECT_EQ(out.find("workernode"), std::string::npos) << out;
+}
+
+// The state store opens on a thread while the head starts its actor system:
+// a store that cannot open is still the one line, exit 2, and the local
+// pods waiting at their gate end with the head, quietly.
+TEST(Robustness, AStoreThatCannotOpenIsOneLineAndTheLocalPodsEndQuietly) {
+  TestCluster c;
+  std::filesystem::create_directories(c.state_dir() + "/state.db");  // not a database
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--", "true"});
+  EXPECT_EQ(c.wait_exit(head, 60s), 2) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within()) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("headnode: --state-dir: cannot open"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
 // The gate is the local pods' alone: their ranks do not inherit its variable.
