@@ -23,6 +23,7 @@
 
 #include "atl/os/guard_protocol.h"
 #include "atl/os/process_title.hpp"
+#include "proc_stat.hpp"
 
 extern char** environ;
 
@@ -205,17 +206,8 @@ __attribute__((noinline)) pid_t start_guard(const GuardStart& start, const Spawn
 }  // namespace
 
 bool single_threaded() {
-  // /proc/self/stat's 20th field; its 2nd, (comm), may hold spaces.
-  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[1024];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* p = std::strrchr(buf, ')');
-  for (int field = 2; p && field < 20; ++field) p = std::strchr(p + 1, ' ');
-  return p && std::atoi(p + 1) == 1;
+  const auto fields = own_stat_fields();  // [17]: field 20, the number of threads
+  return fields.size() > 17 && fields[17] == "1";
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "proc_stat.hpp"
+
 namespace atl::os {
 
 std::string process_title_bytes(const std::vector<std::string>& argv, std::size_t arg_bytes) {
@@ -22,26 +24,30 @@ std::string process_title_bytes(const std::vector<std::string>& argv, std::size_
   return title;
 }
 
+std::vector<std::string> own_stat_fields() {
+  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[2048];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  const char* after = std::strrchr(buf, ')');
+  if (!after) return {};
+  std::istringstream in(after + 1);
+  std::vector<std::string> fields;
+  for (std::string field; in >> field;) fields.push_back(field);
+  return fields;
+}
+
 namespace {
 
 // /proc/self/stat's fields 48 and 49: arg_start, arg_end.
 bool argument_area(std::uintptr_t* start, std::uintptr_t* end) {
-  int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[2048];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char* after = std::strrchr(buf, ')');  // the name may hold spaces and parentheses
-  if (!after) return false;
-  std::istringstream fields(after + 1);
-  std::string field;
-  for (int i = 3; i <= 49; ++i) {
-    if (!(fields >> field)) return false;
-    if (i == 48) *start = std::strtoull(field.c_str(), nullptr, 10);
-    if (i == 49) *end = std::strtoull(field.c_str(), nullptr, 10);
-  }
+  const auto fields = own_stat_fields();
+  if (fields.size() < 47) return false;
+  *start = std::strtoull(fields[45].c_str(), nullptr, 10);
+  *end = std::strtoull(fields[46].c_str(), nullptr, 10);
   return *start != 0 && *end > *start;
 }
 
