@@ -15,7 +15,6 @@
 #include <future>
 #include <iostream>
 #include <sstream>
-#include <system_error>
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -24,6 +23,7 @@
 #include "atl/actors/log_sink.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/cli/command_line.hpp"
+#include "atl/core/async_or_now.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/shell.hpp"
 #include "atl/os/child_process.hpp"
@@ -494,16 +494,9 @@ atl::Expected<DurableState> open_durable_state(const std::string& path, const st
 
 // On a thread of its own (or, without one, now).
 std::future<atl::Expected<DurableState>> open_state_async(const HeadOptions& opt) {
-  auto open = [path = opt.state_dir + "/state.db", job_id = opt.job.job_id] {
+  return atl::async_or_now([path = opt.state_dir + "/state.db", job_id = opt.job.job_id] {
     return open_durable_state(path, job_id);
-  };
-  try {
-    return std::async(std::launch::async, open);
-  } catch (const std::system_error&) {
-    std::promise<atl::Expected<DurableState>> done;
-    done.set_value(open());
-    return done.get_future();
-  }
+  });
 }
 
 // The names the job's certificate is for, besides its defaults.
@@ -821,14 +814,8 @@ int main(int argc, char** argv) {
                                 tls ? atl::os::absolute_dir(tls->dir) : "", !tls};
     auto published = atl::os::publish_job_pointer(pointer);
     if (!published) log->warn("{} (atlctl needs --address there)", published.error());
-    struct Withdraw {
-      std::string path, job, pod;
-      void now() {
-        if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
-        path.clear();
-      }
-      ~Withdraw() { now(); }
-    } withdraw{published ? *published : "", pointer.job_id, pointer.pod};
+    atl::os::PublishedJobPointer pointer_here(published ? *published : "", pointer.job_id,
+                                              pointer.pod);
     log->info("job {} state dir {}", opt.job.job_id, opt.state_dir);
     queries = std::make_shared<atl::headnode::HeadQueries>(sys, supervisor, sink);
     if (dashboard) {
@@ -886,7 +873,7 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
     if (auto clients = atl::os::clients_connected_on(*port); clients && *clients == 0) {
       sys.registry().await_running_count_equal(0);
-      withdraw.now();
+      pointer_here.withdraw();
       if (local_pods) local_pods->stop_and_reap();
       std::cout.flush();
       std::fflush(nullptr);

@@ -328,14 +328,7 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
   if (!tls_loaded(opt)) return atl::cli::kExitUsage;
   // Rejoins are bounded too: since the first failed one, for --connect-timeout,
   // with the same backoff (a head that refuses for now is asked again later).
-  struct Withdraw {
-    std::string path, job, pod;
-    void now() {
-      if (!path.empty()) atl::os::withdraw_job_pointer(path, job, pod);
-      path.clear();
-    }
-    ~Withdraw() { now(); }
-  } withdraw;
+  atl::os::PublishedJobPointer pointer_here;  // withdrawn as this pod ends
   std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
   auto pause = std::chrono::milliseconds(200);
   while (true) {
@@ -351,16 +344,13 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
     }
     auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
     if (!supervisor) return hub.signalled.load() ? atl::kNodeExitSignalled : atl::kNodeExitHeadLost;
-    if (withdraw.path.empty()) {
+    if (!pointer_here.published()) {
       // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
       atl::os::JobPointer pointer{job_id_of_pod(node.info.pod), node.info.pod, opt.head.to_string(),
                                   opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "", !opt.tls};
       auto published = atl::os::publish_job_pointer(pointer);
       if (published) {
-        // Fields, not `= Withdraw{...}`: that temporary's destructor would withdraw it now.
-        withdraw.path = *published;
-        withdraw.job = pointer.job_id;
-        withdraw.pod = pointer.pod;
+        pointer_here = atl::os::PublishedJobPointer(*published, pointer.job_id, pointer.pod);
       } else {
         log->warn("{} (atlctl needs --address in this pod)", published.error());
       }
@@ -399,7 +389,7 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
     // could end the job). What is left unsent is the agent's end, which the
     // head hears as well from the connection's close. So the actor system's
     // teardown (~2 ms of CPU, at every job's end) is skipped.
-    withdraw.now();
+    pointer_here.withdraw();
     std::fflush(nullptr);
     _exit(exit_code->load());
   }

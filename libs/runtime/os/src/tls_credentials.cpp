@@ -24,6 +24,7 @@
 #include <system_error>
 #include <vector>
 
+#include "atl/core/async_or_now.hpp"
 #include "atl/os/tls_cache.hpp"
 
 namespace atl::os {
@@ -151,13 +152,7 @@ void skip_openssl_cleanup_at_exit() { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT
 template <class Work>
 std::future<Expected<TlsFiles>> start_tls_thread(const Work& work) {
   skip_openssl_cleanup_at_exit();
-  try {
-    return std::async(std::launch::async, work);
-  } catch (const std::system_error&) {
-    std::promise<Expected<TlsFiles>> done;
-    done.set_value(work());
-    return done.get_future();
-  }
+  return async_or_now(work);
 }
 
 struct TlsCache {

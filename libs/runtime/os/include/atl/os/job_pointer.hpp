@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "atl/core/expected.hpp"
@@ -51,6 +52,35 @@ Expected<std::string> publish_job_pointer(const JobPointer& p);
 // `job_id` and `pod` (another job's or pod's pointer stays).
 void withdraw_job_pointer(const std::string& path, const std::string& job_id,
                           const std::string& pod);
+
+// A pointer this process published, withdrawn when this object ends or at
+// withdraw(), whichever comes first (a process that ends with _exit calls it).
+class PublishedJobPointer {
+ public:
+  PublishedJobPointer() = default;
+  PublishedJobPointer(std::string path, std::string job_id, std::string pod)
+      : path_(std::move(path)), job_id_(std::move(job_id)), pod_(std::move(pod)) {}
+  PublishedJobPointer(const PublishedJobPointer&) = delete;
+  PublishedJobPointer& operator=(const PublishedJobPointer&) = delete;
+  PublishedJobPointer& operator=(PublishedJobPointer&& other) noexcept {
+    withdraw();
+    path_ = std::move(other.path_);
+    job_id_ = std::move(other.job_id_);
+    pod_ = std::move(other.pod_);
+    other.path_.clear();
+    return *this;
+  }
+  ~PublishedJobPointer() { withdraw(); }
+
+  bool published() const { return !path_.empty(); }
+  void withdraw() {
+    if (!path_.empty()) withdraw_job_pointer(path_, job_id_, pod_);
+    path_.clear();
+  }
+
+ private:
+  std::string path_, job_id_, pod_;
+};
 
 // Which job a reader wants: by id ($ATL_JOB_ID), by the supervisor's address
 // (--address), or, with neither, the one job of the host.
