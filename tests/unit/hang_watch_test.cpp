@@ -1,7 +1,10 @@
 // HangWatch in fake time: silence makes a job suspect, only evidence makes it
 // hung (stuck ranks, every rank idle, stacks that stand apart), a job that
 // computes in silence is harmless and said so once per timeout, progress
-// ends a suspect period, and the watch is off at 0, before start and after stop.
+// ends a suspect period, and the watch is off at 0, before start and after
+// stop. Working is not hung: a rank that computes or writes while the others
+// wait (rank 0 evaluating, checkpointing) has the configured timeout; an
+// all-idle job is suspect after the timeout learned from its own cadence.
 #include "atl/supervisor/hang_watch.hpp"
 
 #include <gtest/gtest.h>
@@ -122,17 +125,26 @@ TEST(HangWatch, AMomentaryUninterruptibleSleepIsNoEvidence) {
   Job job;
   job.run(9, true);
   job.p[1].state = 'D';  // a disk read just now
-  auto v = job.run(1, true);
+  // Its CPU time and I/O stand still from here (the others compute).
+  auto others = [&](int seconds) {
+    std::vector<HangWatch::Verdict> out;
+    for (int i = 0; i < seconds; ++i) {
+      for (int r : {0, 2, 3}) job.p[r].cpu_ticks += 100;
+      if (auto v = job.tick()) out.push_back(*v);
+    }
+    return out;
+  };
+  auto v = others(1);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].kind, Kind::suspect);  // not hung: D for 1 s of a 10 s timeout
   // Held for half the timeout, it is.
-  v = job.run(4, true);
+  v = others(4);
   EXPECT_TRUE(v.empty());
-  v = job.run(1, true);
+  v = others(1);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].kind, Kind::hung);
   EXPECT_EQ(v[0].culprits, std::vector<std::int32_t>{1});
-  EXPECT_NE(v[0].reason.find("rank 1 in uninterruptible sleep (D)"), std::string::npos);
+  EXPECT_NE(v[0].reason.find("rank 1 in uninterruptible sleep (D) with no I/O"), std::string::npos);
 }
 
 TEST(HangWatch, EveryRankIdleIsHungWithoutACulpritOnceTheStacksNameNoOne) {
@@ -145,7 +157,7 @@ TEST(HangWatch, EveryRankIdleIsHungWithoutACulpritOnceTheStacksNameNoOne) {
     ASSERT_TRUE(idle);
     EXPECT_EQ(idle->kind, Kind::hung);
     EXPECT_TRUE(idle->culprits.empty());
-    EXPECT_EQ(idle->reason, "every rank idle (no CPU time, no output) for 10 s");
+    EXPECT_EQ(idle->reason, "every rank idle (no CPU time, no I/O, no output) for 10 s");
   }
   {
     Job job;
@@ -193,7 +205,8 @@ TEST(HangWatch, StacksThatStandApartMakeItHung) {
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, Kind::hung);
   EXPECT_EQ(v->culprits, std::vector<std::int32_t>{3});  // unknown ranks and repeats dropped
-  EXPECT_EQ(v->reason, "rank 3 in spin (train.py) while 3 ranks wait in allreduce");
+  // It works, past the configured timeout: busy.
+  EXPECT_EQ(v->reason, "rank 3 busy for 10 s in spin (train.py) while 3 ranks wait in allreduce");
   // Every rank apart is no outlier: harmless.
   Job all;
   all.run(10, true);
@@ -257,8 +270,228 @@ TEST(HangWatch, ANewAttemptForgetsTheOldRanks) {
   job.run(10, false);
   job.watch.start({0, 1}, job.now);
   EXPECT_FALSE(job.watch.suspect());
-  job.watch.observe(3, RankProgress{5, 0, 0, 'S'}, job.now);  // not a rank now: ignored
+  job.watch.observe(3, RankProgress{5, 0, 0, 'S', 0}, job.now);  // not a rank now: ignored
   EXPECT_FALSE(job.watch.progress_age(3, job.now));
+}
+
+// A job with the default 5-minute timeout that learns from its cadence.
+struct Learning : Job {
+  Learning() {
+    watch = HangWatch(HangWatch::Options{std::chrono::minutes(5)});
+    watch.start({0, 1, 2, 3}, now);
+  }
+  // `steps` steps of `every` seconds: rank 0 prints one line a step, every
+  // rank computes throughout.
+  void train(int steps, int every) {
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < every; ++i) {
+        compute();
+        if (i == every - 1) p[0].output_lines += 1;
+        EXPECT_FALSE(tick()) << s << " " << i;
+      }
+    }
+  }
+  // Loader workers' polls: a tick every few seconds, no real work.
+  void poll(int i) {
+    for (auto& [rank, progress] : p)
+      if (i % 5 == 0) progress.cpu_ticks += 1;
+  }
+};
+
+TEST(HangWatch, RankZeroCheckpointingAloneInUninterruptibleSleepWithBytesMovingIsLeftAlone) {
+  // Rank 0 writes a checkpoint: D most of the time, little CPU, bytes
+  // moving; the others wait, idle, for 20 x the step time and more.
+  Learning job;
+  job.train(20, 1);
+  job.p[0].state = 'D';
+  for (int i = 0; i < 60; ++i) {
+    job.p[0].io_bytes += 50 << 20;
+    job.p[0].cpu_ticks += 2;
+    EXPECT_FALSE(job.tick()) << i;
+  }
+  EXPECT_TRUE(job.watch.working(0, job.now));
+  EXPECT_FALSE(job.watch.working(1, job.now));
+}
+
+TEST(HangWatch, BeforeItsFirstStepsAJobHasTheConfiguredTimeout) {
+  Learning job;
+  for (int i = 0; i < 299; ++i) {  // importing, loading: silent, idle, 5 min
+    job.poll(i);
+    EXPECT_FALSE(job.tick()) << i;
+  }
+  EXPECT_FALSE(job.watch.learned());
+  EXPECT_EQ(job.watch.idle_timeout(), std::chrono::minutes(5));
+  auto v = job.tick();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+}
+
+TEST(HangWatch, AnAllIdleJobIsSuspectAfterItsLearnedTimeoutAndNamedByItsStacks) {
+  Learning job;
+  job.train(20, 1);  // a step a second
+  EXPECT_TRUE(job.watch.learned());
+  EXPECT_EQ(job.watch.step_p99(), 1000ms);
+  EXPECT_EQ(job.watch.idle_timeout(), 10s);  // 4 x 1 s, floored at 10 s
+  // Rank 2 sleeps in its step; the others wait in the collective: all idle
+  // (their loader workers poll now and then).
+  std::optional<HangWatch::Verdict> v;
+  int at = 0;
+  for (at = 1; at <= 30 && !v; ++at) {
+    job.poll(at);
+    v = job.tick();
+  }
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+  EXPECT_EQ(at - 1, 10);  // 10 s of silence
+  EXPECT_EQ(v->reason, "no rank made progress for 10 s, every rank idle");
+  auto named = job.watch.diagnosed({2},
+                                   "rank 2 in train_step (ddp.py) while 3 ranks are in "
+                                   "all_reduce (torch/distributed/distributed_c10d.py)",
+                                   job.now);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->kind, Kind::hung);
+  EXPECT_EQ(named->culprits, std::vector<std::int32_t>{2});
+  EXPECT_EQ(named->reason.rfind("rank 2 in train_step", 0), 0u) << named->reason;
+  EXPECT_NE(job.watch.evidence({2}, job.now).find("rank 2: S, CPU 0%, I/O 0 B/s, idle for"),
+            std::string::npos)
+      << job.watch.evidence({2}, job.now);
+}
+
+TEST(HangWatch, AnAllIdleJobWhoseStacksNameNoOneIsHungOnceIdleForTheLearnedTimeout) {
+  Learning job;
+  job.train(20, 1);
+  std::optional<HangWatch::Verdict> v;
+  for (int i = 1; i <= 10; ++i) v = job.tick();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+  auto idle = job.watch.diagnosed({}, "", job.now);  // a skipped collective: stacks alike
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(idle->kind, Kind::hung);
+  EXPECT_EQ(idle->reason, "every rank idle (no CPU time, no I/O, no output) for 10 s");
+}
+
+TEST(HangWatch, TheLearnedTimeoutFollowsTheStepTimeAndNeverExceedsTheConfiguredOne) {
+  Learning job;
+  job.train(10, 5);  // a step every 5 s
+  EXPECT_EQ(job.watch.step_p99(), 5000ms);
+  EXPECT_EQ(job.watch.idle_timeout(), 20s);
+  for (int i = 1; i < 20; ++i) EXPECT_FALSE(job.tick()) << i;  // idle, within 4 steps
+  auto v = job.tick();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+
+  HangWatch shorter(HangWatch::Options{7s});
+  shorter.start({0}, t0);
+  for (int i = 1; i <= 20; ++i)
+    shorter.observe(0, RankProgress{i, 0, i * 100, 'S', 0}, t0 + i * 1s);
+  EXPECT_TRUE(shorter.learned());
+  EXPECT_EQ(shorter.idle_timeout(), 7s);  // the user's bound is the longest
+}
+
+TEST(HangWatch, RankZeroEvaluatingAloneWhileTheOthersWaitIsLeftAloneUpToTheTimeout) {
+  Learning job;
+  job.train(20, 1);
+  // 20 x the step time, and far more: rank 0 computes, the others wait in a barrier.
+  for (int i = 1; i < 300; ++i) {
+    job.p[0].cpu_ticks += 90;
+    job.poll(i);
+    EXPECT_FALSE(job.tick()) << i;
+  }
+  // At the configured timeout it is judged as what it is: busy, the others waiting.
+  job.p[0].cpu_ticks += 90;
+  auto v = job.tick();
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::suspect);
+  EXPECT_EQ(v->reason, "no rank made progress for 300 s");
+}
+
+TEST(HangWatch, ABusyRankPastTheTimeoutIsNamedAsBusyWithOrWithoutStacks) {
+  {
+    Learning job;
+    job.train(20, 1);
+    for (int i = 1; i <= 300; ++i) {
+      job.p[0].cpu_ticks += 90;
+      job.tick();
+    }
+    ASSERT_TRUE(job.watch.suspect());
+    auto v = job.watch.diagnosed(
+        {0}, "rank 0 in evaluate (train.py) while 3 ranks are in barrier (c10d.py)", job.now);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->kind, Kind::hung);
+    EXPECT_EQ(v->culprits, std::vector<std::int32_t>{0});
+    EXPECT_EQ(v->reason,
+              "rank 0 busy for 300 s in evaluate (train.py) while 3 ranks are in barrier "
+              "(c10d.py)");
+  }
+  {
+    // No stack to tell (no py-spy, no gdb): the working rank among idle ones.
+    Learning job;
+    job.train(20, 1);
+    for (int i = 1; i <= 300; ++i) {
+      job.p[3].cpu_ticks += 90;
+      job.tick();
+    }
+    auto v = job.watch.diagnosed({}, "", job.now);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->kind, Kind::hung);
+    EXPECT_EQ(v->culprits, std::vector<std::int32_t>{3});
+    EXPECT_EQ(v->reason, "rank 3 busy for 300 s while 3 ranks wait");
+  }
+}
+
+TEST(HangWatch, AWorkingOutlierBeforeTheTimeoutIsHarmless) {
+  Learning job;
+  job.train(20, 1);
+  for (int i = 1; i <= 10; ++i) job.tick();  // all idle: suspect
+  ASSERT_TRUE(job.watch.suspect());
+  // By the time its stack is in, rank 0 works again (a slow checkpoint).
+  for (int i = 0; i < 3; ++i) {
+    job.p[0].io_bytes += 1 << 20;
+    job.now += 1s;
+    job.watch.observe(0, job.p[0], job.now);
+  }
+  auto v = job.watch.diagnosed({0},
+                               "rank 0 in save (torch/serialization.py) while 3 ranks are "
+                               "in barrier (c10d.py)",
+                               job.now);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::harmless);
+  EXPECT_EQ(v->reason,
+            "rank 0 works while the others wait: left alone up to the hang timeout "
+            "(300 s)");
+  EXPECT_FALSE(job.tick());  // and the suspect period ended quietly
+  EXPECT_FALSE(job.watch.suspect());
+}
+
+TEST(HangWatch, EveryRankCheckpointingAtOnceOrComputingInSilenceIsNeverHung) {
+  Learning job;
+  job.train(20, 1);
+  for (int i = 1; i <= 900; ++i) {  // 15 minutes: three timeouts
+    for (auto& [rank, progress] : job.p) {
+      progress.io_bytes += 8 << 20;
+      progress.state = i % 2 ? 'D' : 'R';
+    }
+    if (auto v = job.tick()) {
+      EXPECT_EQ(v->kind, Kind::suspect) << i;
+      auto d = job.watch.diagnosed({}, "", job.now);
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->kind, Kind::harmless) << d->reason;
+    }
+  }
+}
+
+TEST(HangWatch, AStragglerWhoseStepsStillCountIsNeverSuspect) {
+  Learning job;
+  job.train(20, 1);
+  // Rank 2 five times slower: only rank 0 prints, once every 5 s, and the
+  // others wait most of each step.
+  for (int s = 0; s < 60; ++s) {
+    for (int i = 0; i < 5; ++i) {
+      job.p[2].cpu_ticks += 100;
+      if (i == 4) job.p[0].output_lines += 1;
+      EXPECT_FALSE(job.tick()) << s;
+    }
+  }
 }
 
 }  // namespace

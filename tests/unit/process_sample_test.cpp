@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <thread>
 
 namespace atl::os {
@@ -77,24 +79,108 @@ TEST(ProcessSample, ATreeSumsItsCpuAndTakesItsWorstState) {
   EXPECT_EQ(sample_tree(t, 99).processes, 0);  // gone
 }
 
-TEST(ProcessSample, TheUsersProcessIsTheShallowestPythonElseTheGuardsChild) {
+// Command lines and torch as a test says they are.
+struct Facts {
+  std::map<pid_t, std::string> cmdlines;
+  std::set<pid_t> torch;
+  ProcessFacts facts() const {
+    return {[this](pid_t p) {
+              auto it = cmdlines.find(p);
+              return it == cmdlines.end() ? std::string() : it->second;
+            },
+            [this](pid_t p) { return torch.count(p) > 0; },
+            [](pid_t) -> std::int64_t { return 0; }};
+  }
+};
+
+TEST(ProcessSample, TheUsersProcessIsTheRanksInterpreterElseTheGuardsChild) {
   ProcessTable t;
   t[10] = {10, "caf.multiplexer", 'S', 1, 0, 1, 0};  // atl's guard
   t[11] = {11, "sh", 'S', 10, 0, 1, 0};
   t[12] = {12, "python3", 'R', 11, 0, 4, 0};
-  t[13] = {13, "python3", 'S', 12, 0, 1, 0};  // a data loader worker
+  t[13] = {13, "python3", 'S', 12, 0, 1, 0};  // a data loader worker: a fork
+  Facts f;
+  f.cmdlines = {{12, "python3 train.py"}, {13, "python3 train.py"}};
   auto children = child_index(t);
-  EXPECT_EQ(user_process(t, children, 10), 12);
+  EXPECT_EQ(user_process(t, children, 10, f.facts()), 12);
   t.erase(12);
   t.erase(13);
   t[14] = {14, "sleep", 'S', 11, 0, 1, 0};
   children = child_index(t);
-  EXPECT_EQ(user_process(t, children, 10), 11);  // the entrypoint's shell, not its sleep
+  EXPECT_EQ(user_process(t, children, 10, f.facts()), 11);  // the entrypoint's shell, not its sleep
   t.erase(11);
   t.erase(14);
   children = child_index(t);
-  EXPECT_EQ(user_process(t, children, 10), 10);  // nothing below the guard yet
-  EXPECT_EQ(user_process(t, children, 99), 0);   // gone
+  EXPECT_EQ(user_process(t, children, 10, f.facts()), 10);  // nothing below the guard yet
+  EXPECT_EQ(user_process(t, children, 99, f.facts()), 0);   // gone
+}
+
+TEST(ProcessSample, TheRanksMainIsFoundThroughItsWrappersAndApartFromItsLoaderWorkers) {
+  // guard > bash -c > python -m launcher > python train.py (torch) > 2 loader
+  // workers (forks) + the resource tracker; beside it, a wandb-like service.
+  ProcessTable t;
+  t[10] = {10, "atl-guard", 'S', 1, 0, 1, 0};
+  t[11] = {11, "bash", 'S', 10, 0, 1, 0};
+  t[12] = {12, "python3", 'S', 11, 0, 1, 0};
+  t[20] = {20, "python3", 'S', 12, 0, 30, 0};
+  t[31] = {31, "python3", 'S', 20, 0, 2, 0};
+  t[30] = {30, "python3", 'S', 20, 0, 2, 0};
+  t[32] = {32, "python3.11", 'S', 20, 0, 1, 0};
+  t[33] = {33, "python3", 'S', 20, 0, 9, 0};
+  t[34] = {34, "python3", 'Z', 20, 0, 1, 0};  // a reaped-soon worker
+  Facts f;
+  f.cmdlines = {{12, "python3 -m mylauncher train.py"},
+                {20, "/usr/bin/python3 train.py --epochs 3"},
+                {30, "/usr/bin/python3 train.py --epochs 3"},
+                {31, "/usr/bin/python3 train.py --epochs 3"},
+                {32, "python3.11 -c from multiprocessing.resource_tracker import main;main(7)"},
+                {33, "python3 -m wandb.service --port 0"}};
+  f.torch = {12, 20, 30, 31};  // the launcher imported torch too (torchrun does)
+  auto children = child_index(t);
+  auto rank = rank_processes(t, children, 10, f.facts());
+  EXPECT_EQ(rank.main, 20);
+  EXPECT_EQ(rank.helpers, (std::vector<pid_t>{30, 31, 32}));
+  EXPECT_EQ(stack_target(t, children, 10, f.facts()), 20);
+  EXPECT_EQ(user_process(t, children, 10, f.facts()), 20);
+  EXPECT_TRUE(is_helper(t, 30, 20, f.facts()));
+  EXPECT_FALSE(is_helper(t, 33, 20, f.facts()));
+  EXPECT_FALSE(is_helper(t, 20, 12, f.facts()));  // exec'd: another command line
+
+  // Without torch anywhere (plain Python scripts): the deepest interpreter
+  // that is no helper, the launcher's child.
+  f.torch.clear();
+  t.erase(33);
+  children = child_index(t);
+  EXPECT_EQ(rank_processes(t, children, 10, f.facts()).main, 20);
+  // A lone interpreter behind a shell: itself, whatever it holds.
+  t.erase(12);
+  t[20].ppid = 11;
+  children = child_index(t);
+  EXPECT_EQ(rank_processes(t, children, 10, f.facts()).main, 20);
+  // Command lines that cannot be read prove no fork: the deepest is taken.
+  EXPECT_EQ(rank_processes(t, children, 10, no_facts()).main, 30);
+  // No Python: the deepest process; gone: 0.
+  ProcessTable shell;
+  shell[10] = {10, "atl-guard", 'S', 1, 0, 1, 0};
+  shell[11] = {11, "sh", 'S', 10, 0, 1, 0};
+  shell[12] = {12, "sleep", 'S', 11, 0, 1, 0};
+  EXPECT_EQ(rank_processes(shell, child_index(shell), 10, f.facts()).main, 12);
+  EXPECT_EQ(rank_processes(shell, child_index(shell), 99, f.facts()).main, 0);
+}
+
+TEST(ProcessSample, ATreesIoIsTheSumOfItsProcesses) {
+  ProcessTable t;
+  t[10] = {10, "guard", 'S', 1, 0, 1, 0};
+  t[11] = {11, "python3", 'D', 10, 0, 1, 0};
+  t[12] = {12, "python3", 'S', 11, 0, 1, 0};
+  ProcessFacts facts = no_facts();
+  facts.io_bytes = [](pid_t p) -> std::int64_t { return p == 11 ? 5000 : p == 12 ? 700 : 0; };
+  EXPECT_EQ(sample_tree(t, child_index(t), 10, facts).io_bytes, 5700);
+  // This process's own, read from /proc: it has read and written something.
+  EXPECT_GT(live_facts().io_bytes(::getpid()), 0);
+  EXPECT_NE(live_facts().cmdline(::getpid()).find("atl_unit_tests"), std::string::npos)
+      << live_facts().cmdline(::getpid());
+  EXPECT_FALSE(live_facts().holds_torch(::getpid()));
 }
 
 TEST(ProcessSample, ARealTreeIsFoundAndSeenStopped) {

@@ -95,7 +95,7 @@ TEST(Stacks, NothingThatIsNotAStackIsReadAsOne) {
 
 RankStack rank(std::int32_t r, const std::string& file, char state = 'S') {
   auto threads = parse_py_spy(recorded(file));
-  return {r, "pod-" + std::to_string(r), stack_signature(threads), stack_top(threads), state};
+  return {r, "pod-" + std::to_string(r), stack_signature(threads), stack_top(threads), state, ""};
 }
 
 TEST(Stacks, TheRankOutsideTheDominantGroupIsTheOutlier) {
@@ -161,7 +161,7 @@ TEST(Stacks, TwoLooksAgreeOnlyWhenTheStacksStoodStill) {
 TEST(Stacks, RanksWithoutAStackAreNoEvidence) {
   auto d = group_stacks({rank(0, "py-spy-ddp-rank0-in-backward.txt"),
                          rank(1, "py-spy-ddp-rank0-in-backward.txt"),
-                         RankStack{2, "pod-2", "", "", 'S'}});
+                         RankStack{2, "pod-2", "", "", 'S', ""}});
   EXPECT_EQ(d.unknown, std::vector<std::int32_t>{2});
   EXPECT_TRUE(d.outliers.empty());
   ASSERT_EQ(d.groups.size(), 1u);
@@ -176,6 +176,47 @@ TEST(Stacks, ManyOutliersAreSummedUpInOneLine) {
   EXPECT_EQ(d.why,
             "ranks 20,21,22,23,24,25,26,27,... (11) in train_step (ddp.py) while 20 ranks are in "
             "backward (torch/autograd/__init__.py)");
+}
+
+// Recorded from a real torch 1.13 DataLoader(num_workers=2): the main
+// waiting for its next batch, one worker stuck in the dataset's
+// __getitem__, one idle in its loop (waiting for indices).
+TEST(Stacks, ARankWaitingOnItsLoaderNamesTheWorkerThatDoesNotDeliver) {
+  auto main = parse_py_spy(recorded("py-spy-loader-main-waiting.txt"));
+  auto stuck = parse_py_spy(recorded("py-spy-loader-worker-in-getitem.txt"));
+  auto idle = parse_py_spy(recorded("py-spy-loader-worker-idle.txt"));
+  EXPECT_EQ(stuck_loader_worker(1, main, {stuck, idle}),
+            "rank 1's DataLoader worker 0 in Data.__getitem__ (loader.py)");
+  EXPECT_EQ(stuck_loader_worker(1, main, {idle, stuck}),
+            "rank 1's DataLoader worker 1 in Data.__getitem__ (loader.py)");
+  // Helpers that are no loader workers are not counted.
+  auto other = parse_py_spy(recorded("py-spy-spinning.txt"));
+  EXPECT_EQ(stuck_loader_worker(1, main, {other, idle, stuck}),
+            "rank 1's DataLoader worker 1 in Data.__getitem__ (loader.py)");
+  // No worker caught fetching, or a main not waiting on its loader: nobody.
+  EXPECT_EQ(stuck_loader_worker(1, main, {idle, idle}), "");
+  auto in_step = parse_py_spy(recorded("py-spy-ddp-rank2-asleep-in-step.txt"));
+  EXPECT_EQ(stuck_loader_worker(2, in_step, {stuck}), "");
+  EXPECT_EQ(stuck_loader_worker(2, {}, {stuck}), "");
+}
+
+TEST(Stacks, AnOutlierWaitingOnItsLoaderIsBlamedOnItsWorker) {
+  auto main = parse_py_spy(recorded("py-spy-loader-main-waiting.txt"));
+  auto stuck = parse_py_spy(recorded("py-spy-loader-worker-in-getitem.txt"));
+  RankStack waiting{1,
+                    "pod-1",
+                    stack_signature(main),
+                    stack_top(main),
+                    'S',
+                    stuck_loader_worker(1, main, {stuck})};
+  auto d = group_stacks({rank(0, "py-spy-ddp-rank0-in-backward.txt"), waiting,
+                         rank(2, "py-spy-ddp-rank0-in-backward.txt")});
+  EXPECT_EQ(d.outliers, std::vector<std::int32_t>{1});
+  EXPECT_EQ(d.why.rfind("rank 1's DataLoader worker 0 in Data.__getitem__ (loader.py) while 2 "
+                        "ranks are in ",
+                        0),
+            0u)
+      << d.why;
 }
 
 }  // namespace

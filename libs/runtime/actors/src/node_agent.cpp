@@ -229,8 +229,8 @@ void leave_at_once(NodeAgentActor* self, int code) {
 }
 
 // At most once a second, with a heartbeat: each running rank's progress
-// (its output lines, and from one pass over /proc its tree's CPU time and
-// most telling state) for the supervisor's hang watch.
+// (its output lines, and from one pass over /proc its tree's CPU time, I/O
+// and most telling state) for the supervisor's hang watch.
 void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point now) {
   auto& st = self->state;
   if (now - st.last_sample < std::chrono::seconds(1)) return;
@@ -244,7 +244,8 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
   std::vector<ProgressReport> reports;
   reports.reserve(ranks.size());
   for (auto* r : ranks) {
-    const os::TreeSample tree = os::sample_tree(table, children, r->meter->pid.load());
+    const os::TreeSample tree =
+        os::sample_tree(table, children, r->meter->pid.load(), os::live_facts());
     if (tree.processes == 0) continue;  // ended: its exit report says so
     // An explicit signal: the rank touched its $ATL_PROGRESS_FILE.
     struct stat file {};
@@ -257,7 +258,7 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
     const pid_t user = os::user_process(table, children, r->meter->pid.load());
     reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), r->steps, tree.cpu_ticks,
                        static_cast<std::int8_t>(tree.state), static_cast<std::int32_t>(user),
-                       tree.rss_bytes});
+                       tree.rss_bytes, tree.io_bytes});
   }
   if (!reports.empty())
     self->send<caf::message_priority::high>(st.supervisor, progress_atom::value, st.config.info.pod,
@@ -475,6 +476,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 r.tool = std::move(c.tool);
                 r.text = std::move(c.text);
                 r.error = std::move(c.error);
+                r.helper_pids.assign(c.helpers.begin(), c.helpers.end());
+                r.helper_texts = std::move(c.helper_texts);
                 return r;
               }));
             std::vector<StackReport> out;

@@ -3,6 +3,8 @@
 // liveness tick, and the diagnosis of a suspect job: every pod takes its
 // ranks' stacks (py-spy or gdb, bounded), they are grouped (core/stacks.hpp)
 // and the watch decides; a hung job goes to the controller.
+#include <unistd.h>
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -70,14 +72,17 @@ std::vector<ThreadStack> parse_report(const StackReport& r) {
   return {};
 }
 
-// The reports of this attempt's ranks, parsed and grouped.
+// The reports of this attempt's ranks, parsed and grouped; a rank waiting
+// on its DataLoader names the worker that does not deliver.
 StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& reports) {
   std::vector<RankStack> ranks;
   for (const auto& r : reports) {
     if (r.attempt != st.code.attempt()) continue;
     auto threads = parse_report(r);
+    std::vector<std::vector<ThreadStack>> helpers;
+    for (const auto& text : r.helper_texts) helpers.push_back(parse_py_spy(text));
     ranks.push_back({r.rank, pod_of_rank(st, r.rank), stack_signature(threads), stack_top(threads),
-                     static_cast<char>(r.state)});
+                     static_cast<char>(r.state), stuck_loader_worker(r.rank, threads, helpers)});
   }
   return group_stacks(ranks);
 }
@@ -148,6 +153,14 @@ void act_on(Actor* self, const HangWatch::Verdict& verdict) {
       st.controller.record("hang", "job progressing again");
       break;
     case Kind::hung: {
+      // What the verdict rests on: the culprits' (else every rank's) state,
+      // CPU, I/O and progress, beside the stacks' line.
+      std::vector<std::int32_t> shown = verdict.culprits;
+      if (shown.empty())
+        for (const auto& [rank, record] : st.code.ranks())
+          if (rank >= 0 && shown.size() < 8) shown.push_back(rank);
+      st.controller.record(
+          "hang", "evidence: " + st.hang.evidence(shown, std::chrono::steady_clock::now()));
       std::vector<std::string> pods;
       for (auto rank : verdict.culprits) {
         std::string pod = pod_of_rank(st, rank);
@@ -232,7 +245,8 @@ void on_progress(Actor* self, const std::string& pod, const std::vector<Progress
     if (r.attempt != st.code.attempt() || pod_of_rank(st, r.rank) != pod) continue;
     st.vitals.observe(r.rank, {r.pid, r.lines, r.cpu_ticks, r.rss_bytes}, now);
     if (watched)
-      st.hang.observe(r.rank, {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state)}, now);
+      st.hang.observe(r.rank,
+                      {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state), r.io_bytes}, now);
   }
 }
 
@@ -251,13 +265,20 @@ void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
     std::vector<std::int32_t> ranks;
     for (const auto& [rank, record] : st.code.ranks())
       if (rank >= 0) ranks.push_back(rank);
-    st.hang = HangWatch(st.job().hang_timeout);
+    HangWatch::Options options;
+    options.timeout = st.job().hang_timeout;
+    options.ticks_per_second = std::max(1L, ::sysconf(_SC_CLK_TCK));
+    st.hang = HangWatch(options);
     st.hang.start(ranks, now);
     st.hang_attempt = st.code.attempt();
     st.diagnosing = 0;
     st.first_look.reset();
     return;
   }
+  if (auto learned = st.hang.idle_timeout_news())
+    st.controller.record("hang", "hang watch: idle ranks suspect after " +
+                                     format_duration(*learned) + " of silence (p99 step " +
+                                     format_duration(st.hang.step_p99()) + ")");
   if (auto verdict = st.hang.check(now)) act_on(self, *verdict);
 }
 

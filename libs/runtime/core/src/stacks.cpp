@@ -171,6 +171,30 @@ std::string stack_top(const std::vector<ThreadStack>& threads) {
   return frame_text(t->frames.front());
 }
 
+std::string stuck_loader_worker(std::int32_t rank, const std::vector<ThreadStack>& main,
+                                const std::vector<std::vector<ThreadStack>>& helpers) {
+  auto runs = [](const std::vector<ThreadStack>& threads, std::string_view file_part,
+                 std::string_view function) {
+    const ThreadStack* t = main_thread(threads);
+    if (!t) return false;
+    for (const auto& f : t->frames)
+      if (f.file.find(file_part) != std::string::npos &&
+          (function.empty() || f.function == function))
+        return true;
+    return false;
+  };
+  if (!runs(main, "torch/utils/data/", "")) return {};
+  int index = 0;
+  for (const auto& helper : helpers) {
+    if (!runs(helper, "torch/utils/data/_utils/worker.py", "_worker_loop")) continue;
+    if (runs(helper, "torch/utils/data/_utils/fetch.py", ""))
+      return "rank " + std::to_string(rank) + "'s DataLoader worker " + std::to_string(index) +
+             " in " + stack_top(helper);
+    ++index;
+  }
+  return {};
+}
+
 bool same_grouping(const StackDiagnosis& a, const StackDiagnosis& b) {
   if (a.outliers != b.outliers || a.groups.size() != b.groups.size()) return false;
   for (size_t i = 0; i < a.groups.size(); ++i)
@@ -182,7 +206,9 @@ bool same_grouping(const StackDiagnosis& a, const StackDiagnosis& b) {
 StackDiagnosis group_stacks(const std::vector<RankStack>& ranks) {
   StackDiagnosis d;
   std::map<std::string, StackGroup> by_signature;
+  std::map<std::int32_t, std::string> blame;
   for (const auto& r : ranks) {
+    if (!r.blame.empty()) blame[r.rank] = r.blame;
     if (r.signature.empty()) {
       d.unknown.push_back(r.rank);
       continue;
@@ -210,7 +236,10 @@ StackDiagnosis group_stacks(const std::vector<RankStack>& ranks) {
     for (size_t i = 1; i < d.groups.size(); ++i) {
       const StackGroup& g = d.groups[i];
       apart.insert(apart.end(), g.ranks.begin(), g.ranks.end());
-      if (apart_words.size() < 2) apart_words.push_back(rank_words(g.ranks) + " in " + g.top);
+      if (apart_words.size() >= 2) continue;
+      auto named = g.ranks.size() == 1 ? blame.find(g.ranks[0]) : blame.end();
+      apart_words.push_back(named != blame.end() ? named->second
+                                                 : rank_words(g.ranks) + " in " + g.top);
     }
   }
   // Stopped or uninterruptible ranks stand apart whatever their stacks,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <vector>
 
 #include "atl/os/run_capture.hpp"
@@ -130,7 +131,8 @@ TreeSample sample_tree(const ProcessTable& table, pid_t root) {
   return sample_tree(table, child_index(table), root);
 }
 
-TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pid_t root) {
+TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                       const ProcessFacts& facts) {
   TreeSample out;
   if (!table.count(root)) return out;
   static const std::int64_t page = ::sysconf(_SC_PAGESIZE);
@@ -144,6 +146,7 @@ TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pi
     ++out.processes;
     out.cpu_ticks += s.cpu_ticks;
     out.rss_bytes += s.rss_pages * page;
+    out.io_bytes += facts.io_bytes(pid);
     if (s.state != 'Z') out.state = worse_state(out.state, s.state);
     auto kids = children.find(pid);
     if (kids != children.end()) todo.insert(todo.end(), kids->second.begin(), kids->second.end());
@@ -151,28 +154,135 @@ TreeSample sample_tree(const ProcessTable& table, const ChildIndex& children, pi
   return out;
 }
 
+namespace {
+
+bool is_python(const ProcStat& s) { return s.comm.rfind("python", 0) == 0; }
+
+std::string read_small_file(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out(limit, '\0');
+  in.read(&out[0], static_cast<std::streamsize>(limit));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+}  // namespace
+
+const ProcessFacts& live_facts() {
+  static const ProcessFacts facts{
+      [](pid_t pid) {
+        std::string line = read_small_file("/proc/" + std::to_string(pid) + "/cmdline", 4096);
+        while (!line.empty() && line.back() == '\0') line.pop_back();
+        std::replace(line.begin(), line.end(), '\0', ' ');
+        return line;
+      },
+      [](pid_t pid) {
+        // Only asked where a rank's tree holds several interpreters.
+        std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+        std::string line;
+        while (std::getline(maps, line))
+          if (line.find("libtorch") != std::string::npos) return true;
+        return false;
+      },
+      [](pid_t pid) -> std::int64_t {
+        const std::string io = read_small_file("/proc/" + std::to_string(pid) + "/io", 512);
+        std::int64_t total = 0;
+        for (const char* key : {"rchar: ", "wchar: "}) {
+          const size_t at = io.find(key);
+          if (at != std::string::npos) total += std::atoll(io.c_str() + at + 7);
+        }
+        return total;
+      }};
+  return facts;
+}
+
+const ProcessFacts& no_facts() {
+  static const ProcessFacts facts{[](pid_t) { return std::string(); }, [](pid_t) { return false; },
+                                  [](pid_t) -> std::int64_t { return 0; }};
+  return facts;
+}
+
+bool is_helper(const ProcessTable& table, pid_t pid, pid_t parent, const ProcessFacts& facts) {
+  auto self = table.find(pid);
+  auto up = table.find(parent);
+  if (self == table.end() || up == table.end() || !is_python(self->second)) return false;
+  const std::string line = facts.cmdline(pid);
+  // Spawned or forkserver children, their resource tracker, torch's
+  // compile workers: their command lines say so.
+  for (const char* mark : {"multiprocessing", "compile_worker"})
+    if (line.find(mark) != std::string::npos) return true;
+  // A fork that did not exec (DataLoader workers, the default start method
+  // on Linux): its command line is its parent's, word for word.
+  return is_python(up->second) && !line.empty() && line == facts.cmdline(parent);
+}
+
+RankProcesses rank_processes(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                             const ProcessFacts& facts) {
+  RankProcesses out;
+  if (!table.count(root)) return out;
+  // Every process but the helpers' subtrees, with its depth.
+  struct Seen {
+    pid_t pid;
+    int depth;
+  };
+  std::vector<Seen> pythons;
+  Seen deepest{root, 0};
+  std::vector<Seen> todo{{root, 0}};
+  while (!todo.empty()) {
+    const Seen at = todo.back();
+    todo.pop_back();
+    auto it = table.find(at.pid);
+    if (it == table.end() || it->second.state == 'Z') continue;
+    if (at.depth > deepest.depth || (at.depth == deepest.depth && at.pid < deepest.pid))
+      deepest = at;
+    if (is_python(it->second)) pythons.push_back(at);
+    auto kids = children.find(at.pid);
+    if (kids == children.end()) continue;
+    for (pid_t k : kids->second)
+      if (!is_helper(table, k, at.pid, facts)) todo.push_back({k, at.depth + 1});
+  }
+  auto deeper = [](const Seen& a, const Seen& b) {
+    return a.depth != b.depth ? a.depth > b.depth : a.pid < b.pid;
+  };
+  std::sort(pythons.begin(), pythons.end(), deeper);
+  if (pythons.empty()) {
+    out.main = deepest.pid;
+  } else if (pythons.size() == 1) {
+    out.main = pythons.front().pid;
+  } else {
+    out.main = pythons.front().pid;
+    for (const Seen& p : pythons)
+      if (facts.holds_torch(p.pid)) {
+        out.main = p.pid;
+        break;
+      }
+  }
+  // The main's helpers, and theirs (a forkserver's forks).
+  std::vector<pid_t> below{out.main};
+  while (!below.empty()) {
+    const pid_t pid = below.back();
+    below.pop_back();
+    auto kids = children.find(pid);
+    if (kids == children.end()) continue;
+    for (pid_t k : kids->second) {
+      auto it = table.find(k);
+      if (it == table.end() || it->second.state == 'Z' || !is_helper(table, k, pid, facts))
+        continue;
+      out.helpers.push_back(k);
+      below.push_back(k);
+    }
+  }
+  std::sort(out.helpers.begin(), out.helpers.end());
+  return out;
+}
+
 pid_t stack_target(const ProcessTable& table, pid_t root) {
   return stack_target(table, child_index(table), root);
 }
 
-pid_t stack_target(const ProcessTable& table, const ChildIndex& children, pid_t root) {
-  if (!table.count(root)) return 0;
-  pid_t deepest = root, python = 0;
-  int deepest_depth = -1, python_depth = -1;
-  std::vector<std::pair<pid_t, int>> todo{{root, 0}};
-  while (!todo.empty()) {
-    auto [pid, depth] = todo.back();
-    todo.pop_back();
-    auto it = table.find(pid);
-    if (it == table.end() || it->second.state == 'Z') continue;
-    if (depth > deepest_depth) deepest = pid, deepest_depth = depth;
-    if (it->second.comm.rfind("python", 0) == 0 && depth > python_depth)
-      python = pid, python_depth = depth;
-    auto kids = children.find(pid);
-    if (kids != children.end())
-      for (pid_t k : kids->second) todo.emplace_back(k, depth + 1);
-  }
-  return python ? python : deepest;
+pid_t stack_target(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                   const ProcessFacts& facts) {
+  return rank_processes(table, children, root, facts).main;
 }
 
 StackCapture capture_stack(const ProcessTable& table, pid_t root,
@@ -180,41 +290,43 @@ StackCapture capture_stack(const ProcessTable& table, pid_t root,
   return capture_stack(table, child_index(table), root, timeout);
 }
 
+namespace {
+
+// py-spy on PATH, or beside the interpreter of `pid` (a venv's bin).
+std::string py_spy_for(pid_t pid) {
+  std::vector<std::string> beside;
+  char exe[4096];
+  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string e(exe, static_cast<size_t>(n));
+    beside.push_back(e.substr(0, e.rfind('/')));
+  }
+  return find_program("py-spy", beside);
+}
+
+}  // namespace
+
 StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children, pid_t root,
                            std::chrono::milliseconds timeout) {
   StackCapture out;
-  out.target = stack_target(table, children, root);
+  const RankProcesses rank = rank_processes(table, children, root, live_facts());
+  out.target = rank.main;
   if (out.target == 0) {
     out.error = "the rank's processes are gone";
     return out;
   }
   const std::string pid = std::to_string(out.target);
-  const bool python = table.at(out.target).comm.rfind("python", 0) == 0;
-  std::string tool_path;
+  const bool python = is_python(table.at(out.target));
+  const std::string py_spy = python ? py_spy_for(out.target) : std::string();
   std::vector<std::string> argv;
-  if (python) {
-    // py-spy on PATH, or beside the interpreter (a venv's bin).
-    std::vector<std::string> beside;
-    char exe[4096];
-    ssize_t n = ::readlink(("/proc/" + pid + "/exe").c_str(), exe, sizeof exe - 1);
-    if (n > 0) {
-      std::string e(exe, static_cast<size_t>(n));
-      beside.push_back(e.substr(0, e.rfind('/')));
-    }
-    tool_path = find_program("py-spy", beside);
-    if (!tool_path.empty()) {
-      out.tool = "py-spy";
-      argv = {tool_path, "dump", "--nonblocking", "--pid", pid};
-    }
-  }
-  if (argv.empty()) {
-    tool_path = find_program("gdb");
-    if (!tool_path.empty()) {
-      out.tool = "gdb";
-      // The main thread's only: the signature is its, and a process with
-      // many threads would otherwise push it past the size bound.
-      argv = {tool_path, "-batch", "-nx", "-p", pid, "-ex", "thread apply 1 bt"};
-    }
+  if (!py_spy.empty()) {
+    out.tool = "py-spy";
+    argv = {py_spy, "dump", "--nonblocking", "--pid", pid};
+  } else if (std::string gdb = find_program("gdb"); !gdb.empty()) {
+    out.tool = "gdb";
+    // The main thread's only: the signature is its, and a process with
+    // many threads would otherwise push it past the size bound.
+    argv = {gdb, "-batch", "-nx", "-p", pid, "-ex", "thread apply 1 bt"};
   }
   if (argv.empty()) {
     out.error = python ? "neither py-spy nor gdb is in the pod" : "gdb is not in the pod";
@@ -230,6 +342,17 @@ StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children
     if (got->timed_out)
       out.error = out.tool + " did not finish within " + std::to_string(timeout.count()) + " ms";
   }
+  // The helpers' (DataLoader workers'): where a rank waits for its data,
+  // the worker that does not deliver is the one to name. py-spy only: it
+  // never stops them.
+  if (py_spy.empty()) return out;
+  for (pid_t helper : rank.helpers) {
+    if (out.helpers.size() == kMaxHelperStacks) break;
+    auto h = run_capture({py_spy, "dump", "--nonblocking", "--pid", std::to_string(helper)},
+                         timeout, 16 << 10);
+    out.helpers.push_back(helper);
+    out.helper_texts.push_back(h && !h->timed_out ? std::move(h->output) : std::string());
+  }
   return out;
 }
 
@@ -237,27 +360,20 @@ StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children
 
 namespace atl::os {
 
-pid_t user_process(const ProcessTable& table, const ChildIndex& children, pid_t root) {
+pid_t user_process(const ProcessTable& table, const ChildIndex& children, pid_t root,
+                   const ProcessFacts& facts) {
   if (!table.count(root)) return 0;
-  // Breadth first: the shallowest python wins.
-  std::vector<pid_t> level{root};
-  pid_t first_child = 0;
-  for (int depth = 0; !level.empty(); ++depth) {
-    std::vector<pid_t> next;
-    for (pid_t pid : level) {
-      auto it = table.find(pid);
-      if (it == table.end() || it->second.state == 'Z') continue;
-      if (it->second.comm.rfind("python", 0) == 0) return pid;
-      if (depth == 1 && first_child == 0) first_child = pid;
-      auto kids = children.find(pid);
-      if (kids == children.end()) continue;
-      std::vector<pid_t> sorted = kids->second;
-      std::sort(sorted.begin(), sorted.end());
-      next.insert(next.end(), sorted.begin(), sorted.end());
-    }
-    level = std::move(next);
+  const pid_t main = rank_processes(table, children, root, facts).main;
+  if (main != 0 && is_python(table.at(main))) return main;
+  // No Python: the entrypoint under the guard (its shell, not what it runs).
+  auto kids = children.find(root);
+  if (kids == children.end()) return root;
+  pid_t first = 0;
+  for (pid_t k : kids->second) {
+    auto it = table.find(k);
+    if (it != table.end() && it->second.state != 'Z' && (first == 0 || k < first)) first = k;
   }
-  return first_child ? first_child : root;
+  return first ? first : root;
 }
 
 }  // namespace atl::os

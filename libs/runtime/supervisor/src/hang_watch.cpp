@@ -1,6 +1,8 @@
 #include "atl/supervisor/hang_watch.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace atl::supervisor {
 
@@ -18,17 +20,43 @@ std::string rank_list(const std::vector<std::int32_t>& ranks) {
   return out;
 }
 
+std::string rank_words(const std::vector<std::int32_t>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+}
+
+Millis since(HangWatch::TimePoint then, HangWatch::TimePoint now) {
+  return std::chrono::duration_cast<Millis>(now - then);
+}
+
+std::string bytes_per_second(double b) {
+  char text[32];
+  if (b >= 1 << 20)
+    std::snprintf(text, sizeof text, "%.1f MiB/s", b / (1 << 20));
+  else if (b >= 1 << 10)
+    std::snprintf(text, sizeof text, "%.1f KiB/s", b / (1 << 10));
+  else
+    std::snprintf(text, sizeof text, "%.0f B/s", b);
+  return text;
+}
+
+constexpr std::size_t kMaxGaps = 256;
+
 }  // namespace
 
-HangWatch::HangWatch(Millis timeout) : timeout_(timeout) {}
+HangWatch::HangWatch(Millis timeout) : HangWatch(Options{timeout}) {}
+
+HangWatch::HangWatch(Options options) : options_(options) {}
 
 void HangWatch::start(const std::vector<std::int32_t>& ranks, TimePoint now) {
   ranks_.clear();
-  for (auto r : ranks) ranks_[r] = Rank{RankProgress{}, now, now, now};
-  last_progress_ = now;
+  for (auto r : ranks) ranks_[r] = Rank{RankProgress{}, now, now, now, {}, false};
+  started_ = last_progress_ = now;
+  progressed_ = false;
+  gaps_.clear();
+  idle_timeout_said_ = Millis(0);
   suspect_since_.reset();
   hung_said_ = harmless_said_ = false;
-  watching_ = timeout_.count() > 0 && !ranks_.empty();
+  watching_ = options_.timeout.count() > 0 && !ranks_.empty();
 }
 
 void HangWatch::stop() {
@@ -44,69 +72,180 @@ void HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now)
   // process replaced within the rank, counting from zero again.
   if (p.output_lines != r.last.output_lines || p.steps != r.last.steps) {
     r.progressed = now;
-    last_progress_ = std::max(last_progress_, now);
+    if (now > last_progress_) {
+      // The job's cadence: the gaps between its progress, the start-up's
+      // (before the first progress) left out.
+      if (progressed_) {
+        gaps_.push_back(since(last_progress_, now));
+        if (gaps_.size() > kMaxGaps) gaps_.pop_front();
+      }
+      last_progress_ = now;
+    }
+    progressed_ = true;
   }
-  if (p.cpu_ticks != r.last.cpu_ticks) r.cpu_gained = now;
+  const bool went_back = p.cpu_ticks < r.last.cpu_ticks || p.io_bytes < r.last.io_bytes;
+  if (went_back) r.window.clear();
+  r.window.push_back({now, p.cpu_ticks, p.io_bytes});
+  while (r.window.size() > 2 && r.window[1].at <= now - options_.window) r.window.pop_front();
   if (p.state != r.last.state) r.state_since = now;
   r.last = p;
   r.sampled = true;
+  if (went_back || working(r, now)) r.worked = now;
+}
+
+double HangWatch::cpu_share(const Rank& r) const {
+  if (r.window.size() < 2) return 0;
+  const auto span = std::chrono::duration<double>(r.window.back().at - r.window.front().at).count();
+  if (span <= 0) return 0;
+  return static_cast<double>(r.window.back().cpu_ticks - r.window.front().cpu_ticks) /
+         static_cast<double>(options_.ticks_per_second) / span;
+}
+
+double HangWatch::io_per_second(const Rank& r) const {
+  if (r.window.size() < 2) return 0;
+  const auto span = std::chrono::duration<double>(r.window.back().at - r.window.front().at).count();
+  if (span <= 0) return 0;
+  return static_cast<double>(r.window.back().io_bytes - r.window.front().io_bytes) / span;
+}
+
+bool HangWatch::working(const Rank& r, TimePoint now) const {
+  (void)now;
+  // Until two samples span half the window, nothing is known: counted as
+  // working (no early verdict on a rank just seen).
+  if (r.window.size() < 2 || r.window.back().at - r.window.front().at < options_.window / 2)
+    return true;
+  if (r.last.state == 'T') return false;  // stopped: what it gained was before
+  const double window_s = std::chrono::duration<double>(options_.window).count();
+  return cpu_share(r) >= options_.busy_cpu ||
+         io_per_second(r) * window_s >= static_cast<double>(options_.busy_io);
+}
+
+bool HangWatch::working(std::int32_t rank, TimePoint now) const {
+  auto it = ranks_.find(rank);
+  return it != ranks_.end() && it->second.sampled && working(it->second, now);
+}
+
+bool HangWatch::every_rank_idle_now(TimePoint now) const {
+  return std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
+    return entry.second.sampled && !working(entry.second, now);
+  });
+}
+
+Millis HangWatch::step_p99() const {
+  if (gaps_.empty()) return Millis(0);
+  std::vector<Millis> sorted(gaps_.begin(), gaps_.end());
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t at = (sorted.size() * 99 + 99) / 100 - 1;  // ceil(0.99 n) - 1
+  return sorted[std::min(at, sorted.size() - 1)];
+}
+
+bool HangWatch::learned() const { return gaps_.size() >= options_.min_gaps; }
+
+Millis HangWatch::idle_timeout() const {
+  if (!learned()) return options_.timeout;
+  const auto from_steps =
+      Millis(static_cast<Millis::rep>(options_.factor * static_cast<double>(step_p99().count())));
+  return std::min(options_.timeout, std::max(options_.floor, from_steps));
+}
+
+std::optional<Millis> HangWatch::idle_timeout_news() {
+  if (!learned()) return std::nullopt;
+  const Millis now = idle_timeout();
+  const auto said = idle_timeout_said_.count();
+  if (said != 0 && std::abs(now.count() - said) * 4 < said) return std::nullopt;
+  idle_timeout_said_ = now;
+  return now;
 }
 
 std::optional<HangWatch::Verdict> HangWatch::stuck(TimePoint now) const {
-  // Stuck: stopped or in uninterruptible sleep for half the timeout at least
-  // (a D state of a moment is a disk read), while other ranks are not.
+  // Stuck: stopped, or in uninterruptible sleep with no I/O moving, for half
+  // the idle timeout at least (a D state of a moment is a disk read), while
+  // other ranks are not.
+  const Millis idle_to = idle_timeout();
   std::vector<std::int32_t> stuck;
   std::string how;
   for (const auto& [rank, r] : ranks_) {
     const char s = r.last.state;
-    if ((s == 'T' || s == 'D') && now - r.state_since >= timeout_ / 2) {
+    const bool held = now - r.state_since >= idle_to / 2;
+    if (held && (s == 'T' || (s == 'D' && !working(r, now)))) {
       stuck.push_back(rank);
       if (stuck.size() <= 3)
         how += std::string(how.empty() ? "" : ", ") + "rank " + std::to_string(rank) +
-               (s == 'T' ? " stopped (T)" : " in uninterruptible sleep (D)");
+               (s == 'T' ? " stopped (T)" : " in uninterruptible sleep (D) with no I/O");
     }
   }
   if (!stuck.empty() && stuck.size() < ranks_.size()) {
     if (stuck.size() > 3) how += " and " + std::to_string(stuck.size() - 3) + " more";
     return Verdict{Verdict::Kind::hung, stuck,
                    how + " while the other " + std::to_string(ranks_.size() - stuck.size()) +
-                       " ranks made no progress for " + seconds(timeout_)};
+                       " ranks made no progress for " + seconds(idle_to)};
   }
   return std::nullopt;
 }
 
 std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
-  // Every rank sampled, none gaining CPU time: ranks never sampled (fake
-  // ranks of a simulated pod, a node that cannot read /proc) prove nothing.
+  // Every rank sampled, none working since the silence began (less the
+  // window that still held its last work): ranks never sampled (fake ranks
+  // of a simulated pod, a node that cannot read /proc) prove nothing.
+  const Millis idle_to = idle_timeout();
   const bool idle = std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
-    return entry.second.sampled && now - entry.second.cpu_gained >= timeout_;
+    return entry.second.sampled && !working(entry.second, now) &&
+           now - entry.second.worked >= idle_to - options_.window;
   });
   if (!idle) return std::nullopt;
-  return Verdict{
-      Verdict::Kind::hung, {}, "every rank idle (no CPU time, no output) for " + seconds(timeout_)};
+  return Verdict{Verdict::Kind::hung,
+                 {},
+                 "every rank idle (no CPU time, no I/O, no output) for " + seconds(idle_to)};
+}
+
+std::optional<HangWatch::Verdict> HangWatch::busy(TimePoint now) const {
+  std::vector<std::int32_t> working_ranks;
+  std::size_t waiting = 0;
+  for (const auto& [rank, r] : ranks_) {
+    if (!r.sampled) return std::nullopt;
+    if (working(r, now))
+      working_ranks.push_back(rank);
+    else
+      ++waiting;
+  }
+  if (working_ranks.empty() || waiting == 0) return std::nullopt;
+  return Verdict{Verdict::Kind::hung, working_ranks,
+                 rank_words(working_ranks) + " busy for " + seconds(options_.timeout) + " while " +
+                     std::to_string(waiting) + (waiting == 1 ? " rank waits" : " ranks wait")};
 }
 
 std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
   if (!watching_) return std::nullopt;
-  const auto silent = std::chrono::duration_cast<Millis>(now - last_progress_);
-  if (silent < timeout_) {
+  const Millis silent = since(last_progress_, now);
+  const Millis idle_to = idle_timeout();
+  if (silent < idle_to) {
     if (!suspect_since_) return std::nullopt;
     suspect_since_.reset();
     return Verdict{Verdict::Kind::recovered, {}, "progress again"};
   }
-  const bool new_period = !suspect_since_ || now - *suspect_since_ >= timeout_;
-  if (new_period) {
-    suspect_since_ = now;
-    hung_said_ = harmless_said_ = false;
-  }
   if (!hung_said_) {
     if (auto hung = stuck(now)) {
+      if (!suspect_since_) suspect_since_ = now;
       hung_said_ = true;
       return hung;
     }
   }
+  const bool long_silent = silent >= options_.timeout;
+  if (!long_silent && !every_rank_idle_now(now)) {
+    // A rank works (an evaluation, a checkpoint, a slow step): it has the
+    // configured timeout. A suspect period of idleness ends quietly.
+    if (suspect_since_ && !hung_said_) suspect_since_.reset();
+    return std::nullopt;
+  }
+  const Millis period = long_silent ? options_.timeout : idle_to;
+  const bool new_period = !suspect_since_ || now - *suspect_since_ >= period;
   if (!new_period) return std::nullopt;
-  return Verdict{Verdict::Kind::suspect, {}, "no rank made progress for " + seconds(silent)};
+  suspect_since_ = now;
+  hung_said_ = harmless_said_ = false;
+  return Verdict{
+      Verdict::Kind::suspect,
+      {},
+      "no rank made progress for " + seconds(silent) + (long_silent ? "" : ", every rank idle")};
 }
 
 std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::int32_t>& outliers,
@@ -117,27 +256,74 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
     if (ranks_.count(r)) known.push_back(r);
   std::sort(known.begin(), known.end());
   known.erase(std::unique(known.begin(), known.end()), known.end());
+  const bool long_silent = since(last_progress_, now) >= options_.timeout;
   if (!known.empty() && known.size() < ranks_.size()) {
+    const bool any_working =
+        std::any_of(known.begin(), known.end(), [&](std::int32_t r) { return working(r, now); });
+    if (any_working && !long_silent) {
+      // Rank 0 evaluating or checkpointing while the others wait on it.
+      if (harmless_said_) return std::nullopt;
+      harmless_said_ = true;
+      return Verdict{Verdict::Kind::harmless,
+                     {},
+                     rank_words(known) + " works while the others wait: left alone up to the " +
+                         "hang timeout (" + seconds(options_.timeout) + ")"};
+    }
     hung_said_ = true;
-    return Verdict{Verdict::Kind::hung, known,
-                   why.empty() ? "ranks " + rank_list(known) + " stand apart from the rest" : why};
+    std::string reason = why.empty() ? rank_words(known) + " stand apart from the rest" : why;
+    if (any_working) {
+      // "rank 1 in f (x.py) while ..." -> "rank 1 busy for 5 s in f (x.py) while ..."
+      const std::string busy = " busy for " + seconds(options_.timeout);
+      const size_t in = reason.find(" in ");
+      if (reason.rfind("rank", 0) == 0 && in != std::string::npos)
+        reason.insert(in, busy);
+      else
+        reason = rank_words(known) + busy + ": " + reason;
+    }
+    return Verdict{Verdict::Kind::hung, known, reason};
   }
   if (auto idle = all_idle(now)) {
     hung_said_ = true;
     return idle;
   }
+  if (long_silent) {
+    if (auto b = busy(now)) {
+      hung_said_ = true;
+      return b;
+    }
+  }
   if (harmless_said_) return std::nullopt;
   harmless_said_ = true;
   return Verdict{Verdict::Kind::harmless,
                  {},
-                 "no rank made progress for " + seconds(timeout_) +
+                 "no rank made progress for " + seconds(since(last_progress_, now)) +
                      ", but every rank computes alike: no action"};
 }
 
 std::optional<Millis> HangWatch::progress_age(std::int32_t rank, TimePoint now) const {
   auto it = ranks_.find(rank);
   if (it == ranks_.end()) return std::nullopt;
-  return std::chrono::duration_cast<Millis>(now - it->second.progressed);
+  return since(it->second.progressed, now);
+}
+
+std::string HangWatch::evidence(const std::vector<std::int32_t>& ranks, TimePoint now) const {
+  std::string out;
+  for (auto rank : ranks) {
+    auto it = ranks_.find(rank);
+    if (it == ranks_.end()) continue;
+    const Rank& r = it->second;
+    out += (out.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + ": ";
+    if (!r.sampled) {
+      out += "never sampled";
+      continue;
+    }
+    out += std::string(1, r.last.state) + ", CPU " +
+           std::to_string(static_cast<int>(cpu_share(r) * 100 + 0.5)) + "%, I/O " +
+           bytes_per_second(io_per_second(r)) + ", " +
+           (working(r, now) ? "working" : "idle for " + seconds(since(r.worked, now))) +
+           ", no progress for " + seconds(since(r.progressed, now));
+  }
+  return out;
 }
 
 }  // namespace atl::supervisor

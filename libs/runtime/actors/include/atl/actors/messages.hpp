@@ -146,13 +146,13 @@ typename Inspector::result_type inspect(Inspector& f, ProcessNote& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
   return f(caf::meta::type_name("atl::ProgressReport"), x.rank, x.attempt, x.lines, x.steps,
-           x.cpu_ticks, x.state, x.pid, x.rss_bytes);
+           x.cpu_ticks, x.state, x.pid, x.rss_bytes, x.io_bytes);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StackReport& x) {
   return f(caf::meta::type_name("atl::StackReport"), x.rank, x.attempt, x.state, x.tool, x.text,
-           x.error, x.gpus);
+           x.error, x.gpus, x.helper_pids, x.helper_texts);
 }
 
 template <class Inspector>

@@ -64,6 +64,7 @@ struct ProgressReport {
   std::int8_t state = 'S';     // its tree's most telling state: T, D, R or S
   std::int32_t pid = 0;        // the user's own process (the deepest of the tree)
   std::int64_t rss_bytes = 0;  // its tree's resident memory
+  std::int64_t io_bytes = 0;   // bytes its tree read and wrote so far (rchar + wchar)
 };
 
 // A rank's stack as its node agent took it for a diagnosis (py-spy or gdb
@@ -76,6 +77,9 @@ struct StackReport {
   std::string text;   // what the tool printed
   std::string error;  // why there is no stack
   std::string gpus;   // its pod's GPU watch: "2 GPUs watched, no fault", a fault, or why none
+  // The rank's helpers (DataLoader workers), by pid, and what py-spy printed of each.
+  std::vector<std::int32_t> helper_pids;
+  std::vector<std::string> helper_texts;
 };
 
 }  // namespace atl

@@ -43,12 +43,25 @@ std::string stack_signature(const std::vector<ThreadStack>& threads);
 // The innermost frame as "function (file)", for a one-line summary.
 std::string stack_top(const std::vector<ThreadStack>& threads);
 
+// Where a rank's main process waits on its DataLoader (its stack is in
+// torch/utils/data), the worker that does not deliver, named as the issue
+// would be: "rank 1's DataLoader worker 0 in __getitem__ (train.py)". A
+// worker is a helper whose stack runs `_worker_loop`, numbered in the order
+// of `helpers` (by pid: the order torch starts them); the one named is
+// caught fetching (in `_utils/fetch.py`). Empty when the main is not
+// waiting on its loader, or no worker is caught fetching.
+std::string stuck_loader_worker(std::int32_t rank, const std::vector<ThreadStack>& main,
+                                const std::vector<std::vector<ThreadStack>>& helpers);
+
 struct RankStack {
   std::int32_t rank = 0;
   std::string pod;
   std::string signature;  // empty: no stack could be taken
   std::string top;        // the innermost frame, for the summary
   char state = 'S';       // from /proc: 'T' stopped, 'D' uninterruptible, 'R', 'S'
+  // Who to name when this rank stands apart alone ("rank 1's DataLoader
+  // worker 0 in ..."); empty: "rank N in <top>".
+  std::string blame;
 };
 
 struct StackGroup {

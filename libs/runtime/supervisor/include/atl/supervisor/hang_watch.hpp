@@ -1,20 +1,30 @@
 // HangWatch: whether a training job whose processes all live has stopped
 // making progress, and on what evidence. Fed each rank's progress samples
 // (the node agents sample them with their heartbeats: output lines, explicit
-// progress signals, CPU time and process state of the rank's tree) and,
-// when it asks, a diagnosis of the ranks' stacks. Silence alone never acts:
-// a job silent for the hang timeout is *suspect*; it is *hung* only on
-// evidence — ranks stopped (T) or in uninterruptible sleep (D) while their
-// peers wait (seen at once), or, once the stacks are in, ranks whose stacks
-// stand apart from the rest, else every rank idle (no CPU time gained) for
-// the whole timeout: the stacks come first, so a rank asleep in its step
-// while its peers wait in the collective (all idle) is named, not missed. A job silent by design
-// whose ranks keep computing stays suspect, said once per timeout, and is
-// never acted on. Plain C++, fed the time: tested in fake time.
+// progress signals, CPU time, I/O and process state of the rank's tree) and,
+// when it asks, a diagnosis of the ranks' stacks.
+//
+// Each rank is *working* (its tree gained CPU time or moved bytes over the
+// last few seconds) or *idle* (blocked, asleep, stopped, `D` with no I/O).
+// Two clocks:
+// - the idle timeout: once the job made steps, k x the p99 of the gaps
+//   between its progress (with a floor), else the configured timeout. A job
+//   silent that long whose ranks are all idle is *suspect*;
+// - the configured timeout (the user's bound on the longest step, evaluation
+//   or checkpoint): a job silent that long is suspect whatever its ranks do.
+// A suspect job is *hung* only on evidence — ranks stopped (T) or in `D` with
+// no I/O while their peers are not (seen at once), or, once the stacks are
+// in, ranks whose stacks stand apart from the rest (idle, or working past the
+// configured timeout: *busy*), else every rank idle for the idle timeout.
+// A rank that works while the others wait on it (rank 0 evaluating or
+// checkpointing alone) is never judged before the configured timeout. A job
+// silent by design whose ranks keep computing alike stays suspect, said once
+// per timeout, never acted on. Plain C++, fed the time: tested in fake time.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +42,7 @@ struct RankProgress {
   // The state that matters most in its tree: 'T' (stopped) over 'D'
   // (uninterruptible sleep) over 'R' (running) over 'S' (sleeping).
   char state = 'S';
+  std::int64_t io_bytes = 0;  // bytes its tree read and wrote so far
 };
 
 class HangWatch {
@@ -39,11 +50,27 @@ class HangWatch {
   using Clock = std::chrono::steady_clock;
   using TimePoint = Clock::time_point;
 
+  struct Options {
+    // The configured timeout (0: the watch is off).
+    Millis timeout{0};
+    // The learned idle timeout: factor x p99 of the gaps between progress,
+    // at least `floor`, never more than `timeout`, once `min_gaps` were seen.
+    double factor = 4;
+    Millis floor = std::chrono::seconds(10);
+    std::size_t min_gaps = 5;
+    // Working: over the last `window`, CPU time of at least `busy_cpu` of
+    // one core, or at least `busy_io` bytes read or written.
+    Millis window = std::chrono::seconds(3);
+    double busy_cpu = 0.10;
+    std::int64_t busy_io = 64 << 10;
+    long ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
+  };
+
   struct Verdict {
     enum class Kind {
       suspect,    // silent for the timeout: diagnose the stacks (diagnosed() decides)
       hung,       // evidence: act on it (culprits may be empty: every rank idle)
-      harmless,   // suspect, but every rank computes and none stands apart: no action
+      harmless,   // suspect, but ranks work and none stands apart past its time: no action
       recovered,  // progress again after a suspect period
     };
     Kind kind = Kind::suspect;
@@ -53,6 +80,7 @@ class HangWatch {
 
   // `timeout` 0: the watch is off (every check says healthy).
   explicit HangWatch(Millis timeout = Millis(0));
+  explicit HangWatch(Options options);
 
   // A new attempt's ranks, all counted as progressing at `now`.
   void start(const std::vector<std::int32_t>& ranks, TimePoint now);
@@ -64,44 +92,77 @@ class HangWatch {
   void observe(std::int32_t rank, const RankProgress& p, TimePoint now);
 
   // What changed at `now`, or nothing (progressing, or nothing new to say).
-  // A suspect period begins when no rank made progress for the timeout and
-  // begins again each further timeout while the silence lasts: each start
-  // says `suspect` (the caller then collects the stacks and hands their
-  // verdict to diagnosed()) or, on evidence that needs no stacks, `hung`.
-  // At most one `hung` per period.
+  // A suspect period begins when no rank made progress for the idle timeout
+  // while every rank is idle, or for the configured timeout, and begins
+  // again each further such timeout while the silence lasts: each start says
+  // `suspect` (the caller then collects the stacks and hands their verdict
+  // to diagnosed()) or, on evidence that needs no stacks, `hung`. At most one
+  // `hung` per period.
   std::optional<Verdict> check(TimePoint now);
 
   // The stacks of a suspect job at `now`: `outliers` the ranks outside the
   // dominant group (group_stacks; empty when no stack could be taken), `why`
-  // how they differ. Hung when some but not all ranks stand apart, or when
-  // every rank was idle for the timeout; else harmless, said once per
-  // suspect period. Nothing when the job is no longer suspect.
+  // how they differ. Hung when some but not all ranks stand apart and those
+  // are idle or have worked past the configured timeout, or when ranks work
+  // past it while the rest wait, or when every rank was idle for the idle
+  // timeout; else harmless, said once per suspect period. Nothing when the
+  // job is no longer suspect.
   std::optional<Verdict> diagnosed(const std::vector<std::int32_t>& outliers,
                                    const std::string& why, TimePoint now);
 
   bool suspect() const { return suspect_since_.has_value(); }
   // How long since `rank` last made progress (its own lines or signals).
   std::optional<Millis> progress_age(std::int32_t rank, TimePoint now) const;
-  Millis timeout() const { return timeout_; }
+  Millis timeout() const { return options_.timeout; }
+  // The silence after which an all-idle job is suspect now.
+  Millis idle_timeout() const;
+  // Whether the idle timeout comes from the job's own cadence, and that
+  // cadence (the p99 gap between progress).
+  bool learned() const;
+  Millis step_p99() const;
+  // The idle timeout when it has changed by a quarter or more since it was
+  // last asked for (the first learned one included): for the job's events.
+  std::optional<Millis> idle_timeout_news();
+  // Whether `rank` worked over the window before `now`.
+  bool working(std::int32_t rank, TimePoint now) const;
+  // Each of `ranks`' evidence at `now`, one phrase each joined by "; ":
+  // "rank 1: S, CPU 0%, I/O 0 B/s, no progress for 12 s".
+  std::string evidence(const std::vector<std::int32_t>& ranks, TimePoint now) const;
 
  private:
+  struct Sample {
+    TimePoint at;
+    std::int64_t cpu_ticks;
+    std::int64_t io_bytes;
+  };
   struct Rank {
     RankProgress last;
-    TimePoint progressed;   // its own last new line or signal
-    TimePoint cpu_gained;   // its last sample with more CPU time than the one before
-    TimePoint state_since;  // when its current state began
-    bool sampled = false;   // a rank never sampled (simulated ranks) proves nothing
+    TimePoint progressed;       // its own last new line or signal
+    TimePoint worked;           // its last sample that found it working
+    TimePoint state_since;      // when its current state began
+    std::deque<Sample> window;  // the window's samples and one before
+    bool sampled = false;       // a rank never sampled (simulated ranks) proves nothing
   };
-  // Evidence that needs no stacks: stuck ranks (T/D held for half the
-  // timeout) while others are not.
+  bool working(const Rank& r, TimePoint now) const;
+  double cpu_share(const Rank& r) const;  // of one core, over the window
+  double io_per_second(const Rank& r) const;
+  bool every_rank_idle_now(TimePoint now) const;
+  // Evidence that needs no stacks: stuck ranks (T, or D without I/O, held
+  // for half the idle timeout) while others are not.
   std::optional<Verdict> stuck(TimePoint now) const;
-  // Every rank idle (no CPU time gained) for the timeout.
+  // Every rank idle for the idle timeout.
   std::optional<Verdict> all_idle(TimePoint now) const;
+  // Ranks working past the configured timeout while the others wait.
+  std::optional<Verdict> busy(TimePoint now) const;
 
-  Millis timeout_;
+  Options options_;
   bool watching_ = false;
   std::map<std::int32_t, Rank> ranks_;
-  TimePoint last_progress_{};               // any rank's
+  TimePoint started_{};
+  TimePoint last_progress_{};  // any rank's
+  bool progressed_ = false;    // since start: the first gap (start-up) is no step
+  std::deque<Millis> gaps_;    // between the job's progress, the newest last
+  Millis idle_timeout_said_{0};
   std::optional<TimePoint> suspect_since_;  // the current suspect period's start
   bool hung_said_ = false;                  // in this suspect period
   bool harmless_said_ = false;              // in this suspect period
