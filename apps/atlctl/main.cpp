@@ -99,6 +99,29 @@ std::string cell(const nlohmann::json& j, const char* key) {
                        : v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The job's time spent training, and what its faults cost (SPEC: hangs).
+void print_goodput(const nlohmann::json& info) {
+  auto g = info.find("goodput");
+  if (g == info.end() || !g->is_object() || g->value("elapsed_s", 0.0) <= 0) return;
+  auto secs = [&](const char* key) {
+    auto v = g->find(key);
+    if (v == g->end() || !v->is_number()) return std::string("-");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f s", v->get<double>());
+    return std::string(text);
+  };
+  char ratio[16];
+  std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * g->value("ratio", 0.0));
+  std::cout << "Goodput: " << ratio << " (training " << secs("productive_s") << " of "
+            << secs("elapsed_s") << ", warm-up " << secs("warmup_s");
+  const auto faults = g->value("faults", 0);
+  if (faults > 0)
+    std::cout << "; " << faults << (faults == 1 ? " fault" : " faults") << " cost detection "
+              << secs("detection_s") << ", restart " << secs("restart_s") << ", re-warm "
+              << secs("rewarm_s");
+  std::cout << ")\n";
+}
+
 void print_details(const nlohmann::json& info) {
   std::cout << "Job " << cell(info, "job_id") << " (" << cell(info, "mode") << ", "
             << cell(info, "workers") << " workers x " << cell(info, "nproc_per_node")
@@ -108,6 +131,7 @@ void print_details(const nlohmann::json& info) {
             << "\n";
   for (const auto& line : info["attempts"]) std::cout << "  " << line.get<std::string>() << "\n";
   if (info.contains("failure")) std::cout << "Failure: " << cell(info, "failure") << "\n";
+  print_goodput(info);
   std::cout << "\nPods:\n"
             << std::left << "  " << std::setw(34) << "NAME" << std::setw(9) << "STATE"
             << std::setw(12) << "ROLE" << std::setw(16) << "NODE" << std::setw(17) << "ADDRESS"

@@ -24,7 +24,8 @@
 
 Writes bench/results/hang.md.
 Usage: bench/hang/run.py [--phases scale,faults,torchrun] [--sizes 1,8,1000]
-                         [--rounds 20] [--healthy 600] [--timeout 5]
+                         [--rounds 20] [--healthy 600] [--timeout 30]
+                         [--loader-workers 0,2] [--kinds stop,spin,...]
 """
 import argparse
 import json
@@ -43,9 +44,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scale"))
 import common  # noqa: E402
 
-KINDS = ["stop", "spin", "sleep", "gpu"]
+KINDS = ["stop", "spin", "sleep", "lock", "fifo", "pause", "subprocess", "skip", "loader", "gpu"]
 KIND_NAMES = {"stop": "(a) rank stopped (SIGSTOP)", "spin": "(b) rank spinning in its step",
-              "sleep": "(c) rank asleep in its step", "gpu": "(d) its GPU lost (Xid 79)"}
+              "sleep": "(c) rank asleep in its step", "lock": "(e) a threading.Lock deadlock",
+              "fifo": "(f) a blocking FIFO read", "pause": "(g) libc pause() via ctypes",
+              "subprocess": "(h) stuck in subprocess.run", "skip": "(i) a skipped all_reduce",
+              "loader": "(j) its DataLoader workers stuck", "gpu": "(d) its GPU lost (Xid 79)"}
+# Faults that leave the rank working: judged at --hang-timeout, not the learned one.
+BUSY = {"spin"}
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\] ")
 
 
@@ -117,11 +123,13 @@ def scale_round(tmp, pods, timeout_s):
 # --- the DDP job under atl ---------------------------------------------------
 
 class AtlJob:
-    def __init__(self, tmp, timeout_s, master_port):
-        self.dir = os.path.join(tmp, "atl-ddp")
+    def __init__(self, tmp, timeout_s, master_port, loader_workers=0, tag="atl-ddp",
+                 wrapper="exec /usr/bin/python3 "):
+        self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir)
         self.job_id = "jo-hangbench"
         self.env = dict(os.environ, HANG_BENCH_DIR=self.dir,
+                        HANG_BENCH_WORKERS=str(loader_workers),
                         ATL_NVML_LIBRARY=os.path.join(common.BIN, "..", "lib",
                                                       "libatl_fake_nvml.so"))
         spy = py_spy_path()
@@ -132,9 +140,9 @@ class AtlJob:
         self.head = subprocess.Popen(
             [common.binary("headnode"), "--job-id", self.job_id, "--workers", "3",
              "--spare-workers", "1", "--port", "0", "--state-dir", os.path.join(self.dir, "st"),
-             "--dashboard-port", "off", "--hang-timeout", "%ds" % timeout_s, "--max-restarts",
-             "1000", "--master-port", str(master_port), "--",
-             "exec /usr/bin/python3 " + os.path.join(HERE, "ddp_job.py")],
+             "--dashboard-port", "off", "--max-restarts", "1000", "--master-port",
+             str(master_port)] + (["--hang-timeout", "%ds" % timeout_s] if timeout_s else []) +
+            ["--", wrapper + os.path.join(HERE, "ddp_job.py")],
             stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
         self.address = self.wait_line("listening on ").split()[-1]
         self.env["ATL_ADDRESS"] = self.address
@@ -199,18 +207,20 @@ class AtlJob:
 def inject(job_dir, kind, attempt, pid_file, facts_file):
     if kind == "stop":
         os.kill(int(read(pid_file)), signal.SIGSTOP)
-    elif kind in ("spin", "sleep"):
+    elif kind == "gpu":
+        pass
+    else:
         with open(os.path.join(job_dir, "fault-%d" % attempt), "w") as f:
             f.write(kind)
-    elif kind == "gpu":
+    if kind == "gpu":
         with open(facts_file, "a") as f:
             f.write("xid 0 79\n")
     return time.time()
 
 
-def faults(tmp, rounds, healthy_s, timeout_s):
-    port = 29500 + os.getpid() % 1000
-    job = AtlJob(tmp, timeout_s, port)
+def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrapper):
+    port = 29500 + (os.getpid() + 7 * loader_workers) % 1000
+    job = AtlJob(tmp, timeout_s, port, loader_workers, tag, wrapper)
     results, false_hangs = [], []
     try:
         attempt = 0
@@ -223,8 +233,8 @@ def faults(tmp, rounds, healthy_s, timeout_s):
         healthy_lines = [ln for ln in job.head_lines()
                          if "job hung" in ln or "job restarting" in ln or "job suspect" in ln]
         false_hangs += healthy_lines
-        for n in range(rounds * len(KINDS)):
-            kind = KINDS[n % len(KINDS)]
+        for n in range(rounds * len(kinds)):
+            kind = kinds[n % len(kinds)]
             st = job.status()
             pod = next(r["pod"] for r in st["ranks"] if r.get("rank") == 1)
             index = int(pod.rsplit("-", 1)[1])
@@ -233,7 +243,7 @@ def faults(tmp, rounds, healthy_s, timeout_s):
             last = job.last_progress(attempt)
             t0 = inject(job.dir, kind, attempt, os.path.join(job.dir, "pid-%d-1" % attempt),
                         os.path.join(job.dir, "nvml-%d" % index))
-            stepped = job.wait_stepping(attempt + 1, timeout=timeout_s + 180)
+            stepped = job.wait_stepping(attempt + 1, timeout=(timeout_s or 300) + 180)
             new = job.head_lines()[lines_before:]
             restart = next((ln for ln in new if "job restarting" in ln and stamp_of(ln)), None)
             r = {"kind": kind, "detected": restart is not None and stepped is not None}
@@ -244,8 +254,12 @@ def faults(tmp, rounds, healthy_s, timeout_s):
                     r["latency_s"] = stamp_of(restart) - t0
                 else:
                     named = re.findall(r"\branks? ([0-9,]+)", reason.split(" while ")[0])
-                    r["named"] = reason.startswith("job hung: rank 1 ") and named == ["1"]
-                    r["latency_s"] = stamp_of(restart) - (last + timeout_s)
+                    r["named"] = (re.match(r"job hung: rank 1[ ']", reason) is not None and
+                                  named == ["1"])
+                    if kind == "loader":  # the worker itself, not only its rank
+                        r["named"] = r["named"] and "DataLoader worker" in reason
+                    r["latency_s"] = stamp_of(restart) - (last + (timeout_s or 0))
+                r["detect_s"] = stamp_of(restart) - t0
                 r["reason"] = reason
             if stepped:
                 r["lost_s"] = stepped - t0
@@ -321,7 +335,11 @@ def main():
     ap.add_argument("--sizes", default="1,8,1000")
     ap.add_argument("--rounds", type=int, default=20, help="faults of each kind")
     ap.add_argument("--healthy", type=int, default=600, help="seconds of healthy training")
-    ap.add_argument("--timeout", type=int, default=5, help="--hang-timeout of the DDP job (s)")
+    ap.add_argument("--timeout", type=int, default=30,
+                    help="--hang-timeout of the DDP job (s); 0: none given")
+    ap.add_argument("--loader-workers", default="0,2",
+                    help="DataLoader workers per rank, one job each")
+    ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--scale-timeout", type=int, default=10)
     ap.add_argument("--torchrun-wait", type=int, default=120)
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "hang.md"))
@@ -343,35 +361,57 @@ def main():
                 fmt(r["cpu_s"], "s", 2), r["rss_mib"], r["line"][:90]))
         lines.append("")
     if "faults" in phases:
-        results, false_lines, extra, spy = faults(tmp, args.rounds, args.healthy, args.timeout)
-        lines += ["## Faults injected into a torch DDP job (3 ranks + 1 spare, gloo on CPU, "
-                  "`--hang-timeout %ds`, py-spy %s)" % (args.timeout, "on PATH" if spy else
-                                                          "absent: gdb stacks"), "",
-                  "Healthy training first: %d s, %d hang or suspect lines, %d restarts no fault "
-                  "explains over the whole run." % (args.healthy, len(false_lines), extra), "",
-                  "| fault | injected | detected | culprit alone named | precision | recall | "
-                  "detection after the timeout (median, max) | time lost, fault -> every rank "
-                  "training again (median, max) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for kind in KINDS:
-            rs = [r for r in results if r["kind"] == kind]
-            if not rs:
-                continue
-            det = [r for r in rs if r["detected"]]
-            tp = [r for r in det if r.get("named")]
-            lat = [r.get("latency_s") for r in det]
-            lost = [r.get("lost_s") for r in det]
-            precision = len(tp) / len(det) if det else 0
-            lines.append("| %s | %d | %d | %d | %.2f | %.2f | %s (%s) | %s (%s) |" % (
-                KIND_NAMES[kind], len(rs), len(det), len(tp), precision, len(tp) / len(rs),
-                fmt(median(lat), "s", 2), fmt(max(lat) if lat else None, "s", 2),
-                fmt(median(lost)), fmt(max(lost) if lost else None)))
-        lines.append("")
-        wrong = [r for r in results if r["detected"] and not r.get("named")]
-        for r in wrong[:5]:
-            lines.append("- misnamed (%s): `%s`" % (r["kind"], r.get("reason", "")))
-        for ln in false_lines[:5]:
-            lines.append("- during healthy training: `%s`" % ln)
-        lines.append("")
+        kinds = args.kinds.split(",")
+        for workers in [int(w) for w in args.loader_workers.split(",")]:
+            # With loader workers the rank runs behind a shell wrapper too.
+            wrapper = ("exec /usr/bin/python3 " if workers == 0 else
+                       "cd %s && /usr/bin/python3 " % HERE)
+            results, false_lines, extra, spy = faults(
+                tmp, args.rounds, args.healthy, args.timeout, workers,
+                [k for k in kinds if k != "loader" or workers > 0], "atl-ddp-%d" % workers,
+                wrapper)
+            timeout_words = ("`--hang-timeout %ds`" % args.timeout if args.timeout else
+                             "no `--hang-timeout` (the default 5 min; idle ranks suspect after "
+                             "the timeout learned from the steps)")
+            lines += ["## Faults injected into a torch DDP job (3 ranks + 1 spare, gloo on CPU, "
+                      "DataLoader(num_workers=%d)%s, %s, py-spy %s)" % (
+                          workers, ", behind `sh -c`" if workers else "", timeout_words,
+                          "on PATH" if spy else "absent: gdb stacks"), "",
+                      "Healthy training first: %d s, %d hang or suspect lines, %d restarts no "
+                      "fault explains over the whole run." % (args.healthy, len(false_lines),
+                                                             extra), "",
+                      "| fault | injected | detected | culprit alone named | precision | recall | "
+                      "detection after the fault (median, max) | after the last progress "
+                      "+ timeout (median, max) | time lost, fault -> every rank training again "
+                      "(median, max) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for kind in KINDS:
+                rs = [r for r in results if r["kind"] == kind]
+                if not rs:
+                    continue
+                det = [r for r in rs if r["detected"]]
+                tp = [r for r in det if r.get("named")]
+                dt = [r.get("detect_s") for r in det]
+                lat = [r.get("latency_s") for r in det]
+                lost = [r.get("lost_s") for r in det]
+                precision = len(tp) / len(det) if det else 0
+                lines.append("| %s | %d | %d | %d | %.2f | %.2f | %s (%s) | %s (%s) | %s (%s) |" % (
+                    KIND_NAMES[kind], len(rs), len(det), len(tp), precision, len(tp) / len(rs),
+                    fmt(median(dt), "s", 1), fmt(max(dt) if dt else None, "s", 1),
+                    fmt(median(lat), "s", 2), fmt(max(lat) if lat else None, "s", 2),
+                    fmt(median(lost)), fmt(max(lost) if lost else None)))
+            lines.append("")
+            wrong = [r for r in results if r["detected"] and not r.get("named")]
+            for r in wrong[:5]:
+                lines.append("- misnamed (%s): `%s`" % (r["kind"], r.get("reason", "")))
+            examples = {}
+            for r in results:
+                if r.get("named") and r["kind"] not in examples:
+                    examples[r["kind"]] = r.get("reason", "")
+            for kind, reason in examples.items():
+                lines.append("- %s: `%s`" % (kind, reason))
+            for ln in false_lines[:5]:
+                lines.append("- during healthy training: `%s`" % ln)
+            lines.append("")
     if "torchrun" in phases:
         tr = torchrun(tmp, args.torchrun_wait)
         lines += ["## The same job under torchrun (`--max_restarts 3`)", "",

@@ -251,14 +251,187 @@ TEST(HangWatchJobs, ATorchDdpRankSpinningOutsideTheCollectiveIsNamedByItsStack) 
   // Busy: its CPU time grows, as the waiting peers' may (gloo polls). Only
   // its Python stack stands apart: py-spy is needed (gdb's native frames of
   // a spinning interpreter move between the two looks).
+  // It works while its peers wait: judged at the configured timeout, as busy.
   torch_rank_stuck("        while True:\n            pass\n", true,
-                   "job hung: rank 1 in train_step (ddp.py) while 2 ranks are in backward "
-                   "(torch/autograd/__init__.py)");
+                   "job hung: rank 1 busy for 5 s in train_step (ddp.py) while 2 ranks are in "
+                   "backward (torch/autograd/__init__.py)");
 }
 
 TEST(HangWatchJobs, ATorchDdpRankStoppedIsNamedAndTheJobGoesOnOnTheSpare) {
   torch_rank_stuck("        os.kill(os.getpid(), signal.SIGSTOP)\n", false,
                    "job hung: rank 1 stopped (T) while the other 2 ranks made no progress for 5 s");
+}
+
+// The shape real jobs have: torch DDP over gloo, each rank with a
+// DataLoader(num_workers=2), behind a wrapper, rank 0 alone printing a line
+// per step, and no --hang-timeout (the default 5 min; suspect after the
+// timeout learned from the steps). `fault` picks what rank 1's first attempt
+// does at step 40: "sleep" in its step, "worker" (its loader's workers stuck
+// in the dataset), or "none"; "alone" is rank 0 evaluating and then
+// checkpointing alone (each ~20 x the step time) while the others wait in
+// a barrier.
+std::string ddp_with_loader(const std::string& fault) {
+  return "import os, sys, time\n"
+         "import torch, torch.distributed as dist\n"
+         "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+         "from torch.utils.data import Dataset, DataLoader\n"
+         "FAULT = '" +
+         fault +
+         "'\n"
+         "rank = int(os.environ['RANK'])\n"
+         "first = os.environ['ATL_RESTART_COUNT'] == '0'\n"
+         "class Data(Dataset):\n"
+         "    def __len__(self):\n        return 10**6\n"
+         "    def __getitem__(self, i):\n"
+         "        if FAULT == 'worker' and rank == 1 and first and i >= 8 * 40:\n"
+         "            time.sleep(10**6)\n"
+         "        return torch.randn(32)\n"
+         "def train_step(model, opt, x, step):\n"
+         "    if FAULT == 'sleep' and rank == 1 and first and step == 40:\n"
+         "        time.sleep(10**6)\n"
+         "    loss = model(x).sum()\n"
+         "    opt.zero_grad()\n"
+         "    loss.backward()\n"
+         "    opt.step()\n"
+         "    time.sleep(0.2)\n"
+         "def evaluate(model, seconds):\n"
+         "    end = time.time() + seconds\n"
+         "    with torch.no_grad():\n"
+         "        while time.time() < end:\n"
+         "            model.module(torch.randn(256, 32))\n"
+         "def checkpoint(model, seconds, path):\n"
+         "    end = time.time() + seconds\n"
+         "    while time.time() < end:\n"
+         "        torch.save([model.state_dict(), torch.randn(1 << 20)], path)\n"
+         "        os.sync()\n"
+         "if __name__ == '__main__':\n"
+         "    dist.init_process_group('gloo')\n"
+         "    model = DDP(torch.nn.Linear(32, 32))\n"
+         "    opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+         "    loader = DataLoader(Data(), batch_size=8, num_workers=2)\n"
+         "    for step, x in enumerate(loader):\n"
+         "        train_step(model, opt, x, step)\n"
+         "        if rank == 0:\n"
+         "            print('step', step, flush=True)\n"
+         "        if FAULT == 'alone' and step in (30, 60):\n"
+         "            if rank == 0:\n"
+         "                if step == 30:\n"
+         "                    evaluate(model, 20)\n"
+         "                else:\n"
+         "                    checkpoint(model, 20, os.environ['CKPT'])\n"
+         "            dist.barrier()\n"
+         "        if step == 80 and FAULT != 'sleep' and FAULT != 'worker':\n"
+         "            break\n"
+         "        if step == 30 and not first:\n"
+         "            break\n"
+         "    print('done', rank, flush=True)\n";
+}
+
+// A torch DDP job with loader workers whose rank 1 is stuck at step 40 of
+// its first attempt, behind `wrapper`: found under the learned timeout,
+// named alone as `expected` says, its node tainted, done on the spare.
+void ddp_with_loader_stuck(const std::string& fault, const std::string& wrapper,
+                           const std::string& expected) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no torch for /usr/bin/python3";
+  TestCluster c;
+  std::string why_not;
+  const std::string path = path_with_py_spy(c, why_not);
+  if (path.empty()) GTEST_SKIP() << "skipped: " << why_not;
+  std::ofstream(c.dir() + "/ddp_loader.py") << ddp_with_loader(fault);
+  // A launcher script, as torchrun-style launchers run the training script.
+  std::ofstream(c.dir() + "/launch.py")
+      << "import subprocess, sys\n"
+         "sys.exit(subprocess.run([sys.executable, '-m', 'ddp_loader']).returncode)\n";
+  const std::string port = std::to_string(unused_ports(1).front());
+  const auto started = std::chrono::steady_clock::now();
+  auto& head = c.start_head(
+      {"--workers", "3", "--spare-workers", "1", "--local-workers", "4", "--master-port", port,
+       "--linger", "60s", "--", "cd " + c.dir() + " && " + wrapper},
+      {path});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] step 39", std::chrono::seconds(120)))
+      << c.output(head);
+  const auto fault_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(c.wait_for_output(head, "job hung: ", std::chrono::seconds(120))) << c.output(head);
+  const auto found = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - fault_at);
+  const std::string out = c.output(head);
+  const size_t at = out.find("job hung: ");
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  std::cout << "found in " << found.count() << " ms (" << line << "), the job started "
+            << std::chrono::duration_cast<std::chrono::seconds>(fault_at - started).count()
+            << " s before\n";
+  EXPECT_EQ(line.rfind(expected, 0), 0u) << line;
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", std::chrono::seconds(180)))
+      << c.output(head);
+  auto info = status_json(c);
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-1") << info.dump();
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  // Goodput: the hang cost its detection (the silence before the verdict,
+  // ~ the learned 10 s), the restart and the re-warm; the rest trained.
+  const auto& g = info["goodput"];
+  EXPECT_EQ(g["faults"], 1) << g.dump();
+  EXPECT_GE(g["detection_s"].get<double>(), 9.0) << g.dump();
+  EXPECT_LE(g["detection_s"].get<double>(), found.count() / 1000.0 + 2) << g.dump();
+  EXPECT_GE(g["rewarm_s"].get<double>(), 0.5) << g.dump();  // imports, init, loader workers
+  EXPECT_GT(g["productive_s"].get<double>(), 5.0) << g.dump();
+  EXPECT_LT(g["ratio"].get<double>(), 1.0) << g.dump();
+  EXPECT_EQ(g["recent_faults"][0]["attempt"], 1) << g.dump();
+  auto verbose = c.atlctl({"--address", c.head_address(), "status", "-v"});
+  EXPECT_NE(verbose.output.find("Goodput: "), std::string::npos) << verbose.output;
+  EXPECT_NE(verbose.output.find("; 1 fault cost detection "), std::string::npos) << verbose.output;
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_NE(events.output.find("hang watch: idle ranks suspect after 10s of silence"),
+            std::string::npos)
+      << events.output;
+  EXPECT_NE(events.output.find("evidence: rank 1: "), std::string::npos) << events.output;
+  std::cout << events.output;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+TEST(HangWatchJobs, ADdpRankWithLoaderWorkersAsleepInItsStepIsNamedUnderTheLearnedTimeout) {
+  ddp_with_loader_stuck("sleep", "exec /usr/bin/python3 launch.py",
+                        "job hung: rank 1 in train_step (ddp_loader.py) while 2 ranks are in ");
+}
+
+TEST(HangWatchJobs, ADdpRanksStuckLoaderWorkerIsNamedAsSuch) {
+  ddp_with_loader_stuck("worker", "bash -c '/usr/bin/python3 -m ddp_loader'",
+                        "job hung: rank 1's DataLoader worker 0 in Data.__getitem__ "
+                        "(ddp_loader.py) while 2 ranks are in ");
+}
+
+TEST(HangWatchJobs, RankZeroEvaluatingThenCheckpointingAloneWhileTheOthersWaitIsLeftAlone) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no torch for /usr/bin/python3";
+  TestCluster c;
+  std::vector<std::string> env{"CKPT=" + c.dir() + "/ckpt.pt"};
+  std::string no_py_spy;  // with py-spy the stacks are taken too, and must not convict
+  if (auto path = path_with_py_spy(c, no_py_spy); !path.empty()) env.push_back(path);
+  std::ofstream(c.dir() + "/ddp_loader.py") << ddp_with_loader("alone");
+  const std::string port = std::to_string(unused_ports(1).front());
+  auto& head =
+      c.start_head({"--workers", "3", "--local-workers", "3", "--master-port", port, "--linger",
+                    "60s", "--", "cd " + c.dir() + " && /usr/bin/python3 -m ddp_loader"},
+                   env);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", std::chrono::seconds(240)))
+      << c.output(head);
+  EXPECT_NE(c.output(head).find("[rank 0] step 80"), std::string::npos) << c.output(head);
+  EXPECT_EQ(c.output(head).find("job hung"), std::string::npos) << c.output(head);
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  // The watch had learned the cadence before the silences: they were judged, not unwatched.
+  EXPECT_NE(events.output.find("hang watch: idle ranks suspect after 10s of silence"),
+            std::string::npos)
+      << events.output;
+  EXPECT_EQ(events.output.find("job hung"), std::string::npos) << events.output;
+  EXPECT_EQ(events.output.find("restarting"), std::string::npos) << events.output;
+  EXPECT_EQ(status_json(c)["restarts"], 0);
+  std::cout << events.output;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
 }
 
 TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) {

@@ -634,6 +634,39 @@ TEST(JobController, AHungJobWithoutASpareOrACulpritRestartsWithoutATaint) {
   EXPECT_EQ(idle.ctl.state(), JobState::restarting);
 }
 
+TEST(JobController, GoodputCountsTrainingAndEachFaultsDetectionRestartAndRewarm) {
+  Job job(2, 3, 3);
+  job.fx.now_ms = 10'000;
+  job.run();  // attempt 1 launched at 10 s
+  for (std::int64_t t = 30'000; t <= 100'000; t += 1000) {
+    job.fx.now_ms = t;
+    job.ctl.on_progress();
+  }
+  job.fx.now_ms = 112'000;  // found hung 12 s after its last progress
+  job.ctl.on_hung({"j1-worker-1"}, "rank 1 in train_step");
+  job.fx.now_ms = 115'000;
+  job.fx.done = true;
+  job.ctl.maybe_relaunch();
+  job.fx.preflight_running = false;
+  job.ctl.on_preflight_verdict({});  // attempt 2 launched at 115 s
+  ASSERT_EQ(job.ctl.state(), JobState::command);
+  job.fx.now_ms = 125'000;
+  job.ctl.on_progress();
+  job.fx.now_ms = 130'000;
+  job.ctl.on_progress();
+  auto g = job.ctl.goodput();
+  EXPECT_EQ(g.elapsed_ms, 120'000);
+  EXPECT_EQ(g.productive_ms, 70'000 + 5'000);
+  EXPECT_EQ(g.warmup_ms, 20'000);
+  EXPECT_EQ(g.faults, 1);
+  EXPECT_EQ(g.detection_ms, 12'000);
+  EXPECT_EQ(g.restart_ms, 3'000);
+  EXPECT_EQ(g.rewarm_ms, 10'000);
+  ASSERT_EQ(g.recent.size(), 1u);
+  EXPECT_EQ(g.recent[0].reason, "job hung: rank 1 in train_step");
+  EXPECT_EQ(g.recent[0].attempt, 1);
+}
+
 TEST(JobController, OnHangReportOnlySaysSo) {
   JobSpec reporting = spec(2, 3);
   reporting.on_hang = OnHang::report;

@@ -165,6 +165,26 @@ TEST(Metrics, EachRunningRanksFiguresAndMarks) {
   EXPECT_EQ(broken.error(), "progress: vitals: a rank without 'output_age_ms'");
 }
 
+TEST(Metrics, GoodputAndTheLearnedIdleTimeout) {
+  const std::string status =
+      R"({"job_id": "jo-x", "state": "command", "mode": "spmd", "attempt": 2, "pods": [],
+          "ranks": [], "goodput": {"ratio": 0.75,
+          "productive_s": 300.5, "faults": 1, "detection_s": 12, "restart_s": 2.5,
+          "rewarm_s": 20, "warmup_s": null, "recent_faults": []}})";
+  auto text = atl::prometheus_text(
+      status, "{}", R"({"watching": true, "suspect": false, "idle_timeout_ms": 10000})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  const std::string& t = *text;
+  EXPECT_TRUE(has_line(t, R"(atl_job_goodput_ratio{job="jo-x"} 0.75)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_productive_seconds{job="jo-x"} 300.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_faults_total{job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_detection_seconds_total{job="jo-x"} 12)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_restart_seconds_total{job="jo-x"} 2.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_rewarm_seconds_total{job="jo-x"} 20)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_idle_timeout_seconds{job="jo-x"} 10)")) << t;
+  EXPECT_NE(t.find("# TYPE atl_job_goodput_ratio gauge"), std::string::npos) << t;
+}
+
 TEST(Metrics, ABrokenProgressDocumentIsNamed) {
   auto text = atl::prometheus_text(kStatus, "{}", "[1]");
   ASSERT_FALSE(text.ok());

@@ -240,14 +240,17 @@ void on_progress(Actor* self, const std::string& pod, const std::vector<Progress
   const auto now = std::chrono::steady_clock::now();
   if (st.vitals.attempt() != st.code.attempt()) st.vitals.reset(st.code.attempt());
   const bool watched = st.hang.watching() && st.hang_attempt == st.code.attempt();
+  bool progressed = false;
   for (const auto& r : reports) {
     // This attempt's ranks only, and only as their own pod reports them.
     if (r.attempt != st.code.attempt() || pod_of_rank(st, r.rank) != pod) continue;
     st.vitals.observe(r.rank, {r.pid, r.lines, r.cpu_ticks, r.rss_bytes}, now);
-    if (watched)
-      st.hang.observe(r.rank,
-                      {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state), r.io_bytes}, now);
+    if (watched &&
+        st.hang.observe(
+            r.rank, {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state), r.io_bytes}, now))
+      progressed = true;
   }
+  if (progressed) st.controller.on_progress();  // goodput's clock
 }
 
 void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {

@@ -107,6 +107,28 @@ nlohmann::json taints_view(const State& st) {
   return j;
 }
 
+static nlohmann::json goodput_view(const Goodput::View& g) {
+  auto secs = [](std::int64_t ms) {
+    return ms < 0 ? nlohmann::json() : nlohmann::json(ms / 1000.0);
+  };
+  nlohmann::json faults = nlohmann::json::array();
+  for (const auto& f : g.recent)
+    faults.push_back({{"attempt", f.attempt},
+                      {"reason", f.reason},
+                      {"detection_s", secs(f.detection_ms)},
+                      {"restart_s", secs(f.restart_ms)},
+                      {"rewarm_s", secs(f.rewarm_ms)}});
+  return {{"ratio", g.ratio},
+          {"elapsed_s", secs(g.elapsed_ms)},
+          {"productive_s", secs(g.productive_ms)},
+          {"warmup_s", secs(g.warmup_ms)},
+          {"faults", g.faults},
+          {"detection_s", secs(g.detection_ms)},
+          {"restart_s", secs(g.restart_ms)},
+          {"rewarm_s", secs(g.rewarm_ms)},
+          {"recent_faults", std::move(faults)}};
+}
+
 std::string events_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& e : st.controller.events())
@@ -140,6 +162,8 @@ std::string progress_json(const State& st) {
   nlohmann::json j{{"watching", st.hang.watching()},
                    {"suspect", st.hang.suspect()},
                    {"timeout_ms", st.hang.timeout().count()},
+                   {"idle_timeout_ms", st.hang.idle_timeout().count()},
+                   {"learned", st.hang.learned()},
                    {"progress_age_ms", std::move(ages)},
                    {"vitals", std::move(vitals)}};
   return j.dump();
@@ -238,6 +262,7 @@ std::string info_json(const State& st, const StatusPage& page) {
   }
   j["spare_workers"] = st.job().spare_workers;
   j["taints"] = taints_view(st);
+  j["goodput"] = goodput_view(st.controller.goodput());
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

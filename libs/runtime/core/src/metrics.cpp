@@ -130,8 +130,39 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
              number_or(p, "heartbeat_age_ms", 0) / 1000.0);
   }
 
+  // Goodput: the job's time spent training, and what its faults cost.
+  if (auto g = st.find("goodput"); g != st.end() && g->is_object()) {
+    w.family("atl_job_goodput_ratio", "gauge",
+             "the job's time spent training (first to last progress of each attempt) over its "
+             "time since the first launch");
+    w.sample("atl_job_goodput_ratio", {{"job", job}}, number_or(*g, "ratio", 0));
+    w.family("atl_job_productive_seconds", "gauge", "the job's time spent training");
+    w.sample("atl_job_productive_seconds", {{"job", job}}, number_or(*g, "productive_s", 0));
+    w.family("atl_job_faults_total", "counter", "faults that ended an attempt of user code");
+    w.sample("atl_job_faults_total", {{"job", job}}, number_or(*g, "faults", 0));
+    static const std::pair<const char*, const char*> kCosts[] = {
+        {"atl_fault_detection_seconds_total",
+         "time from each faulted attempt's last progress to the fault's verdict, summed"},
+        {"atl_fault_restart_seconds_total",
+         "time from each fault's verdict to the next attempt's launch, summed"},
+        {"atl_fault_rewarm_seconds_total",
+         "time from each restarted attempt's launch to its first progress, summed"}};
+    static const char* kKeys[] = {"detection_s", "restart_s", "rewarm_s"};
+    for (std::size_t i = 0; i < 3; ++i) {
+      w.family(kCosts[i].first, "counter", kCosts[i].second);
+      w.sample(kCosts[i].first, {{"job", job}}, number_or(*g, kKeys[i], 0));
+    }
+  }
+
   // The hang watch (hang_timeout): the job silent for its timeout, and how
   // long each rank has made no progress (its own output or signals).
+  if (auto idle = progress.find("idle_timeout_ms");
+      idle != progress.end() && idle->is_number() && idle->get<double>() > 0) {
+    w.family("atl_job_idle_timeout_seconds", "gauge",
+             "the silence after which a job whose ranks are all idle is suspect: learned from "
+             "its steps (k x p99), else the hang timeout");
+    w.sample("atl_job_idle_timeout_seconds", {{"job", job}}, idle->get<double>() / 1000.0);
+  }
   auto suspect = progress.find("suspect");
   w.family("atl_job_suspect", "gauge",
            "1 while no rank has made progress for the hang timeout (being diagnosed), else 0");

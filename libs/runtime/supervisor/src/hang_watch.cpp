@@ -64,13 +64,14 @@ void HangWatch::stop() {
   suspect_since_.reset();
 }
 
-void HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now) {
+bool HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now) {
   auto it = ranks_.find(rank);
-  if (it == ranks_.end()) return;
+  if (it == ranks_.end()) return false;
   Rank& r = it->second;
   // A counter that changed either way is activity: one that went back is a
   // process replaced within the rank, counting from zero again.
-  if (p.output_lines != r.last.output_lines || p.steps != r.last.steps) {
+  const bool progressed = p.output_lines != r.last.output_lines || p.steps != r.last.steps;
+  if (progressed) {
     r.progressed = now;
     if (now > last_progress_) {
       // The job's cadence: the gaps between its progress, the start-up's
@@ -91,6 +92,7 @@ void HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now)
   r.last = p;
   r.sampled = true;
   if (went_back || working(r, now)) r.worked = now;
+  return progressed;
 }
 
 double HangWatch::cpu_share(const Rank& r) const {

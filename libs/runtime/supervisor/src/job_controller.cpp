@@ -224,7 +224,10 @@ void JobController::start_command() {
     fx_->print(line);
   }
   fx_->start_user_code();
+  goodput_.launched(fx_->attempt(), fx_->unix_ms());
 }
+
+void JobController::on_progress() { goodput_.progress(fx_->unix_ms()); }
 
 // --- faults --------------------------------------------------------------------
 
@@ -250,6 +253,7 @@ void JobController::begin_restart(const Fault& fault, bool counted) {
   log_->warn("{}", line);
   record("restart", line);
   fx_->print(line);
+  goodput_.fault(fault.detail, fx_->unix_ms());
   fx_->drop_preflight();  // a pre-flight under way is moot
   // The debug command that held the job ends with the attempt it parked.
   if (before == JobState::debugCommand) fx_->end_parked_debug_run();
@@ -488,6 +492,7 @@ void JobController::cancel(const std::string& why) {
 void JobController::finalize() {
   if (finalizing_) return;
   finalizing_ = true;
+  goodput_.ended(fx_->unix_ms());
   const bool ok = state() == JobState::succeeded;
   if (!ok) {
     fx_->print("job failed: " + failure_);

@@ -61,7 +61,7 @@ class HangWatch {
     // Working: over the last `window`, CPU time of at least `busy_cpu` of
     // one core, or at least `busy_io` bytes read or written.
     Millis window = std::chrono::seconds(3);
-    double busy_cpu = 0.10;
+    double busy_cpu = 0.01;
     std::int64_t busy_io = 64 << 10;
     long ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
   };
@@ -88,8 +88,9 @@ class HangWatch {
   void stop();
   bool watching() const { return watching_; }
 
-  // A sample of `rank` at `now`. Unknown ranks are ignored.
-  void observe(std::int32_t rank, const RankProgress& p, TimePoint now);
+  // A sample of `rank` at `now`; true when it made progress (a new line or
+  // signal). Unknown ranks are ignored.
+  bool observe(std::int32_t rank, const RankProgress& p, TimePoint now);
 
   // What changed at `now`, or nothing (progressing, or nothing new to say).
   // A suspect period begins when no rank made progress for the idle timeout

@@ -22,6 +22,7 @@
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/supervisor/goodput.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -124,6 +125,8 @@ class JobController {
   const std::vector<std::string>& active() const { return active_; }
   const std::deque<TimelineEvent>& events() const { return events_; }
   const std::string& failure() const { return failure_; }
+  // What the job's time was spent on: training, and each fault's costs.
+  Goodput::View goodput() const { return goodput_.view(fx_ ? fx_->unix_ms() : 0); }
   bool ending() const { return finalizing_; }  // ended, workers being told
   bool finished() const { return finished_; }  // workers gone; maybe lingering
   std::int32_t restart_round() const { return restart_round_; }
@@ -148,6 +151,8 @@ class JobController {
   // Whether the chosen pods can be made (too few untainted: the error says why).
   Status select_active();
   void on_fault(const Fault& fault);
+  // Some rank of user code made progress (a line, a signal): goodput's clock.
+  void on_progress();
   void on_ready_timeout(const std::string& detail);
   // The hang watch found the job hung: `culprits` the pods of the ranks to
   // blame (may be empty: every rank idle). on_hang restart: each culprit's
@@ -194,6 +199,7 @@ class JobController {
   TaintSet taints_;
   std::vector<std::string> active_;  // pods of this attempt (ranks, or a driver's workers)
   std::deque<TimelineEvent> events_;
+  Goodput goodput_;
   std::string failure_;
   std::string last_lost_node_;  // a node lost twice in a row is tainted
   // Grows with every restart, counted or not: the tag of each restart's
