@@ -13,7 +13,7 @@ and picks up a fault for attempt A from fault-A: rank 1 does it inside its
 training step -- "spin" (a Python loop), "sleep", "lock" (a threading.Lock
 taken twice), "fifo" (a blocking read of a FIFO nobody writes), "pause"
 (libc's pause() via ctypes), "subprocess" (waiting on a child that never
-ends), "skip" (skips the metric's all_reduce) -- or, "loader", its
+ends), "skip" (skips the metric's all_reduce for a recv nobody answers) -- or, "loader", its
 DataLoader's workers block in the dataset. A SIGSTOP comes from the bench.
 """
 import os
@@ -90,9 +90,12 @@ def train_step(model, opt, x):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    if kind != "skip":
-        metric = loss.detach().clone()
-        dist.all_reduce(metric)
+    metric = loss.detach().clone()
+    if kind == "skip":
+        # Another code path: the metric's all_reduce skipped, rank 1 waits
+        # on a message no peer sends while they wait in the all_reduce.
+        dist.recv(torch.zeros(1), src=0, tag=977)
+    dist.all_reduce(metric)
 
 
 def batches():

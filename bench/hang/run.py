@@ -258,7 +258,7 @@ def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrappe
                                   named == ["1"])
                     if kind == "loader":  # the worker itself, not only its rank
                         r["named"] = r["named"] and "DataLoader worker" in reason
-                    r["latency_s"] = stamp_of(restart) - (last + (timeout_s or 0))
+                    r["latency_s"] = stamp_of(restart) - last
                 r["detect_s"] = stamp_of(restart) - t0
                 r["reason"] = reason
             if stepped:
@@ -381,8 +381,8 @@ def main():
                       "fault explains over the whole run." % (args.healthy, len(false_lines),
                                                              extra), "",
                       "| fault | injected | detected | culprit alone named | precision | recall | "
-                      "detection after the fault (median, max) | after the last progress "
-                      "+ timeout (median, max) | time lost, fault -> every rank training again "
+                      "detection after the fault (median, max) | after the job's last progress "
+                      "(median, max) | time lost, fault -> every rank training again "
                       "(median, max) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for kind in KINDS:
                 rs = [r for r in results if r["kind"] == kind]

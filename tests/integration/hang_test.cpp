@@ -305,6 +305,8 @@ std::string ddp_with_loader(const std::string& fault) {
          "        torch.save([model.state_dict(), torch.randn(1 << 20)], path)\n"
          "        os.sync()\n"
          "if __name__ == '__main__':\n"
+         "    if not first and rank == 0:\n"
+         "        print('resumed after:', os.environ['ATL_LAST_EXIT_REASON'], flush=True)\n"
          "    dist.init_process_group('gloo')\n"
          "    model = DDP(torch.nn.Linear(32, 32))\n"
          "    opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
@@ -363,6 +365,9 @@ void ddp_with_loader_stuck(const std::string& fault, const std::string& wrapper,
             << " s before\n";
   EXPECT_EQ(line.rfind(expected, 0), 0u) << line;
   ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", std::chrono::seconds(180)))
+      << c.output(head);
+  // The restarted ranks are told why the last attempt ended.
+  EXPECT_NE(c.output(head).find("[rank 0] resumed after: " + line), std::string::npos)
       << c.output(head);
   auto info = status_json(c);
   ASSERT_EQ(info["taints"].size(), 1u) << info.dump();

@@ -99,6 +99,24 @@ TEST(UserCode, SpmdPlansEveryRankOnItsPodWithItsIdentityAndTheRestartCount) {
   EXPECT_TRUE(has_env(r3, "ATL_RESTART_COUNT=2"));
 }
 
+TEST(UserCode, ARestartedAttemptTellsEveryProcessWhyTheLastOneEnded) {
+  for (JobMode mode : {JobMode::spmd, JobMode::driver}) {
+    JobSpec job = job_of(mode);
+    PlanInput first = input_for(job, 2);
+    UserCode code;
+    ASSERT_TRUE(code.plan(first).ok());
+    for (const auto& [key, launch] : code.launches())
+      for (const auto& e : launch.env) EXPECT_NE(e.rfind("ATL_LAST_EXIT_REASON=", 0), 0u) << e;
+    PlanInput again = first;
+    again.last_exit_reason = "job hung: rank 1 in train_step (ddp.py)\nwhile...";
+    ASSERT_TRUE(code.plan(again).ok());
+    for (const auto& [key, launch] : code.launches())
+      EXPECT_TRUE(
+          has_env(launch, "ATL_LAST_EXIT_REASON=job hung: rank 1 in train_step (ddp.py) while..."))
+          << key;
+  }
+}
+
 TEST(UserCode, AnAttemptStampsItsLaunchesAndSendsEachPodItsOwn) {
   JobSpec job = job_of(JobMode::spmd);
   UserCode code;

@@ -46,6 +46,8 @@ bool plan_user_code(Actor* self) {
   in.head_pod = head_pod_name(st.job().job_id);
   in.head_site = head_site(st);
   in.restarts_used = st.controller.restarts().used();
+  if (!st.controller.restarts().history().empty())
+    in.last_exit_reason = st.controller.restarts().history().back().detail;
   in.ray_bin = st.config.ray_bin;
   in.ray_python = st.config.ray_python;
   in.ray_token = st.config.ray_token;

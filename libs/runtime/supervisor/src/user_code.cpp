@@ -30,6 +30,16 @@ void with_ray_auth(const PlanInput& in, EnvMap& env) {
   env["RAY_AUTH_TOKEN"] = in.ray_token;
 }
 
+// Why the last attempt ended, for every process of a restarted one: one
+// line, bounded (an environment is no log).
+void with_last_exit(const PlanInput& in, EnvMap& env) {
+  if (in.last_exit_reason.empty()) return;
+  std::string reason = in.last_exit_reason.substr(0, 1024);
+  for (char& c : reason)
+    if (c == '\n' || c == '\r') c = ' ';
+  env["ATL_LAST_EXIT_REASON"] = reason;
+}
+
 }  // namespace
 
 // Ray mode: `ray start --head` on the head pod, `ray start --address` on each
@@ -56,6 +66,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
     EnvMap env = build_process_env(job, in.atl, in.active[k].site);
     env["ATL_RESTART_COUNT"] = restarts;
+    with_last_exit(in, env);
     with_ray_auth(in, env);
     launch.env = to_env_strings(env);
     launches_[stream] = std::move(launch);
@@ -75,6 +86,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
   driver.command = ray_driver_command(job, in.ray_python, ray_head, workers, in.ray_ready_wait);
   EnvMap env = ray_driver_env(job, in.atl, head_site);
   env["ATL_RESTART_COUNT"] = restarts;
+  with_last_exit(in, env);
   with_ray_auth(in, env);
   driver.env = to_env_strings(env);
   launches_[kDriverStream] = std::move(driver);
@@ -108,6 +120,7 @@ Status UserCode::plan(const PlanInput& in) {
       launch.stream = StreamId::of_rank(placement.rank);
       launch.command = job.entrypoint;
       EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl, in.restarts_used, groups);
+      with_last_exit(in, env);
       launch.env = to_env_strings(env);
       launch.working_dir = job.working_dir;
       launches_[placement.rank] = std::move(launch);
@@ -124,6 +137,7 @@ Status UserCode::plan(const PlanInput& in) {
   launch.command = job.entrypoint;
   EnvMap env = build_process_env(job, in.atl, in.head_site);
   env["ATL_RESTART_COUNT"] = restarts;
+  with_last_exit(in, env);
   launch.env = to_env_strings(env);
   launch.working_dir = job.working_dir;
   launches_[kDriverStream] = std::move(launch);

@@ -42,6 +42,10 @@ struct PlanInput {
   };
   std::vector<Pod> active;  // the attempt's pods, in order
   std::int32_t restarts_used = 0;
+  // Why the last attempt ended (the last counted fault's line; empty at the
+  // first attempt): ATL_LAST_EXIT_REASON, for a rank that resumes from its
+  // last checkpoint rather than start over.
+  std::string last_exit_reason;
   std::string ray_bin = "ray";               // ray mode: the `ray` CLI
   std::string ray_python = "python3";        // ray mode: the driver's interpreter
   std::string ray_token;                     // ray mode: the job's token (empty: no auth)
