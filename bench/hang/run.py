@@ -285,12 +285,12 @@ def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrappe
 
 # --- the same job under torchrun ----------------------------------------------
 
-def torchrun(tmp, wait_s):
+def torchrun(tmp, wait_s, kinds, loader_workers):
     out = {}
-    for kind in ("stop", "spin", "sleep"):
+    for kind in kinds:
         d = os.path.join(tmp, "torchrun-" + kind)
         os.makedirs(d)
-        env = dict(os.environ, HANG_BENCH_DIR=d)
+        env = dict(os.environ, HANG_BENCH_DIR=d, HANG_BENCH_WORKERS=str(loader_workers))
         log = open(os.path.join(d, "torchrun.out"), "w")
         p = subprocess.Popen(
             ["/usr/bin/python3", "-m", "torch.distributed.run", "--redirects", "1", "--tee",
@@ -413,8 +413,11 @@ def main():
                 lines.append("- during healthy training: `%s`" % ln)
             lines.append("")
     if "torchrun" in phases:
-        tr = torchrun(tmp, args.torchrun_wait)
-        lines += ["## The same job under torchrun (`--max_restarts 3`)", "",
+        workers = max(int(w) for w in args.loader_workers.split(","))
+        tr = torchrun(tmp, args.torchrun_wait, [k for k in args.kinds.split(",") if k != "gpu"],
+                      workers)
+        lines += ["## The same job under torchrun (`--max_restarts 3`, DataLoader(num_workers=%d))"
+                  % workers, "",
                   "| fault | torchrun restarts within %d s |" % args.torchrun_wait, "|---|---|"]
         for kind, t in tr.items():
             lines.append("| %s | %s |" % (KIND_NAMES[kind], "after %.1f s" % t if t else
