@@ -142,10 +142,17 @@ HeadOptions parse_options(int argc, char** argv) {
       "heartbeat-timeout", po::value<std::string>(),
       "silence after which a worker (or the head, for a worker) is lost (default 3s)")(
       "hang-timeout", po::value<std::string>(),
-      "spmd: no rank's output or progress signal for this long makes the job suspect and its "
-      "stacks are looked at (default 5m; 0 = off)")(
+      "spmd: the longest a step, evaluation or checkpoint may go without any rank's output or "
+      "progress signal: the job is then suspect and its stacks are looked at, a rank working "
+      "alone is judged busy (default 5m; 0 = off)")(
+      "hang-factor", po::value<std::string>(),
+      "spmd: once the job made steps, ranks all idle for K x its p99 step time (at least 10s, "
+      "at most --hang-timeout) make it suspect (default 4; 0 = --hang-timeout alone)")(
       "on-hang", po::value<std::string>(),
       "a hung job: restart (taint the culprits' nodes, restart on spares; default) or report")(
+      "on-straggler", po::value<std::string>(),
+      "a rank persistently computing far more than its waiting peers: report (an event and a "
+      "mark; default) or taint (its node tainted at the next restart)")(
       "ray-ready-timeout", po::value<std::string>(),
       "ray: how long to wait for every node to be alive in Ray before the attempt counts as a "
       "ready timeout (default 2m; a line every 10 s names the nodes still missing)")(
@@ -256,6 +263,13 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("hang-timeout"))
     job.hang_timeout = atl::cli::value_or_exit(
         "headnode", atl::parse_duration(vm["hang-timeout"].as<std::string>()), "--hang-timeout");
+  if (vm.count("hang-factor"))
+    job.hang_factor = atl::cli::value_or_exit(
+        "headnode", atl::parse_hang_factor(vm["hang-factor"].as<std::string>()), "--hang-factor");
+  if (vm.count("on-straggler"))
+    job.on_straggler = atl::cli::value_or_exit(
+        "headnode", atl::parse_on_straggler(vm["on-straggler"].as<std::string>()),
+        "--on-straggler");
   if (vm.count("on-hang"))
     job.on_hang = atl::cli::value_or_exit(
         "headnode", atl::parse_on_hang(vm["on-hang"].as<std::string>()), "--on-hang");

@@ -439,6 +439,68 @@ TEST(HangWatchJobs, RankZeroEvaluatingThenCheckpointingAloneWhileTheOthersWaitIs
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A 5x straggler in a torch DDP job where only rank 0 prints: rank 1
+// computes far longer each step while the others wait for it in the
+// collective. Marked and said (never restarted for it); with
+// --on-straggler taint its node sits out the next attempt.
+TEST(HangWatchJobs, AStragglerIsMarkedSaidAndTaintedAtTheNextRestart) {
+  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no torch for /usr/bin/python3";
+  TestCluster c;
+  std::ofstream(c.dir() + "/straggler.py")
+      << "import os, time, torch, torch.distributed as dist\n"
+         "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+         "rank = int(os.environ['RANK'])\n"
+         "slow = rank == 1 and os.environ['ATL_RESTART_COUNT'] == '0'\n"
+         "dist.init_process_group('gloo')\n"
+         "model = DDP(torch.nn.Linear(32, 32))\n"
+         "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+         "for step in range(10**9):\n"
+         "    end = time.time() + (0.25 if slow else 0.05)\n"
+         "    while time.time() < end:\n"
+         "        sum(range(1000))\n"
+         "    loss = model(torch.randn(8, 32)).sum()\n"
+         "    opt.zero_grad()\n"
+         "    loss.backward()\n"
+         "    opt.step()\n"
+         "    if rank == 0 and step % 5 == 0:\n"
+         "        print('step', step, flush=True)\n";
+  const std::string port = std::to_string(unused_ports(1).front());
+  // Two spares: one for the deleted pod, one for the straggler's.
+  auto& head = c.start_head({"--workers", "3", "--spare-workers", "2", "--local-workers", "5",
+                             "--master-port", port, "--on-straggler", "taint", "--",
+                             "exec /usr/bin/python3 " + c.dir() + "/straggler.py"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] step 5", std::chrono::seconds(120)))
+      << c.output(head);
+  ASSERT_TRUE(wait_for_event(c, "rank 1 is a straggler: CPU ", std::chrono::seconds(120)))
+      << c.output(head);
+  auto verbose = c.atlctl({"--address", c.head_address(), "status", "-v"});
+  EXPECT_NE(verbose.output.find("straggler"), std::string::npos) << verbose.output;
+  auto info = status_json(c);
+  EXPECT_EQ(info["restarts"], 0) << info.dump();
+  std::string slow_pod, other_pod;
+  for (const auto& r : info["ranks"]) {
+    if (r.value("rank", -1) == 1) slow_pod = r["pod"];
+    if (r.value("rank", -1) == 0) other_pod = r["pod"];
+  }
+  ASSERT_FALSE(slow_pod.empty()) << info.dump();
+  // The next restart (a pod deleted, as the guide does): the straggler's
+  // node is tainted and the job trains on the spare.
+  auto del = c.atlctl({"--address", c.head_address(), "delete", "-p", other_pod});
+  ASSERT_EQ(del.exit_code, 0) << del.output;
+  ASSERT_TRUE(c.wait_for_output(head, "job restarted: attempt 2", std::chrono::seconds(60)))
+      << c.output(head);
+  info = status_json(c);
+  ASSERT_EQ(info["taints"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["taints"][0]["node"], "local-" + std::string(1, slow_pod.back())) << info.dump();
+  EXPECT_EQ(info["taints"][0]["reason"].get<std::string>().rfind("rank 1 is a straggler", 0), 0u)
+      << info.dump();
+  for (const auto& r : info["ranks"]) EXPECT_NE(r["pod"], slow_pod) << info.dump();
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(HangWatchJobs, DiagnoseShowsEveryRanksStackGroupedWithoutStoppingAnything) {
   TestCluster c;
   std::vector<std::string> env;

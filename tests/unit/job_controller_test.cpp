@@ -667,6 +667,32 @@ TEST(JobController, GoodputCountsTrainingAndEachFaultsDetectionRestartAndRewarm)
   EXPECT_EQ(g.recent[0].attempt, 1);
 }
 
+TEST(JobController, AStragglerIsAnEventAndWithTaintItsNodeLeavesAtTheNextRestart) {
+  {
+    Job job(2, 3, 3);  // report, the default: said, nothing else
+    job.run();
+    job.ctl.on_straggler("j1-worker-1", "rank 1 is a straggler: CPU 100%");
+    EXPECT_EQ(job.fx.events.back().kind, "straggler");
+    EXPECT_TRUE(is_fault_kind("straggler"));
+    job.ctl.on_hung({}, "every rank idle");
+    EXPECT_TRUE(job.ctl.taints().all().empty());
+  }
+  {
+    JobSpec tainting = spec(2, 3);
+    tainting.on_straggler = OnStraggler::taint;
+    Job job(tainting, 3);
+    job.run();
+    job.ctl.on_straggler("j1-worker-1", "rank 1 is a straggler: CPU 100%");
+    EXPECT_TRUE(job.ctl.taints().all().empty());  // not while it trains
+    job.lose_and_relaunch("j1-worker-0", FaultKind::pod_lost, "pod j1-worker-0 was lost");
+    EXPECT_TRUE(job.ctl.taints().tainted("node-1"));
+    EXPECT_EQ(job.ctl.taints().all().at("node-1").reason, "rank 1 is a straggler: CPU 100%");
+    // Forgotten with its attempt: the next restart taints nothing more.
+    job.lose_and_relaunch("j1-worker-2", FaultKind::pod_lost, "pod j1-worker-2 was lost");
+    EXPECT_EQ(job.ctl.taints().all().size(), 1u);
+  }
+}
+
 TEST(JobController, OnHangReportOnlySaysSo) {
   JobSpec reporting = spec(2, 3);
   reporting.on_hang = OnHang::report;

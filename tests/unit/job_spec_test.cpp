@@ -60,6 +60,30 @@ TEST(JobSpecJson, TheHangWatchIsOnByDefaultAndZeroTurnsItOff) {
   EXPECT_EQ(off->hang_timeout.count(), 0);
 }
 
+TEST(JobSpecJson, TheLearnedTimeoutsFactorAndTheStragglerPolicy) {
+  atl::JobSpec defaults;
+  EXPECT_EQ(defaults.hang_factor, 4);
+  EXPECT_EQ(defaults.on_straggler, atl::OnStraggler::report);
+  auto spec = atl::parse_job_spec_json(
+      R"({"job_id": "jo-k", "entrypoint": "true", "hang_factor": 2.5, "on_straggler": "taint"})");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  EXPECT_EQ(spec->hang_factor, 2.5);
+  EXPECT_EQ(spec->on_straggler, atl::OnStraggler::taint);
+  EXPECT_TRUE(atl::validate_job_spec(*spec).ok());
+  spec->hang_factor = 101;
+  EXPECT_EQ(atl::validate_job_spec(*spec).error(),
+            "job spec: field 'hang_factor' must be between 0 (no learned timeout) and 100");
+  EXPECT_EQ(*atl::parse_hang_factor("0"), 0);
+  EXPECT_EQ(*atl::parse_hang_factor("4"), 4);
+  for (const char* bad : {"", "x", "-1", "4x", "1e9", "nan"})
+    EXPECT_EQ(atl::parse_hang_factor(bad).error(),
+              std::string("bad factor '") + bad +
+                  "': expected a number from 0 (no learned timeout) to 100, e.g. 4")
+        << bad;
+  EXPECT_EQ(atl::parse_on_straggler("panic").error(),
+            "bad on_straggler 'panic': expected report or taint");
+}
+
 TEST(JobSpecJson, AbsentFieldsKeepTheBase) {
   atl::JobSpec base;
   base.workers = 7;
@@ -142,6 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{R"({"hang_timeout": "soon"})", "'hang_timeout'"},
         BadField{R"({"on_hang": "panic"})", "'on_hang': bad on_hang 'panic'"},
         BadField{R"({"on_hang": true})", "'on_hang'"},
+        BadField{R"({"on_straggler": "panic"})", "'on_straggler': bad on_straggler 'panic'"},
+        BadField{R"({"hang_factor": "4"})", "'hang_factor' must be a number"},
         BadField{R"({"ray_ready_timeout": 120})", "'ray_ready_timeout'"},
         BadField{R"({"ray_ready_timeout": "2562048h"})", "'ray_ready_timeout'"},
         BadField{R"({"placement": "PACK"})", "'placement'"},

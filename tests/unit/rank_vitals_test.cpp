@@ -113,5 +113,75 @@ TEST(RankVitals, ALoneRankIsNeverMarkedAndANewAttemptStartsClean) {
   EXPECT_TRUE(v.figures(t0 + 31s).empty());
 }
 
+// Three ranks sampled each second for `seconds`, rank r burning cpu(r, s)
+// ticks in second s; stragglers looked for after each round. The news, with
+// the second it came.
+template <class Cpu>
+std::vector<std::pair<int, std::string>> run_for(RankVitals& v, int seconds, Cpu cpu) {
+  std::vector<std::pair<int, std::string>> news;
+  std::vector<std::int64_t> ticks(3, 0);
+  for (int s = 0; s <= seconds; ++s) {
+    for (int r = 0; r < 3; ++r) {
+      if (s > 0) ticks[r] += cpu(r, s);
+      v.observe(r, {1000 + r, 0, ticks[r], 1}, t0 + std::chrono::seconds(s));
+    }
+    for (auto& [rank, line] : v.update_stragglers(t0 + std::chrono::seconds(s)))
+      news.emplace_back(s, line);
+  }
+  return news;
+}
+
+TEST(RankVitals, ARankComputingFarMoreThanItsWaitingPeersForLongIsAStraggler) {
+  // Rank 1 five times slower: it computes throughout, the others 20% of
+  // the time and wait on it the rest; nobody prints.
+  RankVitals v;
+  auto news = run_for(v, 60, [](int r, int) { return r == 1 ? 100 : 20; });
+  ASSERT_EQ(news.size(), 1u);
+  // Apart once its window shows it (2 samples), marked 30 s after that.
+  EXPECT_GE(news[0].first, 30);
+  EXPECT_LE(news[0].first, 32);
+  EXPECT_EQ(news[0].second,
+            "rank 1 is a straggler: CPU 100% while its peers' median is 20% (they wait on it), "
+            "for 30 s");
+  const TP end = t0 + 60s;
+  EXPECT_EQ(v.stragglers(end), std::vector<std::int32_t>{1});
+  auto f = v.figures(end);
+  EXPECT_EQ(f[1].mark, VitalsMark::straggler);
+  EXPECT_EQ(to_string(f[1].mark), std::string("straggler"));
+  EXPECT_EQ(f[0].mark, VitalsMark::none);
+}
+
+TEST(RankVitals, AShortEvaluationOrRanksAlikeMakeNoStraggler) {
+  {
+    // Rank 0 evaluates alone for 20 s in each minute: apart, not persistently.
+    RankVitals v;
+    auto news = run_for(v, 180, [](int r, int s) { return r == 0 && s % 60 < 20 ? 100 : 10; });
+    EXPECT_TRUE(news.empty()) << news[0].second;
+  }
+  {
+    // Every rank alike, busy or not.
+    RankVitals v;
+    EXPECT_TRUE(run_for(v, 90, [](int, int) { return 100; }).empty());
+    EXPECT_TRUE(run_for(v, 90, [](int, int) { return 0; }).empty());
+  }
+  {
+    // Apart but by little: 30% against 20% (under the gap).
+    RankVitals v;
+    EXPECT_TRUE(run_for(v, 90, [](int r, int) { return r == 2 ? 40 : 20; }).empty());
+  }
+}
+
+TEST(RankVitals, AStragglerThatCatchesUpIsNoLongerOneAndIsSaidAgainIfItFallsBack) {
+  RankVitals v;
+  auto news = run_for(v, 200, [](int r, int s) {
+    if (r != 1) return 20;
+    return s < 60 || s >= 120 ? 100 : 20;  // slow, then repaired, then slow again
+  });
+  ASSERT_EQ(news.size(), 2u);
+  EXPECT_LT(news[0].first, 60);
+  EXPECT_GT(news[1].first, 150);
+  EXPECT_EQ(v.stragglers(t0 + 200s), std::vector<std::int32_t>{1});
+}
+
 }  // namespace
 }  // namespace atl::supervisor

@@ -255,6 +255,13 @@ void on_progress(Actor* self, const std::string& pod, const std::vector<Progress
 
 void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
   auto& st = self->state;
+  // Stragglers, from the same samples (this attempt's user code only).
+  if (st.state() == JobState::command && st.job().mode == JobMode::spmd &&
+      st.vitals.attempt() == st.code.attempt())
+    for (const auto& [rank, line] : st.vitals.update_stragglers(now)) {
+      const std::string pod = pod_of_rank(st, rank);
+      if (!pod.empty()) st.controller.on_straggler(pod, line + " (pod " + pod + ")");
+    }
   const bool watched = st.state() == JobState::command && st.job().mode == JobMode::spmd &&
                        st.job().hang_timeout.count() > 0;
   if (!watched) {
@@ -271,6 +278,7 @@ void watch_for_hangs(Actor* self, HangWatch::TimePoint now) {
     HangWatch::Options options;
     options.timeout = st.job().hang_timeout;
     options.ticks_per_second = std::max(1L, ::sysconf(_SC_CLK_TCK));
+    options.factor = st.job().hang_factor;
     st.hang = HangWatch(options);
     st.hang.start(ranks, now);
     st.hang_attempt = st.code.attempt();

@@ -1,6 +1,7 @@
 #include "atl/core/job_spec.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -26,6 +27,26 @@ std::string_view to_string(JobMode mode) {
 
 std::string_view to_string(OnHang on_hang) {
   return on_hang == OnHang::restart ? "restart" : "report";
+}
+
+std::string_view to_string(OnStraggler on_straggler) {
+  return on_straggler == OnStraggler::taint ? "taint" : "report";
+}
+
+Expected<OnStraggler> parse_on_straggler(std::string_view text) {
+  if (text == "report") return OnStraggler::report;
+  if (text == "taint") return OnStraggler::taint;
+  return make_error("bad on_straggler " + detail::quote(text) + ": expected report or taint");
+}
+
+Expected<double> parse_hang_factor(std::string_view text) {
+  const std::string t(text);
+  char* end = nullptr;
+  const double k = t.empty() ? -1 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(k >= 0 && k <= 100))
+    return make_error("bad factor " + detail::quote(text) +
+                      ": expected a number from 0 (no learned timeout) to 100, e.g. 4");
+  return k;
 }
 
 Expected<OnHang> parse_on_hang(std::string_view text) {
@@ -288,6 +309,19 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       spec.on_hang = *parsed;
       return Ok{};
     }
+    if (key == "on_straggler") {
+      std::string text;
+      if (auto read = read_string(v, key, text); !read) return read;
+      auto parsed = parse_on_straggler(text);
+      if (!parsed) return make_error("job spec: field 'on_straggler': " + parsed.error());
+      spec.on_straggler = *parsed;
+      return Ok{};
+    }
+    if (key == "hang_factor") {
+      if (!v.is_number()) return make_error("job spec: field 'hang_factor' must be a number");
+      spec.hang_factor = v.get<double>();
+      return Ok{};
+    }
     return unknown_field("", key);
   });
   if (!st) return Error{st.error()};
@@ -377,6 +411,9 @@ Status validate_job_spec(const JobSpec& spec) {
         format_duration(2 * spec.heartbeat.interval) + ")");
   if (spec.ray_ready_timeout < std::chrono::seconds(1))
     return make_error("job spec: field 'ray_ready_timeout' must be at least 1s");
+  if (!(spec.hang_factor >= 0 && spec.hang_factor <= 100))
+    return make_error(
+        "job spec: field 'hang_factor' must be between 0 (no learned timeout) and 100");
   for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout},
                          {"grace", spec.grace},
                          {"hang_timeout", spec.hang_timeout},

@@ -141,7 +141,7 @@ Millis HangWatch::step_p99() const {
   return sorted[std::min(at, sorted.size() - 1)];
 }
 
-bool HangWatch::learned() const { return gaps_.size() >= options_.min_gaps; }
+bool HangWatch::learned() const { return options_.factor > 0 && gaps_.size() >= options_.min_gaps; }
 
 Millis HangWatch::idle_timeout() const {
   if (!learned()) return options_.timeout;

@@ -59,7 +59,7 @@ bool JobController::apply(JobEvent event) {
 
 bool is_fault_kind(std::string_view kind) {
   return kind == "fault" || kind == "hang" || kind == "restart" || kind == "taint" ||
-         kind == "delete";
+         kind == "delete" || kind == "straggler";
 }
 
 void JobController::record(const std::string& kind, const std::string& text) {
@@ -254,6 +254,14 @@ void JobController::begin_restart(const Fault& fault, bool counted) {
   record("restart", line);
   fx_->print(line);
   goodput_.fault(fault.detail, fx_->unix_ms());
+  // --on-straggler taint: the attempt's stragglers do not train in the next.
+  if (options_.job.on_straggler == OnStraggler::taint)
+    for (const auto& [pod, why] : stragglers_) {
+      const std::string* machine = fx_->machine_of(pod);
+      if (machine && !taints_.tainted(*machine) && spare_available(*machine))
+        taint_platform(pod, why);
+    }
+  stragglers_.clear();
   fx_->drop_preflight();  // a pre-flight under way is moot
   // The debug command that held the job ends with the attempt it parked.
   if (before == JobState::debugCommand) fx_->end_parked_debug_run();
@@ -332,6 +340,12 @@ void JobController::on_hung(const std::vector<std::string>& culprits, const std:
     }
   }
   on_fault({FaultKind::job_hung, culprits.empty() ? std::string() : culprits.front(), line});
+}
+
+void JobController::on_straggler(const std::string& pod, const std::string& line) {
+  log_->warn("{}", line);
+  record("straggler", line);
+  stragglers_[pod] = line;
 }
 
 // Whether the job could still start with `node` tainted (the same choice

@@ -4,6 +4,16 @@
 
 namespace atl::supervisor {
 
+namespace {
+
+double median_of(std::vector<double> xs) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  return xs.size() % 2 ? xs[xs.size() / 2] : (xs[xs.size() / 2 - 1] + xs[xs.size() / 2]) / 2;
+}
+
+}  // namespace
+
 const char* to_string(VitalsMark m) {
   switch (m) {
     case VitalsMark::none:
@@ -12,6 +22,8 @@ const char* to_string(VitalsMark m) {
       return "silent";
     case VitalsMark::slow:
       return "slow";
+    case VitalsMark::straggler:
+      return "straggler";
   }
   return "";
 }
@@ -61,12 +73,7 @@ std::map<std::int32_t, RankFigures> RankVitals::figures(TimePoint now) const {
   std::vector<double> rates;
   for (const auto& [rank, seen] : ranks_)
     if (seen.samples.size() >= 2) rates.push_back(out[rank].lines_per_s);
-  double median = 0;
-  if (rates.size() >= 2) {
-    std::sort(rates.begin(), rates.end());
-    median = rates.size() % 2 ? rates[rates.size() / 2]
-                              : (rates[rates.size() / 2 - 1] + rates[rates.size() / 2]) / 2;
-  }
+  const double median = rates.size() >= 2 ? median_of(rates) : 0;
   for (auto& [rank, f] : out) {
     const std::size_t peers_talking = talking - (f.output_age < options_.silent_after ? 1 : 0);
     const std::size_t peers = out.size() - 1;
@@ -75,8 +82,58 @@ std::map<std::int32_t, RankFigures> RankVitals::figures(TimePoint now) const {
     } else if (median >= options_.slow_floor && ranks_.at(rank).samples.size() >= 2 &&
                f.lines_per_s < options_.slow_ratio * median) {
       f.mark = VitalsMark::slow;
+    } else if (straggles(ranks_.at(rank), now)) {
+      f.mark = VitalsMark::straggler;
     }
   }
+  return out;
+}
+
+bool RankVitals::straggles(const Seen& s, TimePoint now) const {
+  return s.straggling_since && now - *s.straggling_since >= options_.straggler_after;
+}
+
+std::vector<std::pair<std::int32_t, std::string>> RankVitals::update_stragglers(TimePoint now) {
+  std::vector<std::pair<std::int32_t, std::string>> news;
+  std::map<std::int32_t, double> cpu;
+  for (const auto& [rank, seen] : ranks_)
+    if (seen.samples.size() >= 2) cpu[rank] = own(seen, now).cpu_percent;
+  for (auto& [rank, seen] : ranks_) {
+    auto mine = cpu.find(rank);
+    bool apart = false;
+    double peers_median = 0;
+    if (mine != cpu.end() && cpu.size() >= 2) {
+      std::vector<double> peers;
+      for (const auto& [other, c] : cpu)
+        if (other != rank) peers.push_back(c);
+      peers_median = median_of(peers);
+      apart = mine->second >= options_.straggler_ratio * peers_median &&
+              mine->second >= peers_median + options_.straggler_gap;
+    }
+    if (!apart) {
+      seen.straggling_since.reset();
+      seen.said = false;
+      continue;
+    }
+    if (!seen.straggling_since) seen.straggling_since = now;
+    if (!seen.said && straggles(seen, now)) {
+      seen.said = true;
+      const auto held =
+          std::chrono::duration_cast<std::chrono::seconds>(now - *seen.straggling_since).count();
+      news.emplace_back(rank, "rank " + std::to_string(rank) + " is a straggler: CPU " +
+                                  std::to_string(static_cast<int>(mine->second + 0.5)) +
+                                  "% while its peers' median is " +
+                                  std::to_string(static_cast<int>(peers_median + 0.5)) +
+                                  "% (they wait on it), for " + std::to_string(held) + " s");
+    }
+  }
+  return news;
+}
+
+std::vector<std::int32_t> RankVitals::stragglers(TimePoint now) const {
+  std::vector<std::int32_t> out;
+  for (const auto& [rank, seen] : ranks_)
+    if (straggles(seen, now)) out.push_back(rank);
   return out;
 }
 

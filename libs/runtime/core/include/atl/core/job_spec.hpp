@@ -36,6 +36,14 @@ enum class OnHang { restart, report };
 std::string_view to_string(OnHang on_hang);
 Expected<OnHang> parse_on_hang(std::string_view text);
 
+// A rank persistently slower than its peers: an event and a mark (report),
+// and its node tainted at the job's next restart (taint).
+enum class OnStraggler { report, taint };
+std::string_view to_string(OnStraggler on_straggler);
+Expected<OnStraggler> parse_on_straggler(std::string_view text);
+// "4", "2.5": a factor from 0 to 100.
+Expected<double> parse_hang_factor(std::string_view text);
+
 // Container-level resources of one pod; 0 means "not stated".
 struct NodeResources {
   int cpus = 0;
@@ -79,6 +87,11 @@ struct JobSpec {
   // this long makes the job suspect; 0 turns the watch off.
   Millis hang_timeout = std::chrono::minutes(5);
   OnHang on_hang = OnHang::restart;
+  // Once a job made steps, ranks all idle for hang_factor x the p99 gap
+  // between its progress (at least 10 s, at most hang_timeout) make it
+  // suspect. 0: no learning, hang_timeout alone.
+  double hang_factor = 4;
+  OnStraggler on_straggler = OnStraggler::report;
   // Ray mode: how long the nodes and the driver wait for every node to be
   // alive in Ray; past it the attempt is a ready timeout (a counted fault).
   Millis ray_ready_timeout = std::chrono::minutes(2);

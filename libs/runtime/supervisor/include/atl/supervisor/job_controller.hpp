@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -159,6 +160,10 @@ class JobController {
   // node is tainted when a spare can take its place, and the job restarts
   // (a counted fault); report: the event and nothing else.
   void on_hung(const std::vector<std::string>& culprits, const std::string& reason);
+  // A rank of `pod` became a straggler (`line` says how): an event; with
+  // on_straggler taint, its node is tainted at the next restart (when a
+  // spare can take its place). Forgotten at each restart.
+  void on_straggler(const std::string& pod, const std::string& line);
   // A restart goes on once the faulted attempt's processes are gone and
   // enough pods are back (a pre-flight, then user code).
   void maybe_relaunch();
@@ -201,7 +206,8 @@ class JobController {
   std::deque<TimelineEvent> events_;
   Goodput goodput_;
   std::string failure_;
-  std::string last_lost_node_;  // a node lost twice in a row is tainted
+  std::string last_lost_node_;                     // a node lost twice in a row is tainted
+  std::map<std::string, std::string> stragglers_;  // pod -> why, this attempt
   // Grows with every restart, counted or not: the tag of each restart's
   // timers, so that an older one's is moot.
   std::int32_t restart_round_ = 0;

@@ -4,10 +4,12 @@
 // output lines/s and CPU% over the last window, its memory, and a mark when
 // it stands apart from its peers — *silent* (no line for `silent_after`
 // while most of its peers printed within it) or *slow* (under `slow_ratio`
-// of the peers' median lines/s). A job whose ranks are all quiet marks none:
-// that is the hang watch's to judge. Fed the samples the node agents take
-// with their heartbeats (the hang watch's, so no extra /proc reads); plain
-// C++, fed the time: tested in fake time.
+// of the peers' median lines/s), or *straggler* (persistently computing far
+// more than its peers' median CPU: in a synchronous job the others wait on
+// it — what a slow step shows on the CPU when only rank 0 prints). A job
+// whose ranks are all quiet marks none: that is the hang watch's to judge. Fed the samples the node
+// agents take with their heartbeats (the hang watch's, so no extra /proc reads); plain C++, fed the
+// time: tested in fake time.
 #pragma once
 
 #include <chrono>
@@ -15,6 +17,8 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "atl/core/duration.hpp"
@@ -28,7 +32,7 @@ struct VitalsSample {
   std::int64_t rss_bytes = 0;  // its tree's resident memory now
 };
 
-enum class VitalsMark { none, silent, slow };
+enum class VitalsMark { none, silent, slow, straggler };
 const char* to_string(VitalsMark m);
 
 struct RankFigures {
@@ -52,6 +56,11 @@ class RankVitals {
     double slow_floor = 0.5;
     Millis window = std::chrono::seconds(10);
     long ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
+    // Straggler: CPU% at least straggler_ratio x the peers' median and
+    // straggler_gap points above it, held for straggler_after.
+    double straggler_ratio = 2.0;
+    double straggler_gap = 25;
+    Millis straggler_after = std::chrono::seconds(30);
   };
 
   RankVitals() = default;
@@ -65,11 +74,21 @@ class RankVitals {
   // Every rank sampled so far, with its mark among the rest.
   std::map<std::int32_t, RankFigures> figures(TimePoint now) const;
 
+  // Looks again at who computes far more than its peers (call it once per
+  // round of samples); the ranks that just became stragglers, each with a
+  // line for the job's events.
+  std::vector<std::pair<std::int32_t, std::string>> update_stragglers(TimePoint now);
+  // The ranks marked straggler now, ascending.
+  std::vector<std::int32_t> stragglers(TimePoint now) const;
+
  private:
   struct Seen {
     std::deque<std::pair<TimePoint, VitalsSample>> samples;  // the window and one before
     TimePoint last_line{};
+    std::optional<TimePoint> straggling_since;  // apart from its peers' CPU since
+    bool said = false;                          // its straggling was said
   };
+  bool straggles(const Seen& s, TimePoint now) const;
   RankFigures own(const Seen& s, TimePoint now) const;
 
   Options options_;
