@@ -150,6 +150,10 @@ HeadOptions parse_options(int argc, char** argv) {
       "at most --hang-timeout) make it suspect (default 4; 0 = --hang-timeout alone)")(
       "on-hang", po::value<std::string>(),
       "a hung job: restart (taint the culprits' nodes, restart on spares; default) or report")(
+      "stop-signal", po::value<std::string>(),
+      "SIG@TIME (Slurm's --signal, e.g. USR1@30s): before atl stops user code (a restart, "
+      "atlctl stop, the job cancelled) each rank's own process gets SIG, and TIME later the "
+      "SIGTERM and the grace as always, so it may checkpoint first")(
       "on-straggler", po::value<std::string>(),
       "a rank persistently computing far more than its waiting peers: report (an event and a "
       "mark; default) or taint (its node tainted at the next restart)")(
@@ -266,6 +270,9 @@ HeadOptions parse_options(int argc, char** argv) {
   if (vm.count("hang-factor"))
     job.hang_factor = atl::cli::value_or_exit(
         "headnode", atl::parse_hang_factor(vm["hang-factor"].as<std::string>()), "--hang-factor");
+  if (vm.count("stop-signal"))
+    job.stop_warning = atl::cli::value_or_exit(
+        "headnode", atl::parse_stop_warning(vm["stop-signal"].as<std::string>()), "--stop-signal");
   if (vm.count("on-straggler"))
     job.on_straggler = atl::cli::value_or_exit(
         "headnode", atl::parse_on_straggler(vm["on-straggler"].as<std::string>()),

@@ -118,5 +118,62 @@ TEST(Grace, ARestartAndTheJobsEndLeaveTheHandlerItsGrace) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Slurm's --signal: with --stop-signal USR1@3s each rank's own process
+// (behind a bash wrapper, beside its DataLoader-style forked workers, which
+// must not hear it) gets SIGUSR1 3 s before the SIGTERM of a stop, and its
+// checkpoint, taken in the main loop, is complete before the SIGTERM comes.
+TEST(Grace, AStopWarningReachesEachRanksOwnProcessBeforeItsSigterm) {
+  TestCluster c;
+  std::ofstream(c.dir() + "/warned.py") << R"(import os, signal, sys, time
+d = sys.argv[1]
+rank = os.environ["RANK"]
+warned = []
+signal.signal(signal.SIGUSR1, lambda *_: warned.append(time.time()))
+def on_term(*_):
+    with open(f"{d}/term.{rank}", "w") as f:
+        f.write(str(time.time()))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+workers = []
+for _ in range(2):  # forked helpers, as a DataLoader's: USR1 would kill them
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        while True:
+            time.sleep(1)
+    workers.append(pid)
+print("ready", flush=True)
+while True:
+    if warned:
+        with open(f"{d}/ckpt.{rank}", "w") as f:
+            alive = all(os.waitpid(w, os.WNOHANG) == (0, 0) for w in workers)
+            f.write("%f %s" % (warned[0], "workers alive" if alive else "a worker died"))
+        print("checkpointed", flush=True)
+        warned.clear()
+    time.sleep(0.05)
+)";
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--stop-signal", "USR1@3s",
+                             "--", "bash -c 'python3 " + c.dir() + "/warned.py " + c.dir() + "'"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] ready")) << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] ready")) << c.output(head);
+  auto stop = c.atlctl({"--address", c.head_address(), "stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  for (int rank : {0, 1}) {
+    const std::string ckpt = read_file(c.dir() + "/ckpt." + std::to_string(rank));
+    const std::string term = read_file(c.dir() + "/term." + std::to_string(rank));
+    ASSERT_FALSE(ckpt.empty()) << "rank " << rank << " was never warned\n" << c.output(head);
+    ASSERT_FALSE(term.empty()) << "rank " << rank << " never had its SIGTERM\n" << c.output(head);
+    EXPECT_NE(ckpt.find("workers alive"), std::string::npos) << ckpt;
+    // The SIGTERM came ~3 s after the warning, not before.
+    const double warned_at = std::stod(ckpt), termed_at = std::stod(term);
+    EXPECT_GE(termed_at - warned_at, 2.5) << ckpt << " / " << term;
+  }
+  EXPECT_NE(c.output(head).find("rank-0: signal 10 to pid "), std::string::npos) << c.output(head);
+  EXPECT_EQ(c.output(head).find("outlived its grace"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 }  // namespace
 }  // namespace atl::test

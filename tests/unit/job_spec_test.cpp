@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <regex>
 
 #include "atl/core/byte_size.hpp"
@@ -82,6 +83,36 @@ TEST(JobSpecJson, TheLearnedTimeoutsFactorAndTheStragglerPolicy) {
         << bad;
   EXPECT_EQ(atl::parse_on_straggler("panic").error(),
             "bad on_straggler 'panic': expected report or taint");
+}
+
+TEST(JobSpecJson, AStopWarningIsASignalAndALeadAsSlurmWritesIt) {
+  auto w = atl::parse_stop_warning("USR1@30s");
+  ASSERT_TRUE(w.ok()) << w.error();
+  EXPECT_EQ(w->signal, SIGUSR1);
+  EXPECT_EQ(w->lead, 30s);
+  EXPECT_EQ(atl::to_string(*w), "USR1@30s");
+  EXPECT_EQ(atl::parse_stop_warning("SIGUSR2@1m")->signal, SIGUSR2);
+  EXPECT_EQ(atl::parse_stop_warning("10@5s")->signal, 10);
+  EXPECT_EQ(atl::to_string(atl::StopWarning{}), "none");
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"USR1", "no '@'"},
+           {"@30s", "unknown signal"},
+           {"NOPE@30s", "unknown signal"},
+           {"99@30s", "unknown signal"},
+           {"KILL@30s", "SIGKILL and SIGSTOP cannot be caught: pick one a rank can handle"},
+           {"SIGSTOP@1s", "SIGKILL and SIGSTOP cannot be caught: pick one a rank can handle"},
+           {"USR1@0s", "the time must be above 0"},
+           {"USR1@soon", "bad duration 'soon'"}}) {
+    auto r = atl::parse_stop_warning(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().find("bad stop signal '" + bad + "': " + why), std::string::npos)
+        << r.error();
+    EXPECT_NE(r.error().find("(SIG@TIME, e.g. USR1@30s)"), std::string::npos) << r.error();
+  }
+  auto spec = atl::parse_job_spec_json(R"({"stop_signal": "USR2@20s"})");
+  ASSERT_TRUE(spec.ok()) << spec.error();
+  EXPECT_EQ(spec->stop_warning.signal, SIGUSR2);
+  EXPECT_FALSE(atl::parse_job_spec_json(R"({"stop_signal": "KILL@1s"})").ok());
 }
 
 TEST(JobSpecJson, AbsentFieldsKeepTheBase) {

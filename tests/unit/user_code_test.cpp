@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,22 @@ TEST(UserCode, ARestartedAttemptTellsEveryProcessWhyTheLastOneEnded) {
           has_env(launch, "ATL_LAST_EXIT_REASON=job hung: rank 1 in train_step (ddp.py) while..."))
           << key;
   }
+}
+
+TEST(UserCode, UserCodeCarriesItsStopWarning) {
+  for (JobMode mode : {JobMode::spmd, JobMode::driver}) {
+    JobSpec job = job_of(mode);
+    job.stop_warning = {SIGUSR1, std::chrono::seconds(30)};
+    UserCode code;
+    ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+    for (const auto& [key, launch] : code.launches()) {
+      EXPECT_EQ(launch.warn_signal, SIGUSR1) << key;
+      EXPECT_EQ(launch.warn_ms, 30000) << key;
+    }
+  }
+  UserCode none;
+  ASSERT_TRUE(none.plan(input_for(job_of(JobMode::spmd), 2)).ok());
+  for (const auto& [key, launch] : none.launches()) EXPECT_EQ(launch.warn_signal, 0) << key;
 }
 
 TEST(UserCode, AnAttemptStampsItsLaunchesAndSendsEachPodItsOwn) {

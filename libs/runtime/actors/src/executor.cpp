@@ -9,14 +9,17 @@
 #include <caf/all.hpp>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/error_file.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/control_channel.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/output_pump.hpp"
+#include "atl/os/process_sample.hpp"
 
 namespace atl {
 
@@ -32,6 +35,8 @@ struct ExecutorState {
   pid_t pid = -1;
   bool exited = false;
   bool tree_killed = false;  // the guard was told to kill everything
+  // The stop warning (--stop-signal) went out; its SIGTERM is due then.
+  std::optional<std::chrono::steady_clock::time_point> warned_until;
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
   std::thread pump;
   int control_fd = -1;  // our end of the process's control channel
@@ -255,6 +260,23 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
       [self](stop_atom, std::int64_t grace_ms) {
         auto& st = self->state;
         if (st.exited) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (st.warned_until && now < *st.warned_until) return;  // its SIGTERM is on the way
+        if (st.launch.warn_signal > 0 && !st.warned_until) {
+          // Slurm's --signal: the rank's own process (not atl's guard, not
+          // its DataLoader workers) hears first, and may checkpoint.
+          const auto lead = std::chrono::milliseconds(st.launch.warn_ms);
+          st.warned_until = now + lead;
+          const os::ProcessTable table = os::read_process_table();
+          const pid_t target =
+              os::user_process(table, os::child_index(table), st.pid, os::live_facts());
+          if (target > 0 && target != st.pid) ::kill(target, st.launch.warn_signal);
+          component_logger("executor")
+              ->info("{}: signal {} to pid {}, its stop in {}", stream_name(st.launch.stream),
+                     st.launch.warn_signal, target, format_duration(lead));
+          self->delayed_send(self, lead, stop_atom::value, grace_ms);
+          return;
+        }
         ::kill(-st.pid, SIGTERM);
         // A stopped process (SIGSTOP, a debugger) would sit on its SIGTERM
         // until the grace ran out: continued, it runs its handler now.

@@ -114,6 +114,7 @@ struct NodeAgentState {
     std::shared_ptr<ProcessMeter> meter;  // user code's ranks: for the hang watch
     std::int64_t progress_mtime_ns = 0;   // its $ATL_PROGRESS_FILE's, at the last sample
     std::int64_t steps = 0;               // how often that changed
+    std::int64_t warn_ms = 0;             // its stop warning's lead (--stop-signal)
   };
   std::map<caf::actor, Running> executors;
   bool ending = false;
@@ -180,8 +181,12 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
     self->quit();
     return;
   }
-  for (const auto& [e, running] : st.executors) self->send(e, stop_atom::value, grace_ms);
-  self->delayed_send(self, std::chrono::milliseconds(grace_ms + 5000), timeout_atom::value);
+  std::int64_t lead = 0;  // the longest stop warning among them comes first
+  for (const auto& [e, running] : st.executors) {
+    self->send(e, stop_atom::value, grace_ms);
+    lead = std::max(lead, running.warn_ms);
+  }
+  self->delayed_send(self, std::chrono::milliseconds(lead + grace_ms + 5000), timeout_atom::value);
 }
 
 // User code, a debug run's ranks (atlctl run/check/burn) or a task: each
@@ -208,7 +213,8 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
                                      : spawn_executor(self->system(), launch, st.config.info.pod,
                                                       sink, st.supervisor, st.lease, meter);
     self->monitor(exec);
-    st.executors.emplace(exec, NodeAgentState::Running{launch.stream, launch.attempt, meter});
+    st.executors.emplace(
+        exec, NodeAgentState::Running{launch.stream, launch.attempt, meter, 0, 0, launch.warn_ms});
   }
 }
 

@@ -124,7 +124,9 @@ StopResult begin_stop(Actor* self) {
     for (const auto& [pod, node] : st.pods.joined_pods())
       self->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
   }
-  self->delayed_send(self, st.job().grace + kStopSlack, timeout_atom::value,
+  // User code hears its stop warning (--stop-signal) first.
+  const auto warning = before == JobState::command ? st.job().stop_warning.lead : Millis(0);
+  self->delayed_send(self, warning + st.job().grace + kStopSlack, timeout_atom::value,
                      static_cast<std::int32_t>(kDebugStopTimer), op);
   check_stop(self);  // nothing was running: over at once
   return {wire(ReplyCode::ok), std::string(), op};

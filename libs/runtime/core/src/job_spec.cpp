@@ -1,6 +1,7 @@
 #include "atl/core/job_spec.hpp"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -37,6 +38,49 @@ Expected<OnStraggler> parse_on_straggler(std::string_view text) {
   if (text == "report") return OnStraggler::report;
   if (text == "taint") return OnStraggler::taint;
   return make_error("bad on_straggler " + detail::quote(text) + ": expected report or taint");
+}
+
+namespace {
+
+// The signals a rank may be warned with, by name.
+constexpr std::pair<const char*, int> kSignals[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"ALRM", SIGALRM},   {"TERM", SIGTERM}, {"CONT", SIGCONT},
+    {"URG", SIGURG},   {"WINCH", SIGWINCH}, {"KILL", SIGKILL}, {"STOP", SIGSTOP}};
+
+}  // namespace
+
+Expected<StopWarning> parse_stop_warning(std::string_view text) {
+  const size_t at = text.find('@');
+  auto bad = [&](const std::string& why) {
+    return make_error("bad stop signal " + detail::quote(text) + ": " + why +
+                      " (SIG@TIME, e.g. USR1@30s)");
+  };
+  if (at == std::string_view::npos) return bad("no '@'");
+  std::string_view name = text.substr(0, at);
+  if (name.substr(0, 3) == "SIG") name.remove_prefix(3);
+  StopWarning w;
+  for (const auto& [n, sig] : kSignals)
+    if (name == n) w.signal = sig;
+  if (w.signal == 0 && !name.empty() &&
+      std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      name.size() <= 2)
+    w.signal = std::stoi(std::string(name));
+  if (w.signal <= 0 || w.signal >= 65) return bad("unknown signal");
+  if (w.signal == SIGKILL || w.signal == SIGSTOP)
+    return bad("SIGKILL and SIGSTOP cannot be caught: pick one a rank can handle");
+  auto lead = parse_duration(text.substr(at + 1));
+  if (!lead) return bad(lead.error());
+  if (lead->count() <= 0) return bad("the time must be above 0");
+  w.lead = *lead;
+  return w;
+}
+
+std::string to_string(const StopWarning& w) {
+  if (w.signal == 0) return "none";
+  for (const auto& [n, sig] : kSignals)
+    if (sig == w.signal) return std::string(n) + "@" + format_duration(w.lead);
+  return std::to_string(w.signal) + "@" + format_duration(w.lead);
 }
 
 Expected<double> parse_hang_factor(std::string_view text) {
@@ -317,6 +361,14 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       spec.on_straggler = *parsed;
       return Ok{};
     }
+    if (key == "stop_signal") {
+      std::string text;
+      if (auto read = read_string(v, key, text); !read) return read;
+      auto parsed = parse_stop_warning(text);
+      if (!parsed) return make_error("job spec: field 'stop_signal': " + parsed.error());
+      spec.stop_warning = *parsed;
+      return Ok{};
+    }
     if (key == "hang_factor") {
       if (!v.is_number()) return make_error("job spec: field 'hang_factor' must be a number");
       spec.hang_factor = v.get<double>();
@@ -417,7 +469,8 @@ Status validate_job_spec(const JobSpec& spec) {
   for (auto [name, d] : {std::pair{"ready_timeout", spec.ready_timeout},
                          {"grace", spec.grace},
                          {"hang_timeout", spec.hang_timeout},
-                         {"ray_ready_timeout", spec.ray_ready_timeout}}) {
+                         {"ray_ready_timeout", spec.ray_ready_timeout},
+                         {"stop_signal", spec.stop_warning.lead}}) {
     if (d.count() < 0 || d > kMaxDuration)
       return make_error(std::string("job spec: field '") + name + "' must be between 0 and " +
                         format_duration(kMaxDuration));

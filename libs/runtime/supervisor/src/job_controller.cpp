@@ -268,7 +268,8 @@ void JobController::begin_restart(const Fault& fault, bool counted) {
   const std::int32_t round = ++restart_round_;
   if (!fx_->user_code_done()) {
     fx_->stop_user_code();
-    fx_->arm(JobTimer::restart_stop, options_.job.grace + kStopSlack, round);
+    fx_->arm(JobTimer::restart_stop,
+             options_.job.stop_warning.lead + options_.job.grace + kStopSlack, round);
   }
   // Pods must be back (and pass the pre-flight) within the ready timeout.
   fx_->arm(JobTimer::ready, options_.job.ready_timeout, round);
@@ -489,7 +490,8 @@ void JobController::fail(JobEvent event, const std::string& reason) {
     return;
   }
   fx_->stop_user_code();
-  fx_->arm(JobTimer::fail_stop, options_.job.grace + kStopSlack, 0);
+  fx_->arm(JobTimer::fail_stop, options_.job.stop_warning.lead + options_.job.grace + kStopSlack,
+           0);
 }
 
 void JobController::cancel(const std::string& why) {

@@ -30,6 +30,12 @@ void with_ray_auth(const PlanInput& in, EnvMap& env) {
   env["RAY_AUTH_TOKEN"] = in.ray_token;
 }
 
+// The stop warning (--stop-signal) for a process of user code.
+void with_stop_warning(const JobSpec& job, ProcessLaunch& launch) {
+  launch.warn_signal = job.stop_warning.signal;
+  launch.warn_ms = job.stop_warning.signal ? job.stop_warning.lead.count() : 0;
+}
+
 // Why the last attempt ended, for every process of a restarted one: one
 // line, bounded (an environment is no log).
 void with_last_exit(const PlanInput& in, EnvMap& env) {
@@ -89,6 +95,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
   with_last_exit(in, env);
   with_ray_auth(in, env);
   driver.env = to_env_strings(env);
+  with_stop_warning(job, driver);
   launches_[kDriverStream] = std::move(driver);
   pod_of_[kDriverStream] = in.head_pod;
   return Ok{};
@@ -123,6 +130,7 @@ Status UserCode::plan(const PlanInput& in) {
       with_last_exit(in, env);
       launch.env = to_env_strings(env);
       launch.working_dir = job.working_dir;
+      with_stop_warning(job, launch);
       launches_[placement.rank] = std::move(launch);
       pod_of_[placement.rank] = pod;
     }
@@ -140,6 +148,7 @@ Status UserCode::plan(const PlanInput& in) {
   with_last_exit(in, env);
   launch.env = to_env_strings(env);
   launch.working_dir = job.working_dir;
+  with_stop_warning(job, launch);
   launches_[kDriverStream] = std::move(launch);
   pod_of_[kDriverStream] = in.head_pod;
   return Ok{};

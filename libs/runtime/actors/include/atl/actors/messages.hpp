@@ -124,7 +124,7 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessLaunch& x) {
   return f(caf::meta::type_name("atl::ProcessLaunch"), x.stream, x.attempt, x.command, x.env,
-           x.working_dir, x.control, x.scratch_dir);
+           x.working_dir, x.control, x.scratch_dir, x.warn_signal, x.warn_ms);
 }
 
 template <class Inspector>

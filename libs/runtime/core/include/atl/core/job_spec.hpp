@@ -41,6 +41,18 @@ Expected<OnHang> parse_on_hang(std::string_view text);
 enum class OnStraggler { report, taint };
 std::string_view to_string(OnStraggler on_straggler);
 Expected<OnStraggler> parse_on_straggler(std::string_view text);
+// Slurm's --signal: `signal` to every process of user code `lead` before
+// atl stops it (a restart, atlctl stop, the job cancelled), so that a rank
+// can checkpoint; then SIGTERM and the grace as always. 0: none.
+struct StopWarning {
+  int signal = 0;
+  Millis lead{0};
+};
+// "USR1@30s", "SIGUSR2@1m", "10@5s" (a name with or without SIG, or a
+// number; KILL and STOP cannot be caught and are refused).
+Expected<StopWarning> parse_stop_warning(std::string_view text);
+std::string to_string(const StopWarning& w);
+
 // "4", "2.5": a factor from 0 to 100.
 Expected<double> parse_hang_factor(std::string_view text);
 
@@ -92,6 +104,7 @@ struct JobSpec {
   // suspect. 0: no learning, hang_timeout alone.
   double hang_factor = 4;
   OnStraggler on_straggler = OnStraggler::report;
+  StopWarning stop_warning;
   // Ray mode: how long the nodes and the driver wait for every node to be
   // alive in Ray; past it the attempt is a ready timeout (a counted fault).
   Millis ray_ready_timeout = std::chrono::minutes(2);

@@ -21,6 +21,10 @@ struct ProcessLaunch {
   std::string working_dir;       // empty: the node's working directory
   bool control = false;          // give it a control channel (atl's own tools: burn, check)
   std::string scratch_dir;  // absolute; removed once the process's tree is gone (Ray's temp dir)
+  // User code's stop warning (--stop-signal): this signal to its group,
+  // warn_ms before the SIGTERM of a stop. 0: none.
+  std::int32_t warn_signal = 0;
+  std::int64_t warn_ms = 0;
 };
 
 // How a process ended. `error` is set when it could not even start.
