@@ -22,6 +22,10 @@
             on Python 3.11), faults (a)-(c) injected the same way: does it
             restart within --torchrun-wait seconds?
 
+  goodput   a job with 3 injected faults (30 s of training around each):
+            atl's goodput figures against a hand count from the job's own
+            files and the head's stamped lines.
+
 Writes bench/results/hang.md.
 Usage: bench/hang/run.py [--phases scale,faults,torchrun] [--sizes 1,8,1000]
                          [--rounds 20] [--healthy 600] [--timeout 30]
@@ -124,7 +128,7 @@ def scale_round(tmp, pods, timeout_s):
 
 class AtlJob:
     def __init__(self, tmp, timeout_s, master_port, loader_workers=0, tag="atl-ddp",
-                 wrapper="exec /usr/bin/python3 "):
+                 wrapper="exec /usr/bin/python3 ", nproc=1):
         self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir)
         self.job_id = "jo-hangbench"
@@ -141,9 +145,10 @@ class AtlJob:
             [common.binary("headnode"), "--job-id", self.job_id, "--workers", "3",
              "--spare-workers", "1", "--port", "0", "--state-dir", os.path.join(self.dir, "st"),
              "--dashboard-port", "off", "--max-restarts", "1000", "--master-port",
-             str(master_port)] + (["--hang-timeout", "%ds" % timeout_s] if timeout_s else []) +
+             str(master_port), "--nproc-per-node", str(nproc)] + (["--hang-timeout", "%ds" % timeout_s] if timeout_s else []) +
             ["--", wrapper + os.path.join(HERE, "ddp_job.py")],
             stdout=self.out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        self.world = 3 * nproc
         self.address = self.wait_line("listening on ").split()[-1]
         self.env["ATL_ADDRESS"] = self.address
         self.env["ATL_TLS_DIR"] = os.path.join(self.dir, "st", "tls")
@@ -180,14 +185,16 @@ class AtlJob:
         """Every rank's first step of `attempt` (0-based, ATL_RESTART_COUNT): its time."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            stamps = [read(os.path.join(self.dir, "step0-%d-%d" % (attempt, r))) for r in range(3)]
+            stamps = [read(os.path.join(self.dir, "step0-%d-%d" % (attempt, r)))
+                      for r in range(self.world)]
             if all(stamps):
                 return max(float(s) for s in stamps)
             time.sleep(0.05)
         return None
 
     def last_progress(self, attempt):
-        stamps = [read(os.path.join(self.dir, "last-%d-%d" % (attempt, r))) for r in range(3)]
+        stamps = [read(os.path.join(self.dir, "last-%d-%d" % (attempt, r)))
+                  for r in range(self.world)]
         return max(float(s) for s in stamps if s)
 
     def stop(self):
@@ -218,9 +225,9 @@ def inject(job_dir, kind, attempt, pid_file, facts_file):
     return time.time()
 
 
-def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrapper):
-    port = 29500 + (os.getpid() + 7 * loader_workers) % 1000
-    job = AtlJob(tmp, timeout_s, port, loader_workers, tag, wrapper)
+def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrapper, nproc=1):
+    port = 29500 + (os.getpid() + 7 * loader_workers + 13 * nproc) % 1000
+    job = AtlJob(tmp, timeout_s, port, loader_workers, tag, wrapper, nproc)
     results, false_hangs = [], []
     try:
         attempt = 0
@@ -283,6 +290,53 @@ def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrappe
         job.stop()
 
 
+# --- goodput against a hand count ----------------------------------------------
+
+def goodput(tmp, train_s, kinds=("sleep", "loader", "pause")):
+    """A job (loader workers, learned timeouts) trains train_s, then each fault
+    in turn, train_s after each restart: atl's goodput figures against the
+    same quantities counted by hand from the job's own files (first step,
+    last progress per attempt) and the head's stamped lines (each verdict,
+    each launch)."""
+    port = 29500 + (os.getpid() + 31) % 1000
+    job = AtlJob(tmp, 0, port, 2, "atl-goodput", "cd %s && /usr/bin/python3 " % HERE)
+    try:
+        if job.wait_stepping(0) is None:
+            raise SystemExit("the goodput job never trained: see " + job.out.name)
+        for attempt, kind in enumerate(kinds):
+            time.sleep(train_s)
+            st = job.status()
+            pod = next(r["pod"] for r in st["ranks"] if r.get("rank") == 1)
+            inject(job.dir, kind, attempt, os.path.join(job.dir, "pid-%d-1" % attempt),
+                   os.path.join(job.dir, "nvml-%s" % pod.rsplit("-", 1)[1]))
+            if job.wait_stepping(attempt + 1, timeout=300) is None:
+                raise SystemExit("no restart after %s: see %s" % (kind, job.out.name))
+            for t in (job.status() or {}).get("taints", []):
+                job.atlctl("taint", "-a", "remove", "-n", t["node"])
+        time.sleep(train_s)
+        g = job.status()["goodput"]
+        lines = job.head_lines()
+        launches = [stamp_of(ln) for ln in lines if "launching " in ln and "(attempt " in ln]
+        verdicts = [stamp_of(ln) for ln in lines if "job restarting" in ln and stamp_of(ln)]
+
+        def marks(name, a):
+            return [float(x) for x in (read(os.path.join(job.dir, "%s-%d-%d" % (name, a, r)))
+                                       for r in range(3)) if x]
+        n = len(kinds)
+        hand = {"productive_s": 0.0, "detection_s": 0.0, "restart_s": 0.0, "rewarm_s": 0.0}
+        for a in range(n + 1):
+            hand["productive_s"] += max(marks("last", a)) - min(marks("step0", a))
+        for k in range(n):
+            hand["detection_s"] += verdicts[k] - max(marks("last", k))
+            hand["restart_s"] += launches[k + 1] - verdicts[k]
+            hand["rewarm_s"] += min(marks("step0", k + 1)) - launches[k + 1]
+        hand["elapsed_s"] = time.time() - launches[0]
+        hand["ratio"] = hand["productive_s"] / hand["elapsed_s"]
+        return g, hand, list(kinds)
+    finally:
+        job.stop()
+
+
 # --- the same job under torchrun ----------------------------------------------
 
 def torchrun(tmp, wait_s, kinds, loader_workers):
@@ -331,7 +385,7 @@ def median(xs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--phases", default="scale,faults,torchrun")
+    ap.add_argument("--phases", default="scale,faults,goodput,torchrun")
     ap.add_argument("--sizes", default="1,8,1000")
     ap.add_argument("--rounds", type=int, default=20, help="faults of each kind")
     ap.add_argument("--healthy", type=int, default=600, help="seconds of healthy training")
@@ -340,8 +394,11 @@ def main():
     ap.add_argument("--loader-workers", default="0,2",
                     help="DataLoader workers per rank, one job each")
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--nproc", type=int, default=1, help="ranks per pod in the faults phase")
     ap.add_argument("--scale-timeout", type=int, default=10)
     ap.add_argument("--torchrun-wait", type=int, default=120)
+    ap.add_argument("--goodput-train", type=int, default=30,
+                    help="goodput phase: seconds of training around each fault")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "hang.md"))
     args = ap.parse_args()
     phases = args.phases.split(",")
@@ -369,13 +426,14 @@ def main():
             results, false_lines, extra, spy = faults(
                 tmp, args.rounds, args.healthy, args.timeout, workers,
                 [k for k in kinds if k != "loader" or workers > 0], "atl-ddp-%d" % workers,
-                wrapper)
+                wrapper, args.nproc)
             timeout_words = ("`--hang-timeout %ds`" % args.timeout if args.timeout else
                              "no `--hang-timeout` (the default 5 min; idle ranks suspect after "
                              "the timeout learned from the steps)")
-            lines += ["## Faults injected into a torch DDP job (3 ranks + 1 spare, gloo on CPU, "
-                      "DataLoader(num_workers=%d)%s, %s, py-spy %s)" % (
-                          workers, ", behind `sh -c`" if workers else "", timeout_words,
+            lines += ["## Faults injected into a torch DDP job (3 pods x %d ranks + 1 spare pod, "
+                      "gloo on CPU, DataLoader(num_workers=%d)%s, %s, py-spy %s)" % (
+                          args.nproc, workers, ", behind `sh -c`" if workers else "",
+                          timeout_words,
                           "on PATH" if spy else "absent: gdb stacks"), "",
                       "Healthy training first: %d s, %d hang or suspect lines, %d restarts no "
                       "fault explains over the whole run." % (args.healthy, len(false_lines),
@@ -412,6 +470,21 @@ def main():
             for ln in false_lines[:5]:
                 lines.append("- during healthy training: `%s`" % ln)
             lines.append("")
+    if "goodput" in phases:
+        g, hand, kinds = goodput(tmp, args.goodput_train)
+        lines += ["## Goodput of a job with %d injected faults (%s), against a hand count"
+                  % (len(kinds), ", ".join(kinds)), "",
+                  "DataLoader(num_workers=2), no `--hang-timeout`, %d s of training before "
+                  "each fault and after the last. Hand count: first step and last progress "
+                  "of each attempt from the job's own files, verdicts and launches from the "
+                  "head's stamped log lines." % args.goodput_train, "",
+                  "| figure | atl (`status --json`) | by hand | difference |",
+                  "|---|---:|---:|---:|"]
+        for key in ("productive_s", "detection_s", "restart_s", "rewarm_s", "ratio"):
+            a, h = g.get(key) or 0.0, hand[key]
+            lines.append("| %s | %.3f | %.3f | %.1f %% |" % (
+                key, a, h, 100.0 * (a - h) / h if h else 0.0))
+        lines.append("")
     if "torchrun" in phases:
         workers = max(int(w) for w in args.loader_workers.split(","))
         tr = torchrun(tmp, args.torchrun_wait, [k for k in args.kinds.split(",") if k != "gpu"],

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
-                 nproc_per_node=1, local_workers=None, job_id=None):
+                 nproc_per_node=1, local_workers=None, job_id=None, own_home=False):
         self.dir = tempfile.mkdtemp(prefix="atl-py-")
         self.state = os.path.join(self.dir, "state")
         # Clusters of one pytest process share this id unless told otherwise:
@@ -30,6 +30,10 @@ class Cluster:
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         env["ATL_JOB_FILE"] = os.path.join(self.dir, "job.json")  # not /run/atl
+        if own_home:
+            # A pod's shell reads its image's ~/.bashrc, not this machine's
+            # (whose pyenv rehash can wait 60 s on a lock a killed shell left).
+            env["HOME"] = self.dir
         self.head = subprocess.Popen(
             [os.path.join(BIN, "headnode"), "--mode", mode, "--workers", str(workers),
              "--nproc-per-node", str(nproc_per_node),

@@ -8,6 +8,7 @@ build/test-artifacts/dashboard/ (not committed)."""
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -165,8 +166,10 @@ def test_a_login_makes_a_session_and_logout_ends_it(spmd):
 
 
 def without_ages(status):
-    """The status less what changes by the second: heartbeat ages and the
-    ranks' figures (a later test reads those)."""
+    """The status less what changes by the second: heartbeat ages, the
+    ranks' figures (a later test reads those) and goodput's running clock."""
+    for key in ("elapsed_s", "productive_s", "ratio"):
+        status["goodput"].pop(key)
     for p in status["pods"]:
         p.pop("heartbeat_age_ms", None)
     for r in status["ranks"]:
@@ -409,6 +412,10 @@ def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
     _, _, body = spmd.http.get("/metrics", token=spmd.token)
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}
     assert [s.value for s in families["atl_job_suspect"].samples] == [0]
+    # Goodput: the job's time spent training so far, a fraction.
+    ratio = [s.value for s in families["atl_job_goodput_ratio"].samples]
+    assert len(ratio) == 1 and 0 <= ratio[0] <= 1, ratio
+    assert [s.value for s in families["atl_job_faults"].samples] == [0]  # a counter: _total
     ages = families["atl_rank_progress_age_seconds"].samples
     assert sorted(s.labels["rank"] for s in ages) == ["0", "1", "2", "3"], ages
     # A diagnosis: bad ranks are named, some ranks are only those.
@@ -426,6 +433,8 @@ def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
     try:
         browser_login(d, spmd)
         wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        goodput = d.find_element(By.ID, "card-goodput").text
+        assert re.fullmatch(r"\d+\.\d %|—", goodput), goodput
         d.get(spmd.url + "/#hang")
         wait(d, lambda d: d.find_element(By.ID, "card-suspect").text == "no")
         assert d.find_element(By.ID, "card-watch").text == "on"

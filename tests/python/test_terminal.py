@@ -24,7 +24,7 @@ from test_dashboard import (ARTIFACTS, _open_dashboard, browser, browser_login, 
 
 @pytest.fixture(scope="module")
 def job():
-    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd",
+    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd", own_home=True,
                 extra=("--dashboard-port", "0", "--web-terminal-limit", "2", "--linger", "120s"))
     try:
         assert c.wait_for("initializing -> command"), c.output()
@@ -220,7 +220,8 @@ def test_a_lost_pod_closes_its_terminals_and_its_shell_goes_with_it():
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import common
     # An id of its own: the module's other cluster has a worker-1 too.
-    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd", job_id="jo-pylost" + str(os.getpid()),
+    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd", own_home=True,
+                job_id="jo-pylost" + str(os.getpid()),
                 extra=("--dashboard-port", "0", "--max-restarts", "0", "--linger", "60s"))
     try:
         assert c.wait_for("initializing -> command"), c.output()
@@ -244,7 +245,7 @@ def test_a_lost_pod_closes_its_terminals_and_its_shell_goes_with_it():
 
 
 def test_terminal_off():
-    c = Cluster(1, entrypoint="exec sleep 600", mode="spmd",
+    c = Cluster(1, entrypoint="exec sleep 600", mode="spmd", own_home=True,
                 extra=("--dashboard-port", "0", "--web-terminal", "off"))
     try:
         assert c.wait_for("initializing -> command"), c.output()

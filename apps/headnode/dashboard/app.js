@@ -57,11 +57,13 @@ async function api(path) {
 function viewJob(v) {
   const s = state.status;
   const world = s.mode === 'spmd' ? s.world_size : '—';
+  const g = s.goodput;  // the job's time spent training, and what faults cost
   v.append(el('div', { class: 'cards' },
     card('State', stateSpan(s.state), 'card-state'), card('Mode', s.mode),
     card('Attempt', s.attempt), card('Restarts used', s.restarts + ' / ' + s.max_restarts, 'card-restarts'),
     card('Workers', s.workers + (s.spare_workers ? ' + ' + s.spare_workers + ' spare' : '')),
-    card('World size', world), card('Head', s.address)));
+    card('World size', world), card('Head', s.address),
+    card('Goodput', g && g.elapsed_s ? (100 * g.ratio).toFixed(1) + ' %' : '—', 'card-goodput')));
   // Ray mode: Ray's own dashboard, relayed behind this login.
   if (s.mode === 'ray') {
     v.append(el('p', {}, el('a', { href: '/ray/', id: 'ray-dashboard', target: '_blank', rel: 'noopener', text: "Ray's dashboard" }),
@@ -75,6 +77,16 @@ function viewJob(v) {
   if (s.failure) v.append(el('p', { class: 'error', id: 'failure', text: 'Failure: ' + s.failure }));
   if (s.attempts && s.attempts.length) {
     v.append(el('h2', { text: 'Attempts' }), el('ul', {}, s.attempts.map((a) => el('li', { text: a }))));
+  }
+  if (g && g.recent_faults && g.recent_faults.length) {
+    const secs = (x) => (x === null || x === undefined ? '—' : x.toFixed(1) + ' s');
+    v.append(el('h2', { text: 'What the faults cost' }),
+      el('p', { text: 'Training ' + secs(g.productive_s) + ' of ' + secs(g.elapsed_s) +
+        '; detection ' + secs(g.detection_s) + ', restart ' + secs(g.restart_s) +
+        ', re-warm ' + secs(g.rewarm_s) + ' over ' + g.faults + ' faults' }),
+      table(['Attempt', 'Fault', 'Detection', 'Restart', 'Re-warm'],
+        g.recent_faults.map((f) => [f.attempt, f.reason, secs(f.detection_s), secs(f.restart_s),
+          secs(f.rewarm_s)]), 'fault-costs'));
   }
   if (s.taints && s.taints.length) {
     v.append(el('h2', { text: 'Taints' }), table(['Node', 'Source', 'Reason', 'Since'],
