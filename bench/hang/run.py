@@ -225,7 +225,8 @@ def inject(job_dir, kind, attempt, pid_file, facts_file):
     return time.time()
 
 
-def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrapper, nproc=1):
+def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrapper, nproc=1,
+           settle_s=10.0):
     port = 29500 + (os.getpid() + 7 * loader_workers + 13 * nproc) % 1000
     job = AtlJob(tmp, timeout_s, port, loader_workers, tag, wrapper, nproc)
     results, false_hangs = [], []
@@ -246,7 +247,10 @@ def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrappe
             pod = next(r["pod"] for r in st["ranks"] if r.get("rank") == 1)
             index = int(pod.rsplit("-", 1)[1])
             lines_before = len(job.head_lines())
-            time.sleep(1.0)  # a few steps of this attempt
+            # Steps of this attempt first: a job's cadence is learned from its
+            # own steps, and a fault in the first seconds after a (re)start
+            # meets the configured timeout instead.
+            time.sleep(settle_s)
             last = job.last_progress(attempt)
             t0 = inject(job.dir, kind, attempt, os.path.join(job.dir, "pid-%d-1" % attempt),
                         os.path.join(job.dir, "nvml-%d" % index))
@@ -395,6 +399,8 @@ def main():
                     help="DataLoader workers per rank, one job each")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--nproc", type=int, default=1, help="ranks per pod in the faults phase")
+    ap.add_argument("--settle", type=float, default=10.0,
+                    help="seconds of training after each (re)start before the next fault")
     ap.add_argument("--scale-timeout", type=int, default=10)
     ap.add_argument("--torchrun-wait", type=int, default=120)
     ap.add_argument("--goodput-train", type=int, default=30,
@@ -426,7 +432,7 @@ def main():
             results, false_lines, extra, spy = faults(
                 tmp, args.rounds, args.healthy, args.timeout, workers,
                 [k for k in kinds if k != "loader" or workers > 0], "atl-ddp-%d" % workers,
-                wrapper, args.nproc)
+                wrapper, args.nproc, args.settle)
             timeout_words = ("`--hang-timeout %ds`" % args.timeout if args.timeout else
                              "no `--hang-timeout` (the default 5 min; idle ranks suspect after "
                              "the timeout learned from the steps)")
@@ -436,8 +442,9 @@ def main():
                           timeout_words,
                           "on PATH" if spy else "absent: gdb stacks"), "",
                       "Healthy training first: %d s, %d hang or suspect lines, %d restarts no "
-                      "fault explains over the whole run." % (args.healthy, len(false_lines),
-                                                             extra), "",
+                      "fault explains over the whole run. Each fault comes %.0f s after every "
+                      "rank's first step of its attempt." % (args.healthy, len(false_lines),
+                                                             extra, args.settle), "",
                       "| fault | injected | detected | culprit alone named | precision | recall | "
                       "detection after the fault (median, max) | after the job's last progress "
                       "(median, max) | time lost, fault -> every rank training again "

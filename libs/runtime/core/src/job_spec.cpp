@@ -173,6 +173,18 @@ Status read_string(const json& v, std::string_view name, std::string& out) {
   return Ok{};
 }
 
+// A string field that a parser turns into its value (parse: text ->
+// Expected<T>), its error named after the field.
+template <class Parse, class T>
+Status read_parsed(const json& v, std::string_view name, Parse parse, T& out) {
+  std::string text;
+  if (auto read = read_string(v, name, text); !read) return read;
+  auto parsed = parse(text);
+  if (!parsed) return make_error("job spec: field '" + std::string(name) + "': " + parsed.error());
+  out = *parsed;
+  return Ok{};
+}
+
 Status read_bool(const json& v, std::string_view name, bool& out) {
   if (!v.is_boolean()) return field_error(name, "must be true or false", v);
   out = v.get<bool>();
@@ -345,30 +357,9 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     if (key == "heartbeat_timeout") return read_duration(v, key, spec.heartbeat.timeout);
     if (key == "hang_timeout") return read_duration(v, key, spec.hang_timeout);
     if (key == "ray_ready_timeout") return read_duration(v, key, spec.ray_ready_timeout);
-    if (key == "on_hang") {
-      std::string text;
-      if (auto read = read_string(v, key, text); !read) return read;
-      auto parsed = parse_on_hang(text);
-      if (!parsed) return make_error("job spec: field 'on_hang': " + parsed.error());
-      spec.on_hang = *parsed;
-      return Ok{};
-    }
-    if (key == "on_straggler") {
-      std::string text;
-      if (auto read = read_string(v, key, text); !read) return read;
-      auto parsed = parse_on_straggler(text);
-      if (!parsed) return make_error("job spec: field 'on_straggler': " + parsed.error());
-      spec.on_straggler = *parsed;
-      return Ok{};
-    }
-    if (key == "stop_signal") {
-      std::string text;
-      if (auto read = read_string(v, key, text); !read) return read;
-      auto parsed = parse_stop_warning(text);
-      if (!parsed) return make_error("job spec: field 'stop_signal': " + parsed.error());
-      spec.stop_warning = *parsed;
-      return Ok{};
-    }
+    if (key == "on_hang") return read_parsed(v, key, parse_on_hang, spec.on_hang);
+    if (key == "on_straggler") return read_parsed(v, key, parse_on_straggler, spec.on_straggler);
+    if (key == "stop_signal") return read_parsed(v, key, parse_stop_warning, spec.stop_warning);
     if (key == "hang_factor") {
       if (!v.is_number()) return make_error("job spec: field 'hang_factor' must be a number");
       spec.hang_factor = v.get<double>();

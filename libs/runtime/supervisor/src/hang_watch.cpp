@@ -54,6 +54,7 @@ void HangWatch::start(const std::vector<std::int32_t>& ranks, TimePoint now) {
   progressed_ = false;
   gaps_.clear();
   idle_timeout_said_ = Millis(0);
+  idle_looked_ = false;
   suspect_since_.reset();
   hung_said_ = harmless_said_ = false;
   watching_ = options_.timeout.count() > 0 && !ranks_.empty();
@@ -75,9 +76,12 @@ bool HangWatch::observe(std::int32_t rank, const RankProgress& p, TimePoint now)
     r.progressed = now;
     if (now > last_progress_) {
       // The job's cadence: the gaps between its progress, the start-up's
-      // (before the first progress) left out.
-      if (progressed_) {
-        gaps_.push_back(since(last_progress_, now));
+      // (before the first progress) left out, and, once learned, silences
+      // the idle timeout already judged (an evaluation rank 0 worked through,
+      // a wait): they are no steps, and would stretch the next detection.
+      const Millis gap = since(last_progress_, now);
+      if (progressed_ && (!learned() || gap < idle_timeout())) {
+        gaps_.push_back(gap);
         if (gaps_.size() > kMaxGaps) gaps_.pop_front();
       }
       last_progress_ = now;
@@ -197,7 +201,8 @@ std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
   if (!idle) return std::nullopt;
   return Verdict{Verdict::Kind::hung,
                  {},
-                 "every rank idle (no CPU time, no I/O, no output) for " + seconds(idle_to)};
+                 "every rank idle (no CPU time, no I/O, no output) for " +
+                     seconds(since(last_progress_, now))};
 }
 
 std::optional<HangWatch::Verdict> HangWatch::busy(TimePoint now) const {
@@ -221,28 +226,40 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
   const Millis silent = since(last_progress_, now);
   const Millis idle_to = idle_timeout();
   if (silent < idle_to) {
+    idle_looked_ = false;
     if (!suspect_since_) return std::nullopt;
     suspect_since_.reset();
     return Verdict{Verdict::Kind::recovered, {}, "progress again"};
   }
+  const bool long_silent = silent >= options_.timeout;
   if (!hung_said_) {
     if (auto hung = stuck(now)) {
-      if (!suspect_since_) suspect_since_ = now;
+      if (!suspect_since_) {
+        suspect_since_ = now;
+        suspect_long_ = long_silent;
+      }
       hung_said_ = true;
       return hung;
     }
   }
-  const bool long_silent = silent >= options_.timeout;
   if (!long_silent && !every_rank_idle_now(now)) {
     // A rank works (an evaluation, a checkpoint, a slow step): it has the
     // configured timeout. A suspect period of idleness ends quietly.
     if (suspect_since_ && !hung_said_) suspect_since_.reset();
     return std::nullopt;
   }
+  // Idle ranks whose stacks named no one were looked at once this silence:
+  // the next look is at the configured timeout (a job waiting on purpose,
+  // say for a download, costs one diagnosis, not one every idle timeout).
+  if (!long_silent && idle_looked_) return std::nullopt;
   const Millis period = long_silent ? options_.timeout : idle_to;
-  const bool new_period = !suspect_since_ || now - *suspect_since_ >= period;
+  // The configured timeout reached begins a period of its own, whatever the
+  // idle one before it.
+  const bool new_period = !suspect_since_ || (long_silent && !suspect_long_) ||
+                          now - *suspect_since_ >= period;
   if (!new_period) return std::nullopt;
   suspect_since_ = now;
+  suspect_long_ = long_silent;
   hung_said_ = harmless_said_ = false;
   return Verdict{
       Verdict::Kind::suspect,
@@ -284,15 +301,27 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
     }
     return Verdict{Verdict::Kind::hung, known, reason};
   }
-  if (auto idle = all_idle(now)) {
-    hung_said_ = true;
-    return idle;
-  }
+  // No one named: every rank idle is evidence enough only at the configured
+  // timeout (before it, ranks may all wait on purpose); working ranks past
+  // it while the rest wait are busy.
   if (long_silent) {
+    if (auto idle = all_idle(now)) {
+      hung_said_ = true;
+      return idle;
+    }
     if (auto b = busy(now)) {
       hung_said_ = true;
       return b;
     }
+  } else if (every_rank_idle_now(now)) {
+    idle_looked_ = true;
+    if (harmless_said_) return std::nullopt;
+    harmless_said_ = true;
+    return Verdict{Verdict::Kind::harmless,
+                   {},
+                   "every rank idle for " + seconds(since(last_progress_, now)) +
+                       " and no stack stands apart: left alone up to the hang timeout (" +
+                       seconds(options_.timeout) + ")"};
   }
   if (harmless_said_) return std::nullopt;
   harmless_said_ = true;

@@ -15,7 +15,9 @@
 // A suspect job is *hung* only on evidence — ranks stopped (T) or in `D` with
 // no I/O while their peers are not (seen at once), or, once the stacks are
 // in, ranks whose stacks stand apart from the rest (idle, or working past the
-// configured timeout: *busy*), else every rank idle for the idle timeout.
+// configured timeout: *busy*), else, at the configured timeout, every rank
+// idle or some working while the rest wait (no one named before it: ranks
+// may all wait on purpose).
 // A rank that works while the others wait on it (rank 0 evaluating or
 // checkpointing alone) is never judged before the configured timeout. A job
 // silent by design whose ranks keep computing alike stays suspect, said once
@@ -104,10 +106,11 @@ class HangWatch {
   // The stacks of a suspect job at `now`: `outliers` the ranks outside the
   // dominant group (group_stacks; empty when no stack could be taken), `why`
   // how they differ. Hung when some but not all ranks stand apart and those
-  // are idle or have worked past the configured timeout, or when ranks work
-  // past it while the rest wait, or when every rank was idle for the idle
-  // timeout; else harmless, said once per suspect period. Nothing when the
-  // job is no longer suspect.
+  // are idle or have worked past the configured timeout; at the configured
+  // timeout also when ranks work while the rest wait, or every rank was
+  // idle; else harmless, said once per suspect period (an all-idle job whose
+  // stacks named no one is looked at again only at the configured timeout).
+  // Nothing when the job is no longer suspect.
   std::optional<Verdict> diagnosed(const std::vector<std::int32_t>& outliers,
                                    const std::string& why, TimePoint now);
 
@@ -165,8 +168,10 @@ class HangWatch {
   std::deque<Millis> gaps_;    // between the job's progress, the newest last
   Millis idle_timeout_said_{0};
   std::optional<TimePoint> suspect_since_;  // the current suspect period's start
+  bool suspect_long_ = false;               // it began at the configured timeout
   bool hung_said_ = false;                  // in this suspect period
   bool harmless_said_ = false;              // in this suspect period
+  bool idle_looked_ = false;                // this silence's all-idle stacks named no one
 };
 
 }  // namespace atl::supervisor
