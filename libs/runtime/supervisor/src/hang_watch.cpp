@@ -255,8 +255,8 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
   const Millis period = long_silent ? options_.timeout : idle_to;
   // The configured timeout reached begins a period of its own, whatever the
   // idle one before it.
-  const bool new_period = !suspect_since_ || (long_silent && !suspect_long_) ||
-                          now - *suspect_since_ >= period;
+  const bool new_period =
+      !suspect_since_ || (long_silent && !suspect_long_) || now - *suspect_since_ >= period;
   if (!new_period) return std::nullopt;
   suspect_since_ = now;
   suspect_long_ = long_silent;
