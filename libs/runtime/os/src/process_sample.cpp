@@ -217,9 +217,19 @@ bool is_helper(const ProcessTable& table, pid_t pid, pid_t parent, const Process
 }
 
 RankProcesses rank_processes(const ProcessTable& table, const ChildIndex& children, pid_t root,
-                             const ProcessFacts& facts) {
+                             const ProcessFacts& given) {
   RankProcesses out;
   if (!table.count(root)) return out;
+  // Each command line read once per walk: a parent's is compared with each
+  // of its children's (a rank's loader workers), every sample.
+  std::unordered_map<pid_t, std::string> lines;
+  const ProcessFacts facts{[&](pid_t pid) {
+                             auto it = lines.find(pid);
+                             if (it == lines.end())
+                               it = lines.emplace(pid, given.cmdline(pid)).first;
+                             return it->second;
+                           },
+                           given.holds_torch, given.io_bytes};
   // Every process but the helpers' subtrees, with its depth.
   struct Seen {
     pid_t pid;
