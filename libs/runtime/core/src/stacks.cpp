@@ -62,6 +62,8 @@ const ThreadStack* main_thread(const std::vector<ThreadStack>& threads) {
   return threads.empty() ? nullptr : &threads.front();
 }
 
+}  // namespace
+
 std::string rank_words(const std::vector<std::int32_t>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (size_t i = 0; i < ranks.size() && i < 8; ++i)
@@ -69,8 +71,6 @@ std::string rank_words(const std::vector<std::int32_t>& ranks) {
   if (ranks.size() > 8) out += ",... (" + std::to_string(ranks.size()) + ")";
   return out;
 }
-
-}  // namespace
 
 std::vector<ThreadStack> parse_py_spy(std::string_view text) {
   std::vector<ThreadStack> threads;

@@ -32,6 +32,9 @@ struct ThreadStack {
 // else (the process header, warnings) are skipped.
 std::vector<ThreadStack> parse_py_spy(std::string_view text);
 
+// "rank 3", "ranks 0,2,5", "ranks 0,1,...,7,... (64)": ascending ranks in words.
+std::string rank_words(const std::vector<std::int32_t>& ranks);
+
 // `gdb -batch -ex "thread apply all bt"`: every "Thread N (...LWP id...)"
 // block and its "#k ..." frames; thread 1 is the main one.
 std::vector<ThreadStack> parse_gdb(std::string_view text);
