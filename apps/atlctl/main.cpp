@@ -596,6 +596,24 @@ int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
     for (const auto& [pod, gpus] : d["outlier_gpus"].items())
       std::cout << "  " << pod << " GPUs: " << gpus.get<std::string>() << "\n";
   }
+  // Where the ranks stand in their collectives (torch's flight recorder).
+  std::size_t recorded = 0;
+  std::string no_record;
+  for (const auto& r : d["ranks"]) {
+    if (r.contains("collectives")) ++recorded;
+    if (no_record.empty() && r.contains("collectives_error"))
+      no_record = r["collectives_error"].get<std::string>();
+  }
+  const auto& findings = d["collectives"]["findings"];
+  if (!findings.empty()) {
+    std::cout << "Collectives (flight records of " << recorded << " ranks):\n";
+    for (const auto& f : findings) std::cout << "  " << f.get<std::string>() << "\n";
+  } else if (recorded > 0) {
+    std::cout << "Collectives (flight records of " << recorded
+              << " ranks): none in flight, nobody behind.\n";
+  } else if (!no_record.empty()) {
+    std::cout << "Collectives: no flight record (" << no_record << ").\n";
+  }
   if (!path.empty()) std::cout << "Every rank's whole stack: " << path << "\n";
   return kExitOk;
 }

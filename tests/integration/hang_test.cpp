@@ -333,9 +333,11 @@ std::string ddp_with_loader(const std::string& fault) {
 // its first attempt, behind `wrapper`: found under the learned timeout,
 // named alone as `expected` says, its node tainted, done on the spare.
 void ddp_with_loader_stuck(const std::string& fault, const std::string& wrapper,
-                           const std::string& expected) {
-  if (std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "no torch for /usr/bin/python3";
+                           const std::string& expected,
+                           const std::string& python = "/usr/bin/python3",
+                           const std::string& also = "") {
+  if (std::system((python + " -c 'import torch.distributed' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "no torch for " << python;
   TestCluster c;
   std::string why_not;
   const std::string path = path_with_py_spy(c, why_not);
@@ -364,6 +366,7 @@ void ddp_with_loader_stuck(const std::string& fault, const std::string& wrapper,
             << std::chrono::duration_cast<std::chrono::seconds>(fault_at - started).count()
             << " s before\n";
   EXPECT_EQ(line.rfind(expected, 0), 0u) << line;
+  EXPECT_NE(line.find(also), std::string::npos) << line;
   ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", std::chrono::seconds(180)))
       << c.output(head);
   // The restarted ranks are told why the last attempt ended.
@@ -391,6 +394,11 @@ void ddp_with_loader_stuck(const std::string& fault, const std::string& wrapper,
             std::string::npos)
       << events.output;
   EXPECT_NE(events.output.find("evidence: rank 1: "), std::string::npos) << events.output;
+  // Looking made no progress: nothing the diagnosis did (py-spy, the flight
+  // recorder's dump) wrote to the ranks' output.
+  const auto hung_at = events.output.find("job hung: ");
+  EXPECT_EQ(events.output.substr(0, hung_at).find("job progressing again"), std::string::npos)
+      << events.output;
   std::cout << events.output;
   head.process->signal(SIGTERM);
   c.wait_exit(head);
@@ -406,6 +414,30 @@ TEST(HangWatchJobs, ADdpRanksStuckLoaderWorkerIsNamedAsSuch) {
   ddp_with_loader_stuck("worker", "bash -c '/usr/bin/python3 -m ddp_loader'",
                         "job hung: rank 1's DataLoader worker 0 in Data.__getitem__ "
                         "(ddp_loader.py) while 2 ranks are in ");
+}
+
+// The same job in a torch with the flight recorder (2.5 or later; Debian's
+// is 1.13, so this runs where ATL_TEST_TORCH_PYTHON names such a python,
+// e.g. a venv with torch from PyPI): the verdict says which collective the
+// others wait in and that rank 1 never entered it.
+TEST(HangWatchJobs, AFlightRecordNamesTheCollectiveTheOthersWaitIn) {
+  const char* python = std::getenv("ATL_TEST_TORCH_PYTHON");
+  if (!python || !*python)
+    GTEST_SKIP() << "set ATL_TEST_TORCH_PYTHON to a python with torch 2.5 or later";
+  ddp_with_loader_stuck("sleep", std::string("exec ") + python + " launch.py",
+                        "job hung: ranks 0,2 wait in all_reduce #", python,
+                        " on the default group; rank 1 never entered it; rank 1 in train_step "
+                        "(ddp_loader.py)");
+}
+
+TEST(HangWatchJobs, AFlightRecordAndTheStacksNameTheLoaderWorkerARankWaitsOn) {
+  const char* python = std::getenv("ATL_TEST_TORCH_PYTHON");
+  if (!python || !*python)
+    GTEST_SKIP() << "set ATL_TEST_TORCH_PYTHON to a python with torch 2.5 or later";
+  ddp_with_loader_stuck("worker", std::string("bash -c '") + python + " -m ddp_loader'",
+                        "job hung: ranks 0,2 wait in all_reduce #", python,
+                        " on the default group; rank 1 never entered it; rank 1's DataLoader "
+                        "worker 0 in Data.__getitem__ (ddp_loader.py)");
 }
 
 TEST(HangWatchJobs, RankZeroEvaluatingThenCheckpointingAloneWhileTheOthersWaitIsLeftAlone) {

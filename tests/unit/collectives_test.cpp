@@ -179,3 +179,54 @@ TEST(Collectives, ATieOfOpsAtOneNumberBlamesNobodyByOp) {
 
 }  // namespace
 }  // namespace atl
+
+namespace atl {
+namespace {
+
+TEST(Collectives, TheRecordsNameTheCulpritWhereTheStacksCannot) {
+  // Ranks 0,1 wait in all_reduce, rank 2 waits on its DataLoader: the stacks
+  // name rank 2's worker; the records say what the others wait in.
+  std::vector<RankStack> ranks{
+      {0, "w0", "all_reduce (c10d.py) < step (t.py)", "all_reduce (c10d.py)", 'S', ""},
+      {1, "w1", "all_reduce (c10d.py) < step (t.py)", "all_reduce (c10d.py)", 'S', ""},
+      {2, "w2", "_recv (connection.py) < __next__ (dataloader.py)", "_recv (connection.py)", 'S',
+       "rank 2's DataLoader worker 0 in __getitem__ (t.py)"}};
+  auto stacks = group_stacks(ranks);
+  auto d = with_collectives(stacks, ranks, diagnose_collectives(scenario("skipped"), kAll));
+  EXPECT_EQ(d.outliers, std::vector<std::int32_t>{2});
+  EXPECT_EQ(d.why,
+            "ranks 0,1 wait in all_reduce #11 on the default group; rank 2 never entered it; "
+            "rank 2's DataLoader worker 0 in __getitem__ (t.py)");
+  EXPECT_EQ(d.groups.size(), stacks.groups.size());  // the stacks' groups are kept
+
+  // Every rank in the same stack, one out of step: only the records tell.
+  for (auto& r : ranks) r = {r.rank, r.pod, ranks[0].signature, ranks[0].top, 'S', ""};
+  stacks = group_stacks(ranks);
+  EXPECT_TRUE(stacks.outliers.empty());
+  d = with_collectives(stacks, ranks, diagnose_collectives(scenario("desync"), kAll));
+  EXPECT_EQ(d.outliers, std::vector<std::int32_t>{1});
+  EXPECT_EQ(d.why,
+            "rank 1 entered broadcast #11 on the default group where ranks 0,2 entered "
+            "all_reduce; rank 1 in all_reduce (c10d.py)");
+}
+
+TEST(Collectives, WithoutCulpritsInTheRecordsTheStacksStandAndSayWhatTheRecordsSaw) {
+  // rank 2 stopped: no record from it; the others all wait in #11.
+  std::vector<RankStack> ranks{{0, "w0", "a < b", "a", 'S', ""},
+                               {1, "w1", "a < b", "a", 'S', ""},
+                               {2, "w2", "sleep < main", "sleep", 'T', ""}};
+  auto records = scenario("skipped");
+  records.erase(2);
+  auto d = with_collectives(group_stacks(ranks), ranks, diagnose_collectives(records, kAll));
+  EXPECT_EQ(d.outliers, std::vector<std::int32_t>{2});
+  EXPECT_EQ(d.why,
+            "rank 2 in sleep; rank 2 stopped (T) while 2 ranks are in a; ranks 0,1 wait in "
+            "all_reduce #11 on the default group; rank 2 gave no flight record");
+  // No record at all (torch without one, or turned off): the stacks alone,
+  // without a word of what nobody has.
+  auto alone = with_collectives(group_stacks(ranks), ranks, diagnose_collectives({}, kAll));
+  EXPECT_EQ(alone.why, "rank 2 in sleep; rank 2 stopped (T) while 2 ranks are in a");
+}
+
+}  // namespace
+}  // namespace atl

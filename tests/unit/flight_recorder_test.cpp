@@ -162,6 +162,34 @@ TEST(FlightRecorderHook, OnlyWhereAtlPutItAndItsFifoGoesWithTheProcess) {
   EXPECT_EQ(run(dir.path), "['MainThread']\n");
 }
 
+TEST(FlightRecorderHook, AnOlderTorchGetsTheBufferSizeByItsOwnName) {
+  // torch/version.py is read, torch never imported: a package of each age.
+  TempDir dir;
+  const std::string hook = dir.path + "/hook";
+  ASSERT_TRUE(prepare_flight_recorder(hook));
+  auto nccl_name = [&](const std::string& version, const std::vector<std::string>& more) {
+    const std::string site = dir.path + "/site-" + version;
+    ::mkdir(site.c_str(), 0700);
+    ::mkdir((site + "/torch").c_str(), 0700);
+    std::ofstream(site + "/torch/__init__.py") << "raise SystemExit('imported')\n";
+    std::ofstream(site + "/torch/version.py") << "__version__ = '" << version << "'\n";
+    std::vector<std::string> env{"PYTHONPATH=" + hook + ":" + site,
+                                 "ATL_FLIGHT_RECORDER_DIR=" + hook};
+    env.insert(env.end(), more.begin(), more.end());
+    Proc p({"/usr/bin/python3", "-c",
+            "import os; print(os.environ.get('TORCH_NCCL_TRACE_BUFFER_SIZE'))"},
+           env, dir.path + "/out");
+    ::waitpid(p.pid, nullptr, 0);
+    p.pid = -1;
+    return slurp(dir.path + "/out");
+  };
+  EXPECT_EQ(nccl_name("2.5.1+cu121", {"TORCH_FR_BUFFER_SIZE=256"}), "256\n");
+  EXPECT_EQ(nccl_name("2.9.1", {"TORCH_FR_BUFFER_SIZE=256"}), "None\n");
+  EXPECT_EQ(nccl_name("2.4.0", {}), "None\n");  // nothing asked
+  EXPECT_EQ(nccl_name("2.4.0", {"TORCH_FR_BUFFER_SIZE=256", "TORCH_NCCL_TRACE_BUFFER_SIZE=9"}),
+            "9\n");  // the job's own
+}
+
 TEST(FlightRecorderHook, AProcessThatCannotAnswerIsSaidToNotHaveAnswered) {
   TempDir dir;
   const std::string hook = dir.path + "/hook";

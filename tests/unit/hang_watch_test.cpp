@@ -207,6 +207,18 @@ TEST(HangWatch, StacksThatStandApartMakeItHung) {
   EXPECT_EQ(v->culprits, std::vector<std::int32_t>{3});  // unknown ranks and repeats dropped
   // It works, past the configured timeout: busy.
   EXPECT_EQ(v->reason, "rank 3 busy for 10 s in spin (train.py) while 3 ranks wait in allreduce");
+  // Named by the flight records, the line begins with the collective: the
+  // busy rank is put in front.
+  Job records;
+  records.run(10, true);
+  v = records.watch.diagnosed({3},
+                              "ranks 0,1,2 wait in all_reduce #11 on the default group; rank 3 "
+                              "never entered it; rank 3 in spin (train.py)",
+                              records.now);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->reason,
+            "rank 3 busy for 10 s: ranks 0,1,2 wait in all_reduce #11 on the default group; "
+            "rank 3 never entered it; rank 3 in spin (train.py)");
   // Every rank apart is no outlier: harmless.
   Job all;
   all.run(10, true);

@@ -123,7 +123,7 @@ TEST(ProcessSample, TheRanksMainIsFoundThroughItsWrappersAndApartFromItsLoaderWo
   t[11] = {11, "bash", 'S', 10, 0, 1, 0};
   t[12] = {12, "python3", 'S', 11, 0, 1, 0};
   t[20] = {20, "python3", 'S', 12, 0, 30, 0};
-  t[31] = {31, "python3", 'S', 20, 0, 2, 0};
+  t[31] = {31, "pt_data_worker", 'S', 20, 0, 2, 0};  // torch 2.9 names its workers
   t[30] = {30, "python3", 'S', 20, 0, 2, 0};
   t[32] = {32, "python3.11", 'S', 20, 0, 1, 0};
   t[33] = {33, "python3", 'S', 20, 0, 9, 0};

@@ -118,6 +118,25 @@ TEST(UserCode, ARestartedAttemptTellsEveryProcessWhyTheLastOneEnded) {
   }
 }
 
+TEST(UserCode, SpmdRanksAskForTheFlightRecorderUnlessTheJobSaysNo) {
+  JobSpec job = job_of(JobMode::spmd);
+  UserCode code;
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  for (const auto& [key, launch] : code.launches())
+    EXPECT_TRUE(has_env(launch, "ATL_FLIGHT_RECORDER=1")) << key;
+  job.env["ATL_FLIGHT_RECORDER"] = "0";
+  ASSERT_TRUE(code.plan(input_for(job, 2)).ok());
+  for (const auto& [key, launch] : code.launches())
+    EXPECT_TRUE(has_env(launch, "ATL_FLIGHT_RECORDER=0")) << key;
+  // Ray's nodes and drivers are no ranks of a process group: never.
+  for (JobMode mode : {JobMode::ray, JobMode::driver}) {
+    UserCode other;
+    ASSERT_TRUE(other.plan(input_for(job_of(mode), 2)).ok());
+    for (const auto& [key, launch] : other.launches())
+      for (const auto& e : launch.env) EXPECT_NE(e.rfind("ATL_FLIGHT_RECORDER=", 0), 0u) << e;
+  }
+}
+
 TEST(UserCode, UserCodeCarriesItsStopWarning) {
   for (JobMode mode : {JobMode::spmd, JobMode::driver}) {
     JobSpec job = job_of(mode);

@@ -201,6 +201,21 @@ async function viewHang(v) {
         table(['Rank', 'Pod', 'State', 'Tool', 'Top frame', 'No stack because'],
           d.ranks.map((r) => [r.rank, r.pod, r.state, r.tool, el('code', { text: r.top || '' }),
             r.error || (r.top ? '' : 'no frame could be read (its process may have just ended)')]), 'diagnosis-ranks')];
+      // Where each rank stands in its collectives (torch's flight recorder).
+      const recorded = d.ranks.filter((r) => r.collectives);
+      if (recorded.length || d.collectives.findings.length) {
+        shown.push(el('h2', { text: 'Collectives (flight records of ' + recorded.length + ' ranks)' }),
+          el('p', { id: 'collective-findings', class: d.collectives.findings.length ? 'fail' : 'muted',
+                    text: d.collectives.findings.length ? d.collectives.findings.join('; ')
+                                                        : 'None in flight, nobody behind.' }),
+          table(['Rank', 'Group', 'Last entered', 'Finished'],
+            recorded.flatMap((r) => r.collectives.map((g) => [r.rank,
+              g.group === '0' ? 'default' : g.group + (g.name && g.name !== 'undefined' ? ' (' + g.name + ')' : ''),
+              (g.op || 'collective') + ' #' + g.entered, '#' + g.completed])), 'collectives'));
+      } else {
+        const why = d.ranks.find((r) => r.collectives_error);
+        if (why) shown.push(el('p', { class: 'muted', text: 'No flight record: ' + why.collectives_error }));
+      }
       out.replaceChildren(...shown);
     } catch (err) {
       out.replaceChildren(el('p', { class: 'error', text: String(err.message || err) }));

@@ -17,6 +17,7 @@
 #include "atl/core/error_file.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/control_channel.hpp"
+#include "atl/os/flight_recorder.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/output_pump.hpp"
 #include "atl/os/process_sample.hpp"
@@ -122,6 +123,8 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
   std::string reason;
   if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
+  if (meter && !meter->flight_recorder_dir.empty())
+    os::remove_flight_recorder(meter->flight_recorder_dir);
   if (meter && !meter->error_file.empty()) {
     if (!status.success()) reason = failure_reason(*meter);
     if (meter->error_file_ours) ::unlink(meter->error_file.c_str());
@@ -156,6 +159,32 @@ void read_control(int fd, ProcessNote header, caf::actor executor,
       return;  // every copy of the child's end is closed: the process is gone
     }
   }
+}
+
+// torch's flight recorder on in the rank, and atl's hook to ask it for its
+// record (os/flight_recorder.hpp): where the head asks (an spmd rank gets
+// ATL_FLIGHT_RECORDER=1 unless its job says 0). A buffer size the job sets
+// is the job's; otherwise 256 collectives (the diagnosis reads each
+// group's last one).
+void turn_on_flight_recorder(ProcessMeter& meter, const EnvMap& job_env, EnvMap& env,
+                             spdlog::logger& log) {
+  auto on = job_env.find("ATL_FLIGHT_RECORDER");
+  if (on == job_env.end() || on->second != "1") {
+    meter.flight_recorder_dir.clear();
+    return;
+  }
+  if (auto made = os::prepare_flight_recorder(meter.flight_recorder_dir); !made) {
+    log.warn("no flight recorder for this rank: {}", made.error());
+    meter.flight_recorder_dir.clear();
+    return;
+  }
+  std::string& path = env["PYTHONPATH"];
+  path = path.empty() ? meter.flight_recorder_dir : meter.flight_recorder_dir + ":" + path;
+  env["ATL_FLIGHT_RECORDER_DIR"] = meter.flight_recorder_dir;
+  // torch 2.7+'s name; the hook gives an older torch its own (setting both
+  // makes a new torch warn on the rank's output at every dump).
+  if (!job_env.count("TORCH_FR_BUFFER_SIZE") && !job_env.count("TORCH_NCCL_TRACE_BUFFER_SIZE"))
+    env["TORCH_FR_BUFFER_SIZE"] = "256";
 }
 
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
@@ -212,6 +241,8 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
       env["TORCHELASTIC_ERROR_FILE"] = meter->error_file;
     }
   }
+  if (meter && !meter->flight_recorder_dir.empty())
+    turn_on_flight_recorder(*meter, job_env, env, *log);
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
@@ -221,6 +252,8 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   st.control_fd = control.parent;
   if (!child) {
     if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
+    if (meter && !meter->flight_recorder_dir.empty())
+      os::remove_flight_recorder(meter->flight_recorder_dir);
     if (meter && meter->error_file_ours && !meter->error_file.empty())
       ::unlink(meter->error_file.c_str());
     log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());

@@ -19,11 +19,13 @@
 #include "atl/actors/exit_words.hpp"
 #include "atl/actors/fake_executor.hpp"
 #include "atl/actors/terminal_host.hpp"
+#include "atl/core/collectives.hpp"
 #include "atl/core/failure_detector.hpp"
 #include "atl/gpu/gpu_watch.hpp"
 #include "atl/gpu/nvml_watch.hpp"
 #include "atl/gpu/ticker.hpp"
 #include "atl/os/child_process.hpp"
+#include "atl/os/flight_recorder.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/process_sample.hpp"
@@ -32,6 +34,10 @@
 namespace atl {
 
 namespace {
+
+// What a rank's flight-recorder hook gets to answer in (a stopped rank never
+// does; its stacks say why).
+constexpr std::chrono::milliseconds kFlightRecordTimeout{2000};
 
 constexpr auto kRegisterTimeout = std::chrono::seconds(30);
 constexpr auto kReachTimeout = std::chrono::seconds(10);
@@ -207,6 +213,7 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
       const std::string dir = tmp && *tmp ? tmp : "/tmp";
       meter->progress_file = dir + "/atl-progress-" + name;
       meter->error_file = dir + "/atl-error-" + name + ".json";
+      meter->flight_recorder_dir = dir + "/atl-fr-" + name;
     }
     auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
                                                            st.config.info.pod, sink, st.supervisor)
@@ -460,11 +467,13 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           StreamId stream;
           std::int32_t attempt;
           pid_t pid;
+          std::string flight_recorder_dir;
         };
         std::vector<Target> targets;
         for (const auto& [e, running] : self->state.executors)
           if (running.meter && running.meter->pid.load() > 0)
-            targets.push_back({running.stream, running.attempt, running.meter->pid.load()});
+            targets.push_back({running.stream, running.attempt, running.meter->pid.load(),
+                               running.meter->flight_recorder_dir});
         const auto timeout =
             std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 1, 60000));
         auto collector = self->spawn<caf::detached>([targets, timeout]() -> caf::behavior {
@@ -478,6 +487,21 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 r.rank = t.stream.rank;
                 r.attempt = t.attempt;
                 r.state = static_cast<std::int8_t>(os::sample_tree(table, children, t.pid).state);
+                // Its flight record first (an answer in milliseconds from a
+                // rank whose hook runs), then its stacks.
+                if (!t.flight_recorder_dir.empty()) {
+                  const pid_t main = os::user_process(table, children, t.pid);
+                  auto record = os::take_flight_record(t.flight_recorder_dir, main,
+                                                       std::min(timeout, kFlightRecordTimeout));
+                  auto parsed = record ? parse_flight_record(*record)
+                                       : Expected<RankCollectives>(make_error(record.error()));
+                  if (parsed)
+                    r.collectives = to_json(*parsed);
+                  else
+                    r.collectives_error = parsed.error();
+                } else {
+                  r.collectives_error = "the flight recorder is off for this job";
+                }
                 os::StackCapture c = os::capture_stack(table, children, t.pid, timeout);
                 r.tool = std::move(c.tool);
                 r.text = std::move(c.text);

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "atl/core/collectives.hpp"
 #include "atl/core/rank_set.hpp"
 #include "atl/core/stacks.hpp"
 #include "supervisor_state.hpp"
@@ -73,9 +75,13 @@ std::vector<ThreadStack> parse_report(const StackReport& r) {
 }
 
 // The reports of this attempt's ranks, parsed and grouped; a rank waiting
-// on its DataLoader names the worker that does not deliver.
-StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& reports) {
+// on its DataLoader names the worker that does not deliver; the ranks'
+// flight records (into `records` when given) say who the others wait on.
+StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& reports,
+                             CollectiveDiagnosis* records = nullptr) {
   std::vector<RankStack> ranks;
+  std::map<std::int32_t, RankCollectives> collectives;
+  std::vector<std::int32_t> asked;
   for (const auto& r : reports) {
     if (r.attempt != st.code.attempt()) continue;
     auto threads = parse_report(r);
@@ -83,15 +89,21 @@ StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& re
     for (const auto& text : r.helper_texts) helpers.push_back(parse_py_spy(text));
     ranks.push_back({r.rank, pod_of_rank(st, r.rank), stack_signature(threads), stack_top(threads),
                      static_cast<char>(r.state), stuck_loader_worker(r.rank, threads, helpers)});
+    asked.push_back(r.rank);
+    if (auto c = parse_collectives(r.collectives)) collectives[r.rank] = std::move(*c);
   }
-  return group_stacks(ranks);
+  CollectiveDiagnosis c = diagnose_collectives(collectives, asked);
+  StackDiagnosis d = with_collectives(group_stacks(ranks), ranks, c);
+  if (records) *records = std::move(c);
+  return d;
 }
 
 // Every pod's stacks are in (or did not come): grouped, said, decided.
 void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
   auto& st = self->state;
   st.diagnosing = 0;
-  const StackDiagnosis d = group_reports(st, reports);
+  CollectiveDiagnosis records;
+  const StackDiagnosis d = group_reports(st, reports, &records);
   std::size_t ranks = 0;
   for (const auto& g : d.groups) ranks += g.ranks.size();
   ranks += d.unknown.size();
@@ -101,6 +113,7 @@ void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
             d.groups[i].top;
   if (d.groups.size() > 3) line += "; " + std::to_string(d.groups.size() - 3) + " more groups";
   if (!d.unknown.empty()) line += "; " + std::to_string(d.unknown.size()) + " without a stack";
+  if (!records.findings.empty()) line += "; collectives: " + collective_reason(records, {});
   st.log->info("{}", line);
   const auto now = std::chrono::steady_clock::now();
   if (!st.first_look) {
@@ -200,7 +213,11 @@ Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks)
                                                                     r.rank);
                                        }),
                         reports.end());
-        nlohmann::json j = diagnosis_view(st, group_reports(st, reports));
+        CollectiveDiagnosis records;
+        nlohmann::json j = diagnosis_view(st, group_reports(st, reports, &records));
+        j["collectives"] = {{"findings", records.findings},
+                            {"culprits", records.culprits},
+                            {"without_record", records.without_record}};
         std::sort(reports.begin(), reports.end(),
                   [](const StackReport& a, const StackReport& b) { return a.rank < b.rank; });
         nlohmann::json ranks = nlohmann::json::array();
@@ -212,6 +229,19 @@ Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks)
                             {"tool", r.tool},
                             {"top", stack_top(parse_report(r))}};
           if (!r.error.empty()) rj["error"] = r.error;
+          if (auto c = parse_collectives(r.collectives)) {
+            nlohmann::json groups = nlohmann::json::array();
+            for (const auto& g : c->groups)
+              groups.push_back({{"group", g.id},
+                                {"name", g.name},
+                                {"op", g.op},
+                                {"entered", g.enqueued},
+                                {"completed", g.completed}});
+            rj["collectives"] = std::move(groups);
+            rj["torch"] = c->torch;
+          } else if (!r.collectives_error.empty()) {
+            rj["collectives_error"] = r.collectives_error;
+          }
           if (with_stacks) rj["stack"] = r.text;
           rj["gpus"] = r.gpus;
           ranks.push_back(std::move(rj));

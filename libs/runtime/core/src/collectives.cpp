@@ -284,4 +284,28 @@ std::string collective_reason(const CollectiveDiagnosis& d,
   return out;
 }
 
+StackDiagnosis with_collectives(StackDiagnosis stacks, const std::vector<RankStack>& ranks,
+                                const CollectiveDiagnosis& c) {
+  if (c.culprits.empty()) {
+    if (!stacks.outliers.empty() && !c.findings.empty())
+      stacks.why += "; " + collective_reason(c, {});
+    return stacks;
+  }
+  std::map<std::int32_t, std::string> where;
+  for (const auto& r : ranks) {
+    const std::string who = "rank " + std::to_string(r.rank);
+    if (!r.blame.empty())
+      where[r.rank] = r.blame;
+    else if (r.state == 'T')
+      where[r.rank] = who + " stopped (T)";
+    else if (r.state == 'D')
+      where[r.rank] = who + " in uninterruptible sleep (D)";
+    else if (!r.top.empty())
+      where[r.rank] = who + " in " + r.top;
+  }
+  stacks.outliers = c.culprits;
+  stacks.why = collective_reason(c, where);
+  return stacks;
+}
+
 }  // namespace atl

@@ -17,6 +17,7 @@ def _atl_flight_recorder():
     import json
     import threading
 
+    _atl_older_torch_name()
     pid = _atl_os.getpid()
     fifo = _atl_os.path.join(here, "%d.fifo" % pid)
     try:
@@ -77,6 +78,32 @@ def _atl_flight_recorder():
     t = threading.Thread(target=serve, name="atl-flight-recorder")
     t.daemon = True
     t.start()
+
+
+def _atl_older_torch_name():
+    # torch before 2.7 reads TORCH_NCCL_TRACE_BUFFER_SIZE only; 2.7 and later
+    # read TORCH_FR_BUFFER_SIZE and warn, at every dump, of the older name.
+    # The version from torch/version.py, without importing torch.
+    env = _atl_os.environ
+    if "TORCH_FR_BUFFER_SIZE" not in env or "TORCH_NCCL_TRACE_BUFFER_SIZE" in env:
+        return
+    try:
+        import importlib.util
+        import re
+
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return
+        for folder in spec.submodule_search_locations:
+            path = _atl_os.path.join(folder, "version.py")
+            if _atl_os.path.exists(path):
+                with open(path) as f:
+                    found = re.search(r"__version__\s*=\s*['\"](\d+)\.(\d+)", f.read())
+                if found and (int(found.group(1)), int(found.group(2))) < (2, 7):
+                    env["TORCH_NCCL_TRACE_BUFFER_SIZE"] = env["TORCH_FR_BUFFER_SIZE"]
+                return
+    except Exception:
+        return
 
 
 def _atl_chain():

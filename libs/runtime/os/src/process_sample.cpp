@@ -205,14 +205,17 @@ const ProcessFacts& no_facts() {
 bool is_helper(const ProcessTable& table, pid_t pid, pid_t parent, const ProcessFacts& facts) {
   auto self = table.find(pid);
   auto up = table.find(parent);
-  if (self == table.end() || up == table.end() || !is_python(self->second)) return false;
+  if (self == table.end() || up == table.end()) return false;
   const std::string line = facts.cmdline(pid);
   // Spawned or forkserver children, their resource tracker, torch's
   // compile workers: their command lines say so.
-  for (const char* mark : {"multiprocessing", "compile_worker"})
-    if (line.find(mark) != std::string::npos) return true;
-  // A fork that did not exec (DataLoader workers, the default start method
-  // on Linux): its command line is its parent's, word for word.
+  if (is_python(self->second))
+    for (const char* mark : {"multiprocessing", "compile_worker"})
+      if (line.find(mark) != std::string::npos) return true;
+  // A fork of a Python that did not exec (DataLoader workers, the default
+  // start method on Linux): its command line is its parent's, word for
+  // word, whatever it calls itself (torch 2.9 names its loader workers
+  // "pt_data_worker").
   return is_python(up->second) && !line.empty() && line == facts.cmdline(parent);
 }
 

@@ -293,11 +293,11 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
     if (any_working) {
       // "rank 1 in f (x.py) while ..." -> "rank 1 busy for 5 s in f (x.py) while ..."
       const std::string busy = " busy for " + seconds(options_.timeout);
-      const size_t in = reason.find(" in ");
-      if (reason.rfind("rank", 0) == 0 && in != std::string::npos)
-        reason.insert(in, busy);
+      const std::string who = rank_words(known);
+      if (reason.rfind(who + " in ", 0) == 0)
+        reason.insert(who.size(), busy);
       else
-        reason = rank_words(known) + busy + ": " + reason;
+        reason = who + busy + ": " + reason;
     }
     return Verdict{Verdict::Kind::hung, known, reason};
   }

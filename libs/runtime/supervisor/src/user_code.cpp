@@ -128,6 +128,9 @@ Status UserCode::plan(const PlanInput& in) {
       launch.command = job.entrypoint;
       EnvMap env = build_rank_env(job, slots, *layout, placement, in.atl, in.restarts_used, groups);
       with_last_exit(in, env);
+      // Its node turns torch's flight recorder on for the hang diagnosis
+      // (os/flight_recorder.hpp), unless the job says ATL_FLIGHT_RECORDER=0.
+      env.emplace("ATL_FLIGHT_RECORDER", "1");
       launch.env = to_env_strings(env);
       launch.working_dir = job.working_dir;
       with_stop_warning(job, launch);

@@ -32,6 +32,10 @@ struct ProcessMeter {
   // The node's path unless the job's env names its own (then not removed).
   std::string error_file;
   bool error_file_ours = true;
+  // The rank's flight-recorder directory (os/flight_recorder.hpp): its hook,
+  // first on PYTHONPATH. Emptied when the job turns it off
+  // (ATL_FLIGHT_RECORDER=0) or it could not be made.
+  std::string flight_recorder_dir;
 };
 
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process

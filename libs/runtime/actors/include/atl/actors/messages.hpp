@@ -152,7 +152,7 @@ typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StackReport& x) {
   return f(caf::meta::type_name("atl::StackReport"), x.rank, x.attempt, x.state, x.tool, x.text,
-           x.error, x.gpus, x.helper_pids, x.helper_texts);
+           x.error, x.gpus, x.helper_pids, x.helper_texts, x.collectives, x.collectives_error);
 }
 
 template <class Inspector>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "atl/core/expected.hpp"
+#include "atl/core/stacks.hpp"
 
 namespace atl {
 
@@ -66,5 +67,12 @@ CollectiveDiagnosis diagnose_collectives(const std::map<std::int32_t, RankCollec
 // worker 0 in ..."), then the ranks without a record.
 std::string collective_reason(const CollectiveDiagnosis& d,
                               const std::map<std::int32_t, std::string>& where);
+
+// The stacks' diagnosis refined by the ranks' records: where the records
+// name culprits, they are the outliers and the line is theirs, each
+// culprit's place taken from its stack; otherwise the stacks' outliers
+// stand and the records' findings are added to their line.
+StackDiagnosis with_collectives(StackDiagnosis stacks, const std::vector<RankStack>& ranks,
+                                const CollectiveDiagnosis& c);
 
 }  // namespace atl

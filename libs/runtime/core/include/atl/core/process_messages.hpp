@@ -84,6 +84,10 @@ struct StackReport {
   // The rank's helpers (DataLoader workers), by pid, and what py-spy printed of each.
   std::vector<std::int32_t> helper_pids;
   std::vector<std::string> helper_texts;
+  // Where it stands in its collectives, from torch's flight recorder
+  // (core/collectives.hpp's condensed JSON), or why there is no record.
+  std::string collectives;
+  std::string collectives_error;
 };
 
 }  // namespace atl
