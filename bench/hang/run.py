@@ -44,6 +44,7 @@ import time
 from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"  # --python
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scale"))
 import common  # noqa: E402
@@ -124,11 +125,22 @@ def scale_round(tmp, pods, timeout_s):
         job.stop()
 
 
+def culprits_of(reason):
+    """The ranks a verdict names: the stacks' form ("job hung: rank 1 in f
+    (x.py) while 2 ranks are in ...") or the flight records' ("job hung: ranks
+    0,2 wait in all_reduce #46 on the default group; rank 1 never entered it;
+    ...", "job hung: rank 1 entered broadcast #11 ... where ranks 0,2 ...")."""
+    never = re.findall(r"\branks? ([0-9,]+) never entered it", reason)
+    if never:
+        return sorted(set(",".join(never).split(",")))
+    return re.findall(r"\branks? ([0-9,]+)", reason.split(" while ")[0].split(" where ")[0])
+
+
 # --- the DDP job under atl ---------------------------------------------------
 
 class AtlJob:
     def __init__(self, tmp, timeout_s, master_port, loader_workers=0, tag="atl-ddp",
-                 wrapper="exec /usr/bin/python3 ", nproc=1):
+                 wrapper="exec %s " % PYTHON, nproc=1):
         self.dir = os.path.join(tmp, tag)
         os.makedirs(self.dir)
         self.job_id = "jo-hangbench"
@@ -264,9 +276,7 @@ def faults(tmp, rounds, healthy_s, timeout_s, loader_workers, kinds, tag, wrappe
                     r["named"] = pod in reason and "Xid 79" in reason
                     r["latency_s"] = stamp_of(restart) - t0
                 else:
-                    named = re.findall(r"\branks? ([0-9,]+)", reason.split(" while ")[0])
-                    r["named"] = (re.match(r"job hung: rank 1[ ']", reason) is not None and
-                                  named == ["1"])
+                    r["named"] = culprits_of(reason) == ["1"]
                     if kind == "loader":  # the worker itself, not only its rank
                         r["named"] = r["named"] and "DataLoader worker" in reason
                     r["latency_s"] = stamp_of(restart) - last
@@ -303,7 +313,7 @@ def goodput(tmp, train_s, kinds=("sleep", "loader", "pause")):
     last progress per attempt) and the head's stamped lines (each verdict,
     each launch)."""
     port = 29500 + (os.getpid() + 31) % 1000
-    job = AtlJob(tmp, 0, port, 2, "atl-goodput", "cd %s && /usr/bin/python3 " % HERE)
+    job = AtlJob(tmp, 0, port, 2, "atl-goodput", "cd %s && %s " % (HERE, PYTHON))
     try:
         if job.wait_stepping(0) is None:
             raise SystemExit("the goodput job never trained: see " + job.out.name)
@@ -351,7 +361,7 @@ def torchrun(tmp, wait_s, kinds, loader_workers):
         env = dict(os.environ, HANG_BENCH_DIR=d, HANG_BENCH_WORKERS=str(loader_workers))
         log = open(os.path.join(d, "torchrun.out"), "w")
         p = subprocess.Popen(
-            ["/usr/bin/python3", "-m", "torch.distributed.run", "--redirects", "1", "--tee",
+            [PYTHON, "-m", "torch.distributed.run", "--redirects", "1", "--tee",
              "1", "--nproc_per_node", "3", "--max_restarts", "3", "--master_port",
              str(29400 + os.getpid() % 90), os.path.join(HERE, "ddp_job.py")],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -405,13 +415,22 @@ def main():
     ap.add_argument("--torchrun-wait", type=int, default=120)
     ap.add_argument("--goodput-train", type=int, default=30,
                     help="goodput phase: seconds of training around each fault")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="the ranks' interpreter (a venv with a torch of 2.5 or later: the "
+                         "flight recorder's verdicts)")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "hang.md"))
     args = ap.parse_args()
+    global PYTHON
+    PYTHON = args.python
     phases = args.phases.split(",")
     tmp = tempfile.mkdtemp(prefix="atl-hang-bench-")
     lines = ["# bench/hang: hangs and GPU faults found, named and recovered", "",
              "Machine: %s." % common.machine(),
-             "Command: `bench/hang/run.py %s`." % " ".join(sys.argv[1:]), ""]
+             "Command: `bench/hang/run.py %s`." % " ".join(sys.argv[1:])]
+    torch_version = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    lines += ["Ranks' Python: `%s`, torch %s (the flight recorder from 2.5 on)." % (
+        PYTHON, torch_version or "absent"), ""]
     if "scale" in phases:
         rows = [scale_round(tmp, int(s), args.scale_timeout) for s in args.sizes.split(",")]
         lines += ["## Diagnosis at scale (simulated ranks, canned stacks; `--hang-timeout %ds`)"
@@ -427,8 +446,8 @@ def main():
         kinds = args.kinds.split(",")
         for workers in [int(w) for w in args.loader_workers.split(",")]:
             # With loader workers the rank runs behind a shell wrapper too.
-            wrapper = ("exec /usr/bin/python3 " if workers == 0 else
-                       "cd %s && /usr/bin/python3 " % HERE)
+            wrapper = ("exec %s " % PYTHON if workers == 0 else
+                       "cd %s && %s " % (HERE, PYTHON))
             results, false_lines, extra, spy = faults(
                 tmp, args.rounds, args.healthy, args.timeout, workers,
                 [k for k in kinds if k != "loader" or workers > 0], "atl-ddp-%d" % workers,

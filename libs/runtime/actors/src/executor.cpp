@@ -164,8 +164,10 @@ void read_control(int fd, ProcessNote header, caf::actor executor,
 // torch's flight recorder on in the rank, and atl's hook to ask it for its
 // record (os/flight_recorder.hpp): where the head asks (an spmd rank gets
 // ATL_FLIGHT_RECORDER=1 unless its job says 0). A buffer size the job sets
-// is the job's; otherwise 256 collectives (the diagnosis reads each
-// group's last one).
+// is the job's; otherwise the last 64 collectives: the diagnosis reads each
+// group's numbers (kept apart from the buffer) and the op of the one in
+// flight, and a dump of 64 costs a rank ~1 ms, of 256 enough CPU to look
+// like work to the hang watch.
 void turn_on_flight_recorder(ProcessMeter& meter, const EnvMap& job_env, EnvMap& env,
                              spdlog::logger& log) {
   auto on = job_env.find("ATL_FLIGHT_RECORDER");
@@ -184,7 +186,7 @@ void turn_on_flight_recorder(ProcessMeter& meter, const EnvMap& job_env, EnvMap&
   // torch 2.7+'s name; the hook gives an older torch its own (setting both
   // makes a new torch warn on the rank's output at every dump).
   if (!job_env.count("TORCH_FR_BUFFER_SIZE") && !job_env.count("TORCH_NCCL_TRACE_BUFFER_SIZE"))
-    env["TORCH_FR_BUFFER_SIZE"] = "256";
+    env["TORCH_FR_BUFFER_SIZE"] = "64";
 }
 
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
