@@ -413,6 +413,19 @@ static void become_guard(pid_t parent) {
   setrlimit(RLIMIT_CORE, &no_core);
 }
 
+// The command's words out of the guard's title (/proc/PID/cmdline: ps -ef,
+// pgrep -f): the guide's cleanup (`ps -ef | grep python | ... | xargs kill
+// -9`, `pkill -f python`) kills the rank, never its guard, which then ends
+// as the rank did. The child has its own copy since its exec; the title
+// reads "atl-guard OWNER LEASE_MS --". The strings are contiguous, as the
+// kernel laid them out.
+static void forget_command(int argc, char** argv) {
+  if (argc <= 4) return;
+  char* from = argv[4];
+  char* to = argv[argc - 1] + strlen(argv[argc - 1]);
+  if (to > from) memset(from, 0, (size_t)(to - from));
+}
+
 int main(int argc, char** argv) {
   fcntl(ATL_GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC);
   const char* p1 = argc > 4 ? argv[1] : "";
@@ -453,6 +466,7 @@ int main(int argc, char** argv) {
     exec_command(command, environ);
   }
   g_inner = inner;
+  forget_command(argc, argv);
   close(ATL_GUARD_REPORT_FD);  // the exec's CLOEXEC copy in `inner` tells the spawner
   int status = wait_for_command(inner);
   if (g_stopping) {

@@ -33,6 +33,7 @@
 #include "atl/core/taints.hpp"
 #include "atl/os/job_pointer.hpp"
 #include "atl/os/local_door.hpp"
+#include "atl/os/process_title.hpp"
 #include "atl/os/tls_credentials.hpp"
 #include "cli.hpp"
 
@@ -782,6 +783,10 @@ int main(int argc, char** argv) {
   }
   if (i >= args.size()) die(kExitUsage, "no command given (see atlctl --help)");
   std::string command = args[i];
+  // The title says "atlctl run", not the command it sends: the guide's
+  // cleanup (`atlctl run "ps -ef | grep python | ... | xargs kill -9"`) run
+  // on a pod's host must not find its own atlctl (process_title.hpp).
+  atl::os::set_process_title({argv[0], command});
   std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
   const std::map<std::string, Command> commands = {
       {"status",

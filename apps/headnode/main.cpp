@@ -33,6 +33,7 @@
 #include "atl/os/logging.hpp"
 #include "atl/os/machine.hpp"
 #include "atl/os/open_connections.hpp"
+#include "atl/os/process_title.hpp"
 #include "atl/os/reach_probe.hpp"
 #include "atl/os/secrets.hpp"
 #include "atl/os/termination_signals.hpp"
@@ -639,6 +640,10 @@ int main(int argc, char** argv) {
   atl::os::keep_own_files_private();
   atl::os::use_few_malloc_arenas();
   HeadOptions opt = parse_options(argc, argv);
+  // The entrypoint is the job's, not the head's title: the guide's cleanup
+  // (`ps -ef | grep python | ... | xargs kill -9`, `pkill -f python`) on
+  // this host kills the ranks, never the head (process_title.hpp).
+  atl::os::set_process_title(atl::os::title_without_command({argv, argv + argc}, {"--entrypoint"}));
   prepare_state_dir(opt);
   auto credentials = head_credentials(opt);
   const auto& tls = credentials.files;

@@ -327,8 +327,12 @@ TEST(JobLifecycle, StatusFollowsTheJobThroughItsStates) {
   auto gone = c.atlctl({"--address", addr, "status"});
   EXPECT_EQ(gone.exit_code, 4);
   EXPECT_EQ(count_lines(gone.output), 1) << gone.output;
-  EXPECT_NE(gone.output.find("cannot reach the supervisor at " + addr), std::string::npos)
+  EXPECT_NE(gone.output.find("cannot reach the supervisor at " + addr +
+                             ": nothing answers there (the job's head ended, or the address is "
+                             "wrong)"),
+            std::string::npos)
       << gone.output;
+  EXPECT_EQ(gone.output.find("system_error"), std::string::npos) << gone.output;  // CAF's words
   EXPECT_TRUE(c.no_strays_within());
 }
 

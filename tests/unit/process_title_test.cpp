@@ -40,3 +40,23 @@ TEST(ProcessTitle, NoAreaOrNoArgvNoBytes) {
 }
 
 }  // namespace
+
+namespace atl::os {
+namespace {
+
+TEST(ProcessTitle, TheUsersCommandIsLeftOutOfATitle) {
+  EXPECT_EQ(title_without_command({"headnode", "--workers", "1", "--port", "0", "--", "python3",
+                                   "-c", "import time; time.sleep(600)"},
+                                  {"--entrypoint"}),
+            (std::vector<std::string>{"headnode", "--workers", "1", "--port", "0"}));
+  EXPECT_EQ(title_without_command({"headnode", "--entrypoint", "python3 train.py", "--workers", "2",
+                                   "--entrypoint=python3 x.py"},
+                                  {"--entrypoint"}),
+            (std::vector<std::string>{"headnode", "--workers", "2"}));
+  EXPECT_EQ(title_without_command({"atlctl", "run", "ps -ef | grep python"}, {"run"}),
+            (std::vector<std::string>{"atlctl"}));
+  EXPECT_EQ(title_without_command({"--"}, {}), (std::vector<std::string>{"--"}));
+}
+
+}  // namespace
+}  // namespace atl::os

@@ -111,20 +111,25 @@ std::string describe_connect_error(caf::actor_system& sys, const caf::error& err
                                    const std::string& host, std::uint16_t port) {
   if (err == caf::sec::connection_timeout)
     return "it took the connection but did not finish the handshake in time (busy or frozen)";
-  std::string text = sys.render(err);
   // A certificate refused while the peer answers at once fails inside CAF's
   // first handshake step: that reads as cannot_connect_to_node, the same as
   // nothing listening. A plain TCP connect tells the two apart.
-  bool tls_refused = err == caf::sec::disconnect_during_handshake ||
-                     (err == caf::sec::cannot_connect_to_node && sys.has_openssl_manager() &&
-                      os::probe_connect(host, port, std::chrono::seconds(1)).ok());
-  if (tls_refused) {
-    text += sys.has_openssl_manager()
-                ? " (the peer refused this process's TLS certificate or does not speak TLS: "
-                  "check --tls-dir / ATL_TLS_DIR)"
-                : " (the peer may require TLS: this process runs with --insecure)";
-  }
-  return text;
+  const bool listening = err == caf::sec::cannot_connect_to_node &&
+                         os::probe_connect(host, port, std::chrono::seconds(1)).ok();
+  if (err == caf::sec::disconnect_during_handshake || listening)
+    return sys.has_openssl_manager()
+               ? "the peer refused this process's TLS certificate or does not speak TLS: "
+                 "check --tls-dir / ATL_TLS_DIR"
+               : "the handshake failed: the peer may require TLS (this process runs with "
+                 "--insecure)";
+  if (err == caf::sec::cannot_connect_to_node)
+    return "nothing answers there (the job's head ended, or the address is wrong)";
+  // Anything else in CAF's words, without its wrapping (system_error(...)).
+  std::string text = sys.render(err);
+  const auto open = text.find('('), close = text.rfind(')');
+  if (text.rfind("system_error(", 0) == 0 && close != std::string::npos && close > open)
+    text = text.substr(open + 1, close - open - 1);
+  return "the connection failed: " + text;
 }
 
 }  // namespace atl

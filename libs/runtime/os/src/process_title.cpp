@@ -53,6 +53,26 @@ bool argument_area(std::uintptr_t* start, std::uintptr_t* end) {
 
 }  // namespace
 
+std::vector<std::string> title_without_command(const std::vector<std::string>& argv,
+                                               const std::vector<std::string>& valued) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (i > 0 && a == "--") break;
+    bool skip = false;
+    for (const auto& flag : valued) {
+      if (a == flag) {
+        ++i;  // and its value
+        skip = true;
+      } else if (a.rfind(flag + "=", 0) == 0) {
+        skip = true;
+      }
+    }
+    if (!skip) out.push_back(a);
+  }
+  return out;
+}
+
 bool set_process_title(const std::vector<std::string>& argv) {
   std::uintptr_t start = 0, end = 0;
   if (!argument_area(&start, &end)) return false;

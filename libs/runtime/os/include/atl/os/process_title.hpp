@@ -18,6 +18,14 @@ namespace atl::os {
 // with NULs to the area's end. Empty when there is no area.
 std::string process_title_bytes(const std::vector<std::string>& argv, std::size_t arg_bytes);
 
+// `argv` without the user's command, for a title: what follows a bare
+// "--", and the value of each flag of `valued` ("--entrypoint CMD",
+// "--entrypoint=CMD"). A head whose title held `-- python3 train.py` died
+// with the ranks under the guide's cleanup (`ps -ef | grep python | ...
+// xargs kill -9`) on one machine.
+std::vector<std::string> title_without_command(const std::vector<std::string>& argv,
+                                               const std::vector<std::string>& valued);
+
 // Writes `argv` as this process's title. Only in a process that no longer
 // reads its original argument strings (a forked child). False, changing
 // nothing, when the area cannot be found.
