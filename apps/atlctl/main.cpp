@@ -1,6 +1,8 @@
 // atlctl: the operator's tool. Reaches the job's supervisor (--address, else
 // $ATL_ADDRESS) and asks it things. Exit codes: 0 ok, 1 command failed,
 // 2 usage, 3 refused in this state, 4 supervisor unreachable.
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,9 +34,11 @@
 #include "atl/core/rank_set.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/job_pointer.hpp"
+#include "atl/os/job_store.hpp"
 #include "atl/os/local_door.hpp"
 #include "atl/os/process_title.hpp"
 #include "atl/os/tls_credentials.hpp"
+#include "atl/supervisor/job_controller.hpp"
 #include "cli.hpp"
 
 using namespace atlctl;
@@ -88,9 +92,14 @@ const char* kTopHelp =
 
 // --- status --------------------------------------------------------------------
 
+constexpr const char* kStateDirHelp =
+    "a finished job, read from its head's state dir DIR (headnode --state-dir; default "
+    "./atl-state/<job-id>) with no head running";
+
 void status_options(po::options_description& desc) {
   desc.add_options()("verbose,v", "also print pods, ranks and debug runs")(
-      "json", "print the supervisor's full view as JSON");
+      "json", "print the supervisor's full view as JSON")("state-dir", po::value<std::string>(),
+                                                          kStateDirHelp);
 }
 
 std::string cell(const nlohmann::json& j, const char* key) {
@@ -292,7 +301,7 @@ void logs_options(po::options_description& desc) {
       "pod,p", po::value<std::string>(),
       "show these pods (POD[,POD...], head, or all): each one's own log (the node agent's, the "
       "head's) then what runs there: their ranks; in ray mode each pod's Ray node, and on the "
-      "head pod Ray's head and the driver");
+      "head pod Ray's head and the driver")("state-dir", po::value<std::string>(), kStateDirHelp);
 }
 
 // Everything on `pod_list`'s pods (from the supervisor's info): each pod's
@@ -369,7 +378,9 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   if (vm.count("tail") && vm.count("since"))
     die(kExitUsage, "logs: --tail and --since cannot be combined (choose one start)");
   const bool stamped = vm.count("timestamps") > 0;
-  std::int32_t attempt = 0;  // the current one
+  // The attempt read: the current one unless asked; a follow names it, so
+  // that a restart (a new attempt, its files from byte 0) is seen as one.
+  std::int32_t attempt = vm.count("follow") ? info.value("attempt", 0) : 0;
   if (vm.count("attempt")) {
     attempt = vm["attempt"].as<int>();
     const int current = info.value("attempt", 0);
@@ -426,11 +437,30 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     for (size_t k = 0; k < streams.size(); ++k) offsets[streams[k]] = (*starts)[k];
   }
   if (!drain()) die(kExitUnreachable, "the supervisor went away while reading logs");
+  // The current attempt's number (0 when the head cannot say).
+  auto current_attempt = [&]() -> std::int32_t {
+    auto now = client.text(caf::make_message(atl::info_atom::value, std::int32_t{0},
+                                             std::int32_t{0}, std::int32_t{0}, std::int32_t{0},
+                                             std::int32_t{0}, std::int32_t{0}));
+    if (!now) return 0;
+    auto j = nlohmann::json::parse(*now, nullptr, false);
+    return j.is_object() ? j.value("attempt", 0) : 0;
+  };
   while (vm.count("follow")) {
     auto state = client.text(caf::make_message(atl::status_atom::value));
     if (!state || !drain()) {
       std::cerr << "atlctl: the supervisor is gone; stopped following\n";
       break;
+    }
+    // A restart or a recover began a new attempt: the rest of this one
+    // (it has ended: its files are whole now), then each newer one from its
+    // first byte, its start marked.
+    for (std::int32_t now = current_attempt(); attempt > 0 && now > attempt;) {
+      if (!drain()) break;
+      ++attempt;
+      offsets.clear();
+      std::cout << "--- attempt " << attempt << " ---\n";
+      if (!drain()) break;
     }
     if (*state == "succeeded" || *state == "failed") {
       drain();
@@ -505,7 +535,7 @@ void events_options(po::options_description& desc) {
   desc.add_options()("json", "print the events as a JSON array")(
       "faults",
       "only what went wrong and what atl did about it (fault, hang, restart, taint, "
-      "delete)");
+      "delete)")("state-dir", po::value<std::string>(), kStateDirHelp);
 }
 
 void diagnose_options(po::options_description& desc) {
@@ -536,6 +566,151 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
               << e["kind"].get<std::string>() << " " << e["text"].get<std::string>() << "\n";
   return kExitOk;
 }
+
+// --- a finished job's state dir (--state-dir) -------------------------------------
+
+// logs, events and status of a job whose head is gone, read from its state
+// dir: the logs/attempt-K/ files as the head wrote them, the events and the
+// state from state.db. Nothing there is changed.
+namespace offline {
+
+std::string dir_of(const po::variables_map& vm) {
+  std::string dir = vm["state-dir"].as<std::string>();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  struct stat st {};
+  if (dir.empty() || ::stat((dir + "/state.db").c_str(), &st) != 0)
+    die(kExitUsage, "--state-dir " + dir +
+                        ": no state.db there: not a head's state dir (headnode --state-dir; "
+                        "default ./atl-state/<job-id>)");
+  return dir;
+}
+
+atl::os::JobRecord record_of(const std::string& dir) {
+  auto store = atl::os::JobStore::open(dir + "/state.db");
+  if (!store) die(kExitFailed, "--state-dir " + dir + ": " + store.error());
+  auto ids = (*store)->job_ids();
+  if (!ids) die(kExitFailed, "--state-dir " + dir + ": " + ids.error());
+  if (ids->size() != 1)
+    die(kExitFailed, "--state-dir " + dir + ": " + std::to_string(ids->size()) +
+                         " jobs stored there; a head's state dir holds one");
+  auto record = (*store)->load(ids->front());
+  if (!record) die(kExitFailed, "--state-dir " + dir + ": " + record.error());
+  if (!*record) die(kExitFailed, "--state-dir " + dir + ": job " + ids->front() + " not found");
+  return std::move(**record);
+}
+
+int status(const po::variables_map& vm) {
+  const std::string dir = dir_of(vm);
+  const atl::os::JobRecord r = record_of(dir);
+  if (vm.count("json")) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const auto& f : r.faults)
+      faults.push_back({{"kind", std::string(atl::to_string(f.kind))},
+                        {"pod", f.pod},
+                        {"detail", f.detail},
+                        {"attempt", f.attempt}});
+    std::cout << nlohmann::json{{"state", r.state},
+                                {"attempt", r.attempt},
+                                {"restarts", r.restarts},
+                                {"faults", faults}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << "Job status:  " << r.state << "\n";
+  if (vm.count("verbose")) {
+    std::cout << "Attempts: " << r.attempt << "; restarts used: " << r.restarts << "\n";
+    for (const auto& f : r.faults)
+      std::cout << "  attempt " << f.attempt << ": " << std::string(atl::to_string(f.kind)) << ": "
+                << f.detail << "\n";
+  }
+  return kExitOk;
+}
+
+int events(const po::variables_map& vm) {
+  const std::string dir = dir_of(vm);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : record_of(dir).events) {
+    const bool fault = atl::supervisor::is_fault_kind(e.kind);
+    if (vm.count("faults") && !fault) continue;
+    out.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}, {"fault", fault}});
+  }
+  if (vm.count("json")) {
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (const auto& e : out)
+    std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(9)
+              << e["kind"].get<std::string>() << " " << e["text"].get<std::string>() << "\n";
+  return kExitOk;
+}
+
+int logs(const po::variables_map& vm) {
+  for (const char* live : {"follow", "since", "timestamps", "run", "pod"})
+    if (vm.count(live))
+      die(kExitUsage, std::string("logs --state-dir: --") + live +
+                          " needs the job's head; read without it, or ask a running head");
+  const std::string dir = dir_of(vm);
+  int attempt = 0;
+  if (vm.count("attempt")) {
+    attempt = vm["attempt"].as<int>();
+  } else if (DIR* d = ::opendir((dir + "/logs").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      int k = 0;
+      if (std::sscanf(e->d_name, "attempt-%d", &k) == 1) attempt = std::max(attempt, k);
+    }
+    ::closedir(d);
+  }
+  const std::string logs = dir + "/logs/attempt-" + std::to_string(attempt);
+  DIR* d = attempt > 0 ? ::opendir(logs.c_str()) : nullptr;
+  if (!d)
+    die(kExitUsage, "logs --state-dir: " + (attempt > 0 ? logs + " does not exist"
+                                                        : dir + " holds no attempt's logs"));
+  // The user code's streams there: ranks in order, else the driver.
+  std::vector<atl::StreamId> found;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    int rank = -1;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "rank-%d.lo%c", &rank, &tail) == 2 && rank >= 0 &&
+        name == "rank-" + std::to_string(rank) + ".log")
+      found.push_back(atl::StreamId::of_rank(rank));
+    else if (name == atl::stream_name(atl::StreamId::driver()) + ".log")
+      found.push_back(atl::StreamId::driver());
+  }
+  ::closedir(d);
+  std::sort(found.begin(), found.end());
+  if (vm.count("ranks")) {
+    int world = 0;
+    for (const auto& s : found)
+      if (s.kind == atl::StreamKind::rank) world = std::max(world, s.rank + 1);
+    auto ranks = atl::parse_rank_set(vm["ranks"].as<std::string>(), world);
+    if (!ranks) die(kExitUsage, "logs: -r: " + ranks.error());
+    found.clear();
+    for (int r : *ranks) found.push_back(atl::StreamId::of_rank(r));
+  }
+  const long tail = vm.count("tail") ? vm["tail"].as<long>() : -1;
+  if (vm.count("tail") && tail < 0) die(kExitUsage, "logs: --tail: must not be negative");
+  for (const auto& stream : found) {
+    std::ifstream in(logs + "/" + atl::stream_name(stream) + ".log", std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (tail >= 0) {
+      std::size_t at = data.size();
+      long lines = 0;
+      if (at > 0 && data[at - 1] == '\n') --at;
+      while (at > 0 && lines < tail) {
+        if (data[at - 1] == '\n') ++lines;
+        if (lines < tail) --at;
+      }
+      data = tail == 0 ? std::string() : data.substr(at);
+    }
+    print_prefixed(stream, data);
+  }
+  std::cout.flush();
+  return kExitOk;
+}
+
+}  // namespace offline
 
 // --- diagnose ------------------------------------------------------------------
 
@@ -849,6 +1024,12 @@ int main(int argc, char** argv) {
   if (it == commands.end())
     die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");
   po::variables_map vm = parse_command(command, it->second, rest);
+  // A finished job's state dir: read there, no head asked.
+  if (vm.count("state-dir")) {
+    if (command == "logs") return offline::logs(vm);
+    if (command == "events") return offline::events(vm);
+    return offline::status(vm);
+  }
   // --address > $ATL_ADDRESS > the job file the pod's node agent (or the head)
   // published; the credentials likewise: flags > environment > that file.
   const char* env_tls = std::getenv("ATL_TLS_DIR");

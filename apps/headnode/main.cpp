@@ -125,7 +125,7 @@ HeadOptions parse_options(int argc, char** argv) {
       "ray-bin", po::value<std::string>(),
       "ray mode: the image's `ray` command (default: ray on PATH)")(
       "master-port", po::value<int>(),
-      "MASTER_PORT of the ranks (default 29500); allreduce burns use the ports above it")(
+      "MASTER_PORT of the ranks (default 29500; a job whose pods are all local: a free port)")(
       "bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")(
       "advertise", po::value<std::string>(), "host workers and ranks use to reach the head")(
       "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
@@ -308,6 +308,7 @@ HeadOptions parse_options(int argc, char** argv) {
     opt.tensorboard_bin = vm["tensorboard-bin"].as<std::string>();
   }
   if (vm.count("master-port")) {
+    job.master_port_given = true;
     job.master_port = vm["master-port"].as<int>();
     if (job.master_port < 1 || job.master_port > 65000)
       atl::cli::usage_error("headnode", "--master-port: must be between 1 and 65000");
@@ -441,6 +442,14 @@ HeadOptions parse_options(int argc, char** argv) {
   opt.insecure = vm.count("insecure") > 0;
   if (opt.insecure && !opt.tls_dir.empty())
     atl::cli::usage_error("headnode", "--tls-dir and --insecure exclude each other");
+  // Every pod on this host: torch's 29500 would be every such job's store
+  // (the second job's rank 0 could not bind it, or its ranks would join the
+  // first's). A free port instead, unless the job names one (its spec,
+  // --master-port, or MASTER_PORT in its env).
+  if (job.mode == atl::JobMode::spmd && !job.master_port_given && !job.env.count("MASTER_PORT") &&
+      opt.local_workers > 0 && opt.local_workers == atl::total_worker_pods(job)) {
+    if (auto free = atl::os::PortReservation::make(opt.bind)) job.master_port = free->port();
+  }
   return opt;
 }
 
@@ -836,8 +845,14 @@ int main(int argc, char** argv) {
     std::cout << "listening on " << address << std::endl;
     print_join_commands(opt, address, tls);
     // atlctl from any shell of the head pod finds the job here (job_pointer.hpp).
-    atl::os::JobPointer pointer{opt.job.job_id, atl::head_pod_name(opt.job.job_id), address,
-                                tls ? atl::os::absolute_dir(tls->dir) : "", !tls};
+    atl::os::JobPointer pointer{opt.job.job_id,
+                                atl::head_pod_name(opt.job.job_id),
+                                address,
+                                tls ? atl::os::absolute_dir(tls->dir) : "",
+                                !tls,
+                                0,
+                                0,
+                                {}};
     auto published = atl::os::publish_job_pointer(pointer);
     if (!published) log->warn("{} (atlctl needs --address there)", published.error());
     atl::os::PublishedJobPointer pointer_here(published ? *published : "", pointer.job_id,

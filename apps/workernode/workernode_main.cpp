@@ -346,8 +346,14 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
     if (!supervisor) return hub.signalled.load() ? atl::kNodeExitSignalled : atl::kNodeExitHeadLost;
     if (!pointer_here.published()) {
       // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
-      atl::os::JobPointer pointer{job_id_of_pod(node.info.pod), node.info.pod, opt.head.to_string(),
-                                  opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "", !opt.tls};
+      atl::os::JobPointer pointer{job_id_of_pod(node.info.pod),
+                                  node.info.pod,
+                                  opt.head.to_string(),
+                                  opt.tls ? atl::os::absolute_dir(opt.tls->dir) : "",
+                                  !opt.tls,
+                                  0,
+                                  0,
+                                  {}};
       auto published = atl::os::publish_job_pointer(pointer);
       if (published) {
         pointer_here = atl::os::PublishedJobPointer(*published, pointer.job_id, pointer.pod);
@@ -356,6 +362,12 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
       }
     }
     if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
+    // The web terminal's shell is this job's (atlctl there needs no flags,
+    // whatever other jobs share the host).
+    node.shell_env = {"ATL_JOB_ID=" + job_id_of_pod(node.info.pod),
+                      "ATL_ADDRESS=" + opt.head.to_string()};
+    node.shell_env.push_back(opt.tls ? "ATL_TLS_DIR=" + atl::os::absolute_dir(opt.tls->dir)
+                                     : std::string("ATL_INSECURE=1"));
     node.head_lost = std::make_shared<std::atomic<bool>>(false);
     node.joined = std::make_shared<std::atomic<bool>>(false);
     auto agent = atl::spawn_node_agent(sys, *supervisor, node, exit_code);

@@ -26,6 +26,16 @@ const char* kPrintEnv =
 
 }  // namespace
 
+namespace {
+// The MASTER_PORT the ranks printed (kPrintEnv's "MASTER_PORT=N "), or "".
+std::string master_port_in(const std::string& out) {
+  const auto at = out.find("MASTER_PORT=");
+  if (at == std::string::npos) return "";
+  const auto from = at + 12;
+  return out.substr(from, out.find(' ', from) - from);
+}
+}  // namespace
+
 TEST(JobLifecycle, SpmdTwoWorkersTwoRanksEachSeeTheirEnvironment) {
   TestCluster c;
   auto& head = c.start_head(
@@ -33,13 +43,17 @@ TEST(JobLifecycle, SpmdTwoWorkersTwoRanksEachSeeTheirEnvironment) {
   ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
   std::string out = c.output(head);
   std::string addr = c.head_address();
+  // Every pod local (one host): a free port of the job's own, not torch's
+  // 29500 that every such job would share.
+  const std::string port = master_port_in(out);
+  EXPECT_NE(port, "29500");
   for (int rank = 0; rank < 4; ++rank) {
     int node = rank / 2;
     std::string expected = "[rank " + std::to_string(rank) + "] ENV RANK=" + std::to_string(rank) +
                            " LOCAL_RANK=" + std::to_string(rank % 2) +
                            " WORLD_SIZE=4 NODE_RANK=" + std::to_string(node) +
-                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1" +
-                           " MASTER_PORT=29500 POD=" + c.worker_name(node) + " JOB=" + c.job_id() +
+                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1" + " MASTER_PORT=" + port +
+                           " POD=" + c.worker_name(node) + " JOB=" + c.job_id() +
                            " IF=lo ADDR=" + addr + "\n";
     EXPECT_NE(out.find(expected), std::string::npos) << "missing: " << expected << "in:\n" << out;
     // The same line, unprefixed, in the rank's log file.
@@ -59,12 +73,13 @@ TEST(JobLifecycle, SpmdPlacementLaysRanksOutByThePlacementEngine) {
                     "--placement", "spread", "--bundle", R"({"CPU": 0.5})", "--", kPrintEnv});
   ASSERT_EQ(c.wait_exit(head), 0) << c.output(head);
   std::string out = c.output(head);
+  const std::string port = master_port_in(out);
   for (int rank = 0; rank < 4; ++rank) {
     std::string expected = "[rank " + std::to_string(rank) + "] ENV RANK=" + std::to_string(rank) +
                            " LOCAL_RANK=" + std::to_string(rank / 2) +
                            " WORLD_SIZE=4 NODE_RANK=" + std::to_string(rank % 2) +
-                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 POD=" +
-                           c.worker_name(rank % 2) + " ";
+                           " LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port +
+                           " POD=" + c.worker_name(rank % 2) + " ";
     EXPECT_NE(out.find(expected), std::string::npos) << "missing: " << expected << "in:\n" << out;
   }
   EXPECT_TRUE(c.no_strays_within());

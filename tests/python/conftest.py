@@ -18,7 +18,8 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
-                 nproc_per_node=1, local_workers=None, job_id=None, own_home=False):
+                 nproc_per_node=1, local_workers=None, job_id=None, own_home=False,
+                 job_file=None):
         self.dir = tempfile.mkdtemp(prefix="atl-py-")
         self.state = os.path.join(self.dir, "state")
         # Clusters of one pytest process share this id unless told otherwise:
@@ -29,7 +30,8 @@ class Cluster:
         env = dict(os.environ)
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
-        env["ATL_JOB_FILE"] = os.path.join(self.dir, "job.json")  # not /run/atl
+        # Not /run/atl: the cluster's own, unless it shares a host's with another.
+        env["ATL_JOB_FILE"] = job_file or os.path.join(self.dir, "job.json")
         if own_home:
             # A pod's shell reads its image's ~/.bashrc, not this machine's
             # (whose pyenv rehash can wait 60 s on a lock a killed shell left).

@@ -118,6 +118,28 @@ def test_a_terminal_runs_atlctl_in_the_pod_with_no_flags(job):
     assert "terminal" not in job.atlctl("events", "--faults").stdout
 
 
+def test_a_terminal_finds_its_own_job_on_a_host_of_several(job):
+    # Job B on the same host: its pods publish their job files beside A's.
+    # A's terminal knows its job (ATL_JOB_ID, ATL_ADDRESS, its credentials):
+    # atlctl there is A's, with no flags.
+    other = Cluster(1, entrypoint="exec sleep 600", mode="spmd", own_home=True,
+                    job_id=job.job_id + "b", job_file=job.env["ATL_JOB_FILE"])
+    try:
+        assert other.wait_for("initializing -> command"), other.output()
+        cookie, csrf = login(job)
+        ws = connect(job, job.job_id + "-worker-1", cookie, csrf)
+        try:
+            out = type_and_read(ws, "atlctl events | grep -o 'job [^ ]* submitted'; "
+                                    "echo id=$ATL_JOB_ID end-$((3+3))\r", b"end-6")
+            assert ("job %s submitted" % job.job_id).encode() in out, out
+            assert ("job %s submitted" % other.job_id).encode() not in out, out
+            assert ("id=%s " % job.job_id).encode() in out, out
+        finally:
+            ws.close()
+    finally:
+        other.stop()
+
+
 def test_no_terminal_without_a_session_from_another_site_or_without_the_token(job):
     cookie, csrf = login(job)
     pod = job.job_id + "-worker-0"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,7 +29,7 @@ class JobPointerFile : public testing::Test {
 };
 
 atl::os::JobPointer sample() {
-  return {"jo-x", "jo-x-worker-0", "10.0.0.1:6380", "/etc/atl", false};
+  return {"jo-x", "jo-x-worker-0", "10.0.0.1:6380", "/etc/atl", false, 0, 0, {}};
 }
 
 }  // namespace
@@ -112,7 +113,7 @@ TEST_F(JobPointerFile, PublishedIsFoundAndWithdrawnOnlyByItsWriter) {
 // pointer of the head, which lingers (the demo's dashboard-url). A restarted
 // head (another address) replaces it.
 TEST_F(JobPointerFile, PodsOfOneJobOnAHostKeepTheFirstWritersPointer) {
-  atl::os::JobPointer head{"jo-x", "jo-x-head", "10.0.0.1:6380", "/etc/atl", false};
+  atl::os::JobPointer head{"jo-x", "jo-x-head", "10.0.0.1:6380", "/etc/atl", false, 0, 0, {}};
   atl::os::JobPointer worker = sample();
   auto by_head = atl::os::publish_job_pointer(head);
   auto by_worker = atl::os::publish_job_pointer(worker);
@@ -134,7 +135,7 @@ TEST_F(JobPointerFile, PodsOfOneJobOnAHostKeepTheFirstWritersPointer) {
 // and a reader that names neither is told to choose instead of given a guess.
 TEST_F(JobPointerFile, TwoJobsOnAHostNeverTakeEachOthersFile) {
   atl::os::JobPointer a = sample();
-  atl::os::JobPointer b{"jo-y", "jo-y-worker-0", "10.0.0.2:6380", "/etc/atl-y", false};
+  atl::os::JobPointer b{"jo-y", "jo-y-worker-0", "10.0.0.2:6380", "/etc/atl-y", false, 0, 0, {}};
   ASSERT_TRUE(atl::os::publish_job_pointer(a).ok());
   auto written_b = atl::os::publish_job_pointer(b);
   ASSERT_TRUE(written_b.ok());
@@ -149,7 +150,13 @@ TEST_F(JobPointerFile, TwoJobsOnAHostNeverTakeEachOthersFile) {
   ASSERT_TRUE(by_address && by_address->ok());
   EXPECT_EQ((*by_address)->tls_dir, "/etc/atl-y");
   EXPECT_FALSE(atl::os::find_job_pointer({"", "10.9.9.9:1"}).has_value());
-  EXPECT_FALSE(atl::os::find_job_pointer({"jo-z", ""}).has_value());
+  // A job named that has no file here: said so, not taken for another.
+  auto none = atl::os::find_job_pointer({"jo-z", ""});
+  ASSERT_TRUE(none.has_value());
+  ASSERT_FALSE(none->ok());
+  EXPECT_EQ(none->error(), "no job jo-z on this host (no " + dir_ +
+                               "/sub/dir/jobs/jo-z.json): check ATL_JOB_ID, or pass --address "
+                               "HOST:PORT");
   auto neither = atl::os::find_job_pointer();
   ASSERT_TRUE(neither.has_value());
   ASSERT_FALSE(neither->ok());
@@ -165,6 +172,59 @@ TEST_F(JobPointerFile, TwoJobsOnAHostNeverTakeEachOthersFile) {
   auto one = atl::os::find_job_pointer();
   ASSERT_TRUE(one && one->ok());
   EXPECT_EQ((*one)->job_id, "jo-x");
+}
+
+// A head or pod killed with SIGKILL leaves its file: its writer (pid and
+// start time) is gone, so the file is no live job: never listed nor used, a
+// reader asking for it by id is told the job ended, and the next writer of
+// that job replaces it.
+TEST_F(JobPointerFile, AFileWhoseWriterIsGoneIsAnEndedJob) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  atl::os::JobPointer dead = sample();
+  dead.writer_pid = child;  // ended, and its start time would not match a reuse
+  dead.writer_start = 1;
+  dead.writer_pidns = atl::os::JobPointer{}.writer_pidns;
+  // Written as its writer would have: through publish's file format.
+  ASSERT_TRUE(atl::os::publish_job_pointer(sample()).ok());
+  {
+    std::ifstream in(dir_ + "/sub/dir/jobs/jo-x.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto mine = atl::os::parse_job_pointer(text);
+    ASSERT_TRUE(mine.ok()) << mine.error();
+    EXPECT_EQ(mine->writer_pid, getpid());
+    EXPECT_TRUE(atl::os::writer_alive(*mine));
+    dead.writer_pidns = mine->writer_pidns;
+  }
+  EXPECT_FALSE(atl::os::writer_alive(dead));
+  std::ofstream(dir_ + "/sub/dir/jobs/jo-x.json") << atl::os::to_json(dead);
+  std::ofstream(path_) << atl::os::to_json(dead);
+  auto any = atl::os::find_job_pointer();
+  ASSERT_TRUE(any.has_value());
+  ASSERT_FALSE(any->ok());
+  EXPECT_EQ(
+      any->error(),
+      "no running job on this host (ended: jo-x): pass --address HOST:PORT of a running head");
+  auto asked = atl::os::find_job_pointer({"jo-x", ""});
+  ASSERT_TRUE(asked.has_value());
+  ASSERT_FALSE(asked->ok());
+  EXPECT_EQ(asked->error(), "job jo-x has ended: jo-x-worker-0 (pid " + std::to_string(child) +
+                                ") that published " + dir_ +
+                                "/sub/dir/jobs/jo-x.json is gone; its logs and state stay in its "
+                                "head's state dir");
+  // Another job, alive: the only one there is, not one of two.
+  atl::os::JobPointer b{"jo-y", "jo-y-worker-0", "10.0.0.2:6380", "/etc/atl-y", false, 0, 0, {}};
+  ASSERT_TRUE(atl::os::publish_job_pointer(b).ok());
+  auto live = atl::os::find_job_pointer();
+  ASSERT_TRUE(live && live->ok()) << (live ? live->error() : "none");
+  EXPECT_EQ((*live)->job_id, "jo-y");
+  // The ended job's next writer (its head restarted) takes its file back.
+  ASSERT_TRUE(atl::os::publish_job_pointer(sample()).ok());
+  auto back = atl::os::find_job_pointer({"jo-x", ""});
+  ASSERT_TRUE(back && back->ok()) << (back ? back->error() : "none");
+  EXPECT_EQ((*back)->writer_pid, getpid());
 }
 
 TEST_F(JobPointerFile, ADamagedFileIsAnErrorNamingIt) {

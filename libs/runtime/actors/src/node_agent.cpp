@@ -447,8 +447,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
              caf::actor sink) {
         auto& st = self->state;
         if (!st.terminals) {
-          st.terminals =
-              spawn_terminal_host(self->system(), TerminalHostConfig{st.config.info.pod, {}});
+          st.terminals = spawn_terminal_host(
+              self->system(), TerminalHostConfig{st.config.info.pod, st.config.shell_env});
           self->link_to(st.terminals);
         }
         return self->delegate(st.terminals, a, id, rows, cols, std::move(sink));

@@ -347,7 +347,10 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     }
     if (key == "ready_timeout") return read_duration(v, key, spec.ready_timeout);
     if (key == "grace") return read_duration(v, key, spec.grace);
-    if (key == "master_port") return read_int(v, key, 1, 65535, spec.master_port);
+    if (key == "master_port") {
+      spec.master_port_given = true;
+      return read_int(v, key, 1, 65535, spec.master_port);
+    }
     if (key == "ray_port") return read_int(v, key, 1, 65535, spec.ray_port);
     if (key == "ray_dashboard_port") return read_int(v, key, 0, 65535, spec.ray_dashboard_port);
     if (key == "spare_workers") return read_int(v, key, 0, kMaxWorkers, spec.spare_workers);

@@ -71,7 +71,38 @@ std::string to_json(const JobPointer& p) {
             {"address", p.address},
             {"tls_dir", p.tls_dir},
             {"insecure", p.insecure}};
+  if (p.writer_pid > 0)
+    j["writer"] = {{"pid", p.writer_pid}, {"start", p.writer_start}, {"pidns", p.writer_pidns}};
   return j.dump(2) + "\n";
+}
+
+namespace {
+
+// /proc/PID/stat's 22nd field (starttime), 0 when there is no such process.
+std::int64_t start_time_of(std::int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::strtoll(field.c_str(), nullptr, 10);
+  return 0;
+}
+
+std::string own_pid_namespace() {
+  char link[128];
+  const ssize_t n = ::readlink("/proc/self/ns/pid", link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+bool writer_alive(const JobPointer& p) {
+  if (p.writer_pid <= 0) return true;  // an older writer: nothing to tell by
+  if (p.writer_pidns.empty() || p.writer_pidns != own_pid_namespace()) return true;
+  return start_time_of(p.writer_pid) == p.writer_start;
 }
 
 Expected<JobPointer> parse_job_pointer(std::string_view json_text) {
@@ -89,6 +120,15 @@ Expected<JobPointer> parse_job_pointer(std::string_view json_text) {
   if (j.contains("insecure")) {
     if (!j["insecure"].is_boolean()) return make_error("field 'insecure' is not true or false");
     p.insecure = j["insecure"].get<bool>();
+  }
+  if (j.contains("writer")) {
+    const json& w = j["writer"];
+    if (!w.is_object() || !w.value("pid", json()).is_number_integer() ||
+        !w.value("start", json()).is_number_integer() || !w.value("pidns", json()).is_string())
+      return make_error("field 'writer' is not {pid, start, pidns}");
+    p.writer_pid = w["pid"].get<std::int64_t>();
+    p.writer_start = w["start"].get<std::int64_t>();
+    p.writer_pidns = w["pidns"].get<std::string>();
   }
   if (p.address.empty()) return make_error("field 'address' is missing or empty");
   if (p.tls_dir.empty() && !p.insecure)
@@ -157,7 +197,13 @@ std::vector<std::pair<std::string, Expected<JobPointer>>> job_files(const std::s
 
 }  // namespace
 
-Expected<std::string> publish_job_pointer(const JobPointer& p) {
+Expected<std::string> publish_job_pointer(const JobPointer& given) {
+  JobPointer p = given;
+  if (p.writer_pid == 0) {
+    p.writer_pid = ::getpid();
+    p.writer_start = start_time_of(p.writer_pid);
+    p.writer_pidns = own_pid_namespace();
+  }
   std::string text = to_json(p);
   std::string errors;
   // No id to name a file after (an older head): the shared pointer only.
@@ -168,9 +214,9 @@ Expected<std::string> publish_job_pointer(const JobPointer& p) {
     // workers) point at the same supervisor: the first writer keeps the
     // file, so a worker that ends does not take away the pointer of the head
     // that lingers. Another address (a head restarted elsewhere) replaces it.
-    if (auto there = read_pointer(target); there && *there && (*there)->job_id == p.job_id &&
-                                           (*there)->address == p.address &&
-                                           (*there)->insecure == p.insecure)
+    if (auto there = read_pointer(target);
+        there && *there && (*there)->job_id == p.job_id && (*there)->address == p.address &&
+        (*there)->insecure == p.insecure && writer_alive(**there))
       return target;
     auto written = write_file(target, text);
     if (!written) {
@@ -180,7 +226,8 @@ Expected<std::string> publish_job_pointer(const JobPointer& p) {
     // job.json for a host with one job: taken by the first, never overwritten
     // by another job (a damaged one is replaced).
     auto current = own_file ? read_pointer(path) : std::nullopt;
-    if (own_file && (!current || !*current || (*current)->job_id == p.job_id))
+    if (own_file &&
+        (!current || !*current || (*current)->job_id == p.job_id || !writer_alive(**current)))
       write_file(path, text);
     return written;
   }
@@ -203,22 +250,44 @@ std::optional<Expected<JobPointer>> find_job_pointer(const JobPointerQuery& quer
     if (path_out) *path_out = path;
     return std::optional<Expected<JobPointer>>(std::move(p));
   };
+  auto gone = [](const JobPointer& p) { return !writer_alive(p); };
+  // Files whose writer is gone: the job asked for, or every job seen.
+  std::optional<std::pair<std::string, JobPointer>> asked_ended;
+  std::vector<std::string> ended;
   for (const auto& pointer : job_pointer_paths()) {
     if (!query.job_id.empty()) {
-      if (usable_id(query.job_id)) {
-        std::string own = job_file_beside(pointer, query.job_id);
-        if (auto p = read_pointer(own)) return found(own, std::move(*p));
+      std::vector<std::string> candidates;
+      if (usable_id(query.job_id)) candidates.push_back(job_file_beside(pointer, query.job_id));
+      candidates.push_back(pointer);
+      for (const auto& path : candidates) {
+        auto p = read_pointer(path);
+        if (!p) continue;
+        if (*p && (*p)->job_id != query.job_id) continue;
+        if (*p && gone(**p)) {
+          if (!asked_ended) asked_ended = {path, **p};
+          continue;
+        }
+        return found(path, std::move(*p));
       }
-      auto p = read_pointer(pointer);
-      if (p && *p && (*p)->job_id == query.job_id) return found(pointer, std::move(*p));
       continue;
     }
-    auto jobs = job_files(pointer);
+    std::vector<std::pair<std::string, Expected<JobPointer>>> jobs;
+    for (auto& [path, p] : job_files(pointer)) {
+      if (p && gone(*p))
+        ended.push_back(p->job_id);
+      else
+        jobs.emplace_back(path, std::move(p));
+    }
+    auto shared = read_pointer(pointer);
+    if (shared && *shared && gone(**shared)) {
+      ended.push_back((*shared)->job_id);
+      shared.reset();
+    }
     if (!query.address.empty()) {
       for (auto& [path, p] : jobs)
         if (p && p->address == query.address) return found(path, std::move(p));
-      auto p = read_pointer(pointer);
-      if (p && *p && (*p)->address == query.address) return found(pointer, std::move(*p));
+      if (shared && *shared && (*shared)->address == query.address)
+        return found(pointer, std::move(*shared));
       continue;
     }
     if (jobs.size() == 1) return found(jobs[0].first, std::move(jobs[0].second));
@@ -231,7 +300,30 @@ std::optional<Expected<JobPointer>> find_job_pointer(const JobPointerQuery& quer
                    make_error(std::to_string(jobs.size()) + " jobs on this host (" + list +
                               "): pass --address HOST:PORT or set ATL_JOB_ID"));
     }
-    if (auto p = read_pointer(pointer)) return found(pointer, std::move(*p));
+    if (shared) return found(pointer, std::move(*shared));
+  }
+  if (!query.job_id.empty()) {
+    if (asked_ended) {
+      const JobPointer& p = asked_ended->second;
+      return found(
+          asked_ended->first,
+          make_error("job " + query.job_id + " has ended: " +
+                     (p.pod.empty() ? std::string("the process") : p.pod) + " (pid " +
+                     std::to_string(p.writer_pid) + ") that published " + asked_ended->first +
+                     " is gone; its logs and state stay in its head's state dir"));
+    }
+    if (!query.address.empty()) return std::nullopt;
+    return found("", make_error("no job " + query.job_id + " on this host (no " +
+                                job_file_beside(job_pointer_paths().front(), query.job_id) +
+                                "): check ATL_JOB_ID, or pass --address HOST:PORT"));
+  }
+  if (query.address.empty() && !ended.empty()) {
+    std::sort(ended.begin(), ended.end());
+    ended.erase(std::unique(ended.begin(), ended.end()), ended.end());
+    std::string list;
+    for (const auto& id : ended) list += (list.empty() ? "" : ", ") + id;
+    return found("", make_error("no running job on this host (ended: " + list +
+                                "): pass --address HOST:PORT of a running head"));
   }
   return std::nullopt;
 }

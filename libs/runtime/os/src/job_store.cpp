@@ -114,6 +114,16 @@ Status JobStore::exec(const std::string& sql) {
   return Ok{};
 }
 
+Expected<std::vector<std::string>> JobStore::job_ids() {
+  Statement ids(db_, "SELECT job_id FROM jobs ORDER BY job_id");
+  if (!ids.ok()) return make_error("state store: " + ids.error());
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = ids.step()) == SQLITE_ROW) out.push_back(ids.text(0));
+  if (rc != SQLITE_DONE) return make_error("state store: " + ids.error());
+  return out;
+}
+
 Expected<std::optional<JobRecord>> JobStore::load(const std::string& job_id) {
   Statement job(db_, "SELECT state, attempt, restarts FROM jobs WHERE job_id = ?");
   if (!job.ok()) return make_error("state store: " + job.error());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "atl/actors/messages.hpp"
 
@@ -31,6 +32,10 @@ struct NodeAgentConfig {
   // Watch the GPUs NVML shows this pod (gpu_watch.hpp). Off for simulated
   // pods: hundreds share one process and the machine's GPUs are none of theirs.
   bool watch_gpus = true;
+  // What the pod's shells (the web terminal) know of their job, "NAME=value":
+  // ATL_JOB_ID, ATL_ADDRESS and the credentials (ATL_TLS_DIR, or
+  // ATL_INSECURE=1), so atlctl there is this job's on a host of many.
+  std::vector<std::string> shell_env;
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).

@@ -89,6 +89,10 @@ struct JobSpec {
   NodeResources node_spec;  // spec{cpus, gpus, memory, shm}
   Millis ready_timeout = std::chrono::seconds(300);
   int master_port = 29500;
+  // Whether the spec or --master-port named it: a job whose pods are all
+  // local (one host) gets a free port instead of torch's 29500, so two such
+  // jobs on a host never meet at one store.
+  bool master_port_given = false;
   Millis grace = std::chrono::seconds(10);
   // Fault tolerance (restart_policy.hpp): restarts a fault may cost before
   // the job fails; whether a rank exiting non-zero is such a fault too.

@@ -12,6 +12,7 @@
 // first job's, for hosts that run one. Files are 0600 (the writer's umask).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,7 +29,18 @@ struct JobPointer {
   std::string address;  // the supervisor's HOST:PORT
   std::string tls_dir;  // the job's credentials; empty when insecure
   bool insecure = false;
+  // Who wrote it, to tell a live job from one whose head or pod was killed
+  // and left its file: the writer's pid, its start time (clock ticks since
+  // boot, /proc/PID/stat) and its PID namespace ("pid:[4026531836]"): a
+  // reader in another namespace cannot tell, and takes the file as live.
+  // Filled by publish_job_pointer; 0/empty: an older writer, taken as live.
+  std::int64_t writer_pid = 0;
+  std::int64_t writer_start = 0;
+  std::string writer_pidns;
 };
+
+// Whether the process that wrote `p` still runs (see JobPointer).
+bool writer_alive(const JobPointer& p);
 
 std::string to_json(const JobPointer& p);
 // Every field checked; unknown fields are ignored (newer writers).
@@ -91,7 +103,10 @@ struct JobPointerQuery {
 
 // The first place with a match: its pointer, or why it is unusable (a
 // damaged file is an error, not a silent fallback; so are several jobs when
-// the query names none: atl never guesses between them). Nothing: no match.
+// the query names none: atl never guesses between them). Files whose writer
+// is gone are not live jobs: never listed among them nor used; a job asked
+// for by id whose file is such says it ended, one with no file that there is
+// no such job here. Nothing: no match.
 std::optional<Expected<JobPointer>> find_job_pointer(const JobPointerQuery& query = {},
                                                      std::string* path_out = nullptr);
 

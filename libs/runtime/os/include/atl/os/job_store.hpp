@@ -49,6 +49,9 @@ class JobStore {
   JobStore(const JobStore&) = delete;
   JobStore& operator=(const JobStore&) = delete;
 
+  // The jobs stored here, by id (a head's state dir holds its one job).
+  Expected<std::vector<std::string>> job_ids();
+
   // The job's record, or nothing when this job was never stored here.
   Expected<std::optional<JobRecord>> load(const std::string& job_id);
 
