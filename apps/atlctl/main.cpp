@@ -546,9 +546,8 @@ void diagnose_options(po::options_description& desc) {
       "also write the whole diagnosis, every rank's full stack included, to this JSON file");
 }
 
-int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
-  auto events =
-      nlohmann::json::parse(client.text_or_die(caf::make_message(atl::events_atom::value)));
+// The timeline, from the head or a state dir: [{time_ms, kind, text, fault}].
+int print_events(nlohmann::json events, const po::variables_map& vm) {
   if (vm.count("faults")) {
     nlohmann::json kept = nlohmann::json::array();
     for (auto& e : events)
@@ -565,6 +564,11 @@ int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
     std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(9)
               << e["kind"].get<std::string>() << " " << e["text"].get<std::string>() << "\n";
   return kExitOk;
+}
+
+int cmd_events(SupervisorClient& client, const po::variables_map& vm) {
+  return print_events(
+      nlohmann::json::parse(client.text_or_die(caf::make_message(atl::events_atom::value))), vm);
 }
 
 // --- a finished job's state dir (--state-dir) -------------------------------------
@@ -630,19 +634,12 @@ int status(const po::variables_map& vm) {
 int events(const po::variables_map& vm) {
   const std::string dir = dir_of(vm);
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& e : record_of(dir).events) {
-    const bool fault = atl::supervisor::is_fault_kind(e.kind);
-    if (vm.count("faults") && !fault) continue;
-    out.push_back({{"time_ms", e.unix_ms}, {"kind", e.kind}, {"text", e.text}, {"fault", fault}});
-  }
-  if (vm.count("json")) {
-    std::cout << out.dump(2) << "\n";
-    return kExitOk;
-  }
-  for (const auto& e : out)
-    std::cout << utc_time(e["time_ms"].get<std::int64_t>()) << "  " << std::left << std::setw(9)
-              << e["kind"].get<std::string>() << " " << e["text"].get<std::string>() << "\n";
-  return kExitOk;
+  for (const auto& e : record_of(dir).events)
+    out.push_back({{"time_ms", e.unix_ms},
+                   {"kind", e.kind},
+                   {"text", e.text},
+                   {"fault", atl::supervisor::is_fault_kind(e.kind)}});
+  return print_events(std::move(out), vm);
 }
 
 int logs(const po::variables_map& vm) {

@@ -420,21 +420,26 @@ TEST(HangWatchJobs, ADdpRanksStuckLoaderWorkerIsNamedAsSuch) {
 // is 1.13, so this runs where ATL_TEST_TORCH_PYTHON names such a python,
 // e.g. a venv with torch from PyPI): the verdict says which collective the
 // others wait in and that rank 1 never entered it.
-TEST(HangWatchJobs, AFlightRecordNamesTheCollectiveTheOthersWaitIn) {
+std::string flight_recorder_python() {
   const char* python = std::getenv("ATL_TEST_TORCH_PYTHON");
-  if (!python || !*python)
-    GTEST_SKIP() << "set ATL_TEST_TORCH_PYTHON to a python with torch 2.5 or later";
-  ddp_with_loader_stuck("sleep", std::string("exec ") + python + " launch.py",
+  return python ? python : "";
+}
+constexpr const char* kNoFlightRecorder =
+    "set ATL_TEST_TORCH_PYTHON to a python with torch 2.5 or later";
+
+TEST(HangWatchJobs, AFlightRecordNamesTheCollectiveTheOthersWaitIn) {
+  const std::string python = flight_recorder_python();
+  if (python.empty()) GTEST_SKIP() << kNoFlightRecorder;
+  ddp_with_loader_stuck("sleep", "exec " + python + " launch.py",
                         "job hung: ranks 0,2 wait in all_reduce #", python,
                         " on the default group; rank 1 never entered it; rank 1 in train_step "
                         "(ddp_loader.py)");
 }
 
 TEST(HangWatchJobs, AFlightRecordAndTheStacksNameTheLoaderWorkerARankWaitsOn) {
-  const char* python = std::getenv("ATL_TEST_TORCH_PYTHON");
-  if (!python || !*python)
-    GTEST_SKIP() << "set ATL_TEST_TORCH_PYTHON to a python with torch 2.5 or later";
-  ddp_with_loader_stuck("worker", std::string("bash -c '") + python + " -m ddp_loader'",
+  const std::string python = flight_recorder_python();
+  if (python.empty()) GTEST_SKIP() << kNoFlightRecorder;
+  ddp_with_loader_stuck("worker", "bash -c '" + python + " -m ddp_loader'",
                         "job hung: ranks 0,2 wait in all_reduce #", python,
                         " on the default group; rank 1 never entered it; rank 1's DataLoader "
                         "worker 0 in Data.__getitem__ (ddp_loader.py)");

@@ -56,7 +56,9 @@ echo "[head exit $?]"
 
 
 def walk(mode, cleanup):
-    if os.geteuid() != 0 or not shutil.which("unshare"):
+    if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
+            ["unshare", "--pid", "--fork", "--mount-proc", "true"],
+            capture_output=True).returncode != 0:
         pytest.skip("needs root and unshare: the cleanup runs in a PID namespace of its own")
     tmp = tempfile.mkdtemp(prefix="atl-cleanup-")
     try:

@@ -144,10 +144,11 @@ TEST(FlightRecorderHook, OnlyWhereAtlPutItAndItsFifoGoesWithTheProcess) {
   TempDir dir;
   const std::string hook = dir.path + "/hook";
   ASSERT_TRUE(prepare_flight_recorder(hook));
-  const std::string threads =
-      "import threading; print(sorted(t.name for t in threading.enumerate()))";
+  // Whether the process has its FIFO (its hook's thread waits on it).
+  const std::string listens =
+      "import os; print(os.path.exists('" + hook + "/%d.fifo' % os.getpid()))";
   auto run = [&](const std::string& named) {
-    Proc p({"/usr/bin/python3", "-c", threads},
+    Proc p({"/usr/bin/python3", "-c", listens},
            {"PYTHONPATH=" + hook, "ATL_FLIGHT_RECORDER_DIR=" + named}, dir.path + "/out");
     ::waitpid(p.pid, nullptr, 0);
     struct stat st {};
@@ -156,10 +157,10 @@ TEST(FlightRecorderHook, OnlyWhereAtlPutItAndItsFifoGoesWithTheProcess) {
     p.pid = -1;
     return slurp(dir.path + "/out");
   };
-  EXPECT_EQ(run(hook), "['MainThread', 'atl-flight-recorder']\n");
+  EXPECT_EQ(run(hook), "True\n");
   // The variable names another directory: the hook reached some other way
   // (a rank's PYTHONPATH handed on to a tool of its own) does nothing.
-  EXPECT_EQ(run(dir.path), "['MainThread']\n");
+  EXPECT_EQ(run(dir.path), "False\n");
 }
 
 TEST(FlightRecorderHook, AnOlderTorchGetsTheBufferSizeByItsOwnName) {

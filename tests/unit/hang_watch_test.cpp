@@ -310,6 +310,50 @@ struct Learning : Job {
   }
 };
 
+// Looking costs the ranks a little: the flight recorder's dump runs in the
+// rank (a few ms of CPU, its record's bytes written), py-spy's reads do not.
+// That must not make an idle rank "working": not in the verdict (it was
+// judged busy, or left alone as working while the others wait), and not by
+// ending the suspect period before the looks are done.
+TEST(HangWatch, WhatALookCostsARankIsNotWork) {
+  Learning job;
+  job.train(20, 1);
+  std::optional<HangWatch::Verdict> v;
+  while (!(v = job.tick())) {
+  }
+  ASSERT_EQ(v->kind, Kind::suspect);  // every rank idle for the learned timeout
+  // Two looks a second apart, each costing every rank a tick of CPU and
+  // 60 KiB written (a 256-entry record): between them the period stands.
+  for (int look = 0; look < 2; ++look) {
+    for (auto& [rank, progress] : job.p) {
+      progress.cpu_ticks += 1;
+      progress.io_bytes += 60 << 10;
+    }
+    EXPECT_FALSE(job.tick()) << look;
+    EXPECT_TRUE(job.watch.suspect()) << look;
+  }
+  auto named =
+      job.watch.diagnosed({1}, "rank 1 in train_step (ddp.py) while 3 ranks wait", job.now);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->kind, Kind::hung);
+  EXPECT_EQ(named->reason, "rank 1 in train_step (ddp.py) while 3 ranks wait");  // not busy
+
+  // Work a look cannot explain still counts: rank 0 begins an evaluation
+  // (a core) as the job turns suspect: left alone, as before.
+  Learning eval;
+  eval.train(20, 1);
+  while (!(v = eval.tick())) {
+  }
+  ASSERT_EQ(v->kind, Kind::suspect);
+  for (int i = 0; i < 3; ++i) {
+    eval.p[0].cpu_ticks += 100;
+    eval.tick();
+  }
+  auto left =
+      eval.watch.diagnosed({0}, "rank 0 in evaluate (train.py) while 3 ranks wait", eval.now);
+  EXPECT_TRUE(!left || left->kind != Kind::hung) << left->reason;
+}
+
 TEST(HangWatch, RankZeroCheckpointingAloneInUninterruptibleSleepWithBytesMovingIsLeftAlone) {
   // Rank 0 writes a checkpoint: D most of the time, little CPU, bytes
   // moving; the others wait, idle, for 20 x the step time and more.

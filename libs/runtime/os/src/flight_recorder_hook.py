@@ -4,7 +4,9 @@
 # rank it starts one daemon thread that waits on <dir>/<pid>.fifo; a byte
 # written there makes it dump torch's flight recorder to <dir>/<pid>.json.
 # Then it runs the interpreter's own sitecustomize, which this file shadows.
-# Python 2 syntax too, and never a word on the rank's output.
+# Python 2 syntax too, and never a word on the rank's output. Cheap at start
+# (a rank's every Python process pays it): no json, re or threading imported
+# until a dump is asked for.
 import os as _atl_os
 import sys as _atl_sys
 
@@ -14,9 +16,6 @@ def _atl_flight_recorder():
     wanted = _atl_os.environ.get("ATL_FLIGHT_RECORDER_DIR", "")
     if not wanted or _atl_os.path.abspath(wanted) != here:
         return
-    import json
-    import threading
-
     _atl_older_torch_name()
     pid = _atl_os.getpid()
     fifo = _atl_os.path.join(here, "%d.fifo" % pid)
@@ -28,6 +27,8 @@ def _atl_flight_recorder():
         return
 
     def dump():
+        import json
+
         # torch's JSON as it comes, never parsed here: what the rank spends
         # on a look must stay far below what the hang watch calls working
         # (1 % of a core over 3 s).
@@ -80,9 +81,11 @@ def _atl_flight_recorder():
     import atexit
 
     atexit.register(forget)
-    t = threading.Thread(target=serve, name="atl-flight-recorder")
-    t.daemon = True
-    t.start()
+    try:
+        import _thread
+    except ImportError:  # Python 2
+        import thread as _thread
+    _thread.start_new_thread(serve, ())
 
 
 def _atl_older_torch_name():
@@ -93,20 +96,23 @@ def _atl_older_torch_name():
     if "TORCH_FR_BUFFER_SIZE" not in env or "TORCH_NCCL_TRACE_BUFFER_SIZE" in env:
         return
     try:
-        import importlib.util
-        import re
+        import importlib.machinery
 
-        spec = importlib.util.find_spec("torch")
+        spec = importlib.machinery.PathFinder.find_spec("torch", _atl_sys.path)
         if spec is None or not spec.submodule_search_locations:
             return
         for folder in spec.submodule_search_locations:
             path = _atl_os.path.join(folder, "version.py")
-            if _atl_os.path.exists(path):
-                with open(path) as f:
-                    found = re.search(r"__version__\s*=\s*['\"](\d+)\.(\d+)", f.read())
-                if found and (int(found.group(1)), int(found.group(2))) < (2, 7):
-                    env["TORCH_NCCL_TRACE_BUFFER_SIZE"] = env["TORCH_FR_BUFFER_SIZE"]
-                return
+            if not _atl_os.path.exists(path):
+                continue
+            with open(path) as f:
+                for line in f:
+                    if line.startswith("__version__"):
+                        words = line.split("=", 1)[1].strip().strip("'\"").split(".")
+                        if (int(words[0]), int(words[1])) < (2, 7):
+                            env["TORCH_NCCL_TRACE_BUFFER_SIZE"] = env["TORCH_FR_BUFFER_SIZE"]
+                        return
+            return
     except Exception:
         return
 
@@ -117,14 +123,16 @@ def _atl_chain():
     rest = [p for p in _atl_sys.path if _atl_os.path.abspath(p or ".") != here]
     try:
         import importlib.machinery
-        import importlib.util
 
         spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
         if spec is None or spec.loader is None:
             return
-        module = importlib.util.module_from_spec(spec)
+        # A module for it without importlib.util (which imports contextlib
+        # and collections: milliseconds in every Python process of a rank).
+        module = type(_atl_sys)(spec.name)
+        module.__spec__, module.__loader__, module.__file__ = spec, spec.loader, spec.origin
         spec.loader.exec_module(module)
-    except ImportError:  # Python 2: no importlib.util
+    except ImportError:  # Python 2: no importlib.machinery
         import imp
 
         try:

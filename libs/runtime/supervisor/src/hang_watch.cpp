@@ -126,6 +126,30 @@ bool HangWatch::working(const Rank& r, TimePoint now) const {
          io_per_second(r) * window_s >= static_cast<double>(options_.busy_io);
 }
 
+bool HangWatch::judged_working(const Rank& r, TimePoint now) const {
+  if (!suspect_since_) return working(r, now);
+  if (r.was_working) return true;
+  if (r.window.size() < 2 || r.window.back().at - r.window.front().at < options_.window / 2)
+    return false;  // nothing new to go by since the period began
+  const double window_s = std::chrono::duration<double>(options_.window).count();
+  return cpu_share(r) >= options_.look_cpu ||
+         io_per_second(r) * window_s >= static_cast<double>(options_.look_io);
+}
+
+HangWatch::TimePoint HangWatch::judged_worked(const Rank& r, TimePoint now) const {
+  if (!suspect_since_) return r.worked;
+  return judged_working(r, now) && !r.was_working ? now : r.worked_before;
+}
+
+void HangWatch::begin_suspect(TimePoint now, bool long_silent) {
+  for (auto& [rank, r] : ranks_) {
+    r.was_working = r.sampled && working(r, now);
+    r.worked_before = r.worked;
+  }
+  suspect_since_ = now;
+  suspect_long_ = long_silent;
+}
+
 bool HangWatch::working(std::int32_t rank, TimePoint now) const {
   auto it = ranks_.find(rank);
   return it != ranks_.end() && it->second.sampled && working(it->second, now);
@@ -133,7 +157,7 @@ bool HangWatch::working(std::int32_t rank, TimePoint now) const {
 
 bool HangWatch::every_rank_idle_now(TimePoint now) const {
   return std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
-    return entry.second.sampled && !working(entry.second, now);
+    return entry.second.sampled && !judged_working(entry.second, now);
   });
 }
 
@@ -195,8 +219,8 @@ std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
   // of a simulated pod, a node that cannot read /proc) prove nothing.
   const Millis idle_to = idle_timeout();
   const bool idle = std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& entry) {
-    return entry.second.sampled && !working(entry.second, now) &&
-           now - entry.second.worked >= idle_to - options_.window;
+    return entry.second.sampled && !judged_working(entry.second, now) &&
+           now - judged_worked(entry.second, now) >= idle_to - options_.window;
   });
   if (!idle) return std::nullopt;
   return Verdict{Verdict::Kind::hung,
@@ -210,7 +234,7 @@ std::optional<HangWatch::Verdict> HangWatch::busy(TimePoint now) const {
   std::size_t waiting = 0;
   for (const auto& [rank, r] : ranks_) {
     if (!r.sampled) return std::nullopt;
-    if (working(r, now))
+    if (judged_working(r, now))
       working_ranks.push_back(rank);
     else
       ++waiting;
@@ -234,10 +258,7 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
   const bool long_silent = silent >= options_.timeout;
   if (!hung_said_) {
     if (auto hung = stuck(now)) {
-      if (!suspect_since_) {
-        suspect_since_ = now;
-        suspect_long_ = long_silent;
-      }
+      if (!suspect_since_) begin_suspect(now, long_silent);
       hung_said_ = true;
       return hung;
     }
@@ -258,8 +279,7 @@ std::optional<HangWatch::Verdict> HangWatch::check(TimePoint now) {
   const bool new_period =
       !suspect_since_ || (long_silent && !suspect_long_) || now - *suspect_since_ >= period;
   if (!new_period) return std::nullopt;
-  suspect_since_ = now;
-  suspect_long_ = long_silent;
+  begin_suspect(now, long_silent);
   hung_said_ = harmless_said_ = false;
   return Verdict{
       Verdict::Kind::suspect,
@@ -277,8 +297,9 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
   known.erase(std::unique(known.begin(), known.end()), known.end());
   const bool long_silent = since(last_progress_, now) >= options_.timeout;
   if (!known.empty() && known.size() < ranks_.size()) {
-    const bool any_working =
-        std::any_of(known.begin(), known.end(), [&](std::int32_t r) { return working(r, now); });
+    const bool any_working = std::any_of(known.begin(), known.end(), [&](std::int32_t r) {
+      return judged_working(ranks_.at(r), now);
+    });
     if (any_working && !long_silent) {
       // Rank 0 evaluating or checkpointing while the others wait on it.
       if (harmless_said_) return std::nullopt;

@@ -65,6 +65,14 @@ class HangWatch {
     Millis window = std::chrono::seconds(3);
     double busy_cpu = 0.01;
     std::int64_t busy_io = 64 << 10;
+    // While the job is suspect its ranks are looked at (py-spy, the flight
+    // recorder's dump: a few ms of a rank's CPU, its record's bytes): each
+    // rank is judged as it was when the suspect period began, and work
+    // since then counts only past what a look can cost (a tenth of a core,
+    // 1 MiB over the window, where a look costs a few ms and a record of at
+    // most a few hundred KiB: an evaluation or a checkpoint is more).
+    double look_cpu = 0.10;
+    std::int64_t look_io = 1 << 20;
     long ticks_per_second = 100;  // sysconf(_SC_CLK_TCK)
   };
 
@@ -146,8 +154,19 @@ class HangWatch {
     TimePoint state_since;      // when its current state began
     std::deque<Sample> window;  // the window's samples and one before
     bool sampled = false;       // a rank never sampled (simulated ranks) proves nothing
+    // As it was when the current suspect period began (before any look).
+    bool was_working = false;
+    TimePoint worked_before{};
   };
   bool working(const Rank& r, TimePoint now) const;
+  // Working as a verdict may count it: outside a suspect period, working();
+  // inside, as it was when the period began, or working now past what a
+  // look can cost.
+  bool judged_working(const Rank& r, TimePoint now) const;
+  // When it last worked, as a verdict may count it (see judged_working).
+  TimePoint judged_worked(const Rank& r, TimePoint now) const;
+  // A suspect period begins at `now`: each rank as it is, before the looks.
+  void begin_suspect(TimePoint now, bool long_silent);
   double cpu_share(const Rank& r) const;  // of one core, over the window
   double io_per_second(const Rank& r) const;
   bool every_rank_idle_now(TimePoint now) const;
