@@ -9,16 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "test_data.hpp"
+
 namespace atl {
 namespace {
 
-std::string recorded(const std::string& name) {
-  std::ifstream in(std::string(ATL_TEST_DATA) + "/flight_recorder/" + name);
-  EXPECT_TRUE(in) << name;
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+std::string recorded(const std::string& name) { return test_data("flight_recorder/" + name); }
 
 std::map<std::int32_t, RankCollectives> scenario(const std::string& name) {
   std::map<std::int32_t, RankCollectives> out;

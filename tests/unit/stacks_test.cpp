@@ -9,16 +9,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_data.hpp"
+
 namespace atl {
 namespace {
 
-std::string recorded(const std::string& name) {
-  std::ifstream in(std::string(ATL_TEST_DATA) + "/stacks/" + name);
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string recorded(const std::string& name) { return test_data("stacks/" + name); }
 
 TEST(Stacks, PySpysThreadsAndFramesAreRead) {
   auto threads = parse_py_spy(recorded("py-spy-two-threads.txt"));

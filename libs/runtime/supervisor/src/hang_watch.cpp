@@ -114,26 +114,28 @@ double HangWatch::io_per_second(const Rank& r) const {
   return static_cast<double>(r.window.back().io_bytes - r.window.front().io_bytes) / span;
 }
 
+std::optional<bool> HangWatch::past(const Rank& r, double cpu, std::int64_t io) const {
+  if (r.window.size() < 2 || r.window.back().at - r.window.front().at < options_.window / 2)
+    return std::nullopt;
+  const double window_s = std::chrono::duration<double>(options_.window).count();
+  return cpu_share(r) >= cpu || io_per_second(r) * window_s >= static_cast<double>(io);
+}
+
 bool HangWatch::working(const Rank& r, TimePoint now) const {
   (void)now;
   // Until two samples span half the window, nothing is known: counted as
   // working (no early verdict on a rank just seen).
-  if (r.window.size() < 2 || r.window.back().at - r.window.front().at < options_.window / 2)
-    return true;
+  const auto moved = past(r, options_.busy_cpu, options_.busy_io);
+  if (!moved) return true;
   if (r.last.state == 'T') return false;  // stopped: what it gained was before
-  const double window_s = std::chrono::duration<double>(options_.window).count();
-  return cpu_share(r) >= options_.busy_cpu ||
-         io_per_second(r) * window_s >= static_cast<double>(options_.busy_io);
+  return *moved;
 }
 
 bool HangWatch::judged_working(const Rank& r, TimePoint now) const {
   if (!suspect_since_) return working(r, now);
   if (r.was_working) return true;
-  if (r.window.size() < 2 || r.window.back().at - r.window.front().at < options_.window / 2)
-    return false;  // nothing new to go by since the period began
-  const double window_s = std::chrono::duration<double>(options_.window).count();
-  return cpu_share(r) >= options_.look_cpu ||
-         io_per_second(r) * window_s >= static_cast<double>(options_.look_io);
+  // Nothing new to go by since the period began: as it was.
+  return past(r, options_.look_cpu, options_.look_io).value_or(false);
 }
 
 HangWatch::TimePoint HangWatch::judged_worked(const Rank& r, TimePoint now) const {

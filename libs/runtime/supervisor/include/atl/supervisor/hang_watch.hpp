@@ -158,6 +158,9 @@ class HangWatch {
     bool was_working = false;
     TimePoint worked_before{};
   };
+  // Whether its window gained `cpu` of a core or moved `io` bytes; nothing
+  // while its samples span less than half the window.
+  std::optional<bool> past(const Rank& r, double cpu, std::int64_t io) const;
   bool working(const Rank& r, TimePoint now) const;
   // Working as a verdict may count it: outside a suspect period, working();
   // inside, as it was when the period began, or working now past what a
