@@ -2,6 +2,12 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include "atl/actors/node_agent.hpp"
 #include "atl/core/duration.hpp"
@@ -14,6 +20,21 @@ namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(20);
 
+// The base the pods' temp dirs go in: the head's TMPDIR, else /tmp.
+std::string tmp_base() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+// env less any NAME=..., then NAME=value.
+void set_env(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+            env.end());
+  env.push_back(prefix + value);
+}
+
 }  // namespace
 
 LocalPods::~LocalPods() {
@@ -25,8 +46,22 @@ LocalPods::~LocalPods() {
   stop_and_reap(at_gate ? std::chrono::seconds(5) : std::chrono::seconds(0));
 }
 
-Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& name, int index,
-                                                             int generation, int gate) const {
+void LocalPods::remove_tmp(Pod& pod) {
+  if (pod.tmp_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(pod.tmp_dir, ec);  // links removed, never followed
+  pod.tmp_dir.clear();
+}
+
+Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(Pod& pod, int generation,
+                                                             int gate) const {
+  const std::string& name = pod.name;
+  const int index = pod.index;
+  std::string tmpl = tmp_base() + "/atl-pod-XXXXXX";  // short: Ray's socket paths grow from it
+  if (!::mkdtemp(tmpl.data()))
+    return make_error("cannot start local worker " + name + ": cannot make its temp dir in " +
+                      tmp_base() + ": " + std::strerror(errno));
+  pod.tmp_dir = tmpl;
   os::SpawnRequest req;
   // Each local pod on a node of its own, so that a taint marks just it; a
   // recreated pod lands on a new one (local-<i>-<k>), as Kubernetes places a
@@ -47,6 +82,12 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
   if (config_.own_loopback)
     req.argv.insert(req.argv.end(), {"--advertise", "127.0.0." + std::to_string(index + 2)});
   req.env = os::current_environment();
+  set_env(req.env, "TMPDIR", pod.tmp_dir);
+  // atlctl in the pod finds its job here; the host's job files stay the head's.
+  set_env(req.env, "ATL_JOB_FILE", pod.tmp_dir + "/atl/job.json");
+  // Its CAF nodes' ids apart from other local pods' (node_id_interpose.cpp):
+  // in PID namespaces of their own, every pod's workernode is pid 1.
+  set_env(req.env, "ATL_NODE_SALT", name + "#" + std::to_string(generation));
   if (gate >= 0) {
     req.control_fd = gate;
     req.env.push_back(std::string(os::kStartGateEnv) + "=" + std::to_string(os::kStartGateFd));
@@ -66,8 +107,14 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(const std::string& 
   // A workernode guards its own ranks (each under an atl-guard, with its
   // pdeathsig): it needs no keeper of its own, only to die with the head.
   req.guarded = false;
+  // PID 1 of its namespace: it execs (no fork of the head's main there).
+  req.own_pid_namespace = config_.own_pid_namespace;
+  if (req.own_pid_namespace) req.instead_of_exec = nullptr;
   auto child = os::ChildProcess::spawn(req);
-  if (!child) return make_error("cannot start local worker " + name + ": " + child.error());
+  if (!child) {
+    LocalPods::remove_tmp(pod);
+    return make_error("cannot start local worker " + name + ": " + child.error());
+  }
   return std::make_unique<os::ChildProcess>(std::move(child).value());
 }
 
@@ -76,13 +123,19 @@ Status LocalPods::start() {
   if (!gate) return Error{gate.error()};
   gate_ = std::move(gate).value();
   for (size_t i = 0; i < config_.pod_names.size(); ++i) {
-    const std::string& name = config_.pod_names[i];
-    auto child = spawn(name, static_cast<int>(i), 1, gate_->pod_end());
+    Pod pod{config_.pod_names[i], static_cast<int>(i), nullptr, {}, 1, {}};
+    auto child = spawn(pod, 1, gate_->pod_end());
     if (!child) {
-      for (auto& p : pods_) p.process->signal(SIGKILL);
+      for (auto& p : pods_) {
+        p.process->signal(SIGKILL);
+        p.process->wait();
+        remove_tmp(p);
+      }
+      pods_.clear();
       return Error{child.error()};
     }
-    pods_.push_back(Pod{name, static_cast<int>(i), std::move(child).value(), {}, 1});
+    pod.process = std::move(child).value();
+    pods_.push_back(std::move(pod));
   }
   gate_->close_pod_end();
   // The first pods were spawned by this thread (main, which outlives them);
@@ -106,6 +159,7 @@ void LocalPods::watch() {
         auto status = pod.process->try_wait();
         if (!status) continue;
         pod.process.reset();
+        remove_tmp(pod);
         if (config_.ending->load() || stopping_.load()) continue;
         if (status->signal == 0 && status->code == kNodeExitRejected) {
           // The head refused it: starting it again would be refused again.
@@ -117,7 +171,7 @@ void LocalPods::watch() {
         pod.restart_at = now + config_.restart_delay;
         pod.starts = -pod.starts;  // negative: a restart is due
       } else if (pod.starts < 0 && now >= pod.restart_at && !config_.ending->load()) {
-        auto child = spawn(pod.name, pod.index, -pod.starts + 1);
+        auto child = spawn(pod, -pod.starts + 1);
         if (!child) {
           log->error("{}", child.error());
           pod.restart_at = now + std::chrono::seconds(1);
@@ -155,6 +209,7 @@ void LocalPods::reap_all() {
       pod.process->signal(SIGKILL);
       pod.process->wait();
     }
+    remove_tmp(pod);
   }
 }
 

@@ -29,6 +29,11 @@ struct LocalPodsConfig {
   // Each pod advertises a loopback address of its own (127.0.0.2, .3, ...):
   // Ray tells its nodes apart by address, and one host's pods share one.
   bool own_loopback = false;
+  // Each pod the first process of a PID namespace of its own, with its own
+  // /proc (os::SpawnRequest::own_pid_namespace): `ps -ef`, `pkill -f` in a
+  // pod (atlctl run, its terminal) see that pod only, as in a container.
+  // Where the host allows it (os::pid_namespaces_available()).
+  bool own_pid_namespace = false;
 };
 
 class LocalPods {
@@ -56,13 +61,17 @@ class LocalPods {
     std::unique_ptr<os::ChildProcess> process;  // null while waiting to be recreated
     std::chrono::steady_clock::time_point restart_at;
     int starts = 0;
+    // The pod's own temp dir (its TMPDIR, and where its job file is), made
+    // at each start and removed with the pod: a container's local disk is
+    // gone with it, and so is what Ray, Tune, torch or the job left there.
+    std::string tmp_dir;
   };
   // `generation`: 1 for the first start of the pod, k+1 for its k-th recreation.
   // `gate`: the start gate's end for the first pods, -1 for a recreated one.
-  Expected<std::unique_ptr<os::ChildProcess>> spawn(const std::string& name, int index,
-                                                    int generation, int gate = -1) const;
+  Expected<std::unique_ptr<os::ChildProcess>> spawn(Pod& pod, int generation, int gate = -1) const;
   void watch();     // the thread: reaps and recreates; it also spawns, so its pods die with it
   void reap_all();  // waits for every pod until deadline_, then kills
+  static void remove_tmp(Pod& pod);
 
   LocalPodsConfig config_;
   std::optional<os::StartGate> gate_;  // closed unopened with this object: waiting pods end

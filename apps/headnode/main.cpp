@@ -59,6 +59,7 @@ struct HeadOptions {
   std::string state_dir;
   int local_workers = 0;
   atl::Millis pod_restart_delay = std::chrono::seconds(1);
+  std::string isolate_local_pods = "auto";  // --isolate-local-pods auto|yes|no
   atl::Millis linger{0};
   std::size_t history = 10000;  // --history
   std::string tls_dir;          // --tls-dir: mounted credentials; empty: made in <state-dir>/tls
@@ -133,6 +134,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "where logs and the address go (default ./atl-state/<job-id>)")(
       "local-workers", po::value<int>(),
       "also start N workernode processes on this machine (recreated when they exit)")(
+      "isolate-local-pods", po::value<std::string>(),
+      "auto|yes|no: each local worker in a PID namespace of its own, as a container (ps, pkill "
+      "there see that pod only); auto: where this host allows it (root) (default auto)")(
       "pod-restart-delay", po::value<std::string>(),
       "how long a local worker that exited waits before it is started again (default 1s)")(
       "max-restarts", po::value<int>(),
@@ -328,6 +332,18 @@ HeadOptions parse_options(int argc, char** argv) {
                             "--local-workers: must be between 0 and the number of workers and "
                             "spares (" +
                                 std::to_string(atl::total_worker_pods(job)) + ")");
+  }
+  if (vm.count("isolate-local-pods")) {
+    opt.isolate_local_pods = vm["isolate-local-pods"].as<std::string>();
+    if (opt.isolate_local_pods != "auto" && opt.isolate_local_pods != "yes" &&
+        opt.isolate_local_pods != "no")
+      atl::cli::usage_error("headnode", "--isolate-local-pods: '" + opt.isolate_local_pods +
+                                            "' is not one of auto, yes, no");
+    if (opt.isolate_local_pods == "yes") {
+      if (auto can = atl::os::pid_namespaces_available(); !can)
+        atl::cli::usage_error("headnode", "--isolate-local-pods yes: " + can.error() +
+                                              "; run as root, or pass --isolate-local-pods no");
+    }
   }
   if (vm.count("pod-restart-delay"))
     opt.pod_restart_delay = atl::cli::value_or_exit(
@@ -633,6 +649,14 @@ std::unique_ptr<atl::headnode::LocalPods> start_local_pods(
       address, {}, opt.pod_restart_delay, ending, atl::pod_flags_for_spec(opt.job.node_spec)};
   // Ray on one host: a node per loopback address (the head's is 127.0.0.1).
   pods.own_loopback = opt.job.mode == atl::JobMode::ray;
+  if (opt.isolate_local_pods != "no") {
+    auto can = atl::os::pid_namespaces_available();
+    pods.own_pid_namespace = static_cast<bool>(can);
+    if (!can)
+      atl::component_logger("headnode")
+          ->info("local workers share this host's processes ({}): atlctl run there sees them all",
+                 can.error());
+  }
   for (int i = 0; i < opt.local_workers; ++i)
     pods.pod_names.push_back(atl::worker_pod_name(opt.job.job_id, i));
   auto local_pods = std::make_unique<atl::headnode::LocalPods>(std::move(pods));

@@ -180,7 +180,9 @@ TEST(DebugMode, RunForceIsNotTrackedAndSurvivesStop) {
   for (int i = 0; i < 500 && read_file(pid_file).empty(); ++i) std::this_thread::sleep_for(20ms);
   std::string line = read_file(pid_file);
   ASSERT_FALSE(line.empty());
-  pid_t pid = std::stoi(line.substr(line.find(' ') + 1));
+  // Rank 1 is on pod 0: $$ there is the pod's number.
+  pid_t pid = d.c.host_pid(0, std::stoi(line.substr(line.find(' ') + 1)));
+  ASSERT_GT(pid, 0);
   EXPECT_EQ(d.ctl({"stop"}).output, kStopLines);
   EXPECT_EQ(::kill(pid, 0), 0) << "stop ended the untracked run -f process";
   // Its output still streams, readable with logs --run.

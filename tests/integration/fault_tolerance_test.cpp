@@ -214,7 +214,8 @@ TEST(FaultTolerance, AFrozenWorkerIsDetectedFencedAndItsRanksDie) {
   auto& head = c.start_head(
       {"--workers", "2", "--local-workers", "2", "--heartbeat-timeout", "2s", "--", entrypoint(1)});
   ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
-  int rank1 = pid_in(c.output(head), start_line(1, 0));
+  // Rank 1 is on pod 1: the head's line gives its pod's number.
+  int rank1 = c.host_pid(1, pid_in(c.output(head), start_line(1, 0)));
   ASSERT_GT(rank1, 0);
   int worker = c.worker_pid(1);
   ASSERT_GT(worker, 0);

@@ -601,7 +601,10 @@ TEST(JobLifecycle, StatusShowsEachRanksFiguresAndMarksAStoppedOne) {
     EXPECT_EQ(v["mark"], "") << v.dump();
   }
   ASSERT_GT(pid1, 0);
-  ASSERT_EQ(::kill(pid1, SIGSTOP), 0);
+  // Rank 1 is on pod 0; what it and status say is its pod's number.
+  const int host1 = c.host_pid(0, pid1);
+  ASSERT_GT(host1, 0);
+  ASSERT_EQ(::kill(host1, SIGSTOP), 0);
   // Silent after 15 s while its peers print; the others never marked.
   std::string verbose;
   deadline = std::chrono::steady_clock::now() + 90s;
@@ -610,7 +613,7 @@ TEST(JobLifecycle, StatusShowsEachRanksFiguresAndMarksAStoppedOne) {
     if (verbose.find("running (silent)") != std::string::npos) break;
     std::this_thread::sleep_for(500ms);
   }
-  ::kill(pid1, SIGCONT);
+  ::kill(host1, SIGCONT);
   std::istringstream lines(verbose);
   int marked = 0;
   for (std::string line; std::getline(lines, line);) {

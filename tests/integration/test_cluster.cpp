@@ -259,6 +259,27 @@ bool is_workernode_of(const std::vector<std::string>& args, const std::string& p
   return std::find(args.begin(), args.end(), pod) != args.end();
 }
 
+std::string pid_namespace_of(int pid) {
+  char link[64] = {};
+  std::string path = "/proc/" + std::to_string(pid) + "/ns/pid";
+  ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : "";
+}
+
+// The innermost of /proc/PID/status's NSpid numbers: the pid in its own namespace.
+int innermost_pid(int pid) {
+  std::istringstream status(read_file("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    std::istringstream numbers(line.substr(6));
+    int n = -1, last = -1;
+    while (numbers >> n) last = n;
+    return last;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int TestCluster::worker_pid(int index) const {
@@ -274,6 +295,22 @@ int TestCluster::worker_pid(int index) const {
     int ppid = parent_of(pid);
     if (ppid <= 0 || is_workernode_of(command_line(ppid), pod)) continue;
     found = pid;
+  }
+  ::closedir(proc);
+  return found;
+}
+
+int TestCluster::host_pid(int index, int pod_pid) const {
+  const int worker = worker_pid(index);
+  if (worker <= 0) return -1;
+  const std::string ns = pid_namespace_of(worker);
+  if (ns.empty() || ns == pid_namespace_of(::getpid())) return pod_pid;  // not isolated
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return -1;
+  int found = -1;
+  while (dirent* e = ::readdir(proc)) {
+    int pid = std::atoi(e->d_name);
+    if (pid > 0 && pid_namespace_of(pid) == ns && innermost_pid(pid) == pod_pid) found = pid;
   }
   ::closedir(proc);
   return found;

@@ -64,6 +64,10 @@ class TestCluster {
   // The pid of the workernode process of pod `index` (started by the head with
   // --local-workers, or by start_worker); -1 when there is none now.
   int worker_pid(int index) const;
+  // The host's number of process `pod_pid` of local pod `index`: a pod in a
+  // PID namespace of its own (headnode --isolate-local-pods) and atl's
+  // status number its processes in that namespace. -1: none such.
+  int host_pid(int index, int pod_pid) const;
 
   // Processes carrying this cluster's tag in their environment (zombies excluded).
   std::vector<int> live_tagged_processes() const;

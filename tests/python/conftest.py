@@ -16,6 +16,48 @@ BIN = os.environ.get("ATL_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+def _pid_namespace(pid):
+    try:
+        return os.readlink("/proc/%s/ns/pid" % pid)
+    except OSError:
+        return None
+
+
+def _innermost_pid(pid):
+    try:
+        for line in open("/proc/%s/status" % pid):
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def host_pid(pod, pid):
+    """The host's number of process `pid` of local pod `pod`: where the host
+    allows it each local pod runs in a PID namespace of its own (headnode
+    --isolate-local-pods), and atl's status and the pod's processes give
+    that namespace's numbers."""
+    ns = None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = open("/proc/%s/cmdline" % entry, "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(args[0]) == b"workernode" and pod.encode() in args:
+            ns = _pid_namespace(entry)
+            break
+    assert ns, "no workernode of pod %s" % pod
+    if ns == _pid_namespace("self"):
+        return pid  # the pod shares this namespace
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _pid_namespace(entry) == ns and _innermost_pid(entry) == pid:
+            return int(entry)
+    raise AssertionError("no process %d in pod %s" % (pid, pod))
+
+
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
                  nproc_per_node=1, local_workers=None, job_id=None, own_home=False,

@@ -12,7 +12,7 @@ import time
 import pytest
 
 import atl
-from conftest import ROOT, connected_cluster
+from conftest import ROOT, connected_cluster, host_pid
 
 
 @pytest.fixture
@@ -24,6 +24,10 @@ def fast_heartbeats():
 class Pid:
     def pid(self):
         return os.getpid()
+
+    def host_pid(self):
+        """Its pid on this host (its pod's numbers are its own namespace's)."""
+        return os.environ["ATL_POD_NAME"], os.getpid()
 
     def nap(self, seconds):
         time.sleep(seconds)
@@ -57,7 +61,7 @@ def _state(pid):
 
 def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats):
     a = Pid.remote()
-    pid = atl.get(a.pid.remote(), timeout=60)
+    pid = host_pid(*atl.get(a.host_pid.remote(), timeout=60))
     a._connecting.join(30)  # the direct path (the supervisor's says "no answer to a heartbeat")
     os.kill(pid, signal.SIGSTOP)
     try:
@@ -79,7 +83,7 @@ def test_a_hung_actor_fails_a_call_within_the_heartbeat_timeout(fast_heartbeats)
 
 def test_an_actor_killed_mid_call_fails_it_and_every_later_one(fast_heartbeats):
     a = Pid.remote()
-    pid = atl.get(a.pid.remote(), timeout=60)
+    pid = host_pid(*atl.get(a.host_pid.remote(), timeout=60))
     a._connecting.join(30)
     ref = a.nap.remote(60)
     time.sleep(0.5)

@@ -235,7 +235,8 @@ def test_warm_workers_run_calls_and_one_that_dies_is_replaced(cluster):
 
     out = atl.get([where.remote(i) for i in range(40)], timeout=60)
     assert [i for _, _, i in out] == list(range(40))
-    pids = {pid for pid, _, _ in out}
+    # A process is its pod and its pid there (each local pod may number its own).
+    pids = {(pid, pod) for pid, pod, _ in out}
     # Two workers with at least one CPU each: 2..16 warm processes, each reused.
     assert 1 <= len(pids) <= 16 and len(pids) < 40, pids
     assert {pod for _, pod, _ in out} <= {f"{cluster.job_id}-worker-0",
@@ -257,15 +258,15 @@ def test_warm_workers_run_calls_and_one_that_dies_is_replaced(cluster):
     def outer(x):
         import atl as inner_atl
         inner_atl.init()
-        return inner_atl.get(where.remote(x), timeout=60)[0], os.getpid()
+        return inner_atl.get(where.remote(x), timeout=60)[:2], pid_and_pod()
 
-    inner_pid, outer_pid = atl.get(outer.remote(7), timeout=120)
-    assert inner_pid != outer_pid
+    inner, outer_one = atl.get(outer.remote(7), timeout=120)
+    assert tuple(inner) != tuple(outer_one)
 
     # With a placement of its own, a call runs cold: a process of its own.
     pod = f"{cluster.job_id}-worker-1"
     cold = atl.get([where.options(pod=pod).remote(i) for i in range(2)], timeout=60)
-    assert cold[0][0] != cold[1][0] and not {c[0] for c in cold} & pids
+    assert cold[0][0] != cold[1][0] and not {c[:2] for c in cold} & pids
     assert {c[1] for c in cold} == {pod}
 
 
@@ -298,7 +299,7 @@ def test_actors_start_in_warm_workers_and_constructor_errors_are_raised(cluster)
             self.value = value
 
         def get(self):
-            return self.value, os.getpid()
+            return self.value, pid_and_pod()
 
     # Started cold (a process of its own on that pod) and warm alike.
     with pytest.raises(atl.RemoteError) as e:
@@ -316,7 +317,7 @@ def test_actors_start_in_warm_workers_and_constructor_errors_are_raised(cluster)
     boxes = [Box.remote(i) for i in range(3)]
     got = [atl.get(b.get.remote(), timeout=30) for b in boxes]
     assert [v for v, _ in got] == [0, 1, 2]
-    assert len({pid for _, pid in got}) == 3  # a process each
+    assert len({tuple(p) for _, p in got}) == 3  # a process each
     for b in boxes:
         atl.kill(b)
         # Warm: ends at SIGTERM (143); cold (none was idle): closes and exits 0.
@@ -331,9 +332,9 @@ def test_workers_per_node_zero_runs_every_call_cold(cluster):
 
     @atl.remote
     def pid():
-        return os.getpid()
+        return pid_and_pod()
 
-    assert len(set(atl.get([pid.remote() for _ in range(3)], timeout=60))) == 3
+    assert len({tuple(p) for p in atl.get([pid.remote() for _ in range(3)], timeout=60)}) == 3
     atl.shutdown()
     os.environ["ATL_WORKERS_PER_NODE"] = "many"
     try:
@@ -461,7 +462,7 @@ def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster
 
     @atl.remote
     def pid():
-        return os.getpid()
+        return pid_and_pod()
 
     ref = pid.remote()
     with pytest.raises(atl.RemoteError) as e:
@@ -474,7 +475,7 @@ def test_a_pool_whose_processes_cannot_start_gives_up_and_calls_run_cold(cluster
     monkeypatch.undo()  # the real interpreter again
     # The pool gave up: calls now get a process each (cold) and work.
     assert atl._warm_pool() is None
-    assert len(set(atl.get([pid.remote() for _ in range(2)], timeout=60))) == 2
+    assert len({tuple(p) for p in atl.get([pid.remote() for _ in range(2)], timeout=60)}) == 2
 
 
 def test_shutdown_from_another_thread_returns(tmp_path):

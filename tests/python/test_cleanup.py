@@ -28,9 +28,28 @@ while not os.path.exists(os.path.join(here, "go")):
 print("trained", flush=True)
 """
 
-# Inside the namespace: a job, the guide's commands as printed, the end.
+# Job B, beside job A on the same host: what its pod sees, then training
+# until told to finish. A's cleanup must never reach it.
+TRAIN_B = """import os, sys, tempfile, time
+here = os.path.dirname(os.path.abspath(__file__))
+first = open("/proc/1/cmdline").read().split(chr(0))[0]
+print("B pid1", os.path.basename(first), "tmp", tempfile.gettempdir(), flush=True)
+open(os.path.join(tempfile.gettempdir(), "scratch"), "w").write("x")
+print("B training, attempt", os.environ.get("ATL_RESTART_COUNT"), flush=True)
+while not os.path.exists(os.path.join(here, "go-b")):
+    time.sleep(0.2)
+print("B trained", flush=True)
+"""
+
+# Inside the namespace: job B, then job A and the guide's commands as
+# printed, A's end, then B's.
 WALK = r"""set -u
 cd "$DIR"
+headnode --mode spmd --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
+  --job-id jo-beside --state-dir "$DIR/state-b" --dashboard-port off --linger 0s \
+  -- python3 "$DIR/train_b.py" > "$DIR/head-b.out" 2>&1 &
+head_b=$!
+for i in $(seq 300); do grep -q "B training, attempt" "$DIR/head-b.out" && break; sleep 0.1; done
 headnode --mode "$MODE" --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
   --job-id jo-cleanup --state-dir "$DIR/state" --dashboard-port off --linger 0s \
   -- python3 "$DIR/train.py" > "$DIR/head.out" 2>&1 &
@@ -52,6 +71,9 @@ for i in $(seq 300); do [ "$(grep -c "training, attempt" "$DIR/head.out")" -ge 2
 touch "$DIR/go"
 wait $head
 echo "[head exit $?]"
+touch "$DIR/go-b"
+wait $head_b
+echo "[B exit $?]"
 """
 
 
@@ -64,28 +86,49 @@ def walk(mode, cleanup):
     try:
         with open(os.path.join(tmp, "train.py"), "w") as f:
             f.write(TRAIN)
+        with open(os.path.join(tmp, "train_b.py"), "w") as f:
+            f.write(TRAIN_B)
         env = dict(os.environ, DIR=tmp, MODE=mode, CLEANUP=cleanup, HOME=tmp,
                    PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
         r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", WALK],
                            env=env, capture_output=True, text=True, timeout=300)
         head = open(os.path.join(tmp, "head.out")).read()
-        return r.stdout + r.stderr, head
+        beside = open(os.path.join(tmp, "head-b.out")).read()
+        return r.stdout + r.stderr, head, beside
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.parametrize("mode", ["spmd", "driver"])
 def test_the_guides_cleanup_line_kills_user_processes_never_the_head(mode):
-    said, head = walk(mode, CLEANUP)
+    said, head, beside = walk(mode, CLEANUP)
     assert "Send command to all workers success." in said, said
     assert "lost the supervisor" not in said, said
     assert "[head exit 0]" in said, (said, head)
     assert "Job status:  succeeded" in head, head
     assert "trained" in head, head
+    the_job_beside_is_untouched(said, beside)
 
 
 def test_pkill_f_python_kills_user_processes_never_the_head():
-    said, head = walk("spmd", "pkill -f python")
+    said, head, beside = walk("spmd", "pkill -f python")
     assert "lost the supervisor" not in said, said
     assert "[head exit 0]" in said, (said, head)
     assert "Job status:  succeeded" in head, head
+    the_job_beside_is_untouched(said, beside)
+
+
+def the_job_beside_is_untouched(said, beside):
+    """Job B ran through A's cleanup in one attempt: its pod is a PID
+    namespace of its own (its PID 1 the pod's workernode, as a container's is
+    its init), which A's `ps -ef`/`pkill` cannot see; its temp dir was the
+    pod's own, gone with the job."""
+    assert "[B exit 0]" in said, (said, beside)
+    assert beside.count("B training, attempt") == 1, beside
+    assert "B trained" in beside, beside
+    line = [x for x in beside.splitlines() if "B pid1 " in x][0]
+    words = line.split()
+    assert words[words.index("pid1") + 1] == "workernode", line
+    tmp = words[words.index("tmp") + 1]
+    assert os.path.basename(tmp).startswith("atl-pod-"), line
+    assert not os.path.exists(tmp), tmp + " outlived its pod"

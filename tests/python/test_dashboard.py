@@ -19,7 +19,7 @@ import urllib.parse
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import BIN, ROOT, Cluster
+from conftest import BIN, ROOT, Cluster, host_pid
 
 ARTIFACTS = os.environ.get("ATL_TEST_ARTIFACTS",
                            os.path.join(ROOT, "build", "test-artifacts", "dashboard"))
@@ -467,8 +467,8 @@ def test_a_stopped_rank_is_marked_on_the_ranks_page_and_in_metrics(spmd):
             break
         time.sleep(0.5)
     rank3 = [r for r in status()["ranks"] if r["rank"] == 3][0]
-    pid = rank3["vitals"]["user_pid"]
-    assert pid != rank3["pid"], rank3  # the user's process, not atl's guard
+    assert rank3["vitals"]["user_pid"] != rank3["pid"], rank3  # the user's process, not atl's guard
+    pid = host_pid(rank3["pod"], rank3["vitals"]["user_pid"])  # the pod's number: the host's
     os.kill(pid, signal.SIGSTOP)
     d = None
     try:

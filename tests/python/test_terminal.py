@@ -17,7 +17,7 @@ import time
 import pytest
 import websocket
 
-from conftest import ROOT, Cluster
+from conftest import ROOT, Cluster, host_pid
 from test_dashboard import (ARTIFACTS, _open_dashboard, browser, browser_login, needs_chromium,
                             session_cookie, wait)
 
@@ -228,7 +228,7 @@ def test_the_shells_exit_the_sessions_end_and_a_dropped_viewer_each_close_it(job
     cookie, csrf = login(job)
     ws = connect(job, pod, cookie, csrf)
     out = type_and_read(ws, "echo pid-$$ end-$((3+3))\r", b"end-6")
-    shell = int(out.split(b"pid-")[-1].split()[0])
+    shell = host_pid(pod, int(out.split(b"pid-")[-1].split()[0]))
     ws.sock.shutdown(socket.SHUT_RDWR)
     ws.sock.close()
     deadline = time.time() + 30
@@ -251,7 +251,7 @@ def test_a_lost_pod_closes_its_terminals_and_its_shell_goes_with_it():
         cookie, csrf = login(c)
         ws = connect(c, c.job_id + "-worker-1", cookie, csrf)
         out = type_and_read(ws, "echo pid-$$ end-$((3+3))\r", b"end-6")
-        shell = int(out.split(b"pid-")[-1].split()[0])
+        shell = host_pid(c.job_id + "-worker-1", int(out.split(b"pid-")[-1].split()[0]))
         worker = common.workernode_pid(c.job_id, 1)
         assert worker, c.output()
         os.kill(worker, signal.SIGKILL)

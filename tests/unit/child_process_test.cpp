@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -595,4 +596,142 @@ TEST(ChildProcess, AThreadedSpawnerExecsInsteadOfRunningTheFunction) {
   ASSERT_TRUE(child.ok()) << child.error();
   EXPECT_EQ(child->wait().code, 5);
   second.join();
+}
+
+namespace {
+
+// The whole output of a child, to its end.
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+std::string pid_namespace_of(const std::string& proc_entry) {
+  char link[64] = {};
+  ssize_t n = ::readlink(("/proc/" + proc_entry + "/ns/pid").c_str(), link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : "";
+}
+
+#define SKIP_WITHOUT_PID_NAMESPACES()                          \
+  if (auto can = atl::os::pid_namespaces_available(); !can) {  \
+    GTEST_SKIP() << "no PID namespaces here: " << can.error(); \
+  }
+
+}  // namespace
+
+// A local pod's process: PID 1 of a namespace of its own, whose /proc shows
+// that namespace only (the host's processes, this test's among them, are
+// not there); the host sees it by its own pid, and the spawning thread's
+// next children are born in the host's namespace again.
+TEST(ChildProcess, AChildInAPidNamespaceOfItsOwnSeesOnlyItsOwnProcesses) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto req = shell(
+      "echo self=$$; echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); "
+      "ls /proc | grep -c '^[0-9]' ; test -e /proc/" +
+      std::to_string(::getpid()) + "/cmdline && echo sees-the-host; sleep 0.2 & wait");
+  req.guarded = false;
+  req.own_pid_namespace = true;
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  EXPECT_NE(pid_namespace_of(std::to_string(child->pid())), pid_namespace_of("self"));
+  std::string out = read_all(child->output_fd());
+  EXPECT_TRUE(child->wait().success()) << out;
+  EXPECT_NE(out.find("self=1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("pid1=/bin/sh -c"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\nsees-the-host\n"), std::string::npos)
+      << out;  // a line, not /proc/1/cmdline
+  // The shell, its subshell, ls and grep, sleep: a handful, not the host's.
+  std::istringstream lines(out);
+  std::string line;
+  int count = -1;
+  while (std::getline(lines, line))
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) count = std::stoi(line);
+  EXPECT_GT(count, 0) << out;
+  EXPECT_LT(count, 10) << out;
+  // The next child of this thread is the host's again.
+  auto plain = atl::os::ChildProcess::spawn(shell("sleep 0.1"));
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_EQ(pid_namespace_of(std::to_string(plain->pid())), pid_namespace_of("self"));
+  plain->wait();
+}
+
+// Its end ends everything in it (a daemon it left behind included), and a
+// SIGTERM from the host reaches it only through a handler of its own: a
+// pod's workernode has one; PID 1 without one ignores it, SIGKILL never.
+TEST(ChildProcess, APidNamespacesEndTakesEverythingInItAlong) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto req = shell(
+      "setsid sleep 300 & echo daemon=$!; trap 'exit 7' TERM; "
+      "while true; do sleep 0.05; done");
+  req.guarded = false;
+  req.own_pid_namespace = true;
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  std::string line;
+  char ch;
+  while (::read(child->output_fd(), &ch, 1) == 1 && ch != '\n') line += ch;
+  ASSERT_EQ(line.rfind("daemon=", 0), 0u) << line;
+  // The daemon, by the host's number: the one process of that namespace other than the shell.
+  const std::string ns = pid_namespace_of(std::to_string(child->pid()));
+  pid_t daemon = -1;
+  for (int i = 0; i < 200 && daemon < 0; ++i) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (!std::isdigit(static_cast<unsigned char>(name[0])) ||
+          name == std::to_string(child->pid()))
+        continue;
+      std::ifstream cmd("/proc/" + name + "/cmdline");
+      std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (pid_namespace_of(name) == ns && args.rfind("sleep", 0) == 0 &&
+          args.find("300") != std::string::npos)
+        daemon = std::stoi(name);
+    }
+    if (daemon < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(daemon, 0);
+  ::kill(child->pid(), SIGTERM);
+  EXPECT_EQ(child->wait().code, 7);  // the trap ran: the handler took it
+  for (int i = 0; i < 500 && alive(daemon); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(daemon)) << "the setsid daemon outlived its namespace";
+}
+
+TEST(ChildProcess, OnlyAnUnguardedChildGetsAPidNamespace) {
+  auto req = shell("true");
+  req.own_pid_namespace = true;
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(child.ok());
+  EXPECT_NE(child.error().find("unguarded"), std::string::npos) << child.error();
+}
+
+// The first local pods are forks of the single-threaded head that run
+// workernode's main: in a namespace of their own too, as PID 1.
+TEST(ChildProcess, AForkThatRunsTheFunctionIsPidOneOfItsNamespace) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    atl::os::SpawnRequest req;
+    req.argv = {"/no/such/workernode"};
+    req.env = {"PATH=/usr/bin:/bin"};
+    req.output = atl::os::OutputMode::inherit;
+    req.guarded = false;
+    req.own_pid_namespace = true;
+    req.instead_of_exec = [] {
+      std::ifstream stat("/proc/self/stat");
+      int pid = 0;
+      stat >> pid;
+      return ::getpid() == 1 && pid == 1 ? 42 : 1;
+    };
+    auto child = atl::os::ChildProcess::spawn(req);
+    if (!child.ok()) _exit(102);
+    _exit(child->wait().code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42) << "1: not PID 1 with its own /proc; 102: no spawn";
 }

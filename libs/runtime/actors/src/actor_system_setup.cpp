@@ -12,6 +12,7 @@ namespace atl {
 
 bool openssl_error_queue_fix_linked();  // openssl_interpose.cpp
 bool basp_spawn_server_skip_linked();   // basp_interpose.cpp
+bool node_id_salt_linked();             // node_id_interpose.cpp
 
 void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StreamId>("atl::StreamId");
@@ -43,6 +44,7 @@ AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
     secure_ = true;
   }
   if (!basp_spawn_server_skip_linked()) throw std::logic_error("CAF without its leak fix");
+  if (!node_id_salt_linked()) throw std::logic_error("CAF without distinct local pods");
   add_atl_message_types(*this);
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.

@@ -5,9 +5,11 @@
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "atl/os/guard_protocol.h"
@@ -79,6 +82,8 @@ const char* step_name(int step) {
       return "fork";
     case ATL_STEP_ARGS:
       return "start atl-guard (bad arguments)";
+    case ATL_STEP_PID_NAMESPACE:
+      return "mount /proc in its PID namespace";
     default:
       return "prepare";
   }
@@ -96,6 +101,7 @@ struct GuardStart {
   int lease = -1;
   const char* working_dir = nullptr;  // nullptr: the spawner's
   bool guarded = true;                // false: exec argv[0] itself, with pdeathsig
+  bool own_pid_namespace = false;     // unguarded: PID 1 of a namespace of its own
   pid_t parent = 0;
 };
 
@@ -145,7 +151,9 @@ int place_child(const GuardStart& s) {
 void become_unguarded(const GuardStart& s, int report) {
   ::fcntl(report, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != s.parent) _exit(127);  // the spawner died before prctl took
+  // The spawner died before prctl took. (PID 1 of a namespace of its own
+  // sees no parent: getppid() is 0 there, whoever it is.)
+  if (!s.own_pid_namespace && ::getppid() != s.parent) _exit(127);
   for (int sig = 1; sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
   sigset_t none;
@@ -153,9 +161,57 @@ void become_unguarded(const GuardStart& s, int report) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// Makes this new mount namespace's /proc that of the new PID namespace this
+// process is PID 1 of (its mounts private first: nothing propagates back to
+// the host's). Only system calls: it runs in a vfork-like child.
+bool mount_own_proc() {
+  return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+         ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+}
+
+// In the child of a spawn with SpawnRequest::own_pid_namespace (PID 1 of
+// the namespace its spawner's thread made for it, see start_guard): a mount
+// namespace of its own, where /proc is its PID namespace's.
+void enter_own_mounts(const GuardStart& s, int report) {
+  if (!s.own_pid_namespace) return;
+  if (::unshare(CLONE_NEWNS) != 0 || !mount_own_proc()) child_fail(report, ATL_STEP_PID_NAMESPACE);
+}
+
+// The spawning thread's children are born into a new PID namespace while
+// this lives (namespaces are per thread: the process's other threads, and
+// this one after, fork into their own as before). fork() starts it, as PID 1.
+class NewPidNamespaceForChildren {
+ public:
+  NewPidNamespaceForChildren() {
+    back_ = ::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (back_ < 0) {
+      error_ = errno;
+      return;
+    }
+    if (::unshare(CLONE_NEWPID) != 0) {
+      error_ = errno;
+      ::close(back_);
+      back_ = -1;
+    }
+  }
+  ~NewPidNamespaceForChildren() {
+    if (back_ < 0) return;
+    ::setns(back_, CLONE_NEWPID);  // its own active namespace: always allowed
+    ::close(back_);
+  }
+  NewPidNamespaceForChildren(const NewPidNamespaceForChildren&) = delete;
+  NewPidNamespaceForChildren& operator=(const NewPidNamespaceForChildren&) = delete;
+  int error() const { return error_; }
+
+ private:
+  int back_ = -1;
+  int error_ = 0;
+};
+
 // In the vfork child: placed, then exec atl-guard (or, unguarded, the command).
 [[noreturn]] void exec_guard(const GuardStart& s) {
   int report = place_child(s);
+  enter_own_mounts(s, report);
   if (s.guarded) {
     ::execve(s.guard, s.argv, s.envp);
     child_fail(report, ATL_STEP_GUARD);
@@ -172,6 +228,7 @@ void become_unguarded(const GuardStart& s, int report) {
 // The report pipe's close says it started, as an exec's would.
 [[noreturn]] void run_forked(const GuardStart& s, const SpawnRequest& req) {
   int report = place_child(s);
+  enter_own_mounts(s, report);
   become_unguarded(s, report);
   ::clearenv();
   for (const auto& e : req.env) ::putenv(::strdup(e.c_str()));
@@ -193,6 +250,12 @@ __attribute__((noinline)) pid_t start_guard(const GuardStart& start, const Spawn
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   if (forked) std::fflush(nullptr);  // nothing buffered here is written twice
+  std::optional<NewPidNamespaceForChildren> own;
+  if (start.own_pid_namespace && own.emplace().error() != 0) {
+    *error = own->error();
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return -1;
+  }
   pid_t pid = forked ? ::fork() : ::vfork();
   if (pid == 0) {
     if (forked) run_forked(start, req);
@@ -204,6 +267,40 @@ __attribute__((noinline)) pid_t start_guard(const GuardStart& start, const Spawn
 }
 
 }  // namespace
+
+namespace {
+
+Status try_pid_namespace() {
+  std::optional<NewPidNamespaceForChildren> own;
+  if (own.emplace().error() != 0) {
+    const int err = own->error();
+    if (err == EPERM) return make_error("making namespaces needs root (or CAP_SYS_ADMIN)");
+    return make_error(std::string("this system refuses a new PID namespace (") + strerror(err) +
+                      ")");
+  }
+  // PID 1 of the new namespace: its own mounts and /proc, then gone.
+  pid_t pid = ::fork();
+  if (pid == 0) _exit(::unshare(CLONE_NEWNS) == 0 && mount_own_proc() ? 0 : (errno & 0x7f) + 1);
+  const int fork_errno = errno;
+  own.reset();
+  if (pid < 0)
+    return make_error(std::string("cannot start a process in a new PID namespace (") +
+                      strerror(fork_errno) + ")");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return make_error(std::string("cannot mount /proc in a new PID namespace (") +
+                      (WIFEXITED(status) ? strerror(WEXITSTATUS(status) - 1) : "killed") + ")");
+  return Ok{};
+}
+
+}  // namespace
+
+Status pid_namespaces_available() {
+  static const Status answer = try_pid_namespace();
+  return answer;
+}
 
 bool single_threaded() {
   const auto fields = own_stat_fields();  // [17]: field 20, the number of threads
@@ -235,6 +332,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   } else if (req.lease || req.argv[0].find('/') == std::string::npos) {
     return make_error("spawn: an unguarded child takes no lease and an absolute path");
   }
+  if (req.own_pid_namespace && req.guarded)
+    return make_error("spawn: only an unguarded child gets a PID namespace of its own");
   for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -284,6 +383,7 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   start.lease = req.lease ? req.lease->fd() : -1;
   start.working_dir = req.working_dir.empty() ? nullptr : req.working_dir.c_str();
   start.guarded = req.guarded;
+  start.own_pid_namespace = req.own_pid_namespace;
   start.parent = ::getpid();
   const bool forked = req.instead_of_exec && !req.guarded && single_threaded();
   int fork_errno = 0;
@@ -292,7 +392,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     give_back_output();
     ::close(report[0]);
     ::close(report[1]);
-    return make_error(std::string("fork: ") + strerror(fork_errno));
+    return make_error(std::string(req.own_pid_namespace ? "a new PID namespace: " : "fork: ") +
+                      strerror(fork_errno));
   }
 
   ::close(report[1]);

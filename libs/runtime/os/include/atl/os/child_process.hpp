@@ -88,7 +88,21 @@ struct SpawnRequest {
   // descriptors and pdeathsig). It loads nothing: what this process loaded
   // is there. A spawner with threads execs argv[0] as usual.
   std::function<int()> instead_of_exec;
+  // Unguarded only: the child is the first process (PID 1) of a PID
+  // namespace of its own, in a mount namespace of its own where /proc is
+  // that namespace's: `ps -ef` there sees the child and what it starts,
+  // nothing else of the host (a local pod, as a container is). Its pid() is
+  // the host's; pids inside are the namespace's. Signals from this side
+  // reach it only where it handles them (SIGKILL and SIGSTOP always), and
+  // its end ends everything inside. Never instead_of_exec (it execs).
+  // Whether this host allows it: pid_namespaces_available().
+  bool own_pid_namespace = false;
 };
+
+// Whether this process may start children with own_pid_namespace (root, or
+// CAP_SYS_ADMIN, and a /proc it may mount): Ok, or why not, in words. Tried
+// once with a real child (~1 ms); the answer is kept.
+Status pid_namespaces_available();
 
 // This process has one thread (a fork of it may run anything).
 bool single_threaded();

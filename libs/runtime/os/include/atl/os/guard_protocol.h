@@ -28,7 +28,8 @@ enum {
   ATL_STEP_EXEC = 3,   /* exec the command */
   ATL_STEP_FORK = 4,   /* start the command's process */
   ATL_STEP_GUARD = 5,  /* start the guard itself */
-  ATL_STEP_ARGS = 6    /* the guard's arguments */
+  ATL_STEP_ARGS = 6,   /* the guard's arguments */
+  ATL_STEP_PID_NAMESPACE = 7 /* an unguarded child's own /proc (SpawnRequest::own_pid_namespace) */
 };
 
 /* The owner's "kill everything below you now" (the guard's sweep). */
