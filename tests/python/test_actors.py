@@ -116,7 +116,7 @@ def test_max_concurrency_holds_on_the_direct_path(fast_heartbeats):
 
 def test_kill_from_a_driver_that_did_not_start_it(fast_heartbeats):
     a = Pid.options(name="shared").remote()
-    pid = atl.get(a.pid.remote(), timeout=60)
+    pid = host_pid(*atl.get(a.host_pid.remote(), timeout=60))
     code = ("import atl; atl.init(); atl.kill(atl.get_actor('shared')); atl.shutdown()")
     env = dict(fast_heartbeats.env, ATL_ADDRESS=fast_heartbeats.address,
                ATL_TLS_DIR=fast_heartbeats.tls, PYTHONPATH=os.path.join(ROOT, "python"))
