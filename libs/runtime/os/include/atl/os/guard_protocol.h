@@ -23,12 +23,12 @@ enum { ATL_GUARD_REPORT_FD = 4, ATL_GUARD_LEASE_FD = 5 };
 
 /* Steps a failed start reports (the first int on the report pipe). */
 enum {
-  ATL_STEP_OUTPUT = 1, /* redirect output */
-  ATL_STEP_CHDIR = 2,  /* change to the working directory */
-  ATL_STEP_EXEC = 3,   /* exec the command */
-  ATL_STEP_FORK = 4,   /* start the command's process */
-  ATL_STEP_GUARD = 5,  /* start the guard itself */
-  ATL_STEP_ARGS = 6,   /* the guard's arguments */
+  ATL_STEP_OUTPUT = 1,       /* redirect output */
+  ATL_STEP_CHDIR = 2,        /* change to the working directory */
+  ATL_STEP_EXEC = 3,         /* exec the command */
+  ATL_STEP_FORK = 4,         /* start the command's process */
+  ATL_STEP_GUARD = 5,        /* start the guard itself */
+  ATL_STEP_ARGS = 6,         /* the guard's arguments */
   ATL_STEP_PID_NAMESPACE = 7 /* an unguarded child's own /proc (SpawnRequest::own_pid_namespace) */
 };
 
