@@ -25,6 +25,7 @@
 #include "atl/cli/command_line.hpp"
 #include "atl/core/async_or_now.hpp"
 #include "atl/core/duration.hpp"
+#include "atl/core/ray_cluster.hpp"
 #include "atl/core/shell.hpp"
 #include "atl/os/child_process.hpp"
 #include "atl/os/job_pointer.hpp"
@@ -75,6 +76,35 @@ struct HeadOptions {
   std::string tensorboard_bin = "tensorboard";  // --tensorboard-logdir: the image's
   std::string ray_python = "python3";           // the Python beside it (has the ray module)
 };
+
+// Ray mode, every pod on this host: Ray's GCS on a free port unless the job
+// names one (refused at once when another process has it), and the ports
+// Ray fixes per node on free ones too.
+void settle_local_ray_ports(atl::JobSpec& job) {
+  const std::string host = atl::ray_node_host("127.0.0.1");
+  auto free_port = [&](const char* what) {
+    auto free = atl::os::ProbeListener::open(host);
+    if (!free)
+      atl::cli::usage_error("headnode", std::string("ray mode: no free port for ") + what + " on " +
+                                            host + ": " + free.error());
+    return static_cast<int>(free->port());
+  };
+  if (job.ray_port_given) {
+    if (!atl::os::ProbeListener::open(host, static_cast<std::uint16_t>(job.ray_port)))
+      atl::cli::usage_error(
+          "headnode", "--ray-port: " + std::to_string(job.ray_port) + " is taken on " + host +
+                          " (another Ray on this host?): name a free one, or leave it out and "
+                          "this job gets one of its own");
+  } else {
+    job.ray_port = free_port("Ray's GCS");
+  }
+  // Ray's dashboard is atl's /ray/ relay's: any free port unless named (two
+  // jobs starting at once both found 8265 free, and the second's Ray failed).
+  if (job.ray_dashboard_port == atl::JobSpec{}.ray_dashboard_port) job.ray_dashboard_port = 0;
+  job.ray_client_port = free_port("Ray's client server");
+  job.ray_agent_port = free_port("Ray's dashboard agent");
+  job.ray_any_worker_ports = true;
+}
 
 HeadOptions parse_options(int argc, char** argv) {
   // Everything after a bare "--" is the entrypoint, verbatim.
@@ -291,6 +321,7 @@ HeadOptions parse_options(int argc, char** argv) {
         "--ray-ready-timeout");
   if (vm.count("ray-port")) {
     job.ray_port = vm["ray-port"].as<int>();
+    job.ray_port_given = true;
     if (job.ray_port < 1 || job.ray_port > 65535)
       atl::cli::usage_error("headnode", "--ray-port: must be between 1 and 65535");
   }
@@ -466,6 +497,12 @@ HeadOptions parse_options(int argc, char** argv) {
       opt.local_workers > 0 && opt.local_workers == atl::total_worker_pods(job)) {
     if (auto free = atl::os::PortReservation::make(opt.bind)) job.master_port = free->port();
   }
+  // Ray on this host alone: the job's own ports where Ray's are fixed (two
+  // ray jobs on one host took the same GCS port and the second burned its
+  // budget on "Address already in use"). A port the job names is checked.
+  if (job.mode == atl::JobMode::ray && opt.local_workers > 0 &&
+      opt.local_workers == atl::total_worker_pods(job))
+    settle_local_ray_ports(job);
   return opt;
 }
 
@@ -867,6 +904,9 @@ int main(int argc, char** argv) {
     if (local_pods) local_pods->open_gate();
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
+    if (opt.job.ray_any_worker_ports)  // ray mode on one host: the job's own ports
+      std::cout << "Ray's GCS at " << atl::ray_node_host("127.0.0.1") << ":" << opt.job.ray_port
+                << " (ray status --address there; RAY_ADDRESS in the job's shells)" << std::endl;
     print_join_commands(opt, address, tls);
     // atlctl from any shell of the head pod finds the job here (job_pointer.hpp).
     atl::os::JobPointer pointer{opt.job.job_id,

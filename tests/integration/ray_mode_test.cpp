@@ -53,10 +53,18 @@ std::vector<int> find_processes(const std::string& needle, const std::string& en
 }
 
 // Every Ray node's temp dir of the job (sessions, sockets, logs) is gone.
-bool temp_dirs_gone(const std::string& job_id) {
+bool temp_dirs_gone(const std::string& job_id, int ray_port = atl::JobSpec{}.ray_port) {
   for (const char* node : {"h", "w0", "w1"})
-    if (::access(atl::ray_temp_dir(job_id, node).c_str(), F_OK) == 0) return false;
+    if (::access(atl::ray_temp_dir(job_id, node, ray_port).c_str(), F_OK) == 0) return false;
   return true;
+}
+
+// The GCS port a one-host ray job took for its own ("Ray's GCS at HOST:PORT").
+int gcs_port_in(const std::string& out) {
+  const auto at = out.find("Ray's GCS at ");
+  if (at == std::string::npos) return -1;
+  const auto colon = out.find(':', at + 13);
+  return std::atoi(out.c_str() + colon + 1);
 }
 
 struct RayCluster {
@@ -309,7 +317,51 @@ TEST(RayMode, OnOneHostTheExampleJobRunsAsWritten) {
   EXPECT_EQ(one_host_nodes_named(out, "[driver] tasks ran on: "), 2) << out;
   EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
   EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
-  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+  // Ports of its own: not Ray's 6379, which a job beside it would want too.
+  const int gcs = gcs_port_in(out);
+  ASSERT_GT(gcs, 0) << out;
+  EXPECT_NE(gcs, 6379) << out;
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id(), gcs));
+  // A clean end stops Ray's nodes at once, as `ray stop --force` would (only this job's).
+  EXPECT_EQ(out.find("outlived its grace period"), std::string::npos) << out;
+}
+
+// Two ray jobs on one host at once, each the example as written: both run
+// (each its own GCS, client, agent and worker ports, its own temp dirs).
+TEST(RayMode, TwoRayJobsOnOneHostBothRun) {
+  OneHostRay a, b;
+  if (a.venv.empty()) GTEST_SKIP() << "skipped: " << a.why_not;
+  a.start(kProgram);
+  b.start(kProgram);
+  EXPECT_EQ(a.c.wait_exit(*a.head, 400s), 0) << a.c.output(*a.head);
+  EXPECT_EQ(b.c.wait_exit(*b.head, 400s), 0) << b.c.output(*b.head);
+  for (OneHostRay* r : {&a, &b}) {
+    const std::string out = r->c.output(*r->head);
+    EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+    EXPECT_EQ(out.find("restart 1/"), std::string::npos) << out;
+  }
+  EXPECT_NE(gcs_port_in(a.c.output(*a.head)), gcs_port_in(b.c.output(*b.head)));
+  EXPECT_TRUE(a.c.no_strays_within(60s));
+  EXPECT_TRUE(b.c.no_strays_within(60s));
+}
+
+// A failing driver ends the job and the head within its grace (10 s) and a
+// few seconds, Ray's nodes with it: Ray's 30 s drain on SIGTERM is not
+// waited for, nothing is SIGKILLed with a warning.
+TEST(RayMode, OnOneHostAFailingDriverEndsTheHeadWithinItsGrace) {
+  OneHostRay r;
+  if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  r.start(
+      "python3 -c 'import ray; ray.init(); print(\"driver here\", flush=True); "
+      "raise SystemExit(1)'");
+  ASSERT_TRUE(r.c.wait_for_output(*r.head, "Job status:  failed", 300s)) << r.c.output(*r.head);
+  const auto failed_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(r.c.wait_exit(*r.head, 60s), 1) << r.c.output(*r.head);
+  EXPECT_LT(std::chrono::steady_clock::now() - failed_at, 15s) << r.c.output(*r.head);
+  const std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("the Ray driver ended with exit code 1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("outlived its grace period"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
@@ -510,7 +562,7 @@ TEST(RayMode, OnOneHostARayTuneSearchRunsItsTrials) {
   EXPECT_GE(one_host_nodes_named(out, "[driver] trials ran on: "), 2) << out;
   EXPECT_NE(out.find("[driver] TUNE SEARCH OK"), std::string::npos) << out;
   EXPECT_TRUE(r.c.no_strays_within(60s)) << r.c.live_tagged_processes().size() << " left";
-  EXPECT_TRUE(temp_dirs_gone(r.c.job_id()));
+  EXPECT_TRUE(temp_dirs_gone(r.c.job_id(), gcs_port_in(r.c.output(*r.head))));
 }
 
 }  // namespace

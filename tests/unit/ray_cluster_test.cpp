@@ -83,20 +83,52 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
       << head;
   EXPECT_EQ(head.find("0.0.0.0"), std::string::npos);
   // Each node its own temp dir, short enough for the sockets inside.
-  const std::string head_tmp = atl::ray_temp_dir("jo-ray", "h");
+  const std::string head_tmp = atl::ray_temp_dir("jo-ray", "h", job.ray_port);
   EXPECT_NE(head.find("--temp-dir " + head_tmp), std::string::npos) << head;
   EXPECT_LT(head_tmp.size(), 30u);
-  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "w0"));
-  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-other", "h"));
+  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "w0", job.ray_port));
+  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-other", "h", job.ray_port));
+  // Two jobs of one id on one host, each on its own GCS port: apart.
+  EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "h", job.ray_port + 1));
   EXPECT_TRUE(parses(head));
   auto worker = atl::ray_worker_command(job, "ray", "10.0.0.1", "10.0.0.2", 60s, 1);
-  EXPECT_NE(worker.find("--temp-dir " + atl::ray_temp_dir("jo-ray", "w1")), std::string::npos);
+  EXPECT_NE(worker.find("--temp-dir " + atl::ray_temp_dir("jo-ray", "w1", job.ray_port)),
+            std::string::npos);
+  // Ray's fixed per-node ports stay Ray's where the job is not on one host.
+  for (const auto& cmd : {head, worker})
+    for (const char* flag :
+         {"--ray-client-server-port", "--dashboard-agent-listen-port", "--min-worker-port"})
+      EXPECT_EQ(cmd.find(flag), std::string::npos) << cmd;
   EXPECT_NE(worker.find("ray health-check --address 10.0.0.1:6400"), std::string::npos) << worker;
-  EXPECT_NE(worker.find("exec ray start --address 10.0.0.1:6400 --block --node-ip-address "
+  EXPECT_NE(worker.find("do ray start --address 10.0.0.1:6400 --block --node-ip-address "
                         "10.0.0.2 --temp-dir"),
             std::string::npos)
       << worker;
+  // Started again while the head's node is not in its GCS yet, never once it came up.
+  EXPECT_NE(worker.find("if [ -e " + atl::ray_temp_dir("jo-ray", "w1", job.ray_port) +
+                        "/ray_current_cluster ] || [ $(date +%s) -ge $deadline ]; then exit $rc"),
+            std::string::npos)
+      << worker;
   EXPECT_TRUE(parses(worker));
+}
+
+// On one host, the job's own ports where Ray fixes them (set by headnode):
+// the client server on the head, each node's dashboard agent, workers' ports
+// from the OS.
+TEST(RayCluster, AJobOnOneHostHasPortsOfItsOwn) {
+  auto job = ray_job();
+  job.ray_client_port = 41001;
+  job.ray_agent_port = 41002;
+  job.ray_any_worker_ports = true;
+  auto head = atl::ray_head_command(job, "ray", "127.0.1.1");
+  EXPECT_NE(head.find(" --ray-client-server-port 41001"), std::string::npos) << head;
+  auto worker = atl::ray_worker_command(job, "ray", "127.0.1.1", "127.0.0.2", 60s, 0);
+  EXPECT_EQ(worker.find("--ray-client-server-port"), std::string::npos) << worker;
+  for (const auto& cmd : {head, worker}) {
+    EXPECT_NE(cmd.find(" --dashboard-agent-listen-port 41002"), std::string::npos) << cmd;
+    EXPECT_NE(cmd.find(" --min-worker-port 0 --max-worker-port 0"), std::string::npos) << cmd;
+    EXPECT_TRUE(parses(cmd));
+  }
 }
 
 TEST(RayCluster, TheDriverGetsRayAddressAndTheRuntimeEnv) {

@@ -297,6 +297,15 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
         if (st.exited) return;
         const auto now = std::chrono::steady_clock::now();
         if (st.warned_until && now < *st.warned_until) return;  // its SIGTERM is on the way
+        if (st.launch.stop_at_once) {
+          if (st.tree_killed) return;
+          component_logger("executor")
+              ->info("{}: stopped at once (nothing of it is kept)", stream_name(st.launch.stream));
+          st.tree_killed = true;
+          os::ask_guard_to_kill_tree(st.pid);
+          self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
+          return;
+        }
         if (st.launch.warn_signal > 0 && !st.warned_until) {
           // Slurm's --signal: the rank's own process (not atl's guard, not
           // its DataLoader workers) hears first, and may checkpoint.

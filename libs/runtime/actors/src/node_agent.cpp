@@ -197,6 +197,30 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
 
 // User code, a debug run's ranks (atlctl run/check/burn) or a task: each
 // launch's stream says which.
+// Ray mode: the pod's shells (its web terminal) get the job's Ray address
+// and token as its Ray node has them, so that `ray status` there is this
+// job's Ray, whatever else runs on the host.
+void with_rays_address_in_shells(NodeAgentActor* self, const std::vector<ProcessLaunch>& ranks) {
+  static const std::vector<std::string> kRay = {
+      "RAY_ADDRESS=", "RAY_AUTH_MODE=", "RAY_AUTH_TOKEN="};
+  std::vector<std::string> ray;
+  for (const auto& launch : ranks)
+    for (const auto& e : launch.env)
+      for (const auto& name : kRay)
+        if (e.rfind(name, 0) == 0) ray.push_back(e);
+  if (ray.empty()) return;
+  auto& env = self->state.config.shell_env;
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [&](const std::string& e) {
+                             for (const auto& name : kRay)
+                               if (e.rfind(name, 0) == 0) return true;
+                             return false;
+                           }),
+            env.end());
+  env.insert(env.end(), ray.begin(), ray.end());
+  if (self->state.terminals) self->send(self->state.terminals, term_env_atom::value, env);
+}
+
 void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ranks,
                      const caf::actor& sink) {
   auto& st = self->state;
@@ -590,6 +614,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       },
       [self](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
         self->state.probe.reset();  // the pre-flight is over
+        with_rays_address_in_shells(self, ranks);
         start_executors(self, ranks, sink);
       },
       [self](run_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {

@@ -161,6 +161,9 @@ caf::behavior terminal_host(HostActor* self, TerminalHostConfig config) {
           self->send(it->second.sink, term_out_atom::value, id,
                      "\r\n[atl: " + ok.error() + "]\r\n");
       },
+      [self](term_env_atom, std::vector<std::string>& env) {
+        self->state.config.env = std::move(env);
+      },
       [self](term_size_atom, std::int64_t id, std::int32_t rows, std::int32_t cols) {
         auto it = self->state.terminals.find(id);
         if (it != self->state.terminals.end()) (void)it->second.pty->resize(rows, cols);

@@ -351,7 +351,10 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
       spec.master_port_given = true;
       return read_int(v, key, 1, 65535, spec.master_port);
     }
-    if (key == "ray_port") return read_int(v, key, 1, 65535, spec.ray_port);
+    if (key == "ray_port") {
+      spec.ray_port_given = true;
+      return read_int(v, key, 1, 65535, spec.ray_port);
+    }
     if (key == "ray_dashboard_port") return read_int(v, key, 0, 65535, spec.ray_dashboard_port);
     if (key == "spare_workers") return read_int(v, key, 0, kMaxWorkers, spec.spare_workers);
     if (key == "max_restarts") return read_int(v, key, 0, kMaxRestarts, spec.max_restarts);

@@ -34,9 +34,13 @@ Status ray_addresses_distinct(const std::string& head_host, const std::vector<Ra
   return Ok{};
 }
 
-std::string ray_temp_dir(const std::string& job_id, const std::string& node) {
-  std::uint32_t h = 2166136261u;  // FNV-1a of the job id
-  for (unsigned char c : job_id) h = (h ^ c) * 16777619u;
+std::string ray_temp_dir(const std::string& job_id, const std::string& node, int ray_port) {
+  // FNV-1a of the job id, and of its GCS port where that is its own (two
+  // jobs of one id on one host: ray_port is then each one's).
+  const std::string key =
+      ray_port == JobSpec{}.ray_port ? job_id : job_id + ":" + std::to_string(ray_port);
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : key) h = (h ^ c) * 16777619u;
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", h);
   return "/tmp/atl-ray-" + std::string(hex) + "-" + node;
@@ -48,6 +52,11 @@ std::vector<std::string> ray_resource_flags(const JobSpec& job) {
   if (r.cpus > 0) flags.insert(flags.end(), {"--num-cpus", std::to_string(r.cpus)});
   if (r.gpus > 0) flags.insert(flags.end(), {"--num-gpus", std::to_string(r.gpus)});
   if (r.memory > 0) flags.insert(flags.end(), {"--memory", std::to_string(r.memory)});
+  if (job.ray_agent_port > 0)
+    flags.insert(flags.end(),
+                 {"--dashboard-agent-listen-port", std::to_string(job.ray_agent_port)});
+  if (job.ray_any_worker_ports)
+    flags.insert(flags.end(), {"--min-worker-port", "0", "--max-worker-port", "0"});
   auto store = job.env.find("RAY_OBJECT_STORE_MEMORY");
   if (store != job.env.end()) {
     flags.insert(flags.end(), {"--object-store-memory", store->second});
@@ -76,8 +85,10 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                                    "--dashboard-port",
                                    std::to_string(job.ray_dashboard_port),
                                    "--temp-dir",
-                                   ray_temp_dir(job.job_id, "h"),
+                                   ray_temp_dir(job.job_id, "h", job.ray_port),
                                    "--disable-usage-stats"};
+  if (job.ray_client_port > 0)
+    argv.insert(argv.end(), {"--ray-client-server-port", std::to_string(job.ray_client_port)});
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
   return "exec " + shell_join(argv);
@@ -87,24 +98,28 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
                                const std::string& head_host, const std::string& host,
                                std::chrono::seconds wait, int worker) {
   const std::string head = head_address(job, head_host);
-  std::vector<std::string> argv = {ray_bin,
-                                   "start",
-                                   "--address",
-                                   head,
-                                   "--block",
-                                   "--node-ip-address",
-                                   host,
-                                   "--temp-dir",
-                                   ray_temp_dir(job.job_id, "w" + std::to_string(worker)),
-                                   "--disable-usage-stats"};
+  const std::string temp_dir = ray_temp_dir(job.job_id, "w" + std::to_string(worker), job.ray_port);
+  std::vector<std::string> argv = {ray_bin,     "start",
+                                   "--address", head,
+                                   "--block",   "--node-ip-address",
+                                   host,        "--temp-dir",
+                                   temp_dir,    "--disable-usage-stats"};
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
-  // The head may still be starting: ask its GCS until it answers.
+  // The head may still be starting: ask its GCS until it answers. Its GCS
+  // answers before its own node is registered there, and a node started in
+  // between fails ("No node info found for head node"; seen with two Ray
+  // jobs starting at once on two cores): started again until the deadline,
+  // as long as it never came up (Ray writes ray_current_cluster in its temp
+  // dir once it did; a node that ran and then failed is a fault as before).
   std::string check = shell_join({ray_bin, "health-check", "--address", head});
   return "deadline=$(($(date +%s) + " + std::to_string(wait.count()) + ")); until " + check +
          " >/dev/null 2>&1; do if [ $(date +%s) -ge $deadline ]; then echo \"Ray's head at " +
          head + " did not answer within " + std::to_string(wait.count()) +
-         "s\" >&2; exit 3; fi; sleep 0.2; done; exec " + shell_join(argv);
+         "s\" >&2; exit 3; fi; sleep 0.2; done; while :; do " + shell_join(argv) +
+         "; rc=$?; if [ -e " + shell_quote(temp_dir + "/ray_current_cluster") +
+         " ] || [ $(date +%s) -ge $deadline ]; then exit $rc; fi; echo \"atl: Ray's head node "
+         "is not in its GCS yet: starting this node again\" >&2; sleep 1; done";
 }
 
 std::string ray_job_config_json(const JobSpec& job) {
@@ -137,8 +152,21 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
       "import ray\n"
       "pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])\n"
       "every = float(sys.argv[5])\n"
-      "ray.init(address=sys.argv[4], logging_level='ERROR', log_to_driver=False)\n"
       "start = time.time(); deadline = start + wait; said = start\n"
+      // Ray's GCS answers before the head's node is in it; ray.init in
+      // between fails ("No node info found"): asked again until the deadline.
+      "while True:\n"
+      "    try:\n"
+      "        ray.init(address=sys.argv[4], logging_level='ERROR', log_to_driver=False)\n"
+      "        break\n"
+      "    except ConnectionError as e:\n"
+      "        ray.shutdown()\n"
+      "        if time.time() > deadline:\n"
+      "            print('Ray cluster not ready after %gs: %s' % (wait, e), file=sys.stderr)\n"
+      "            sys.exit(" +
+      std::to_string(kRayNotReadyExit) +
+      ")\n"
+      "        time.sleep(0.5)\n"
       "while True:\n"
       "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}\n"
       "    missing = [pod for addr, pod in sorted(pods.items()) if addr not in alive]\n"

@@ -69,9 +69,12 @@ Status UserCode::plan_ray(const PlanInput& in) {
     launch.stream = StreamId::of_rank(stream);
     launch.command = ray_worker_command(job, in.ray_bin, ray_head, info.address, in.ray_ready_wait,
                                         static_cast<int>(k));
-    launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k));
+    launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k), job.ray_port);
+    launch.stop_at_once = true;
     EnvMap env = build_process_env(job, in.atl, in.active[k].site);
     env["ATL_RESTART_COUNT"] = restarts;
+    // Its Ray (the command names it too): for `ray status` in the pod's shells.
+    env["RAY_ADDRESS"] = ray_head + ":" + std::to_string(job.ray_port);
     with_last_exit(in, env);
     with_ray_auth(in, env);
     launch.env = to_env_strings(env);
@@ -81,7 +84,8 @@ Status UserCode::plan_ray(const PlanInput& in) {
   ProcessLaunch head;
   head.stream = StreamId::ray_head();
   head.command = ray_head_command(job, in.ray_bin, ray_head);
-  head.scratch_dir = ray_temp_dir(job.job_id, "h");
+  head.scratch_dir = ray_temp_dir(job.job_id, "h", job.ray_port);
+  head.stop_at_once = true;
   EnvMap head_env = build_process_env(job, in.atl, head_site);
   with_ray_auth(in, head_env);
   head.env = to_env_strings(head_env);

@@ -103,6 +103,7 @@ using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: cou
 using term_open_atom = caf::atom_constant<caf::atom("term_open")>;
 using term_in_atom = caf::atom_constant<caf::atom("term_in")>;
 using term_size_atom = caf::atom_constant<caf::atom("term_size")>;
+using term_env_atom = caf::atom_constant<caf::atom("term_env")>;
 using term_ack_atom = caf::atom_constant<caf::atom("term_ack")>;
 using term_out_atom = caf::atom_constant<caf::atom("term_out")>;
 using term_ended_atom = caf::atom_constant<caf::atom("term_ended")>;
@@ -124,7 +125,7 @@ typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessLaunch& x) {
   return f(caf::meta::type_name("atl::ProcessLaunch"), x.stream, x.attempt, x.command, x.env,
-           x.working_dir, x.control, x.scratch_dir, x.warn_signal, x.warn_ms);
+           x.working_dir, x.control, x.scratch_dir, x.warn_signal, x.warn_ms, x.stop_at_once);
 }
 
 template <class Inspector>

@@ -11,6 +11,7 @@
 //   (term_size_atom, int64 id, int32 rows, int32 cols)
 //   (term_ack_atom, int64 id, int64 bytes)          the sink has passed these on
 //   (term_close_atom, int64 id)                     hang up (the sink is told nothing)
+//   (term_env_atom, vector<string> env)             the env of shells opened from now on
 // To the sink: (term_out_atom, id, bytes), then once (term_ended_atom, id, line).
 // A sink that goes away (the head, its browser) hangs its terminals up.
 #pragma once

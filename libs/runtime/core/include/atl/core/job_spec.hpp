@@ -115,6 +115,14 @@ struct JobSpec {
   // Ray mode: the head's GCS port, and the runtime_env keys Ray applies itself
   // (pip, conda, py_modules, ...), each as its JSON text.
   int ray_port = 6379;
+  bool ray_port_given = false;  // by the spec or --ray-port: kept as it is
+  // Ray mode with every pod on this host: ports of the job's own, found free
+  // at start, so that Ray jobs beside it never share Ray's fixed defaults
+  // (client server 10001, each node's dashboard agent 52365, workers
+  // 10002-19999). 0: Ray's default.
+  int ray_client_port = 0;
+  int ray_agent_port = 0;
+  bool ray_any_worker_ports = false;  // --min/--max-worker-port 0: the OS picks
   // Ray mode: the port of Ray's dashboard on the head pod's loopback (atl's
   // dashboard serves it at /ray/, behind its login); 0: any free one.
   int ray_dashboard_port = 8265;

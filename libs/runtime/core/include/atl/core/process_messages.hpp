@@ -25,6 +25,12 @@ struct ProcessLaunch {
   // warn_ms before the SIGTERM of a stop. 0: none.
   std::int32_t warn_signal = 0;
   std::int64_t warn_ms = 0;
+  // Nothing of it is worth a grace: a stop ends its whole tree at once (the
+  // guard's sweep), without a warning. Ray's nodes: the job's Ray cluster
+  // is started anew by each attempt, and Ray drains for 30 s on SIGTERM
+  // (`ray stop --force` is how Ray itself stops fastest; this is that for
+  // this job's nodes only, never by name).
+  bool stop_at_once = false;
 };
 
 // How a process ended. `error` is set when it could not even start.

@@ -36,7 +36,8 @@ std::vector<std::string> ray_resource_flags(const JobSpec& job);
 // filesystem (tests, several pods on one machine) never share one, and a
 // job's are told apart. Short: socket paths inside must stay under 108 bytes.
 // `node` is "h" for the head, "w<k>" for worker k.
-std::string ray_temp_dir(const std::string& job_id, const std::string& node);
+std::string ray_temp_dir(const std::string& job_id, const std::string& node,
+                         int ray_port = JobSpec{}.ray_port);
 
 std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                              const std::string& host);
