@@ -312,3 +312,32 @@ def test_a_pods_terminal_in_chromium(job):
         wait_event(job, "closed after")
     finally:
         d.quit()
+
+
+def test_a_ray_pods_shell_looks_at_its_own_jobs_ray():
+    """In ray mode, `ray status` in a pod's terminal is this job's Ray (its
+    address and token in the shell), whatever other Ray runs on the host."""
+    from conftest import BIN
+    ray = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "ray")
+    if not os.path.exists(ray):
+        pytest.skip("no Ray venv (build/ray-venv, made by the Ray tests)")
+    python = os.path.join(os.path.dirname(ray), "python3")
+    c = Cluster(2, mode="ray", own_home=True, nproc_per_node=1,
+                entrypoint=python + " -c 'import ray, time; ray.init(); "
+                                    "print(\"DRIVER UP\", flush=True); time.sleep(600)'",
+                extra=("--dashboard-port", "0", "--ray-bin", ray))
+    try:
+        assert c.wait_for("DRIVER UP", timeout=240), c.output()
+        _open_dashboard(c)
+        cookie, csrf = login(c)
+        ws = connect(c, c.job_id + "-worker-0", cookie, csrf)
+        try:
+            # Ray's status is its autoscaler's view, a few seconds behind its GCS.
+            out = type_and_read(ws, "for i in $(seq 60); do n=$(%s status 2>&1 | grep -c ' node_');"
+                                    " [ $n -ge 3 ] && break; sleep 1; done; echo nodes=$n"
+                                    " end-$((3+4))\r" % ray, b"end-7", timeout=120)
+        finally:
+            ws.close()
+        assert b"nodes=3 end-7" in out, out.decode(errors="replace")  # the head and the two pods
+    finally:
+        c.stop()
