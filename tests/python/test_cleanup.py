@@ -50,7 +50,7 @@ headnode --mode spmd --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
   -- python3 "$DIR/train_b.py" > "$DIR/head-b.out" 2>&1 &
 head_b=$!
 for i in $(seq 300); do grep -q "B training, attempt" "$DIR/head-b.out" && break; sleep 0.1; done
-headnode --mode "$MODE" --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
+headnode --mode "$MODE" $EXTRA --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
   --job-id jo-cleanup --state-dir "$DIR/state" --dashboard-port off --linger 0s \
   -- python3 "$DIR/train.py" > "$DIR/head.out" 2>&1 &
 head=$!
@@ -77,7 +77,7 @@ echo "[B exit $?]"
 """
 
 
-def walk(mode, cleanup):
+def walk(mode, cleanup, extra=""):
     if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
             ["unshare", "--pid", "--fork", "--mount-proc", "true"],
             capture_output=True).returncode != 0:
@@ -88,7 +88,7 @@ def walk(mode, cleanup):
             f.write(TRAIN)
         with open(os.path.join(tmp, "train_b.py"), "w") as f:
             f.write(TRAIN_B)
-        env = dict(os.environ, DIR=tmp, MODE=mode, CLEANUP=cleanup, HOME=tmp,
+        env = dict(os.environ, DIR=tmp, MODE=mode, CLEANUP=cleanup, HOME=tmp, EXTRA=extra,
                    PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
         r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", WALK],
                            env=env, capture_output=True, text=True, timeout=300)
@@ -102,6 +102,21 @@ def walk(mode, cleanup):
 @pytest.mark.parametrize("mode", ["spmd", "driver"])
 def test_the_guides_cleanup_line_kills_user_processes_never_the_head(mode):
     said, head, beside = walk(mode, CLEANUP)
+    assert "Send command to all workers success." in said, said
+    assert "lost the supervisor" not in said, said
+    assert "[head exit 0]" in said, (said, head)
+    assert "Job status:  succeeded" in head, head
+    assert "trained" in head, head
+    the_job_beside_is_untouched(said, beside)
+
+
+def test_the_guides_cleanup_line_in_ray_mode_and_ray_comes_back_with_recover():
+    """Ray mode: the cleanup kills the pod's Ray node (its Python processes);
+    recover starts Ray on the pod again and the driver runs to its end."""
+    ray = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "ray")
+    if not os.path.exists(ray):
+        pytest.skip("no Ray venv (build/ray-venv, made by the Ray tests)")
+    said, head, beside = walk("ray", CLEANUP, extra="--ray-bin " + ray)
     assert "Send command to all workers success." in said, said
     assert "lost the supervisor" not in said, said
     assert "[head exit 0]" in said, (said, head)
