@@ -863,6 +863,8 @@ int main(int argc, char** argv) {
     config.finished_kept = opt.history;
     config.reader = reader;
     config.web_terminal = opt.web_terminal;
+    config.head_dns_name = atl::os::own_dns_name(atl::head_pod_name(opt.job.job_id), opt.advertise,
+                                                 std::chrono::seconds(1));
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
     auto supervisor = atl::spawn_job_supervisor(sys, std::move(config));

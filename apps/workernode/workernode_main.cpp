@@ -277,6 +277,10 @@ bool set_address(const WorkerOptions& opt, atl::NodeAgentConfig& node) {
   }
   node.info.address = opt.advertise.empty() ? *local : opt.advertise;
   node.info.interface = atl::os::interface_of_address(*local);
+  // A Kubernetes pod's hostname is its name; behind a headless service the
+  // name resolves to it, and ranks get it as MASTER_ADDR (seed 002).
+  node.info.dns_name =
+      atl::os::own_dns_name(node.info.pod, node.info.address, std::chrono::seconds(1));
   return true;
 }
 

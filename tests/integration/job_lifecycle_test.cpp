@@ -373,6 +373,33 @@ TEST(JobLifecycle, LogsTailAndRankSelection) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Seed 002's MASTER_ADDR is the master pod's name where names resolve: a
+// pod as Kubernetes makes one behind a headless service (its hostname its
+// name, the name resolving to its address; here a UTS and a mount namespace
+// of its own with its own /etc/hosts) hands its ranks its name; a pod
+// without one hands them its address.
+TEST(JobLifecycle, MasterAddrIsTheMasterPodsNameWhereItResolves) {
+  if (::geteuid() != 0 || std::system("unshare --uts --mount true 2>/dev/null") != 0)
+    GTEST_SKIP() << "needs root and unshare (a pod's own hostname and /etc/hosts)";
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--", "echo master=$MASTER_ADDR"});
+  const std::string address = c.head_address();
+  const std::string pod = c.worker_name(0);
+  const std::string hosts = c.dir() + "/hosts";
+  std::ofstream(hosts) << "127.0.0.1 localhost\n127.0.0.1 " << pod << "\n";
+  c.start("worker0",
+          {"unshare", "--uts", "--mount", "sh", "-c",
+           "hostname " + pod + " && mount --bind " + hosts + " /etc/hosts && exec " +
+               bin("workernode") + " --head " + address + " --name " + pod + " --node host-0"});
+  c.start_worker(1);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded")) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("[rank 0] master=" + pod), std::string::npos) << out;
+  EXPECT_NE(out.find("[rank 1] master=" + pod), std::string::npos) << out;
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+}
+
 // atlctl logs -p: everything on the named pods: each one's own log (its node
 // agent's, the head's), then what runs there (here their ranks).
 TEST(JobLifecycle, LogsOfAPodAreItsOwnLogAndItsRanks) {

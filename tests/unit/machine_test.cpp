@@ -2,6 +2,7 @@
 #include "atl/os/machine.hpp"
 
 #include <gtest/gtest.h>
+#include <netdb.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,4 +42,28 @@ TEST(WritableDir, AMissingOrReadOnlyDirIsNamed) {
   EXPECT_FALSE(check_writable_dir(dir).ok());
   ::chmod(dir.c_str(), 0700);
   std::system(("rm -rf " + dir).c_str());
+}
+
+// Seed 002's MASTER_ADDR is a pod's name where it resolves to the pod (a
+// Kubernetes pod's hostname is its name): only this host's own name, only
+// when it resolves to the address given.
+TEST(OwnDnsName, OnlyThisHostsNameAndOnlyWhereItResolvesToTheAddress) {
+  const std::string me = atl::os::host_name();
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  std::string address;
+  if (::getaddrinfo(me.c_str(), nullptr, &hints, &found) == 0) {
+    char text[NI_MAXHOST];
+    if (::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                      NI_NUMERICHOST) == 0)
+      address = text;
+    ::freeaddrinfo(found);
+  }
+  EXPECT_EQ(atl::os::own_dns_name("jo-x-worker-0", address, std::chrono::seconds(1)), "")
+      << "not this host's name";
+  EXPECT_EQ(atl::os::own_dns_name(me, "203.0.113.7", std::chrono::seconds(1)), "")
+      << "resolves elsewhere";
+  if (address.empty()) GTEST_SKIP() << "this host's name " << me << " does not resolve here";
+  EXPECT_EQ(atl::os::own_dns_name(me, address, std::chrono::seconds(1)), me);
 }

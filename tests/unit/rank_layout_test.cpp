@@ -8,8 +8,8 @@ namespace {
 
 std::vector<atl::NodeSlot> two_nodes(int gpus, int cpus = 4) {
   auto offers = atl::node_resources(cpus, gpus, 0, 0, {});
-  return {{"jo-x-worker-0", "10.0.0.1", "eth0", gpus, offers},
-          {"jo-x-worker-1", "10.0.0.2", "eth1", gpus, offers}};
+  return {{"jo-x-worker-0", "10.0.0.1", "eth0", gpus, offers, ""},
+          {"jo-x-worker-1", "10.0.0.2", "eth1", gpus, offers, ""}};
 }
 
 atl::RankPlacementSpec placement(atl::PlacementStrategy strategy, const char* bundle) {
@@ -61,6 +61,23 @@ TEST(LayoutRanks, UnevenGpusNameThePod) {
   auto layout = atl::layout_ranks(two_nodes(3), 2);
   ASSERT_FALSE(layout.ok());
   EXPECT_NE(layout.error().find("jo-x-worker-0"), std::string::npos) << layout.error();
+}
+
+// Seed 002: MASTER_ADDR is the master pod's name (e.g. jo-xxxx-head-0) where
+// names resolve: a pod whose name reaches it says so (NodeInfo::dns_name).
+TEST(RankEnv, MasterAddrIsRankZerosPodNameWhereItResolves) {
+  auto nodes = two_nodes(2);
+  nodes[0].dns_name = "jo-x-worker-0";
+  auto layout = *atl::layout_ranks(nodes, 2);
+  for (const auto& rank : layout)
+    EXPECT_EQ(atl::build_rank_env(job(), nodes, layout, rank, {"10.0.0.9:6380", "jo-x"}, 0,
+                                  atl::group_count(layout))["MASTER_ADDR"],
+              "jo-x-worker-0");
+  nodes[0].dns_name.clear();
+  nodes[1].dns_name = "jo-x-worker-1";  // not rank 0's pod: its name is not the master's
+  EXPECT_EQ(atl::build_rank_env(job(), nodes, layout, layout[3], {"10.0.0.9:6380", "jo-x"}, 0,
+                                atl::group_count(layout))["MASTER_ADDR"],
+            "10.0.0.1");
 }
 
 TEST(RankEnv, CarriesIdentityAndRendezvous) {

@@ -13,9 +13,15 @@ namespace atl::supervisor {
 
 // WORLD_SIZE/RANK of a ray- or driver-mode process: the job's pods, the
 // head first (0), then the active workers in their order (1..N).
+// Seed 002's MASTER_ADDR for what is not a rank: the head pod's name where
+// it resolves to the head (e.g. jo-xxxx-head-0), else its address.
+const std::string& master_of(const State& st) {
+  return st.config.head_dns_name.empty() ? st.config.advertised_host : st.config.head_dns_name;
+}
+
 ProcessSite head_site(const State& st) {
   return {head_pod_name(st.job().job_id), os::interface_of_address(st.config.advertised_host),
-          st.config.advertised_host, 0, static_cast<int>(st.active().size()) + 1};
+          master_of(st), 0, static_cast<int>(st.active().size()) + 1};
 }
 
 namespace {
@@ -23,7 +29,7 @@ namespace {
 // `pod`'s site when its index among the active pods is known (-1: none).
 ProcessSite site_at(const State& st, const std::string& pod, int active_index) {
   const NodeInfo* info = st.pods.info(pod);
-  return {pod, info ? info->interface : std::string(), st.config.advertised_host,
+  return {pod, info ? info->interface : std::string(), master_of(st),
           active_index < 0 ? -1 : active_index + 1, static_cast<int>(st.active().size()) + 1};
 }
 

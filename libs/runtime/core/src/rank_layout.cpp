@@ -102,7 +102,7 @@ EnvMap build_rank_env(const JobSpec& job, const std::vector<NodeSlot>& nodes,
   const NodeSlot& master = nodes.at(layout.at(0).slot);
   EnvMap env;
   // Defaults a user may override (e.g. a different NCCL interface).
-  env["MASTER_ADDR"] = master.address;
+  env["MASTER_ADDR"] = master.dns_name.empty() ? master.address : master.dns_name;
   env["MASTER_PORT"] = std::to_string(job.master_port);
   env["NCCL_SOCKET_IFNAME"] = node.interface;
   env["GLOO_SOCKET_IFNAME"] = node.interface;

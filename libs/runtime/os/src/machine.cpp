@@ -12,11 +12,15 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 namespace atl::os {
@@ -184,6 +188,43 @@ Status check_resolvable(const std::string& host) {
   if (found) ::freeaddrinfo(found);
   if (rc != 0) return make_error("cannot resolve '" + host + "': " + ::gai_strerror(rc));
   return Ok{};
+}
+
+namespace {
+
+// The numeric forms `host` resolves to (an address resolves to itself).
+std::vector<std::string> numeric_addresses(const std::string& host) {
+  std::vector<std::string> out;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return out;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) ==
+        0)
+      out.push_back(text);
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+}  // namespace
+
+std::string own_dns_name(const std::string& name, const std::string& address,
+                         std::chrono::milliseconds within) {
+  if (name.empty() || host_name() != name) return "";
+  auto answer = std::make_shared<std::promise<bool>>();
+  auto result = answer->get_future();
+  std::thread([answer, name, address] {
+    const auto mine = numeric_addresses(address);
+    const auto named = numeric_addresses(name);
+    bool same = false;
+    for (const auto& a : named) same = same || std::find(mine.begin(), mine.end(), a) != mine.end();
+    answer->set_value(same);
+  }).detach();
+  if (result.wait_for(within) != std::future_status::ready) return "";
+  return result.get() ? name : "";
 }
 
 int shutdown_connections_to(const std::string& host, std::uint16_t port) {

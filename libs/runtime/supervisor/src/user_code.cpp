@@ -57,7 +57,7 @@ Status UserCode::plan_ray(const PlanInput& in) {
   // Where Ray's head listens (one host: not 127.0.0.1, which Ray replaces).
   const std::string ray_head = ray_node_host(in.head_host);
   ProcessSite head_site = in.head_site;
-  if (head_site.master_addr == in.head_host) head_site.master_addr = ray_head;
+  head_site.master_addr = ray_head;  // Ray's address is its head's node address
   std::vector<RayPod> workers;
   for (const auto& pod : in.active) workers.push_back({pod.info.pod, pod.info.address});
   // Nodes sharing an address could never all be alive in Ray: said now.
@@ -115,7 +115,8 @@ Status UserCode::plan(const PlanInput& in) {
       const NodeInfo& info = pod.info;
       slots.push_back(
           NodeSlot{info.pod, info.address, info.interface, info.gpus,
-                   node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources)});
+                   node_resources(info.cpus, info.gpus, info.memory, info.shm, info.resources),
+                   info.dns_name});
     }
     auto layout = job.placement ? place_ranks(slots, job.nproc_per_node, *job.placement)
                                 : layout_ranks(slots, job.nproc_per_node);

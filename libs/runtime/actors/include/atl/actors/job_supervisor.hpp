@@ -47,6 +47,9 @@ struct SupervisorConfig {
   // The dashboard's web terminal into the pods: on or off, and how many at
   // most per pod (headnode --web-terminal, --web-terminal-limit).
   supervisor::TerminalSettings web_terminal{};
+  // The head pod's name where it resolves to the head (os::own_dns_name):
+  // MASTER_ADDR of the driver and of what runs beside it; empty: the address.
+  std::string head_dns_name{};
   // How many finished tasks and finished debug runs are kept for status and
   // the API (each a bounded history, oldest dropped first; headnode --history).
   std::size_t finished_kept = 10000;

@@ -119,7 +119,7 @@ typename Inspector::result_type inspect(Inspector& f, StreamId& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
   return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.machine, x.cpus,
-           x.gpus, x.memory, x.shm, x.resources);
+           x.gpus, x.memory, x.shm, x.resources, x.dns_name);
 }
 
 template <class Inspector>

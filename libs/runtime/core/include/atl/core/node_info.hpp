@@ -20,6 +20,10 @@ struct NodeInfo {
   std::int64_t shm = 0;
   // Custom resources (workernode --resources), in 1/10000 units (core/resources.hpp).
   std::map<std::string, std::int64_t> resources;
+  // A name other pods reach it by (its pod name, where names resolve:
+  // Kubernetes' headless services); empty: none, use `address`. Seed 002's
+  // MASTER_ADDR is such a name when the master's pod has one.
+  std::string dns_name;
 };
 
 }  // namespace atl

@@ -16,10 +16,11 @@ namespace atl {
 
 struct NodeSlot {
   std::string pod;        // pod name, for messages
-  std::string address;    // address other nodes reach it at
+  std::string address;    // address other nodes reach it at (or by dns_name)
   std::string interface;  // network interface of that address (for NCCL/Gloo)
   int gpus = 0;
-  Resources resources;  // what it offers placement (the job's `placement` only)
+  Resources resources;   // what it offers placement (the job's `placement` only)
+  std::string dns_name;  // MASTER_ADDR when it hosts rank 0 and has one (NodeInfo::dns_name)
 };
 
 struct RankPlacement {

@@ -35,6 +35,13 @@ int count_gpu_devices();
 // Whether `host` (a name or an address) resolves to an address to bind or reach.
 Status check_resolvable(const std::string& host);
 
+// `name` when this host's name is `name` and it resolves, within `within`,
+// to `address` (a pod of a StatefulSet behind a headless service, as
+// Kubernetes names them: seed 002's MASTER_ADDR is such a name); else empty.
+// The lookup runs on a thread of its own: a slow resolver costs `within`.
+std::string own_dns_name(const std::string& name, const std::string& address,
+                         std::chrono::milliseconds within);
+
 // Shuts down (both ways) every TCP connection of this process to host:port,
 // and returns how many there were. For a node that lost its head: CAF 0.17
 // keeps a silent connection for its connection-timeout and routes a rejoin
