@@ -89,15 +89,7 @@ void settle_local_ray_ports(atl::JobSpec& job) {
                                             host + ": " + free.error());
     return static_cast<int>(free->port());
   };
-  if (job.ray_port_given) {
-    if (!atl::os::ProbeListener::open(host, static_cast<std::uint16_t>(job.ray_port)))
-      atl::cli::usage_error(
-          "headnode", "--ray-port: " + std::to_string(job.ray_port) + " is taken on " + host +
-                          " (another Ray on this host?): name a free one, or leave it out and "
-                          "this job gets one of its own");
-  } else {
-    job.ray_port = free_port("Ray's GCS");
-  }
+  if (!job.ray_port_given) job.ray_port = free_port("Ray's GCS");
   // Ray's dashboard is atl's /ray/ relay's: any free port unless named (two
   // jobs starting at once both found 8265 free, and the second's Ray failed).
   if (job.ray_dashboard_port == atl::JobSpec{}.ray_dashboard_port) job.ray_dashboard_port = 0;
@@ -489,20 +481,17 @@ HeadOptions parse_options(int argc, char** argv) {
   opt.insecure = vm.count("insecure") > 0;
   if (opt.insecure && !opt.tls_dir.empty())
     atl::cli::usage_error("headnode", "--tls-dir and --insecure exclude each other");
-  // Every pod on this host: torch's 29500 would be every such job's store
-  // (the second job's rank 0 could not bind it, or its ranks would join the
-  // first's). A free port instead, unless the job names one (its spec,
-  // --master-port, or MASTER_PORT in its env).
-  if (job.mode == atl::JobMode::spmd && !job.master_port_given && !job.env.count("MASTER_PORT") &&
-      opt.local_workers > 0 && opt.local_workers == atl::total_worker_pods(job)) {
-    if (auto free = atl::os::PortReservation::make(opt.bind)) job.master_port = free->port();
+  // A Ray GCS port the job names, on one host: refused now if taken (the
+  // free ones are found once the head's own listeners are bound).
+  if (job.mode == atl::JobMode::ray && job.ray_port_given && opt.local_workers > 0 &&
+      opt.local_workers == atl::total_worker_pods(job)) {
+    const std::string host = atl::ray_node_host("127.0.0.1");
+    if (!atl::os::ProbeListener::open(host, static_cast<std::uint16_t>(job.ray_port)))
+      atl::cli::usage_error(
+          "headnode", "--ray-port: " + std::to_string(job.ray_port) + " is taken on " + host +
+                          " (another Ray on this host?): name a free one, or leave it out and "
+                          "this job gets one of its own");
   }
-  // Ray on this host alone: the job's own ports where Ray's are fixed (two
-  // ray jobs on one host took the same GCS port and the second burned its
-  // budget on "Address already in use"). A port the job names is checked.
-  if (job.mode == atl::JobMode::ray && opt.local_workers > 0 &&
-      opt.local_workers == atl::total_worker_pods(job))
-    settle_local_ray_ports(job);
   return opt;
 }
 
@@ -586,6 +575,28 @@ std::future<atl::Expected<DurableState>> open_state_async(const HeadOptions& opt
 // The names the job's certificate is for, besides its defaults.
 std::vector<std::string> credential_hosts(const HeadOptions& opt) {
   return {opt.advertise, opt.bind, opt.dashboard_bind, atl::os::host_name()};
+}
+
+// A job whose pods are all on this host gets ports of its own, found free
+// once the head's own listeners are bound (the dashboard's bind to any free
+// port was once given a MASTER_PORT just found free and let go: rank 0 then
+// could not bind it).
+void settle_local_ports(HeadOptions& opt) {
+  // Every pod on this host: torch's 29500 would be every such job's store
+  // (the second job's rank 0 could not bind it, or its ranks would join the
+  // first's). A free port instead, unless the job names one (its spec,
+  // --master-port, or MASTER_PORT in its env).
+  if (opt.job.mode == atl::JobMode::spmd && !opt.job.master_port_given &&
+      !opt.job.env.count("MASTER_PORT") && opt.local_workers > 0 &&
+      opt.local_workers == atl::total_worker_pods(opt.job)) {
+    if (auto free = atl::os::PortReservation::make(opt.bind)) opt.job.master_port = free->port();
+  }
+  // Ray on this host alone: the job's own ports where Ray's are fixed (two
+  // ray jobs on one host took the same GCS port and the second burned its
+  // budget on "Address already in use"). A port the job names is checked.
+  if (opt.job.mode == atl::JobMode::ray && opt.local_workers > 0 &&
+      opt.local_workers == atl::total_worker_pods(opt.job))
+    settle_local_ray_ports(opt.job);
 }
 
 // Ray mode: the port Ray's dashboard will take on the head pod's loopback,
@@ -772,6 +783,7 @@ int main(int argc, char** argv) {
   }
   std::string dashboard_url, dashboard_token;
   auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token, settle);
+  settle_local_ports(opt);
   // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
   // and kept across head restarts; the pods get it with their launches,
   // over mTLS, and the dashboard's /ray/ relay with each request.
