@@ -275,8 +275,14 @@ static void on_parent_death(int sig) {
 }
 
 // The owner's kill_tree(): end the command and everything it started now.
+// It is a stop too, and it may be handled before the stop's SIGTERM when both
+// are pending (signals are taken lowest first: SIGUSR2 12, SIGTERM 15): the
+// stop's start is marked here, so that on_stop does not forget the rank's
+// end the sweep just reaped (a SIGKILLed handler was reported as SIGTERM).
 static void on_kill_tree(int sig) {
   (void)sig;
+  if (!g_stopping) g_orphan_ended = 0;
+  g_stopping = 1;
   sweep();
 }
 

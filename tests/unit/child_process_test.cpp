@@ -585,6 +585,28 @@ TEST(ChildProcess, ASingleThreadedSpawnersChildRunsTheFunctionSetUpAsAnExecWould
   EXPECT_EQ(WEXITSTATUS(status), 42) << "the check that failed, or 100+ in the helper";
 }
 
+// The stop's SIGTERM and the kill_tree's signal pending at once on the guard
+// (a loaded machine: it did not run between them): taken lowest first, the
+// sweep comes before the stop is noted, and the rank still reads as the
+// sweep ended it (it read as the wrapper's SIGTERM: 1 run in 3 under load).
+TEST(ChildProcess, AKillTreeTakenBeforeItsStopStillReportsTheSweep) {
+  std::string dir = temp_dir();
+  std::string script = checkpointing_rank(dir, 300);
+  auto child =
+      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  ASSERT_EQ(read_line(child->output_fd()), "ready");
+  ASSERT_EQ(::kill(child->pid(), SIGSTOP), 0);  // the guard alone
+  child->signal(SIGTERM);                       // the group: the wrapper dies, the handler runs
+  ASSERT_EQ(read_line(child->output_fd()), "term");
+  atl::os::ask_guard_to_kill_tree(child->pid());
+  ASSERT_EQ(::kill(child->pid(), SIGCONT), 0);  // both pending: SIGUSR2 first
+  auto st = child->wait();
+  EXPECT_EQ(st.signal, SIGKILL) << st.describe();
+  EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
+  std::filesystem::remove_all(dir);
+}
+
 // With threads, a fork could not safely run anything: argv[0] is exec'd.
 TEST(ChildProcess, AThreadedSpawnerExecsInsteadOfRunningTheFunction) {
   std::thread second([] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
