@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -248,6 +249,18 @@ std::string read_line(int fd) {
   return line;
 }
 
+// A Python rank behind a shell wrapper ("; true": the shell stays instead of
+// exec'ing python) whose SIGTERM handler takes `handler_s` to checkpoint
+// into dir/saved; started, and said "ready".
+atl::os::ChildProcess start_checkpointing_wrapper(const std::string& dir, double handler_s) {
+  std::string script = checkpointing_rank(dir, handler_s);
+  auto child =
+      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
+  EXPECT_TRUE(child.ok()) << child.error();
+  EXPECT_EQ(read_line(child->output_fd()), "ready");
+  return std::move(child).value();
+}
+
 std::string temp_dir() {
   char tmpl[] = "/tmp/atl-grace-XXXXXX";
   return ::mkdtemp(tmpl);
@@ -305,14 +318,9 @@ TEST(ChildProcess, AStoppedMultiThreadedRankLeavesNoZombie) {
 // still runs to its end and the rank is reported as the handler ended it.
 TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {
   std::string dir = temp_dir();
-  std::string script = checkpointing_rank(dir, 1.0);
-  // "; true": the shell stays as a wrapper instead of exec'ing python.
-  auto child =
-      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
-  ASSERT_TRUE(child.ok()) << child.error();
-  ASSERT_EQ(read_line(child->output_fd()), "ready");
-  child->signal(SIGTERM);
-  auto st = child->wait();
+  auto child = start_checkpointing_wrapper(dir, 1.0);
+  child.signal(SIGTERM);
+  auto st = child.wait();
   EXPECT_TRUE(st.success()) << st.describe();
   std::ifstream saved(dir + "/saved");
   std::string text;
@@ -325,15 +333,11 @@ TEST(ChildProcess, AStoppedShellWrapperLeavesTheRankItsGrace) {
 // rank is reported as SIGKILLed.
 TEST(ChildProcess, KillTreeEndsAHandlerThatOutlivesTheGrace) {
   std::string dir = temp_dir();
-  std::string script = checkpointing_rank(dir, 300);
-  auto child =
-      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
-  ASSERT_TRUE(child.ok()) << child.error();
-  ASSERT_EQ(read_line(child->output_fd()), "ready");
-  child->signal(SIGTERM);
-  ASSERT_EQ(read_line(child->output_fd()), "term");
-  child->kill_tree();
-  auto st = child->wait();
+  auto child = start_checkpointing_wrapper(dir, 300);
+  child.signal(SIGTERM);
+  ASSERT_EQ(read_line(child.output_fd()), "term");
+  child.kill_tree();
+  auto st = child.wait();
   EXPECT_EQ(st.signal, SIGKILL) << st.describe();
   EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
   std::filesystem::remove_all(dir);
@@ -540,6 +544,17 @@ int check_forked_child() {
 
 }  // namespace
 
+// Runs `body` in a fork of this process (single-threaded, whatever threads
+// the test binary has) and gives back its exit code (-1: it did not exit).
+int exit_code_in_a_fork(const std::function<int()>& body) {
+  pid_t helper = ::fork();
+  if (helper < 0) return -1;
+  if (helper == 0) _exit(body());
+  int status = 0;
+  if (::waitpid(helper, &status, 0) != helper || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 TEST(SingleThreaded, TrueInAForkOfThisProcessUntilItStartsAThread) {
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
@@ -557,13 +572,11 @@ TEST(SingleThreaded, TrueInAForkOfThisProcessUntilItStartsAThread) {
 // A single-threaded spawner's child runs the function instead of exec'ing
 // (argv[0] does not even exist), set up as an exec'd unguarded child is.
 TEST(ChildProcess, ASingleThreadedSpawnersChildRunsTheFunctionSetUpAsAnExecWouldBe) {
-  pid_t helper = ::fork();  // single-threaded, whatever threads the test binary has
-  ASSERT_GE(helper, 0);
-  if (helper == 0) {
+  const int code = exit_code_in_a_fork([] {
     int control[2];
-    if (::pipe(control) != 0 || ::write(control[1], "x", 1) != 1) _exit(100);
+    if (::pipe(control) != 0 || ::write(control[1], "x", 1) != 1) return 100;
     int stray = ::open("/dev/null", O_RDONLY);  // not CLOEXEC: still not inherited
-    if (stray < 0) _exit(101);
+    if (stray < 0) return 101;
     sigset_t term;
     sigemptyset(&term);
     sigaddset(&term, SIGTERM);
@@ -576,13 +589,10 @@ TEST(ChildProcess, ASingleThreadedSpawnersChildRunsTheFunctionSetUpAsAnExecWould
     req.guarded = false;
     req.instead_of_exec = check_forked_child;
     auto child = atl::os::ChildProcess::spawn(req);
-    if (!child.ok()) _exit(102);
-    _exit(child->wait().code);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 42) << "the check that failed, or 100+ in the helper";
+    if (!child.ok()) return 102;
+    return child->wait().code;
+  });
+  EXPECT_EQ(code, 42) << "the check that failed, or 100+ in the helper";
 }
 
 // The stop's SIGTERM and the kill_tree's signal pending at once on the guard
@@ -591,17 +601,13 @@ TEST(ChildProcess, ASingleThreadedSpawnersChildRunsTheFunctionSetUpAsAnExecWould
 // sweep ended it (it read as the wrapper's SIGTERM: 1 run in 3 under load).
 TEST(ChildProcess, AKillTreeTakenBeforeItsStopStillReportsTheSweep) {
   std::string dir = temp_dir();
-  std::string script = checkpointing_rank(dir, 300);
-  auto child =
-      atl::os::ChildProcess::spawn(shell("python3 " + script + " " + dir + "/saved; true"));
-  ASSERT_TRUE(child.ok()) << child.error();
-  ASSERT_EQ(read_line(child->output_fd()), "ready");
-  ASSERT_EQ(::kill(child->pid(), SIGSTOP), 0);  // the guard alone
-  child->signal(SIGTERM);                       // the group: the wrapper dies, the handler runs
-  ASSERT_EQ(read_line(child->output_fd()), "term");
-  atl::os::ask_guard_to_kill_tree(child->pid());
-  ASSERT_EQ(::kill(child->pid(), SIGCONT), 0);  // both pending: SIGUSR2 first
-  auto st = child->wait();
+  auto child = start_checkpointing_wrapper(dir, 300);
+  ASSERT_EQ(::kill(child.pid(), SIGSTOP), 0);  // the guard alone
+  child.signal(SIGTERM);                       // the group: the wrapper dies, the handler runs
+  ASSERT_EQ(read_line(child.output_fd()), "term");
+  atl::os::ask_guard_to_kill_tree(child.pid());
+  ASSERT_EQ(::kill(child.pid(), SIGCONT), 0);  // both pending: SIGUSR2 first
+  auto st = child.wait();
   EXPECT_EQ(st.signal, SIGKILL) << st.describe();
   EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
   std::filesystem::remove_all(dir);
@@ -734,9 +740,7 @@ TEST(ChildProcess, OnlyAnUnguardedChildGetsAPidNamespace) {
 // workernode's main: in a namespace of their own too, as PID 1.
 TEST(ChildProcess, AForkThatRunsTheFunctionIsPidOneOfItsNamespace) {
   SKIP_WITHOUT_PID_NAMESPACES();
-  pid_t helper = ::fork();
-  ASSERT_GE(helper, 0);
-  if (helper == 0) {
+  const int code = exit_code_in_a_fork([] {
     atl::os::SpawnRequest req;
     req.argv = {"/no/such/workernode"};
     req.env = {"PATH=/usr/bin:/bin"};
@@ -750,11 +754,8 @@ TEST(ChildProcess, AForkThatRunsTheFunctionIsPidOneOfItsNamespace) {
       return ::getpid() == 1 && pid == 1 ? 42 : 1;
     };
     auto child = atl::os::ChildProcess::spawn(req);
-    if (!child.ok()) _exit(102);
-    _exit(child->wait().code);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 42) << "1: not PID 1 with its own /proc; 102: no spawn";
+    if (!child.ok()) return 102;
+    return child->wait().code;
+  });
+  EXPECT_EQ(code, 42) << "1: not PID 1 with its own /proc; 102: no spawn";
 }

@@ -189,6 +189,15 @@ void turn_on_flight_recorder(ProcessMeter& meter, const EnvMap& job_env, EnvMap&
     env["TORCH_FR_BUFFER_SIZE"] = "64";
 }
 
+// The guard sweeps the whole tree now (setsid escapees too); the group's
+// SIGKILL follows in 3 s in case the guard itself is stuck.
+void sweep_tree(ExecutorActor* self) {
+  auto& st = self->state;
+  st.tree_killed = true;
+  os::ask_guard_to_kill_tree(st.pid);
+  self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
+}
+
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
                                 std::shared_ptr<os::Lease> lease,
@@ -301,9 +310,7 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
           if (st.tree_killed) return;
           component_logger("executor")
               ->info("{}: stopped at once (nothing of it is kept)", stream_name(st.launch.stream));
-          st.tree_killed = true;
-          os::ask_guard_to_kill_tree(st.pid);
-          self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
+          sweep_tree(self);
           return;
         }
         if (st.launch.warn_signal > 0 && !st.warned_until) {
@@ -333,11 +340,7 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
         if (!st.tree_killed) {
           component_logger("executor")
               ->warn("{} outlived its grace period: SIGKILL", stream_name(st.launch.stream));
-          // The guard sweeps the whole tree (setsid escapees too); the
-          // group's SIGKILL follows in case the guard itself is stuck.
-          st.tree_killed = true;
-          os::ask_guard_to_kill_tree(st.pid);
-          self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
+          sweep_tree(self);
           return;
         }
         ::kill(-st.pid, SIGKILL);
