@@ -78,8 +78,8 @@ struct HeadOptions {
 };
 
 // Ray mode, every pod on this host: Ray's GCS on a free port unless the job
-// names one (refused at once when another process has it), and the ports
-// Ray fixes per node on free ones too.
+// names one (checked in parse_options), and the ports Ray fixes per node on
+// free ones too.
 void settle_local_ray_ports(atl::JobSpec& job) {
   const std::string host = atl::ray_node_host("127.0.0.1");
   auto free_port = [&](const char* what) {
