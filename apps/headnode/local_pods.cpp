@@ -4,13 +4,13 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "atl/actors/node_agent.hpp"
 #include "atl/core/duration.hpp"
+#include "atl/core/env.hpp"
 #include "atl/os/logging.hpp"
 #include "workernode_main.hpp"
 
@@ -24,15 +24,6 @@ constexpr auto kPoll = std::chrono::milliseconds(20);
 std::string tmp_base() {
   const char* tmp = std::getenv("TMPDIR");
   return tmp && *tmp ? tmp : "/tmp";
-}
-
-// env less any NAME=..., then NAME=value.
-void set_env(std::vector<std::string>& env, const std::string& name, const std::string& value) {
-  const std::string prefix = name + "=";
-  env.erase(std::remove_if(env.begin(), env.end(),
-                           [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
-            env.end());
-  env.push_back(prefix + value);
 }
 
 }  // namespace
@@ -81,13 +72,14 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(Pod& pod, int gener
   req.argv.insert(req.argv.end(), config_.extra_args.begin(), config_.extra_args.end());
   if (config_.own_loopback)
     req.argv.insert(req.argv.end(), {"--advertise", "127.0.0." + std::to_string(index + 2)});
-  req.env = os::current_environment();
-  set_env(req.env, "TMPDIR", pod.tmp_dir);
+  EnvMap env = env_from_strings(os::current_environment());
+  env["TMPDIR"] = pod.tmp_dir;
   // atlctl in the pod finds its job here; the host's job files stay the head's.
-  set_env(req.env, "ATL_JOB_FILE", pod.tmp_dir + "/atl/job.json");
+  env["ATL_JOB_FILE"] = pod.tmp_dir + "/atl/job.json";
   // Its CAF nodes' ids apart from other local pods' (node_id_interpose.cpp):
   // in PID namespaces of their own, every pod's workernode is pid 1.
-  set_env(req.env, "ATL_NODE_SALT", name + "#" + std::to_string(generation));
+  env["ATL_NODE_SALT"] = name + "#" + std::to_string(generation);
+  req.env = to_env_strings(env);
   if (gate >= 0) {
     req.control_fd = gate;
     req.env.push_back(std::string(os::kStartGateEnv) + "=" + std::to_string(os::kStartGateFd));

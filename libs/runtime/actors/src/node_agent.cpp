@@ -201,23 +201,17 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
 // and token as its Ray node has them, so that `ray status` there is this
 // job's Ray, whatever else runs on the host.
 void with_rays_address_in_shells(NodeAgentActor* self, const std::vector<ProcessLaunch>& ranks) {
-  static const std::vector<std::string> kRay = {
-      "RAY_ADDRESS=", "RAY_AUTH_MODE=", "RAY_AUTH_TOKEN="};
-  std::vector<std::string> ray;
+  EnvMap shell = env_from_strings(self->state.config.shell_env);
+  bool ray = false;
   for (const auto& launch : ranks)
-    for (const auto& e : launch.env)
-      for (const auto& name : kRay)
-        if (e.rfind(name, 0) == 0) ray.push_back(e);
-  if (ray.empty()) return;
+    for (const auto& [name, value] : env_from_strings(launch.env))
+      if (name == "RAY_ADDRESS" || name == "RAY_AUTH_MODE" || name == "RAY_AUTH_TOKEN") {
+        shell[name] = value;
+        ray = true;
+      }
+  if (!ray) return;
   auto& env = self->state.config.shell_env;
-  env.erase(std::remove_if(env.begin(), env.end(),
-                           [&](const std::string& e) {
-                             for (const auto& name : kRay)
-                               if (e.rfind(name, 0) == 0) return true;
-                             return false;
-                           }),
-            env.end());
-  env.insert(env.end(), ray.begin(), ray.end());
+  env = to_env_strings(shell);
   if (self->state.terminals) self->send(self->state.terminals, term_env_atom::value, env);
 }
 
