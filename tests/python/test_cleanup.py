@@ -99,17 +99,21 @@ def walk(mode, cleanup, extra=""):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def ray_extra(mode):
+    """headnode's flags for `mode`: ray mode needs the Ray venv's `ray`."""
+    if mode != "ray":
+        return ""
+    ray = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "ray")
+    if not os.path.exists(ray):
+        pytest.skip("no Ray venv (build/ray-venv, made by the Ray tests)")
+    return "--ray-bin " + ray
+
+
+# Ray mode: the cleanup kills the pod's Python processes, Ray's own among
+# them; recover runs the driver again and it runs to its end.
 @pytest.mark.parametrize("mode", ["spmd", "driver", "ray"])
 def test_the_guides_cleanup_line_kills_user_processes_never_the_head(mode):
-    # Ray mode: the cleanup kills the pod's Python processes, Ray's own
-    # among them; recover runs the driver again and it runs to its end.
-    extra = ""
-    if mode == "ray":
-        ray = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "ray")
-        if not os.path.exists(ray):
-            pytest.skip("no Ray venv (build/ray-venv, made by the Ray tests)")
-        extra = "--ray-bin " + ray
-    said, head, beside = walk(mode, CLEANUP, extra)
+    said, head, beside = walk(mode, CLEANUP, ray_extra(mode))
     assert "Send command to all workers success." in said, said
     assert "lost the supervisor" not in said, said
     assert "[head exit 0]" in said, (said, head)
@@ -118,8 +122,9 @@ def test_the_guides_cleanup_line_kills_user_processes_never_the_head(mode):
     the_job_beside_is_untouched(said, beside)
 
 
-def test_pkill_f_python_kills_user_processes_never_the_head():
-    said, head, beside = walk("spmd", "pkill -f python")
+@pytest.mark.parametrize("mode", ["spmd", "driver", "ray"])
+def test_pkill_f_python_kills_user_processes_never_the_head(mode):
+    said, head, beside = walk(mode, "pkill -f python", ray_extra(mode))
     assert "lost the supervisor" not in said, said
     assert "[head exit 0]" in said, (said, head)
     assert "Job status:  succeeded" in head, head
