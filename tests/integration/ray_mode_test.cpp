@@ -5,8 +5,10 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -361,6 +363,46 @@ TEST(RayMode, OnOneHostAFailingDriverEndsTheHeadWithinItsGrace) {
   const std::string out = r.c.output(*r.head);
   EXPECT_NE(out.find("the Ray driver ended with exit code 1"), std::string::npos) << out;
   EXPECT_EQ(out.find("outlived its grace period"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
+// A worker whose `ray start` never returns: the Ray cluster never becomes
+// ready. With no restart left the job fails once the ready timeout passed
+// (not stays in command with no user code running), naming the pod.
+TEST(RayMode, OnOneHostAClusterNeverReadyFailsTheJobNamingThePod) {
+  OneHostRay r;
+  if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  const std::string ray = r.c.dir() + "/ray";
+  {
+    std::ofstream script(ray);
+    script << "#!/bin/sh\n"
+              "case \"$ATL_POD_NAME $1\" in *worker-1\\ start) exec sleep 600;; esac\n"
+              "exec "
+           << r.venv << "/bin/ray \"$@\"\n";
+  }
+  ASSERT_EQ(::chmod(ray.c_str(), 0755), 0);
+  std::string path = "PATH=" + r.venv + "/bin";
+  for (const auto& e : r.c.environment())
+    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+  auto& head = r.c.start_head({"--job", std::string(ATL_SOURCE_DIR) + "/examples/ray/job.json",
+                               "--local-workers", "2", "--ray-bin", ray, "--ray-ready-timeout",
+                               "20s", "--max-restarts", "0", "--grace", "3s", "--", "echo never"},
+                              {path, "RAY_DISABLE_USAGE_STATS=1"});
+  ASSERT_TRUE(r.c.wait_for_output(head, "listening on ")) << r.c.output(head);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(r.c.wait_for_output(head, "Job status:  failed", 240s)) << r.c.output(head);
+  EXPECT_EQ(r.c.wait_exit(head, 60s), 1) << r.c.output(head);
+  // Ray's start on one host takes seconds; the wait is 20 s, the grace 3 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 120s) << r.c.output(head);
+  const std::string out = r.c.output(head);
+  // Pod 1 is named (pod 0's Ray may be slow to start on a loaded machine too).
+  const auto at = out.find("job failed: Ray cluster not ready after 20s: not alive in Ray: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  EXPECT_NE(line.find(r.c.worker_name(1)), std::string::npos) << line;
+  EXPECT_NE(line.find("; the restart budget is spent (0/0 restarts used)"), std::string::npos)
+      << line;
+  EXPECT_EQ(out.find("[driver] never"), std::string::npos) << out;
   EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 

@@ -722,6 +722,82 @@ TEST(JobController, AJournalErrorIsSaidOnceAndTheJobGoesOn) {
   EXPECT_EQ(job.ctl.state(), JobState::command);
 }
 
+// Ray mode: the driver ended with "the Ray cluster never became ready" (a
+// ready-timeout fault while in command) and no restart is left. Command has
+// no ready_timeout transition: the job stayed in command with nothing running.
+TEST(JobController, ARayClusterNeverReadyWithASpentBudgetFailsTheJobFromCommand) {
+  JobSpec ray = spec(1, 0);
+  ray.mode = JobMode::ray;
+  Job job(ray, 1);
+  job.run();
+  job.fx.done = true;  // the driver was the last process; Ray's nodes went with it
+  Fault fault{FaultKind::ready_timeout, "", "the Ray cluster did not become ready"};
+  EXPECT_TRUE(job.ctl.on_user_code_ended({ExitMeaning::Kind::fault, fault}));
+  EXPECT_EQ(job.ctl.state(), JobState::failed);
+  EXPECT_EQ(job.ctl.failure(),
+            "the Ray cluster did not become ready; the restart budget is spent (0/0 restarts "
+            "used)");
+  EXPECT_EQ(job.fx.outcome, 1);
+  EXPECT_TRUE(job.fx.printed("Job status:  failed"));
+}
+
+// Each live state the controller can be in, reached through its own API.
+void reach(Job& job, JobState state) {
+  switch (state) {
+    case JobState::pending:
+      ASSERT_TRUE(job.ctl.start(nullptr, job.fx.pods.size()));
+      break;
+    case JobState::initializing:
+      ASSERT_TRUE(job.ctl.start(nullptr, job.fx.pods.size()));
+      job.fx.join_all();
+      job.ctl.all_joined();
+      break;
+    case JobState::command:
+      job.run();
+      break;
+    case JobState::debugStop:
+      job.run();
+      ASSERT_TRUE(job.ctl.apply(JobEvent::debug_stop));
+      break;
+    case JobState::debugCommand:
+      job.run();
+      ASSERT_TRUE(job.ctl.apply(JobEvent::debug_stop));
+      ASSERT_TRUE(job.ctl.apply(JobEvent::debug_run));
+      break;
+    case JobState::restarting:
+      job.run();
+      job.ctl.on_pod_gone("j1-worker-0", {FaultKind::pod_lost, "j1-worker-0", "lost"});
+      break;
+    default:
+      FAIL() << "not a live state";
+  }
+  ASSERT_EQ(job.ctl.state(), state);
+}
+
+// A failure the state has no transition for is never a silent no-op: from
+// every live state, whatever event it is said with, the job ends failed with
+// its reason, its processes stopped (bounded) and its outcome handed over.
+TEST(JobController, EveryFailureEndsTheJobFromEveryLiveStateWhateverItsEvent) {
+  for (JobState from : kAllJobStates) {
+    if (is_terminal(from)) continue;
+    for (JobEvent event : kAllJobEvents) {
+      const std::string label =
+          std::string(to_string(from)) + " + " + std::string(to_string(event));
+      Job job(1, 1, 3);
+      reach(job, from);
+      job.fx.done = false;  // something may still run: it is stopped first
+      job.ctl.fail(event, "the reason");
+      EXPECT_EQ(job.ctl.state(), JobState::failed) << label;
+      EXPECT_EQ(job.ctl.failure(), "the reason") << label;
+      EXPECT_TRUE(job.fx.called("stop_user_code")) << label;
+      ASSERT_TRUE(job.fx.last_timer(JobTimer::fail_stop)) << label;
+      job.ctl.on_timer(JobTimer::fail_stop, 0);
+      EXPECT_TRUE(job.fx.printed("job failed: the reason")) << label;
+      EXPECT_EQ(job.fx.outcome, 1) << label;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace atl::supervisor
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "atl/core/error_file.hpp"
 #include "atl/os/run_capture.hpp"
 
 using namespace std::chrono_literals;
@@ -195,9 +196,18 @@ TEST(RayCluster, TheReadinessWaitNamesTheMissingNodesAsItWaitsThenGivesUp) {
       job, "/usr/bin/python3", "10.0.0.1",
       {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, 2s, 1s);
   ::setenv("PYTHONPATH", dir.c_str(), 1);
+  const std::string error_file = dir + "/error.json";
+  ::setenv("TORCHELASTIC_ERROR_FILE", error_file.c_str(), 1);
   auto run = atl::os::run_capture({"/bin/sh", "-c", driver}, 60s);
   ::unsetenv("PYTHONPATH");
+  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  std::ifstream in(error_file);
+  const std::string written{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   std::filesystem::remove_all(dir);
+  // The head's line for the job's end names the pods (torchrun's error file).
+  EXPECT_EQ(atl::error_file_summary(written),
+            "Ray cluster not ready after 2s: not alive in Ray: jo-ray-worker-0, jo-ray-worker-1")
+      << written;
   ASSERT_TRUE(run.ok()) << run.error();
   ASSERT_TRUE(run->status) << run->output;
   EXPECT_EQ(run->status->code, atl::kRayNotReadyExit) << run->output;

@@ -263,6 +263,11 @@ TEST(UserCode, RayModeStartsHeadNodesAndDriverAndTheDriverDecides) {
   auto not_ready =
       code.meaning(JobMode::ray, kDriverStream, exit_of(kDriverStream, 1, atl::kRayNotReadyExit));
   EXPECT_EQ(not_ready.fault.kind, FaultKind::ready_timeout);
+  // The readiness wait's error file names the pods: the fault says them.
+  ProcessExit named = exit_of(kDriverStream, 1, atl::kRayNotReadyExit);
+  named.reason = "Ray cluster not ready after 10s: not alive in Ray: jo-u-worker-1";
+  EXPECT_EQ(code.meaning(JobMode::ray, kDriverStream, named).fault.detail,
+            "Ray cluster not ready after 10s: not alive in Ray: jo-u-worker-1");
   auto driver = code.meaning(JobMode::ray, kDriverStream, exit_of(kDriverStream, 1, 1));
   EXPECT_EQ(driver.fault.kind, FaultKind::rank_failed);
   EXPECT_EQ(driver.fault.detail, "the Ray driver ended with exit code 1");

@@ -3,6 +3,7 @@
 // stop, and the reports of its processes. What a plan holds and what an end
 // means are UserCode's (atl/supervisor/user_code.hpp); this file performs them.
 #include <algorithm>
+#include <cstdlib>
 
 #include "atl/actors/executor.hpp"
 #include "atl/os/child_process.hpp"
@@ -104,8 +105,19 @@ void launch_user_code(Actor* self, LaunchScope scope) {
   for (auto& launch : launches.on_head) {
     // The head pod's own processes: the driver (and in ray mode Ray's head).
     const bool driver = launch.stream.kind == StreamKind::driver;
-    caf::actor exec = spawn_executor(self->system(), std::move(launch), pod_of_rank(st, -1),
-                                     st.config.sink, caf::actor_cast<caf::actor>(self));
+    // The driver's $TORCHELASTIC_ERROR_FILE, as a rank's: its exception (or
+    // in ray mode the readiness wait's line naming the pods Ray never saw)
+    // is the reason the job's end gives.
+    std::shared_ptr<ProcessMeter> meter;
+    if (driver) {
+      meter = std::make_shared<ProcessMeter>();
+      const char* tmp = std::getenv("TMPDIR");
+      meter->error_file = std::string(tmp && *tmp ? tmp : "/tmp") + "/atl-error-" +
+                          pod_of_rank(st, -1) + "-driver-" + std::to_string(attempt) + ".json";
+    }
+    caf::actor exec =
+        spawn_executor(self->system(), std::move(launch), pod_of_rank(st, -1), st.config.sink,
+                       caf::actor_cast<caf::actor>(self), nullptr, std::move(meter));
     self->monitor(exec);  // an executor that dies is its process's failure
     (driver ? st.driver : st.ray_head) = exec;
   }

@@ -54,6 +54,8 @@ std::string_view to_string(JobEvent event) {
       return "head_failed";
     case JobEvent::restart:
       return "restart";
+    case JobEvent::aborted:
+      return "aborted";
   }
   return "unknown";
 }
@@ -65,8 +67,11 @@ bool is_terminal(JobState state) {
 Expected<JobState> next_state(JobState from, JobEvent event) {
   using S = JobState;
   using E = JobEvent;
-  // A cancelled job, or one whose head cannot go on, fails from any live state.
-  if ((event == E::cancelled || event == E::head_failed) && !is_terminal(from)) return S::failed;
+  // A cancelled job, one whose head cannot go on, or one that cannot go on
+  // for any other reason fails from any live state.
+  if ((event == E::cancelled || event == E::head_failed || event == E::aborted) &&
+      !is_terminal(from))
+    return S::failed;
   switch (from) {
     case S::pending:
       if (event == E::all_joined) return S::initializing;

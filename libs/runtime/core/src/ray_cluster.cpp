@@ -148,11 +148,24 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
   for (const auto& w : workers) pods[w.address] = w.pod;
   // Ray's own view: alive nodes by address. The head is the driver's own.
   std::string script =
-      "import json, sys, time\n"
+      "import json, os, sys, time\n"
       "import ray\n"
       "pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])\n"
       "every = float(sys.argv[5])\n"
       "start = time.time(); deadline = start + wait; said = start\n"
+      // Why, in the driver's log and (torchrun's contract) its error file:
+      // the head's line names the pods that never came up in Ray.
+      "def not_ready(line):\n"
+      "    print(line, file=sys.stderr, flush=True)\n"
+      "    path = os.environ.get('TORCHELASTIC_ERROR_FILE')\n"
+      "    if path:\n"
+      "        try:\n"
+      "            with open(path, 'w') as f: json.dump({'message': line}, f)\n"
+      "        except OSError:\n"
+      "            pass\n"
+      "    sys.exit(" +
+      std::to_string(kRayNotReadyExit) +
+      ")\n"
       // Ray's GCS answers before the head's node is in it; ray.init in
       // between fails ("No node info found"): asked again until the deadline.
       "while True:\n"
@@ -162,10 +175,7 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
       "    except ConnectionError as e:\n"
       "        ray.shutdown()\n"
       "        if time.time() > deadline:\n"
-      "            print('Ray cluster not ready after %gs: %s' % (wait, e), file=sys.stderr)\n"
-      "            sys.exit(" +
-      std::to_string(kRayNotReadyExit) +
-      ")\n"
+      "            not_ready('Ray cluster not ready after %gs: %s' % (wait, e))\n"
       "        time.sleep(0.5)\n"
       "while True:\n"
       "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}\n"
@@ -177,11 +187,8 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
       "        print('[atl] waiting for Ray (%ds of %gs): not alive yet: %s' % (said - start, "
       "wait, ', '.join(missing)), flush=True)\n"
       "    if time.time() > deadline:\n"
-      "        print('Ray cluster not ready after %gs: not alive in Ray: %s' % (wait, ', "
-      "'.join(missing)), file=sys.stderr)\n"
-      "        sys.exit(" +
-      std::to_string(kRayNotReadyExit) +
-      ")\n"
+      "        not_ready('Ray cluster not ready after %gs: not alive in Ray: %s' % (wait, ', "
+      "'.join(missing)))\n"
       "    time.sleep(0.2)\n"
       "ray.shutdown()\n"
       "print('[atl] Ray cluster ready: %d nodes' % (len(pods) + 1), flush=True)\n";

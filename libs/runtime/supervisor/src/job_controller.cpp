@@ -482,7 +482,17 @@ void JobController::on_timer(JobTimer timer, std::int32_t tag) {
 // --- the ending ------------------------------------------------------------------
 
 void JobController::fail(JobEvent event, const std::string& reason) {
-  if (is_terminal(state()) || !apply(event)) return;
+  if (is_terminal(state())) return;
+  // Every failure ends the job: an event its state has no failing transition
+  // for (a ready timeout while the driver ran, a lost pod while parked) is
+  // never a silent no-op that leaves the job where it was.
+  auto next = next_state(state(), event);
+  if (!next || *next != JobState::failed) {
+    log_->warn("{} in state {} has no failing transition of its own: the job is aborted",
+               to_string(event), to_string(state()));
+    event = JobEvent::aborted;
+  }
+  apply(event);
   failure_ = reason;
   log_->error("job {} failed: {}", options_.job.job_id, reason);
   if (fx_->user_code_done()) {

@@ -248,9 +248,11 @@ ExitMeaning UserCode::meaning(JobMode mode, std::int32_t key, const ProcessExit&
       if (exit.error.empty() && status.signal == 0 && status.code == kRayNotReadyExit)
         // Ray's nodes that never joined are a ready timeout like pods that
         // never came: retried within the budget.
+        // Its error file's line names the pods that never came up in Ray.
         return fault(FaultKind::ready_timeout,
-                     "the Ray cluster did not become ready (the driver's log names the pods "
-                     "not alive in Ray)");
+                     exit.reason.empty() ? "the Ray cluster did not become ready (the driver's "
+                                           "log names the pods not alive in Ray)"
+                                         : exit.reason);
       return fault(FaultKind::rank_failed, "the Ray driver " + how);
     }
     const std::string who =

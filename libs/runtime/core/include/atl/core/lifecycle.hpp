@@ -29,10 +29,14 @@ enum class JobEvent {
   node_lost,        // a worker's connection or process is gone
   cancelled,        // the head was told to end the job (signal)
   head_failed,      // the head cannot go on: an internal error, a log it cannot write
-  debug_stop,       // atlctl stop: user code (or the debug command) stopped
-  debug_run,        // atlctl run/check/burn without -f
-  recover,          // atlctl recover: user code restarted from scratch
-  restart,          // a counted fault: every rank stops, the job starts again
+  // The job cannot go on for a reason its state has no transition of its own
+  // for (a Ray cluster never ready while the driver ran, spent budget): the
+  // controller ends it with that reason rather than stay where it is.
+  aborted,
+  debug_stop,  // atlctl stop: user code (or the debug command) stopped
+  debug_run,   // atlctl run/check/burn without -f
+  recover,     // atlctl recover: user code restarted from scratch
+  restart,     // a counted fault: every rank stops, the job starts again
 };
 
 inline constexpr JobState kAllJobStates[] = {
@@ -43,7 +47,7 @@ inline constexpr JobEvent kAllJobEvents[] = {
     JobEvent::check_failed, JobEvent::ranks_succeeded, JobEvent::rank_failed,
     JobEvent::node_lost,    JobEvent::cancelled,       JobEvent::debug_stop,
     JobEvent::debug_run,    JobEvent::recover,         JobEvent::head_failed,
-    JobEvent::restart};
+    JobEvent::restart,      JobEvent::aborted};
 
 std::string_view to_string(JobState state);
 std::string_view to_string(JobEvent event);

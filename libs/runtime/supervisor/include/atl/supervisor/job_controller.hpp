@@ -173,6 +173,8 @@ class JobController {
   // in a debug state (the caller's stop and Ray bookkeeping follow).
   bool on_user_code_ended(const ExitMeaning& meaning);
   void on_timer(JobTimer timer, std::int32_t tag);
+  // The job fails with `reason` from any live state: by `event` where the
+  // state has that failing transition, else aborted (never a no-op).
   void fail(JobEvent event, const std::string& reason);
   void cancel(const std::string& why);  // a signal: ends without lingering
   void finalize();                      // tell every worker how it ended
