@@ -262,6 +262,19 @@ static int signal_descendants(int sig) {
   return found;
 }
 
+// Sends `sig` to the processes below the guard outside its group (setsid
+// escapees: the group's signal never reached them).
+static void signal_escapees(int sig) {
+  pid_t group = getpgrp();
+  int n = g_children_files ? descendants() : scan_all_of_proc();
+  for (int i = 0; i < n; ++i) {
+    pid_t ppid = 0, pgrp = 0;
+    char state = 0;
+    if (!read_stat(g_tree[i], &ppid, &pgrp, &state) || state == 'Z') continue;
+    if (pgrp != group) kill(g_tree[i], sig);
+  }
+}
+
 // Until nothing below us is left (bounded: 10 s).
 static void sweep(void) {
   for (int round = 0; round < 400 && signal_descendants(SIGKILL) > 0; ++round) pause_ms(25);
@@ -362,9 +375,12 @@ static int wait_for_command(pid_t inner) {
 // in its SIGTERM handler. The rank's grace belongs to the whole tree, so the
 // guard waits for everything below it to end by itself; the owner's grace
 // timer (kill_tree) or an expired lease ends the wait. Escapees that left the
-// group (setsid) were never signalled: they get the stop too.
+// group (setsid) were never signalled: they get the stop, and only they.
+// Those in the group had it: a second SIGTERM (0.1-0.6 ms after the first)
+// hit a torchelastic-style handler (raise on SIGTERM, checkpoint in
+// `except`) inside its checkpoint.
 static void wait_for_the_rest(void) {
-  signal_descendants(SIGTERM);  // those in the group had it: a second one is harmless
+  signal_escapees(SIGTERM);
   signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
   while (signal_descendants(0) > 0) {
     if (lease_expired()) return;  // the sweep that follows ends them

@@ -106,6 +106,56 @@ TEST(FaultTolerance, AKilledWorkerRestartsTheJobFromScratch) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Kubernetes deletes, evicts or drains a pod with SIGTERM to its PID 1 (the
+// workernode): a lost pod, never a failed job. Its ranks get the job's grace
+// (a torchelastic-style handler checkpoints in `except`), a spare takes its
+// place and the job restarts (one restart counted), then succeeds.
+TEST(FaultTolerance, ASigtermedPodIsLostNotFailedItsRanksCheckpointAndASpareTakesOver) {
+  TestCluster c;
+  const std::string ckpt = c.dir() + "/ckpt-";
+  const std::string rank =
+      "import os, signal, sys, time\n"
+      "def term(*_): raise KeyboardInterrupt\n"
+      "signal.signal(signal.SIGTERM, term)\n"
+      "try:\n"
+      "    print('attempt-start rank=%s restart=%s pid=%d' % (os.environ['RANK'], "
+      "os.environ['ATL_RESTART_COUNT'], os.getpid()), flush=True)\n"
+      "    if int(os.environ['ATL_RESTART_COUNT']) >= 1: sys.exit(0)\n"
+      "    time.sleep(300)\n"
+      "except KeyboardInterrupt:\n"
+      "    time.sleep(2)  # a checkpoint that takes its time\n"
+      "    open('" +
+      ckpt +
+      "' + os.environ['RANK'], 'w').write('saved')\n"
+      "    print('checkpoint saved', flush=True)\n"
+      "    sys.exit(1)\n";
+  const std::string script = c.dir() + "/rank.py";
+  std::ofstream(script) << rank;
+  auto& head =
+      c.start_head({"--workers", "2", "--spare-workers", "1", "--local-workers", "3", "--grace",
+                    "20s", "--linger", "60s", "--", "/usr/bin/python3 " + script});
+  ASSERT_TRUE(ranks_started(c, head, 2, 0)) << c.output(head);
+  const int pod = c.worker_pid(1);
+  ASSERT_GT(pod, 0);
+  ASSERT_EQ(::kill(pod, SIGTERM), 0);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", 120s)) << c.output(head);
+  const std::string out = c.output(head);
+  EXPECT_NE(out.find("pod " + c.worker_name(1) + " was lost: told to go (SIGTERM"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("killed by signal 15"), std::string::npos) << out;
+  // Both ranks' handlers ran to their end: the evicted pod's within its
+  // grace, the other's as the job restarted.
+  EXPECT_EQ(read_file(ckpt + "0"), "saved") << out;
+  EXPECT_EQ(read_file(ckpt + "1"), "saved") << out;
+  auto info = status_json(c);
+  EXPECT_EQ(info["restarts"], 1) << info.dump();
+  EXPECT_EQ(info["attempt"], 2) << info.dump();
+  head.process->signal(SIGTERM);  // ends the linger
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(FaultTolerance, LogsFollowAcrossARestart) {
   // Attempt 2's log is shorter than attempt 1's: a follower that kept attempt
   // 1's offset would never see it.

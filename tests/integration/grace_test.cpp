@@ -61,6 +61,18 @@ std::vector<std::string> entrypoint(const Form& form, const std::string& script,
 
 void PrintTo(const Form& form, std::ostream* os) { *os << form.name; }
 
+// Until `text` is in p's output `times` times (false after 60 s).
+bool output_holds(const TestCluster& c, const Started& p, const std::string& text, int times) {
+  for (int i = 0; i < 3000; ++i) {
+    const std::string out = c.output(p);
+    int seen = 0;
+    for (auto at = out.find(text); at != std::string::npos; at = out.find(text, at + 1)) ++seen;
+    if (seen >= times) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 class GraceForms : public ::testing::TestWithParam<Form> {};
 
 // The guide's stop: the handler gets its 2 s (of a 5 s grace) in every form.
@@ -76,6 +88,48 @@ TEST_P(GraceForms, AtlctlStopLeavesTheHandlerItsGrace) {
   EXPECT_EQ(stop.output, "Stopping task in all workers...\nStop job task success.\n");
   EXPECT_TRUE(saved(c, 0, 0)) << "the checkpoint was never written\n" << c.output(head);
   EXPECT_TRUE(c.wait_for_output(head, "rank-0 ended: exit code 0")) << c.output(head);
+  EXPECT_EQ(c.output(head).find("outlived its grace"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// torchelastic's shape: the handler raises, the checkpoint is taken in
+// `except` (a second SIGTERM there loses it), in every form, stop after stop.
+TEST_P(GraceForms, AtlctlStopLeavesARaisingHandlerItsCheckpoint) {
+  TestCluster c;
+  const std::string script = c.dir() + "/raise.py";
+  std::ofstream(script) << R"(import os, signal, sys, time
+class SignalException(Exception): pass
+def on_term(*_): raise SignalException()
+signal.signal(signal.SIGTERM, on_term)
+d = sys.argv[1]
+try:
+    print("ready", flush=True)
+    while True: time.sleep(1)
+except SignalException:
+    time.sleep(0.5)
+    n = len([f for f in os.listdir(d) if f.startswith("ckpt.")])
+    open(f"{d}/ckpt.{n}", "w").write("saved")
+    sys.exit(0)
+)";
+  std::vector<std::string> args = {"--workers", "1", "--local-workers", "1", "--grace",
+                                   "10s",       "--"};
+  for (auto& w : entrypoint(GetParam(), script, c.dir())) args.push_back(w);
+  auto& head = c.start_head(args);
+  constexpr int kStops = 4;
+  for (int stop = 0; stop < kStops; ++stop) {
+    ASSERT_TRUE(output_holds(c, head, "[rank 0] ready", stop + 1)) << c.output(head);
+    auto stopped = c.atlctl({"--address", c.head_address(), "stop"});
+    ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+    EXPECT_TRUE(std::filesystem::exists(c.dir() + "/ckpt." + std::to_string(stop)))
+        << "stop " << stop << ": the checkpoint was lost\n"
+        << c.output(head);
+    if (stop + 1 < kStops) {
+      auto recovered = c.atlctl({"--address", c.head_address(), "recover"});
+      ASSERT_EQ(recovered.exit_code, 0) << recovered.output;
+    }
+  }
   EXPECT_EQ(c.output(head).find("outlived its grace"), std::string::npos) << c.output(head);
   head.process->signal(SIGTERM);
   c.wait_exit(head);

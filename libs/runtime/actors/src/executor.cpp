@@ -36,6 +36,9 @@ struct ExecutorState {
   pid_t pid = -1;
   bool exited = false;
   bool tree_killed = false;  // the guard was told to kill everything
+  // The stop's SIGTERM went out: a later stop (the node ending, the head's
+  // stop after an agent's) sends no second one, and the first grace stands.
+  bool term_sent = false;
   // The stop warning (--stop-signal) went out; its SIGTERM is due then.
   std::optional<std::chrono::steady_clock::time_point> warned_until;
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
@@ -328,6 +331,11 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
           self->delayed_send(self, lead, stop_atom::value, grace_ms);
           return;
         }
+        // One SIGTERM per process per stop: a torchelastic-style handler
+        // (raise on SIGTERM, checkpoint in `except`) hit by a second one
+        // loses its checkpoint.
+        if (st.term_sent) return;
+        st.term_sent = true;
         ::kill(-st.pid, SIGTERM);
         // A stopped process (SIGSTOP, a debugger) would sit on its SIGTERM
         // until the grace ran out: continued, it runs its handler now.

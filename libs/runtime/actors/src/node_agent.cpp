@@ -45,6 +45,9 @@ constexpr auto kReachTimeout = std::chrono::seconds(10);
 constexpr auto kDirCheckTimeout = std::chrono::seconds(30);
 // Grace for ranks still running when the node ends without a supervisor's word.
 constexpr std::int64_t kOrphanGraceMs = 3000;
+// How long a pod told to go (SIGTERM) waits for the head's word (the job's
+// grace) before it stops its ranks with kOrphanGraceMs.
+constexpr auto kEvictionAnswerTimeout = std::chrono::seconds(5);
 
 // The pod's GPUs looked at through NVML once a second, on a thread of its
 // own: an NVML call on a broken GPU can block for seconds, and opening NVML
@@ -124,6 +127,7 @@ struct NodeAgentState {
   };
   std::map<caf::actor, Running> executors;
   bool ending = false;
+  bool evicting = false;  // told to go (SIGTERM): the head is being told
   // Liveness, once joined: heartbeats both ways at the head's interval; the
   // head silent for its timeout means it is lost. The lease tells this node's
   // ranks' guards that we are alive and in touch (renewed at each heartbeat).
@@ -300,7 +304,17 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
 // heartbeat goes out and the lease is renewed.
 void heartbeat_tick(NodeAgentActor* self) {
   auto& st = self->state;
-  if (st.ending) return;
+  if (st.ending) {
+    // Its ranks stopping within their grace (an eviction, the job's end) may
+    // take longer than the head's timeout: this node is alive and says so
+    // to their guards until they are gone (a revoked lease stays revoked).
+    if (st.lease && !st.executors.empty()) {
+      st.lease->renew();
+      self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval,
+                                                      tick_atom::value);
+    }
+    return;
+  }
   auto now = std::chrono::steady_clock::now();
   // This node's own stall (its tick came late) is not the head's silence.
   if (st.last_tick != std::chrono::steady_clock::time_point{}) {
@@ -644,8 +658,20 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         leave_at_once(self, kNodeExitDeleted);
       },
       [self](cancel_atom) {
-        component_logger("node")->warn("signalled: stopping ranks and leaving the job");
-        end_node(self, kNodeExitSignalled, kOrphanGraceMs);
+        // Kubernetes' word for "this pod goes" (a deletion, an eviction, a
+        // drain): the head takes it as a lost pod (a counted restart, on a
+        // spare or once the pod is back), never as its ranks failing, and
+        // answers with the job's grace, which the ranks get.
+        auto& st = self->state;
+        if (st.ending || st.evicting) return;
+        st.evicting = true;
+        component_logger("node")->warn(
+            "told to go (SIGTERM): telling the head, then stopping ranks within the job's grace");
+        self->request(st.supervisor, kEvictionAnswerTimeout, evicted_atom::value,
+                      st.config.info.pod, std::string("SIGTERM"))
+            .then(
+                [self](std::int64_t grace_ms) { end_node(self, kNodeExitSignalled, grace_ms); },
+                [self](const caf::error&) { end_node(self, kNodeExitSignalled, kOrphanGraceMs); });
       },
       [self](timeout_atom) {
         // Ranks that did not stop in time: exiting the executors kills their groups.

@@ -24,6 +24,14 @@ void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
   st.controller.on_pod_gone(pod, fault);
 }
 
+void evict_pod(Actor* self, const std::string& pod, const std::string& why) {
+  if (!self->state.pods.find(pod)) return;  // lost already, or never joined
+  lose_pod(self, pod,
+           {FaultKind::pod_lost, pod,
+            "pod " + pod + " was lost: told to go (" + why +
+                ": evicted, drained or deleted; its ranks get their grace)"});
+}
+
 // The liveness timer: heartbeats out once per interval, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self) {
   auto& st = self->state;

@@ -187,6 +187,9 @@ std::int64_t unix_ms_now();
 // (why not, or nullopt), leaves (lost, silent, deleted), reports.
 std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent);
 void lose_pod(Actor* self, const std::string& pod, const Fault& fault);
+// `pod` was told to go (`why`: SIGTERM, as Kubernetes evicts, drains or
+// deletes): a lost pod, whose ranks its agent stops within the job's grace.
+void evict_pod(Actor* self, const std::string& pod, const std::string& why);
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);

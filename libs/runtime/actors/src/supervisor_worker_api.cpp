@@ -38,6 +38,14 @@ caf::message_handler worker_api(Actor* self) {
         return {refused ? refused->text : std::string(), refused && refused->retry,
                 std::int64_t{hb.interval.count()}, std::int64_t{hb.timeout.count()}};
       },
+      [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
+        // Only from the pod's own node, as the heartbeats; the answer (the
+        // job's grace, for its ranks) to anyone who asks.
+        const JoinedPod* it = self->state.pods.find(pod);
+        const auto& sender = self->current_sender();
+        if (it && sender && it->agent.node() == sender->node()) evict_pod(self, pod, why);
+        return static_cast<std::int64_t>(self->state.job().grace.count());
+      },
       [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
         // Only from the pod's own node, as the heartbeats.
         const JoinedPod* it = self->state.pods.find(pod);

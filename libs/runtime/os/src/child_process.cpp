@@ -532,9 +532,18 @@ Lease::~Lease() {
   ::close(fd_);
 }
 
-void Lease::renew() { stamp_->store(atl_monotonic_ns(), std::memory_order_relaxed); }
+namespace {
+constexpr std::int64_t kRevokedStamp = INT64_MIN / 2;
+}  // namespace
 
-void Lease::revoke() { stamp_->store(INT64_MIN / 2, std::memory_order_relaxed); }
+void Lease::renew() {
+  // A revoked lease stays revoked: its guards are killing their trees.
+  std::int64_t stamp = stamp_->load(std::memory_order_relaxed);
+  if (stamp == kRevokedStamp) return;
+  stamp_->compare_exchange_strong(stamp, atl_monotonic_ns(), std::memory_order_relaxed);
+}
+
+void Lease::revoke() { stamp_->store(kRevokedStamp, std::memory_order_relaxed); }
 
 bool Lease::expired() const {
   return atl_lease_expired(stamp_->load(std::memory_order_relaxed), timeout_.count());

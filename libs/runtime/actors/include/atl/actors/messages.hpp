@@ -58,10 +58,13 @@ using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // supervisor 
 using gpu_fault_atom =
     caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
-using fence_atom = caf::atom_constant<caf::atom("fence")>;    // supervisor -> agent: you were lost
-using delete_atom = caf::atom_constant<caf::atom("delete")>;  // atlctl -> supervisor -> agent
-using tick_atom = caf::atom_constant<caf::atom("tick")>;      // an actor's own periodic timer
-using taint_atom = caf::atom_constant<caf::atom("taint")>;    // atlctl -> supervisor
+using fence_atom = caf::atom_constant<caf::atom("fence")>;  // supervisor -> agent: you were lost
+// agent -> supervisor (pod, why): this pod was told to go (SIGTERM); the
+// answer is the job's grace in ms (int64), which its ranks then get.
+using evicted_atom = caf::atom_constant<caf::atom("evicted")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;        // atlctl -> supervisor -> agent
+using tick_atom = caf::atom_constant<caf::atom("tick")>;            // an actor's own periodic timer
+using taint_atom = caf::atom_constant<caf::atom("taint")>;          // atlctl -> supervisor
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;      // supervisor -> sink
 using probe_atom = caf::atom_constant<caf::atom("probe")>;          // supervisor -> agent: listen
 using reach_atom = caf::atom_constant<caf::atom("reach")>;          // supervisor -> agent: connect

@@ -47,7 +47,7 @@ class Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
 
-  void renew();   // stamps now (CLOCK_MONOTONIC)
+  void renew();   // stamps now (CLOCK_MONOTONIC); nothing once revoked
   void revoke();  // guards find it expired at their next look
   std::chrono::milliseconds timeout() const { return timeout_; }
   bool expired() const;           // what the guards find
