@@ -156,6 +156,33 @@ TEST(FaultTolerance, ASigtermedPodIsLostNotFailedItsRanksCheckpointAndASpareTake
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Driver mode: the driver on the head goes on while an evicted pod is
+// awaited (as for a lost one); the job never fails for it.
+TEST(FaultTolerance, InDriverModeASigtermedPodIsAwaitedAndTheDriverGoesOn) {
+  TestCluster c;
+  const std::string go = c.dir() + "/go";
+  auto& head =
+      c.start_head({"--mode", "driver", "--workers", "2", "--local-workers", "2", "--linger", "60s",
+                    "--", "echo driver-up; while [ ! -e " + go + " ]; do sleep 0.1; done"});
+  ASSERT_TRUE(c.wait_for_output(head, "[driver] driver-up")) << c.output(head);
+  const int pod = c.worker_pid(1);
+  ASSERT_GT(pod, 0);
+  ASSERT_EQ(::kill(pod, SIGTERM), 0);
+  // Lost, awaited, back: the recreated pod joins again.
+  ASSERT_TRUE(c.wait_for_output(head, "pod " + c.worker_name(1) + " rejoined")) << c.output(head);
+  std::ofstream(go) << "go";
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded")) << c.output(head);
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_NE(events.output.find("pod " + c.worker_name(1) +
+                               " was lost: told to go (SIGTERM: evicted, drained or deleted; its "
+                               "ranks get their grace) (driver mode: the driver goes on"),
+            std::string::npos)
+      << events.output;
+  head.process->signal(SIGTERM);  // ends the linger
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 TEST(FaultTolerance, LogsFollowAcrossARestart) {
   // Attempt 2's log is shorter than attempt 1's: a follower that kept attempt
   // 1's offset would never see it.

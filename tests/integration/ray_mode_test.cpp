@@ -406,6 +406,30 @@ TEST(RayMode, OnOneHostAClusterNeverReadyFailsTheJobNamingThePod) {
   EXPECT_TRUE(r.c.no_strays_within(60s));
 }
 
+// A pod told to go (SIGTERM to its workernode, as Kubernetes evicts) in
+// ray mode: a lost pod, so the Ray cluster and the driver start again (one
+// restart counted) and the job succeeds; never a failed job.
+TEST(RayMode, OnOneHostASigtermedPodRestartsTheClusterAndTheDriver) {
+  OneHostRay r;
+  if (r.venv.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
+  const std::string marker = r.c.dir() + "/parked";
+  r.start("if [ ! -e " + marker + " ]; then touch " + marker + "; sleep 600; fi; " + kProgram);
+  for (int i = 0; i < 3000 && ::access(marker.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(::access(marker.c_str(), F_OK), 0) << r.c.output(*r.head);
+  const int pod = r.c.worker_pid(1);
+  ASSERT_GT(pod, 0);
+  ASSERT_EQ(::kill(pod, SIGTERM), 0);
+  EXPECT_EQ(r.c.wait_exit(*r.head, 300s), 0) << r.c.output(*r.head);
+  const std::string out = r.c.output(*r.head);
+  EXPECT_NE(out.find("job restarting (restart 1/"), std::string::npos) << out;
+  EXPECT_NE(out.find("pod " + r.c.worker_name(1) + " was lost: told to go (SIGTERM"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("[driver] RAY PROGRAM OK"), std::string::npos) << out;
+  EXPECT_TRUE(r.c.no_strays_within(60s));
+}
+
 TEST(RayMode, ADriverThatFailsFailsTheJob) {
   RayCluster r;
   if (!r.why_not.empty()) GTEST_SKIP() << "skipped: " << r.why_not;
