@@ -236,22 +236,24 @@ HeadOptions parse_options(int argc, char** argv) {
   HeadOptions opt;
   if (vm.count("job")) {
     std::string path = vm["job"].as<std::string>();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) atl::cli::usage_error("headnode", "cannot read job file " + path);
-    // Bounded: --job /dev/zero (or a log given by mistake) must not read forever.
+    // Bounded, and a regular file: --job /dev/zero, a FIFO or a log given by
+    // mistake must not read (or wait) forever.
     constexpr std::size_t kMaxJobFile = 1 << 20;
-    std::string text(kMaxJobFile + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxJobFile)
-      atl::cli::usage_error("headnode", path + ": larger than " + std::to_string(kMaxJobFile) +
-                                            " bytes: not a job spec");
-    auto spec = atl::parse_job_spec_json(text);
+    auto text = atl::os::read_small_file(path, kMaxJobFile);
+    if (!text) atl::cli::usage_error("headnode", "--job: " + text.error());
+    auto spec = atl::parse_job_spec_json(*text);
     if (!spec) atl::cli::usage_error("headnode", path + ": " + spec.error());
     opt.job = std::move(spec).value();
   }
   atl::JobSpec& job = opt.job;
-  if (vm.count("job-id")) job.job_id = vm["job-id"].as<std::string>();
+  if (vm.count("job-id")) {
+    job.job_id = vm["job-id"].as<std::string>();
+    // Given empty is a mistake (an unset variable), not a wish for a random id.
+    if (job.job_id.empty())
+      atl::cli::usage_error("headnode",
+                            "--job-id is empty: give an id (lowercase letters, digits and '-') or "
+                            "leave the option out for a random one");
+  }
   if (vm.count("mode"))
     job.mode = atl::cli::value_or_exit("headnode",
                                        atl::parse_job_mode(vm["mode"].as<std::string>()), "--mode");
@@ -635,6 +637,12 @@ std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
         (opt.dashboard_token_file.empty() ? "--state-dir: " : "--dashboard-token-file: ") +
             loaded.error());
   }
+  // A Kubernetes secret is mounted 0644 unless its defaultMode says: taken,
+  // with a word, since anyone in the pod can then log in as the operator.
+  if (!opt.dashboard_token_file.empty() && atl::os::readable_by_others(opt.dashboard_token_file))
+    std::cerr << "headnode: warning: --dashboard-token-file " << opt.dashboard_token_file
+              << " can be read by others than its owner: chmod 600 it (or defaultMode: 0600 "
+                 "for a mounted secret)\n";
   atl::headnode::DashboardConfig config;
   config.bind = opt.dashboard_bind;
   config.port = opt.dashboard_port;

@@ -460,6 +460,7 @@ TEST(FaultTolerance, BadDeleteArgumentsAreRefusedAndChangeNothing) {
            {{"delete", "-p", ""}, 2, "must not be empty"},
            {{"delete", "-p", c.worker_name(0) + ",nope"}, 2, "unknown pod 'nope'"},
            {{"delete", "-p", c.worker_name(0) + ","}, 2, "empty pod name"},
+           {{"delete", "-p", c.worker_name(0) + "," + c.worker_name(0)}, 2, "named twice"},
            {{"delete", "--pods"}, 2, "pods"},
        }) {
     std::vector<std::string> args = {"--address", addr};
@@ -525,6 +526,7 @@ TEST(FaultTolerance, BadTaintArgumentsAreRefusedAndChangeNothing) {
            {{"taint", "-a", "list", "-n", "local-0"}, "only for set and remove"},
            {{"taint", "-a", "set", "-n", "local-0,nope"}, "unknown node 'nope'"},
            {{"taint", "-a", "set", "-n", "local-0,,local-1"}, "empty node name"},
+           {{"taint", "-a", "set", "-n", "local-0,local-0"}, "node 'local-0' named twice"},
            {{"taint", "-a", "remove", "-n", "local-0,local-1"}, "'local-0' is not tainted"},
            {{"taint", "-a", "remove", "-n", ""}, "empty node list"},
            {{"taint", "-a", "set", "-n", "local-0", "--nodeList", "local-0"}, "not both"},

@@ -2,6 +2,7 @@
 // (usage), and nothing started.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -52,7 +53,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--history", "99999999", "--", "true"}, "--history"},
         BadUsage{{"--job", "/nonexistent.json"}, "/nonexistent.json"},
         // Read without bound (a hang, or bad_alloc) before.
-        BadUsage{{"--job", "/dev/zero"}, "/dev/zero: larger than 1048576 bytes"},
+        BadUsage{{"--job", "/dev/zero"}, "--job: /dev/zero: not a regular file"},
+        BadUsage{{"--job", "/tmp"}, "--job: /tmp: not a regular file"},
+        // Given empty (an unset variable) is no wish for a random id.
+        BadUsage{{"--job-id", "", "--", "true"}, "--job-id is empty"},
+        // atl sets each rank's RANK: the job's was dropped without a word.
+        BadUsage{{"--env", "RANK=5", "--", "true"}, "'env.RANK': atl sets RANK"},
+        BadUsage{{"--mode", "driver", "--workers", "0", "--env", "WORLD_SIZE=9", "--", "true"},
+                 "'env.WORLD_SIZE'"},
+        // Read 16.8 GB before it refused.
+        BadUsage{{"--dashboard-token-file", "/dev/zero", "--", "true"},
+                 "--dashboard-token-file: /dev/zero: not a regular file"},
         // A bare number is no duration; the id is echoed at most 64 characters.
         BadUsage{{"--grace", "10", "--", "true"}, "--grace: bad duration '10': give a unit"},
         BadUsage{{"--job-id", std::string(1000, 'a'), "--", "true"}, "(1000 given)"},
@@ -71,6 +82,39 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--mode", "ray", "--ray-port", "0", "--", "true"}, "--ray-port"},
         BadUsage{{"--mode", "ray", "--ray-dashboard-port", "70000", "--", "true"},
                  "--ray-dashboard-port"}));
+
+// A FIFO as the job file or the token file: refused at once, never waited on.
+TEST(HeadnodeRejects, AFifoForAFileAtOnce) {
+  TestCluster c;
+  const std::string fifo = c.dir() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--job", fifo}, {"--dashboard-token-file", fifo, "--", "true"}}) {
+    auto r = run(c, "headnode", args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find(fifo + ": not a regular file"), std::string::npos) << r.output;
+  }
+}
+
+// A token file others can read (a secret mounted 0644) is taken, with a
+// word saying how to close it; a 0600 one without.
+TEST(Headnode, WarnsOfATokenFileOthersCanRead) {
+  TestCluster c;
+  const std::string token = c.dir() + "/token";
+  std::ofstream(token) << "0123456789abcdefghij\n";
+  for (mode_t mode : {0644, 0600}) {
+    ASSERT_EQ(::chmod(token.c_str(), mode), 0);
+    auto& head = c.start_head(
+        {"--mode", "driver", "--workers", "0", "--dashboard-token-file", token, "--", "true"});
+    EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+    const bool warned =
+        c.output(head).find("--dashboard-token-file " + token +
+                            " can be read by others than its owner: chmod 600 it") !=
+        std::string::npos;
+    EXPECT_EQ(warned, mode == 0644) << c.output(head);
+  }
+}
 
 // --version: one line naming the program and atl's version, exit 0, and
 // nothing started (no state dir, no connection).

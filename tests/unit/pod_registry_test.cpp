@@ -143,11 +143,16 @@ TEST(PodRegistry, AgentsAreFoundBackByAnyTest) {
   EXPECT_FALSE(r.pod_of_agent([](int a) { return a == 41; }));
 }
 
-TEST(PodRegistry, DeleteTakesNamedJoinedPodsOnceEachInTheirOrder) {
+TEST(PodRegistry, DeleteTakesNamedJoinedPodsInTheirOrderAndRefusesOneNamedTwice) {
   Registry r = three_pods();
   for (int i = 0; i < 3; ++i) ASSERT_FALSE(r.join(pod(i), 40 + i, kOpen));
-  EXPECT_EQ(selected(r.select_for_delete("jo-x-worker-2,jo-x-worker-0,jo-x-worker-2")),
+  EXPECT_EQ(selected(r.select_for_delete("jo-x-worker-2,jo-x-worker-0")),
             (std::vector<std::string>{"jo-x-worker-2", "jo-x-worker-0"}));
+  Refusal twice = refusal(r.select_for_delete("jo-x-worker-2,jo-x-worker-0,jo-x-worker-2"));
+  EXPECT_EQ(twice.code, ReplyCode::usage);
+  EXPECT_EQ(twice.text,
+            "-p/--pods: pod jo-x-worker-2 named twice in 'jo-x-worker-2,jo-x-worker-0,"
+            "jo-x-worker-2'; nothing was deleted");
   EXPECT_EQ(selected(r.select_for_delete("all")),
             (std::vector<std::string>{"jo-x-worker-0", "jo-x-worker-1", "jo-x-worker-2"}));
 }

@@ -22,8 +22,11 @@ std::vector<PodView> pods(int count, std::vector<bool> joined = {}) {
 
 TEST(NodeList, ParsesNamesAndAll) {
   EXPECT_EQ(*atl::parse_node_list("all"), std::vector<std::string>{"all"});
-  EXPECT_EQ(*atl::parse_node_list("a,b,a"), (std::vector<std::string>{"a", "b"}));
-  for (const char* bad : {"", ",", "a,,b", "a,", "all,a"}) {
+  EXPECT_EQ(*atl::parse_node_list("a,b"), (std::vector<std::string>{"a", "b"}));
+  // A node named twice is a slip (taint -n a,a): refused, naming it.
+  EXPECT_EQ(atl::parse_node_list("a,b,a").error(),
+            "node 'a' named twice in 'a,b,a': name each node once");
+  for (const char* bad : {"", ",", "a,,b", "a,", "all,a", "a,a"}) {
     auto r = atl::parse_node_list(bad);
     EXPECT_FALSE(r.ok()) << bad;
   }

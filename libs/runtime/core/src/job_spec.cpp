@@ -399,8 +399,45 @@ Status validate_job_id(std::string_view id) {
   return Ok{};
 }
 
+namespace {
+
+// What atl sets for every rank (torchrun's contract, torchelastic's names,
+// atl's own): a job's value for one of them would be replaced without a word.
+constexpr std::string_view kAtlsOwnEnv[] = {"RANK",
+                                            "LOCAL_RANK",
+                                            "WORLD_SIZE",
+                                            "LOCAL_WORLD_SIZE",
+                                            "NODE_RANK",
+                                            "GROUP_RANK",
+                                            "GROUP_WORLD_SIZE",
+                                            "ROLE_NAME",
+                                            "ROLE_RANK",
+                                            "ROLE_WORLD_SIZE",
+                                            "TORCHELASTIC_RUN_ID",
+                                            "TORCHELASTIC_RESTART_COUNT",
+                                            "TORCHELASTIC_MAX_RESTARTS",
+                                            "TORCHELASTIC_USE_AGENT_STORE",
+                                            "ATL_RESTART_COUNT",
+                                            "ATL_ADDRESS",
+                                            "ATL_JOB_ID",
+                                            "ATL_POD_NAME"};
+
+Status no_atls_own_env(const EnvMap& env, std::string_view field) {
+  for (std::string_view name : kAtlsOwnEnv)
+    if (env.count(std::string(name)))
+      return make_error("job spec: field " +
+                        detail::quote(std::string(field) + "." + std::string(name)) +
+                        ": atl sets " + std::string(name) +
+                        " for each process itself (as torchrun does); remove it");
+  return Ok{};
+}
+
+}  // namespace
+
 Status validate_job_spec(const JobSpec& spec) {
   if (auto st = validate_job_id(spec.job_id); !st) return st;
+  if (auto st = no_atls_own_env(spec.env, "env"); !st) return st;
+  if (auto st = no_atls_own_env(spec.runtime_env_vars, "runtime_env.env_vars"); !st) return st;
   if (spec.entrypoint.find_first_not_of(" \t\n") == std::string::npos) {
     return make_error(
         "job spec: field 'entrypoint' is empty: give --entrypoint CMD or CMD after --");

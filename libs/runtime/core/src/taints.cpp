@@ -19,7 +19,10 @@ Expected<std::vector<std::string>> parse_node_list(std::string_view text) {
     if (item.empty()) return make_error("empty node name in " + quote(text));
     if (item == "all") return make_error("'all' cannot be mixed with node names");
     std::string name(item);
-    if (std::find(nodes.begin(), nodes.end(), name) == nodes.end()) nodes.push_back(name);
+    if (std::find(nodes.begin(), nodes.end(), name) != nodes.end())
+      return make_error("node " + quote(name) + " named twice in " + quote(text) +
+                        ": name each node once");
+    nodes.push_back(name);
   }
   return nodes;
 }

@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <openssl/rand.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "atl/core/dashboard_auth.hpp"
@@ -30,11 +30,45 @@ std::string random_token(std::size_t chars) {
   return out;
 }
 
+Expected<std::string> read_small_file(const std::string& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO with no writer must not wait for one.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return make_error(path + ": cannot read: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error(path + ": not a regular file (a FIFO, a device or a directory): give a file");
+  }
+  std::string text;
+  char buf[65536];
+  while (text.size() <= max_bytes) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      ::close(fd);
+      return make_error(path + ": cannot read: " + std::strerror(err));
+    }
+    if (got == 0) break;
+    text.append(buf, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  if (text.size() > max_bytes)
+    return make_error(path + ": larger than " + std::to_string(max_bytes) +
+                      " bytes: not the file meant");
+  return text;
+}
+
+bool readable_by_others(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0;
+}
+
 Expected<std::string> load_token_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(path + ": cannot read: " + std::strerror(errno));
-  std::string token;
-  std::getline(in, token);
+  constexpr std::size_t kMaxTokenFile = 4096;
+  auto text = read_small_file(path, kMaxTokenFile);
+  if (!text) return Error{text.error()};
+  std::string token = text->substr(0, text->find('\n'));
   if (!token.empty() && token.back() == '\r') token.pop_back();
   if (auto ok = validate_dashboard_token(token); !ok) return make_error(path + ": " + ok.error());
   return token;

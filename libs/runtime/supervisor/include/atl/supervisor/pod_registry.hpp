@@ -119,7 +119,10 @@ class PodRegistry {
           return Refusal{ReplyCode::refused, "pod " + name + " is not in the job now (" +
                                                  (lost_.count(name) ? "lost" : "not joined yet") +
                                                  "); nothing was deleted"};
-        if (std::find(pods.begin(), pods.end(), name) == pods.end()) pods.push_back(name);
+        if (std::find(pods.begin(), pods.end(), name) != pods.end())
+          return Refusal{ReplyCode::usage, "-p/--pods: pod " + name + " named twice in " +
+                                               quote(spec) + "; nothing was deleted"};
+        pods.push_back(name);
       }
     }
     if (pods.empty())
