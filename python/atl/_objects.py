@@ -6,9 +6,11 @@ buffers of numpy arrays and the like out of band, so not copied into one
 string) is kept by the process that owns it -- the one that put it, or the
 caller a task's big result is pushed back to -- and fetched from there by a
 process that needs it. Each owner runs an object server on the address it
-reaches the supervisor from: one thread per connection, mutual TLS with the
-job's credentials (ca.pem, cert.pem, key.pem; plain TCP only when the job
-runs --insecure), so only the job's processes fetch or push.
+reaches the supervisor from: mutual TLS with the job's credentials (ca.pem,
+cert.pem, key.pem; plain TCP only when the job runs --insecure), so only the
+job's processes fetch or push. Its handshakes run on one event loop (a
+stranger never gets a thread); a member's connection gets a thread of its
+own, within bounds per source and in all (see _Server).
 
 Requests on a connection (one at a time, the connection reused):
     b"G" oid             -> b"K" frames | b"N" u32 n, message
@@ -164,17 +166,24 @@ def new_oid():
 _BIG = 1 << 20
 
 
-def buffer(n):
-    """n writable bytes: big ones mapped with MAP_POPULATE, so the kernel
-    faults their pages in one go instead of one trap each as they are
-    written (2-3x faster on the 2-core machine; a 1 GiB receive was mostly
-    page faults)."""
-    if n >= _BIG and hasattr(mmap, "MAP_POPULATE"):
+def buffer(n, populate=True):
+    """n writable bytes. Big ones are mapped: with MAP_POPULATE (`populate`)
+    the kernel faults their pages in one go instead of one trap each as they
+    are written (2-3x faster on the 2-core machine; a 1 GiB receive was
+    mostly page faults). Without, for a size only a peer's header declared
+    (the server's side: a member's 29-byte put header said 64 GiB), the pages
+    are committed as the bytes arrive, never on the header's word."""
+    if n >= _BIG:
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+        if populate and hasattr(mmap, "MAP_POPULATE"):
+            flags |= mmap.MAP_POPULATE
+        elif hasattr(mmap, "MAP_NORESERVE"):
+            flags |= mmap.MAP_NORESERVE
         try:
-            return mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
-                             mmap.MAP_POPULATE)
+            return mmap.mmap(-1, n, flags=flags)
         except OSError:
-            pass
+            if not populate:
+                raise ConnectionError(f"no room for an object of {n} bytes") from None
     return bytearray(n)
 
 
@@ -188,8 +197,8 @@ def copy(frame):
     return out
 
 
-def _recv_exact(sock, n):
-    buf = buffer(n)
+def _recv_exact(sock, n, populate=True):
+    buf = buffer(n, populate)
     view = memoryview(buf)
     got = 0
     while got < n:
@@ -209,14 +218,43 @@ def _send_frames(sock, frames):
             sock.sendall(view[i:i + (1 << 24)])
 
 
-def _recv_frames(sock):
+_memory = None
+
+
+def memory_limit():
+    """The most memory this process may have: the machine's, or its
+    cgroup's (a pod's limit) when lower."""
+    global _memory
+    if _memory is None:
+        limit = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+            try:
+                with open(path) as f:
+                    text = f.read().strip()
+            except OSError:
+                continue
+            if text.isdigit():
+                limit = min(limit, int(text))
+        _memory = limit
+    return _memory
+
+
+def _recv_frames(sock, populate=True):
+    """An object's frames. `populate=False` where a peer's header alone says
+    how big (the server): an object larger than this process's memory is
+    refused before a byte of it is kept, and memory is committed as the
+    bytes arrive."""
     (count,) = struct.unpack("!I", _recv_exact(sock, 4))
     if count > _MAX_FRAMES:
         raise ConnectionError(f"{count} frames: not an atl object")
     lengths = struct.unpack(f"!{count}Q", _recv_exact(sock, 8 * count))
-    if sum(lengths) > MAX_OBJECT:
-        raise ConnectionError(f"an object of {sum(lengths)} bytes, over the {MAX_OBJECT} bound")
-    return [_recv_exact(sock, n) for n in lengths]
+    total = sum(lengths)
+    if total > MAX_OBJECT:
+        raise ConnectionError(f"an object of {total} bytes, over the {MAX_OBJECT} bound")
+    if not populate and total > memory_limit():
+        raise ConnectionError(f"an object of {total} bytes, more than this process's memory "
+                              f"({memory_limit()} bytes)")
+    return [_recv_exact(sock, n, populate) for n in lengths]
 
 
 # --- credentials and addresses -------------------------------------------------------
@@ -294,6 +332,23 @@ def _local_ip():
 # --- the server -----------------------------------------------------------------------
 
 
+# Bounds of the server. A stranger (no job certificate) never gets a thread:
+# handshakes run on the server's one event loop, at most _MAX_PENDING at once
+# (_MAX_PENDING_PER_SOURCE from one address), each within _HANDSHAKE_S. A
+# member's connection gets a thread of its own (a direct actor call may run
+# long), at most _MAX_SERVED at once (_MAX_SERVED_PER_SOURCE from one
+# address); one idle for _IDLE_S is closed (the client drops its kept ones
+# before that). A transfer that stops moving for _TRANSFER_S is dropped.
+_MAX_PENDING = 4096
+_MAX_PENDING_PER_SOURCE = 512
+_HANDSHAKE_S = 10
+_MAX_SERVED = 512
+_MAX_SERVED_PER_SOURCE = 128
+_IDLE_S = 300
+_TRANSFER_S = 120
+_SAY_EVERY_S = 30  # refusals are counted, and said at most this often
+
+
 class _Server:
     def __init__(self):
         ip = _local_ip()
@@ -301,18 +356,24 @@ class _Server:
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((ip, 0))
-        self._sock.listen(64)
+        self._sock.listen(512)
+        self._sock.setblocking(False)
         port = self._sock.getsockname()[1]
         self.address = f"[{ip}]:{port}" if family == socket.AF_INET6 else f"{ip}:{port}"
         self._ctx = _context(server=True)
-        threading.Thread(target=self._accept, daemon=True, name="atl-objects").start()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._served = {}  # source address -> connections being served
+        self.counts = {}  # what was refused or dropped, by why
+        self._said_at = 0.0
+        threading.Thread(target=self._loop, daemon=True, name="atl-objects").start()
 
     def _call(self, conn, key):
         """A direct actor call to the actor whose name hashes to `key`."""
         (m,) = struct.unpack("!Q", _recv_exact(conn, 8))
         if m > MAX_OBJECT:
             raise ConnectionError("a call over the object bound")
-        request = _recv_exact(conn, m)
+        request = _recv_exact(conn, m, populate=False)
         handler = _actors.get(key)
         if handler is None:
             why = b"no such actor in this process (it was closed)"
@@ -320,35 +381,178 @@ class _Server:
             return
         reply = handler(bytes(request))
         conn.sendall(b"K" + struct.pack("!Q", len(reply)))
-        conn.sendall(reply)
+        view = memoryview(reply)
+        for i in range(0, len(view), 1 << 24):
+            conn.sendall(view[i:i + (1 << 24)])
 
     def close(self):
+        self._closed = True
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self._sock.close()
 
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
+    def _count(self, why):
+        """One more refusal or drop, said (to stderr) at most every _SAY_EVERY_S."""
+        import time
+        with self._lock:
+            self.counts[why] = self.counts.get(why, 0) + 1
+            now = time.monotonic()
+            if now - self._said_at < _SAY_EVERY_S:
                 return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True,
-                             name="atl-objects-conn").start()
+            self._said_at = now
+            counts = ", ".join(f"{n} {w}" for w, n in sorted(self.counts.items()))
+        import sys
+        print(f"atl: object server at {self.address}: so far {counts}", file=sys.stderr,
+              flush=True)
 
-    def _serve(self, conn):
+    def _drop_pending(self, conn, why=None):
+        """`conn` leaves the handshakes (closed, and counted, with a `why`)."""
         try:
+            self._sel.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        _, source = self._pending.pop(conn, (0, None))
+        if source is not None:
+            self._per_source[source] -= 1
+            if not self._per_source[source]:
+                del self._per_source[source]
+        if why:
+            self._count(why)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _loop(self):
+        """Accepts, and runs every pending TLS handshake, on one thread; a
+        member's connection then goes to a thread of its own. Survives every
+        error but its own socket's closing."""
+        import selectors
+        import time
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._sock, selectors.EVENT_READ)
+        self._pending = {}  # conn -> (deadline, source), oldest first
+        self._per_source = {}  # source -> pending count
+        while not self._closed:
+            try:
+                events = self._sel.select(timeout=1.0)
+            except (OSError, ValueError):
+                if self._closed:
+                    break
+                time.sleep(0.05)
+                continue
+            for key, _ in events:
+                conn = key.fileobj
+                if conn is self._sock:
+                    self._accept_some()
+                    continue
+                if conn not in self._pending:
+                    continue  # dropped by an accept in this same round
+                try:
+                    conn.do_handshake()
+                except ssl.SSLWantReadError:
+                    self._sel.modify(conn, selectors.EVENT_READ)
+                    continue
+                except ssl.SSLWantWriteError:
+                    self._sel.modify(conn, selectors.EVENT_WRITE)
+                    continue
+                except (OSError, ValueError):  # ssl's errors are OSErrors
+                    self._drop_pending(conn, "failed handshakes")
+                    continue
+                source = self._pending[conn][1]
+                self._drop_pending(conn)
+                self._start(conn, source)
+            now = time.monotonic()
+            for conn in [c for c, (deadline, _) in self._pending.items() if deadline < now]:
+                self._drop_pending(conn, "handshakes timed out")
+        for conn in list(self._pending):
+            self._drop_pending(conn)
+            conn.close()
+        self._sel.close()
+
+    def _accept_some(self):
+        import selectors
+        import time
+        for _ in range(64):
+            try:
+                conn, peer = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                if self._closed:
+                    return
+                # Out of descriptors or memory, an aborted connection: this
+                # one is lost, the server is not.
+                self._count("accept errors")
+                time.sleep(0.05)
+                return
+            source = peer[0]
+            if self._ctx is None:  # --insecure: no handshake
+                self._start(conn, source)
+                continue
+            # Full: the oldest handshake (of this source, when it is the one
+            # over its share) makes room. Idle connections left open cannot
+            # keep a member out; it completes its handshake in milliseconds.
+            if self._per_source.get(source, 0) >= _MAX_PENDING_PER_SOURCE:
+                oldest = next(c for c, (_, src) in self._pending.items() if src == source)
+                self._drop_pending(oldest, "handshakes dropped (too many at once)")
+            elif len(self._pending) >= _MAX_PENDING:
+                self._drop_pending(next(iter(self._pending)),
+                                   "handshakes dropped (too many at once)")
+            try:
+                conn.setblocking(False)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                tls = self._ctx.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+                self._sel.register(tls, selectors.EVENT_READ)
+            except (OSError, ValueError):
+                self._count("failed handshakes")
+                conn.close()
+                continue
+            self._pending[tls] = (time.monotonic() + _HANDSHAKE_S, source)
+            self._per_source[source] = self._per_source.get(source, 0) + 1
+
+    def _start(self, conn, source):
+        """A thread for a member's connection, within the bounds."""
+        with self._lock:
+            total = sum(self._served.values())
+            if total >= _MAX_SERVED or self._served.get(source, 0) >= _MAX_SERVED_PER_SOURCE:
+                refused = True
+            else:
+                refused = False
+                self._served[source] = self._served.get(source, 0) + 1
+        if refused:
+            self._count("connections refused (too many served at once)")
+            conn.close()
+            return
+        try:
+            threading.Thread(target=self._serve, args=(conn, source), daemon=True,
+                             name="atl-objects-conn").start()
+        except RuntimeError:  # can't start new thread (a pod's pids.max)
+            self._done(source)
+            self._count("connections refused (no thread)")
+            conn.close()
+
+    def _done(self, source):
+        with self._lock:
+            self._served[source] -= 1
+            if not self._served[source]:
+                del self._served[source]
+
+    def _serve(self, conn, source):
+        try:
+            conn.setblocking(True)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._ctx is not None:
-                conn.settimeout(30)  # the handshake; then requests wait as long as they like
-                conn = self._ctx.wrap_socket(conn, server_side=True)
-                conn.settimeout(None)
             while True:
-                head = conn.recv(17)
+                conn.settimeout(_IDLE_S)  # waiting for the next request
+                try:
+                    head = conn.recv(17)
+                except socket.timeout:
+                    return  # idle: the client opens a new one when it needs it
                 if not head:
                     return
+                conn.settimeout(_TRANSFER_S)  # a request that stops moving is dropped
                 if len(head) < 17:
                     head += _recv_exact(conn, 17 - len(head))
                 op, oid = head[:1], bytes(head[1:17])
@@ -361,7 +565,12 @@ class _Server:
                         conn.sendall(b"K")
                         _send_frames(conn, frames)
                 elif op == b"P":
-                    _store.put(oid, _recv_frames(conn))
+                    try:
+                        frames = _recv_frames(conn, populate=False)
+                    except ConnectionError:
+                        self._count("puts refused (over a bound)")
+                        raise
+                    _store.put(oid, frames)
                     conn.sendall(b"K")
                 elif op == b"H":
                     conn.sendall(b"K" if _store.hold(oid) else b"N")
@@ -369,12 +578,14 @@ class _Server:
                     _store.release(oid)
                     conn.sendall(b"K")
                 elif op == b"C":
+                    conn.settimeout(None)  # the actor's method takes what it takes
                     self._call(conn, oid)
                 else:
                     return  # not atl's protocol: drop the connection
-        except (OSError, ConnectionError, struct.error):  # ssl's errors are OSErrors
+        except (OSError, ConnectionError, struct.error, ValueError):  # ssl's errors are OSErrors
             pass
         finally:
+            self._done(source)
             try:
                 conn.close()
             except OSError:
@@ -411,20 +622,44 @@ def is_local(owner):
 # --- the client: one connection per owner, reused ---------------------------------
 
 
+# A kept connection idle this long is not used again: the server closes one
+# idle for _IDLE_S, and a request on it (a direct call is never retried)
+# would take that for the owner's end.
+_KEEP_S = _IDLE_S - 60
+
+
 class _Connections:
     def __init__(self):
         self._lock = threading.Lock()
-        self._idle = {}  # owner -> [socket]
+        self._idle = {}  # owner -> [(socket, monotonic time it was kept)]
 
     def keep(self, owner, sock):
+        import time
         with self._lock:
-            self._idle.setdefault(owner, []).append(sock)
+            self._idle.setdefault(owner, []).append((sock, time.monotonic()))
+
+    def _take(self, owner):
+        """A kept connection to `owner` that is fresh enough, or None."""
+        import time
+        stale = []
+        sock = None
+        with self._lock:
+            pool = self._idle.get(owner) or []
+            while pool:
+                candidate, kept_at = pool.pop()
+                if time.monotonic() - kept_at < _KEEP_S:
+                    sock = candidate
+                    break
+                stale.append(candidate)
+        for old in stale:
+            old.close()
+        return sock
 
     def clear(self):
         with self._lock:
             idle, self._idle = self._idle, {}
         for socks in idle.values():
-            for sock in socks:
+            for sock, _ in socks:
                 sock.close()
 
     def _open(self, owner):
@@ -442,9 +677,7 @@ class _Connections:
         retry on a fresh connection when a reused one turns out closed
         (retry=False: not for a request that may have been carried out)."""
         for attempt in (0, 1):
-            with self._lock:
-                pool = self._idle.get(owner) or []
-                sock = pool.pop() if pool and attempt == 0 else None
+            sock = self._take(owner) if attempt == 0 else None
             fresh = sock is None
             try:
                 if fresh:
@@ -463,8 +696,7 @@ class _Connections:
                     raise ObjectLostError(f"the process at {owner} cannot be reached ({e}): "
                                           f"it ended") from None
                 continue
-            with self._lock:
-                self._idle.setdefault(owner, []).append(sock)
+            self.keep(owner, sock)
             return result
 
 

@@ -4,9 +4,12 @@ cold, objects freed when their refs drop, an owner that ended, the server's
 refusal of strangers, and the wire's bounds. Against a live local cluster:
 real processes, real TLS on 127.0.0.1."""
 import gc
+import os
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -242,3 +245,128 @@ def test_without_cloudpickle_functions_travel_by_atls_own_encoding(monkeypatch):
     monkeypatch.setattr(_serialize, "_cloudpickle", None)
     desc = pickle.loads(pickle.dumps(_serialize.encode_function(f)))
     assert desc[0] == "code" and _serialize.decode_function(desc)(2) == 8
+
+
+def _rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _idle_sockets(owner, count):
+    """`count` plain TCP connections to `owner`, left open and silent (as many
+    as this process may open: the soft limit raised to the hard one)."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    count = min(count, (resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 500) // 2)
+    host, port = owner.rsplit(":", 1)
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect((host, int(port)))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    return socks
+
+
+def test_idle_strangers_get_no_thread_and_the_job_is_still_served(cluster):
+    # A thread per connection before: 2,000 idle sockets -> 1,736 threads,
+    # and under a pod's pids.max the accept loop died for good.
+    ref = atl.put(np.ones(300000, dtype=np.uint8))
+    owner = ref._source.owner
+    threads = threading.active_count()
+    socks = _idle_sockets(owner, 5000)
+    try:
+        time.sleep(2)
+        assert len(socks) >= 1000
+        assert threading.active_count() - threads < 10, threading.active_count()
+        # A pod's task fetches the object from this process meanwhile.
+        started = time.monotonic()
+        assert atl.get(total.remote(ref), timeout=60) == (300000, 300000)
+        assert time.monotonic() - started < 30
+    finally:
+        for s in socks:
+            s.close()
+    server = _objects._server
+    _eventually(lambda: server.counts.get("handshakes dropped (too many at once)", 0) > 0)
+
+
+def test_a_members_huge_put_header_commits_nothing_and_one_over_memory_is_refused(cluster):
+    ref = atl.put(np.ones(300000, dtype=np.uint8))  # this process serves objects
+    owner = ref._source.owner
+    server = _objects._server
+    before = _rss()
+    sock = _objects._connections._open(owner)  # with the job's credentials
+    try:
+        # 4 GiB declared, 1 MiB sent: memory follows the bytes, not the word.
+        sock.sendall(b"P" + b"h" * 16 + struct.pack("!IQ", 1, 4 << 30) + b"x" * (1 << 20))
+        time.sleep(1)
+        assert _rss() - before < 64 << 20, _rss() - before
+    finally:
+        sock.close()
+    # Declared more than this process may hold: refused, the connection closed.
+    sock = _objects._connections._open(owner)
+    try:
+        sock.settimeout(10)
+        sock.sendall(b"P" + b"i" * 16 +
+                     struct.pack("!IQ", 1, _objects.memory_limit() + (1 << 30)))
+        assert sock.recv(1) == b""
+    finally:
+        sock.close()
+    assert server.counts.get("puts refused (over a bound)", 0) >= 1
+    assert int(atl.get(ref).sum()) == 300000  # and the job's own still can
+
+
+PIDS = "/sys/fs/cgroup/pids"
+
+
+def test_an_owner_under_a_pids_max_still_serves_after_5000_idle_strangers(cluster, tmp_path):
+    if not os.access(PIDS, os.W_OK):
+        pytest.skip("no writable cgroup v1 pids controller here")
+    group = os.path.join(PIDS, "atl-test-%d" % os.getpid())
+    os.mkdir(group)
+    owner_proc = None
+    try:
+        script = tmp_path / "owner.py"
+        script.write_text(
+            "import sys, numpy as np, atl\n"
+            "atl.init(sys.argv[1], sys.argv[2])\n"
+            "ref = atl.put(np.ones(300000, dtype=np.uint8))\n"
+            "print(ref._source.owner, ref._source.oid.hex(), flush=True)\n"
+            "sys.stdin.read()\n")
+        owner_proc = subprocess.Popen([sys.executable, str(script), cluster.address, cluster.tls],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                      env=dict(os.environ, PYTHONPATH=os.path.dirname(
+                                          os.path.dirname(atl.__file__))))
+        owner, oid = owner_proc.stdout.readline().split()
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(owner_proc.pid))
+        tasks = len(open(os.path.join(group, "tasks")).read().split())
+        with open(os.path.join(group, "pids.max"), "w") as f:
+            f.write(str(max(200, tasks + 20)))
+        socks = _idle_sockets(owner, 5000)
+        try:
+            time.sleep(2)
+            frames = _objects.fetch(owner, bytes.fromhex(oid))
+            assert int(np.frombuffer(_objects.loads(frames), dtype=np.uint8).sum()) == 300000
+        finally:
+            for s in socks:
+                s.close()
+        assert owner_proc.poll() is None
+    finally:
+        if owner_proc is not None:
+            owner_proc.kill()
+            owner_proc.wait()
+        for _ in range(100):
+            try:
+                os.rmdir(group)
+                break
+            except OSError:
+                time.sleep(0.1)
