@@ -417,6 +417,20 @@ TEST(RayMode, OnOneHostASigtermedPodRestartsTheClusterAndTheDriver) {
   for (int i = 0; i < 3000 && ::access(marker.c_str(), F_OK) != 0; ++i)
     std::this_thread::sleep_for(100ms);
   ASSERT_EQ(::access(marker.c_str(), F_OK), 0) << r.c.output(*r.head);
+  // Ray's files are the job user's alone: each node's temp dir is 0700, so
+  // another uid (nobody) lists nothing of it and reads none of its logs.
+  const int gcs = gcs_port_in(r.c.output(*r.head));
+  ASSERT_GT(gcs, 0) << r.c.output(*r.head);
+  for (const char* node : {"h", "w0", "w1"}) {
+    const std::string dir = atl::ray_temp_dir(r.c.job_id(), node, gcs);
+    struct stat st {};
+    ASSERT_EQ(::stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << dir;
+    auto& nobody =
+        r.c.start("nobody", {"/usr/bin/setpriv", "--reuid", "65534", "--regid", "65534",
+                             "--clear-groups", "/bin/ls", dir + "/r/session_latest/logs"});
+    EXPECT_NE(r.c.wait_exit(nobody), 0) << r.c.output(nobody);
+  }
   const int pod = r.c.worker_pid(1);
   ASSERT_GT(pod, 0);
   ASSERT_EQ(::kill(pod, SIGTERM), 0);

@@ -1,6 +1,7 @@
 #include "atl/core/ray_cluster.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -76,16 +77,17 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
   auto head = atl::ray_head_command(job, "/opt/ray/bin/ray", "10.0.0.1");
   // Ray's dashboard (its job API runs commands) on the head pod's loopback
   // only: atl's dashboard relays it behind its login.
-  EXPECT_EQ(head.rfind("exec /opt/ray/bin/ray start --head --block --port 6400 "
-                       "--node-ip-address 10.0.0.1 --dashboard-host 127.0.0.1 "
-                       "--dashboard-port 8300",
+  const std::string head_dir = atl::ray_private_dir(atl::ray_temp_dir("jo-ray", "h", 6400));
+  EXPECT_EQ(head.rfind(head_dir + "exec /opt/ray/bin/ray start --head --block --port 6400 "
+                                  "--node-ip-address 10.0.0.1 --dashboard-host 127.0.0.1 "
+                                  "--dashboard-port 8300",
                        0),
             0u)
       << head;
   EXPECT_EQ(head.find("0.0.0.0"), std::string::npos);
   // Each node its own temp dir, short enough for the sockets inside.
   const std::string head_tmp = atl::ray_temp_dir("jo-ray", "h", job.ray_port);
-  EXPECT_NE(head.find("--temp-dir " + head_tmp), std::string::npos) << head;
+  EXPECT_NE(head.find("--temp-dir " + head_tmp + "/r "), std::string::npos) << head;
   EXPECT_LT(head_tmp.size(), 30u);
   EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "w0", job.ray_port));
   EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-other", "h", job.ray_port));
@@ -107,10 +109,45 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
       << worker;
   // Started again while the head's node is not in its GCS yet, never once it came up.
   EXPECT_NE(worker.find("if [ -e " + atl::ray_temp_dir("jo-ray", "w1", job.ray_port) +
-                        "/ray_current_cluster ] || [ $(date +%s) -ge $deadline ]; then exit $rc"),
+                        "/r/ray_current_cluster ] || [ $(date +%s) -ge $deadline ]; then exit $rc"),
             std::string::npos)
       << worker;
   EXPECT_TRUE(parses(worker));
+}
+
+// Ray's dirs are 0777 and its logs 0644 as it makes them: under the node's
+// temp dir, made 0700 (umask 077) by the job's user, no other uid reads or
+// swaps them. Another user's dir, or a symlink, at that (predictable) name
+// is refused with one line and exit 3, before Ray runs.
+TEST(RayCluster, EachNodesTempDirIsTheUsersOwnAndPrivate) {
+  char tmpl[] = "/tmp/atl-ray-dir-XXXXXX";
+  const std::string base = ::mkdtemp(tmpl);
+  const std::string dir = base + "/node";
+  auto run = [&](const std::string& d) {
+    return atl::os::run_capture(
+        {"/bin/sh", "-c",
+         atl::ray_private_dir(d) + "mkdir -p " + d + "/session && touch " + d +
+             "/session/log && stat -c %a " + d + " " + d + "/session/log"},
+        30s);
+  };
+  auto made = run(dir);
+  ASSERT_TRUE(made.ok() && made->status) << (made.ok() ? made->output : made.error());
+  EXPECT_EQ(made->status->code, 0) << made->output;
+  EXPECT_EQ(made->output, "700\n600\n");
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);  // an earlier run's, opened up: closed again
+  auto again = run(dir);
+  ASSERT_TRUE(again.ok() && again->status);
+  EXPECT_EQ(again->output.substr(0, 4), "700\n") << again->output;
+  // A symlink planted at the name: refused, nothing made through it.
+  const std::string link = base + "/link";
+  ASSERT_EQ(::symlink(base.c_str(), link.c_str()), 0);
+  auto planted = run(link);
+  ASSERT_TRUE(planted.ok() && planted->status);
+  EXPECT_EQ(planted->status->code, 3) << planted->output;
+  EXPECT_EQ(planted->output,
+            "atl: " + link + " is not this user's own directory: Ray is not started there\n");
+  EXPECT_FALSE(std::filesystem::exists(base + "/session"));
+  std::filesystem::remove_all(base);
 }
 
 // On one host, the job's own ports where Ray fixes them (set by headnode):

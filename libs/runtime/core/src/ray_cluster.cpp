@@ -46,6 +46,18 @@ std::string ray_temp_dir(const std::string& job_id, const std::string& node, int
   return "/tmp/atl-ray-" + std::string(hex) + "-" + node;
 }
 
+std::string ray_private_dir(const std::string& dir) {
+  // Ray makes its temp dir and its session, log and socket dirs 0777, and
+  // its files as the umask says: inside a 0700 dir of the job's user (Ray's
+  // own is kRaysOwnDir below it; umask 077 for the rest), no other uid in
+  // the pod reads its logs or swaps its files. The name is predictable: one
+  // made first by another user, or a symlink, is refused rather than used.
+  const std::string d = shell_quote(dir);
+  return "umask 077; mkdir -p " + d + " 2>/dev/null; if [ -L " + d + " ] || [ ! -O " + d +
+         " ] || ! chmod 700 " + d + "; then echo \"atl: " + dir +
+         " is not this user's own directory: Ray is not started there\" >&2; exit 3; fi; ";
+}
+
 std::vector<std::string> ray_resource_flags(const JobSpec& job) {
   std::vector<std::string> flags;
   const NodeResources& r = job.node_spec;
@@ -85,13 +97,13 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                                    "--dashboard-port",
                                    std::to_string(job.ray_dashboard_port),
                                    "--temp-dir",
-                                   ray_temp_dir(job.job_id, "h", job.ray_port),
+                                   ray_temp_dir(job.job_id, "h", job.ray_port) + kRaysOwnDir,
                                    "--disable-usage-stats"};
   if (job.ray_client_port > 0)
     argv.insert(argv.end(), {"--ray-client-server-port", std::to_string(job.ray_client_port)});
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
-  return "exec " + shell_join(argv);
+  return ray_private_dir(ray_temp_dir(job.job_id, "h", job.ray_port)) + "exec " + shell_join(argv);
 }
 
 std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
@@ -99,11 +111,16 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
                                std::chrono::seconds wait, int worker) {
   const std::string head = head_address(job, head_host);
   const std::string temp_dir = ray_temp_dir(job.job_id, "w" + std::to_string(worker), job.ray_port);
-  std::vector<std::string> argv = {ray_bin,     "start",
-                                   "--address", head,
-                                   "--block",   "--node-ip-address",
-                                   host,        "--temp-dir",
-                                   temp_dir,    "--disable-usage-stats"};
+  std::vector<std::string> argv = {ray_bin,
+                                   "start",
+                                   "--address",
+                                   head,
+                                   "--block",
+                                   "--node-ip-address",
+                                   host,
+                                   "--temp-dir",
+                                   temp_dir + kRaysOwnDir,
+                                   "--disable-usage-stats"};
   auto flags = ray_resource_flags(job);
   argv.insert(argv.end(), flags.begin(), flags.end());
   // The head may still be starting: ask its GCS until it answers. Its GCS
@@ -113,11 +130,12 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
   // as long as it never came up (Ray writes ray_current_cluster in its temp
   // dir once it did; a node that ran and then failed is a fault as before).
   std::string check = shell_join({ray_bin, "health-check", "--address", head});
-  return "deadline=$(($(date +%s) + " + std::to_string(wait.count()) + ")); until " + check +
+  return ray_private_dir(temp_dir) + "deadline=$(($(date +%s) + " + std::to_string(wait.count()) +
+         ")); until " + check +
          " >/dev/null 2>&1; do if [ $(date +%s) -ge $deadline ]; then echo \"Ray's head at " +
          head + " did not answer within " + std::to_string(wait.count()) +
          "s\" >&2; exit 3; fi; sleep 0.2; done; while :; do " + shell_join(argv) +
-         "; rc=$?; if [ -e " + shell_quote(temp_dir + "/ray_current_cluster") +
+         "; rc=$?; if [ -e " + shell_quote(temp_dir + kRaysOwnDir + "/ray_current_cluster") +
          " ] || [ $(date +%s) -ge $deadline ]; then exit $rc; fi; echo \"atl: Ray's head node "
          "is not in its GCS yet: starting this node again\" >&2; sleep 1; done";
 }

@@ -32,12 +32,21 @@ struct RayPod {
 // and --object-store-memory for the fields the spec states.
 std::vector<std::string> ray_resource_flags(const JobSpec& job);
 
-// Each Ray node's own temp dir (sessions, sockets, logs): pods sharing a
-// filesystem (tests, several pods on one machine) never share one, and a
-// job's are told apart. Short: socket paths inside must stay under 108 bytes.
-// `node` is "h" for the head, "w<k>" for worker k.
+// Each Ray node's own dir (its sessions, sockets, logs in Ray's temp dir
+// kRaysOwnDir below it): pods sharing a filesystem (tests, several pods on
+// one machine) never share one, and a job's are told apart. Short: socket
+// paths inside must stay under 108 bytes. 0700, the job user's (Ray opens
+// its own temp dir to everyone). `node` is "h" for the head, "w<k>" for
+// worker k.
 std::string ray_temp_dir(const std::string& job_id, const std::string& node,
                          int ray_port = JobSpec{}.ray_port);
+// Ray's --temp-dir, below the node's own dir.
+inline constexpr const char* kRaysOwnDir = "/r";
+
+// Shell text run before a Ray node starts: `dir` made (or kept) 0700 and
+// this user's own, umask 077; exit 3 with one line when it belongs to
+// another user or is a symlink. Ends in "; ".
+std::string ray_private_dir(const std::string& dir);
 
 std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                              const std::string& host);
