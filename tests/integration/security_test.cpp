@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -97,6 +98,41 @@ TlsProbe tls_probe(std::uint16_t port, const std::string& cert, const std::strin
   SSL_CTX_free(ctx);
   ERR_clear_error();
   return out;
+}
+
+// A member's connection (the job's certificate) that sends `bytes` after the
+// node's greeting, then waits up to 3 s for the node to close it. True
+// when the node closed it.
+bool tls_send_as_member(std::uint16_t port, const std::string& tls_dir, const std::string& bytes) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_use_certificate_chain_file(ctx, (tls_dir + "/cert.pem").c_str());
+  SSL_CTX_use_PrivateKey_file(ctx, (tls_dir + "/key.pem").c_str(), SSL_FILETYPE_PEM);
+  bool closed = false;
+  int fd = tcp_connect(port);
+  if (fd >= 0) {
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) == 1) {
+      char buf[4096];
+      SSL_read(ssl, buf, sizeof(buf));  // the greeting
+      SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size()));
+      int n = 0;
+      while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
+      }
+      // Closed: an end of any kind (a reset, an EOF without close_notify);
+      // open: the read timed out (SO_RCVTIMEO reads as WANT_READ).
+      const int error = SSL_get_error(ssl, n);
+      closed = error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE;
+    }
+    SSL_free(ssl);
+    ::close(fd);
+  }
+  SSL_CTX_free(ctx);
+  ERR_clear_error();
+  return closed;
 }
 
 long rss_kib(int pid) {
@@ -264,6 +300,41 @@ TEST(Security, HostileBytesLeaveTheHeadUpAndCostNoMemory) {
   auto r = c.atlctl({"--address", c.head_address(), "run", "-f", "echo still-here"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("still-here"), std::string::npos) << r.output;
+}
+
+// A holder of the job's credentials (every rank has them) sends what is not
+// BASP: the 80 bytes that crashed CAF 0.17's parser (SIGSEGV: no final
+// status, the job file left behind), a payload length of 0xffffffff (the
+// head stalled until both pods were declared lost), random headers. The head
+// closes each such connection and answers on; no pod is lost.
+TEST(Security, AMembersBadBaspNeitherCrashesNorStallsTheHead) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "2", "--local-workers", "2", "--heartbeat-timeout", "6s", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_status("command"));
+  const std::uint16_t port = port_of(c.head_address());
+  const std::string mine = c.state_dir() + "/tls";
+  std::mt19937 rng(4242);
+  std::vector<std::string> payloads = {crash_packet(), huge_length_header()};
+  for (int i = 0; i < 50; ++i) {
+    std::string h(32, '\0');
+    for (auto& ch : h) ch = static_cast<char>(rng());
+    payloads.push_back(h);
+  }
+  for (const auto& bytes : payloads) {
+    EXPECT_TRUE(tls_send_as_member(port, mine, bytes)) << "the head kept a bad connection open";
+    ASSERT_FALSE(head.process->try_wait().has_value()) << c.output(head);
+  }
+  // Longer than the heartbeat timeout: a stalled head would lose its pods.
+  std::this_thread::sleep_for(8s);
+  auto status = c.atlctl({"--address", c.head_address(), "status", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.output;
+  auto info = nlohmann::json::parse(status.output, nullptr, false);
+  EXPECT_EQ(info["state"], "command") << status.output;
+  EXPECT_EQ(info["restarts"], 0) << status.output;
+  EXPECT_NE(c.output(head).find("not BASP"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
 }
 
 TEST(Security, AWorkerFacingAHostileHeadEndsWithALineNotACrash) {

@@ -21,6 +21,7 @@
 // load_verify calls below take the objects atl parsed once for this process
 // (os/tls_cache.hpp) when the path is the one atl loaded, and fall back to
 // OpenSSL's loaders for anything else.
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -31,15 +32,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "atl/core/basp_framing.hpp"
 #include "atl/core/pending_handshakes.hpp"
 #include "atl/os/tls_cache.hpp"
 
@@ -131,6 +136,13 @@ class HandshakeGate {
   void session_freed(SSL* ssl) {
     std::lock_guard<std::mutex> lock(mutex_);
     forget(reinterpret_cast<atl::PendingHandshakes::Key>(ssl));
+  }
+
+  // Whether `fd` is in an epoll set: CAF's multiplexer is the one user of
+  // epoll in atl's processes (the dashboard's HTTPS and web terminals poll).
+  bool registered(int fd) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return registrations_.count(fd) > 0;
   }
 
  private:
@@ -239,6 +251,84 @@ class HandshakeGate {
   std::optional<std::chrono::steady_clock::time_point> trim_at_;  // when the burst's trim is due
 };
 
+// 4. BASP checked before CAF's parser sees it (atl/core/basp_framing.hpp):
+// every byte SSL_read hands one of CAF's sessions is read along, and a
+// connection whose bytes are not BASP (a member's hostile header: CAF 0.17
+// crashed on one, and allocated what another's length said) is shut down
+// at its first bad header, with one line (at most one a second) naming the
+// peer. Sessions that are not CAF's (the dashboard's HTTPS) are left alone.
+class BaspGuard {
+ public:
+  static BaspGuard& instance() {
+    static auto* guard = new BaspGuard;  // never destroyed: CAF's threads outlive statics
+    return *guard;
+  }
+
+  // The `n` bytes just read into `buf` on `ssl`: false when the connection
+  // is not BASP (now or before) and is to be closed.
+  bool after_read(SSL* ssl, const void* buf, int n) {
+    std::optional<std::string> refused;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = framing_.find(ssl);
+      if (it == framing_.end()) {
+        std::optional<atl::BaspFraming> framing;
+        if (HandshakeGate::instance().registered(SSL_get_fd(ssl)))
+          framing.emplace(SSL_is_server(ssl) == 1);
+        it = framing_.emplace(ssl, std::move(framing)).first;
+      }
+      if (!it->second) return true;  // not CAF's
+      refused =
+          it->second->take(static_cast<const unsigned char*>(buf), static_cast<std::size_t>(n));
+    }
+    if (!refused) return true;
+    say(ssl, *refused);
+    return false;
+  }
+
+  void session_freed(SSL* ssl) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    framing_.erase(ssl);
+    said_.erase(ssl);
+  }
+
+ private:
+  void say(SSL* ssl, const std::string& why) {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (said_.count(ssl)) return;  // once per connection
+      said_.insert(ssl);
+      if (now - last_said_ < std::chrono::seconds(1)) return;
+      last_said_ = now;
+    }
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    char host[64] = "?";
+    int port = 0;
+    if (::getpeername(SSL_get_fd(ssl), reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+      if (peer.ss_family == AF_INET) {
+        auto* in = reinterpret_cast<sockaddr_in*>(&peer);
+        ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+      } else if (peer.ss_family == AF_INET6) {
+        auto* in6 = reinterpret_cast<sockaddr_in6*>(&peer);
+        ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+      }
+    }
+    std::fprintf(stderr,
+                 "atl: closed a connection from %s:%d holding the job's certificate: "
+                 "not BASP (%s)\n",
+                 host, port, why.c_str());
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<SSL*, std::optional<atl::BaspFraming>> framing_;  // nullopt: not CAF's
+  std::unordered_set<SSL*> said_;
+  std::chrono::steady_clock::time_point last_said_{};
+};
+
 // The connecting side (a workernode or atlctl, whose multiplexer has nothing
 // else to do until its one connection is up) waits up to 20 ms for the
 // peer's bytes instead of spinning: sixteen workers spinning while the head
@@ -271,7 +361,16 @@ extern "C" {
 int SSL_read(SSL* ssl, void* buf, int num) {
   static auto real = next_definition<int (*)(SSL*, void*, int)>("SSL_read");
   ERR_clear_error();
-  return real(ssl, buf, num);
+  int ret = real(ssl, buf, num);
+  if (ret > 0 && !BaspGuard::instance().after_read(ssl, buf, ret)) {
+    // Not one byte of it for CAF: the connection ends here (SSL_get_error
+    // says SSL_ERROR_SYSCALL on an empty queue, which CAF takes for a failure).
+    ::shutdown(SSL_get_fd(ssl), SHUT_RDWR);
+    ERR_clear_error();
+    errno = ECONNRESET;
+    return -1;
+  }
+  return ret;
 }
 
 int SSL_write(SSL* ssl, const void* buf, int num) {
@@ -293,6 +392,7 @@ int SSL_accept(SSL* ssl) {
 void SSL_free(SSL* ssl) {
   static auto real = next_definition<void (*)(SSL*)>("SSL_free");
   if (ssl && SSL_is_server(ssl)) HandshakeGate::instance().session_freed(ssl);
+  if (ssl) BaspGuard::instance().session_freed(ssl);
   real(ssl);
 }
 
