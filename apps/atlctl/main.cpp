@@ -997,8 +997,9 @@ int main(int argc, char** argv) {
         events_options, cmd_events}},
       {"diagnose",
        {"Usage: atlctl diagnose [-r RANKS] [--json] [-o FILE]\n\n"
-        "Takes every rank's stack now (or those of RANKS), without stopping anything\n"
-        "(py-spy for Python ranks, else gdb; each node within 5 s), groups identical\n"
+        "Takes every rank's stack now (or those of RANKS): py-spy for Python ranks\n"
+        "(never stops them), else gdb (stops each for its attach), each node within\n"
+        "5 s; both from the node's PATH or atl's install only. Groups identical\n"
         "stacks and names the ranks that stand apart (the hang watch does the same\n"
         "when a job is silent for --hang-timeout). -o writes the whole diagnosis,\n"
         "each rank's full stack included, to FILE as JSON.",

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -680,6 +681,72 @@ TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   EXPECT_EQ(info["restarts"], 0) << info.dump();
   EXPECT_TRUE(info["taints"].empty()) << info.dump();
   EXPECT_EQ(c.output(head).find("job hung"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// gdb stops the process it attaches to, for as long as it takes (seconds
+// on a big native binary). A diagnosis's own stop is no verdict: here a
+// gdb that holds its target stopped 4.5 s (the hold that makes "stopped"
+// a verdict is 3 s at --hang-timeout 6s) while the other rank idles.
+TEST(HangWatchJobs, ADiagnosisOwnStopOfARankIsNeverTakenForAHang) {
+  TestCluster c;
+  const std::string tools = c.dir() + "/tools";
+  std::filesystem::create_directories(tools);
+  {
+    std::ofstream gdb(tools + "/gdb");
+    gdb << "#!/bin/sh\n"
+           "while [ $# -gt 0 ]; do [ \"$1\" = -p ] && pid=$2; shift; done\n"
+           "kill -STOP $pid; sleep 4.5; kill -CONT $pid\n"
+           "echo 'Thread 1 (Thread 0x7f (LWP '$pid') \"sleep\"):'\n"
+           "echo '#0  0x00007f in clock_nanosleep () from /lib/libc.so.6'\n";
+  }
+  std::filesystem::permissions(tools + "/gdb", std::filesystem::perms::owner_all);
+  std::string path = "PATH=" + tools;
+  for (const auto& e : c.environment())
+    if (e.rfind("PATH=", 0) == 0) path += ":" + e.substr(5);
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--hang-timeout", "6s", "--",
+                             "echo up; exec sleep 600"},
+                            {path});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up")) << c.output(head);
+  // Silent past the timeout first: a stop now would be judged at once.
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  auto d = c.atlctl({"--address", c.head_address(), "diagnose", "-r", "0"});
+  EXPECT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("clock_nanosleep"), std::string::npos) << d.output;
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // beyond the hold, and a heartbeat more
+  auto info = status_json(c);
+  EXPECT_EQ(info["state"], "command") << info.dump();
+  EXPECT_EQ(info["restarts"], 0) << info.dump();
+  EXPECT_EQ(c.output(head).find("stopped (T)"), std::string::npos) << c.output(head);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// A py-spy beside the rank's interpreter (the job's venv, the job's files)
+// is never what the diagnosis runs: it ran as the node's user (root, every
+// capability). Only the node's PATH and atl's own install are looked in.
+TEST(HangWatchJobs, TheDiagnosisNeverRunsAToolTheJobsFilesPlaced) {
+  TestCluster c;
+  const std::string venv = c.dir() + "/venv/bin";
+  std::filesystem::create_directories(venv);
+  std::filesystem::copy_file(std::filesystem::canonical("/usr/bin/python3"), venv + "/python3");
+  const std::string marker = c.dir() + "/planted-ran";
+  {
+    std::ofstream planted(venv + "/py-spy");
+    planted << "#!/bin/sh\ntouch " << marker << "\necho 'Thread 1 (idle): \"MainThread\"'\n";
+  }
+  std::filesystem::permissions(venv + "/py-spy", std::filesystem::perms::owner_all);
+  auto& head =
+      c.start_head({"--workers", "1", "--local-workers", "1", "--",
+                    "echo up; exec " + venv + "/python3 -c 'import time; time.sleep(600)'"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] up")) << c.output(head);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto d = c.atlctl({"--address", c.head_address(), "diagnose"});
+  EXPECT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the job's own py-spy ran\n" << d.output;
   head.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
   EXPECT_TRUE(c.no_strays_within());

@@ -139,6 +139,9 @@ struct NodeAgentState {
   std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
   std::unique_ptr<GpuWatchThread> gpu_watch;  // once joined
   caf::actor terminals;  // the web terminals' host, linked, once the first is asked for
+  // Until then a rank's stop ('T': gdb's attach, ptrace) may be this node's
+  // own diagnosis: the hang watch is not told of it (it blamed its own stop).
+  std::chrono::steady_clock::time_point diagnosing_until{};
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
@@ -291,8 +294,9 @@ void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point
       r->progress_mtime_ns = mtime;
     }
     const pid_t user = os::user_process(table, children, r->meter->pid.load());
+    const char state = tree.state == 'T' && now < st.diagnosing_until ? 'S' : tree.state;
     reports.push_back({r->stream.rank, r->attempt, r->meter->lines.load(), r->steps, tree.cpu_ticks,
-                       static_cast<std::int8_t>(tree.state), static_cast<std::int32_t>(user),
+                       static_cast<std::int8_t>(state), static_cast<std::int32_t>(user),
                        tree.rss_bytes, tree.io_bytes});
   }
   if (!reports.empty())
@@ -548,14 +552,24 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           }};
         });
         auto answer = self->make_response_promise<std::vector<StackReport>>();
+        // gdb stops what it attaches to: those stops are this diagnosis's,
+        // until a moment after it is over.
+        constexpr auto kAfterDiagnosis = std::chrono::seconds(2);
+        self->state.diagnosing_until =
+            std::chrono::steady_clock::now() + timeout + std::chrono::seconds(10) + kAfterDiagnosis;
+        auto done = [self, kAfterDiagnosis] {
+          self->state.diagnosing_until = std::chrono::steady_clock::now() + kAfterDiagnosis;
+        };
         self->request(collector, timeout + std::chrono::seconds(10), diagnose_atom::value)
             .then(
-                [answer, collector, gpus](std::vector<StackReport>& reports) mutable {
+                [answer, collector, gpus, done](std::vector<StackReport>& reports) mutable {
+                  done();
                   caf::anon_send_exit(collector, caf::exit_reason::user_shutdown);
                   for (auto& r : reports) r.gpus = gpus;
                   answer.deliver(std::move(reports));
                 },
-                [answer, collector](const caf::error&) mutable {
+                [answer, collector, done](const caf::error&) mutable {
+                  done();
                   caf::anon_send_exit(collector, caf::exit_reason::user_shutdown);
                   answer.deliver(std::vector<StackReport>{});
                 });

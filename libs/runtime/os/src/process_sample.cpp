@@ -305,16 +305,21 @@ StackCapture capture_stack(const ProcessTable& table, pid_t root,
 
 namespace {
 
-// py-spy on PATH, or beside the interpreter of `pid` (a venv's bin).
-std::string py_spy_for(pid_t pid) {
-  std::vector<std::string> beside;
+// The directory of this process's own executable (atl's install).
+std::string own_install_dir() {
   char exe[4096];
-  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string e(exe, static_cast<size_t>(n));
-    beside.push_back(e.substr(0, e.rfind('/')));
-  }
-  return find_program("py-spy", beside);
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return {};
+  std::string e(exe, static_cast<size_t>(n));
+  return e.substr(0, e.rfind('/'));
+}
+
+// A diagnosis tool (py-spy, gdb) from the node's own PATH (the workernode's
+// environment, fixed when it started) or atl's install dir: never from
+// beside the rank's interpreter or anywhere else the job's files choose (it
+// runs as the node's user, often root, with every capability).
+std::string diagnosis_tool(const std::string& name) {
+  return find_program(name, {own_install_dir()});
 }
 
 }  // namespace
@@ -330,12 +335,12 @@ StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children
   }
   const std::string pid = std::to_string(out.target);
   const bool python = is_python(table.at(out.target));
-  const std::string py_spy = python ? py_spy_for(out.target) : std::string();
+  const std::string py_spy = python ? diagnosis_tool("py-spy") : std::string();
   std::vector<std::string> argv;
   if (!py_spy.empty()) {
     out.tool = "py-spy";
     argv = {py_spy, "dump", "--nonblocking", "--pid", pid};
-  } else if (std::string gdb = find_program("gdb"); !gdb.empty()) {
+  } else if (std::string gdb = diagnosis_tool("gdb"); !gdb.empty()) {
     out.tool = "gdb";
     // The main thread's only: the signature is its, and a process with
     // many threads would otherwise push it past the size bound.
