@@ -6,8 +6,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -24,6 +26,11 @@ constexpr auto kWriteTimeout = std::chrono::seconds(30);
 constexpr std::size_t kMaxQueued = 1 << 20;
 // How often a waiting browser leg looks whether its browser is still there.
 constexpr auto kSinkPoll = std::chrono::seconds(1);
+// Relayed requests at once, per session and in all: each holds one of the
+// dashboard's threads for as long as the service takes (300 slow ones took
+// them all). Over either, 503 at once.
+constexpr int kMaxPerSession = 16;
+constexpr int kMaxInFlight = 48;
 
 void fail(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
@@ -59,6 +66,7 @@ struct Exchange {
   std::unique_ptr<httplib::Client> client;
   std::thread thread;
   std::once_flag finished;
+  std::string session;  // whose it is, for the per-session count
 
   // Ends the upstream leg (a blocked read included) and waits for it.
   void finish() {
@@ -80,14 +88,29 @@ struct ServiceProxy::Impl {
   ServiceTarget target;
   std::mutex m;
   std::set<std::shared_ptr<Exchange>> live;
+  std::map<std::string, int> per_session;  // live exchanges by session
 
   void forget(const std::shared_ptr<Exchange>& ex) {
     ex->finish();
     std::lock_guard<std::mutex> lock(m);
-    live.erase(ex);
+    if (live.erase(ex) == 0) return;  // forgotten already
+    auto it = per_session.find(ex->session);
+    if (it != per_session.end() && --it->second == 0) per_session.erase(it);
   }
 
-  std::shared_ptr<Exchange> start(httplib::Request up);
+  // A place for one more exchange of `session`, or why not.
+  std::optional<std::string> admit(const std::string& session) {
+    std::lock_guard<std::mutex> lock(m);
+    if (static_cast<int>(live.size()) >= kMaxInFlight)
+      return std::to_string(kMaxInFlight) + " relayed requests are under way already";
+    auto it = per_session.find(session);
+    if (it != per_session.end() && it->second >= kMaxPerSession)
+      return "this session has " + std::to_string(kMaxPerSession) +
+             " relayed requests under way already";
+    return std::nullopt;
+  }
+
+  std::shared_ptr<Exchange> start(httplib::Request up, std::string session);
   // `self` is this: the browser's leg may end after the call returns.
   static void answer(const std::shared_ptr<Impl>& self, const std::shared_ptr<Exchange>& ex,
                      httplib::Response& res);
@@ -108,8 +131,9 @@ ServiceProxy::~ServiceProxy() {
 
 const ServiceTarget& ServiceProxy::target() const { return impl_->target; }
 
-std::shared_ptr<Exchange> ServiceProxy::Impl::start(httplib::Request up) {
+std::shared_ptr<Exchange> ServiceProxy::Impl::start(httplib::Request up, std::string session) {
   auto ex = std::make_shared<Exchange>();
+  ex->session = std::move(session);
   ex->client = std::make_unique<httplib::Client>(target.host, target.port);
   auto& c = *ex->client;
   c.set_url_encode(false);  // the browser's target goes as it came
@@ -137,6 +161,7 @@ std::shared_ptr<Exchange> ServiceProxy::Impl::start(httplib::Request up) {
   {
     std::lock_guard<std::mutex> lock(m);
     live.insert(ex);
+    ++per_session[ex->session];
   }
   ex->thread = std::thread([e, up = std::move(up)]() mutable {
     httplib::Response r;
@@ -166,13 +191,21 @@ void ServiceProxy::handle(const httplib::Request& req, httplib::Response& res) {
                 t.name +
                     ": a WebSocket through the dashboard is not supported (use the "
                     "service from inside the job, e.g. atlctl run)");
+  // The session is its cookie (the dashboard let only logged-in ones here);
+  // without one, the address it came from.
+  const std::string session =
+      req.has_header("Cookie") ? req.get_header_value("Cookie") : req.remote_addr;
+  if (auto full = impl_->admit(session)) {
+    res.set_header("Retry-After", "1");
+    return fail(res, 503, t.name + ": " + *full + "; try again when some have ended");
+  }
   httplib::Request up;
   up.method = req.method;
   up.path = *path;
   for (auto& [k, v] : upstream_request_headers(in, t.auth, req.remote_addr, t.prefix))
     up.headers.emplace(std::move(k), std::move(v));
   up.body = req.body;
-  auto ex = impl_->start(std::move(up));
+  auto ex = impl_->start(std::move(up), session);
   Impl::answer(impl_, ex, res);
 }
 
@@ -209,10 +242,12 @@ void ServiceProxy::Impl::answer(const std::shared_ptr<Impl>& self,
     self->forget(ex);
     return fail(res, 502, where + " broke off its answer: " + cut_off);
   }
-  // The dashboard's own page policy is not the service's: its pages come
-  // with the service's headers only.
+  // The dashboard's script policy is not the service's (its pages run their
+  // own scripts), but atl's frame and sniffing rules hold for them too: no
+  // other site frames a relayed page, and none of its bytes is taken for
+  // another type. A policy the service sends of its own is added (a browser
+  // enforces both).
   res.headers.erase("Content-Security-Policy");
-  res.headers.erase("X-Frame-Options");
   for (const auto& [k, v] : headers) {
     if (is_content_type(k)) {
       content_type = v;
@@ -222,6 +257,11 @@ void ServiceProxy::Impl::answer(const std::shared_ptr<Impl>& self,
   }
   for (const auto& [k, v] : headers)
     if (!is_content_type(k)) res.headers.emplace(k, v);
+  res.headers.erase("X-Frame-Options");
+  res.set_header("X-Frame-Options", "SAMEORIGIN");
+  res.headers.emplace("Content-Security-Policy", "frame-ancestors 'self'");
+  res.headers.erase("X-Content-Type-Options");
+  res.set_header("X-Content-Type-Options", "nosniff");
   if (small) {
     self->forget(ex);
     if (res.status == 204 || res.status == 304) return;

@@ -4,11 +4,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <future>
 #include <mutex>
 
 #include "atl/actors/messages.hpp"
+#include "atl/actors/terminal_host.hpp"
 #include "atl/core/reply_code.hpp"
 
 namespace atl::headnode {
@@ -27,6 +29,7 @@ struct TerminalLink::Impl {
   std::optional<std::string> ended;
   bool shell_ended = false;
   bool closed = false;
+  std::int64_t input_unacked = 0;  // keystrokes on their way to the pod's terminal
 
   ~Impl() {
     if (wake >= 0) ::close(wake);
@@ -39,6 +42,11 @@ struct TerminalLink::Impl {
     std::lock_guard<std::mutex> lock(mutex);
     output += bytes;
     signal();
+  }
+  void input_taken(std::int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    input_unacked = std::max<std::int64_t>(0, input_unacked - bytes);
+    signal();  // the HTTP thread may read the viewer's input again
   }
   void end(std::string why, bool by_the_shell) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -127,6 +135,9 @@ caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
       [self](term_out_atom, std::int64_t id, std::string& bytes) {
         if (id == self->state.id) self->state.link->push(std::move(bytes));
       },
+      [self](term_inack_atom, std::int64_t id, std::int64_t bytes) {
+        if (id == self->state.id) self->state.link->input_taken(bytes);
+      },
       [self, finish](term_ended_atom, std::int64_t id, const std::string& why) {
         if (id == self->state.id) finish(why, false, true);
       },
@@ -166,7 +177,15 @@ TerminalLink::Taken TerminalLink::take() {
 }
 
 void TerminalLink::input(std::string bytes) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->input_unacked += static_cast<std::int64_t>(bytes.size());
+  }
   caf::anon_send(impl_->relay, term_in_atom::value, std::move(bytes));
+}
+bool TerminalLink::input_full() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->input_unacked >= kTerminalWindow;
 }
 void TerminalLink::resize(int rows, int cols) {
   caf::anon_send(impl_->relay, term_size_atom::value, static_cast<std::int32_t>(rows),

@@ -41,6 +41,9 @@ class TerminalLink {
   };
   Taken take();
   void input(std::string bytes);
+  // kTerminalWindow bytes of input are on their way to the pod: read no
+  // more of the viewer's until the pod took some (wake_fd says when).
+  bool input_full() const;
   void resize(int rows, int cols);
   void ack(std::int64_t bytes);  // the browser has these: the pod may send more
   // Ends the terminal from this side: the pod hangs the shell up, the

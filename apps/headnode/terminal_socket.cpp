@@ -138,8 +138,13 @@ void serve_terminal(RawConnection conn, const std::string& key, TerminalLink& li
   ws::FrameReader reader(kMaxMessage);
   char buf[16 * 1024];
   for (;;) {
-    pollfd fds[3] = {{conn.fd, POLLIN, 0}, {link.wake_fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    bool readable = wire.pending();
+    // Input's credit: with a window of keystrokes on their way to the pod,
+    // the viewer's bytes wait in TCP (a paste slows, the pod never grows).
+    const bool take_input = !link.input_full();
+    pollfd fds[3] = {{conn.fd, static_cast<short>(take_input ? POLLIN : 0), 0},
+                     {link.wake_fd(), POLLIN, 0},
+                     {stop_fd, POLLIN, 0}};
+    bool readable = take_input && wire.pending();
     if (!readable) {
       int n = ::poll(fds, stop_fd >= 0 ? 3 : 2, 1000);
       if (n < 0 && errno != EINTR) return end(ws::kCloseGoingAway, "poll failed", "poll failed");

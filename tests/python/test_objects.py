@@ -354,8 +354,14 @@ def test_an_owner_under_a_pids_max_still_serves_after_5000_idle_strangers(cluste
         socks = _idle_sockets(owner, 5000)
         try:
             time.sleep(2)
-            frames = _objects.fetch(owner, bytes.fromhex(oid))
-            assert int(np.frombuffer(_objects.loads(frames), dtype=np.uint8).sum()) == 300000
+            # Bounded: a server that no longer serves fails the test, never hangs it.
+            got = []
+            fetching = threading.Thread(
+                target=lambda: got.append(_objects.fetch(owner, bytes.fromhex(oid))), daemon=True)
+            fetching.start()
+            fetching.join(60)
+            assert got, "the owner did not serve its object within 60 s"
+            assert int(np.frombuffer(_objects.loads(got[0]), dtype=np.uint8).sum()) == 300000
         finally:
             for s in socks:
                 s.close()

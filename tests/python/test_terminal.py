@@ -341,3 +341,43 @@ def test_a_ray_pods_shell_looks_at_its_own_jobs_ray():
         assert b"nodes=3 end-7" in out, out.decode(errors="replace")  # the head and the two pods
     finally:
         c.stop()
+
+
+def _vm(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no %s for pid %d" % (field, pid))
+
+
+def test_a_paste_slows_its_terminal_never_its_pod(job):
+    # 420 MB pasted grew the pod by 410 MB, never returned, and once cost two
+    # pods their heartbeats: input had no flow control. Now at most a window
+    # of keystrokes is on its way; the rest waits in the viewer's TCP.
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import common
+    pod = job.job_id + "-worker-1"
+    node = common.workernode_pid(job.job_id, 1)
+    assert node, "no workernode of " + pod
+    cookie, csrf = login(job)
+    ws = connect(job, pod, cookie, csrf)
+    # The shell takes nothing for 3 s (the paste piles up), then everything.
+    type_and_read(ws, "stty raw -echo; echo go-$((2+5)); sleep 3; cat > /dev/null\r", b"go-7")
+    before = _vm(node, "VmRSS")
+    peak = before
+    chunk = "i" + "x" * (64 * 1024 - 1)
+    total = 200 * 1024 * 1024
+    sent = 0
+    while sent < total:
+        ws.send(chunk)  # blocks while the head reads no more of it
+        sent += len(chunk) - 1
+        if sent % (4 * 1024 * 1024) < len(chunk):
+            peak = max(peak, _vm(node, "VmRSS"))
+    peak = max(peak, _vm(node, "VmRSS"))
+    assert peak - before < 10 * 1024 * 1024, (before, peak)
+    # The pod's heartbeats held: no pod lost, no restart.
+    info = json.loads(job.atlctl("status", "--json").stdout)
+    assert info["restarts"] == 0, info
+    assert info["pod_counts"]["lost"] == 0, info
+    ws.close()

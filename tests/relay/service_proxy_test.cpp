@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -23,6 +24,8 @@ struct Servers {
   std::unique_ptr<atl::headnode::ServiceProxy> proxy;
   std::atomic<int> endless_open{0};
   std::atomic<int> endless_closed{0};
+  std::atomic<int> slow_waiting{0};
+  std::atomic<bool> slow_release{false};
 
   explicit Servers(bool service_up = true) {
     service.Get("/api/version", [](const httplib::Request&, httplib::Response& res) {
@@ -75,6 +78,13 @@ struct Servers {
           },
           [this](bool) { ++endless_closed; });
     });
+    // Answers once released (or after 20 s): a service that takes its time.
+    service.Get("/slow", [this](const httplib::Request&, httplib::Response& res) {
+      ++slow_waiting;
+      for (int i = 0; i < 2000 && !slow_release.load(); ++i) std::this_thread::sleep_for(10ms);
+      res.set_content("done", "text/plain");
+    });
+    service.new_task_queue = [] { return new httplib::ThreadPool(64); };
     service_port = service.bind_to_any_port("127.0.0.1");
     service_thread = std::thread([this] { service.listen_after_bind(); });
     running(service);
@@ -89,7 +99,9 @@ struct Servers {
     auto relay = [this](const httplib::Request& req, httplib::Response& res) {
       proxy->handle(req, res);
     };
-    front.set_default_headers({{"Content-Security-Policy", "default-src 'self'"}});
+    front.set_default_headers(
+        {{"Content-Security-Policy", "default-src 'self'"}, {"X-Frame-Options", "DENY"}});
+    front.new_task_queue = [] { return new httplib::ThreadPool(64); };
     front.Get(R"(/svc/.*)", relay);
     front.Post(R"(/svc/.*)", relay);
     front.Delete(R"(/svc/.*)", relay);
@@ -128,8 +140,11 @@ TEST(ServiceProxy, AnAnswerComesBackWithTheServicesStatusTypeAndHeaders) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, R"({"ray_version": "test"})");
   EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
-  // The front's own page policy is not the service's.
-  EXPECT_FALSE(r->has_header("Content-Security-Policy"));
+  // The front's script policy is not the service's; its frame and sniffing
+  // rules hold for the service's pages too.
+  EXPECT_EQ(r->get_header_value("Content-Security-Policy"), "frame-ancestors 'self'");
+  EXPECT_EQ(r->get_header_value("X-Frame-Options"), "SAMEORIGIN");
+  EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
   auto missing = c.Get("/svc/missing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
@@ -141,7 +156,8 @@ TEST(ServiceProxy, TheServiceGetsItsOwnCredentialsNeverTheBrowsers) {
   auto c = s.client();
   auto r = c.Post("/svc/echo?limit=5",
                   httplib::Headers{{"Cookie", "atl_session=secret-session"},
-                                   {"Authorization", "Bearer atl-dashboard-token"}},
+                                   {"Authorization", "Bearer atl-dashboard-token"},
+                                   {"X-Forwarded-For", "6.6.6.6"}},
                   R"({"entrypoint": "echo hi"})", "application/json");
   ASSERT_TRUE(r) << httplib::to_string(r.error());
   EXPECT_EQ(r->status, 200);
@@ -151,7 +167,8 @@ TEST(ServiceProxy, TheServiceGetsItsOwnCredentialsNeverTheBrowsers) {
   EXPECT_EQ(r->body.find("atl-dashboard-token"), std::string::npos) << r->body;
   EXPECT_EQ(r->body.find("secret-session"), std::string::npos) << r->body;
   EXPECT_NE(r->body.find("X-Forwarded-Prefix: /svc"), std::string::npos) << r->body;
-  EXPECT_NE(r->body.find("X-Forwarded-For: 127.0.0.1"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("X-Forwarded-For: 127.0.0.1\n"), std::string::npos) << r->body;
+  EXPECT_EQ(r->body.find("6.6.6.6"), std::string::npos) << r->body;  // a forged chain stays out
   // The service's cookie stays behind; its other headers come through.
   EXPECT_FALSE(r->has_header("Set-Cookie"));
   EXPECT_EQ(r->get_header_value("X-Service"), "yes");
@@ -231,4 +248,53 @@ TEST(ServiceProxy, ATargetThatIsNotUnderThePrefixIsRefused) {
   direct(req, res);
   EXPECT_EQ(res.status, 400);
   EXPECT_NE(res.body.find("not under /svc"), std::string::npos) << res.body;
+}
+
+// A target that walks off once decoded (TensorBoard's POST allow-list saw
+// the raw one, the service resolved it) never reaches the service.
+TEST(ServiceProxy, ATargetThatWalksOffIsRefusedBeforeTheService) {
+  Servers s;
+  auto c = s.client();
+  for (const char* bad : {"/svc/echo/../moved", "/svc/echo/%2e%2e/moved", "/svc/a%2fb"}) {
+    auto r = c.Post(bad, "{}", "application/json");
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_NE(r->body.find("is not relayed"), std::string::npos) << r->body;
+  }
+}
+
+// Each relayed request holds one of the dashboard's threads while the
+// service takes its time (300 slow ones took them all): 16 at once per
+// session; the 17th is told so at once, another session is not.
+TEST(ServiceProxy, ASessionHasAtMostSixteenRelayedRequestsAtOnce) {
+  Servers s;
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 16; ++i)
+    slow.emplace_back([&s] {
+      auto c = s.client();
+      auto r = c.Get("/svc/slow", httplib::Headers{{"Cookie", "atl_session=A"}});
+      EXPECT_TRUE(r && r->status == 200);
+    });
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (s.slow_waiting.load() < 16 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(s.slow_waiting.load(), 16);
+  auto c = s.client();
+  const auto asked = std::chrono::steady_clock::now();
+  auto over = c.Get("/svc/slow", httplib::Headers{{"Cookie", "atl_session=A"}});
+  ASSERT_TRUE(over) << httplib::to_string(over.error());
+  EXPECT_EQ(over->status, 503);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s);
+  EXPECT_EQ(over->get_header_value("Retry-After"), "1");
+  EXPECT_NE(over->body.find("this session has 16 relayed requests under way"), std::string::npos)
+      << over->body;
+  auto other = c.Get("/svc/api/version", httplib::Headers{{"Cookie", "atl_session=B"}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 200);
+  s.slow_release = true;
+  for (auto& t : slow) t.join();
+  // Their places are free again.
+  auto again = c.Get("/svc/api/version", httplib::Headers{{"Cookie", "atl_session=A"}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
 }

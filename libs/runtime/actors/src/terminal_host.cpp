@@ -160,6 +160,11 @@ caf::behavior terminal_host(HostActor* self, TerminalHostConfig config) {
         if (auto ok = it->second.pty->write(bytes); !ok)
           self->send(it->second.sink, term_out_atom::value, id,
                      "\r\n[atl: " + ok.error() + "]\r\n");
+        // Input's credit, as output's: the relay keeps at most
+        // kTerminalWindow bytes on their way here (a paste of 420 MB grew
+        // this pod by 410 MB, and cost two pods their heartbeats).
+        self->send(it->second.sink, term_inack_atom::value, id,
+                   static_cast<std::int64_t>(bytes.size()));
       },
       [self](term_env_atom, std::vector<std::string>& env) {
         self->state.config.env = std::move(env);

@@ -49,6 +49,39 @@ std::set<std::string> hop_by_hop(const HeaderList& in) {
   return names;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Whether the path part of `rest` (before its query) walks anywhere but
+// down: a segment "." or "..", decoded (%2e%2e too), or a separator that
+// only decoding shows (%2f, %5c), or a backslash. The service would resolve
+// them, after the dashboard's allow-list looked at the raw target.
+bool walks_off(std::string_view rest) {
+  const std::string_view path = rest.substr(0, rest.find('?'));
+  std::string segment;
+  auto dot_segment = [&] { return segment == "." || segment == ".."; };
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    char c = path[i];
+    if (c == '%' && i + 2 < path.size() && hex_value(path[i + 1]) >= 0 &&
+        hex_value(path[i + 2]) >= 0) {
+      c = static_cast<char>(hex_value(path[i + 1]) * 16 + hex_value(path[i + 2]));
+      i += 2;
+      if (c == '/' || c == '\\' || c == '\0') return true;
+    } else if (c == '/') {
+      if (dot_segment()) return true;
+      segment.clear();
+      continue;
+    }
+    if (c == '\\') return true;
+    segment += c;
+  }
+  return dot_segment();
+}
+
 }  // namespace
 
 Expected<std::string> proxied_target(std::string_view target, std::string_view prefix) {
@@ -61,6 +94,10 @@ Expected<std::string> proxied_target(std::string_view target, std::string_view p
   if (rest.front() == '?') return "/" + std::string(rest);
   if (rest.front() != '/')
     return make_error("'" + std::string(target) + "' is not under " + std::string(prefix) + "/");
+  if (walks_off(rest))
+    return make_error("'" + std::string(target) +
+                      "': a path with '.' or '..' segments or an encoded separator is not "
+                      "relayed");
   return std::string(rest);
 }
 
@@ -68,22 +105,19 @@ HeaderList upstream_request_headers(const HeaderList& in, const std::string& aut
                                     const std::string& client_addr, std::string_view prefix) {
   const auto drop = hop_by_hop(in);
   HeaderList out;
-  std::string forwarded_for;
   for (const auto& [k, v] : in) {
     const std::string name = lower(k);
+    // What says who asked, and from where, is atl's to say: a browser's own
+    // claim (a forged X-Forwarded-For) never reaches the service.
     if (drop.count(name) || name == "cookie" || name == "authorization" ||
-        name == "x-ray-authorization" || name == "x-forwarded-prefix" || name == "accept-encoding")
+        name == "x-ray-authorization" || name == "x-forwarded-prefix" ||
+        name == "accept-encoding" || name == "x-forwarded-for" || name == "forwarded" ||
+        name == "x-forwarded-host" || name == "x-forwarded-proto" || name == "x-real-ip")
       continue;
-    if (name == "x-forwarded-for") {
-      forwarded_for = v;
-      continue;
-    }
     out.emplace_back(k, v);
   }
   if (!auth.empty()) out.emplace_back("Authorization", auth);
-  if (!client_addr.empty())
-    forwarded_for = forwarded_for.empty() ? client_addr : forwarded_for + ", " + client_addr;
-  if (!forwarded_for.empty()) out.emplace_back("X-Forwarded-For", forwarded_for);
+  if (!client_addr.empty()) out.emplace_back("X-Forwarded-For", client_addr);
   out.emplace_back("X-Forwarded-Prefix", std::string(prefix));
   return out;
 }

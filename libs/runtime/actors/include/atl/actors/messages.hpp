@@ -108,6 +108,9 @@ using term_in_atom = caf::atom_constant<caf::atom("term_in")>;
 using term_size_atom = caf::atom_constant<caf::atom("term_size")>;
 using term_env_atom = caf::atom_constant<caf::atom("term_env")>;
 using term_ack_atom = caf::atom_constant<caf::atom("term_ack")>;
+// host -> relay (id, bytes): that much input went into the shell's terminal
+// (or was dropped): the relay may send as much more (input's credit flow).
+using term_inack_atom = caf::atom_constant<caf::atom("term_inack")>;
 using term_out_atom = caf::atom_constant<caf::atom("term_out")>;
 using term_ended_atom = caf::atom_constant<caf::atom("term_ended")>;
 using term_close_atom = caf::atom_constant<caf::atom("term_close")>;
