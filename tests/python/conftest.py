@@ -2,6 +2,7 @@
 (its own driver parked, so the tests drive it from outside, as a second
 driver would) with local workers, real processes on 127.0.0.1, cleaned up
 even on failure."""
+import faulthandler
 import os
 import signal
 import subprocess
@@ -31,6 +32,21 @@ def _innermost_pid(pid):
     except (OSError, ValueError):
         pass
     return None
+
+
+# No test may hang the suite: one that runs past this prints every thread's
+# stack and ends the run (ctest's 15 minutes would end it later, saying
+# nothing about where).
+TEST_LIMIT_S = 420
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    faulthandler.dump_traceback_later(TEST_LIMIT_S, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def host_pid(pod, pid):
