@@ -312,7 +312,7 @@ void heartbeat_tick(NodeAgentActor* self) {
     // Its ranks stopping within their grace (an eviction, the job's end) may
     // take longer than the head's timeout: this node is alive and says so
     // to their guards until they are gone (a revoked lease stays revoked).
-    if (st.lease && !st.executors.empty()) {
+    if (st.lease && !st.executors.empty() && st.heartbeat_interval.count() > 0) {
       st.lease->renew();
       self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval,
                                                       tick_atom::value);
