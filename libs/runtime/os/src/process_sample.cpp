@@ -8,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "atl/os/child_process.hpp"
 #include "atl/os/run_capture.hpp"
 
 namespace atl::os {
@@ -305,21 +306,14 @@ StackCapture capture_stack(const ProcessTable& table, pid_t root,
 
 namespace {
 
-// The directory of this process's own executable (atl's install).
-std::string own_install_dir() {
-  char exe[4096];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return {};
-  std::string e(exe, static_cast<size_t>(n));
-  return e.substr(0, e.rfind('/'));
-}
-
 // A diagnosis tool (py-spy, gdb) from the node's own PATH (the workernode's
 // environment, fixed when it started) or atl's install dir: never from
 // beside the rank's interpreter or anywhere else the job's files choose (it
 // runs as the node's user, often root, with every capability).
 std::string diagnosis_tool(const std::string& name) {
-  return find_program(name, {own_install_dir()});
+  const std::string install = executable_dir();  // "." when unknown: not looked in
+  return find_program(
+      name, install == "." ? std::vector<std::string>{} : std::vector<std::string>{install});
 }
 
 }  // namespace
