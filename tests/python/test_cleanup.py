@@ -49,15 +49,15 @@ headnode --mode spmd --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
   --job-id jo-beside --state-dir "$DIR/state-b" --dashboard-port off --linger 0s \
   -- python3 "$DIR/train_b.py" > "$DIR/head-b.out" 2>&1 &
 head_b=$!
-for i in $(seq 300); do grep -q "B training, attempt" "$DIR/head-b.out" && break; sleep 0.1; done
+for i in $(seq 1200); do grep -q "B training, attempt" "$DIR/head-b.out" && break; sleep 0.1; done
 headnode --mode "$MODE" $EXTRA --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
   --job-id jo-cleanup --state-dir "$DIR/state" --dashboard-port off --linger 0s \
   -- python3 "$DIR/train.py" > "$DIR/head.out" 2>&1 &
 head=$!
-for i in $(seq 300); do grep -q "^listening on " "$DIR/head.out" && break; sleep 0.1; done
+for i in $(seq 1200); do grep -q "^listening on " "$DIR/head.out" && break; sleep 0.1; done
 export ATL_ADDRESS=$(grep "^listening on " "$DIR/head.out" | awk '{print $NF}')
 export ATL_TLS_DIR="$DIR/state/tls"
-for i in $(seq 300); do grep -q "training, attempt" "$DIR/head.out" && break; sleep 0.1; done
+for i in $(seq 1200); do grep -q "training, attempt" "$DIR/head.out" && break; sleep 0.1; done
 step() { echo "\$ $*"; "$@"; echo "[exit $?]"; }
 step atlctl status
 step atlctl stop
@@ -67,7 +67,7 @@ step atlctl check
 step atlctl stop
 step atlctl status
 step atlctl recover
-for i in $(seq 300); do [ "$(grep -c "training, attempt" "$DIR/head.out")" -ge 2 ] && break; sleep 0.1; done
+for i in $(seq 1200); do [ "$(grep -c "training, attempt" "$DIR/head.out")" -ge 2 ] && break; sleep 0.1; done
 touch "$DIR/go"
 wait $head
 echo "[head exit $?]"
@@ -90,8 +90,13 @@ def walk(mode, cleanup, extra=""):
             f.write(TRAIN_B)
         env = dict(os.environ, DIR=tmp, MODE=mode, CLEANUP=cleanup, HOME=tmp, EXTRA=extra,
                    PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
-        r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", WALK],
-                           env=env, capture_output=True, text=True, timeout=300)
+        # --kill-child: a walk past its time takes its whole namespace with it
+        # (else its heads keep the output pipes open and the run never returns).
+        # Each wait inside is up to 120 s: a Ray cluster starts slowly beside
+        # the rest of the suite on 2 cores.
+        r = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "bash",
+                            "-c", WALK],
+                           env=env, capture_output=True, text=True, timeout=380)
         head = open(os.path.join(tmp, "head.out")).read()
         beside = open(os.path.join(tmp, "head-b.out")).read()
         return r.stdout + r.stderr, head, beside
