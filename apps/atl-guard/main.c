@@ -234,11 +234,14 @@ static int scan_all_of_proc(void) {
 
 static bool g_children_files = true;
 
-// Sends `sig` (0: none, only count) to everything below the guard, and reaps
-// those of its children that are dead (never the command: the main loop
-// waits for it). Returns how many were still there.
-static int signal_descendants(int sig) {
+// Sends `sig` (0: none, only count) to everything below the guard (with
+// `escapees_only`, to those outside its group alone: setsid escapees, which
+// the group's signal never reached), and reaps those of its children that
+// are dead (never the command: the main loop waits for it). Returns how many
+// were still there.
+static int signal_descendants(int sig, bool escapees_only) {
   pid_t self = getpid();
+  pid_t group = getpgrp();
   int n = g_children_files ? descendants() : scan_all_of_proc();
   int found = 0;
   for (int i = 0; i < n; ++i) {
@@ -256,28 +259,15 @@ static int signal_descendants(int sig) {
       continue;
     }
     ++found;
-    if (sig != 0) kill(pid, sig);
+    if (sig != 0 && (!escapees_only || pgrp != group)) kill(pid, sig);
     if (mine && pid != g_inner) reap(pid);
   }
   return found;
 }
 
-// Sends `sig` to the processes below the guard outside its group (setsid
-// escapees: the group's signal never reached them).
-static void signal_escapees(int sig) {
-  pid_t group = getpgrp();
-  int n = g_children_files ? descendants() : scan_all_of_proc();
-  for (int i = 0; i < n; ++i) {
-    pid_t ppid = 0, pgrp = 0;
-    char state = 0;
-    if (!read_stat(g_tree[i], &ppid, &pgrp, &state) || state == 'Z') continue;
-    if (pgrp != group) kill(g_tree[i], sig);
-  }
-}
-
 // Until nothing below us is left (bounded: 10 s).
 static void sweep(void) {
-  for (int round = 0; round < 400 && signal_descendants(SIGKILL) > 0; ++round) pause_ms(25);
+  for (int round = 0; round < 400 && signal_descendants(SIGKILL, false) > 0; ++round) pause_ms(25);
 }
 
 // The owner died (pdeathsig): nothing of this rank may outlive it.
@@ -380,9 +370,9 @@ static int wait_for_command(pid_t inner) {
 // hit a torchelastic-style handler (raise on SIGTERM, checkpoint in
 // `except`) inside its checkpoint.
 static void wait_for_the_rest(void) {
-  signal_escapees(SIGTERM);
-  signal_descendants(SIGCONT);  // a stopped one takes its SIGTERM now, not after the grace
-  while (signal_descendants(0) > 0) {
+  signal_descendants(SIGTERM, true);
+  signal_descendants(SIGCONT, false);  // a stopped one takes its SIGTERM now, not after the grace
+  while (signal_descendants(0, false) > 0) {
     if (lease_expired()) return;  // the sweep that follows ends them
     pause_ms(20);
   }
