@@ -335,6 +335,9 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
   atl::os::PublishedJobPointer pointer_here;  // withdrawn as this pod ends
   std::optional<std::chrono::steady_clock::time_point> rejoin_deadline;
   auto pause = std::chrono::milliseconds(200);
+  // What the ranks wrote and the head never acknowledged before this pod lost
+  // it: kept across rejoins, sent once the head takes the pod again.
+  node.unsent = std::make_shared<atl::UnsentOutput>();
   while (true) {
     if (rejoin_deadline) {
       if (std::chrono::steady_clock::now() >= *rejoin_deadline) {

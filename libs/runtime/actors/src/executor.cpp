@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <caf/all.hpp>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -42,6 +43,8 @@ struct ExecutorState {
   // The stop warning (--stop-signal) went out; its SIGTERM is due then.
   std::optional<std::chrono::steady_clock::time_point> warned_until;
   std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  // The node lost its head: the pump holds output for the rejoin (sink_lost_atom).
+  std::shared_ptr<std::atomic<bool>> sink_gone = std::make_shared<std::atomic<bool>>(false);
   std::thread pump;
   int control_fd = -1;  // our end of the process's control channel
   std::thread control_reader;
@@ -93,35 +96,70 @@ std::string failure_reason(const ProcessMeter& meter) {
 // unacknowledged), then tells the executor how the process ended — after the
 // control reader sent its last line (`control_done`), so a task's result line
 // reaches the supervisor before its end.
+// With `unsent` (a worker pod's), the chunks not yet acknowledged are held
+// with where each begins in the process's output: once the head is lost
+// (`sink_gone`: a cut, a dead head) or the wait is cancelled, they and all
+// that follows go to `unsent`, which the pod sends again when it rejoins.
 void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> child, caf::actor sink,
                   StreamId stream, std::int32_t attempt, std::string scratch_dir,
                   caf::actor executor, std::shared_ptr<std::atomic<bool>> cancel,
+                  std::shared_ptr<std::atomic<bool>> sink_gone,
                   std::shared_ptr<std::atomic<bool>> control_done,
-                  std::shared_ptr<ProcessMeter> meter) {
+                  std::shared_ptr<ProcessMeter> meter, std::shared_ptr<UnsentOutput> unsent) {
   caf::scoped_actor io{sys};
   int outstanding = 0;
+  std::int64_t offset = 0;  // bytes of the process's output before the next chunk
+  std::deque<std::pair<std::int64_t, caf::message>> unacked;  // held only with `unsent`
+  bool keeping = false;  // the head is lost: every chunk goes to `unsent`
+  auto keep_unacked = [&] {
+    for (auto& [at, msg] : unacked)
+      unsent->keep({stream, attempt, at, msg.get_as<std::string>(3), msg.get_as<std::int32_t>(4)});
+    unacked.clear();
+    outstanding = 0;
+    keeping = true;
+  };
   auto await_ack = [&] {
     bool got = false;
-    while (!got && !cancel->load()) {
+    while (!got && !cancel->load() && !(unsent && sink_gone->load())) {
       io->receive([&](ack_atom) { got = true; },
                   caf::after(std::chrono::milliseconds(200)) >> [] {});
     }
-    if (got) --outstanding;
+    if (got) {
+      --outstanding;
+      if (!unacked.empty()) unacked.pop_front();
+    }
     return got;
   };
   os::ChunkSink deliver = [&](os::LineChunk&& chunk) {
-    while (outstanding >= kAckWindow) {
-      if (!await_ack()) return false;
+    if (unsent && !keeping && sink_gone->load()) keep_unacked();
+    while (!keeping && outstanding >= kAckWindow) {
+      if (await_ack()) continue;
+      if (!unsent) return false;
+      keep_unacked();
     }
     if (meter) meter->lines.fetch_add(static_cast<std::int64_t>(chunk.lines));
-    io->send(sink, log_atom::value, stream, attempt, std::move(chunk.data),
-             static_cast<std::int32_t>(chunk.lines));
+    const std::int64_t at = offset;
+    offset += static_cast<std::int64_t>(chunk.data.size());
+    const auto lines = static_cast<std::int32_t>(chunk.lines);
+    if (keeping) {
+      unsent->keep({stream, attempt, at, std::move(chunk.data), lines});
+      return true;
+    }
+    auto msg = caf::make_message(log_atom::value, stream, attempt, std::move(chunk.data), lines);
+    if (unsent) {
+      // A remote sink's message is only read (serialized): holding it costs no copy.
+      io->send(sink, msg);
+      unacked.emplace_back(at, std::move(msg));
+    } else {
+      io->send(sink, std::move(msg));
+    }
     ++outstanding;
     return true;
   };
   os::ExitStatus status = os::pump_output(*child, deliver, *cancel);
   while (outstanding > 0 && await_ack()) {
   }
+  if (unsent && outstanding > 0) keep_unacked();
   // The guard has swept the tree: nothing can write into the scratch dir now.
   if (!scratch_dir.empty()) remove_scratch_dir(scratch_dir, stream);
   std::string reason;
@@ -204,7 +242,8 @@ void sweep_tree(ExecutorActor* self) {
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
                                 std::shared_ptr<os::Lease> lease,
-                                std::shared_ptr<ProcessMeter> meter) {
+                                std::shared_ptr<ProcessMeter> meter,
+                                std::shared_ptr<UnsentOutput> unsent) {
   auto& st = self->state;
   st.launch = std::move(launch);
   st.pod = std::move(pod);
@@ -284,7 +323,8 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
   st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
                         st.launch.stream, st.launch.attempt, st.launch.scratch_dir,
-                        caf::actor_cast<caf::actor>(self), st.cancel, st.control_done, meter);
+                        caf::actor_cast<caf::actor>(self), st.cancel, st.sink_gone, st.control_done,
+                        meter, std::move(unsent));
   if (st.control_fd >= 0) {
     st.control_reader = std::thread(read_control, st.control_fd,
                                     ProcessNote{st.launch.stream, st.launch.attempt, st.pod, ""},
@@ -304,6 +344,9 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
                      sent.error());
         }
       },
+      // The node lost its head: what this process wrote and the head did not
+      // acknowledge is held for the pod's rejoin, never waited on.
+      [self](sink_lost_atom) { self->state.sink_gone->store(true); },
       [self](stop_atom, std::int64_t grace_ms) {
         auto& st = self->state;
         if (st.exited) return;
@@ -378,9 +421,10 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
 
 caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease,
-                          std::shared_ptr<ProcessMeter> meter) {
+                          std::shared_ptr<ProcessMeter> meter,
+                          std::shared_ptr<UnsentOutput> unsent) {
   return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
-                   std::move(report_to), std::move(lease), std::move(meter));
+                   std::move(report_to), std::move(lease), std::move(meter), std::move(unsent));
 }
 
 }  // namespace atl

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/core/log_times.hpp"
+#include "atl/core/unsent_output.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/logging.hpp"
 
@@ -176,6 +178,10 @@ struct WriteJob {
   // deliver its rank's last chunks after the job moved on: they belong to
   // the attempt that wrote them, not to the new attempt's file.
   std::int32_t chunk_attempt = 0;
+  // >= 0: a chunk a pod kept through its loss of the head (UnsentOutput),
+  // beginning at this offset of its process's output; sent by `pod`.
+  std::int64_t kept_offset = -1;
+  std::string pod = {};
 };
 
 // A stream's log open for appends, with its .times file.
@@ -239,7 +245,9 @@ class LogWriter {
       }
       // Only a chunk of an earlier attempt goes elsewhere (a later one cannot
       // come: the attempt begins before its ranks are launched).
-      if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
+      if (job.kept_offset >= 0) {
+        append_kept(job);
+      } else if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
         append_to_attempt(job.chunk_attempt, job.stream, job.text);
       } else {
         append(job.stream, job.text, job.lines);
@@ -273,20 +281,59 @@ class LogWriter {
   // was cut off): appended to that attempt's file, opened for this write
   // only; not echoed (the head's stdout shows the current attempt).
   void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines) {
+    write_to_attempt(attempt, stream, lines, -1);
+  }
+
+  // A chunk a pod kept through its loss of the head, sent as it rejoined:
+  // only what the attempt's file lacks is written (the chunk may have come
+  // before the cut, its acknowledgement not), and the head's log says so.
+  void append_kept(const WriteJob& job) {
+    const std::int32_t attempt = job.chunk_attempt > 0 ? job.chunk_attempt : attempt_;
+    if (attempt <= 0) return;
+    auto had = write_to_attempt(attempt, job.stream, job.text, job.kept_offset);
+    if (!had) return;
+    // The current attempt's open file (if any) ends elsewhere now.
+    if (attempt == attempt_)
+      if (auto it = fds_.find(job.stream); it != fds_.end())
+        it->second.size = file_size(it->second.fd);
+    const std::size_t taken = job.text.size() - *had;
+    auto log = component_logger("logs");
+    if (*had > 0) {
+      log->info(
+          "took {} bytes of {}'s output (attempt {}) that pod {} kept through its cut "
+          "({} bytes of it had come before)",
+          taken, stream_name(job.stream), attempt, job.pod, *had);
+    } else {
+      log->info("took {} bytes of {}'s output (attempt {}) that pod {} kept through its cut", taken,
+                stream_name(job.stream), attempt, job.pod);
+    }
+  }
+
+  // Appends to attempt-<attempt>/<stream>.log; with `kept_offset` >= 0 only
+  // the part the file lacks. The bytes the file had already of those
+  // given; nullopt if nothing could be written.
+  std::optional<std::size_t> write_to_attempt(std::int32_t attempt, const StreamId& stream,
+                                              const std::string& lines, std::int64_t kept_offset) {
     std::string dir = dir_ + "/attempt-" + std::to_string(attempt);
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       report(dir, "cannot create", errno);
-      return;
+      return std::nullopt;
     }
     std::string path = dir + "/" + stream_name(stream) + ".log";
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       report(path, "cannot open", errno);
-      return;
+      return std::nullopt;
     }
     std::int64_t at = file_size(fd);
-    if (int err = write_all(fd, lines.data(), lines.size()); err != 0) {
+    const std::size_t had =
+        kept_offset >= 0 ? bytes_already_kept(at, kept_offset, lines.size()) : 0;
+    std::optional<std::size_t> result = had;
+    if (had == lines.size()) {
+      // all of it there already
+    } else if (int err = write_all(fd, lines.data() + had, lines.size() - had); err != 0) {
       report(path, "cannot write", err);
+      result = std::nullopt;
     } else if (at >= 0) {
       int times =
           ::open(os::log_times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -297,6 +344,7 @@ class LogWriter {
       }
     }
     ::close(fd);
+    return result;
   }
 
   void close_all() {
@@ -474,6 +522,20 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         // per-attempt files; a debug run's or a task's `attempt` is its own id.
         if (stream.is_user_code()) job.chunk_attempt = attempt;
         self->state.writer->push(std::move(job));
+      },
+      // A pod's output kept through its loss of the head (the supervisor
+      // checked who sent it): to the attempt that wrote it, what is missing.
+      [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
+             std::string& lines, std::int32_t count, const std::string& pod) {
+        auto& total = self->state.totals[stream];
+        total.first += static_cast<std::int64_t>(lines.size());
+        total.second += count;
+        WriteJob job{stream, std::move(lines), count, caf::actor{}};
+        job.chunk_attempt = attempt;
+        job.kept_offset = offset;
+        job.pod = pod;
+        self->state.writer->push(std::move(job));
+        return true;
       },
       [self](metrics_atom) {
         nlohmann::json j = nlohmann::json::object();

@@ -48,6 +48,8 @@ constexpr std::int64_t kOrphanGraceMs = 3000;
 // How long a pod told to go (SIGTERM) waits for the head's word (the job's
 // grace) before it stops its ranks with kOrphanGraceMs.
 constexpr auto kEvictionAnswerTimeout = std::chrono::seconds(5);
+// How long the head may take to answer for one chunk of kept output.
+constexpr auto kKeptOutputTimeout = std::chrono::seconds(10);
 
 // The pod's GPUs looked at through NVML once a second, on a thread of its
 // own: an NVML call on a broken GPU can block for seconds, and opening NVML
@@ -142,6 +144,7 @@ struct NodeAgentState {
   // Until then a rank's stop ('T': gdb's attach, ptrace) may be this node's
   // own diagnosis: the hang watch is not told of it (it blamed its own stop).
   std::chrono::steady_clock::time_point diagnosing_until{};
+  std::int64_t kept_bytes_sent = 0;  // output kept through a loss of the head, sent since joining
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
@@ -240,10 +243,11 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
       meter->error_file = dir + "/atl-error-" + name + ".json";
       meter->flight_recorder_dir = dir + "/atl-fr-" + name;
     }
-    auto exec = st.config.fake_ranks ? spawn_fake_executor(self->system(), launch,
-                                                           st.config.info.pod, sink, st.supervisor)
-                                     : spawn_executor(self->system(), launch, st.config.info.pod,
-                                                      sink, st.supervisor, st.lease, meter);
+    auto exec =
+        st.config.fake_ranks
+            ? spawn_fake_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor)
+            : spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor,
+                             st.lease, meter, st.config.unsent);
     self->monitor(exec);
     st.executors.emplace(
         exec, NodeAgentState::Running{launch.stream, launch.attempt, meter, 0, 0, launch.warn_ms});
@@ -256,6 +260,53 @@ void stop_executors(NodeAgentActor* self, const std::optional<StreamId>& run,
   for (const auto& [e, r] : self->state.executors)
     if (run ? r.stream.in_run_of(*run) : r.stream.is_user_code())
       self->send(e, stop_atom::value, grace_ms);
+}
+
+// The head is lost (silent too long, its connection gone): the executors hold
+// what their ranks wrote and the head did not acknowledge, for the rejoin.
+void hold_unsent_output(NodeAgentActor* self) {
+  for (const auto& [e, running] : self->state.executors) self->send(e, sink_lost_atom::value);
+}
+
+// Output this pod kept through its loss of the head (UnsentOutput), to the
+// head that took it again: one chunk at a time, each answered; a chunk not
+// answered is kept for the next rejoin.
+void send_kept_output(NodeAgentActor* self) {
+  auto& st = self->state;
+  if (!st.config.unsent || st.ending) return;
+  auto taken = st.config.unsent->take();
+  if (!taken) {
+    if (st.kept_bytes_sent > 0) {
+      component_logger("node")->info(
+          "sent the head {} bytes of its ranks' output kept through the loss of the head",
+          st.kept_bytes_sent);
+    }
+    if (const auto dropped = st.config.unsent->dropped_bytes(); dropped > 0) {
+      component_logger("node")->warn(
+          "{} bytes of its ranks' output were lost: more than {} MiB waited for the head", dropped,
+          UnsentOutput::kDefaultLimit >> 20);
+    }
+    return;
+  }
+  auto chunk = std::make_shared<UnsentChunk>(std::move(*taken));
+  self->request(st.supervisor, kKeptOutputTimeout, kept_log_atom::value, chunk->stream,
+                chunk->attempt, chunk->offset, chunk->bytes, chunk->lines, st.config.info.pod)
+      .then(
+          [self, chunk](bool taken_there) {
+            if (taken_there) {
+              self->state.kept_bytes_sent += static_cast<std::int64_t>(chunk->bytes.size());
+            } else {
+              component_logger("node")->warn("the head refused {} bytes of {}'s kept output",
+                                             chunk->bytes.size(), stream_name(chunk->stream));
+            }
+            send_kept_output(self);
+          },
+          [self, chunk](const caf::error& err) {
+            component_logger("node")->warn(
+                "kept output not sent ({}): it waits for the next contact with the head",
+                self->system().render(err));
+            self->state.config.unsent->give_back(std::move(*chunk));
+          });
 }
 
 // The head said this pod is gone (silent too long, or deleted): its ranks die
@@ -332,6 +383,7 @@ void heartbeat_tick(NodeAgentActor* self) {
         "lost the head at {}:{}: no word from it for {}: killing this node's ranks and leaving",
         st.config.head_host, st.config.head_port, format_duration(st.head.timeout()));
     if (st.config.head_lost) st.config.head_lost->store(true);
+    hold_unsent_output(self);
     leave_at_once(self, kNodeExitHeadLost);
     return;
   }
@@ -372,6 +424,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                                         st.config.head_host, st.config.head_port);
         if (st.config.head_lost) st.config.head_lost->store(true);
       }
+      hold_unsent_output(self);
       end_node(self, kNodeExitHeadLost, kOrphanGraceMs);
       return;
     }
@@ -420,6 +473,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               heartbeat_tick(self);
               if (st.config.watch_gpus)
                 st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
+              send_kept_output(self);
               return;
             }
             if (refusal.empty()) return;

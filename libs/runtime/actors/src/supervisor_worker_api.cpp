@@ -4,6 +4,7 @@
 // node of the pod they name. Decode, call, answer.
 #include <algorithm>
 
+#include "atl/core/unsent_output.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -108,6 +109,17 @@ caf::message_handler worker_api(Actor* self) {
       },
       [self](const ProcessExit& exit) {
         if (sent_from_pod(self, exit.pod)) on_process_exit(self, exit);
+      },
+      [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
+             std::string& bytes, std::int32_t lines, const std::string& pod) -> caf::result<bool> {
+        // A rejoined pod's output from before its cut (UnsentOutput), for
+        // the log of the attempt that wrote it; only user code's streams.
+        if (!sent_from_pod(self, pod) || !stream.is_user_code() || attempt < 1 || offset < 0 ||
+            lines < 0 || bytes.size() > UnsentOutput::kMaxChunkBytes)
+          return false;
+        self->delegate(self->state.config.sink, kept_log_atom::value, stream, attempt, offset,
+                       std::move(bytes), lines, pod);
+        return caf::delegated<bool>{};
       },
       [self](const ProcessNote& note) {
         if (sent_from_pod(self, note.pod))

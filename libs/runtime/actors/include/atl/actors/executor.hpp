@@ -11,6 +11,7 @@
 #include <string>
 
 #include "atl/actors/messages.hpp"
+#include "atl/core/unsent_output.hpp"
 
 namespace atl::os {
 class Lease;
@@ -45,9 +46,12 @@ struct ProcessMeter {
 // With a `lease` (a worker node's), the process's guard kills its tree when the
 // lease runs out: the node froze or lost its head.
 // With a `meter`, the process's pid and output lines are kept in it.
+// With `unsent` (a worker pod's), output the head never acknowledged is kept
+// there once (sink_lost_atom) the node lost its head, for its rejoin.
 caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to,
                           std::shared_ptr<os::Lease> lease = nullptr,
-                          std::shared_ptr<ProcessMeter> meter = nullptr);
+                          std::shared_ptr<ProcessMeter> meter = nullptr,
+                          std::shared_ptr<UnsentOutput> unsent = nullptr);
 
 }  // namespace atl

@@ -35,7 +35,12 @@ using journal_error_atom = caf::atom_constant<caf::atom("journal_er")>;  // jour
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;             // signal thread -> actor
 using log_atom = caf::atom_constant<caf::atom("log")>;                   // executor -> sink
 using ack_atom = caf::atom_constant<caf::atom("ack")>;                   // sink -> executor
-using print_atom = caf::atom_constant<caf::atom("print")>;               // supervisor -> sink
+// agent -> executor: the node lost its head; hold unacknowledged output.
+using sink_lost_atom = caf::atom_constant<caf::atom("sink_lost")>;
+// agent -> supervisor -> sink (stream, attempt, offset, bytes, lines, pod):
+// output a pod kept through its loss of the head, sent again as it rejoins.
+using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
+using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
 using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "atl/actors/messages.hpp"
+#include "atl/core/unsent_output.hpp"
 
 namespace atl {
 
@@ -36,6 +37,11 @@ struct NodeAgentConfig {
   // ATL_JOB_ID, ATL_ADDRESS and the credentials (ATL_TLS_DIR, or
   // ATL_INSECURE=1), so atlctl there is this job's on a host of many.
   std::vector<std::string> shell_env;
+  // The pod's output the head never acknowledged before the node lost it
+  // (a cut, a dead head): kept across the node's rejoins (it is the
+  // workernode process's) and sent to the head once it took the node again.
+  // None: such output is dropped.
+  std::shared_ptr<UnsentOutput> unsent;
 };
 
 // Exit codes a workernode ends with (besides the job's 0/1).
