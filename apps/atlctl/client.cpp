@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/local_door.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/os/local_door.hpp"
@@ -111,7 +112,8 @@ void SupervisorClient::ask(const caf::message& request, std::chrono::millisecond
                            F on_reply) {
   if (door_ < 0) {
     self_->request<caf::message_priority::high>(supervisor_, timeout, request)
-        .receive(on_reply, [&](const caf::error& err) { last_error_ = sys_.render(err); });
+        .receive(on_reply,
+                 [&](const caf::error& err) { last_error_ = atl::error_words(err, sys_); });
     return;
   }
   auto reply = door_call(request, timeout);
@@ -143,7 +145,7 @@ std::optional<caf::message> SupervisorClient::door_call(const caf::message& requ
     case atl::os::DoorRead::closed:
       die_lost();
     case atl::os::DoorRead::timeout:
-      last_error_ = sys_.render(caf::make_error(caf::sec::request_timeout));
+      last_error_ = atl::error_words(caf::make_error(caf::sec::request_timeout), sys_);
       return std::nullopt;
     case atl::os::DoorRead::error:
       last_error_ = why;

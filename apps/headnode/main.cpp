@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/local_door.hpp"
 #include "atl/actors/log_sink.hpp"
@@ -895,7 +896,7 @@ int main(int argc, char** argv) {
     held_port.reset();  // the listener has it now
     if (!port) {
       std::cerr << "headnode: cannot listen on " << opt.bind << ":" << port_wanted << ": "
-                << sys.render(port.error()) << "\n";
+                << atl::error_words(port.error(), sys) << "\n";
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);

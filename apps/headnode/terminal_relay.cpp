@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/actors/terminal_host.hpp"
 #include "atl/core/reply_code.hpp"
@@ -127,7 +128,7 @@ caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
                 },
                 [self, answer](caf::error& err) {
                   answer->set_value(TerminalRefusal{
-                      503, "the supervisor did not open it: " + self->system().render(err)});
+                      503, "the supervisor did not open it: " + error_words(err, self->system())});
                   self->state.told = true;
                   self->quit();
                 });

@@ -795,3 +795,18 @@ CAF_TEST(exit reasons are said in words) {
   for (auto e : {caf::exit_reason::remote_link_unreachable, caf::exit_reason::kill})
     CAF_CHECK(exit_words(e, sys).find("exit_reason") == std::string::npos);
 }
+
+// A failed request's reason (a pre-flight's unanswered check, atlctl's
+// "did not answer: ...") in words, never CAF's "system_error(...)".
+CAF_TEST(request errors are said in words) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  CAF_CHECK_EQUAL(error_words(caf::sec::request_timeout, sys), "it timed out");
+  CAF_CHECK_EQUAL(error_words(caf::sec::request_receiver_down, sys),
+                  "it is gone (its process ended or the connection dropped)");
+  CAF_CHECK_EQUAL(error_words(caf::exit_reason::remote_link_unreachable, sys),
+                  "the connection dropped");
+  for (auto e : {caf::sec::unexpected_message, caf::sec::no_route_to_receiving_node,
+                 caf::sec::runtime_error, caf::sec::cannot_open_port, caf::sec::invalid_argument})
+    CAF_CHECK(error_words(e, sys).find("system_error") == std::string::npos);
+}

@@ -5,6 +5,7 @@
 #include <caf/openssl/all.hpp>
 #include <chrono>
 
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/os/reach_probe.hpp"
 
@@ -126,12 +127,7 @@ std::string describe_connect_error(caf::actor_system& sys, const caf::error& err
                  "--insecure)";
   if (err == caf::sec::cannot_connect_to_node)
     return "nothing answers there (the job's head ended, or the address is wrong)";
-  // Anything else in CAF's words, without its wrapping (system_error(...)).
-  std::string text = sys.render(err);
-  const auto open = text.find('('), close = text.rfind(')');
-  if (text.rfind("system_error(", 0) == 0 && close != std::string::npos && close > open)
-    text = text.substr(open + 1, close - open - 1);
-  return "the connection failed: " + text;
+  return "the connection failed: " + error_words(err, sys);
 }
 
 }  // namespace atl

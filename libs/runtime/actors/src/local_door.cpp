@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "atl/actors/exit_words.hpp"
 #include "atl/core/door_frame.hpp"
 #include "atl/os/local_door.hpp"
 
@@ -86,7 +87,7 @@ struct LocalDoor::State {
     DoorAnswer answer;
     handle.receive(
         [&](caf::error& err) {
-          answer = {false, sys.render(err)};
+          answer = {false, error_words(err, sys)};
         },
         caf::others >> [&](caf::message_view& reply) -> caf::result<caf::message> {
           auto bytes = door_message_bytes(sys, reply.move_content_to_message());

@@ -304,7 +304,7 @@ void send_kept_output(NodeAgentActor* self) {
           [self, chunk](const caf::error& err) {
             component_logger("node")->warn(
                 "kept output not sent ({}): it waits for the next contact with the head",
-                self->system().render(err));
+                error_words(err, self->system()));
             self->state.config.unsent->give_back(std::move(*chunk));
           });
 }
@@ -489,7 +489,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
             end_node(self, kNodeExitRejected, 0);
           },
           [self](const caf::error& err) {
-            component_logger("node")->error("registration failed: {}", self->system().render(err));
+            component_logger("node")->error("registration failed: {}",
+                                            error_words(err, self->system()));
             if (self->state.config.head_lost) self->state.config.head_lost->store(true);
             end_node(self, kNodeExitHeadLost, 0);
           });
@@ -528,7 +529,8 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 },
                 [self, answer, prober](const caf::error& err) mutable {
                   caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
-                  answer.deliver("the reach probe did not answer: " + self->system().render(err));
+                  answer.deliver("the reach probe did not answer: " +
+                                 error_words(err, self->system()));
                 });
         return answer;
       },
@@ -663,16 +665,16 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                   // Reaching the head: a round trip to the supervisor over this
                   // node's own connection, the path every later message takes.
                   self->request(self->state.supervisor, kReachTimeout, status_atom::value)
-                      .then(
-                          [answer](const std::string&) mutable { answer.deliver(std::string()); },
-                          [self, answer](const caf::error& err) mutable {
-                            answer.deliver("cannot reach the head: " + self->system().render(err));
-                          });
+                      .then([answer](const std::string&) mutable { answer.deliver(std::string()); },
+                            [self, answer](const caf::error& err) mutable {
+                              answer.deliver("cannot reach the head: " +
+                                             error_words(err, self->system()));
+                            });
                 },
                 [self, answer, checker, dir](const caf::error& err) mutable {
                   caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
                   answer.deliver("the check of working dir " + dir +
-                                 " did not finish: " + self->system().render(err));
+                                 " did not finish: " + error_words(err, self->system()));
                 });
         return answer;
       },

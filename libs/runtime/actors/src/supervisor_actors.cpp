@@ -76,7 +76,7 @@ Result call_actor(Actor* self, const std::string& name, const std::string& reque
                                                      std::to_string(timeout_ms) + " ms");
               } else {
                 finish(wire(ReplyCode::failed),
-                       "actor " + quote(name) + ": " + self->system().render(err));
+                       "actor " + quote(name) + ": " + error_words(err, self->system()));
               }
             });
   return promise;
@@ -107,7 +107,7 @@ void ping_actor_hosts(Actor* self) {
                 declare_dead(self, name, handle,
                              err == caf::sec::request_timeout
                                  ? "no answer to a heartbeat for " + format_duration(timeout)
-                                 : self->system().render(err));
+                                 : error_words(err, self->system()));
               });
   }
 }

@@ -3,6 +3,7 @@
 // to that round only. A round dropped meanwhile (a loss, a restart) is gone
 // from the state, so its late answers find nobody.
 #include "atl/actors/dir_check.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -28,7 +29,8 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
   using Kind = Preflight::Ask::Kind;
   for (const auto& a : asks) {
     auto no_answer = [self, round, a](const caf::error& err) {
-      feed(self, round, [&](Preflight& p) { return p.unanswered(a, self->system().render(err)); });
+      feed(self, round,
+           [&](Preflight& p) { return p.unanswered(a, error_words(err, self->system())); });
     };
     if (a.kind == Kind::head_dir) {
       // The head's own check (a driver's working dir) as a request with the

@@ -3,6 +3,7 @@
 // agent starts the shell, and the timeline records who opened it and when it
 // closed. The keystrokes and output never pass through here: the relay and
 // the pod's terminal host talk directly.
+#include "atl/actors/exit_words.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -39,7 +40,7 @@ OpenResult open_terminal(Actor* self, const std::string& pod, const std::string&
           [self, rp, id, pod](caf::error& err) mutable {
             self->state.terminals.close(TerminalId{id});
             rp.deliver(wire(ReplyCode::failed),
-                       "pod " + pod + " did not start a shell: " + self->system().render(err),
+                       "pod " + pod + " did not start a shell: " + error_words(err, self->system()),
                        caf::actor{}, std::int64_t{0});
           });
   return rp;

@@ -11,4 +11,10 @@ namespace atl {
 
 std::string exit_words(const caf::error& reason, caf::actor_system& sys);
 
+// Why a request failed, in words an operator reads: "it timed out",
+// "it is gone (its process ended or the connection dropped)", never CAF's
+// "system_error(request_timeout)". An exit reason as exit_words says it;
+// anything else in CAF's words without its wrapping.
+std::string error_words(const caf::error& error, caf::actor_system& sys);
+
 }  // namespace atl
