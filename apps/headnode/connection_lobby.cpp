@@ -5,7 +5,8 @@
 // binds to it, as libssl's do to openssl_interpose.cpp): for a registered
 // listening socket, accept() itself keeps the connections that have not
 // spoken in one poll() on httplib's accept thread and returns the first that
-// has. Every other accept() of the process (CAF's) goes straight to libc.
+// has. Every other accept() of the process (CAF's) is budgeted per source
+// address (accept_within_budget) on its way to libc.
 #include "connection_lobby.hpp"
 
 #include <dlfcn.h>
@@ -24,6 +25,7 @@
 #include <mutex>
 #include <vector>
 
+#include "atl/actors/actor_system_setup.hpp"
 #include "atl/core/pending_handshakes.hpp"
 
 namespace atl::headnode {
@@ -147,6 +149,6 @@ void release_idle_connections(int listening_fd) {
 
 extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
   auto lobby = atl::headnode::lobby_of(fd);
-  if (!lobby) return atl::headnode::real_accept()(fd, addr, len);
+  if (!lobby) return atl::accept_within_budget(fd, addr, len, atl::headnode::real_accept());
   return atl::headnode::accept_from_lobby(*lobby, fd, addr, len);
 }

@@ -63,6 +63,8 @@ class Hosts {
   std::string address(int k) const { return "10.77." + net_ + "." + std::to_string(k + 1); }
   // argv prefix that runs a command on host k.
   std::vector<std::string> on(int k) const { return {"ip", "netns", "exec", namespaces_[k]}; }
+  // Host k's network namespace (/var/run/netns/<name>).
+  const std::string& ns(int k) const { return namespaces_[k]; }
   // Cuts (or restores) host k's only link.
   void link(int k, bool up) { sh("ip link set " + links_[k] + (up ? " up" : " down")); }
 

@@ -2,9 +2,20 @@
 // namespace of its own (own address, own veth, joined by a bridge). Cutting a
 // worker's link is a real partition: no process dies, packets just stop.
 // Needs root (ip netns); elsewhere the tests skip, saying why.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <deque>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -235,6 +246,161 @@ TEST(NetworkNamespaces, AtlctlInAWorkersPodGoesThroughItsRelay) {
       c.start("atlctl", concat(hosts.on(0), {bin("atlctl"), "--address", address, "status"}),
               {"ATL_TLS_DIR=" + ca_only});
   EXPECT_EQ(c.wait_exit(on_head), 0) << c.output(on_head);
+  head.process->signal(SIGTERM);
+  c.wait_exit(head);
+}
+
+}  // namespace
+}  // namespace atl::test
+
+namespace atl::test {
+namespace {
+
+// A ClientHello as a TLS client sends it (OpenSSL's, made once in memory):
+// each one the head reads costs it a full server handshake (~1 ms of its one
+// I/O thread: a key exchange, a signature).
+std::string client_hello() {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, in, out);
+  SSL_connect(ssl);  // wants to read the server's answer: the hello is written
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(out, &data);
+  std::string hello(data, static_cast<size_t>(n > 0 ? n : 0));
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return hello;
+}
+
+// New TLS connections from host `ns` to ip:port at `per_second` (open loop,
+// as an attacker sends them): each sends a ClientHello and is held 1 s
+// unread, then closed. Counts the connections made.
+class HandshakeFlood {
+ public:
+  HandshakeFlood(const std::string& ns, const std::string& ip, std::uint16_t port, int per_second)
+      : hello_(client_hello()) {
+    constexpr int kThreads = 4;
+    for (int t = 0; t < kThreads; ++t)
+      threads_.emplace_back(
+          [this, ns, ip, port, per_second] { run(ns, ip, port, per_second / 4); });
+  }
+  ~HandshakeFlood() { stop(); }
+  void stop() {
+    stop_ = true;
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  long made() const { return made_.load(); }
+
+ private:
+  void run(const std::string& ns, const std::string& ip, std::uint16_t port, int per_second) {
+    int nsfd = ::open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0 || ::setns(nsfd, CLONE_NEWNET) != 0) return;  // this thread only
+    ::close(nsfd);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    ::inet_pton(AF_INET, ip.c_str(), &to.sin_addr);
+    std::deque<std::pair<std::chrono::steady_clock::time_point, int>> held;
+    const auto step = std::chrono::microseconds(1000000 / per_second);
+    auto next = std::chrono::steady_clock::now();
+    while (!stop_) {
+      const auto now = std::chrono::steady_clock::now();
+      while (!held.empty() && now - held.front().first > 1s) {
+        ::close(held.front().second);
+        held.pop_front();
+      }
+      if (now < next) {
+        std::this_thread::sleep_for(next - now);
+        continue;
+      }
+      next += step;
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) continue;
+      timeval patience{0, 200000};  // a connect the head's backlog holds up is given up
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &patience, sizeof(patience));
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+        ::close(fd);
+        continue;
+      }
+      ::send(fd, hello_.data(), hello_.size(), MSG_NOSIGNAL);
+      held.emplace_back(now, fd);
+      ++made_;
+    }
+    for (auto& [at, fd] : held) ::close(fd);
+  }
+
+  std::string hello_;
+  std::atomic<bool> stop_{false};
+  std::atomic<long> made_{0};
+  std::vector<std::thread> threads_;
+};
+
+// 4,000 new TLS connections a second from one address (each a ClientHello
+// the head would answer with a full handshake) used to starve the head's
+// one I/O thread: every atlctl from elsewhere failed after 10 s, and a pod
+// that had to rejoin would have too. Each address now has a budget of new
+// connections (250 a second, 500 at once); the rest are closed at accept,
+// before any cryptography: atlctl from another host answers every call, the
+// pod stays, and the head says what it refused.
+TEST(NetworkNamespaces, AHandshakeFloodFromOneAddressLocksNobodyOut) {
+  Hosts hosts(3);  // h0 the head, h1 the worker and atlctl, h2 the flood
+  if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
+  rlimit files{};
+  ::getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = std::max<rlim_t>(files.rlim_cur, std::min<rlim_t>(files.rlim_max, 16384));
+  ::setrlimit(RLIMIT_NOFILE, &files);
+  if (files.rlim_cur < 8192) GTEST_SKIP() << "needs 8192 descriptors, has " << files.rlim_cur;
+  TestCluster c;
+  auto& head = start_head_on(c, hosts, {"--workers", "1", "--", "sleep 600"});
+  const std::string address = listening_address(c, head, hosts.address(0));
+  ASSERT_FALSE(address.empty()) << c.output(head);
+  c.start("worker",
+          concat(hosts.on(1), {bin("workernode"), "--head", address, "--name", c.worker_name(0)}));
+  auto status_from_h1 = [&] {
+    auto& call =
+        c.start("atlctl", concat(hosts.on(1), {bin("atlctl"), "--address", address, "status"}),
+                {"ATL_LOCAL_DOOR=off"});
+    const int code = c.wait_exit(call, 30s);
+    return std::make_pair(code, c.output(call));
+  };
+  bool running = false;
+  for (int i = 0; i < 300 && !running; ++i) {
+    running = status_from_h1().second == "Job status:  command\n";
+    if (!running) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(running) << c.output(head);
+  const std::uint16_t port =
+      static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  HandshakeFlood flood(hosts.ns(2), hosts.address(0), port, 4000);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(
+      2s);  // the flood under way (its backlog built), not a wait for an event
+  int answered = 0;
+  std::vector<double> took;
+  for (int i = 0; i < 8; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto [code, out] = status_from_h1();
+    took.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    EXPECT_EQ(code, 0) << out;
+    answered += out == "Job status:  command\n";
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  flood.stop();
+  const double rate = static_cast<double>(flood.made()) / seconds;
+  std::string times;
+  for (double t : took) times += std::to_string(t).substr(0, 5) + " s ";
+  std::cerr << "flood: " << flood.made() << " connections in " << seconds << " s (" << rate
+            << "/s); atlctl took " << times << "\n";
+  EXPECT_EQ(answered, 8) << times;
+  EXPECT_GT(rate, 2000) << "the flood did not reach its rate: the test proves nothing";
+  EXPECT_TRUE(c.wait_for_output(head, "refused new connections past 250 a second", 15s))
+      << c.output(head);
+  // The pod never lost the head.
+  EXPECT_EQ(c.output(head).find("restarting"), std::string::npos) << c.output(head);
   head.process->signal(SIGTERM);
   c.wait_exit(head);
 }

@@ -21,6 +21,13 @@
 // load_verify calls below take the objects atl parsed once for this process
 // (os/tls_cache.hpp) when the path is the one atl loaded, and fall back to
 // OpenSSL's loaders for anything else.
+//
+// 4. BASP read along before CAF's parser (BaspGuard, below).
+//
+// 5. New connections budgeted per source address (AcceptBudget, below): the
+// head's accept() (apps/headnode/connection_lobby.cpp, which interposes it)
+// refuses on a listening socket CAF polls, before any cryptography, an
+// address past its budget (accept_within_budget).
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -32,20 +39,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "atl/core/basp_framing.hpp"
 #include "atl/core/pending_handshakes.hpp"
+#include "atl/core/source_budget.hpp"
 #include "atl/os/tls_cache.hpp"
 
 namespace {
@@ -329,6 +340,67 @@ class BaspGuard {
   std::chrono::steady_clock::time_point last_said_{};
 };
 
+// 5. A TLS handshake costs the head ~1 ms of its one I/O thread: a flood of
+// new connections from one address (2,000 a second) starved every other
+// connection, atlctl's and a rejoining pod's alike. Each address gets a
+// budget of new connections (SourceBudget: 250 a second, 500 at once, far
+// above what a job's pods and atlctls open); past it the connection is
+// closed as CAF accepts it, before CAF or OpenSSL does anything for it, so
+// other addresses are served as before. Only listening sockets in CAF's
+// epoll set (the head's published port) are budgeted. The refusals are said
+// at most once every 10 s.
+class AcceptBudget {
+ public:
+  static AcceptBudget& instance() {
+    static auto* budget = new AcceptBudget;  // never destroyed: CAF's threads outlive statics
+    return *budget;
+  }
+
+  bool admit(const sockaddr_storage& peer) {
+    char host[INET6_ADDRSTRLEN] = "";
+    if (peer.ss_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&peer)->sin_addr, host,
+                  sizeof(host));
+    } else if (peer.ss_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&peer)->sin6_addr, host,
+                  sizeof(host));
+    } else {
+      return true;  // a local socket: not a network flood
+    }
+    const auto now = atl::SourceBudget::Clock::now();
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool admitted = budget_.admit(host, now);
+    // Said at a refusal: the first at once, then at most once per kReportEvery
+    // (what was refused in between included).
+    if (!admitted && (!said_ || now - last_said_ >= kReportEvery)) {
+      said_ = true;
+      last_said_ = now;
+      say(budget_.take_refusals());
+    }
+    return admitted;
+  }
+
+ private:
+  static constexpr std::chrono::seconds kReportEvery{10};
+
+  void say(const std::vector<atl::SourceBudget::Refusals>& refused) const {
+    std::string who;
+    for (std::size_t i = 0; i < refused.size() && i < 3; ++i)
+      who += (i ? ", " : "") + std::to_string(refused[i].count) + " from " + refused[i].source;
+    if (refused.size() > 3) who += " and from " + std::to_string(refused.size() - 3) + " more";
+    std::fprintf(stderr,
+                 "atl: refused new connections past %.0f a second (%.0f at once) from one "
+                 "address: %s; every other address is served (said at most every %lld s)\n",
+                 budget_.options().per_second, budget_.options().burst, who.c_str(),
+                 static_cast<long long>(kReportEvery.count()));
+  }
+
+  std::mutex mutex_;
+  atl::SourceBudget budget_;
+  bool said_ = false;
+  atl::SourceBudget::Clock::time_point last_said_{};
+};
+
 // The connecting side (a workernode or atlctl, whose multiplexer has nothing
 // else to do until its one connection is up) waits up to 20 ms for the
 // peer's bytes instead of spinning: sixteen workers spinning while the head
@@ -435,6 +507,27 @@ int SSL_CTX_load_verify_locations(SSL_CTX* ctx, const char* cafile, const char* 
 }  // extern "C"
 
 namespace atl {
+
+int accept_within_budget(int fd, sockaddr* addr, socklen_t* len,
+                         int (*real)(int, sockaddr*, socklen_t*)) {
+  if (!HandshakeGate::instance().registered(fd)) return real(fd, addr, len);
+  // CAF's listening socket (non-blocking): a refused connection is closed and
+  // the next one taken, until one is admitted or none waits (EAGAIN).
+  while (true) {
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    int conn = real(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len);
+    if (conn < 0) return conn;
+    if (AcceptBudget::instance().admit(peer)) {
+      if (addr && len) {
+        std::memcpy(addr, &peer, std::min<socklen_t>(*len, peer_len));
+        *len = peer_len;
+      }
+      return conn;
+    }
+    ::close(conn);
+  }
+}
 
 // Referenced from actor_system_setup.cpp so that the linker keeps this object
 // (nothing else in atl calls these functions; only libcaf_openssl does).

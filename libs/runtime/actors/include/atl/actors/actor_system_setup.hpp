@@ -2,6 +2,8 @@
 // io middleman, heartbeats (on for *every* node or none) and mutual TLS.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <caf/actor.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
@@ -55,5 +57,13 @@ std::string describe_exception(const std::exception_ptr& e);
 // says what to check.
 std::string describe_connect_error(caf::actor_system& sys, const caf::error& err,
                                    const std::string& host, std::uint16_t port);
+
+// accept() for a process that interposes it (the head): on a listening socket
+// CAF polls, a new connection past its source address's budget (250 a
+// second, 500 at once: SourceBudget) is closed before CAF or OpenSSL sees it
+// and the next one taken; any other socket goes straight to `real`
+// (openssl_interpose.cpp).
+int accept_within_budget(int fd, sockaddr* addr, socklen_t* len,
+                         int (*real)(int, sockaddr*, socklen_t*));
 
 }  // namespace atl
