@@ -337,6 +337,18 @@ std::optional<HangWatch::Verdict> HangWatch::diagnosed(const std::vector<std::in
       return b;
     }
   } else if (every_rank_idle_now(now)) {
+    // The job's cadence learned (it made steps, and stopped for k x its p99
+    // step gap): every rank idle since, and their stacks stood still with no
+    // one apart (all in one collective a rank skipped, all deadlocked
+    // alike). Hung, with no one to blame; a job that waits on purpose touches
+    // its progress file (or sets --hang-factor 0).
+    if (learned()) {
+      if (auto idle = all_idle(now)) {
+        hung_said_ = true;
+        idle->reason += ", no stack standing apart (p99 step " + seconds(step_p99()) + ")";
+        return idle;
+      }
+    }
     idle_looked_ = true;
     if (harmless_said_) return std::nullopt;
     harmless_said_ = true;
