@@ -489,11 +489,16 @@ HeadOptions parse_options(int argc, char** argv) {
   if (job.mode == atl::JobMode::ray && job.ray_port_given && opt.local_workers > 0 &&
       opt.local_workers == atl::total_worker_pods(job)) {
     const std::string host = atl::ray_node_host("127.0.0.1");
-    if (!atl::os::ProbeListener::open(host, static_cast<std::uint16_t>(job.ray_port)))
+    if (!atl::os::ProbeListener::open(host, static_cast<std::uint16_t>(job.ray_port))) {
+      // Named when this user may see who holds it (another job's Ray head).
+      const std::string holder = atl::os::describe_port_holder(
+          atl::os::who_listens_on(static_cast<std::uint16_t>(job.ray_port)));
       atl::cli::usage_error(
           "headnode", "--ray-port: " + std::to_string(job.ray_port) + " is taken on " + host +
-                          " (another Ray on this host?): name a free one, or leave it out and "
-                          "this job gets one of its own");
+                          " (" + (holder.empty() ? "another Ray on this host?" : "by " + holder) +
+                          "): name a free one, or leave it out and this job "
+                          "gets one of its own");
+    }
   }
   return opt;
 }
@@ -895,8 +900,12 @@ int main(int argc, char** argv) {
     auto port = atl::publish_actor(sys, supervisor, port_wanted, opt.bind);
     held_port.reset();  // the listener has it now
     if (!port) {
+      const std::string holder =
+          port_wanted > 0 ? atl::os::describe_port_holder(atl::os::who_listens_on(port_wanted))
+                          : std::string();
       std::cerr << "headnode: cannot listen on " << opt.bind << ":" << port_wanted << ": "
-                << atl::error_words(port.error(), sys) << "\n";
+                << (holder.empty() ? atl::error_words(port.error(), sys) : "taken by " + holder)
+                << ": pass another --port (0: any free one)\n";
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);

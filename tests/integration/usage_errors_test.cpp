@@ -97,6 +97,32 @@ TEST(HeadnodeRejects, AFifoForAFileAtOnce) {
   }
 }
 
+// A port another job holds is refused naming that job (its process's
+// ATL_JOB_ID), not in CAF's words ("cannot_open_port, (\"tcp socket
+// creation failed\", ...)").
+TEST(HeadnodeRejects, APortTakenNamingWhoHoldsIt) {
+  TestCluster c;
+  auto& other = c.start("other",
+                        {"/usr/bin/python3", "-c",
+                         "import socket, time\n"
+                         "s = socket.socket()\n"
+                         "s.bind(('127.0.0.1', 0))\n"
+                         "s.listen()\n"
+                         "print('port', s.getsockname()[1], flush=True)\n"
+                         "time.sleep(60)\n"},
+                        {"ATL_JOB_ID=jo-other"});
+  ASSERT_TRUE(c.wait_for_output(other, "port ")) << c.output(other);
+  std::string port = c.output(other).substr(5);
+  port = port.substr(0, port.find('\n'));
+  auto r = run(c, "headnode", {"--workers", "1", "--port", port, "--", "true"});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("headnode: cannot listen on 127.0.0.1:" + port +
+                          ": taken by job jo-other's python3 (pid "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("cannot_open_port"), std::string::npos) << r.output;
+}
+
 // A token file others can read (a secret mounted 0644) is taken, with a
 // word saying how to close it; a 0600 one without.
 TEST(Headnode, WarnsOfATokenFileOthersCanRead) {

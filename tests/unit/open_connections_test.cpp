@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -70,6 +72,53 @@ TEST(OpenConnections, IPv6ClientsCountTooAndOtherPortsDoNot) {
   ::close(accepted);
   ::close(client);
   ::close(listener);
+}
+
+using atl::os::describe_port_holder;
+using atl::os::listening_inodes;
+using atl::os::PortHolder;
+using atl::os::who_listens_on;
+
+// /proc/net/tcp's LISTEN rows (state 0A) on the port asked for, any address.
+TEST(ListeningInodes, AreTheListenersOnThePort) {
+  const std::string table =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+      "timeout inode\n"
+      "   0: 0100007F:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "1111 1 0000000000000000 100 0 0 10 0\n"
+      "   1: 00000000:18EB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "2222 1 0000000000000000 100 0 0 10 0\n"
+      "   2: 0100007F:18EB 0100007F:A000 01 00000000:00000000 00:00000000 00000000     0        0 "
+      "3333 1 0000000000000000 20 4 30 10 -1\n"
+      "   3: 0100007F:18EC 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+      "4444 1 0000000000000000 100 0 0 10 0\n"
+      "garbage\n";
+  EXPECT_EQ(listening_inodes(table, 0x18EB), (std::vector<std::uint64_t>{1111, 2222}));
+  EXPECT_EQ(listening_inodes(table, 0x18EC), (std::vector<std::uint64_t>{4444}));
+  EXPECT_TRUE(listening_inodes(table, 80).empty());
+  EXPECT_TRUE(listening_inodes("", 0x18EB).empty());
+}
+
+TEST(WhoListensOn, FindsTheProcessHoldingTheListener) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::uint16_t port = ntohs(addr.sin_port);
+  auto holder = who_listens_on(port);
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->pid, ::getpid());
+  EXPECT_EQ(holder->name, "atl_unit_tests");
+  ::close(listener);
+  EXPECT_FALSE(who_listens_on(port));
+  EXPECT_EQ(describe_port_holder(std::nullopt), "");
+  EXPECT_EQ(describe_port_holder(PortHolder{42, "gcs_server", "jo-b"}),
+            "job jo-b's gcs_server (pid 42)");
+  EXPECT_EQ(describe_port_holder(PortHolder{42, "nc", ""}), "nc (pid 42)");
 }
 
 }  // namespace

@@ -50,6 +50,8 @@ std::string error_words(const caf::error& error, caf::actor_system& sys) {
         return "its node is not connected";
       case caf::sec::cannot_connect_to_node:
         return "nothing answers there";
+      case caf::sec::cannot_open_port:
+        return "the port is taken (or not this user's to use)";
       case caf::sec::disconnect_during_handshake:
         return "the connection dropped while it was being set up";
       default:

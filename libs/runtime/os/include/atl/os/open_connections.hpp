@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "atl/core/expected.hpp"
 
@@ -18,5 +21,24 @@ namespace atl::os {
 // whole namespace's connection table, ~5 ms on this VM. An error when
 // /proc/self/fd cannot be read (then the caller assumes clients).
 Expected<std::size_t> clients_connected_on(std::uint16_t port);
+
+// The socket inodes listening on TCP `port` in a /proc/net/tcp or tcp6 text
+// (state 0A), any local address.
+std::vector<std::uint64_t> listening_inodes(const std::string& proc_net_tcp, std::uint16_t port);
+
+// Who holds a listening TCP socket on `port` in this network namespace: a
+// process's pid, its name, and the atl job it runs for (its ATL_JOB_ID; ""
+// when it has none). nullopt when none is found (nobody listens, or the
+// holder is not this user's to look at). For a refusal that names what took
+// a port ("taken by job jo-b's Ray (gcs_server, pid 4242)").
+struct PortHolder {
+  int pid = 0;
+  std::string name;
+  std::string job_id;
+};
+std::optional<PortHolder> who_listens_on(std::uint16_t port);
+
+// "job jo-b's gcs_server (pid 4242)", "gcs_server (pid 4242)", or "" for none.
+std::string describe_port_holder(const std::optional<PortHolder>& holder);
 
 }  // namespace atl::os
