@@ -686,6 +686,58 @@ TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// Native ranks computing in silence (a shell's busy loop: no Python, so a
+// look at their stacks is gdb's attach) are never stopped by the watch's
+// looks: gdb ptrace-stopped such ranks 24-44% of the samples, and once the
+// watch blamed its own stop. The ranks' states, sampled every 20 ms over
+// five suspect periods, never show a stop, and no verdict comes.
+TEST(HangWatchJobs, SilentlyComputingNativeRanksAreNeverStoppedByALook) {
+  if (std::system("command -v gdb >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no gdb here: nothing would attach either way";
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--hang-timeout", "2s", "--",
+                             "echo up; exec /bin/sh -c 'while :; do :; done'"});
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 1] up")) << c.output(head);
+  ASSERT_TRUE(wait_for_event(c, "job suspect", std::chrono::seconds(20))) << c.output(head);
+  // The ranks: the busy shells under this cluster's guards.
+  std::vector<int> ranks;
+  for (int i = 0; i < 100 && ranks.size() < 2; ++i) {
+    ranks.clear();
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string cmd = read_file(entry.path().string() + "/cmdline");
+      if (cmd.find("while :; do :; done") != std::string::npos &&
+          read_file(entry.path().string() + "/environ").find(c.job_id()) != std::string::npos)
+        ranks.push_back(std::stoi(name));
+    }
+    if (ranks.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(ranks.size(), 2u);
+  int samples = 0, stopped = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until) {  // a window of looks, sampled
+    for (int pid : ranks) {
+      const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos || close + 2 >= stat.size()) continue;
+      ++samples;
+      const char state = stat[close + 2];
+      stopped += state == 't' || state == 'T';
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_GT(samples, 500);
+  EXPECT_EQ(stopped, 0) << "of " << samples << " samples of the ranks' states";
+  auto events = c.atlctl({"--address", c.head_address(), "events"});
+  EXPECT_NE(events.output.find("job suspect"), std::string::npos) << events.output;
+  EXPECT_EQ(c.output(head).find("job hung"), std::string::npos) << c.output(head);
+  EXPECT_EQ(status_json(c)["restarts"], 0);
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 // gdb stops the process it attaches to, for as long as it takes (seconds
 // on a big native binary). A diagnosis's own stop is no verdict: here a
 // gdb that holds its target stopped 4.5 s (the hold that makes "stopped"

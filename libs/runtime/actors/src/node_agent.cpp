@@ -545,7 +545,14 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         }
         return self->delegate(st.terminals, a, id, rows, cols, std::move(sink));
       },
-      [self](diagnose_atom, std::int64_t timeout_ms) -> caf::result<std::vector<StackReport>> {
+      [self](diagnose_atom, std::int64_t timeout_ms) {
+        return self->delegate(caf::actor_cast<caf::actor>(self), diagnose_atom::value, timeout_ms,
+                              std::vector<std::int32_t>{});
+      },
+      // `no_stop`: ranks the head's watch sees computing: their stacks only
+      // if reading them stops nothing (py-spy), never gdb's attach.
+      [self](diagnose_atom, std::int64_t timeout_ms,
+             const std::vector<std::int32_t>& no_stop) -> caf::result<std::vector<StackReport>> {
         const std::string gpus = self->state.gpu_watch ? self->state.gpu_watch->summary()
                                                        : std::string("not watched on this pod");
         if (self->state.config.fake_ranks) {
@@ -560,12 +567,15 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           std::int32_t attempt;
           pid_t pid;
           std::string flight_recorder_dir;
+          bool may_stop;
         };
         std::vector<Target> targets;
         for (const auto& [e, running] : self->state.executors)
           if (running.meter && running.meter->pid.load() > 0)
-            targets.push_back({running.stream, running.attempt, running.meter->pid.load(),
-                               running.meter->flight_recorder_dir});
+            targets.push_back(
+                {running.stream, running.attempt, running.meter->pid.load(),
+                 running.meter->flight_recorder_dir,
+                 std::find(no_stop.begin(), no_stop.end(), running.stream.rank) == no_stop.end()});
         const auto timeout =
             std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 1, 60000));
         auto collector = self->spawn<caf::detached>([targets, timeout]() -> caf::behavior {
@@ -594,7 +604,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 } else {
                   r.collectives_error = "the flight recorder is off for this job";
                 }
-                os::StackCapture c = os::capture_stack(table, children, t.pid, timeout);
+                os::StackCapture c = os::capture_stack(table, children, t.pid, timeout, t.may_stop);
                 r.tool = std::move(c.tool);
                 r.text = std::move(c.text);
                 r.error = std::move(c.error);

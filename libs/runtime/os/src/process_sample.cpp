@@ -319,7 +319,7 @@ std::string diagnosis_tool(const std::string& name) {
 }  // namespace
 
 StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children, pid_t root,
-                           std::chrono::milliseconds timeout) {
+                           std::chrono::milliseconds timeout, bool may_stop) {
   StackCapture out;
   const RankProcesses rank = rank_processes(table, children, root, live_facts());
   out.target = rank.main;
@@ -334,6 +334,9 @@ StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children
   if (!py_spy.empty()) {
     out.tool = "py-spy";
     argv = {py_spy, "dump", "--nonblocking", "--pid", pid};
+  } else if (!may_stop) {
+    out.error = "not taken: the rank computes, and gdb's attach would stop it";
+    return out;
   } else if (std::string gdb = diagnosis_tool("gdb"); !gdb.empty()) {
     out.tool = "gdb";
     // The main thread's only: the signature is its, and a process with

@@ -121,8 +121,11 @@ constexpr std::size_t kMaxHelperStacks = 8;
 // each bounded by `timeout`; then its helpers' with py-spy. Both need
 // ptrace rights over the rank (a pod without CAP_SYS_PTRACE gets an error
 // and the /proc facts only).
+// With `may_stop` false, a native rank (no py-spy for it) gets no stack:
+// gdb's attach stops it (a rank that computes is not to be stopped for a
+// look the watch does not need); py-spy's non-blocking read is still taken.
 StackCapture capture_stack(const ProcessTable& table, const ChildIndex& children, pid_t root,
-                           std::chrono::milliseconds timeout);
+                           std::chrono::milliseconds timeout, bool may_stop = true);
 StackCapture capture_stack(const ProcessTable& table, pid_t root,
                            std::chrono::milliseconds timeout);
 

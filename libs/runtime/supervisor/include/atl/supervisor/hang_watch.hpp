@@ -116,8 +116,10 @@ class HangWatch {
   // how they differ. Hung when some but not all ranks stand apart and those
   // are idle or have worked past the configured timeout; at the configured
   // timeout also when ranks work while the rest wait, or every rank was
-  // idle; else harmless, said once per suspect period (an all-idle job whose
-  // stacks named no one is looked at again only at the configured timeout).
+  // idle, and under a learned cadence also when every rank is idle and no
+  // one stands apart; else harmless, said once per suspect period (a job
+  // idle but for a moment's work, whose stacks named no one, is looked at
+  // again only at the configured timeout).
   // Nothing when the job is no longer suspect.
   std::optional<Verdict> diagnosed(const std::vector<std::int32_t>& outliers,
                                    const std::string& why, TimePoint now);
