@@ -738,6 +738,29 @@ TEST(HangWatchJobs, SilentlyComputingNativeRanksAreNeverStoppedByALook) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A diagnosis keeps what each rank's flight-recorder hook answered (its raw
+// dumps, as torch's tools read them) in the attempt's log dir: they were
+// only condensed into the verdict and lost with the rank's $TMPDIR.
+TEST(HangWatchJobs, ADiagnosisKeepsEachRanksRawFlightRecordInTheAttemptsLogDir) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "2", "--local-workers", "2", "--max-restarts", "0", "--",
+                             "exec /usr/bin/python3 -c 'import time\n"
+                             "for i in range(20):\n    print(\"step\", i, flush=True)\n"
+                             "    time.sleep(0.2)\n"
+                             "time.sleep(600)'"});
+  ASSERT_TRUE(c.wait_for_output(head, "job hung", std::chrono::seconds(90))) << c.output(head);
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  failed", std::chrono::seconds(30)))
+      << c.output(head);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string path =
+        c.state_dir() + "/logs/attempt-1/rank-" + std::to_string(rank) + ".flight-record.json";
+    auto record = nlohmann::json::parse(read_file(path), nullptr, false);
+    ASSERT_TRUE(record.is_object()) << path << ": " << read_file(path);
+    EXPECT_TRUE(record["pid"].is_number()) << record.dump();
+    EXPECT_TRUE(record.contains("dumps")) << record.dump();
+  }
+}
+
 // gdb stops the process it attaches to, for as long as it takes (seconds
 // on a big native binary). A diagnosis's own stop is no verdict: here a
 // gdb that holds its target stopped 4.5 s (the hold that makes "stopped"

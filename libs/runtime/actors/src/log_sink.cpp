@@ -182,6 +182,8 @@ struct WriteJob {
   // beginning at this offset of its process's output; sent by `pod`.
   std::int64_t kept_offset = -1;
   std::string pod = {};
+  // Non-empty: `text` is this file of attempt `chunk_attempt`'s dir, whole.
+  std::string whole_file = {};
 };
 
 // A stream's log open for appends, with its .times file.
@@ -245,7 +247,9 @@ class LogWriter {
       }
       // Only a chunk of an earlier attempt goes elsewhere (a later one cannot
       // come: the attempt begins before its ranks are launched).
-      if (job.kept_offset >= 0) {
+      if (!job.whole_file.empty()) {
+        write_whole(job.chunk_attempt, job.whole_file, job.text);
+      } else if (job.kept_offset >= 0) {
         append_kept(job);
       } else if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
         append_to_attempt(job.chunk_attempt, job.stream, job.text);
@@ -282,6 +286,30 @@ class LogWriter {
   // only; not echoed (the head's stdout shows the current attempt).
   void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines) {
     write_to_attempt(attempt, stream, lines, -1);
+  }
+
+  // attempt-<attempt>/<name>, replaced whole (a new file moved over it).
+  void write_whole(std::int32_t attempt, const std::string& name, const std::string& text) {
+    std::string dir = dir_ + "/attempt-" + std::to_string(attempt);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      report(dir, "cannot create", errno);
+      return;
+    }
+    const std::string path = dir + "/" + name;
+    const std::string tmp = path + ".new";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      report(tmp, "cannot open", errno);
+      return;
+    }
+    const int err = write_all(fd, text.data(), text.size());
+    ::close(fd);
+    if (err != 0) {
+      report(tmp, "cannot write", err);
+      ::unlink(tmp.c_str());
+      return;
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) report(path, "cannot write", errno);
   }
 
   // A chunk a pod kept through its loss of the head, sent as it rejoined:
@@ -536,6 +564,18 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         job.pod = pod;
         self->state.writer->push(std::move(job));
         return true;
+      },
+      // A file of an attempt's log dir, written whole (the supervisor's:
+      // a rank's raw flight record). A plain name only.
+      [self](attempt_file_atom, std::int32_t attempt, const std::string& name, std::string& text) {
+        if (attempt < 1 || name.empty() || name[0] == '.' ||
+            name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789._-") != std::string::npos)
+          return;
+        WriteJob job{StreamId{}, std::move(text), 0, caf::actor{}};
+        job.chunk_attempt = attempt;
+        job.whole_file = name;
+        self->state.writer->push(std::move(job));
       },
       [self](metrics_atom) {
         nlohmann::json j = nlohmann::json::object();

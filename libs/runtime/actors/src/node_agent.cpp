@@ -601,6 +601,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                     r.collectives = to_json(*parsed);
                   else
                     r.collectives_error = parsed.error();
+                  if (record && record->size() <= kMaxRawFlightRecord) r.flight_record = *record;
                 } else {
                   r.collectives_error = "the flight recorder is off for this job";
                 }

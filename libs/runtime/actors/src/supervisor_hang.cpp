@@ -104,6 +104,13 @@ StackDiagnosis group_reports(const State& st, const std::vector<StackReport>& re
 void finish_diagnosis(Actor* self, const std::vector<StackReport>& reports) {
   auto& st = self->state;
   st.diagnosing = 0;
+  // Each rank's flight record as its hook gave it, the latest look's, in the
+  // attempt's log dir (rank-N.flight-record.json): the raw dumps behind the
+  // verdict, for torch's own tools.
+  for (const auto& r : reports)
+    if (r.attempt == st.code.attempt() && !r.flight_record.empty())
+      self->send(st.config.sink, attempt_file_atom::value, r.attempt,
+                 "rank-" + std::to_string(r.rank) + ".flight-record.json", r.flight_record);
   CollectiveDiagnosis records;
   const StackDiagnosis d = group_reports(st, reports, &records);
   std::size_t ranks = 0;

@@ -40,6 +40,9 @@ using sink_lost_atom = caf::atom_constant<caf::atom("sink_lost")>;
 // agent -> supervisor -> sink (stream, attempt, offset, bytes, lines, pod):
 // output a pod kept through its loss of the head, sent again as it rejoins.
 using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
+// supervisor -> sink (attempt, file name, text): a file of the attempt's log
+// dir written whole (a rank's raw flight record, taken at a diagnosis).
+using attempt_file_atom = caf::atom_constant<caf::atom("att_file")>;
 using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
@@ -164,7 +167,8 @@ typename Inspector::result_type inspect(Inspector& f, ProgressReport& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StackReport& x) {
   return f(caf::meta::type_name("atl::StackReport"), x.rank, x.attempt, x.state, x.tool, x.text,
-           x.error, x.gpus, x.helper_pids, x.helper_texts, x.collectives, x.collectives_error);
+           x.error, x.gpus, x.helper_pids, x.helper_texts, x.collectives, x.collectives_error,
+           x.flight_record);
 }
 
 template <class Inspector>

@@ -4,6 +4,7 @@
 // them without CAF; their inspect() functions are in atl/actors/messages.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -94,6 +95,11 @@ struct StackReport {
   // (core/collectives.hpp's condensed JSON), or why there is no record.
   std::string collectives;
   std::string collectives_error;
+  // The flight-recorder hook's own answer as it came (its raw dumps: JSON),
+  // up to kMaxRawFlightRecord bytes; empty when there was none. The head
+  // keeps it in the attempt's log dir (rank-N.flight-record.json).
+  std::string flight_record;
 };
+inline constexpr std::size_t kMaxRawFlightRecord = std::size_t{4} << 20;
 
 }  // namespace atl
