@@ -73,3 +73,27 @@ TEST(BoundedHistory, ADroppedRecordIsNamedWithWhatIsKept) {
             "task 7 ended and its record was dropped (the supervisor keeps the newest 10000 "
             "finished tasks)");
 }
+
+// Records weigh (a debug run: its ranks): the history holds at most
+// `max_weight` of them together, the newest kept whatever it weighs.
+TEST(BoundedHistory, EndedRecordsAreBoundedByWeightToo) {
+  History h(100, 10);
+  for (int id = 1; id <= 5; ++id) h.add(id, "r" + std::to_string(id));
+  EXPECT_TRUE(h.finish(1, 4).empty());
+  EXPECT_TRUE(h.finish(2, 4).empty());
+  EXPECT_EQ(h.kept_weight(), 8u);
+  auto dropped = h.finish(3, 4);  // 12 > 10: the oldest goes
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].first, 1);
+  EXPECT_EQ(h.kept_weight(), 8u);
+  dropped = h.finish(4, 50);  // heavier than the bound alone: kept, the rest go
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(dropped[0].first, 2);
+  EXPECT_EQ(dropped[1].first, 3);
+  EXPECT_EQ(h.fate(4), Fate::finished);
+  EXPECT_EQ(h.kept_weight(), 50u);
+  dropped = h.finish(5, 1);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].first, 4);
+  EXPECT_EQ(h.kept_weight(), 1u);
+}

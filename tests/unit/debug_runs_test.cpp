@@ -106,6 +106,29 @@ TEST(DebugRuns, RetiredRunsAreKeptUpToTheBoundThenDroppedWithTheirIndex) {
   EXPECT_TRUE(runs.running_on("p0").empty());
 }
 
+// Ended runs are bounded by their rank records as well as by count, and
+// retire() names the runs it dropped (their streams are forgotten).
+TEST(DebugRuns, RetiredRunsAreBoundedByTheirRanksAndTheDroppedAreNamed) {
+  Runs runs(100, 5);
+  auto run_of = [&](int ranks) -> Runs::Run& {
+    std::vector<std::pair<std::int32_t, std::string>> on_pods;
+    for (int r = 0; r < ranks; ++r) on_pods.emplace_back(r, "p" + std::to_string(r));
+    auto& run = runs.open(false, false, "x", 0ms, on_pods);
+    for (int r = 0; r < ranks; ++r) run.ranks.mark_done(r, 0, 0, "");
+    return run;
+  };
+  EXPECT_TRUE(runs.retire(run_of(2).id).empty());  // run 1: 2 records
+  EXPECT_TRUE(runs.retire(run_of(3).id).empty());  // run 2: 5 in all
+  EXPECT_EQ(runs.kept_rank_records(), 5u);
+  EXPECT_EQ(runs.retire(run_of(1).id), (std::vector<std::int32_t>{1}));  // 6 > 5: run 1 goes
+  EXPECT_EQ(runs.fate(1), Fate::dropped);
+  EXPECT_EQ(runs.kept_rank_records(), 4u);
+  EXPECT_EQ(runs.retire(run_of(3).id), (std::vector<std::int32_t>{2}));  // 7 > 5: run 2 goes
+  EXPECT_EQ(runs.kept_rank_records(), 4u);
+  EXPECT_EQ(runs.fate(3), Fate::finished);
+  EXPECT_TRUE(runs.running_on("p2").empty());  // the dropped runs' index entries went too
+}
+
 TEST(DebugRuns, TheLatestVerdictOfEachPodIsKeptWithItsReasonOnlyWhenItFailed) {
   Runs runs;
   runs.record_verdict("p0", 1, false, "exit code 1");

@@ -44,6 +44,9 @@ TEST(TaskBook, FinishedTasksAreABoundedHistoryOldestDroppedFirst) {
   for (TaskId id : {3, 4, 5}) EXPECT_EQ(book.fate(id), TaskFate::finished) << id;
   EXPECT_EQ(book.fate(6), TaskFate::unknown);
   EXPECT_EQ(book.last_id(), 5);
+  // The dropped ones are named once (their streams are forgotten).
+  EXPECT_EQ(book.take_dropped(), (std::vector<TaskId>{2, 1}));
+  EXPECT_TRUE(book.take_dropped().empty());
 }
 
 TEST(TaskBook, AHistoryOfZeroStillHandsBackTheTaskThatJustEnded) {

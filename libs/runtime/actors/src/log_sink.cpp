@@ -184,6 +184,9 @@ struct WriteJob {
   std::string pod = {};
   // Non-empty: `text` is this file of attempt `chunk_attempt`'s dir, whole.
   std::string whole_file = {};
+  // >= 0: forget the streams of this kind whose run (or task) is in `forget`.
+  int forget_kind = -1;
+  std::vector<std::int32_t> forget = {};
 };
 
 // A stream's log open for appends, with its .times file.
@@ -247,6 +250,10 @@ class LogWriter {
       }
       // Only a chunk of an earlier attempt goes elsewhere (a later one cannot
       // come: the attempt begins before its ranks are launched).
+      if (job.forget_kind >= 0) {
+        forget_streams(static_cast<StreamKind>(job.forget_kind), job.forget);
+        continue;
+      }
       if (!job.whole_file.empty()) {
         write_whole(job.chunk_attempt, job.whole_file, job.text);
       } else if (job.kept_offset >= 0) {
@@ -286,6 +293,54 @@ class LogWriter {
   // only; not echoed (the head's stdout shows the current attempt).
   void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines) {
     write_to_attempt(attempt, stream, lines, -1);
+  }
+
+  // The streams of debug runs (or tasks) the supervisor's history dropped:
+  // their files in every attempt dir they were written in, their link, and
+  // every per-stream entry here. What a run of 512 ranks left behind (two
+  // files and a link per rank, a series each) stayed for good.
+  void forget_streams(StreamKind kind, const std::vector<std::int32_t>& ids) {
+    const std::set<std::int32_t> gone(ids.begin(), ids.end());
+    auto dropped = [&](const StreamId& s) { return s.kind == kind && gone.count(s.run) > 0; };
+    for (auto it = fds_.begin(); it != fds_.end();) {
+      if (dropped(it->first)) {
+        close_file(it->first, it->second);
+        it = fds_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = written_.begin(); it != written_.end();) {
+      if (!dropped(it->first)) {
+        ++it;
+        continue;
+      }
+      const std::string name = stream_name(it->first) + ".log";
+      for (const auto& attempt_dir : it->second) {
+        const std::string path = dir_ + "/" + attempt_dir + "/" + name;
+        ::unlink(path.c_str());
+        ::unlink(os::log_times_path(path).c_str());
+      }
+      ::unlink(log_path(dir_, it->first).c_str());  // the link
+      it = written_.erase(it);
+    }
+    auto erase_from = [&](auto& container) {
+      for (auto it = container.begin(); it != container.end();) {
+        if (dropped(key_of(*it)))
+          it = container.erase(it);
+        else
+          ++it;
+      }
+    };
+    erase_from(linked_);
+    erase_from(failed_);
+    erase_from(at_line_start_);
+    erase_from(last_time_);
+  }
+  static const StreamId& key_of(const StreamId& s) { return s; }
+  template <class V>
+  static const StreamId& key_of(const std::pair<const StreamId, V>& p) {
+    return p.first;
   }
 
   // attempt-<attempt>/<name>, replaced whole (a new file moved over it).
@@ -425,6 +480,9 @@ class LogWriter {
       report(log_path(dir_, stream), "cannot open", errno);
       return -1;
     }
+    // A debug run's or a task's files are forgotten with its record.
+    if (stream.kind == StreamKind::run || stream.kind == StreamKind::task)
+      written_[stream].insert(attempt_dir_);
     if (linked_.insert(stream).second) {
       // Point <stream>.log at it: a new link moved over the old one, atomically.
       std::string link = log_path(dir_, stream);
@@ -492,6 +550,8 @@ class LogWriter {
   std::set<StreamId> failed_;               // streams whose file cannot be written (reported once)
   std::map<StreamId, bool> at_line_start_;  // per stream: did the last echo end a line
   std::map<StreamId, std::int64_t> last_time_;  // per stream: its last .times record (unix ms)
+  // Debug runs' and tasks' streams: the attempt dirs they have files in.
+  std::map<StreamId, std::set<std::string>> written_;
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -567,6 +627,23 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
       },
       // A file of an attempt's log dir, written whole (the supervisor's:
       // a rank's raw flight record). A plain name only.
+      [self](forget_atom, std::int32_t kind, std::vector<std::int32_t>& ids) {
+        if (kind != static_cast<std::int32_t>(StreamKind::run) &&
+            kind != static_cast<std::int32_t>(StreamKind::task))
+          return;  // only a debug run's or a task's streams are ever dropped
+        const std::set<std::int32_t> gone(ids.begin(), ids.end());
+        auto& totals = self->state.totals;
+        for (auto it = totals.begin(); it != totals.end();) {
+          if (static_cast<std::int32_t>(it->first.kind) == kind && gone.count(it->first.run))
+            it = totals.erase(it);
+          else
+            ++it;
+        }
+        WriteJob job{StreamId{}, "", 0, caf::actor{}};
+        job.forget_kind = kind;
+        job.forget = std::move(ids);
+        self->state.writer->push(std::move(job));
+      },
       [self](attempt_file_atom, std::int32_t attempt, const std::string& name, std::string& text) {
         if (attempt < 1 || name.empty() || name[0] == '.' ||
             name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

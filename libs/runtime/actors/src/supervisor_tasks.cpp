@@ -70,6 +70,12 @@ Refusal not_held(const State& st, TaskId id) {
 void finish(State& st, TaskId id, std::int32_t code, std::int32_t signal, const std::string& note) {
   const Task* t = st.tasks.finish(id, code, signal, note);
   if (!t) return;
+  if (auto dropped = st.tasks.take_dropped(); !dropped.empty()) {
+    std::vector<std::int32_t> ids;
+    for (auto d : dropped) ids.push_back(static_cast<std::int32_t>(d));
+    caf::anon_send(st.config.sink, forget_atom::value, static_cast<std::int32_t>(StreamKind::task),
+                   std::move(ids));
+  }
   answer_started(st, id, wire(ReplyCode::failed),
                  "task " + std::to_string(id) + " ended before it started: " +
                      (note.empty() ? os::ExitStatus{code, signal}.describe() : note));

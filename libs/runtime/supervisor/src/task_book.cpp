@@ -50,8 +50,15 @@ const Task* TaskBook::finish(TaskId id, std::int32_t code, std::int32_t signal, 
   t->record.code = code;
   t->record.signal = signal;
   t->record.note = std::move(note);
-  tasks_.finish(id);  // ended tasks index nothing: what it drops needs no cleanup
+  // Ended tasks index nothing here; what the history drops leaves its streams.
+  for (const auto& [old_id, old] : tasks_.finish(id)) dropped_.push_back(old_id);
   return tasks_.find(id);
+}
+
+std::vector<TaskId> TaskBook::take_dropped() {
+  std::vector<TaskId> out;
+  out.swap(dropped_);
+  return out;
 }
 
 std::size_t TaskBook::running_on(const std::string& pod) const {

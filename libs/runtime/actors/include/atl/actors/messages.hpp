@@ -43,6 +43,9 @@ using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
 // supervisor -> sink (attempt, file name, text): a file of the attempt's log
 // dir written whole (a rank's raw flight record, taken at a diagnosis).
 using attempt_file_atom = caf::atom_constant<caf::atom("att_file")>;
+// supervisor -> sink (stream kind, ids): debug runs or tasks the history
+// dropped: their streams' files, links, series and bookkeeping go.
+using forget_atom = caf::atom_constant<caf::atom("forget")>;
 using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)

@@ -19,6 +19,9 @@
 namespace atl::supervisor {
 
 inline constexpr std::size_t kDefaultFinishedKept = 10000;
+// Ended debug runs are bounded by their rank records too (a run of 32,000
+// ranks weighs 32,000): 10,000 of them would be ~73 GB of logs and records.
+inline constexpr std::size_t kDefaultRankRecordsKept = 100000;
 
 // What a history knows of an id.
 enum class Fate { live, finished, dropped, unknown };
@@ -35,7 +38,11 @@ inline std::string dropped_record_line(const std::string& what, long long id, st
 template <class Id, class Record>
 class BoundedHistory {
  public:
-  explicit BoundedHistory(std::size_t kept = kDefaultFinishedKept) : kept_(kept) {}
+  // At most `kept` ended records, and at most `max_weight` of their weights
+  // together (the one just ended is kept whatever it weighs).
+  explicit BoundedHistory(std::size_t kept = kDefaultFinishedKept,
+                          std::size_t max_weight = static_cast<std::size_t>(-1))
+      : kept_(kept), max_weight_(max_weight) {}
 
   // A new live record: `id` the last one's + 1.
   Record& add(Id id, Record record) {
@@ -66,16 +73,21 @@ class BoundedHistory {
   // with a history of 0: its callers read it now). Returns the records
   // dropped to make room, oldest first (their indexes go with them); nothing
   // when `id` was not live.
-  std::vector<std::pair<Id, Record>> finish(Id id) {
+  // `weight`: what the record counts against max_weight (a run's ranks).
+  std::vector<std::pair<Id, Record>> finish(Id id, std::size_t weight = 1) {
     std::vector<std::pair<Id, Record>> dropped;
     auto it = live_.find(id);
     if (it == live_.end()) return dropped;
     finished_.insert_or_assign(id, std::move(it->second));
     live_.erase(it);
-    order_.push_back(id);
-    while (order_.size() > std::max<std::size_t>(kept_, 1)) {
-      auto old = finished_.find(order_.front());
+    order_.emplace_back(id, weight);
+    weight_ += weight;
+    while (order_.size() > 1 &&
+           (order_.size() > std::max<std::size_t>(kept_, 1) || weight_ > max_weight_)) {
+      const auto [old_id, old_weight] = order_.front();
       order_.pop_front();
+      weight_ -= old_weight;
+      auto old = finished_.find(old_id);
       if (old == finished_.end()) continue;
       dropped.emplace_back(old->first, std::move(old->second));
       finished_.erase(old);
@@ -106,12 +118,15 @@ class BoundedHistory {
   std::size_t live_count() const { return live_.size(); }
   std::size_t kept_count() const { return finished_.size(); }
   std::size_t kept() const { return kept_; }
+  std::size_t kept_weight() const { return weight_; }
 
  private:
   std::size_t kept_;
+  std::size_t max_weight_;
+  std::size_t weight_ = 0;  // of the ended records held
   std::map<Id, Record> live_;
   std::map<Id, Record> finished_;
-  std::deque<Id> order_;  // ended, oldest end first
+  std::deque<std::pair<Id, std::size_t>> order_;  // ended (with weights), oldest end first
   bool any_ = false;
   Id first_id_{};
   Id max_id_{};

@@ -93,7 +93,9 @@ class DebugRuns {
  public:
   using Run = BasicDebugRun<Reply, Member>;
 
-  explicit DebugRuns(std::size_t finished_kept = kDefaultFinishedKept) : runs_(finished_kept) {}
+  explicit DebugRuns(std::size_t finished_kept = kDefaultFinishedKept,
+                     std::size_t rank_records_kept = kDefaultRankRecordsKept)
+      : runs_(finished_kept, rank_records_kept) {}
 
   // --- runs ---------------------------------------------------------------
 
@@ -154,17 +156,26 @@ class DebugRuns {
     runs_.for_each_live(std::forward<F>(f));
   }
 
-  // A run whose every rank ended joins the bounded history; the oldest ended
-  // ones beyond the bound are dropped, with their index entries.
-  void retire(RunId id) {
-    for (const auto& [old_id, old] : runs_.finish(id))
+  // A run whose every rank ended joins the bounded history (weighing its
+  // ranks); the oldest ended ones beyond the bounds are dropped, with their
+  // index entries. The ids dropped: their streams are to be forgotten.
+  std::vector<RunId> retire(RunId id) {
+    std::vector<RunId> dropped;
+    const Run* run = runs_.live(id);
+    const std::size_t weight = run ? std::max<std::size_t>(run->ranks.size(), 1) : 1;
+    for (const auto& [old_id, old] : runs_.finish(id, weight)) {
+      dropped.push_back(old_id);
       for (const auto& [rank, r] : old.ranks) {
         auto idx = by_pod_.find(r.pod);
         if (idx == by_pod_.end()) continue;
         idx->second.erase({old_id, rank});
         if (idx->second.empty()) by_pod_.erase(idx);
       }
+    }
+    return dropped;
   }
+  // The rank records the ended runs held weigh together.
+  std::size_t kept_rank_records() const { return runs_.kept_weight(); }
 
   // The (run, rank) pairs still running on `pod` (it is gone: they end).
   std::vector<std::pair<RunId, std::int32_t>> running_on(const std::string& pod) {

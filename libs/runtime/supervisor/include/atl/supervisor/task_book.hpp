@@ -51,6 +51,9 @@ class TaskBook {
   // Ends a live task: moves it to the history and returns it (null when it
   // was not live: a second end, a late report of a dropped one).
   const Task* finish(TaskId id, std::int32_t code, std::int32_t signal, std::string note);
+  // The ids of ended tasks the history dropped since the last call (their
+  // streams are to be forgotten).
+  std::vector<TaskId> take_dropped();
 
   // Of `candidates`, the pod running the fewest live tasks (the first on a tie).
   std::optional<std::string> least_loaded(const std::vector<std::string>& candidates) const;
@@ -68,6 +71,7 @@ class TaskBook {
   BoundedHistory<TaskId, Task> tasks_;
   std::map<std::string, std::set<TaskId>> live_by_pod_;
   std::map<std::int64_t, std::set<TaskId>> live_by_group_;
+  std::vector<TaskId> dropped_;
 };
 
 }  // namespace atl::supervisor
