@@ -21,7 +21,7 @@ namespace atl::supervisor {
 inline constexpr std::size_t kDefaultFinishedKept = 10000;
 // Ended debug runs are bounded by their rank records too (a run of 32,000
 // ranks weighs 32,000): 10,000 of them would be ~73 GB of logs and records.
-inline constexpr std::size_t kDefaultRankRecordsKept = 100000;
+inline constexpr std::size_t kDefaultRankRecordsKept = 20000;
 
 // What a history knows of an id.
 enum class Fate { live, finished, dropped, unknown };
