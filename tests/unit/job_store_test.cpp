@@ -186,3 +186,50 @@ TEST(JobStore, AnUnknownFaultKindIsRefusedOnRead) {
   for (auto k : {atl::FaultKind::pod_lost, atl::FaultKind::head_restarted})
     EXPECT_EQ(*atl::os::parse_fault_kind(std::string(atl::to_string(k))), k);
 }
+
+// The timeline is bounded on disk and on resume: a long job's events were
+// never trimmed and were all read back into a resumed head.
+TEST(JobStore, TheTimelineIsTrimmedAndOnlyItsNewestAreReadBack) {
+  TempDir dir;
+  auto store = atl::os::JobStore::open(dir.path + "/state.db");
+  ASSERT_TRUE(store.ok()) << store.error();
+  (*store)->limit_events(100, 30);
+  ASSERT_TRUE((*store)->save("jo-a", sample()).ok());
+  ASSERT_TRUE((*store)->save("jo-b", sample()).ok());
+  std::vector<atl::os::StoredEvent> batch;
+  for (int i = 0; i < 250; ++i) {
+    batch.push_back({i, "note", "event " + std::to_string(i)});
+    if (batch.size() == 7) {
+      ASSERT_TRUE((*store)->add_events("jo-a", batch).ok());
+      batch.clear();
+    }
+  }
+  ASSERT_TRUE((*store)->add_events("jo-a", batch).ok());
+  ASSERT_TRUE((*store)->add_event("jo-b", {1, "note", "b's own"}).ok());
+  auto loaded = (*store)->load("jo-a");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ASSERT_TRUE(loaded->has_value());
+  const auto& events = (*loaded)->events;
+  ASSERT_EQ(events.size(), 30u);  // the newest 30, oldest first
+  EXPECT_EQ(events.front().text, "event 220");
+  EXPECT_EQ(events.back().text, "event 249");
+  // On disk: at most the bound, and a tenth of it more between trims.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir.path + "/state.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM events WHERE job_id = 'jo-a'", -1, &stmt,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+  const auto rows = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  EXPECT_GE(rows, 100);
+  EXPECT_LE(rows, 110);
+  // Another job's timeline is its own.
+  auto b = (*store)->load("jo-b");
+  ASSERT_TRUE(b.ok() && b->has_value());
+  ASSERT_EQ((*b)->events.size(), 1u);
+  EXPECT_EQ((*b)->events[0].text, "b's own");
+}

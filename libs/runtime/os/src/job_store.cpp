@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace atl::os {
 
 namespace {
@@ -54,6 +56,7 @@ CREATE TABLE IF NOT EXISTS taints (
 CREATE TABLE IF NOT EXISTS events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, time_ms INTEGER NOT NULL,
   kind TEXT NOT NULL, text TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, seq);
 )sql";
 
 }  // namespace
@@ -158,8 +161,12 @@ Expected<std::optional<JobRecord>> JobStore::load(const std::string& job_id) {
   }
   if (rc != SQLITE_DONE) return make_error("state store: " + taints.error());
 
-  Statement events(db_, "SELECT time_ms, kind, text FROM events WHERE job_id = ? ORDER BY seq");
-  events.bind(1, job_id);
+  // The newest events_loaded_ only, oldest first: a long job's whole timeline
+  // was read into the resumed head.
+  Statement events(db_,
+                   "SELECT time_ms, kind, text FROM (SELECT seq, time_ms, kind, text FROM events "
+                   "WHERE job_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq");
+  events.bind(1, job_id).bind(2, static_cast<std::int64_t>(events_loaded_));
   while ((rc = events.step()) == SQLITE_ROW)
     r.events.push_back({events.integer(0), events.text(1), events.text(2)});
   if (rc != SQLITE_DONE) return make_error("state store: " + events.error());
@@ -213,23 +220,51 @@ Status JobStore::save(const std::string& job_id, const JobRecord& r) {
   return exec("COMMIT;");
 }
 
-Status JobStore::add_event(const std::string& job_id, const StoredEvent& e) {
+Status JobStore::insert_event(const std::string& job_id, const StoredEvent& e) {
   Statement ins(db_, "INSERT INTO events (job_id, time_ms, kind, text) VALUES (?, ?, ?, ?)");
   ins.bind(1, job_id).bind(2, e.unix_ms).bind(3, e.kind).bind(4, e.text);
   if (ins.step() != SQLITE_DONE) return make_error("state store: " + ins.error());
+  ++added_since_trim_;
   return Ok{};
+}
+
+// Past events_kept_ of the job, the oldest go; looked at once per tenth of
+// that many added (a delete by the (job_id, seq) index), not at each insert.
+Status JobStore::trim_events(const std::string& job_id) {
+  if (added_since_trim_ < std::max<std::size_t>(events_kept_ / 10, 1)) return Ok{};
+  added_since_trim_ = 0;
+  Statement del(db_,
+                "DELETE FROM events WHERE job_id = ?1 AND seq < (SELECT seq FROM events WHERE "
+                "job_id = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?2)");
+  del.bind(1, job_id).bind(2, static_cast<std::int64_t>(events_kept_ - 1));
+  if (del.step() != SQLITE_DONE) return make_error("state store: " + del.error());
+  return Ok{};
+}
+
+Status JobStore::add_event(const std::string& job_id, const StoredEvent& e) {
+  if (auto st = insert_event(job_id, e); !st) return st;
+  return trim_events(job_id);
 }
 
 Status JobStore::add_events(const std::string& job_id, const std::vector<StoredEvent>& events) {
   if (events.empty()) return Ok{};
   if (auto st = exec("BEGIN IMMEDIATE;"); !st) return st;
   for (const auto& e : events) {
-    if (auto st = add_event(job_id, e); !st) {
+    if (auto st = insert_event(job_id, e); !st) {
       exec("ROLLBACK;");
       return st;
     }
   }
+  if (auto st = trim_events(job_id); !st) {
+    exec("ROLLBACK;");
+    return st;
+  }
   return exec("COMMIT;");
+}
+
+void JobStore::limit_events(std::size_t kept, std::size_t loaded) {
+  events_kept_ = std::max<std::size_t>(kept, 1);
+  events_loaded_ = std::max<std::size_t>(loaded, 1);
 }
 
 Status JobStore::reset(const std::string& job_id) {

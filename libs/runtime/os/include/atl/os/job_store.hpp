@@ -4,6 +4,7 @@
 // dir reads it back and resumes the job.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,9 +59,16 @@ class JobStore {
   // Replaces the job's state, counters, faults and taints in one transaction
   // (events are appended separately).
   Status save(const std::string& job_id, const JobRecord& record);
+  // The timeline is bounded: past kEventsKept events of a job the oldest go
+  // (trimmed once per tenth of that many added), and load() reads the newest
+  // kEventsLoaded (what the head's timeline holds in memory).
+  static constexpr std::size_t kEventsKept = 100000;
+  static constexpr std::size_t kEventsLoaded = 10000;
   Status add_event(const std::string& job_id, const StoredEvent& event);
   // Many events in one transaction (the journal writer's batches): all or none.
   Status add_events(const std::string& job_id, const std::vector<StoredEvent>& events);
+  // Other bounds than the defaults (tests).
+  void limit_events(std::size_t kept, std::size_t loaded);
 
   // Forgets everything about the job but its events (a job submitted anew).
   Status reset(const std::string& job_id);
@@ -68,7 +76,12 @@ class JobStore {
  private:
   explicit JobStore(sqlite3* db) : db_(db) {}
   Status exec(const std::string& sql);
+  Status insert_event(const std::string& job_id, const StoredEvent& event);
+  Status trim_events(const std::string& job_id);
   sqlite3* db_;
+  std::size_t events_kept_ = kEventsKept;
+  std::size_t events_loaded_ = kEventsLoaded;
+  std::size_t added_since_trim_ = 0;
 };
 
 }  // namespace atl::os

@@ -114,7 +114,8 @@ class JobController {
   // After the grace, how long ranks may take to report before the job goes on.
   static constexpr std::chrono::milliseconds kStopSlack{10000};
   static constexpr std::chrono::milliseconds kShutdownTimeout{10000};
-  static constexpr std::size_t kMaxEvents = 10000;  // the timeline in memory (SQLite has all)
+  static constexpr std::size_t kMaxEvents =
+      10000;  // the timeline in memory (SQLite: the newest 100,000)
 
   JobController() = default;
   JobController(ControllerOptions options, JobEffects* effects);
