@@ -63,18 +63,26 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
   };
 }
 
-caf::behavior fake_sink() {
+// What the fake sink was told to forget: (stream kind, ids) each time.
+using Forgotten = std::vector<std::pair<std::int32_t, std::vector<std::int32_t>>>;
+
+caf::behavior fake_sink(std::shared_ptr<Forgotten> forgotten) {
   return {
       [](watch_atom) {},
       [](print_atom, const std::string&) {},
       [](attempt_atom, std::int32_t) {},
+      [forgotten](forget_atom, std::int32_t kind, const std::vector<std::int32_t>& ids) {
+        forgotten->emplace_back(kind, ids);
+      },
+      [](attempt_file_atom, std::int32_t, const std::string&, const std::string&) {},
   };
 }
 
 struct fixture : test_coordinator_fixture<RaceConfig> {
   std::shared_ptr<std::promise<int>> outcome = std::make_shared<std::promise<int>>();
   std::future<int> result = outcome->get_future();
-  caf::actor sink = sys.spawn(fake_sink);
+  std::shared_ptr<Forgotten> forgotten = std::make_shared<Forgotten>();
+  caf::actor sink = sys.spawn(fake_sink, forgotten);
   caf::actor sup;
   std::size_t history = 10000;  // SupervisorConfig::finished_kept
 
@@ -745,6 +753,10 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
     CAF_CHECK(begin_stop(op) > 0);  // back to debugStop, as the guide's operator does
   }
   CAF_CHECK_EQUAL(log0->runs, 3);
+  // The dropped run's streams are forgotten by the sink (files, series).
+  CAF_REQUIRE_EQUAL(forgotten->size(), 1u);
+  CAF_CHECK_EQUAL(forgotten->front().first, static_cast<std::int32_t>(StreamKind::run));
+  CAF_CHECK_EQUAL(forgotten->front().second, std::vector<std::int32_t>{1});
   struct Wait {
     std::int32_t code;
     std::string text;

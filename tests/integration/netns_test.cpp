@@ -46,6 +46,26 @@ std::string listening_address(TestCluster& c, const Started& head, const std::st
   return out.substr(at, out.find('\n', at) - at);
 }
 
+// A head on host 0 running `sleep 600` and one worker on host 1, the job in
+// command as atlctl on host 1 sees it; the head's address ("" if it did not
+// get there: the test has failed then).
+std::string start_sleeping_job(TestCluster& c, Hosts& hosts, Started*& head,
+                               const std::vector<std::string>& atlctl_env = {}) {
+  head = &start_head_on(c, hosts, {"--workers", "1", "--", "sleep 600"});
+  const std::string address = listening_address(c, *head, hosts.address(0));
+  if (address.empty()) return "";
+  c.start("worker",
+          concat(hosts.on(1), {bin("workernode"), "--head", address, "--name", c.worker_name(0)}));
+  for (int i = 0; i < 300; ++i) {
+    auto& call = c.start(
+        "atlctl", concat(hosts.on(1), {bin("atlctl"), "--address", address, "status"}), atlctl_env);
+    c.wait_exit(call, 30s);
+    if (c.output(call) == "Job status:  command\n") return address;
+    std::this_thread::sleep_for(100ms);
+  }
+  return "";
+}
+
 TEST(NetworkNamespaces, ACutLinkIsDetectedAndASpareOnAnotherHostTakesOver) {
   Hosts hosts(4);  // h0 the head, h1..h3 three workers (two active, one spare)
   if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
@@ -218,17 +238,10 @@ TEST(NetworkNamespaces, AtlctlInAWorkersPodGoesThroughItsRelay) {
   Hosts hosts(2);
   if (!hosts.why_not().empty()) GTEST_SKIP() << "skipped: " << hosts.why_not();
   TestCluster c;
-  auto& head = start_head_on(c, hosts, {"--workers", "1", "--", "sleep 600"});
-  const std::string address = listening_address(c, head, hosts.address(0));
-  ASSERT_FALSE(address.empty()) << c.output(head);
-  c.start("worker",
-          concat(hosts.on(1), {bin("workernode"), "--head", address, "--name", c.worker_name(0)}));
-  bool running = false;
-  for (int i = 0; i < 300 && !running; ++i) {
-    running = c.atlctl({"--address", address, "status"}).output == "Job status:  command\n";
-    if (!running) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_TRUE(running) << c.output(head);
+  Started* started = nullptr;
+  const std::string address = start_sleeping_job(c, hosts, started);
+  ASSERT_FALSE(address.empty()) << (started ? c.output(*started) : "");
+  Started& head = *started;
   const std::string ca_only = c.dir() + "/ca-only";
   ASSERT_EQ(sh("mkdir -p " + ca_only + " && cp " + c.state_dir() + "/tls/ca.pem " + ca_only), 0);
   auto& relayed =
@@ -354,11 +367,10 @@ TEST(NetworkNamespaces, AHandshakeFloodFromOneAddressLocksNobodyOut) {
   ::setrlimit(RLIMIT_NOFILE, &files);
   if (files.rlim_cur < 8192) GTEST_SKIP() << "needs 8192 descriptors, has " << files.rlim_cur;
   TestCluster c;
-  auto& head = start_head_on(c, hosts, {"--workers", "1", "--", "sleep 600"});
-  const std::string address = listening_address(c, head, hosts.address(0));
-  ASSERT_FALSE(address.empty()) << c.output(head);
-  c.start("worker",
-          concat(hosts.on(1), {bin("workernode"), "--head", address, "--name", c.worker_name(0)}));
+  Started* started = nullptr;
+  const std::string address = start_sleeping_job(c, hosts, started, {"ATL_LOCAL_DOOR=off"});
+  ASSERT_FALSE(address.empty()) << (started ? c.output(*started) : "");
+  Started& head = *started;
   auto status_from_h1 = [&] {
     auto& call =
         c.start("atlctl", concat(hosts.on(1), {bin("atlctl"), "--address", address, "status"}),
@@ -366,12 +378,6 @@ TEST(NetworkNamespaces, AHandshakeFloodFromOneAddressLocksNobodyOut) {
     const int code = c.wait_exit(call, 30s);
     return std::make_pair(code, c.output(call));
   };
-  bool running = false;
-  for (int i = 0; i < 300 && !running; ++i) {
-    running = status_from_h1().second == "Job status:  command\n";
-    if (!running) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_TRUE(running) << c.output(head);
   const std::uint16_t port =
       static_cast<std::uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
   HandshakeFlood flood(hosts.ns(2), hosts.address(0), port, 4000);

@@ -101,11 +101,9 @@ TEST(ListeningInodes, AreTheListenersOnThePort) {
 
 TEST(WhoListensOn, FindsTheProcessHoldingTheListener) {
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  ASSERT_EQ(::listen(listener, 4), 0);  // bound by listen() to a free port, on every address
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 4), 0);
   socklen_t len = sizeof addr;
   ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::uint16_t port = ntohs(addr.sin_port);
