@@ -262,10 +262,18 @@ void stop_executors(NodeAgentActor* self, const std::optional<StreamId>& run,
       self->send(e, stop_atom::value, grace_ms);
 }
 
-// The head is lost (silent too long, its connection gone): the executors hold
-// what their ranks wrote and the head did not acknowledge, for the rejoin.
+// The executors hold what their ranks wrote and the head did not
+// acknowledge (UnsentOutput) rather than wait for acks that will not come.
 void hold_unsent_output(NodeAgentActor* self) {
   for (const auto& [e, running] : self->state.executors) self->send(e, sink_lost_atom::value);
+}
+
+// The head is lost (silent too long, its connection gone, or it cannot take
+// this node now): workernode is to rejoin it, and the ranks' unacknowledged
+// output is held for that rejoin. Every way to a lost head goes through here.
+void head_is_lost(NodeAgentActor* self) {
+  if (self->state.config.head_lost) self->state.config.head_lost->store(true);
+  hold_unsent_output(self);
 }
 
 // Output this pod kept through its loss of the head (UnsentOutput), to the
@@ -382,8 +390,7 @@ void heartbeat_tick(NodeAgentActor* self) {
     component_logger("node")->error(
         "lost the head at {}:{}: no word from it for {}: killing this node's ranks and leaving",
         st.config.head_host, st.config.head_port, format_duration(st.head.timeout()));
-    if (st.config.head_lost) st.config.head_lost->store(true);
-    hold_unsent_output(self);
+    head_is_lost(self);
     leave_at_once(self, kNodeExitHeadLost);
     return;
   }
@@ -422,9 +429,10 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       if (!st.ending) {
         component_logger("node")->error("lost the head at {}:{}: ending this node",
                                         st.config.head_host, st.config.head_port);
-        if (st.config.head_lost) st.config.head_lost->store(true);
+        head_is_lost(self);
+      } else {
+        hold_unsent_output(self);  // ending anyway: no rejoin, but nothing waits on acks
       }
-      hold_unsent_output(self);
       end_node(self, kNodeExitHeadLost, kOrphanGraceMs);
       return;
     }
@@ -481,7 +489,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               // The head still counts this pod's earlier self (a one-sided
               // partition): it declares it lost within its timeout; join again.
               log->warn("the head refused this node for now ({}): joining again", refusal);
-              if (st.config.head_lost) st.config.head_lost->store(true);
+              head_is_lost(self);
               end_node(self, kNodeExitHeadLost, 0);
               return;
             }
@@ -491,7 +499,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           [self](const caf::error& err) {
             component_logger("node")->error("registration failed: {}",
                                             error_words(err, self->system()));
-            if (self->state.config.head_lost) self->state.config.head_lost->store(true);
+            head_is_lost(self);
             end_node(self, kNodeExitHeadLost, 0);
           });
 
