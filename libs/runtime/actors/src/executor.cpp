@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <caf/all.hpp>
-#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <memory>
@@ -240,19 +239,6 @@ void sweep_tree(ExecutorActor* self) {
   self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
 }
 
-// Test-only: the spawn of the ranks listed in the job's
-// ATL_TEST_SPAWN_STALL_RANKS ("0,1") waits ATL_TEST_SPAWN_STALL_MS first, as a
-// spawn whose chdir hangs on a dead mount does (tests/integration: the node
-// goes on meanwhile).
-void stall_spawn_for_tests(const EnvMap& job_env, const StreamId& stream) {
-  auto ms = job_env.find("ATL_TEST_SPAWN_STALL_MS");
-  auto ranks = job_env.find("ATL_TEST_SPAWN_STALL_RANKS");
-  if (ms == job_env.end() || ranks == job_env.end() || stream.kind != StreamKind::rank) return;
-  const std::string list = "," + ranks->second + ",";
-  if (list.find("," + std::to_string(stream.rank) + ",") == std::string::npos) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms->second.c_str())));
-}
-
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
                                 std::shared_ptr<os::Lease> lease,
@@ -310,7 +296,6 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   }
   if (meter && !meter->flight_recorder_dir.empty())
     turn_on_flight_recorder(*meter, job_env, env, *log);
-  stall_spawn_for_tests(job_env, st.launch.stream);
   req.argv = {"/bin/sh", "-c", st.launch.command};
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
@@ -438,12 +423,8 @@ caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::str
                           caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease,
                           std::shared_ptr<ProcessMeter> meter,
                           std::shared_ptr<UnsentOutput> unsent) {
-  // Detached: its spawn (a vfork, the child's chdir, the wait for its exec)
-  // blocks this executor's own thread, never one of the scheduler's few (two
-  // spawns whose working dir hung wedged a 2-core pod, heartbeats included).
-  return sys.spawn<caf::detached>(executor_behavior, std::move(launch), std::move(pod),
-                                  std::move(sink), std::move(report_to), std::move(lease),
-                                  std::move(meter), std::move(unsent));
+  return sys.spawn(executor_behavior, std::move(launch), std::move(pod), std::move(sink),
+                   std::move(report_to), std::move(lease), std::move(meter), std::move(unsent));
 }
 
 }  // namespace atl
