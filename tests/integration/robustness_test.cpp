@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -270,4 +271,37 @@ TEST(Robustness, SetsidEscapeesEndWithASigkilledWorkernode) {
 }
 
 }  // namespace
+}  // namespace atl::test
+
+namespace atl::test {
+
+// A rank whose spawn blocks (its working dir on a hung mount: a test hook
+// stalls it the same way) holds up only itself: the spawn ran inside the
+// executor, on one of CAF's max(cores, 4) scheduler threads, so that many
+// stalled ranks wedged the pod's actor system, heartbeats included, and the
+// head declared the pod lost for the wrong reason. Now each spawn runs on
+// its process's own thread: the free rank starts at once, the stalled ones
+// 10 s later; no restart.
+TEST(Robustness, RanksWhoseSpawnStallsHoldUpNothingElse) {
+  TestCluster c;
+  // As many as CAF 0.17 has scheduler threads: max(cores, 4).
+  const int stalled = static_cast<int>(std::max(4u, std::thread::hardware_concurrency()));
+  std::string ranks;
+  for (int r = 0; r < stalled; ++r) ranks += (r ? "," : "") + std::to_string(r);
+  const std::string world = std::to_string(stalled + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto& head =
+      c.start_head({"--workers", "1", "--local-workers", "1", "--nproc-per-node", world, "--env",
+                    "ATL_TEST_SPAWN_STALL_MS=10000", "--env", "ATL_TEST_SPAWN_STALL_RANKS=" + ranks,
+                    "--", "echo \"start $RANK\"; sleep 1"});
+  const std::string free_rank = "[rank " + std::to_string(stalled) + "] start";
+  ASSERT_TRUE(c.wait_for_output(head, free_rank, 60s)) << c.output(head);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 9s) << "the free rank waited for the others";
+  ASSERT_TRUE(c.wait_for_output(head, "Job status:  succeeded", 90s)) << c.output(head);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 10s);
+  EXPECT_EQ(c.output(head).find("stopped answering"), std::string::npos) << c.output(head);
+  EXPECT_EQ(c.output(head).find("restarting"), std::string::npos) << c.output(head);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+}
+
 }  // namespace atl::test

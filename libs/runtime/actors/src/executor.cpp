@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <caf/all.hpp>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <memory>
@@ -178,6 +179,44 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
                  static_cast<std::int32_t>(status.signal), std::move(reason));
 }
 
+// What a process's own thread needs to start it (run_process).
+struct ProcessStart {
+  os::SpawnRequest request;
+  std::shared_ptr<os::Lease> lease;    // request.lease points into it
+  int control_child = -1;              // the child's end of its control channel
+  std::chrono::milliseconds stall{0};  // a test hook's wait before the spawn
+};
+
+// Runs on the process's own thread, which lives as long as the process:
+// starts it (a spawn may block: a working dir on a hung mount), tells the
+// executor (spawned_atom: its pid, or why not), then pumps its output.
+void run_process(caf::actor_system& sys, ProcessStart start, caf::actor sink, StreamId stream,
+                 std::int32_t attempt, std::string scratch_dir, caf::actor executor,
+                 std::shared_ptr<std::atomic<bool>> cancel,
+                 std::shared_ptr<std::atomic<bool>> sink_gone,
+                 std::shared_ptr<std::atomic<bool>> control_done,
+                 std::shared_ptr<ProcessMeter> meter, std::shared_ptr<UnsentOutput> unsent) {
+  for (auto until = std::chrono::steady_clock::now() + start.stall;
+       std::chrono::steady_clock::now() < until && !cancel->load();)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto child = os::ChildProcess::spawn(start.request);
+  if (start.control_child >= 0) ::close(start.control_child);  // the child holds its own copy
+  if (!child) {
+    if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
+    if (meter && !meter->flight_recorder_dir.empty())
+      os::remove_flight_recorder(meter->flight_recorder_dir);
+    if (meter && meter->error_file_ours && !meter->error_file.empty())
+      ::unlink(meter->error_file.c_str());
+    caf::anon_send(executor, spawned_atom::value, child.error());
+    return;
+  }
+  if (meter) meter->pid.store(static_cast<std::int32_t>(child->pid()));
+  caf::anon_send(executor, spawned_atom::value, static_cast<std::int32_t>(child->pid()));
+  pump_to_sink(sys, std::make_unique<os::ChildProcess>(std::move(*child)), std::move(sink), stream,
+               attempt, std::move(scratch_dir), std::move(executor), std::move(cancel),
+               std::move(sink_gone), std::move(control_done), std::move(meter), std::move(unsent));
+}
+
 // Runs on its own thread: every line the process writes on its control
 // channel goes to the executor as a ProcessNote (which forwards it, so the
 // supervisor can answer the executor).
@@ -238,6 +277,21 @@ void sweep_tree(ExecutorActor* self) {
   os::ask_guard_to_kill_tree(st.pid);
   self->delayed_send(self, std::chrono::seconds(3), kill_atom::value);
 }
+
+// Test-only: the spawn of the ranks listed in the job's
+// ATL_TEST_SPAWN_STALL_RANKS ("0,1") waits ATL_TEST_SPAWN_STALL_MS first, as a
+// spawn whose chdir hangs on a dead mount does (tests/integration: the node
+// goes on meanwhile).
+std::chrono::milliseconds spawn_stall_for_tests(const EnvMap& job_env, const StreamId& stream) {
+  auto ms = job_env.find("ATL_TEST_SPAWN_STALL_MS");
+  auto ranks = job_env.find("ATL_TEST_SPAWN_STALL_RANKS");
+  if (ms == job_env.end() || ranks == job_env.end() || stream.kind != StreamKind::rank) return {};
+  const std::string list = "," + ranks->second + ",";
+  if (list.find("," + std::to_string(stream.rank) + ",") == std::string::npos) return {};
+  return std::chrono::milliseconds(std::atol(ms->second.c_str()));
+}
+
+caf::behavior running_behavior(ExecutorActor* self);
 
 caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::string pod,
                                 caf::actor sink, caf::actor report_to,
@@ -300,37 +354,52 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
   req.lease = lease.get();
-  auto child = os::ChildProcess::spawn(req);
-  if (control.child >= 0) ::close(control.child);  // the child holds its own copy now
   st.control_fd = control.parent;
-  if (!child) {
-    if (meter && !meter->progress_file.empty()) ::unlink(meter->progress_file.c_str());
-    if (meter && !meter->flight_recorder_dir.empty())
-      os::remove_flight_recorder(meter->flight_recorder_dir);
-    if (meter && meter->error_file_ours && !meter->error_file.empty())
-      ::unlink(meter->error_file.c_str());
-    log->error("{}: cannot start: {}", stream_name(st.launch.stream), child.error());
-    ProcessExit exit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, child.error(), ""};
-    self->send(st.report_to, exit);
-    self->quit();
-    return {};
-  }
-  st.pid = child->pid();
-  if (meter) meter->pid.store(static_cast<std::int32_t>(st.pid));
-  self->send(st.report_to, ProcessStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
-  log->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
-  auto owned = std::make_unique<os::ChildProcess>(std::move(*child));
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
-  st.pump = std::thread(pump_to_sink, std::ref(self->system()), std::move(owned), std::move(sink),
+  // The spawn (a vfork, the child's chdir, the wait for its exec report) and
+  // then the pump run on the process's own thread: a spawn that blocks (a
+  // working dir on a hung mount) holds that thread only, never one of CAF's
+  // few scheduler threads, which the node's heartbeats need. The thread
+  // lives as long as the process (the child's pdeathsig is tied to it).
+  // Until it says the process started, everything else waits in the mailbox.
+  ProcessStart start{std::move(req), lease, control.child,
+                     spawn_stall_for_tests(job_env, st.launch.stream)};
+  st.pump = std::thread(run_process, std::ref(self->system()), std::move(start), std::move(sink),
                         st.launch.stream, st.launch.attempt, st.launch.scratch_dir,
                         caf::actor_cast<caf::actor>(self), st.cancel, st.sink_gone, st.control_done,
                         meter, std::move(unsent));
-  if (st.control_fd >= 0) {
-    st.control_reader = std::thread(read_control, st.control_fd,
-                                    ProcessNote{st.launch.stream, st.launch.attempt, st.pod, ""},
-                                    caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
-  }
+  self->set_default_handler(caf::skip);
+  return {
+      [self](spawned_atom, std::int32_t pid) {
+        auto& st = self->state;
+        st.pid = pid;
+        self->send(st.report_to,
+                   ProcessStarted{st.launch.stream, st.launch.attempt, st.pod, st.pid});
+        component_logger("executor")
+            ->info("{} started as pid {} on {}", stream_name(st.launch.stream), st.pid, st.pod);
+        if (st.control_fd >= 0) {
+          st.control_reader =
+              std::thread(read_control, st.control_fd,
+                          ProcessNote{st.launch.stream, st.launch.attempt, st.pod, ""},
+                          caf::actor_cast<caf::actor>(self), st.cancel, st.control_done);
+        }
+        self->set_default_handler(caf::print_and_drop);
+        self->become(running_behavior(self));
+      },
+      [self](spawned_atom, const std::string& error) {
+        auto& st = self->state;
+        component_logger("executor")
+            ->error("{}: cannot start: {}", stream_name(st.launch.stream), error);
+        self->send(st.report_to,
+                   ProcessExit{st.launch.stream, st.launch.attempt, st.pod, 127, 0, error, ""});
+        self->quit();
+      },
+      [self](sink_lost_atom) { self->state.sink_gone->store(true); },
+  };
+}
 
+// The executor once its process runs.
+caf::behavior running_behavior(ExecutorActor* self) {
   return {
       // Process -> supervisor, sent from here so the answer finds this executor.
       [self](ProcessNote& note) { self->send(self->state.report_to, std::move(note)); },

@@ -50,6 +50,8 @@ constexpr std::int64_t kOrphanGraceMs = 3000;
 constexpr auto kEvictionAnswerTimeout = std::chrono::seconds(5);
 // How long the head may take to answer for one chunk of kept output.
 constexpr auto kKeptOutputTimeout = std::chrono::seconds(10);
+// The ranks' progress is sampled this often (the hang watch's figures).
+constexpr auto kSampleInterval = std::chrono::seconds(1);
 
 // The pod's GPUs looked at through NVML once a second, on a thread of its
 // own: an NVML call on a broken GPU can block for seconds, and opening NVML
@@ -134,8 +136,7 @@ struct NodeAgentState {
   // head silent for its timeout means it is lost. The lease tells this node's
   // ranks' guards that we are alive and in touch (renewed at each heartbeat).
   std::chrono::milliseconds heartbeat_interval{0};
-  std::chrono::steady_clock::time_point last_tick;    // to notice this node's own stalls
-  std::chrono::steady_clock::time_point last_sample;  // the ranks' progress, at most once a second
+  std::chrono::steady_clock::time_point last_tick;  // to notice this node's own stalls
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
   std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
@@ -325,17 +326,20 @@ void leave_at_once(NodeAgentActor* self, int code) {
   end_node(self, code, 0);
 }
 
-// At most once a second, with a heartbeat: each running rank's progress
-// (its output lines, and from one pass over /proc its tree's CPU time, I/O
-// and most telling state) for the supervisor's hang watch.
-void report_progress(NodeAgentActor* self, std::chrono::steady_clock::time_point now) {
+// Once a second, on a timer of its own (sample_atom), never inside the
+// heartbeat's tick (a pass over /proc costs ~5 ms per thousand processes,
+// and a read can wait on a process's memory lock): each running rank's
+// progress (its output lines, and from one pass over /proc its tree's CPU
+// time, I/O and most telling state) for the supervisor's hang watch.
+void report_progress(NodeAgentActor* self) {
   auto& st = self->state;
-  if (now - st.last_sample < std::chrono::seconds(1)) return;
+  if (st.ending) return;
+  self->delayed_send(self, kSampleInterval, sample_atom::value);
+  const auto now = std::chrono::steady_clock::now();
   std::vector<NodeAgentState::Running*> ranks;
   for (auto& [e, running] : st.executors)
     if (running.meter && running.meter->pid.load() > 0) ranks.push_back(&running);
   if (ranks.empty()) return;
-  st.last_sample = now;
   const os::ProcessTable table = os::read_process_table();
   const os::ChildIndex children = os::child_index(table);  // once for every rank
   std::vector<ProgressReport> reports;
@@ -401,7 +405,6 @@ void heartbeat_tick(NodeAgentActor* self) {
   // High priority: never queued behind the rank reports of a busy head.
   self->send<caf::message_priority::high>(st.supervisor, heartbeat_atom::value, st.config.info.pod,
                                           gpus);
-  report_progress(self, now);
   self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval, tick_atom::value);
 }
 
@@ -479,6 +482,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               st.head = FailureDetector(hb.timeout);
               st.head.watch(kHead, std::chrono::steady_clock::now());
               heartbeat_tick(self);
+              report_progress(self);
               if (st.config.watch_gpus)
                 st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
               send_kept_output(self);
@@ -724,6 +728,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
       [self](heartbeat_atom) { self->state.head.heard(kHead, std::chrono::steady_clock::now()); },
       [self](tick_atom) { heartbeat_tick(self); },
+      [self](sample_atom) { report_progress(self); },
       [self](gpu_fault_atom, const std::string& reason, std::int32_t xid) {
         // The head taints this machine and deletes this pod (its GPU cannot
         // be trusted again); the job restarts without it.

@@ -28,6 +28,8 @@ using launch_atom = caf::atom_constant<caf::atom("launch")>;    // supervisor ->
 using stop_atom = caf::atom_constant<caf::atom("stop")>;        // -> agent / executor
 using kill_atom = caf::atom_constant<caf::atom("kill")>;        // executor's grace timer
 using exited_atom = caf::atom_constant<caf::atom("exited")>;    // pump thread -> executor
+using spawned_atom =
+    caf::atom_constant<caf::atom("spawned")>;  // process thread -> executor: pid or why not
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;         // supervisor -> agent
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;           // timers
 using expire_atom = caf::atom_constant<caf::atom("expire")>;             // a long poll's deadline
@@ -46,6 +48,9 @@ using attempt_file_atom = caf::atom_constant<caf::atom("att_file")>;
 // supervisor -> sink (stream kind, ids): debug runs or tasks the history
 // dropped: their streams' files, links, series and bookkeeping go.
 using forget_atom = caf::atom_constant<caf::atom("forget")>;
+// supervisor -> sink (kind, ids): these debug runs or tasks ended: their
+// per-stream series fold into one for their kind (/metrics shows live ones).
+using ended_atom = caf::atom_constant<caf::atom("ended")>;
 using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
@@ -75,6 +80,7 @@ using fence_atom = caf::atom_constant<caf::atom("fence")>;  // supervisor -> age
 using evicted_atom = caf::atom_constant<caf::atom("evicted")>;
 using delete_atom = caf::atom_constant<caf::atom("delete")>;        // atlctl -> supervisor -> agent
 using tick_atom = caf::atom_constant<caf::atom("tick")>;            // an actor's own periodic timer
+using sample_atom = caf::atom_constant<caf::atom("sample")>;        // an agent's own sampling timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;          // atlctl -> supervisor
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;      // supervisor -> sink
 using probe_atom = caf::atom_constant<caf::atom("probe")>;          // supervisor -> agent: listen
