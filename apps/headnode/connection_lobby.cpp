@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/interposition.hpp"
 #include "atl/core/pending_handshakes.hpp"
 
 namespace atl::headnode {
@@ -152,3 +153,13 @@ extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
   if (!lobby) return atl::accept_within_budget(fd, addr, len, atl::headnode::real_accept());
   return atl::headnode::accept_from_lobby(*lobby, fd, addr, len);
 }
+
+namespace {
+// The check that the two callers' accept() reach this one (interposition.hpp).
+const bool kAcceptChecked = [] {
+  atl::register_interposition({"accept", "libcaf_io.so", "the per-address connection budget"});
+  atl::register_interposition(
+      {"accept", "libcpp-httplib.so", "the dashboard's idle connections held off its threads"});
+  return true;
+}();
+}  // namespace

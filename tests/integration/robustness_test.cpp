@@ -305,3 +305,24 @@ TEST(Robustness, RanksWhoseSpawnStallsHoldUpNothingElse) {
 }
 
 }  // namespace atl::test
+
+namespace atl::test {
+
+// Each of atl's processes checks at start that CAF's libraries call atl's
+// replacements (interposition.hpp): in a plain headnode, workernode and
+// atlctl every one holds, and the head's status says so.
+TEST(Robustness, EveryProcessBindsAtlsReplacements) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_output(head, "-> command", 60s)) << c.output(head);
+  auto r = c.atlctl({"--address", c.head_address(), "status", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto json = nlohmann::json::parse(r.output, nullptr, false);
+  ASSERT_TRUE(json.contains("interposition_problems")) << r.output;
+  EXPECT_EQ(json["interposition_problems"], nlohmann::json::array()) << r.output;
+  EXPECT_EQ(r.output.find("not in use"), std::string::npos) << r.output;
+  // The pod's workernode writes to the head's output.
+  EXPECT_EQ(c.output(head).find("not in use"), std::string::npos) << c.output(head);
+}
+
+}  // namespace atl::test

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "atl/actors/exit_words.hpp"
+#include "atl/actors/interposition.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/os/reach_probe.hpp"
 
@@ -46,6 +47,9 @@ AtlSystemConfig::AtlSystemConfig(const std::optional<os::TlsFiles>& tls) {
   }
   if (!basp_spawn_server_skip_linked()) throw std::logic_error("CAF without its leak fix");
   if (!node_id_salt_linked()) throw std::logic_error("CAF without distinct local pods");
+  // Linked is not bound: each replacement is checked in its caller's
+  // relocations, and one that does not hold is said now (interposition.hpp).
+  interposition_report();
   add_atl_message_types(*this);
   // A shared queue with blocking workers: work stealing polls while idle, and
   // on the 2-core pods of small jobs that polling competes with the ranks.

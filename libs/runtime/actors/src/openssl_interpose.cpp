@@ -149,6 +149,12 @@ class HandshakeGate {
     forget(reinterpret_cast<atl::PendingHandshakes::Key>(ssl));
   }
 
+  // Handshakes waiting now (a test's and status's figure).
+  std::size_t waiting() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pending_.size();
+  }
+
   // Whether `fd` is in an epoll set: CAF's multiplexer is the one user of
   // epoll in atl's processes (the dashboard's HTTPS and web terminals poll).
   bool registered(int fd) {
@@ -418,8 +424,25 @@ int connect_step(int (*real)(SSL*), SSL* ssl) {
   return ret;
 }
 
+// CAF's contexts, marked when they load the job's CA (SSL_CTX_load_verify_
+// locations, below): nothing else in atl's processes checks a peer against a
+// CA file (the dashboard's cpp-httplib asks browsers for no certificate).
+// Only their handshakes pass the gate: the dashboard's have cpp-httplib's
+// own threads and timeouts, and must neither take the gate's slots nor
+// have BASP's deadline.
+int caf_context_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+bool from_caf(SSL* ssl) {
+  SSL_CTX* ctx = SSL_get_SSL_CTX(ssl);
+  return ctx && SSL_CTX_get_ex_data(ctx, caf_context_index()) != nullptr;
+}
+
 int accept_step(int (*real)(SSL*), SSL* ssl) {
   ERR_clear_error();
+  if (!from_caf(ssl)) return real(ssl);
   int ret = real(ssl);
   int error = ret == 1 ? SSL_ERROR_NONE : SSL_get_error(ssl, ret);
   HandshakeGate::instance().after_accept_step(ssl, SSL_get_fd(ssl), ret, error);
@@ -497,6 +520,7 @@ int SSL_CTX_load_verify_locations(SSL_CTX* ctx, const char* cafile, const char* 
   // tickets a TLS 1.3 server sends by default are waste: ~0.45 ms of the
   // head's CPU per connection, on its one I/O thread (bench/results/tls.md).
   SSL_CTX_set_num_tickets(ctx, 0);
+  SSL_CTX_set_ex_data(ctx, caf_context_index(), ctx);  // CAF's: its handshakes pass the gate
   if (X509_STORE* store = cafile && !capath ? atl::os::tls_cached_store(cafile) : nullptr) {
     SSL_CTX_set1_cert_store(ctx, store);  // shared, read-only: peers are checked against it
     return 1;
@@ -528,6 +552,8 @@ int accept_within_budget(int fd, sockaddr* addr, socklen_t* len,
     ::close(conn);
   }
 }
+
+std::size_t tls_handshakes_waiting() { return HandshakeGate::instance().waiting(); }
 
 // Referenced from actor_system_setup.cpp so that the linker keeps this object
 // (nothing else in atl calls these functions; only libcaf_openssl does).

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "atl/actors/interposition.hpp"
 #include "atl/core/status_page.hpp"
 #include "supervisor_state.hpp"
 
@@ -175,6 +176,8 @@ std::string info_json(const State& st, const StatusPage& page) {
   j["state"] = to_string(st.state());
   j["mode"] = to_string(st.job().mode);
   j["address"] = st.address;
+  // atl's replacements in CAF's calls that do not hold in the head (none).
+  j["interposition_problems"] = interposition_report();
   j["workers"] = st.job().workers;
   j["nproc_per_node"] = st.job().nproc_per_node;
   j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;

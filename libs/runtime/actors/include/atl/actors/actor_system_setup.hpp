@@ -66,4 +66,9 @@ std::string describe_connect_error(caf::actor_system& sys, const caf::error& err
 int accept_within_budget(int fd, sockaddr* addr, socklen_t* len,
                          int (*real)(int, sockaddr*, socklen_t*));
 
+// The TLS handshakes of CAF's connections waiting for their peers now (the
+// gate holds at most 256, each up to its deadline); other TLS in the process
+// (the dashboard's) never counts (openssl_interpose.cpp).
+std::size_t tls_handshakes_waiting();
+
 }  // namespace atl
