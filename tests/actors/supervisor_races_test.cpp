@@ -75,6 +75,7 @@ caf::behavior fake_sink(std::shared_ptr<Forgotten> forgotten) {
         forgotten->emplace_back(kind, ids);
       },
       [](attempt_file_atom, std::int32_t, const std::string&, const std::string&) {},
+      [](ended_atom, std::int32_t, const std::vector<std::int32_t>&) {},
   };
 }
 

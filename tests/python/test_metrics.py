@@ -1,5 +1,6 @@
 """The head's /metrics against a live cluster: it parses as Prometheus text
 (prometheus_client's own parser) and its numbers are those of status --json."""
+import time
 import urllib.error
 import urllib.request
 
@@ -47,6 +48,27 @@ def test_metrics_parse_and_match_the_status():
         logs = {(name, labels["stream"]): value for name, labels, value
                 in samples["atl_log_lines"]}
         assert logs[("atl_log_lines_total", "driver")] >= 1
+
+        # Per-stream series are for what lives: a task's and a debug run's
+        # leave when they end (folded into their kind's), a running one's stay.
+        live = atl.run("echo task-live; sleep 60")
+        for _ in range(2):
+            assert atl.run("echo task-line").wait(timeout=60) == 0
+        c.atlctl("run", "-f", "-r", "all", "echo run-line")
+        for _ in range(100):
+            if "task-live" in live.output():
+                break
+            time.sleep(0.1)
+        lines = {labels["stream"]: value for name, labels, value
+                 in [(s.name, s.labels, s.value)
+                     for fam in text_string_to_metric_families(scrape(url))
+                     for s in fam.samples] if name == "atl_log_lines_total"}
+        assert lines.get("task-%d" % live.id) == 1, lines
+        assert lines.get("ended-tasks") == 2, lines
+        assert lines.get("ended-runs") == 2, lines  # one line from each of the 2 pods
+        assert not [s for s in lines if s.startswith("run-")], lines
+        assert [s for s in lines if s.startswith("task-")] == ["task-%d" % live.id], lines
+        live.kill()
 
         # Anything but /metrics is a 404 naming the one path.
         try:

@@ -566,8 +566,12 @@ struct LogSinkState {
   std::shared_ptr<std::mutex> watcher_mutex = std::make_shared<std::mutex>();
   std::shared_ptr<caf::actor> watcher = std::make_shared<caf::actor>();
   std::unique_ptr<LogWriter> writer;  // destroyed (drained, joined) when the actor ends
-  // Bytes and lines taken per stream since the head started (metrics).
+  // Bytes and lines taken per stream since the head started (metrics): user
+  // code's streams and the debug runs' and tasks' still running; those of
+  // ended runs and tasks are folded into their kind's (ended_totals), so the
+  // series are as many as what lives, whatever the history keeps.
   std::map<StreamId, std::pair<std::int64_t, std::int64_t>> totals;
+  std::map<StreamKind, std::pair<std::int64_t, std::int64_t>> ended_totals;
 };
 
 using LogSinkActor = caf::stateful_actor<LogSinkState>;
@@ -654,10 +658,30 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         job.whole_file = name;
         self->state.writer->push(std::move(job));
       },
+      [self](ended_atom, std::int32_t kind, const std::vector<std::int32_t>& ids) {
+        if (kind != static_cast<std::int32_t>(StreamKind::run) &&
+            kind != static_cast<std::int32_t>(StreamKind::task))
+          return;
+        auto& st = self->state;
+        const std::set<std::int32_t> ended(ids.begin(), ids.end());
+        auto& folded = st.ended_totals[static_cast<StreamKind>(kind)];
+        for (auto it = st.totals.begin(); it != st.totals.end();) {
+          if (static_cast<std::int32_t>(it->first.kind) != kind || !ended.count(it->first.run)) {
+            ++it;
+            continue;
+          }
+          folded.first += it->second.first;
+          folded.second += it->second.second;
+          it = st.totals.erase(it);
+        }
+      },
       [self](metrics_atom) {
         nlohmann::json j = nlohmann::json::object();
         for (const auto& [stream, total] : self->state.totals)
           j[stream_name(stream)] = {{"bytes", total.first}, {"lines", total.second}};
+        for (const auto& [kind, total] : self->state.ended_totals)
+          j[kind == StreamKind::run ? "ended-runs" : "ended-tasks"] = {{"bytes", total.first},
+                                                                       {"lines", total.second}};
         return j.dump();
       },
       [self](print_atom, std::string& line) {

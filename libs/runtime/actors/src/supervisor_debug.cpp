@@ -467,8 +467,11 @@ void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
   maybe_answer_start(run);
   if (run.ranks.all_done()) {
     answer_run_waiters(self->state, run);
-    // `run` moves into the history: not used after. What the history drops
-    // leaves the sink too (files, links, series).
+    // Its series leave /metrics (folded into the ended runs'), and `run`
+    // moves into the history: not used after. What the history drops
+    // leaves the sink too (files, links).
+    self->send(self->state.config.sink, ended_atom::value,
+               static_cast<std::int32_t>(StreamKind::run), std::vector<std::int32_t>{run.id});
     if (auto dropped = self->state.debug.retire(run.id); !dropped.empty())
       self->send(self->state.config.sink, forget_atom::value,
                  static_cast<std::int32_t>(StreamKind::run), std::move(dropped));

@@ -70,6 +70,9 @@ Refusal not_held(const State& st, TaskId id) {
 void finish(State& st, TaskId id, std::int32_t code, std::int32_t signal, const std::string& note) {
   const Task* t = st.tasks.finish(id, code, signal, note);
   if (!t) return;
+  // Its series leave /metrics (folded into the ended tasks').
+  caf::anon_send(st.config.sink, ended_atom::value, static_cast<std::int32_t>(StreamKind::task),
+                 std::vector<std::int32_t>{static_cast<std::int32_t>(id)});
   if (auto dropped = st.tasks.take_dropped(); !dropped.empty()) {
     std::vector<std::int32_t> ids;
     for (auto d : dropped) ids.push_back(static_cast<std::int32_t>(d));
