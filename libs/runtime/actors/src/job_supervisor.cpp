@@ -31,9 +31,9 @@ class ShellEffects final : public JobEffects {
   int attempt() const override { return st().code.attempt(); }
   bool user_code_done() const override { return st().code.ranks().all_done(); }
   std::vector<PodView> pod_views() const override { return supervisor::pod_views(st()); }
-  std::string missing_pods() const override { return st().pods.missing(); }
+  std::string missing_pods() const override { return st().pods.registry().missing(); }
   const std::string* machine_of(const std::string& pod) const override {
-    return st().pods.machine_of(pod);
+    return st().pods.registry().machine_of(pod);
   }
   bool preflight_under_way() const override { return st().preflight.has_value(); }
 
@@ -64,7 +64,7 @@ class ShellEffects final : public JobEffects {
     if (st().debug.tracked() == 0) return;
     const RunId run = st().debug.release_tracked();
     auto grace = static_cast<std::int64_t>(st().job().grace.count());
-    for (const auto& [pod, node] : st().pods.joined_pods())
+    for (const auto& [pod, node] : st().pods.registry().joined_pods())
       self_->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
   }
   void end_pod_work(const std::string& pod) override {
@@ -85,7 +85,7 @@ class ShellEffects final : public JobEffects {
     clear_groups(self_, "the job ended");
     s.code.end_remaining("abandoned");
     s.config.ending->store(true);
-    for (const auto& [pod, node] : s.pods.joined_pods()) {
+    for (const auto& [pod, node] : s.pods.registry().joined_pods()) {
       self_->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
       s.agents_leaving.insert(node.agent.address());
     }
@@ -118,7 +118,7 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   st.controller.crashed(reason);
   self->send(st.config.sink, print_atom::value, "job failed: " + reason);
   self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [pod, node] : st.pods.joined_pods())
+  for (const auto& [pod, node] : st.pods.registry().joined_pods())
     self->send(node.agent, shutdown_atom::value, std::int32_t{1});
   if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
@@ -136,9 +136,9 @@ std::int64_t unix_ms_now() {
 // Every worker pod as choose_active sees it: index, node, joined or not.
 std::vector<PodView> pod_views(const State& st) {
   std::vector<PodView> pods;
-  const auto& expected = st.pods.expected();
+  const auto& expected = st.pods.registry().expected();
   for (size_t i = 0; i < expected.size(); ++i) {
-    const NodeInfo* info = st.pods.info(expected[i]);
+    const NodeInfo* info = st.pods.registry().info(expected[i]);
     pods.push_back(
         {expected[i], static_cast<int>(i), info ? info->machine : std::string(), info != nullptr});
   }
@@ -155,23 +155,24 @@ std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const ca
   // Kubernetes recreates it) while the job restarts or is parked in debug.
   // Spares may join at any time until the job ends.
   const JobState state = st.state();
-  Pods::JoinRules rules;
+  Pods::Registry::JoinRules rules;
   if (is_terminal(state) || st.ending())
     rules.closed = "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
                    " and takes no new workers";
   rules.gpus_required = st.job().node_spec.gpus;
   bool rejoined = false;
-  if (auto refused = st.pods.join(info, agent, rules, &rejoined)) return refused;
+  if (auto refused = st.pods.join(info, agent, rules, std::chrono::steady_clock::now(), &rejoined))
+    return refused;
   self->monitor(agent);
   refresh_placement(self);  // groups waiting for resources may fit now
-  st.liveness.watch(info.pod, std::chrono::steady_clock::now());
   st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
                rejoined ? "rejoined" : "joined", info.address, info.machine, info.cpus, info.gpus,
-               st.pods.joined_count(), st.pods.expected().size());
+               st.pods.registry().joined_count(), st.pods.registry().expected().size());
   if (state != JobState::pending)
     st.controller.record("pod", "pod " + info.pod + " rejoined from " + info.address);
   // After this reply is sent: the check request must not overtake it.
-  if (state == JobState::restarting || st.pods.all_joined()) self->send(self, check_atom::value);
+  if (state == JobState::restarting || st.pods.registry().all_joined())
+    self->send(self, check_atom::value);
   return std::nullopt;
 }
 
@@ -207,7 +208,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
     st.controller.on_worker_left(st.agents_leaving.size());
     return;
   }
-  if (auto pod = st.pods.pod_of_agent(
+  if (auto pod = st.pods.registry().pod_of_agent(
           [&](const caf::actor& agent) { return agent.address() == msg.source; }))
     lose_pod(self, *pod,
              {FaultKind::pod_lost, *pod,
@@ -226,7 +227,7 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
   if (sender) {
     if (pod == head_pod_name(st.job().job_id)) {
       ok = sender->node() == self->node();
-    } else if (const JoinedPod* it = st.pods.find(pod)) {
+    } else if (const JoinedPod* it = st.pods.registry().find(pod)) {
       ok = it->agent.node() == sender->node();
     }
   }
@@ -253,11 +254,10 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   }
   st.effects = std::make_unique<ShellEffects>(self);
   st.controller = JobController({st.job(), st.config.linger}, st.effects.get());
-  st.liveness = Liveness(st.job().heartbeat, kLivenessTick);
   std::vector<std::string> expected;
   for (int i = 0; i < total_worker_pods(st.job()); ++i)
     expected.push_back(worker_pod_name(st.job().job_id, i));
-  st.pods = Pods(st.job().job_id, std::move(expected));
+  st.pods = Pods(st.job().job_id, std::move(expected), st.job().heartbeat, kLivenessTick);
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });
@@ -272,14 +272,15 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         auto& st = self->state;
         st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
-                     to_string(st.job().mode), st.pods.expected().size());
+                     to_string(st.job().mode), st.pods.registry().expected().size());
         // A resumed head's attempt is the next one: the log directories of
         // earlier attempts stay as they are.
         if (st.config.resumed) st.code.set_attempt(os::resumed_attempt(*st.config.resumed));
-        if (!st.controller.start(st.config.resumed.get(), st.pods.expected().size())) return;
+        if (!st.controller.start(st.config.resumed.get(), st.pods.registry().expected().size()))
+          return;
         self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
                    std::int32_t{0});
-        if (st.pods.expected().empty()) self->send(self, check_atom::value);
+        if (st.pods.registry().expected().empty()) self->send(self, check_atom::value);
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
         auto& st = self->state;

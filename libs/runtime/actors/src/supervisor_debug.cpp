@@ -121,7 +121,7 @@ StopResult begin_stop(Actor* self) {
     // A check stopped by an operator gives no verdict on its nodes.
     const RunId run = st.debug.release_tracked();
     op = st.debug.begin_stop(StopTarget{false, run});
-    for (const auto& [pod, node] : st.pods.joined_pods())
+    for (const auto& [pod, node] : st.pods.registry().joined_pods())
       self->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
   }
   // User code hears its stop warning (--stop-signal) first.
@@ -195,7 +195,7 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
     std::string pod = pod_of_rank(st, rank);
-    if (!st.pods.joined(pod) || !debug_base(st, rank))
+    if (!st.pods.registry().joined(pod) || !debug_base(st, rank))
       return run_refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
@@ -218,7 +218,8 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
   run.started_reply = self->make_response_promise<std::int32_t, std::string, RunStatus>();
   auto reply = run.started_reply;
   for (auto& [pod, launches] : per_pod)
-    self->send(st.pods.at(pod).agent, run_atom::value, std::move(launches), st.config.sink);
+    self->send(st.pods.registry().at(pod).agent, run_atom::value, std::move(launches),
+               st.config.sink);
   if (tracked) st.controller.apply(JobEvent::debug_run);
   st.log->info("debug run {}{}: {}", id, tracked ? "" : " (-f)", label);
   self->delayed_send(self, kStartTimeout, timeout_atom::value,
@@ -279,7 +280,8 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
   auto workers = parse_worker_list(worker_text);
   if (!workers) return run_usage("-w: " + workers.error());
   for (const auto& pod : *workers) {
-    if (!st.pods.joined(pod)) return run_usage("-w: '" + pod + "' is not a pod of this job");
+    if (!st.pods.registry().joined(pod))
+      return run_usage("-w: '" + pod + "' is not a pod of this job");
   }
   // One process per node: on its first rank, with that rank's environment
   // (a pod the job's placement left without ranks has none to run on).
@@ -343,10 +345,11 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
       // "local": an allreduce of each node on its own (no rendezvous).
       cmd += "; atl-burn " +
              (step == "local" ? std::string("allreduce --local") : std::string(step)) + " -d " +
-             dur + " --pod " + pod + " --expect-gpus " + std::to_string(st.pods.at(pod).info.gpus);
+             dur + " --pod " + pod + " --expect-gpus " +
+             std::to_string(st.pods.registry().at(pod).info.gpus);
       if (step == "allreduce") {
-        cmd += " --index " + std::to_string(index) + " --host " + st.pods.at(pod).info.address +
-               " --master " + chosen_pods.front();
+        cmd += " --index " + std::to_string(index) + " --host " +
+               st.pods.registry().at(pod).info.address + " --master " + chosen_pods.front();
       }
       if ((step == "allreduce" || step == "local") && !sizes.empty()) cmd += " --sizes " + sizes;
       cmd += " || s=1";
@@ -517,7 +520,7 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
         for (const auto& [rank, r] : run.ranks)
           if (!r.done) pods.insert(r.pod);
         for (const auto& pod : pods)
-          if (const JoinedPod* n = st.pods.find(pod))
+          if (const JoinedPod* n = st.pods.registry().find(pod))
             self->send(n->agent, stop_atom::value, StreamId::of_run(run.id, 0),
                        static_cast<std::int64_t>(st.job().grace.count()));
       }

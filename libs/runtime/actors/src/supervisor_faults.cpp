@@ -1,7 +1,7 @@
-// The shell's side of faults: a pod lost, silent or deleted leaves the
-// registry, its tasks and bundles, then the JobController decides its
-// course; the liveness timer; atlctl taint and delete. The decisions are
-// JobController's, PodRegistry's and Liveness's; this file performs them.
+// The shell's side of the pods' comings and goings: the PodCourse decides
+// (a pod lost, silent, evicted, deleted, its GPU gone; the liveness timer);
+// this file hands it the inputs and performs its effects, a pod gone
+// fanning out to its tasks, its bundles and the controller. atlctl taint.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -9,61 +9,94 @@
 
 namespace atl::supervisor {
 
-// `pod` is gone (lost, silent or deleted): it leaves the registry, its tasks
-// end and its bundles are placed again; the controller does the rest (its
-// ranks and debug runs, the fault's course). It may join again later.
-void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
+namespace {
+
+// What a GPU report is judged against: whether a pre-flight found the pod's
+// GPUs, whether its ranks run, whether its machine is tainted.
+GpuView gpu_view(const State& st, const std::string& pod) {
+  const JobState state = st.state();
+  const std::string* machine = st.pods.registry().machine_of(pod);
+  GpuView view;
+  view.checked =
+      state == JobState::command || state == JobState::debugStop || state == JobState::debugCommand;
+  view.runs_ranks = st.controller.is_active(pod) &&
+                    (state == JobState::command || state == JobState::debugCommand);
+  view.machine_tainted = machine && st.taints().tainted(*machine);
+  return view;
+}
+
+void perform(Actor* self, Pods::Effects effects) {
   auto& st = self->state;
-  // In pending it is just missing again; after the start it is awaited as lost.
-  auto agent = st.pods.leave(pod, st.state() != JobState::pending);
-  if (!agent) return;
-  self->demonitor(*agent);
-  st.liveness.forget(pod);
-  on_pod_lost_tasks(self, pod);      // its tasks ended with it
-  on_pod_lost_placement(self, pod);  // its bundles are placed again first
-  st.controller.on_pod_gone(pod, fault);
+  for (auto& effect : effects) {
+    if (std::holds_alternative<pods::HeartbeatRound>(effect)) {
+      ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
+    } else if (auto* e = std::get_if<pods::Heartbeat<caf::actor>>(&effect)) {
+      self->send<caf::message_priority::high>(e->agent, heartbeat_atom::value);
+    } else if (auto* e = std::get_if<pods::Fence<caf::actor>>(&effect)) {
+      self->send(e->agent, fence_atom::value, std::move(e->detail));
+    } else if (auto* e = std::get_if<pods::Delete<caf::actor>>(&effect)) {
+      self->send(e->agent, delete_atom::value, std::move(e->detail));
+    } else if (auto* e = std::get_if<pods::Forget<caf::actor>>(&effect)) {
+      self->demonitor(e->agent);
+    } else if (auto* e = std::get_if<pods::Gone>(&effect)) {
+      // The one fan-out of a pod gone: its tasks ended with it, its bundles
+      // are placed again first, then the controller (its ranks and debug
+      // runs, the fault's course). It may join again later.
+      on_pod_lost_tasks(self, e->pod);
+      on_pod_lost_placement(self, e->pod);
+      st.controller.on_pod_gone(e->pod, e->fault);
+    } else if (auto* e = std::get_if<pods::Record>(&effect)) {
+      st.controller.record(e->kind, e->text);
+    } else if (auto* e = std::get_if<pods::TaintPlatform>(&effect)) {
+      st.controller.taint_platform(e->pod, e->detail);
+    } else if (auto* e = std::get_if<pods::Stalled>(&effect)) {
+      // Requests (atlctl, the dashboard) waited as long.
+      st.log->warn("the supervisor was busy for {} ms (its liveness tick came that late)",
+                   e->late.count());
+    }
+  }
+}
+
+bool started(const State& st) { return st.state() != JobState::pending; }
+
+}  // namespace
+
+void lose_pod(Actor* self, const std::string& pod, const Fault& fault) {
+  perform(self, self->state.pods.lose(pod, fault, started(self->state)));
 }
 
 void evict_pod(Actor* self, const std::string& pod, const std::string& why) {
-  if (!self->state.pods.find(pod)) return;  // lost already, or never joined
-  lose_pod(self, pod,
-           {FaultKind::pod_lost, pod,
-            "pod " + pod + " was lost: told to go (" + why +
-                ": evicted, drained or deleted; its ranks get their grace)"});
+  perform(self, self->state.pods.evict(pod, why, started(self->state)));
+}
+
+// A pod's heartbeat (from its own node) with its count of GPUs.
+void on_pod_heartbeat(Actor* self, const std::string& pod, std::int32_t gpus_present) {
+  auto& st = self->state;
+  perform(self, st.pods.on_heartbeat(pod, gpus_present, gpu_view(st, pod),
+                                     std::chrono::steady_clock::now(), started(st)));
+}
+
+void on_pod_gpu_fault(Actor* self, const std::string& pod, const std::string& reason) {
+  auto& st = self->state;
+  bool quarantined = false;
+  perform(self, st.pods.on_gpu_fault(pod, reason, gpu_view(st, pod), started(st), &quarantined));
+  if (quarantined)
+    st.log->warn("pod {} (quarantined on a tainted machine) reports a GPU fault: {}", pod, reason);
 }
 
 // The liveness timer: heartbeats out once per interval, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self) {
   auto& st = self->state;
   if (st.ending()) return;
-  auto tick = st.liveness.tick(std::chrono::steady_clock::now());
-  // A stall of the supervisor itself: requests (atlctl, the dashboard)
-  // waited as long. Said in the log, so that one can be traced afterwards.
-  if (tick.stall)
-    st.log->warn("the supervisor was busy for {} ms (its liveness tick came that late)",
-                 tick.stall->count());
-  if (tick.send_heartbeats) {
-    for (const auto& [pod, node] : st.pods.joined_pods())
-      self->send<caf::message_priority::high>(node.agent, heartbeat_atom::value);
-    ping_actor_hosts(self);  // a frozen host's callers hear of it within the timeout
-  }
+  const auto now = std::chrono::steady_clock::now();
+  perform(self, st.pods.on_tick(now, started(st)));
   // Deadlines of pending groups, taints and spares changing: placement catches up.
   refresh_placement(self);
-  for (const auto& pod : tick.silent) {
-    const JoinedPod* node = st.pods.find(pod);
-    if (!node) continue;
-    std::string detail = "pod " + pod + " stopped answering (no heartbeat for " +
-                         format_duration(st.job().heartbeat.timeout) + ")";
-    // Fenced: if it ever wakes up it kills its ranks and leaves (its lease
-    // has run out by then, so they are dead already).
-    self->send(node->agent, fence_atom::value, detail);
-    lose_pod(self, pod, {FaultKind::pod_hung, pod, detail});
-  }
-  watch_for_hangs(self, std::chrono::steady_clock::now());
+  watch_for_hangs(self, now);
   // High priority, as the heartbeats: liveness goes ahead of a flood of rank
   // reports (32,000 ranks ending at once took seconds to read).
   self->delayed_send<caf::message_priority::high>(
-      self, st.liveness.tick_interval(), timeout_atom::value,
+      self, st.pods.liveness().tick_interval(), timeout_atom::value,
       static_cast<std::int32_t>(kHeartbeatTimer), std::int32_t{0});
 }
 
@@ -76,7 +109,7 @@ Result taint_nodes(Actor* self, const std::string& action, const std::string& no
     return {wire(ReplyCode::ok),
             taints_view(st).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
   }
-  if (auto refused = st.controller.change_taints(action, node_text, st.pods.machines()))
+  if (auto refused = st.controller.change_taints(action, node_text, st.pods.registry().machines()))
     return {wire(refused->code), refused->text};
   return {wire(ReplyCode::ok), std::string()};
 }
@@ -89,14 +122,9 @@ Result delete_pods(Actor* self, const std::string& spec) {
   if (is_terminal(state) || st.ending())
     return {wire(ReplyCode::refused), "job is in state " + std::string(to_string(state)) +
                                           ": it has ended, delete is refused"};
-  auto chosen = st.pods.select_for_delete(spec);
-  if (auto* refused = std::get_if<Refusal>(&chosen)) return {wire(refused->code), refused->text};
-  for (const auto& pod : std::get<std::vector<std::string>>(chosen)) {
-    std::string detail = "pod " + pod + " was deleted (atlctl delete)";
-    st.controller.record("delete", detail);
-    self->send(st.pods.at(pod).agent, delete_atom::value, std::string("atlctl delete"));
-    lose_pod(self, pod, {FaultKind::pod_deleted, pod, detail});
-  }
+  auto done = st.pods.delete_pods(spec, started(st));
+  if (auto* refused = std::get_if<Refusal>(&done)) return {wire(refused->code), refused->text};
+  perform(self, std::move(std::get<Pods::Effects>(done)));
   return {wire(ReplyCode::ok), std::string()};
 }
 

@@ -55,11 +55,11 @@ std::string placement_refusal(const State& st) {
 
 std::vector<PlacementNode> placement_nodes(const State& st) {
   std::vector<PlacementNode> nodes;
-  nodes.reserve(st.pods.joined_count());
+  nodes.reserve(st.pods.registry().joined_count());
   // A set, not a search of st.active() per pod: O(pods^2) string compares at
   // thousands of pods, on every placement group created.
   const std::unordered_set<std::string_view> actives(st.active().begin(), st.active().end());
-  for (const auto& [pod, node] : st.pods.joined_pods()) {
+  for (const auto& [pod, node] : st.pods.registry().joined_pods()) {
     const NodeInfo& i = node.info;
     PlacementNode n;
     n.name = pod;
@@ -214,8 +214,8 @@ std::string cluster_json(const State& st) {
     auto r = reservations.find(n.name);
     const Resources reserved = r == reservations.end() ? Resources{} : r->second;
     nlohmann::json node{{"pod", n.name},
-                        {"node", st.pods.at(n.name).info.machine},
-                        {"address", st.pods.at(n.name).info.address},
+                        {"node", st.pods.registry().at(n.name).info.machine},
+                        {"address", st.pods.registry().at(n.name).info.address},
                         {"total", amounts(n.total)},
                         {"reserved", amounts(reserved)},
                         {"available", amounts(subtract(n.total, reserved))}};

@@ -48,7 +48,7 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
               });
       continue;
     }
-    const JoinedPod* node = st.pods.find(a.pod);
+    const JoinedPod* node = st.pods.registry().find(a.pod);
     if (!node) {  // gone since the round began (its loss drops the round too)
       st.preflight->pod_left(a.pod);
       break;
@@ -99,7 +99,7 @@ void ask(Actor* self, std::vector<Preflight::Ask> asks) {
 void preflight(Actor* self) {
   auto& st = self->state;
   Preflight::Plan plan;
-  for (const auto& pod : st.active()) plan.active.push_back(st.pods.at(pod).info);
+  for (const auto& pod : st.active()) plan.active.push_back(st.pods.registry().at(pod).info);
   plan.spec = st.job().node_spec;
   if (st.job().mode == JobMode::driver && !st.job().working_dir.empty())
     plan.head = head_pod_name(st.job().job_id);

@@ -40,10 +40,10 @@
 #include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/bounded_history.hpp"
 #include "atl/supervisor/debug_runs.hpp"
-#include "atl/supervisor/hang_watch.hpp"
+#include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/liveness.hpp"
-#include "atl/supervisor/pod_registry.hpp"
+#include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/task_book.hpp"
@@ -72,8 +72,8 @@ enum TimerKind : std::int32_t {
 static_assert(kJobTimerCount < kDebugStopTimer);
 
 // The worker pods, each joined one with its agent; a joined pod's record.
-using Pods = PodRegistry<caf::actor>;
-using JoinedPod = Pods::Joined;
+using Pods = PodCourse<caf::actor>;
+using JoinedPod = Pods::Registry::Joined;
 
 // atlctl commands are answered (ReplyCode on the wire, atlctl's exit status; text).
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
@@ -105,7 +105,9 @@ using Runs = DebugRuns<RunPromise, RunMember>;
 struct State {
   SupervisorConfig config;
   std::string address;  // HOST:PORT, for ATL_ADDRESS
-  Pods pods;            // expected (workers + spares), joined, lost; each pod's machine
+  // The worker pods' comings and goings: expected (workers + spares),
+  // joined, lost, each pod's machine; heartbeats and silence.
+  Pods pods;
 
   // The job's course: lifecycle, restart budget, taints, the active pods,
   // the timeline, the ending. It reaches the rest through `effects` (the
@@ -130,22 +132,11 @@ struct State {
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
-  // The hang watch (spmd, in command): the ranks' progress as the agents
-  // sample it; `hang_attempt` is the attempt it watches (0: none).
-  HangWatch hang;
-  std::int32_t hang_attempt = 0;
-  // The round of the suspect job's stacks being taken (0: none); the rounds
-  // grow, so a late answer of an older one finds itself moot.
-  std::int32_t diagnosing = 0;
-  std::int32_t diagnosis_round = 0;
-  std::optional<StackDiagnosis> first_look;  // this suspect period's first look at the stacks
-  // Each rank's figures at a glance (status -v, the Ranks page, /metrics),
-  // from the same samples, whether or not the hang watch is on.
-  RankVitals vitals{RankVitals::Options{std::chrono::seconds(15), 1.0 / 3, 0.5,
-                                        std::chrono::seconds(10), ::sysconf(_SC_CLK_TCK)}};
+  // The hang watch's course (spmd, in command) and each rank's figures at a
+  // glance (status -v, the Ranks page, /metrics), from the agents' samples.
+  HangCourse hang{::sysconf(_SC_CLK_TCK)};
 
-  // The nodes' liveness and the pre-flight.
-  Liveness liveness;                   // heartbeats out, silent pods found, our own stalls excused
+  // The pre-flight.
   std::int32_t check_round = 0;        // the id of the latest pre-flight round
   std::optional<Preflight> preflight;  // the round under way (dropped when moot)
   // The JobStore's writes, in order, on a thread of their own (null: no store).
@@ -197,6 +188,10 @@ void on_process_started(Actor* self, const ProcessStarted& started);
 void on_process_exit(Actor* self, const ProcessExit& exit);
 // The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
 void on_heartbeat_tick(Actor* self);
+// A pod's heartbeat with its count of GPUs, a GPU fault its watch saw (both
+// from the pod's own node): a pod whose GPU went leaves, its machine tainted.
+void on_pod_heartbeat(Actor* self, const std::string& pod, std::int32_t gpus_present);
+void on_pod_gpu_fault(Actor* self, const std::string& pod, const std::string& reason);
 // The hang watch (supervisor_hang.cpp): a pod's progress samples, and the
 // watch's verdicts at each liveness tick.
 void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);

@@ -93,7 +93,7 @@ std::string choose_pod(const State& st, const std::string& pod) {
   if (!pod.empty()) return pod;
   std::vector<std::string> joined;
   for (const auto& candidate : st.active())
-    if (st.pods.joined(candidate)) joined.push_back(candidate);
+    if (st.pods.registry().joined(candidate)) joined.push_back(candidate);
   return st.tasks.least_loaded(joined).value_or(std::string());
 }
 
@@ -134,7 +134,7 @@ TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle,
     pod = choose_pod(st, pod_name);
     if (pod.empty()) return task_refused("no worker pod is in the job now");
   }
-  const JoinedPod* node = st.pods.find(pod);
+  const JoinedPod* node = st.pods.registry().find(pod);
   if (!node)
     return (pod_name.empty() || group > 0)
                ? task_refused("pod " + pod + " is not in the job now (lost or deleted)")
@@ -189,7 +189,7 @@ Result kill_task(Actor* self, std::int32_t id) {
     return {wire(why.code), why.text};
   }
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
-  const JoinedPod* node = st.pods.find(t->record.pod);
+  const JoinedPod* node = st.pods.registry().find(t->record.pod);
   if (node != nullptr)
     self->send(node->agent, stop_atom::value, StreamId::of_task(id),
                static_cast<std::int64_t>(st.job().grace.count()));

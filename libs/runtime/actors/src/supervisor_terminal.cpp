@@ -17,7 +17,7 @@ using OpenResult = caf::result<std::int32_t, std::string, caf::actor, std::int64
 OpenResult open_terminal(Actor* self, const std::string& pod, const std::string& who,
                          std::int32_t rows, std::int32_t cols, caf::actor sink) {
   auto& st = self->state;
-  const JoinedPod* joined = st.pods.find(pod);
+  const JoinedPod* joined = st.pods.registry().find(pod);
   auto record = st.terminals.open(pod, joined != nullptr, who, TerminalBook::Clock::now());
   if (!record) return {wire(ReplyCode::refused), record.error(), caf::actor{}, std::int64_t{0}};
   const std::int64_t id = record->id.value;

@@ -29,7 +29,7 @@ namespace {
 
 // `pod`'s site when its index among the active pods is known (-1: none).
 ProcessSite site_at(const State& st, const std::string& pod, int active_index) {
-  const NodeInfo* info = st.pods.info(pod);
+  const NodeInfo* info = st.pods.registry().info(pod);
   return {pod, info ? info->interface : std::string(), master_of(st),
           active_index < 0 ? -1 : active_index + 1, static_cast<int>(st.active().size()) + 1};
 }
@@ -65,7 +65,7 @@ bool plan_user_code(Actor* self) {
     const auto& active = st.active();
     for (std::size_t i = 0; i < active.size(); ++i) {
       const std::string& pod = active[i];
-      const NodeInfo* info = st.pods.info(pod);
+      const NodeInfo* info = st.pods.registry().info(pod);
       if (!info) {  // lost between the checks and now
         st.controller.fail(JobEvent::node_lost,
                            "pod " + pod + " was lost before its ranks started");
@@ -125,7 +125,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
     st.log->info("launching {} ranks on {} pods (attempt {})", st.code.ranks().size(),
                  launches.by_pod.size(), attempt);
   for (auto& [pod, batch] : launches.by_pod) {
-    const JoinedPod* node = st.pods.find(pod);
+    const JoinedPod* node = st.pods.registry().find(pod);
     if (!node) continue;  // lost meanwhile: the loss fails the job
     self->send(node->agent, launch_atom::value, std::move(batch), st.config.sink);
   }
@@ -134,7 +134,7 @@ void launch_user_code(Actor* self, LaunchScope scope) {
 void stop_user_code(Actor* self) {
   auto& st = self->state;
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
-  for (const auto& [pod, node] : st.pods.joined_pods())
+  for (const auto& [pod, node] : st.pods.registry().joined_pods())
     self->send(node.agent, stop_atom::value, grace);
   if (st.driver) self->send(st.driver, stop_atom::value, grace);
   if (st.ray_head) self->send(st.ray_head, stop_atom::value, grace);

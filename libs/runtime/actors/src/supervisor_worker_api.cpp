@@ -11,15 +11,12 @@ namespace atl::supervisor {
 
 namespace {
 
-// A GPU fell off the bus or cannot be trusted: the node is not to be used
-// again, and the pod leaves (to be recreated elsewhere); in command the job
-// restarts without it.
-void remove_for_its_gpu(Actor* self, const JoinedPod& pod, const std::string& detail) {
-  auto& st = self->state;
-  const std::string name = pod.info.pod;
-  st.controller.taint_platform(name, detail);
-  self->send(pod.agent, delete_atom::value, detail);
-  lose_pod(self, name, {FaultKind::gpu_lost, name, detail});
+// Whether the message came from the node of joined pod `pod`'s agent (a
+// fenced or lost pod's late words, a peer speaking for another: no).
+bool from_own_node(Actor* self, const std::string& pod) {
+  const JoinedPod* it = self->state.pods.registry().find(pod);
+  const auto& sender = self->current_sender();
+  return it && sender && it->agent.node() == sender->node();
 }
 
 }  // namespace
@@ -32,7 +29,7 @@ caf::message_handler worker_api(Actor* self) {
         auto refused = register_node(self, info, agent);
         if (!refused) {
           // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-          if (auto index = self->state.pods.index_of(info.pod))
+          if (auto index = self->state.pods.registry().index_of(info.pod))
             self->send(agent, agent_log_atom::value, self->state.config.sink,
                        StreamId::pod_log(static_cast<std::int32_t>(*index)));
         }
@@ -42,59 +39,21 @@ caf::message_handler worker_api(Actor* self) {
       [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
         // Only from the pod's own node, as the heartbeats; the answer (the
         // job's grace, for its ranks) to anyone who asks.
-        const JoinedPod* it = self->state.pods.find(pod);
-        const auto& sender = self->current_sender();
-        if (it && sender && it->agent.node() == sender->node()) evict_pod(self, pod, why);
+        if (from_own_node(self, pod)) evict_pod(self, pod, why);
         return static_cast<std::int64_t>(self->state.job().grace.count());
       },
       [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
         // Only from the pod's own node, as the heartbeats.
-        const JoinedPod* it = self->state.pods.find(pod);
-        const auto& sender = self->current_sender();
-        if (!it || !sender || it->agent.node() != sender->node()) return;
-        on_progress(self, pod, reports);
+        if (from_own_node(self, pod)) on_progress(self, pod, reports);
       },
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
-        auto& st = self->state;
         // Only from the pod's own node: a fenced pod's late words do not count.
-        const JoinedPod* it = st.pods.find(pod);
-        const auto& sender = self->current_sender();
-        if (!it || !sender || it->agent.node() != sender->node()) return;
-        st.liveness.heard(pod, std::chrono::steady_clock::now());
-        const std::int32_t declared = it->info.gpus;
-        const JobState state = st.state();
-        const std::string* machine = st.pods.machine_of(pod);
-        GpuCount count;
-        count.declared = declared;
-        count.present = gpus_present;
-        // Once a pre-flight found them there: before, the pre-flight speaks.
-        count.checked = state == JobState::command || state == JobState::debugStop ||
-                        state == JobState::debugCommand;
-        count.machine_tainted = machine && st.taints().tainted(*machine);
-        count.runs_ranks = st.controller.is_active(pod) &&
-                           (state == JobState::command || state == JobState::debugCommand);
-        if (lost_a_gpu(count))
-          remove_for_its_gpu(self, *it,
-                             "pod " + pod + " lost a GPU (it declared " + std::to_string(declared) +
-                                 ", " + std::to_string(gpus_present) + " are there)");
+        if (from_own_node(self, pod)) on_pod_heartbeat(self, pod, gpus_present);
       },
       [self](gpu_fault_atom, const std::string& pod, const std::string& reason, std::int32_t) {
         // The pod's NVML watch saw a fault (a critical Xid, a lost GPU, a
         // double-bit ECC error, a row remap pending): as a GPU gone missing.
-        auto& st = self->state;
-        const JoinedPod* it = st.pods.find(pod);
-        const auto& sender = self->current_sender();
-        if (!it || !sender || it->agent.node() != sender->node()) return;
-        const std::string* machine = st.pods.machine_of(pod);
-        const JobState state = st.state();
-        const bool runs_ranks = st.controller.is_active(pod) &&
-                                (state == JobState::command || state == JobState::debugCommand);
-        if (!gpu_fault_removes_pod(machine && st.taints().tainted(*machine), runs_ranks)) {
-          st.log->warn("pod {} (quarantined on a tainted machine) reports a GPU fault: {}", pod,
-                       reason);
-          return;
-        }
-        remove_for_its_gpu(self, *it, "pod " + pod + ": " + reason);
+        if (from_own_node(self, pod)) on_pod_gpu_fault(self, pod, reason);
       },
       [self](check_atom) {
         auto& st = self->state;
