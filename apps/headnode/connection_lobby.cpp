@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -44,7 +45,20 @@ using AcceptFn = int (*)(int, sockaddr*, socklen_t*);
 struct Lobby {
   PendingHandshakes pending{kLobbySize, kLobbyWait};
   std::vector<int> waiting;  // in arrival order
-  bool closed = false;
+  // Set (and the wake pipe written) before the server closes its socket:
+  // the accept loop never relies on seeing its listener's number closed,
+  // which another thread's new descriptor may take at once (it then polled
+  // that one forever, and the head's exit waited on the server's thread).
+  std::atomic<bool> closed{false};
+  int wake[2] = {-1, -1};
+
+  Lobby() {
+    if (::pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) wake[0] = wake[1] = -1;
+  }
+  ~Lobby() {
+    for (int fd : wake)
+      if (fd >= 0) ::close(fd);
+  }
 
   void forget(int fd) {
     pending.finish(static_cast<PendingHandshakes::Key>(fd));
@@ -82,8 +96,9 @@ int accept_from_lobby(Lobby& lobby, int listener, sockaddr* addr, socklen_t* len
     for (auto fd : lobby.pending.take_expired(now)) lobby.drop(static_cast<int>(fd));
     std::vector<pollfd> fds;
     fds.push_back({listener, POLLIN, 0});
+    fds.push_back({lobby.wake[0], POLLIN, 0});  // the server stops (-1: ignored by poll)
     for (int fd : lobby.waiting) fds.push_back({fd, POLLIN, 0});
-    int wait_ms = 500;  // also how soon a closed listener is noticed at worst
+    int wait_ms = 500;  // also how soon a closing server is noticed without its pipe
     if (auto next = lobby.pending.next_deadline()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - now).count() + 1;
       wait_ms = static_cast<int>(std::clamp<long long>(left, 0, wait_ms));
@@ -93,8 +108,9 @@ int accept_from_lobby(Lobby& lobby, int listener, sockaddr* addr, socklen_t* len
       if (errno == EINTR) continue;
       return -1;
     }
+    if (lobby.closed) break;
     // A waiting connection spoke (or hung up: the server sees that itself).
-    for (size_t i = 1; i < fds.size(); ++i) {
+    for (size_t i = 2; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       int fd = fds[i].fd;
       lobby.forget(fd);
@@ -129,6 +145,13 @@ void hold_idle_connections(int listening_fd) {
   ::fcntl(listening_fd, F_SETFL, ::fcntl(listening_fd, F_GETFL) | O_NONBLOCK);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_lobbies[listening_fd] = std::make_shared<Lobby>();
+}
+
+void close_lobby(int listening_fd) {
+  if (auto lobby = lobby_of(listening_fd)) {
+    lobby->closed = true;
+    if (lobby->wake[1] >= 0) (void)!::write(lobby->wake[1], "x", 1);
+  }
 }
 
 void release_idle_connections(int listening_fd) {

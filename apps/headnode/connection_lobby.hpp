@@ -10,7 +10,11 @@ namespace atl::headnode {
 // spoken (or hung up). Call once the server is bound, before it serves.
 void hold_idle_connections(int listening_fd);
 
-// The server's socket is closing: connections still waiting are closed.
+// The server is about to stop (call before it closes its socket): the
+// accept loop returns at once and takes no connection from then on.
+void close_lobby(int listening_fd);
+
+// The server's accept thread has ended: connections still waiting are closed.
 void release_idle_connections(int listening_fd);
 
 }  // namespace atl::headnode

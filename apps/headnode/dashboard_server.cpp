@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -583,6 +584,12 @@ DashboardServer::~DashboardServer() {
   }
   impl_->stop_cv.notify_all();
   if (impl_->stop_pipe[1] >= 0) (void)!::write(impl_->stop_pipe[1], "s", 1);
+  // Before stop(): cpp-httplib's stop() does nothing until its thread has
+  // begun to listen, so a job that ended at once (a driver of `true` under
+  // load) left the thread to listen after it, in the lobby's accept loop,
+  // forever (the head never exited). The lobby, closed first, ends that loop
+  // whenever it runs.
+  impl_->lobby.closing();
   impl_->server->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
@@ -638,7 +645,14 @@ void DashboardServer::offer_terminals(std::shared_ptr<TerminalRelays> relays) {
 
 void DashboardServer::serve(std::shared_ptr<HeadQueries> queries) {
   impl_->queries = std::move(queries);
-  impl_->thread = std::thread([this] { impl_->server->listen_after_bind(); });
+  // Test-only (ATL_TEST_DASHBOARD_LATE_LISTEN=MS): the thread begins to
+  // listen that late, as a thread scheduled late under load does.
+  const char* late = std::getenv("ATL_TEST_DASHBOARD_LATE_LISTEN");
+  const int late_ms = late ? std::atoi(late) : 0;
+  impl_->thread = std::thread([this, late_ms] {
+    if (late_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(late_ms));
+    impl_->server->listen_after_bind();
+  });
 }
 
 }  // namespace atl::headnode

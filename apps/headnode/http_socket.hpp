@@ -76,6 +76,9 @@ inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::s
 class LobbyOf {
  public:
   void bound(httplib::Server& server) { fd_ = detail::ListeningSocket::of(server); }
+  // Before the server's stop(): its accept loop ends without waiting to see
+  // the listener closed (a number another thread may reuse at once).
+  void closing() { close_lobby(fd_); }
   ~LobbyOf() { release_idle_connections(fd_); }
 
  private:

@@ -36,6 +36,7 @@ MetricsServer::MetricsServer(std::shared_ptr<HeadQueries> queries)
 }
 
 MetricsServer::~MetricsServer() {
+  impl_->lobby.closing();
   impl_->server.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }

@@ -256,6 +256,19 @@ TEST(JobLifecycle, DriverModeSucceedsWithTheDriversExitCode) {
   EXPECT_TRUE(c.no_strays_within());
 }
 
+// A job that ends before the dashboard's thread has begun to listen (a
+// driver of `true` on a loaded machine: the thread scheduled late, here
+// made late by a test hook): cpp-httplib's stop() did nothing then, the
+// thread listened afterwards in the lobby's accept loop for good, and the
+// head never exited (once in ~100 runs under load). The head exits.
+TEST(JobLifecycle, AJobThatEndsBeforeTheDashboardListensStillEndsTheHead) {
+  TestCluster c;
+  auto& head = c.start_head({"--mode", "driver", "--workers", "0", "--", "true"},
+                            {"ATL_TEST_DASHBOARD_LATE_LISTEN=500"});
+  EXPECT_EQ(c.wait_exit(head, 30s), 0) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
 // A ready timeout is a counted fault (seed 002: a clear error, then retried
 // per the policy): with the budget spent the job fails naming the pod each time.
 TEST(JobLifecycle, ReadyTimeoutNamesTheMissingPodEachTimeUntilTheBudgetIsSpent) {
