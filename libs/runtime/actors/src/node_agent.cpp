@@ -137,6 +137,7 @@ struct NodeAgentState {
   // ranks' guards that we are alive and in touch (renewed at each heartbeat).
   std::chrono::milliseconds heartbeat_interval{0};
   std::chrono::steady_clock::time_point last_tick;  // to notice this node's own stalls
+  bool sampling = false;  // the sample timer runs (armed once, at the first join)
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
   std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
@@ -482,7 +483,10 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               st.head = FailureDetector(hb.timeout);
               st.head.watch(kHead, std::chrono::steady_clock::now());
               heartbeat_tick(self);
-              report_progress(self);
+              if (!st.sampling) {
+                st.sampling = true;
+                report_progress(self);
+              }
               if (st.config.watch_gpus)
                 st.gpu_watch = std::make_unique<GpuWatchThread>(self->address());
               send_kept_output(self);
