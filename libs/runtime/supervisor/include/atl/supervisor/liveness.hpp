@@ -44,6 +44,7 @@ class Liveness {
   Tick tick(TimePoint now);
 
   Millis tick_interval() const { return tick_; }
+  const HeartbeatOptions& heartbeat() const { return heartbeat_; }
 
  private:
   HeartbeatOptions heartbeat_;

@@ -105,9 +105,7 @@ class PodCourse {
   PodCourse() = default;
   PodCourse(std::string job_id, std::vector<std::string> expected, HeartbeatOptions heartbeat,
             Millis tick)
-      : pods_(std::move(job_id), std::move(expected)),
-        liveness_(heartbeat, tick),
-        heartbeat_(heartbeat) {}
+      : pods_(std::move(job_id), std::move(expected)), liveness_(heartbeat, tick) {}
 
   const Registry& registry() const { return pods_; }
   const Liveness& liveness() const { return liveness_; }
@@ -137,7 +135,7 @@ class PodCourse {
       const auto* joined = pods_.find(pod);
       if (!joined) continue;
       std::string detail = "pod " + pod + " stopped answering (no heartbeat for " +
-                           format_duration(heartbeat_.timeout) + ")";
+                           format_duration(liveness_.heartbeat().timeout) + ")";
       out.push_back(pods::Fence<Agent>{joined->agent, detail});
       lose(pod, {FaultKind::pod_hung, pod, detail}, started, out);
     }
@@ -235,7 +233,6 @@ class PodCourse {
 
   Registry pods_;
   Liveness liveness_;
-  HeartbeatOptions heartbeat_;
 };
 
 }  // namespace atl::supervisor
