@@ -126,6 +126,11 @@ static bool read_stat(pid_t pid, pid_t* ppid, pid_t* pgrp, char* state) {
 static volatile sig_atomic_t g_stopping = 0;      // the group was sent a stop (SIGTERM/SIGINT)
 static volatile sig_atomic_t g_orphan_ended = 0;  // a process below the command was reaped...
 static volatile int g_orphan_status = 0;          // ...with this wait status (the last one)
+// A sweep SIGKILLed a live process below the command: the rank's last
+// processes ended by the sweep, whoever reaps them (the wrapper shell may: a
+// shell in wait() that a fatal SIGTERM woke reaps the SIGKILLed rank first,
+// and the guard never sees its status).
+static volatile sig_atomic_t g_swept_live = 0;
 
 static void note_orphan_end(int status) {
   g_orphan_status = status;
@@ -234,11 +239,23 @@ static int scan_all_of_proc(void) {
 
 static bool g_children_files = true;
 
+// The command's end, once a walk saw it: from the next walk on, everything
+// it had is the guard's (a parent's children move up before it shows 'Z').
+static volatile sig_atomic_t g_inner_seen_dead = 0;
+
 // Sends `sig` (0: none, only count) to everything below the guard (with
 // `escapees_only`, to those outside its group alone: setsid escapees, which
 // the group's signal never reached), and reaps those of its children that
 // are dead (never the command: the main loop waits for it). Returns how many
-// were still there.
+// were still there, or would have been: a walk reads one children list after
+// the other, and a parent that ends between the reads hands its children up
+// to the guard, whose list was read already: they are in no list this walk
+// read. Such a parent is dead or gone when the walk looks at it, so a walk
+// that met a death (a zombie, a process that vanished, the command's end
+// seen for the first time) counts it, and the next walk, which reads the
+// guard's list first, decides. (A wrapper shell that a stop ended while the
+// owner's sweep walked: the rank it handed up was missed, nothing killed it,
+// and the guard waited out its 300 s handler.)
 static int signal_descendants(int sig, bool escapees_only) {
   pid_t self = getpid();
   pid_t group = getpgrp();
@@ -248,18 +265,29 @@ static int signal_descendants(int sig, bool escapees_only) {
     pid_t pid = g_tree[i];
     pid_t ppid = 0, pgrp = 0;
     char state = 0;
-    if (!read_stat(pid, &ppid, &pgrp, &state)) continue;
+    if (!read_stat(pid, &ppid, &pgrp, &state)) {
+      ++found;  // gone since the walk: reaped by its parent
+      continue;
+    }
     bool mine = ppid == self;
     if (state == 'Z') {
-      // Dead already: reap it (others reap their own). A multi-threaded
-      // process shows 'Z' while its other threads still exit, and cannot be
-      // reaped yet: it still counts, or the guard left it behind as a zombie
-      // of whoever adopted it next.
-      if (pid != g_inner && mine && !reap(pid)) ++found;
+      // Dead already: reap it (others reap their own); either way a death
+      // met by this walk. A multi-threaded process shows 'Z' while its other
+      // threads still exit, and cannot be reaped yet: it still counts, or the
+      // guard left it behind as a zombie of whoever adopted it next.
+      if (pid != g_inner) {
+        if (mine) reap(pid);
+        ++found;
+      } else if (!g_inner_seen_dead) {
+        g_inner_seen_dead = 1;
+        ++found;
+      }
       continue;
     }
     ++found;
-    if (sig != 0 && (!escapees_only || pgrp != group)) kill(pid, sig);
+    if (sig != 0 && (!escapees_only || pgrp != group) && kill(pid, sig) == 0 && sig == SIGKILL &&
+        pid != g_inner)
+      g_swept_live = 1;
     if (mine && pid != g_inner) reap(pid);
   }
   return found;
@@ -268,6 +296,30 @@ static int signal_descendants(int sig, bool escapees_only) {
 // Until nothing below us is left (bounded: 10 s).
 static void sweep(void) {
   for (int round = 0; round < 400 && signal_descendants(SIGKILL, false) > 0; ++round) pause_ms(25);
+}
+
+// The walks share g_tree with the sweeps of the owner's signals (kill_tree,
+// parent death), which may interrupt the main loop anywhere: its walks hold
+// those signals off while they run.
+static void hold_owner_signals(bool hold) {
+  sigset_t owner;
+  sigemptyset(&owner);
+  sigaddset(&owner, ATL_KILL_TREE_SIGNAL);
+  sigaddset(&owner, ATL_PARENT_DIED_SIGNAL);
+  sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &owner, NULL);
+}
+
+static int walk_from_main(int sig, bool escapees_only) {
+  hold_owner_signals(true);
+  int found = signal_descendants(sig, escapees_only);
+  hold_owner_signals(false);
+  return found;
+}
+
+static void sweep_from_main(void) {
+  hold_owner_signals(true);
+  sweep();
+  hold_owner_signals(false);
 }
 
 // The owner died (pdeathsig): nothing of this rank may outlive it.
@@ -349,7 +401,7 @@ static int wait_for_command(pid_t inner) {
       }
       if (lease_expired()) {
         // The node froze or lost its head: nothing of this rank may go on.
-        sweep();
+        sweep_from_main();
         break;
       }
     }
@@ -370,9 +422,9 @@ static int wait_for_command(pid_t inner) {
 // hit a torchelastic-style handler (raise on SIGTERM, checkpoint in
 // `except`) inside its checkpoint.
 static void wait_for_the_rest(void) {
-  signal_descendants(SIGTERM, true);
-  signal_descendants(SIGCONT, false);  // a stopped one takes its SIGTERM now, not after the grace
-  while (signal_descendants(0, false) > 0) {
+  walk_from_main(SIGTERM, true);
+  walk_from_main(SIGCONT, false);  // a stopped one takes its SIGTERM now, not after the grace
+  while (walk_from_main(0, false) > 0) {
     if (lease_expired()) return;  // the sweep that follows ends them
     pause_ms(20);
   }
@@ -481,17 +533,24 @@ int main(int argc, char** argv) {
   forget_command(argc, argv);
   close(ATL_GUARD_REPORT_FD);  // the exec's CLOEXEC copy in `inner` tells the spawner
   int status = wait_for_command(inner);
-  if (g_stopping) {
-    wait_for_the_rest();
-    // A wrapper the stop signal ended speaks for nothing: the rank ended as
-    // the last process of its tree did (the handler's exit, or the SIGKILL of
-    // an expired grace).
-    bool wrapper_stopped =
-        WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT);
-    if (wrapper_stopped && g_orphan_ended) status = g_orphan_status;
-  }
+  g_inner = 0;  // reaped: its pid may be anyone's now
+  const bool stopped = g_stopping;
+  if (stopped) wait_for_the_rest();
   // The rank ended: whatever it left behind, in its group or not, goes too.
-  sweep();
+  sweep_from_main();
+  // A wrapper the stop signal ended speaks for nothing: the rank ended as
+  // the last process of its tree did: by a sweep's SIGKILL (the owner's
+  // kill_tree when the grace ran out, an expired lease), else by the
+  // handler's own exit.
+  bool wrapper_stopped =
+      WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT);
+  if (stopped && wrapper_stopped) {
+    if (g_swept_live) {
+      status = SIGKILL;  // the wait status of a process SIGKILL ended
+    } else if (g_orphan_ended) {
+      status = g_orphan_status;
+    }
+  }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     set_disposition(sig, SIG_DFL);

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -242,11 +244,17 @@ std::string checkpointing_rank(const std::string& dir, double handler_s) {
   return script;
 }
 
+// A line of the child's output; after 30 s without a byte, what came and a
+// mark that says so (a test fails, it does not hang).
 std::string read_line(int fd) {
   std::string line;
   char ch;
-  while (::read(fd, &ch, 1) == 1 && ch != '\n') line += ch;
-  return line;
+  while (true) {
+    struct pollfd readable = {fd, POLLIN, 0};
+    if (::poll(&readable, 1, 30000) == 0) return line + " [no more output for 30 s]";
+    if (::read(fd, &ch, 1) != 1 || ch == '\n') return line;
+    line += ch;
+  }
 }
 
 // A Python rank behind a shell wrapper ("; true": the shell stays instead of
@@ -259,6 +267,55 @@ atl::os::ChildProcess start_checkpointing_wrapper(const std::string& dir, double
   EXPECT_TRUE(child.ok()) << child.error();
   EXPECT_EQ(read_line(child->output_fd()), "ready");
   return std::move(child).value();
+}
+
+// What a guarded child's process group is doing, one line a process: its
+// pid, parent, state, where it sleeps and (the guard's) pending, blocked and
+// caught signals. For a wait that did not end.
+std::string describe_group(pid_t group) {
+  std::ostringstream out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0, pgrp = 0;
+    fields >> state >> ppid >> pgrp;
+    if (pgrp != group && ppid != group) continue;
+    std::ifstream wchan_file(entry.path() / "wchan");
+    std::string wchan;
+    std::getline(wchan_file, wchan);
+    out << "\n  " << line.substr(0, close + 1) << " " << state << " ppid " << ppid << " pgrp "
+        << pgrp << " in " << wchan;
+    std::ifstream status(entry.path() / "status");
+    for (std::string s; std::getline(status, s);)
+      if (s.rfind("SigPnd", 0) == 0 || s.rfind("ShdPnd", 0) == 0 || s.rfind("SigBlk", 0) == 0 ||
+          s.rfind("SigCgt", 0) == 0)
+        out << " " << s;
+  }
+  return out.str();
+}
+
+// The child's end, or after `limit` a failure that says what its group was
+// doing (then SIGKILLed): a guard that does not end fails the test, it does
+// not hang it.
+std::optional<atl::os::ExitStatus> wait_at_most(atl::os::ChildProcess& child,
+                                                std::chrono::seconds limit, std::string* why) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto st = child.try_wait()) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  *why = "the guard did not end in " + std::to_string(limit.count()) +
+         " s:" + describe_group(child.pid());
+  child.signal(SIGKILL);
+  child.wait();
+  return std::nullopt;
 }
 
 std::string temp_dir() {
@@ -368,9 +425,65 @@ TEST(ChildProcess, KillTreeEndsAHandlerThatOutlivesTheGrace) {
   child.signal(SIGTERM);
   ASSERT_EQ(read_line(child.output_fd()), "term");
   child.kill_tree();
-  auto st = child.wait();
-  EXPECT_EQ(st.signal, SIGKILL) << st.describe();
+  std::string why;
+  auto st = wait_at_most(child, std::chrono::seconds(30), &why);
+  ASSERT_TRUE(st) << why;
+  EXPECT_EQ(st->signal, SIGKILL) << st->describe();
   EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Processes whose command line holds `mark`.
+std::vector<pid_t> processes_marked(const std::string& mark) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(entry.path() / "cmdline", std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (raw.find(mark) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+}  // namespace
+
+// A rank whose process moves while the guard walks its tree: it forks and
+// its parent exits, over and over (a daemon's double fork, a launcher that
+// hands over), ignoring the stop. A parent that ends between the walk's
+// reads of two children lists hands its children up to the guard, whose
+// list was read already: such a walk found nothing, the guard ended the
+// rank's wait at once and its sweep left the process running, unguarded.
+// It lives, so the guard waits (its grace), and the owner's kill_tree ends it.
+TEST(ChildProcess, AProcessThatMovesWhileTheGuardWalksIsNeverLost) {
+  std::string dir = temp_dir();
+  const std::string script = dir + "/hop.py";
+  std::ofstream(script) << "import os, signal\n"
+                           "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                           "print('ready', flush=True)\n"
+                           "while True:\n"
+                           "    if os.fork() != 0: os._exit(0)\n";
+  // The command stays until the stop, as a launcher does.
+  auto child = atl::os::ChildProcess::spawn(shell("python3 " + script + " & exec sleep 300"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  ASSERT_EQ(read_line(child->output_fd()), "ready");
+  child->signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(child->try_wait()) << "the guard ended with the hopping process still running: "
+                                  << child->try_wait()->describe();
+  atl::os::ask_guard_to_kill_tree(child->pid());
+  std::string why;
+  auto st = wait_at_most(*child, std::chrono::seconds(30), &why);
+  EXPECT_TRUE(st) << why;
+  std::vector<pid_t> left;
+  for (int i = 0; i < 100 && !(left = processes_marked(script)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(left.empty()) << "a hopping process outlived the guard";
+  // Whatever escaped hops on: killed until none is left.
+  for (int i = 0; i < 1000 && !left.empty(); ++i, left = processes_marked(script))
+    for (pid_t pid : left) ::kill(pid, SIGKILL);
   std::filesystem::remove_all(dir);
 }
 
@@ -650,8 +763,10 @@ TEST(ChildProcess, AKillTreeTakenBeforeItsStopStillReportsTheSweep) {
   ASSERT_EQ(read_line(child.output_fd()), "term");
   atl::os::ask_guard_to_kill_tree(child.pid());
   ASSERT_EQ(::kill(child.pid(), SIGCONT), 0);  // both pending: SIGUSR2 first
-  auto st = child.wait();
-  EXPECT_EQ(st.signal, SIGKILL) << st.describe();
+  std::string why;
+  auto st = wait_at_most(child, std::chrono::seconds(30), &why);
+  ASSERT_TRUE(st) << why;
+  EXPECT_EQ(st->signal, SIGKILL) << st->describe();
   EXPECT_FALSE(std::filesystem::exists(dir + "/saved"));
   std::filesystem::remove_all(dir);
 }
