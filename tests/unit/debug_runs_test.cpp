@@ -7,7 +7,6 @@
 #include <vector>
 
 using atl::supervisor::Fate;
-using atl::supervisor::StopTarget;
 using namespace std::chrono_literals;
 
 namespace {
@@ -138,28 +137,4 @@ TEST(DebugRuns, TheLatestVerdictOfEachPodIsKeptWithItsReasonOnlyWhenItFailed) {
   runs.record_verdict("p0", 2, true, "");
   EXPECT_TRUE(runs.verdicts().at("p0").passed);
   EXPECT_EQ(runs.verdicts().at("p0").run, 2);
-}
-
-TEST(DebugRuns, EachStopIsAnOperationAndOnlyTheLatestTimerCounts) {
-  Runs runs;
-  EXPECT_EQ(runs.wait_for(1), Runs::StopWait::unknown);
-  const auto first = runs.begin_stop(StopTarget{true, 0});
-  EXPECT_EQ(first, 1);
-  ASSERT_TRUE(runs.stopping());
-  EXPECT_TRUE(runs.stopping()->user_code);
-  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::pending);
-  EXPECT_TRUE(runs.stop_timer_due(first));
-  runs.settle_stop();
-  EXPECT_FALSE(runs.stopping());
-  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::over);  // a stop_wait after a recover
-  EXPECT_FALSE(runs.stop_timer_due(first));               // its late timer is nothing
-  const auto second = runs.begin_stop(StopTarget{false, 7});
-  EXPECT_EQ(second, 2);
-  EXPECT_EQ(runs.stopping()->run, 7);
-  EXPECT_FALSE(runs.stop_timer_due(first));
-  EXPECT_TRUE(runs.stop_timer_due(second));
-  EXPECT_EQ(runs.wait_for(first), Runs::StopWait::over);
-  EXPECT_EQ(runs.wait_for(second), Runs::StopWait::pending);
-  EXPECT_EQ(runs.wait_for(3), Runs::StopWait::unknown);
-  EXPECT_EQ(runs.wait_for(0), Runs::StopWait::unknown);
 }

@@ -17,7 +17,7 @@ namespace atl::supervisor {
 
 namespace {
 
-constexpr auto kStartTimeout = std::chrono::seconds(30);
+constexpr auto kStartTimeout = DebugCourse::kStartTimeout;
 
 Result refused(const Status& status) { return {wire(ReplyCode::refused), status.error()}; }
 Result usage(const std::string& text) { return {wire(ReplyCode::usage), text}; }
@@ -28,61 +28,35 @@ RunResult run_refused(const Status& status) {
 }
 RunResult run_usage(const std::string& text) { return {wire(ReplyCode::usage), text, RunStatus{}}; }
 
-// What a stop of user code ends: every rank, or in ray mode the driver alone
-// (the Ray cluster stays up for debugging).
-bool stops_with_user_code(const State& st, std::int32_t stream) {
-  return st.job().mode != JobMode::ray || stream == kDriverStream;
+// What the debug course sees of the job now.
+DebugView debug_view(const State& st) {
+  DebugView view;
+  view.mode = st.job().mode;
+  view.code = &st.code.ranks();
+  if (view.mode == JobMode::ray) view.ray = st.code.ray_processes();
+  view.run = [&st](RunId id) -> const RankTable* {
+    const DebugRun* run = st.debug.find(id);
+    return run ? &run->ranks : nullptr;
+  };
+  return view;
 }
 
-bool user_code_stopped(const State& st) {
-  if (st.job().mode != JobMode::ray) return st.code.ranks().all_done();
-  auto driver = st.code.ranks().find(kDriverStream);  // ray mode: the driver alone
-  return driver == st.code.ranks().end() || driver->second.done;
-}
-
-bool stop_complete(const State& st) {
-  const auto& stopping = st.debug.stopping();
-  if (!stopping) return true;
-  if (stopping->user_code) return user_code_stopped(st);
-  const DebugRun* run = st.debug.find(stopping->run);
-  return !run || run->ranks.all_done();
-}
-
-// The current stop is over (its processes ended, or it is given up): its
-// waiters hear `code`, and a stop_wait for it that comes later answers at once.
-void answer_stop_waiters(Actor* self, ReplyCode code, const std::string& text) {
+// The debug course's effects: its answers (to the callers kept in
+// st.replies) and its timers.
+void perform(Actor* self, const DebugEffects& effects) {
   auto& st = self->state;
-  // Only the current stop has waiters (a stop_wait on an older one is
-  // answered at once): all of them are this stop's.
-  for (auto& p : st.stop_waiters.take_all())
-    if (p.pending()) p.deliver(wire(code), text);
-  st.debug.settle_stop();
-}
-
-// Settles the current stop once what it stops has ended, waited for or not:
-// an operator's stop_wait that arrives after another's recover must find its
-// stop over, not the new attempt running.
-void check_stop(Actor* self) {
-  if (self->state.debug.stopping() && stop_complete(self->state))
-    answer_stop_waiters(self, ReplyCode::ok, "");
-}
-
-// "ranks 0,3" (or "the driver") still starting (`want_started`) or running.
-std::string pending_ranks(const RankTable& ranks, bool want_started,
-                          const std::function<bool(std::int32_t)>& counts = nullptr) {
-  std::string out;
-  bool driver = false;
-  for (const auto& [rank, r] : ranks) {
-    bool pending = want_started ? (!r.started && !r.done) : !r.done;
-    if (!pending || (counts && !counts(rank))) continue;
-    if (rank == kDriverStream) {
-      driver = true;
-      continue;
+  for (const auto& effect : effects) {
+    if (const auto* a = std::get_if<debug::Answer>(&effect)) {
+      if (auto reply = st.replies.take(a->reply); reply && reply->pending())
+        reply->deliver(wire(a->code), a->text);
+    } else if (const auto* t = std::get_if<debug::ArmStopTimer>(&effect)) {
+      self->delayed_send(self, t->after, timeout_atom::value,
+                         static_cast<std::int32_t>(kDebugStopTimer), t->stop);
+    } else if (const auto* r = std::get_if<debug::ArmRecoverTimer>(&effect)) {
+      self->delayed_send(self, r->after, timeout_atom::value,
+                         static_cast<std::int32_t>(kRecoverStartTimer), r->attempt);
     }
-    out += (out.empty() ? "" : ",") + (rank == kRayHeadStream ? "ray-head" : std::to_string(rank));
   }
-  if (out.empty()) return driver ? "the driver" : "ranks (none)";
-  return (driver ? "the driver and ranks " : "ranks ") + out;
 }
 
 void maybe_answer_start(DebugRun& run) {
@@ -106,12 +80,11 @@ StopResult begin_stop(Actor* self) {
   JobState before = st.state();
   // Already stopped (or stopping): the caller waits for the same stop.
   if (before == JobState::debugStop)
-    return {wire(ReplyCode::ok), std::string(), st.debug.latest_stop()};
+    return {wire(ReplyCode::ok), std::string(), st.course.latest_stop()};
   st.controller.apply(JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
-  StopId op = 0;
+  StopTarget target{true, 0};
   if (before == JobState::command) {
-    op = st.debug.begin_stop(StopTarget{true, 0});
     if (st.job().mode == JobMode::ray) {
       if (st.driver) self->send(st.driver, stop_atom::value, grace);  // Ray stays up
     } else {
@@ -119,46 +92,36 @@ StopResult begin_stop(Actor* self) {
     }
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     // A check stopped by an operator gives no verdict on its nodes.
-    const RunId run = st.debug.release_tracked();
-    op = st.debug.begin_stop(StopTarget{false, run});
+    target = StopTarget{false, st.debug.release_tracked()};
     for (const auto& [pod, node] : st.pods.registry().joined_pods())
-      self->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
+      self->send(node.agent, stop_atom::value, StreamId::of_run(target.run, 0), grace);
   }
   // User code hears its stop warning (--stop-signal) first.
   const auto warning = before == JobState::command ? st.job().stop_warning.lead : Millis(0);
-  self->delayed_send(self, warning + st.job().grace + kStopSlack, timeout_atom::value,
-                     static_cast<std::int32_t>(kDebugStopTimer), op);
-  check_stop(self);  // nothing was running: over at once
+  DebugEffects out;
+  const StopId op =
+      st.course.begin_stop(target, warning + st.job().grace + kStopSlack, debug_view(st), out);
+  perform(self, out);
   return {wire(ReplyCode::ok), std::string(), op};
 }
 
 Result await_stop(Actor* self, std::int32_t op) {
   auto& st = self->state;
-  switch (st.debug.wait_for(op)) {
-    case Runs::StopWait::unknown:
+  switch (st.course.stop_state(op)) {
+    case DebugCourse::StopWait::unknown:
       return usage("there is no stop " + std::to_string(op));
-    case Runs::StopWait::over:
+    case DebugCourse::StopWait::over:
       return ok();  // that stop is over: maybe another operator recovered the job since
-    case Runs::StopWait::pending:
+    case DebugCourse::StopWait::pending:
       break;
   }
+  // (A promise takes the request over: made only when the answer waits.)
   auto promise = self->make_response_promise<std::int32_t, std::string>();
-  st.stop_waiters.add(op, promise);
+  st.course.await_stop(op, st.replies.keep(promise));
   return promise;
 }
 
 namespace {
-
-// What the current stop still waits for: "ranks 0,3", "the driver", or the run.
-std::string still_stopping(const State& st) {
-  const auto& stopping = st.debug.stopping();
-  if (!stopping || stopping->user_code)
-    return pending_ranks(st.code.ranks(), false,
-                         [&](std::int32_t stream) { return stops_with_user_code(st, stream); });
-  if (const DebugRun* run = st.debug.find(stopping->run))
-    return pending_ranks(run->ranks, false) + " of debug run " + std::to_string(stopping->run);
-  return "debug run " + std::to_string(stopping->run);
-}
 
 // What a debug command on target `rank` starts from (env, directory): the
 // rank's own launch, or in driver mode the worker pod's site.
@@ -188,9 +151,9 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
   auto& st = self->state;
   // What atlctl stop ends gets its grace first: a run that starts beside
   // ranks still saving a checkpoint (or holding the GPUs) sees a busy node.
-  if (tracked && !stop_complete(st))
+  if (tracked && !st.course.stop_complete(debug_view(st)))
     return run_refused(make_error("job is in state " + std::string(to_string(st.state())) +
-                                  " but " + still_stopping(st) +
+                                  " but " + st.course.still_stopping(debug_view(st)) +
                                   " are still stopping (in their grace); retry in a moment"));
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
@@ -382,26 +345,9 @@ Result recover(Actor* self) {
   auto& st = self->state;
   if (auto allowed = allow(DebugCommand::recover, st.state()); !allowed) return refused(allowed);
   // Ray mode: the driver alone starts again on a Ray cluster still up.
-  LaunchScope scope = LaunchScope::everything;
-  if (st.job().mode == JobMode::ray) {
-    switch (ray_recovery(st.code.ray_processes())) {
-      case RayRecovery::driver_only:
-        scope = LaunchScope::driver_only;
-        break;
-      case RayRecovery::whole_cluster:
-        break;
-      case RayRecovery::driver_stopping:
-      case RayRecovery::cluster_stopping:
-        return refused(make_error("job is in state debugStop but " +
-                                  pending_ranks(st.code.ranks(), false) +
-                                  " are still stopping; retry recover in a moment"));
-    }
-  } else if (!stop_complete(st) || !st.code.ranks().all_done()) {
-    return refused(make_error("job is in state debugStop but " +
-                              pending_ranks(st.code.ranks(), false) +
-                              " are still stopping; retry recover in a moment"));
-  }
-  if (scope == LaunchScope::everything) {
+  auto scope = st.course.recover_scope(debug_view(st));
+  if (!scope) return refused(make_error(scope.error()));
+  if (*scope == LaunchScope::everything) {
     // Pods deleted or lost while parked may be back with new addresses, or be
     // replaced by spares: the layout is made anew (no restart is counted).
     if (auto chosen = st.controller.select_active(); !chosen)
@@ -411,28 +357,22 @@ Result recover(Actor* self) {
   }
   st.code.next_attempt();
   st.controller.apply(JobEvent::recover);
-  st.log->info(scope == LaunchScope::driver_only
+  st.log->info(*scope == LaunchScope::driver_only
                    ? "recovering: the driver starts again on the running Ray cluster (attempt {})"
                    : "recovering: user code restarts from scratch (attempt {})",
                st.code.attempt());
-  launch_user_code(self, scope);
-  st.recover_reply = self->make_response_promise<std::int32_t, std::string>();
-  st.recover_pending = true;
-  // Tagged with this attempt: an earlier recover's timer finds a newer attempt.
-  self->delayed_send(self, kStartTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kRecoverStartTimer), st.code.attempt());
-  auto reply = st.recover_reply;
-  on_user_code_progress(self);  // nothing to start (no ranks) answers at once
-  return reply;
+  launch_user_code(self, *scope);
+  auto promise = self->make_response_promise<std::int32_t, std::string>();
+  DebugEffects out;
+  st.course.recovering(st.replies.keep(promise), st.code.attempt(), debug_view(st), out);
+  perform(self, out);
+  return promise;
 }
 
 void on_user_code_progress(Actor* self) {
-  auto& st = self->state;
-  if (st.recover_pending && st.code.ranks().all_started()) {
-    st.recover_pending = false;
-    st.recover_reply.deliver(wire(ReplyCode::ok), std::string());
-  }
-  check_stop(self);
+  DebugEffects out;
+  self->state.course.on_progress(debug_view(self->state), out);
+  perform(self, out);
 }
 
 void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId& id) {
@@ -479,7 +419,7 @@ void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
       self->send(self->state.config.sink, forget_atom::value,
                  static_cast<std::int32_t>(StreamKind::run), std::move(dropped));
   }
-  check_stop(self);
+  on_user_code_progress(self);
 }
 
 void on_run_wait_timer(Actor* self, WaiterId waiter) {
@@ -501,13 +441,12 @@ void on_run_wait_timer(Actor* self, WaiterId waiter) {
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
   auto& st = self->state;
   switch (kind) {
-    case kDebugStopTimer:
-      if (st.debug.stop_timer_due(arg)) {
-        answer_stop_waiters(self, ReplyCode::failed,
-                            still_stopping(st) + " did not report their end within " +
-                                format_duration(st.job().grace + kStopSlack));
-      }
+    case kDebugStopTimer: {
+      DebugEffects out;
+      st.course.on_stop_timer(arg, st.job().grace + kStopSlack, debug_view(st), out);
+      perform(self, out);
       break;
+    }
     case kRunDeadlineTimer:
       // atl-burn's own phase monitor ends a stuck GPU phase; this is the
       // backstop for a burn wedged past it: stop its processes, say why.
@@ -525,14 +464,12 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
                        static_cast<std::int64_t>(st.job().grace.count()));
       }
       break;
-    case kRecoverStartTimer:
-      if (arg == st.code.attempt() && st.recover_pending) {
-        st.recover_pending = false;
-        st.recover_reply.deliver(wire(ReplyCode::failed), pending_ranks(st.code.ranks(), true) +
-                                                              " did not start within " +
-                                                              format_duration(kStartTimeout));
-      }
+    case kRecoverStartTimer: {
+      DebugEffects out;
+      st.course.on_recover_timer(arg, debug_view(st), out);
+      perform(self, out);
       break;
+    }
     case kStartTimer:
       if (DebugRun* run = st.debug.live(arg); run && !run->start_answered) {
         run->start_answered = true;
@@ -548,11 +485,9 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
 void answer_owed_replies(Actor* self, const std::string& why) {
   auto& st = self->state;
   const std::int32_t failed = wire(ReplyCode::failed);
-  answer_stop_waiters(self, ReplyCode::failed, why);
-  if (st.recover_pending) {
-    st.recover_pending = false;
-    if (st.recover_reply.pending()) st.recover_reply.deliver(failed, why);
-  }
+  DebugEffects out;
+  st.course.abandon(why, out);
+  perform(self, out);
   for (auto& [id, reply] : st.task_starts)
     if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
   st.task_starts.clear();

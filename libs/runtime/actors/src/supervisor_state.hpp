@@ -39,6 +39,7 @@
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/bounded_history.hpp"
+#include "atl/supervisor/debug_course.hpp"
 #include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
@@ -46,6 +47,7 @@
 #include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
+#include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/task_book.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -120,14 +122,14 @@ struct State {
   UserCode code;
   caf::actor driver;
   caf::actor ray_head;  // ray mode: `ray start --head` on this pod
-  Promise recover_reply;
-  bool recover_pending = false;
 
   // atlctl's debug commands: every run not yet ended and the newest
-  // config.finished_kept ended ones, check verdicts, stops as operations.
+  // config.finished_kept ended ones, check verdicts; stop and recover as
+  // operations (the course holds their callers as ReplyIds, kept in `replies`).
   Runs debug;
   WaiterSet<std::int32_t, RunPromise> run_waiters;  // run_wait long polls, by run
-  WaiterSet<StopId, Promise> stop_waiters;          // stop_wait on the current stop, by its id
+  DebugCourse course;
+  ReplyBook<Promise> replies;
 
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;

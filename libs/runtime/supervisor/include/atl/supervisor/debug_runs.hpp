@@ -2,10 +2,8 @@
 // and `burn` as a run (its ranks, its command, whether it holds the job in
 // debugCommand), live ones and the newest N ended ones (BoundedHistory);
 // which pod runs which (run, rank), so a lost pod ends its runs' ranks
-// without a walk; the latest check verdict of each pod; and atlctl stop as an
-// operation with an id: what the current stop waits for, which stops are
-// over, so a second operator's stop, a late timer or a stop_wait that comes
-// after a recover can never act on the wrong one.
+// without a walk; and the latest check verdict of each pod. (atlctl stop and
+// recover as operations: DebugCourse.)
 //
 // Plain C++: `Reply` is what the shell answers a run's start with (a CAF
 // response promise in the supervisor, a string in the tests) and `Member`
@@ -28,7 +26,6 @@
 namespace atl::supervisor {
 
 using RunId = std::int32_t;
-using StopId = std::int32_t;
 
 // One figure a burn or check measured in one round (atl-burn's control
 // channel): the dashboard charts a run from these.
@@ -79,13 +76,6 @@ struct CheckVerdict {
   RunId run = 0;
   bool passed = true;
   std::string reason;
-};
-
-// What a stop waits for: user code (the ranks, or in ray mode the driver),
-// or the run that held the job in debugCommand.
-struct StopTarget {
-  bool user_code = true;
-  RunId run = 0;
 };
 
 template <class Reply, class Member>
@@ -210,30 +200,6 @@ class DebugRuns {
   }
   const std::map<std::string, CheckVerdict>& verdicts() const { return verdicts_; }
 
-  // --- atlctl stop as an operation ----------------------------------------
-
-  // A new stop of `target`: its id.
-  StopId begin_stop(StopTarget target) {
-    stopping_ = target;
-    return ++stop_generation_;
-  }
-  // The stop under way, if any, and what it waits for.
-  const std::optional<StopTarget>& stopping() const { return stopping_; }
-  StopId latest_stop() const { return stop_generation_; }
-  // The current stop is over (what it stopped ended, or it was given up):
-  // every stop up to the latest is settled.
-  void settle_stop() {
-    stopping_.reset();
-    settled_ = stop_generation_;
-  }
-  enum class StopWait { unknown, over, pending };
-  StopWait wait_for(StopId op) const {
-    if (op < 1 || op > stop_generation_) return StopWait::unknown;
-    return op <= settled_ ? StopWait::over : StopWait::pending;
-  }
-  // A stop's timer fired: it is still the latest stop and not over.
-  bool stop_timer_due(StopId op) const { return op == stop_generation_ && op > settled_; }
-
  private:
   BoundedHistory<RunId, Run> runs_;
   RunId next_run_ = 1;
@@ -242,9 +208,6 @@ class DebugRuns {
   std::map<std::string, std::set<std::pair<RunId, std::int32_t>>> by_pod_;
   std::map<std::string, CheckVerdict> verdicts_;
   std::vector<RunId> with_figures_;  // runs keeping figures, oldest first
-  std::optional<StopTarget> stopping_;
-  StopId stop_generation_ = 0;
-  StopId settled_ = 0;
 };
 
 }  // namespace atl::supervisor

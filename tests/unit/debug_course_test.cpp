@@ -1,0 +1,312 @@
+// DebugCourse: atlctl stop and recover as operations, with their callers as
+// ReplyIds and their answers and timers as effects. No CAF, no processes.
+#include "atl/supervisor/debug_course.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "atl/core/log_stream.hpp"
+#include "atl/supervisor/reply_book.hpp"
+
+namespace {
+
+using atl::JobMode;
+using atl::Millis;
+using atl::RankTable;
+using atl::ReplyCode;
+using atl::supervisor::DebugCourse;
+using atl::supervisor::DebugEffects;
+using atl::supervisor::DebugView;
+using atl::supervisor::LaunchScope;
+using atl::supervisor::ReplyBook;
+using atl::supervisor::ReplyId;
+using atl::supervisor::RunId;
+using atl::supervisor::StopTarget;
+namespace debug = atl::supervisor::debug;
+
+using std::chrono::seconds;
+
+// A job as the course sees it: user code's ranks and debug runs' ranks.
+struct Job {
+  JobMode mode = JobMode::spmd;
+  RankTable code;
+  std::map<RunId, RankTable> runs;
+  atl::RayProcesses ray;
+
+  DebugView view() const {
+    DebugView v;
+    v.mode = mode;
+    v.code = &code;
+    v.ray = ray;
+    v.run = [this](RunId id) -> const RankTable* {
+      auto it = runs.find(id);
+      return it == runs.end() ? nullptr : &it->second;
+    };
+    return v;
+  }
+  void ranks(int n, bool started) {
+    code.clear();
+    for (int r = 0; r < n; ++r) {
+      code.add(r, "pod-" + std::to_string(r / 2));
+      if (started) code.mark_started(r, 100 + r);
+    }
+  }
+};
+
+std::vector<debug::Answer> answers(const DebugEffects& out) {
+  std::vector<debug::Answer> got;
+  for (const auto& e : out)
+    if (const auto* a = std::get_if<debug::Answer>(&e)) got.push_back(*a);
+  return got;
+}
+
+TEST(DebugCourse, EachStopIsAnOperationAndOnlyTheLatestTimerCounts) {
+  Job job;
+  job.ranks(2, true);
+  DebugCourse course;
+  EXPECT_EQ(course.await_stop(1, 7), DebugCourse::StopWait::unknown);
+  DebugEffects out;
+  const auto first = course.begin_stop(StopTarget{true, 0}, seconds(12), job.view(), out);
+  EXPECT_EQ(first, 1);
+  ASSERT_EQ(out.size(), 1u);
+  const auto* timer = std::get_if<debug::ArmStopTimer>(&out[0]);
+  ASSERT_TRUE(timer);
+  EXPECT_EQ(timer->stop, first);
+  EXPECT_EQ(timer->after, seconds(12));
+  ASSERT_TRUE(course.stopping());
+  EXPECT_EQ(course.stop_state(first), DebugCourse::StopWait::pending);
+  EXPECT_EQ(course.owed(), 0u);  // asking keeps nobody
+  EXPECT_EQ(course.await_stop(first, 7), DebugCourse::StopWait::pending);
+  EXPECT_EQ(course.owed(), 1u);
+  // Rank 1 ends, rank 0 never does: the timer gives the stop up and says who.
+  job.code.mark_done(1, 0, 15, "");
+  out.clear();
+  course.on_stop_timer(first, seconds(11), job.view(), out);
+  auto got = answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reply, 7u);
+  EXPECT_EQ(got[0].code, ReplyCode::failed);
+  EXPECT_EQ(got[0].text, "ranks 0 did not report their end within 11s");
+  EXPECT_FALSE(course.stopping());
+  EXPECT_EQ(course.await_stop(first, 8), DebugCourse::StopWait::over);
+  EXPECT_EQ(course.owed(), 0u);  // an answer now keeps nobody either
+  out.clear();
+  course.on_stop_timer(first, seconds(11), job.view(), out);  // a late timer: nothing
+  EXPECT_TRUE(out.empty());
+  // The next stop (of a debug run): the first's timer is nothing to it.
+  job.runs[4].add(1, "pod-0");
+  out.clear();
+  const auto second = course.begin_stop(StopTarget{false, 4}, seconds(11), job.view(), out);
+  EXPECT_EQ(second, 2);
+  EXPECT_EQ(course.await_stop(second, 9), DebugCourse::StopWait::pending);
+  out.clear();
+  course.on_stop_timer(first, seconds(11), job.view(), out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(course.await_stop(3, 10), DebugCourse::StopWait::unknown);
+  EXPECT_EQ(course.await_stop(0, 10), DebugCourse::StopWait::unknown);
+  EXPECT_EQ(course.still_stopping(job.view()), "ranks 1 of debug run 4");
+}
+
+TEST(DebugCourse, AStopOfNothingRunningIsOverAtOnce) {
+  Job job;
+  job.ranks(2, true);
+  job.code.end_remaining("ended");
+  DebugCourse course;
+  DebugEffects out;
+  const auto op = course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  EXPECT_FALSE(course.stopping());
+  EXPECT_EQ(course.await_stop(op, 1), DebugCourse::StopWait::over);
+  EXPECT_EQ(course.owed(), 0u);
+}
+
+TEST(DebugCourse, EveryStopWaitHearsOkOnceTheLastRankEnds) {
+  Job job;
+  job.ranks(2, true);
+  DebugCourse course;
+  DebugEffects out;
+  const auto op = course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  course.await_stop(op, 1);
+  course.await_stop(op, 2);
+  job.code.mark_done(0, 0, 15, "");
+  out.clear();
+  course.on_progress(job.view(), out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(course.still_stopping(job.view()), "ranks 1");
+  job.code.mark_done(1, 0, 15, "");
+  course.on_progress(job.view(), out);
+  auto got = answers(out);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].reply, 1u);
+  EXPECT_EQ(got[1].reply, 2u);
+  EXPECT_EQ(got[0].code, ReplyCode::ok);
+  EXPECT_EQ(course.owed(), 0u);
+}
+
+TEST(DebugCourse, InRayModeAStopWaitsForTheDriverAloneTheClusterStaysUp) {
+  Job job;
+  job.mode = JobMode::ray;
+  job.code.add(atl::kDriverStream, "head");
+  job.code.add(atl::kRayHeadStream, "head");
+  job.code.add(0, "pod-0");
+  for (std::int32_t s : {atl::kDriverStream, atl::kRayHeadStream, 0}) job.code.mark_started(s, 5);
+  DebugCourse course;
+  DebugEffects out;
+  const auto op = course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  course.await_stop(op, 1);
+  EXPECT_EQ(course.still_stopping(job.view()), "the driver");
+  job.code.mark_done(atl::kDriverStream, 1, 0, "");
+  out.clear();
+  course.on_progress(job.view(), out);
+  ASSERT_EQ(answers(out).size(), 1u);
+  EXPECT_EQ(answers(out)[0].code, ReplyCode::ok);
+  // The Ray nodes up, the driver ended: recover starts the driver alone.
+  job.ray = atl::RayProcesses{true, 2, 0};
+  auto scope = course.recover_scope(job.view());
+  ASSERT_TRUE(scope) << scope.error();
+  EXPECT_EQ(*scope, LaunchScope::driver_only);
+  // A Ray node ended while the rest still stop: refused, saying who.
+  job.ray = atl::RayProcesses{true, 1, 1};
+  EXPECT_FALSE(course.recover_scope(job.view()));
+  job.ray = atl::RayProcesses{true, 0, 2};  // all gone: everything again
+  ASSERT_TRUE(course.recover_scope(job.view()));
+  EXPECT_EQ(*course.recover_scope(job.view()), LaunchScope::everything);
+  job.ray = atl::RayProcesses{false, 2, 0};
+  auto refused = course.recover_scope(job.view());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(),
+            "job is in state debugStop but ranks ray-head,0 are still stopping; retry recover in "
+            "a moment");
+}
+
+TEST(DebugCourse, ARecoverIsRefusedWhileAnyRankStillStops) {
+  Job job;
+  job.ranks(3, true);
+  DebugCourse course;
+  DebugEffects out;
+  course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  job.code.mark_done(0, 0, 15, "");
+  auto refused = course.recover_scope(job.view());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(),
+            "job is in state debugStop but ranks 1,2 are still stopping; retry recover in a "
+            "moment");
+  job.code.end_remaining("stopped");
+  out.clear();
+  course.on_progress(job.view(), out);
+  auto scope = course.recover_scope(job.view());
+  ASSERT_TRUE(scope);
+  EXPECT_EQ(*scope, LaunchScope::everything);
+}
+
+TEST(DebugCourse, ARecoverIsAnsweredOnceEveryRankStartedOrFailedByItsOwnTimer) {
+  Job job;
+  job.ranks(2, false);  // the recover's attempt, launched
+  DebugCourse course;
+  DebugEffects out;
+  course.recovering(5, 2, job.view(), out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto* timer = std::get_if<debug::ArmRecoverTimer>(&out[0]);
+  ASSERT_TRUE(timer);
+  EXPECT_EQ(timer->attempt, 2);
+  EXPECT_EQ(timer->after, DebugCourse::kStartTimeout);
+  job.code.mark_started(0, 10);
+  out.clear();
+  course.on_progress(job.view(), out);
+  EXPECT_TRUE(out.empty());
+  out.clear();
+  course.on_recover_timer(1, job.view(), out);  // an older attempt's timer
+  EXPECT_TRUE(out.empty());
+  course.on_recover_timer(2, job.view(), out);
+  auto got = answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reply, 5u);
+  EXPECT_EQ(got[0].code, ReplyCode::failed);
+  EXPECT_EQ(got[0].text, "ranks 1 did not start within 30s");
+  EXPECT_EQ(course.owed(), 0u);
+  // The next recover's ranks all start: answered ok, its timer later is moot.
+  job.ranks(2, false);
+  out.clear();
+  course.recovering(6, 3, job.view(), out);
+  job.code.mark_started(0, 10);
+  job.code.mark_started(1, 11);
+  out.clear();
+  course.on_progress(job.view(), out);
+  got = answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reply, 6u);
+  EXPECT_EQ(got[0].code, ReplyCode::ok);
+  out.clear();
+  course.on_recover_timer(3, job.view(), out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(DebugCourse, ARecoverWithNothingToStartIsAnsweredAtOnce) {
+  Job job;
+  DebugCourse course;
+  DebugEffects out;
+  course.recovering(1, 2, job.view(), out);
+  auto got = answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].code, ReplyCode::ok);
+}
+
+// The guide's second operator: A stops, B recovers before A's stop_wait
+// arrives; A's stop_wait must find its stop over, not the new attempt running.
+TEST(DebugCourse, AStopWaitAfterAnotherOperatorsRecoverFindsItsStopOver) {
+  Job job;
+  job.ranks(2, true);
+  DebugCourse course;
+  DebugEffects out;
+  const auto op = course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  job.code.end_remaining("stopped");
+  course.on_progress(job.view(), out);  // settled, nobody waited
+  job.ranks(2, false);                  // B's recover launched attempt 2
+  course.recovering(1, 2, job.view(), out);
+  EXPECT_EQ(course.await_stop(op, 2), DebugCourse::StopWait::over);
+}
+
+TEST(DebugCourse, AbandonTellsEveryStopWaitAndTheRecoverWhy) {
+  Job job;
+  job.ranks(2, true);
+  DebugCourse course;
+  DebugEffects out;
+  const auto op = course.begin_stop(StopTarget{true, 0}, seconds(11), job.view(), out);
+  course.await_stop(op, 1);
+  RankTable starting;
+  starting.add(0, "pod-0");
+  Job other;
+  other.code = starting;
+  course.recovering(2, 2, other.view(), out);
+  out.clear();
+  course.abandon("the job ended (failed)", out);
+  auto got = answers(out);
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& a : got) {
+    EXPECT_EQ(a.code, ReplyCode::failed);
+    EXPECT_EQ(a.text, "the job ended (failed)");
+  }
+  EXPECT_EQ(course.owed(), 0u);
+  out.clear();
+  course.abandon("again", out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(ReplyBook, EachReplyIsTakenOnceAndTheRestOldestFirst) {
+  ReplyBook<std::string> book;
+  const ReplyId a = book.keep("a");
+  const ReplyId b = book.keep("b");
+  const ReplyId c = book.keep("c");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(book.take(b), std::optional<std::string>("b"));
+  EXPECT_FALSE(book.take(b));  // answered once
+  EXPECT_FALSE(book.take(999));
+  EXPECT_EQ(book.take_all(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(book.size(), 0u);
+  EXPECT_GT(book.keep("d"), c);  // ids are never reused
+}
+
+}  // namespace
