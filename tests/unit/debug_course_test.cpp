@@ -46,7 +46,25 @@ struct Job {
       auto it = runs.find(id);
       return it == runs.end() ? nullptr : &it->second;
     };
+    v.status = [this](RunId id) { return status(id); };
+    v.gone = [](RunId id) { return "run " + std::to_string(id) + " was dropped"; };
     return v;
+  }
+  // A run's status as the shell's run_status makes it.
+  atl::RunStatus status(RunId id) const {
+    atl::RunStatus out;
+    out.run = id;
+    const RankTable& ranks = runs.at(id);
+    out.done = ranks.all_done();
+    for (const auto& [rank, r] : ranks) {
+      atl::RunRankStatus rs;
+      rs.rank = rank;
+      rs.pod = r.pod;
+      rs.started = r.started;
+      rs.done = r.done;
+      out.ranks.push_back(rs);
+    }
+    return out;
   }
   void ranks(int n, bool started) {
     code.clear();
@@ -282,7 +300,7 @@ TEST(DebugCourse, AbandonTellsEveryStopWaitAndTheRecoverWhy) {
   other.code = starting;
   course.recovering(2, 2, other.view(), out);
   out.clear();
-  course.abandon("the job ended (failed)", out);
+  course.abandon("the job ended (failed)", job.view(), out);
   auto got = answers(out);
   ASSERT_EQ(got.size(), 2u);
   for (const auto& a : got) {
@@ -291,8 +309,130 @@ TEST(DebugCourse, AbandonTellsEveryStopWaitAndTheRecoverWhy) {
   }
   EXPECT_EQ(course.owed(), 0u);
   out.clear();
-  course.abandon("again", out);
+  course.abandon("again", job.view(), out);
   EXPECT_TRUE(out.empty());
+}
+
+std::vector<debug::AnswerRun> run_answers(const DebugEffects& out) {
+  std::vector<debug::AnswerRun> got;
+  for (const auto& e : out)
+    if (const auto* a = std::get_if<debug::AnswerRun>(&e)) got.push_back(*a);
+  return got;
+}
+
+TEST(DebugCourse, ARunIsAnsweredOnceEveryRankStartedAndItsWaitsOnceItEnded) {
+  Job job;
+  job.runs[3].add(0, "pod-0");
+  job.runs[3].add(1, "pod-1");
+  DebugCourse course;
+  DebugEffects out;
+  course.run_opened(3, 11, out);
+  ASSERT_EQ(out.size(), 1u);
+  const auto* timer = std::get_if<debug::ArmRunStartTimer>(&out[0]);
+  ASSERT_TRUE(timer);
+  EXPECT_EQ(timer->run, 3);
+  EXPECT_EQ(timer->after, DebugCourse::kStartTimeout);
+  job.runs[3].mark_started(0, 50);
+  out.clear();
+  course.on_run_progress(job.status(3), out);
+  EXPECT_TRUE(out.empty());
+  job.runs[3].mark_done(1, 127, 0, "");  // ended before it started: it will not start
+  course.on_run_progress(job.status(3), out);
+  auto got = run_answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reply, 11u);
+  EXPECT_EQ(got[0].code, ReplyCode::ok);
+  EXPECT_EQ(got[0].status.run, 3);
+  // Two run_waits; the run ends: both hear its end, oldest first.
+  out.clear();
+  course.await_run(3, 12, std::chrono::seconds(5), out);
+  course.await_run(3, 13, Millis(0), out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<debug::ArmRunWaitTimer>(out[1]).after, Millis(1));  // never 0
+  const auto first_waiter = std::get<debug::ArmRunWaitTimer>(out[0]).waiter;
+  job.runs[3].mark_done(0, 0, 0, "");
+  out.clear();
+  course.on_run_progress(job.status(3), out);
+  got = run_answers(out);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].reply, 12u);
+  EXPECT_EQ(got[1].reply, 13u);
+  EXPECT_TRUE(got[0].status.done);
+  out.clear();
+  course.on_run_wait_timer(first_waiter, job.view(), out);  // answered: nothing
+  course.on_run_start_timer(3, job.view(), out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(course.owed(), 0u);
+}
+
+TEST(DebugCourse, ARunWaitsDeadlineAnswersTheRunAsItIsOrThatItWasDropped) {
+  Job job;
+  job.runs[4].add(0, "pod-0");
+  job.runs[4].mark_started(0, 50);
+  DebugCourse course;
+  DebugEffects out;
+  course.await_run(4, 21, std::chrono::seconds(2), out);
+  course.await_run(4, 22, std::chrono::seconds(9), out);
+  const auto w1 = std::get<debug::ArmRunWaitTimer>(out[0]).waiter;
+  const auto w2 = std::get<debug::ArmRunWaitTimer>(out[1]).waiter;
+  out.clear();
+  course.on_run_wait_timer(w1, job.view(), out);
+  auto got = run_answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].reply, 21u);
+  EXPECT_EQ(got[0].code, ReplyCode::ok);
+  EXPECT_FALSE(got[0].status.done);
+  job.runs.erase(4);  // ended and dropped from the history meanwhile
+  out.clear();
+  course.on_run_wait_timer(w2, job.view(), out);
+  got = run_answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].code, ReplyCode::failed);
+  EXPECT_EQ(got[0].text, "run 4 was dropped");
+}
+
+TEST(DebugCourse, ARunsStartTimerNamesTheRanksThatDidNotStart) {
+  Job job;
+  for (int r = 0; r < 3; ++r) job.runs[5].add(r, "pod-0");
+  job.runs[5].mark_started(1, 50);
+  DebugCourse course;
+  DebugEffects out;
+  course.run_opened(5, 31, out);
+  out.clear();
+  course.on_run_start_timer(6, job.view(), out);  // another run's: nothing
+  EXPECT_TRUE(out.empty());
+  course.on_run_start_timer(5, job.view(), out);
+  auto got = run_answers(out);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].code, ReplyCode::failed);
+  EXPECT_EQ(got[0].text, "ranks 0,2 did not start within 30s");
+  EXPECT_EQ(got[0].status.ranks.size(), 3u);
+  out.clear();
+  job.runs[5].mark_started(0, 51);
+  job.runs[5].mark_started(2, 52);
+  course.on_run_progress(job.status(5), out);  // answered already: once
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(DebugCourse, AbandonTellsEveryRunStartAndRunWaitWhy) {
+  Job job;
+  job.runs[1].add(0, "pod-0");
+  DebugCourse course;
+  DebugEffects out;
+  course.run_opened(1, 41, out);
+  course.await_run(1, 42, std::chrono::seconds(5), out);
+  out.clear();
+  course.abandon("the supervisor failed: boom", job.view(), out);
+  auto got = run_answers(out);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].reply, 41u);
+  EXPECT_EQ(got[0].status.run, 1);  // the start hears the run as it was
+  EXPECT_EQ(got[1].reply, 42u);
+  for (const auto& a : got) {
+    EXPECT_EQ(a.code, ReplyCode::failed);
+    EXPECT_EQ(a.text, "the supervisor failed: boom");
+  }
+  EXPECT_EQ(course.owed(), 0u);
 }
 
 TEST(ReplyBook, EachReplyIsTakenOnceAndTheRestOldestFirst) {

@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Replies and members are plain strings here.
-using Runs = atl::supervisor::DebugRuns<std::string, std::string>;
+using Runs = atl::supervisor::DebugRuns<std::string>;
 using Pairs = std::vector<std::pair<std::int32_t, std::int32_t>>;
 
 std::vector<std::pair<std::int32_t, std::string>> on(std::vector<std::pair<int, std::string>> v) {

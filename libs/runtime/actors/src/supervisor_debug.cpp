@@ -38,6 +38,12 @@ DebugView debug_view(const State& st) {
     const DebugRun* run = st.debug.find(id);
     return run ? &run->ranks : nullptr;
   };
+  view.status = [&st](RunId id) { return run_status(*st.debug.find(id)); };
+  view.gone = [&st](RunId id) {
+    return st.debug.fate(id) == Fate::dropped
+               ? dropped_record_line("run", id, st.config.finished_kept, "ended runs")
+               : "there is no run " + std::to_string(id);
+  };
   return view;
 }
 
@@ -55,20 +61,24 @@ void perform(Actor* self, const DebugEffects& effects) {
     } else if (const auto* r = std::get_if<debug::ArmRecoverTimer>(&effect)) {
       self->delayed_send(self, r->after, timeout_atom::value,
                          static_cast<std::int32_t>(kRecoverStartTimer), r->attempt);
+    } else if (const auto* a = std::get_if<debug::AnswerRun>(&effect)) {
+      if (auto reply = st.run_replies.take(a->reply); reply && reply->pending())
+        reply->deliver(wire(a->code), a->text, a->status);
+    } else if (const auto* t = std::get_if<debug::ArmRunStartTimer>(&effect)) {
+      self->delayed_send(self, t->after, timeout_atom::value,
+                         static_cast<std::int32_t>(kStartTimer), t->run);
+    } else if (const auto* w = std::get_if<debug::ArmRunWaitTimer>(&effect)) {
+      self->delayed_send(self, w->after, expire_atom::value,
+                         static_cast<std::int32_t>(kRunWaitTimer), w->waiter);
     }
   }
 }
 
-void maybe_answer_start(DebugRun& run) {
-  if (run.start_answered || !run.ranks.all_started()) return;
-  run.start_answered = true;
-  run.started_reply.deliver(wire(ReplyCode::ok), std::string(), run_status(run));
-}
-
-void answer_run_waiters(State& st, DebugRun& run) {
-  const RunStatus status = run_status(run);
-  for (auto& p : st.run_waiters.take(run.id))
-    if (p.pending()) p.deliver(wire(ReplyCode::ok), std::string(), status);
+// A rank of `run` started or ended: who waits for it may be answered.
+void on_run_progress(Actor* self, const DebugRun& run) {
+  DebugEffects out;
+  self->state.course.on_run_progress(run_status(run), out);
+  perform(self, out);
 }
 
 }  // namespace
@@ -177,16 +187,16 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
     ranks_on_pods.emplace_back(rank, pod);
     per_pod[pod].push_back(std::move(launch));
   }
-  DebugRun& run = st.debug.open(tracked, is_check, label, deadline, ranks_on_pods);
-  run.started_reply = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-  auto reply = run.started_reply;
+  st.debug.open(tracked, is_check, label, deadline, ranks_on_pods);
+  auto reply = self->make_response_promise<std::int32_t, std::string, RunStatus>();
+  DebugEffects out;
+  st.course.run_opened(id, st.run_replies.keep(reply), out);
+  perform(self, out);
   for (auto& [pod, launches] : per_pod)
     self->send(st.pods.registry().at(pod).agent, run_atom::value, std::move(launches),
                st.config.sink);
   if (tracked) st.controller.apply(JobEvent::debug_run);
   st.log->info("debug run {}{}: {}", id, tracked ? "" : " (-f)", label);
-  self->delayed_send(self, kStartTimeout, timeout_atom::value,
-                     static_cast<std::int32_t>(kStartTimer), id);
   if (deadline.count() > 0)
     self->delayed_send(self, deadline, timeout_atom::value,
                        static_cast<std::int32_t>(kRunDeadlineTimer), id);
@@ -335,9 +345,9 @@ RunResult await_run(Actor* self, std::int32_t id, std::int64_t timeout_ms) {
   }
   if (found->ranks.all_done()) return {wire(ReplyCode::ok), std::string(), run_status(*found)};
   auto promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-  WaiterId waiter = st.run_waiters.add(id, promise);
-  self->delayed_send(self, std::chrono::milliseconds(std::max<std::int64_t>(timeout_ms, 1)),
-                     expire_atom::value, static_cast<std::int32_t>(kRunWaitTimer), waiter);
+  DebugEffects out;
+  st.course.await_run(id, st.run_replies.keep(promise), std::chrono::milliseconds(timeout_ms), out);
+  perform(self, out);
   return promise;
 }
 
@@ -379,7 +389,7 @@ void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId
   DebugRun* run = self->state.debug.find(id.run);
   if (!run) return;
   run->ranks.mark_started(id.rank, started.pid);
-  maybe_answer_start(*run);
+  on_run_progress(self, *run);
 }
 
 void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
@@ -407,9 +417,8 @@ void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
                            (exit.error.empty() ? status.describe() : exit.error) +
                            ") before joining the allreduce");
   }
-  maybe_answer_start(run);
+  on_run_progress(self, run);
   if (run.ranks.all_done()) {
-    answer_run_waiters(self->state, run);
     // Its series leave /metrics (folded into the ended runs'), and `run`
     // moves into the history: not used after. What the history drops
     // leaves the sink too (files, links).
@@ -423,19 +432,9 @@ void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
 }
 
 void on_run_wait_timer(Actor* self, WaiterId waiter) {
-  auto& st = self->state;
-  auto expired = st.run_waiters.expire(waiter);
-  if (!expired) return;  // answered meanwhile
-  auto& [id, reply] = *expired;
-  const DebugRun* run = st.debug.find(id);
-  if (!reply.pending()) return;
-  if (run) {
-    reply.deliver(wire(ReplyCode::ok), std::string(), run_status(*run));
-  } else {  // ended and dropped from the history while this poll waited
-    reply.deliver(wire(ReplyCode::failed),
-                  dropped_record_line("run", id, st.config.finished_kept, "ended runs"),
-                  RunStatus{});
-  }
+  DebugEffects out;
+  self->state.course.on_run_wait_timer(waiter, debug_view(self->state), out);
+  perform(self, out);
 }
 
 void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
@@ -470,15 +469,12 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
       perform(self, out);
       break;
     }
-    case kStartTimer:
-      if (DebugRun* run = st.debug.live(arg); run && !run->start_answered) {
-        run->start_answered = true;
-        run->started_reply.deliver(wire(ReplyCode::failed),
-                                   pending_ranks(run->ranks, true) + " did not start within " +
-                                       format_duration(kStartTimeout),
-                                   run_status(*run));
-      }
+    case kStartTimer: {
+      DebugEffects out;
+      st.course.on_run_start_timer(arg, debug_view(st), out);
+      perform(self, out);
       break;
+    }
   }
 }
 
@@ -486,23 +482,15 @@ void answer_owed_replies(Actor* self, const std::string& why) {
   auto& st = self->state;
   const std::int32_t failed = wire(ReplyCode::failed);
   DebugEffects out;
-  st.course.abandon(why, out);
+  st.course.abandon(why, debug_view(st), out);
   perform(self, out);
   for (auto& [id, reply] : st.task_starts)
     if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
   st.task_starts.clear();
   for (auto& reply : st.task_waiters.take_all())
     if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
-  for (auto& reply : st.run_waiters.take_all())
-    if (reply.pending()) reply.deliver(failed, why, RunStatus{});
   for (auto& reply : st.named.take_all_pending())
     if (reply.pending()) reply.deliver(failed, why);
-  st.debug.for_each_live([&](std::int32_t, DebugRun& run) {
-    if (!run.start_answered) {
-      run.start_answered = true;
-      if (run.started_reply.pending()) run.started_reply.deliver(failed, why, run_status(run));
-    }
-  });
 }
 
 }  // namespace atl::supervisor

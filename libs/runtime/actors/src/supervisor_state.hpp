@@ -101,8 +101,8 @@ using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
 // One `atlctl run`/check/burn: the command on some ranks, each with a stream
 // of its own; answered once all started (started_reply).
-using DebugRun = BasicDebugRun<RunPromise, RunMember>;
-using Runs = DebugRuns<RunPromise, RunMember>;
+using DebugRun = BasicDebugRun<RunMember>;
+using Runs = DebugRuns<RunMember>;
 
 struct State {
   SupervisorConfig config;
@@ -124,12 +124,13 @@ struct State {
   caf::actor ray_head;  // ray mode: `ray start --head` on this pod
 
   // atlctl's debug commands: every run not yet ended and the newest
-  // config.finished_kept ended ones, check verdicts; stop and recover as
-  // operations (the course holds their callers as ReplyIds, kept in `replies`).
+  // config.finished_kept ended ones, check verdicts; stop, recover and the
+  // runs' starts and waits as operations (the course holds their callers as
+  // ReplyIds, whose promises are kept in `replies` and `run_replies`).
   Runs debug;
-  WaiterSet<std::int32_t, RunPromise> run_waiters;  // run_wait long polls, by run
   DebugCourse course;
   ReplyBook<Promise> replies;
+  ReplyBook<RunPromise> run_replies;
 
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;

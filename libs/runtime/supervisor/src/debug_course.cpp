@@ -1,5 +1,7 @@
 #include "atl/supervisor/debug_course.hpp"
 
+#include <algorithm>
+
 #include "atl/core/log_stream.hpp"
 
 namespace atl::supervisor {
@@ -128,6 +130,59 @@ void DebugCourse::on_recover_timer(std::int32_t attempt, const DebugView& view, 
   recover_.reset();
 }
 
+void DebugCourse::run_opened(RunId run, ReplyId reply, DebugEffects& out) {
+  run_starts_[run] = reply;
+  out.push_back(debug::ArmRunStartTimer{run, kStartTimeout});
+}
+
+void DebugCourse::await_run(RunId run, ReplyId reply, Millis timeout, DebugEffects& out) {
+  const WaiterId waiter = run_waiters_.add(run, reply);
+  out.push_back(debug::ArmRunWaitTimer{waiter, std::max(timeout, Millis(1))});
+}
+
+namespace {
+
+bool all_started(const RunStatus& status) {
+  for (const auto& r : status.ranks)
+    if (!r.started && !r.done) return false;
+  return true;
+}
+
+}  // namespace
+
+void DebugCourse::on_run_progress(const RunStatus& status, DebugEffects& out) {
+  if (auto start = run_starts_.find(status.run);
+      start != run_starts_.end() && all_started(status)) {
+    out.push_back(debug::AnswerRun{start->second, ReplyCode::ok, "", status});
+    run_starts_.erase(start);
+  }
+  if (status.done)
+    for (ReplyId reply : run_waiters_.take(status.run))
+      out.push_back(debug::AnswerRun{reply, ReplyCode::ok, "", status});
+}
+
+void DebugCourse::on_run_start_timer(RunId run, const DebugView& view, DebugEffects& out) {
+  auto start = run_starts_.find(run);
+  if (start == run_starts_.end()) return;  // answered meanwhile
+  const RankTable* ranks = view.run(run);
+  out.push_back(debug::AnswerRun{start->second, ReplyCode::failed,
+                                 (ranks ? pending_ranks(*ranks, true) : view.gone(run)) +
+                                     " did not start within " + format_duration(kStartTimeout),
+                                 ranks ? view.status(run) : RunStatus{}});
+  run_starts_.erase(start);
+}
+
+void DebugCourse::on_run_wait_timer(WaiterId waiter, const DebugView& view, DebugEffects& out) {
+  auto expired = run_waiters_.expire(waiter);
+  if (!expired) return;  // answered meanwhile
+  const auto& [run, reply] = *expired;
+  if (view.run(run)) {
+    out.push_back(debug::AnswerRun{reply, ReplyCode::ok, "", view.status(run)});
+  } else {  // ended and dropped from the history while this poll waited
+    out.push_back(debug::AnswerRun{reply, ReplyCode::failed, view.gone(run), RunStatus{}});
+  }
+}
+
 void DebugCourse::on_progress(const DebugView& view, DebugEffects& out) {
   if (recover_ && view.code->all_started()) {
     out.push_back(debug::Answer{recover_->reply, ReplyCode::ok, ""});
@@ -139,12 +194,18 @@ void DebugCourse::on_progress(const DebugView& view, DebugEffects& out) {
   if (stopping_ && stop_complete(view)) settle_stop(ReplyCode::ok, "", out);
 }
 
-void DebugCourse::abandon(const std::string& why, DebugEffects& out) {
+void DebugCourse::abandon(const std::string& why, const DebugView& view, DebugEffects& out) {
   settle_stop(ReplyCode::failed, why, out);
   if (recover_) {
     out.push_back(debug::Answer{recover_->reply, ReplyCode::failed, why});
     recover_.reset();
   }
+  for (const auto& [run, reply] : run_starts_)
+    out.push_back(debug::AnswerRun{reply, ReplyCode::failed, why,
+                                   view.run(run) ? view.status(run) : RunStatus{}});
+  run_starts_.clear();
+  for (ReplyId reply : run_waiters_.take_all())
+    out.push_back(debug::AnswerRun{reply, ReplyCode::failed, why, RunStatus{}});
 }
 
 void DebugCourse::settle_stop(ReplyCode code, const std::string& text, DebugEffects& out) {

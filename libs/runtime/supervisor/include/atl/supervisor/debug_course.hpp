@@ -11,6 +11,10 @@
 // started, or failed by its timer (an older attempt's timer finds itself
 // moot). The gates say in one line what is still stopping.
 //
+// A debug run (`atlctl run`, check, burn) is answered once every rank
+// started (or failed by its start timer); each run_wait long poll once the
+// run has ended, or at its own deadline with the run as it is.
+//
 // The course holds ReplyIds, never promises: its answers and timers come back
 // as data (DebugEffects, in order) for the shell to perform. What it needs of
 // the job at each input is a DebugView: the course runs in its tests without
@@ -20,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -31,9 +36,11 @@
 #include "atl/core/rank_table.hpp"
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/reply_code.hpp"
+#include "atl/core/run_status.hpp"
 #include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/user_code.hpp"
+#include "atl/supervisor/waiter_set.hpp"
 
 namespace atl::supervisor {
 
@@ -54,6 +61,10 @@ struct DebugView {
   RayProcesses ray;
   // The ranks of a debug run, null when it is unknown or dropped.
   std::function<const RankTable*(RunId)> run;
+  // A run's status as run_wait answers it (a run `run` finds), and the line
+  // for one it does not find (dropped from the history).
+  std::function<RunStatus(RunId)> status;
+  std::function<std::string(RunId)> gone;
 };
 
 namespace debug {
@@ -73,9 +84,27 @@ struct ArmRecoverTimer {
   std::int32_t attempt = 0;
   Millis after{0};
 };
+// Answer a run's start or a run_wait kept as `reply` (a run's own book).
+struct AnswerRun {
+  ReplyId reply = 0;
+  ReplyCode code = ReplyCode::ok;
+  std::string text;
+  RunStatus status;
+};
+// on_run_start_timer(run) after `after`.
+struct ArmRunStartTimer {
+  RunId run = 0;
+  Millis after{0};
+};
+// on_run_wait_timer(waiter) after `after`.
+struct ArmRunWaitTimer {
+  WaiterId waiter = 0;
+  Millis after{0};
+};
 }  // namespace debug
 
-using DebugEffect = std::variant<debug::Answer, debug::ArmStopTimer, debug::ArmRecoverTimer>;
+using DebugEffect = std::variant<debug::Answer, debug::ArmStopTimer, debug::ArmRecoverTimer,
+                                 debug::AnswerRun, debug::ArmRunStartTimer, debug::ArmRunWaitTimer>;
 using DebugEffects = std::vector<DebugEffect>;
 
 // "ranks 0,3" (or "the driver", "the driver and ranks ray-head") of `ranks`
@@ -126,15 +155,31 @@ class DebugCourse {
   void recovering(ReplyId reply, std::int32_t attempt, const DebugView& view, DebugEffects& out);
   void on_recover_timer(std::int32_t attempt, const DebugView& view, DebugEffects& out);
 
-  // --- both ------------------------------------------------------------------
+  // --- debug runs ------------------------------------------------------------
+
+  // Run `run` was opened for the caller kept as `reply` (a run's own book):
+  // answered once every rank started, or failed after kStartTimeout.
+  void run_opened(RunId run, ReplyId reply, DebugEffects& out);
+  // A run_wait on `run` (not ended yet), kept as `reply`: answered when it
+  // ends, or after `timeout` with the run as it is then.
+  void await_run(RunId run, ReplyId reply, Millis timeout, DebugEffects& out);
+  // A rank of `status`'s run started or ended.
+  void on_run_progress(const RunStatus& status, DebugEffects& out);
+  void on_run_start_timer(RunId run, const DebugView& view, DebugEffects& out);
+  void on_run_wait_timer(WaiterId waiter, const DebugView& view, DebugEffects& out);
+
+  // --- all -------------------------------------------------------------------
 
   // A rank of user code or of a debug run started or ended.
   void on_progress(const DebugView& view, DebugEffects& out);
-  // The job ended, or the supervisor is going down: every stop_wait and the
-  // recover still owed hear `why` (failed).
-  void abandon(const std::string& why, DebugEffects& out);
+  // The job ended, or the supervisor is going down: every stop_wait, the
+  // recover, every run's start and every run_wait still owed hear `why`
+  // (failed).
+  void abandon(const std::string& why, const DebugView& view, DebugEffects& out);
 
-  std::size_t owed() const { return stop_waiters_.size() + (recover_ ? 1 : 0); }
+  std::size_t owed() const {
+    return stop_waiters_.size() + (recover_ ? 1 : 0) + run_starts_.size() + run_waiters_.size();
+  }
 
  private:
   void settle_stop(ReplyCode code, const std::string& text, DebugEffects& out);
@@ -150,6 +195,8 @@ class DebugCourse {
     std::int32_t attempt = 0;
   };
   std::optional<Recover> recover_;
+  std::map<RunId, ReplyId> run_starts_;    // runs whose start is not answered yet
+  WaiterSet<RunId, ReplyId> run_waiters_;  // run_wait long polls, by run
 };
 
 }  // namespace atl::supervisor

@@ -5,9 +5,9 @@
 // without a walk; and the latest check verdict of each pod. (atlctl stop and
 // recover as operations: DebugCourse.)
 //
-// Plain C++: `Reply` is what the shell answers a run's start with (a CAF
-// response promise in the supervisor, a string in the tests) and `Member`
-// one allreduce member's hello with whatever the shell answers it through.
+// Plain C++: `Member` is one allreduce member's hello with whatever the
+// shell answers it through. (Who waits for a run's start or end, and their
+// answers: DebugCourse.)
 #pragma once
 
 #include <chrono>
@@ -45,7 +45,7 @@ struct RunFigure {
 inline constexpr std::size_t kFiguresPerRun = 20000;
 inline constexpr std::size_t kRunsWithFigures = 8;
 
-template <class Reply, class MemberT>
+template <class MemberT>
 struct BasicDebugRun {
   using Member = MemberT;
   RunId id = 0;
@@ -53,8 +53,6 @@ struct BasicDebugRun {
   bool is_check = false;  // atlctl check: its verdicts feed the taint candidates
   std::string command;
   RankTable ranks;  // rank -> record
-  Reply started_reply{};
-  bool start_answered = false;
   // A burn or check allreduce: each member's hello (rank -> member). Answered once.
   std::map<std::int32_t, MemberT> hellos;
   bool rendezvous_answered = false;
@@ -78,10 +76,10 @@ struct CheckVerdict {
   std::string reason;
 };
 
-template <class Reply, class Member>
+template <class Member>
 class DebugRuns {
  public:
-  using Run = BasicDebugRun<Reply, Member>;
+  using Run = BasicDebugRun<Member>;
 
   explicit DebugRuns(std::size_t finished_kept = kDefaultFinishedKept,
                      std::size_t rank_records_kept = kDefaultRankRecordsKept)
