@@ -241,7 +241,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.terminals = TerminalBook(st.config.web_terminal);
-  st.tasks = TaskBook(st.config.finished_kept);
+  st.tasks = TaskCourse(st.config.finished_kept);
   st.debug = Runs(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.

@@ -484,11 +484,7 @@ void answer_owed_replies(Actor* self, const std::string& why) {
   DebugEffects out;
   st.course.abandon(why, debug_view(st), out);
   perform(self, out);
-  for (auto& [id, reply] : st.task_starts)
-    if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
-  st.task_starts.clear();
-  for (auto& reply : st.task_waiters.take_all())
-    if (reply.pending()) reply.deliver(failed, why, TaskStatus{});
+  abandon_tasks(self, why);
   for (auto& reply : st.named.take_all_pending())
     if (reply.pending()) reply.deliver(failed, why);
 }

@@ -48,7 +48,7 @@
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/reply_book.hpp"
-#include "atl/supervisor/task_book.hpp"
+#include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
 #include "atl/supervisor/waiter_set.hpp"
@@ -150,11 +150,10 @@ struct State {
   PlacementGroups groups;
   WaiterSet<std::int64_t, Promise> group_waiters;  // pg_wait long polls, by group
 
-  // The driver's tasks (a command on a worker, in a bundle or on a pod); who
-  // waits for a task to start (one each) and for it to end (long polls).
-  TaskBook tasks;
-  std::map<TaskId, TaskPromise> task_starts;
-  WaiterSet<TaskId, TaskPromise> task_waiters;
+  // The driver's tasks (a command on a worker, in a bundle or on a pod) and
+  // who waits for a task to start or end (as ReplyIds: their promises here).
+  TaskCourse tasks;
+  ReplyBook<TaskPromise> task_replies;
 
   // Named actors: hosted by any process of the job, called through here.
   Actors named;
@@ -310,6 +309,8 @@ void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
 void on_pod_lost_tasks(Actor* self, const std::string& pod);
 // A line on a task's control channel: "result <text>" is its result.
 void on_task_note(Actor* self, const ProcessNote& note, std::int32_t id);
+// Every task start and task_wait still owed hears `why` (failed).
+void abandon_tasks(Actor* self, const std::string& why);
 
 // Named actors (supervisor_actors.cpp).
 Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,
