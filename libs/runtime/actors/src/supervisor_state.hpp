@@ -44,6 +44,7 @@
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/liveness.hpp"
+#include "atl/supervisor/placement_book.hpp"
 #include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
@@ -147,8 +148,8 @@ struct State {
   std::unique_ptr<os::JournalWriter> journal;
 
   // Placement groups (driver mode): the table, and who waits for which group.
-  PlacementGroups groups;
-  WaiterSet<std::int64_t, Promise> group_waiters;  // pg_wait long polls, by group
+  PlacementBook groups;
+  ReplyBook<Promise> group_replies;  // pg_wait long polls (the book holds their ids)
 
   // The driver's tasks (a command on a worker, in a bundle or on a pod) and
   // who waits for a task to start or end (as ReplyIds: their promises here).

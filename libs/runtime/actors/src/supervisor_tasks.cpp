@@ -79,7 +79,7 @@ TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle,
       return task_usage("task env: " + quote(e) + " is not KEY=VALUE");
   std::string pod;
   if (group > 0) {
-    const PlacementGroup* g = st.groups.find(group);
+    const PlacementGroup* g = st.groups.groups().find(group);
     if (!g) return task_usage("no placement group " + std::to_string(group));
     if (g->state != GroupState::created)
       return task_refused("placement group " + std::to_string(group) + " is " +
