@@ -348,8 +348,8 @@ TEST(DebugCourse, ARunIsAnsweredOnceEveryRankStartedAndItsWaitsOnceItEnded) {
   course.await_run(3, 12, std::chrono::seconds(5), out);
   course.await_run(3, 13, Millis(0), out);
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(std::get<debug::ArmRunWaitTimer>(out[1]).after, Millis(1));  // never 0
-  const auto first_waiter = std::get<debug::ArmRunWaitTimer>(out[0]).waiter;
+  EXPECT_EQ(std::get<debug::ArmWaitTimer>(out[1]).after, Millis(1));  // never 0
+  const auto first_waiter = std::get<debug::ArmWaitTimer>(out[0]).waiter;
   job.runs[3].mark_done(0, 0, 0, "");
   out.clear();
   course.on_run_progress(job.status(3), out);
@@ -373,8 +373,8 @@ TEST(DebugCourse, ARunWaitsDeadlineAnswersTheRunAsItIsOrThatItWasDropped) {
   DebugEffects out;
   course.await_run(4, 21, std::chrono::seconds(2), out);
   course.await_run(4, 22, std::chrono::seconds(9), out);
-  const auto w1 = std::get<debug::ArmRunWaitTimer>(out[0]).waiter;
-  const auto w2 = std::get<debug::ArmRunWaitTimer>(out[1]).waiter;
+  const auto w1 = std::get<debug::ArmWaitTimer>(out[0]).waiter;
+  const auto w2 = std::get<debug::ArmWaitTimer>(out[1]).waiter;
   out.clear();
   course.on_run_wait_timer(w1, job.view(), out);
   auto got = run_answers(out);

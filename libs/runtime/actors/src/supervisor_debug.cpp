@@ -53,8 +53,7 @@ void perform(Actor* self, const DebugEffects& effects) {
   auto& st = self->state;
   for (const auto& effect : effects) {
     if (const auto* a = std::get_if<debug::Answer>(&effect)) {
-      if (auto reply = st.replies.take(a->reply); reply && reply->pending())
-        reply->deliver(wire(a->code), a->text);
+      deliver(st.replies, *a);
     } else if (const auto* t = std::get_if<debug::ArmStopTimer>(&effect)) {
       self->delayed_send(self, t->after, timeout_atom::value,
                          static_cast<std::int32_t>(kDebugStopTimer), t->stop);
@@ -62,12 +61,11 @@ void perform(Actor* self, const DebugEffects& effects) {
       self->delayed_send(self, r->after, timeout_atom::value,
                          static_cast<std::int32_t>(kRecoverStartTimer), r->attempt);
     } else if (const auto* a = std::get_if<debug::AnswerRun>(&effect)) {
-      if (auto reply = st.run_replies.take(a->reply); reply && reply->pending())
-        reply->deliver(wire(a->code), a->text, a->status);
+      deliver(st.run_replies, *a);
     } else if (const auto* t = std::get_if<debug::ArmRunStartTimer>(&effect)) {
       self->delayed_send(self, t->after, timeout_atom::value,
                          static_cast<std::int32_t>(kStartTimer), t->run);
-    } else if (const auto* w = std::get_if<debug::ArmRunWaitTimer>(&effect)) {
+    } else if (const auto* w = std::get_if<debug::ArmWaitTimer>(&effect)) {
       self->delayed_send(self, w->after, expire_atom::value,
                          static_cast<std::int32_t>(kRunWaitTimer), w->waiter);
     }

@@ -82,10 +82,7 @@ void perform(Actor* self, HangEffects effects) {
     if (auto* e = std::get_if<hang::Record>(&effect)) {
       st.controller.record("hang", e->text);
     } else if (auto* e = std::get_if<hang::Say>(&effect)) {
-      if (e->warn)
-        st.log->warn("{}", e->text);
-      else
-        st.log->info("{}", e->text);
+      say(st, *e);
     } else if (auto* e = std::get_if<hang::TakeStacks>(&effect)) {
       const std::int32_t round = e->round;
       gather_stacks(

@@ -59,13 +59,12 @@ void perform(Actor* self, const PlacementEffects& effects) {
   auto& st = self->state;
   for (const auto& effect : effects) {
     if (const auto* a = std::get_if<placement::Answer>(&effect)) {
-      if (auto reply = st.group_replies.take(a->reply); reply && reply->pending())
-        reply->deliver(wire(a->code), a->text);
+      deliver(st.group_replies, *a);
     } else if (const auto* t = std::get_if<placement::ArmWaitTimer>(&effect)) {
       self->delayed_send(self, t->after, expire_atom::value,
                          static_cast<std::int32_t>(kGroupWaitTimer), t->waiter);
-    } else if (const auto* say = std::get_if<placement::Say>(&effect)) {
-      st.log->info("{}", say->text);
+    } else if (const auto* line = std::get_if<placement::Say>(&effect)) {
+      say(st, *line);
     } else if (const auto* stop = std::get_if<placement::StopTasks>(&effect)) {
       kill_tasks(self, stop->group, stop->why);
     }

@@ -38,6 +38,7 @@
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/actor_directory.hpp"
+#include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/bounded_history.hpp"
 #include "atl/supervisor/debug_course.hpp"
 #include "atl/supervisor/debug_runs.hpp"
@@ -174,6 +175,25 @@ struct State {
 };
 
 using Actor = caf::stateful_actor<State>;
+
+// An answer a piece gave to a request the shell kept in `book`: delivered
+// once (a promise taken already, or no longer pending, takes nothing).
+template <class Promise>
+void deliver(ReplyBook<Promise>& book, const Answer& a) {
+  if (auto p = book.take(a.reply); p && p->pending()) p->deliver(wire(a.code), a.text);
+}
+template <class Promise, class Status>
+void deliver(ReplyBook<Promise>& book, const AnswerWith<Status>& a) {
+  if (auto p = book.take(a.reply); p && p->pending()) p->deliver(wire(a.code), a.text, a.status);
+}
+// A piece's line in the head's log.
+inline void say(const State& st, const Say& line) {
+  if (line.warn) {
+    st.log->warn("{}", line.text);
+  } else {
+    st.log->info("{}", line.text);
+  }
+}
 
 // Shared between the halves.
 std::int64_t unix_ms_now();

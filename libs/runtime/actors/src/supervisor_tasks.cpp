@@ -38,8 +38,7 @@ void perform(Actor* self, const TaskEffects& effects) {
   auto& st = self->state;
   for (const auto& effect : effects) {
     if (const auto* a = std::get_if<task::Answer>(&effect)) {
-      if (auto reply = st.task_replies.take(a->reply); reply && reply->pending())
-        reply->deliver(wire(a->code), a->text, a->status);
+      deliver(st.task_replies, *a);
     } else if (const auto* t = std::get_if<task::ArmStartTimer>(&effect)) {
       self->delayed_send(self, t->after, timeout_atom::value,
                          static_cast<std::int32_t>(kTaskStartTimer), t->task);
@@ -52,12 +51,8 @@ void perform(Actor* self, const TaskEffects& effects) {
     } else if (const auto* f = std::get_if<task::Forget>(&effect)) {
       self->send(st.config.sink, forget_atom::value, static_cast<std::int32_t>(StreamKind::task),
                  f->tasks);
-    } else if (const auto* say = std::get_if<task::Say>(&effect)) {
-      if (say->warn) {
-        st.log->warn("{}", say->text);
-      } else {
-        st.log->info("{}", say->text);
-      }
+    } else if (const auto* line = std::get_if<task::Say>(&effect)) {
+      say(st, *line);
     }
   }
 }

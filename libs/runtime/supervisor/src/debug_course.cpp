@@ -137,7 +137,7 @@ void DebugCourse::run_opened(RunId run, ReplyId reply, DebugEffects& out) {
 
 void DebugCourse::await_run(RunId run, ReplyId reply, Millis timeout, DebugEffects& out) {
   const WaiterId waiter = run_waiters_.add(run, reply);
-  out.push_back(debug::ArmRunWaitTimer{waiter, std::max(timeout, Millis(1))});
+  out.push_back(debug::ArmWaitTimer{waiter, std::max(timeout, Millis(1))});
 }
 
 namespace {

@@ -66,10 +66,11 @@ placement::Answer PlacementBook::create(const std::string& name, const std::stri
   auto id = groups_.create(std::move(spec), now_ms);
   if (!id) return usage(id.error());
   const PlacementGroup* g = groups_.find(*id);
-  out.push_back(placement::Say{
-      "placement group " + std::to_string(*id) + " (" + std::string(to_string(g->spec.strategy)) +
-      " " + std::to_string(g->spec.bundles.size()) +
-      " bundles): " + std::string(to_string(g->state)) + (g->why.empty() ? "" : ": " + g->why)});
+  out.push_back(placement::Say{false, "placement group " + std::to_string(*id) + " (" +
+                                          std::string(to_string(g->spec.strategy)) + " " +
+                                          std::to_string(g->spec.bundles.size()) +
+                                          " bundles): " + std::string(to_string(g->state)) +
+                                          (g->why.empty() ? "" : ": " + g->why)});
   // The deadline is met by refresh (the liveness tick).
   return {0, ReplyCode::ok, dump(group_json(*g))};
 }
@@ -105,7 +106,7 @@ placement::Answer PlacementBook::remove(std::int64_t id, const PlacementNodes& n
                                         std::int64_t now_ms, PlacementEffects& out) {
   auto done = groups_.remove(id);
   if (!done) return {0, ReplyCode::refused, done.error()};
-  out.push_back(placement::Say{"placement group " + std::to_string(id) + " removed"});
+  out.push_back(placement::Say{false, "placement group " + std::to_string(id) + " removed"});
   out.push_back(placement::StopTasks{id, "placement group " + std::to_string(id) + " was removed"});
   answer_waiters(id, out);
   refresh(nodes, now_ms, out);  // what it held may place others
@@ -157,9 +158,9 @@ void PlacementBook::answer_waiters(std::int64_t group, PlacementEffects& out) {
 void PlacementBook::apply(const std::vector<GroupChange>& changes, PlacementEffects& out) {
   for (const auto& c : changes) {
     const PlacementGroup* g = groups_.find(c.id);
-    out.push_back(placement::Say{"placement group " + std::to_string(c.id) + " " +
-                                 std::string(to_string(c.state)) +
-                                 (g && !g->why.empty() ? ": " + g->why : std::string())});
+    out.push_back(placement::Say{
+        false, "placement group " + std::to_string(c.id) + " " + std::string(to_string(c.state)) +
+                   (g && !g->why.empty() ? ": " + g->why : std::string())});
     answer_waiters(c.id, out);
   }
 }

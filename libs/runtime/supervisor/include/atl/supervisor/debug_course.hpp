@@ -37,6 +37,7 @@
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/run_status.hpp"
+#include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -68,12 +69,12 @@ struct DebugView {
 };
 
 namespace debug {
-// Answer the request kept as `reply`.
-struct Answer {
-  ReplyId reply = 0;
-  ReplyCode code = ReplyCode::ok;
-  std::string text;
-};
+// Answer a stop_wait or a recover (Answer), or a run's start or run_wait with
+// the run's status (AnswerRun, the runs' own book); a run_wait's deadline
+// (ArmWaitTimer).
+using supervisor::Answer;
+using AnswerRun = AnswerWith<RunStatus>;
+using supervisor::ArmWaitTimer;
 // on_stop_timer(stop) after `after`.
 struct ArmStopTimer {
   StopId stop = 0;
@@ -84,27 +85,15 @@ struct ArmRecoverTimer {
   std::int32_t attempt = 0;
   Millis after{0};
 };
-// Answer a run's start or a run_wait kept as `reply` (a run's own book).
-struct AnswerRun {
-  ReplyId reply = 0;
-  ReplyCode code = ReplyCode::ok;
-  std::string text;
-  RunStatus status;
-};
 // on_run_start_timer(run) after `after`.
 struct ArmRunStartTimer {
   RunId run = 0;
   Millis after{0};
 };
-// on_run_wait_timer(waiter) after `after`.
-struct ArmRunWaitTimer {
-  WaiterId waiter = 0;
-  Millis after{0};
-};
 }  // namespace debug
 
 using DebugEffect = std::variant<debug::Answer, debug::ArmStopTimer, debug::ArmRecoverTimer,
-                                 debug::AnswerRun, debug::ArmRunStartTimer, debug::ArmRunWaitTimer>;
+                                 debug::AnswerRun, debug::ArmRunStartTimer, debug::ArmWaitTimer>;
 using DebugEffects = std::vector<DebugEffect>;
 
 // "ranks 0,3" (or "the driver", "the driver and ranks ray-head") of `ranks`

@@ -26,6 +26,7 @@
 #include "atl/core/collectives.hpp"
 #include "atl/core/process_messages.hpp"
 #include "atl/core/stacks.hpp"
+#include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/hang_watch.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
 
@@ -51,10 +52,7 @@ struct Record {
   std::string text;
 };
 // A line for the head's log (a warning when `warn`).
-struct Say {
-  bool warn = false;
-  std::string text;
-};
+using supervisor::Say;
 // Every pod of the attempt takes its ranks' stacks and answers with them
 // (on_stacks with this round); `no_stop`: ranks seen computing, whose stacks
 // are read only where that stops nothing.

@@ -24,27 +24,17 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/placement.hpp"
 #include "atl/core/reply_code.hpp"
+#include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/waiter_set.hpp"
 
 namespace atl::supervisor {
 
 namespace placement {
-// An answer: to the pg_wait kept as `reply`, or (reply 0) the request's own.
-struct Answer {
-  ReplyId reply = 0;
-  ReplyCode code = ReplyCode::ok;
-  std::string text;
-};
-// on_wait_timer(waiter) after `after`.
-struct ArmWaitTimer {
-  WaiterId waiter = 0;
-  Millis after{0};
-};
-// A line for the head's log.
-struct Say {
-  std::string text;
-};
+// An answer (to a pg_wait, or the request's own), a pg_wait's deadline, a line.
+using supervisor::Answer;
+using supervisor::ArmWaitTimer;
+using supervisor::Say;
 // The tasks of `group` (0: every task) stop: their bundle, or the attempt, is gone.
 struct StopTasks {
   std::int64_t group = 0;

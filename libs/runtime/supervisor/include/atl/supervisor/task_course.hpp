@@ -25,6 +25,7 @@
 #include "atl/core/duration.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/task_status.hpp"
+#include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/refusal.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/task_book.hpp"
@@ -33,21 +34,14 @@
 namespace atl::supervisor {
 
 namespace task {
-// Answer a task's start or a task_wait kept as `reply`.
-struct Answer {
-  ReplyId reply = 0;
-  ReplyCode code = ReplyCode::ok;
-  std::string text;
-  TaskStatus status;
-};
+// Answer a task's start or a task_wait with the task's status; a
+// task_wait's deadline; a line.
+using Answer = AnswerWith<TaskStatus>;
+using supervisor::ArmWaitTimer;
+using supervisor::Say;
 // on_start_timer(task) after `after`.
 struct ArmStartTimer {
   TaskId task = 0;
-  Millis after{0};
-};
-// on_wait_timer(waiter) after `after`.
-struct ArmWaitTimer {
-  WaiterId waiter = 0;
   Millis after{0};
 };
 // These tasks ended: their series leave /metrics (folded into the ended tasks').
@@ -57,11 +51,6 @@ struct Ended {
 // The history dropped these ended tasks: the sink forgets their streams and files.
 struct Forget {
   std::vector<std::int32_t> tasks;
-};
-// A line for the head's log (a warning when `warn`).
-struct Say {
-  bool warn = false;
-  std::string text;
 };
 }  // namespace task
 
