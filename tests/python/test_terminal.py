@@ -302,7 +302,16 @@ def test_a_pods_terminal_in_chromium(job):
         rows = lambda d: d.execute_script(
             "return document.querySelector('#terminal .xterm-rows').textContent").replace(
                 "\u00a0", " ")
-        wait(d, lambda d: "$" in rows(d) or "#" in rows(d))
+        # "connected" is the page's socket to the head; the pod's shell and
+        # its prompt come after (30 s ran out once in a full ctest -j2, with
+        # the fuzz test on the other core): a failure says what the screen
+        # showed, and keeps it.
+        try:
+            wait(d, lambda d: "$" in rows(d) or "#" in rows(d), timeout=60)
+        except AssertionError:
+            d.save_screenshot(os.path.join(ARTIFACTS, "terminal-no-prompt.png"))
+            raise AssertionError("no prompt in the pod's terminal in 60 s; the screen: %r"
+                                 % rows(d))
         box = d.find_element(By.CSS_SELECTOR, "#terminal .xterm-helper-textarea")
         box.send_keys("atlctl status" + Keys.ENTER)
         wait(d, lambda d: "Job status:  command" in rows(d))
