@@ -75,7 +75,7 @@ void perform(Actor* self, const DebugEffects& effects) {
 // A rank of `run` started or ended: who waits for it may be answered.
 void on_run_progress(Actor* self, const DebugRun& run) {
   DebugEffects out;
-  self->state.course.on_run_progress(run_status(run), out);
+  self->state.course.on_run_progress(run.id, debug_view(self->state), out);
   perform(self, out);
 }
 

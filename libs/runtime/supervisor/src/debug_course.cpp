@@ -140,24 +140,20 @@ void DebugCourse::await_run(RunId run, ReplyId reply, Millis timeout, DebugEffec
   out.push_back(debug::ArmWaitTimer{waiter, std::max(timeout, Millis(1))});
 }
 
-namespace {
-
-bool all_started(const RunStatus& status) {
-  for (const auto& r : status.ranks)
-    if (!r.started && !r.done) return false;
-  return true;
-}
-
-}  // namespace
-
-void DebugCourse::on_run_progress(const RunStatus& status, DebugEffects& out) {
-  if (auto start = run_starts_.find(status.run);
-      start != run_starts_.end() && all_started(status)) {
+void DebugCourse::on_run_progress(RunId run, const DebugView& view, DebugEffects& out) {
+  const RankTable* ranks = view.run(run);
+  if (!ranks) return;
+  auto start = run_starts_.find(run);
+  const bool answer_start = start != run_starts_.end() && ranks->all_started();
+  const bool answer_waits = ranks->all_done() && run_waiters_.waiting_for(run) > 0;
+  if (!answer_start && !answer_waits) return;
+  const RunStatus status = view.status(run);  // once, for the answers due now
+  if (answer_start) {
     out.push_back(debug::AnswerRun{start->second, ReplyCode::ok, "", status});
     run_starts_.erase(start);
   }
-  if (status.done)
-    for (ReplyId reply : run_waiters_.take(status.run))
+  if (answer_waits)
+    for (ReplyId reply : run_waiters_.take(run))
       out.push_back(debug::AnswerRun{reply, ReplyCode::ok, "", status});
 }
 
