@@ -390,6 +390,8 @@ TEST(DebugCourse, ARunsStatusIsBuiltOnlyForTheAnswersNotForEveryReport) {
   ASSERT_EQ(got.size(), 2u);  // the start, then the wait
   EXPECT_TRUE(got[1].status.done);
   EXPECT_EQ(job.statuses_built, 2);
+  EXPECT_FALSE(course.run_answer_due(9, job.runs[9]));  // answered: nothing due
+  EXPECT_FALSE(course.wants_progress());                // no stop, no recover
 }
 
 TEST(DebugCourse, ARunWaitsDeadlineAnswersTheRunAsItIsOrThatItWasDropped) {

@@ -142,11 +142,10 @@ void DebugCourse::await_run(RunId run, ReplyId reply, Millis timeout, DebugEffec
 
 void DebugCourse::on_run_progress(RunId run, const DebugView& view, DebugEffects& out) {
   const RankTable* ranks = view.run(run);
-  if (!ranks) return;
+  if (!ranks || !run_answer_due(run, *ranks)) return;
   auto start = run_starts_.find(run);
   const bool answer_start = start != run_starts_.end() && ranks->all_started();
   const bool answer_waits = ranks->all_done() && run_waiters_.waiting_for(run) > 0;
-  if (!answer_start && !answer_waits) return;
   const RunStatus status = view.status(run);  // once, for the answers due now
   if (answer_start) {
     out.push_back(debug::AnswerRun{start->second, ReplyCode::ok, "", status});

@@ -157,6 +157,12 @@ class DebugCourse {
   // fan-out to 8,000 ranks cost the head 8,000 x 8,000 records, seconds in
   // which 1,000 pods' heartbeats went unread and the pods were lost.
   void on_run_progress(RunId run, const DebugView& view, DebugEffects& out);
+  // Whether on_run_progress may answer anyone now (O(1), from the run's
+  // counts): the shell builds the view only then.
+  bool run_answer_due(RunId run, const RankTable& ranks) const {
+    return (run_starts_.count(run) > 0 && ranks.all_started()) ||
+           (ranks.all_done() && run_waiters_.waiting_for(run) > 0);
+  }
   void on_run_start_timer(RunId run, const DebugView& view, DebugEffects& out);
   void on_run_wait_timer(WaiterId waiter, const DebugView& view, DebugEffects& out);
 
@@ -164,6 +170,9 @@ class DebugCourse {
 
   // A rank of user code or of a debug run started or ended.
   void on_progress(const DebugView& view, DebugEffects& out);
+  // Whether on_progress has anything to look at (a recover owed, a stop
+  // under way): the shell builds the view only then.
+  bool wants_progress() const { return recover_.has_value() || stopping_.has_value(); }
   // The job ended, or the supervisor is going down: every stop_wait, the
   // recover, every run's start and every run_wait still owed hear `why`
   // (failed).
