@@ -181,7 +181,10 @@ def test_the_object_server_refuses_a_stranger(cluster):
     ref = atl.put(np.ones(300000, dtype=np.uint8))
     owner, oid = ref._source.owner, ref._source.oid
     host, port = owner.rsplit(":", 1)
-    # Plain TCP: not a TLS client; nothing comes back.
+    # Plain TCP: not a TLS client; no object byte comes back. OpenSSL may
+    # answer the bad record with a TLS alert (a record of type 21, 0x15)
+    # before the close, or the close's reset may overtake it (seen both ways
+    # in full runs): either is a refusal.
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(b"G" + oid)
         s.settimeout(10)
@@ -189,7 +192,7 @@ def test_the_object_server_refuses_a_stranger(cluster):
             data = s.recv(10)
         except (ConnectionResetError, socket.timeout):
             data = b""
-        assert data == b""
+        assert data == b"" or data.startswith(b"\x15\x03"), data
     # TLS without the job's client certificate: the handshake fails.
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
