@@ -1,17 +1,19 @@
-// The JobSupervisor's shell: its state's birth (the pieces made from the
-// config), the JobEffects through which the JobController reaches the
-// pieces and the world, a pod joining or going down, resuming after a head
-// restart, the head's own messages (start, timers, signals) and the
-// behaviour joining the three interfaces (worker_api, control_api,
-// driver_api). User code, faults, the pre-flight's requests, debug
-// commands, placement, tasks, named actors and status are in the
-// supervisor_*.cpp files beside it.
+// The JobSupervisor's shell: its state's birth (the Supervisor made from
+// the config, with the system clock and the outbox that performs its
+// effects), an agent or an executor going down, the head's own messages
+// (start, timers, signals) and the behaviour joining the interfaces
+// (worker_api, control_api, driver_api, terminal_api). The job's course is
+// the Supervisor's (atl/supervisor/supervisor.hpp); debug commands,
+// placement, tasks, named actors and status are in the supervisor_*.cpp
+// files beside this one.
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/core/status_page.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -22,88 +24,136 @@ namespace {
 // this long after its timeout.
 constexpr auto kLivenessTick = std::chrono::milliseconds(100);
 
-// The controller's way to the pieces it does not own and to the world.
-class ShellEffects final : public JobEffects {
+class SystemClock final : public Clock {
  public:
-  explicit ShellEffects(Actor* self) : self_(self) {}
-
+  Liveness::TimePoint now() const override { return std::chrono::steady_clock::now(); }
   std::int64_t unix_ms() const override { return unix_ms_now(); }
-  int attempt() const override { return st().code.attempt(); }
-  bool user_code_done() const override { return st().code.ranks().all_done(); }
-  std::vector<PodView> pod_views() const override { return supervisor::pod_views(st()); }
-  std::string missing_pods() const override { return st().pods.registry().missing(); }
-  const std::string* machine_of(const std::string& pod) const override {
-    return st().pods.registry().machine_of(pod);
-  }
-  bool preflight_under_way() const override { return st().preflight.has_value(); }
+};
 
-  void print(const std::string& line) override {
-    self_->send(st().config.sink, print_atom::value, line);
-  }
-  void save(os::JobRecord record) override {
-    if (st().journal) st().journal->save(std::move(record));  // on the journal's thread
-  }
-  void add_event(const TimelineEvent& e) override {
-    if (st().journal) st().journal->add_event({e.unix_ms, e.kind, e.text});
-  }
-  void reset_journal() override {
-    if (st().journal) st().journal->reset();
-  }
-  void arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) override {
-    self_->delayed_send(self_, delay, timeout_atom::value, static_cast<std::int32_t>(timer), tag);
-  }
-  void next_attempt() override { st().code.next_attempt(); }
-  void start_user_code() override {
-    if (plan_user_code(self_)) launch_user_code(self_);
-  }
-  void stop_user_code() override { supervisor::stop_user_code(self_); }
-  void abandon_user_code(const std::string& why) override { st().code.end_remaining(why); }
-  void start_preflight() override { preflight(self_); }
-  void drop_preflight() override { st().preflight.reset(); }
-  void end_parked_debug_run() override {
-    if (st().debug.tracked() == 0) return;
-    const RunId run = st().debug.release_tracked();
-    auto grace = static_cast<std::int64_t>(st().job().grace.count());
-    for (const auto& [pod, node] : st().pods.registry().joined_pods())
-      self_->send(node.agent, stop_atom::value, StreamId::of_run(run, 0), grace);
-  }
-  void end_pod_work(const std::string& pod) override {
-    st().code.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
-    // Debug commands on that pod end too (their waiters get an answer).
-    for (const auto& [id, rank] : st().debug.running_on(pod)) {
-      ProcessExit lost{StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost", ""};
-      on_debug_exit(self_, lost, lost.stream);
-    }
-  }
-  void pod_gone_while_parked(const std::string& detail) override {
-    if (st().job().mode == JobMode::ray) on_ray_node_gone_while_parked(self_, detail);
-    on_user_code_progress(self_);
-  }
-  void placement_changed() override { refresh_placement(self_); }
-  std::size_t wind_down(bool ok) override {
-    auto& s = st();
-    clear_groups(self_, "the job ended");
-    s.code.end_remaining("abandoned");
-    s.config.ending->store(true);
-    for (const auto& [pod, node] : s.pods.registry().joined_pods()) {
-      self_->send(node.agent, shutdown_atom::value, static_cast<std::int32_t>(ok ? 0 : 1));
-      s.agents_leaving.insert(node.agent.address());
-    }
-    return s.agents_leaving.size();
-  }
-  void release(int outcome) override {
-    auto& s = st();
-    answer_owed_replies(self_, "the job ended (" + std::string(to_string(s.state())) +
-                                   ") before this command finished");
-    // The durable record is complete before the head says how the job ended
-    // (the one wait on the journal: a resumed head must find the final state).
-    if (s.journal) s.journal->flush();
-    settle_outcome(*s.config.outcome, outcome);
-    self_->quit();
+// The Supervisor's effects, each performed as it is put: messages to the
+// agents (by their ids), the head's own executors, timers, the sink, the
+// journal, and the concerns still in the shell (tasks, placement, debug).
+class ShellOutbox final : public Outbox {
+ public:
+  explicit ShellOutbox(Actor* self) : self_(self) {}
+  void put(Effect e) override {
+    std::visit([this](auto& x) { on(x); }, e);
   }
 
  private:
   State& st() const { return self_->state; }
+  const caf::actor* agent(AgentId id) const {
+    auto it = st().agents.find(id);
+    return it == st().agents.end() ? nullptr : &it->second;
+  }
+  template <class... Ts>
+  void to(AgentId id, Ts&&... xs) {
+    if (const auto* a = agent(id)) self_->send(*a, std::forward<Ts>(xs)...);
+  }
+
+  void on(effect::Heartbeat& e) {
+    if (const auto* a = agent(e.agent))
+      self_->send<caf::message_priority::high>(*a, heartbeat_atom::value);
+  }
+  void on(effect::Fence& e) { to(e.agent, fence_atom::value, std::move(e.detail)); }
+  void on(effect::Delete& e) { to(e.agent, delete_atom::value, std::move(e.detail)); }
+  void on(effect::Forget& e) {
+    if (const auto* a = agent(e.agent)) self_->demonitor(*a);
+    st().agents.erase(e.agent);
+  }
+  void on(effect::Launch& e) {
+    to(e.agent, launch_atom::value, std::move(e.batch), st().config.sink);
+  }
+  void on(effect::StopRanks& e) {
+    to(e.agent, stop_atom::value, static_cast<std::int64_t>(e.grace.count()));
+  }
+  void on(effect::Shutdown& e) { to(e.agent, shutdown_atom::value, e.code); }
+  void on(effect::Ask& e) { ask_preflight(self_, e); }
+  void on(effect::TakeStacks& e) {
+    const std::int32_t round = e.round;
+    gather_stacks(
+        self_, e.agents,
+        [self = self_, round](std::vector<StackReport> reports) {
+          self->state.sup->stacks(round, reports);
+        },
+        e.no_stop);
+  }
+  void on(effect::SpawnOnHead& e) {
+    std::shared_ptr<ProcessMeter> meter;
+    if (!e.error_file.empty()) {
+      meter = std::make_shared<ProcessMeter>();
+      meter->error_file = e.error_file;
+    }
+    caf::actor exec = spawn_executor(self_->system(), std::move(e.launch),
+                                     head_pod_name(st().job().job_id), st().config.sink,
+                                     caf::actor_cast<caf::actor>(self_), nullptr, std::move(meter));
+    self_->monitor(exec);  // an executor that dies is its process's failure
+    (e.driver ? st().driver : st().ray_head) = exec;
+  }
+  void on(effect::StopHead& e) {
+    const auto grace = static_cast<std::int64_t>(e.grace.count());
+    if (st().driver) self_->send(st().driver, stop_atom::value, grace);
+    if (st().ray_head) self_->send(st().ray_head, stop_atom::value, grace);
+  }
+  void on(effect::Arm& e) {
+    if (e.after.count() == 0) {
+      self_->send(self_, timeout_atom::value, e.kind, e.arg);
+    } else if (e.urgent) {
+      self_->delayed_send<caf::message_priority::high>(self_, e.after, timeout_atom::value, e.kind,
+                                                       e.arg);
+    } else {
+      self_->delayed_send(self_, e.after, timeout_atom::value, e.kind, e.arg);
+    }
+  }
+  void on(effect::CheckSoon&) { self_->send(self_, check_atom::value); }
+  void on(effect::Print& e) { self_->send(st().config.sink, print_atom::value, std::move(e.line)); }
+  void on(effect::NewAttempt& e) { self_->send(st().config.sink, attempt_atom::value, e.attempt); }
+  void on(effect::KeepFile& e) {
+    self_->send(st().config.sink, attempt_file_atom::value, e.attempt, std::move(e.name),
+                std::move(e.text));
+  }
+  void on(effect::Save& e) {
+    if (st().journal) st().journal->save(std::move(e.record));  // on the journal's thread
+  }
+  void on(effect::AddEvent& e) {
+    if (st().journal) st().journal->add_event({e.event.unix_ms, e.event.kind, e.event.text});
+  }
+  void on(effect::ResetJournal&) {
+    if (st().journal) st().journal->reset();
+  }
+  void on(effect::Ending&) { st().config.ending->store(true); }
+  void on(effect::Release& e) {
+    answer_owed_replies(self_, e.why);
+    // The durable record is complete before the head says how the job ended
+    // (the one wait on the journal: a resumed head must find the final state).
+    if (st().journal) st().journal->flush();
+    settle_outcome(*st().config.outcome, e.outcome);
+    self_->quit();
+  }
+  void on(Say& e) { say(st(), e); }
+  void on(effect::PingHosts&) { ping_actor_hosts(self_); }
+  void on(effect::PodGone& e) {
+    on_pod_lost_tasks(self_, e.pod);
+    on_pod_lost_placement(self_, e.pod);
+  }
+  void on(effect::PodWorkEnded& e) {
+    // Debug commands on that pod end too (their waiters get an answer).
+    for (const auto& [id, rank] : st().debug.running_on(e.pod)) {
+      ProcessExit lost{StreamId::of_run(id, rank), id, e.pod, 255, 0, "pod lost", ""};
+      on_debug_exit(self_, lost, lost.stream);
+    }
+  }
+  void on(effect::PlacementChanged&) { refresh_placement(self_); }
+  void on(effect::ClearGroups& e) { clear_groups(self_, e.why); }
+  void on(effect::UserCodeProgress&) { on_user_code_progress(self_); }
+  void on(effect::EndParkedRun&) {
+    if (st().debug.tracked() == 0) return;
+    const RunId run = st().debug.release_tracked();
+    auto grace = static_cast<std::int64_t>(st().job().grace.count());
+    for (const auto& [id, agent] : st().agents)
+      self_->send(agent, stop_atom::value, StreamId::of_run(run, 0), grace);
+  }
+
   Actor* self_;
 };
 
@@ -115,11 +165,11 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   std::string reason = "internal error in the supervisor: " + describe_exception(e);
   st.log->critical("job {} failed: {}", st.job().job_id, reason);
   st.config.ending->store(true);
-  st.controller.crashed(reason);
+  st.controller().crashed(reason);
   self->send(st.config.sink, print_atom::value, "job failed: " + reason);
   self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [pod, node] : st.pods.registry().joined_pods())
-    self->send(node.agent, shutdown_atom::value, std::int32_t{1});
+  for (const auto& [id, agent] : st.agents)
+    self->send(agent, shutdown_atom::value, std::int32_t{1});
   if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
   settle_outcome(*st.config.outcome, 1);
@@ -133,86 +183,32 @@ std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
 }
 
-// Every worker pod as choose_active sees it: index, node, joined or not.
-std::vector<PodView> pod_views(const State& st) {
-  std::vector<PodView> pods;
-  const auto& expected = st.pods.registry().expected();
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const NodeInfo* info = st.pods.registry().info(expected[i]);
-    pods.push_back(
-        {expected[i], static_cast<int>(i), info ? info->machine : std::string(), info != nullptr});
-  }
-  return pods;
-}
-
-// --- joining and checks --------------------------------------------------------
-
-// Why the pod may not join (a retry: its old self is about to be declared
-// lost), or nullopt when it joined.
-std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent) {
-  auto& st = self->state;
-  // Pods join before the job starts, and a lost or deleted pod rejoins (as
-  // Kubernetes recreates it) while the job restarts or is parked in debug.
-  // Spares may join at any time until the job ends.
-  const JobState state = st.state();
-  Pods::Registry::JoinRules rules;
-  if (is_terminal(state) || st.ending())
-    rules.closed = "job " + st.job().job_id + " is in state " + std::string(to_string(state)) +
-                   " and takes no new workers";
-  rules.gpus_required = st.job().node_spec.gpus;
-  bool rejoined = false;
-  if (auto refused = st.pods.join(info, agent, rules, std::chrono::steady_clock::now(), &rejoined))
-    return refused;
-  self->monitor(agent);
-  refresh_placement(self);  // groups waiting for resources may fit now
-  st.log->info("pod {} {} from {} on node {} ({} cpus, {} gpus) [{}/{}]", info.pod,
-               rejoined ? "rejoined" : "joined", info.address, info.machine, info.cpus, info.gpus,
-               st.pods.registry().joined_count(), st.pods.registry().expected().size());
-  if (state != JobState::pending)
-    st.controller.record("pod", "pod " + info.pod + " rejoined from " + info.address);
-  // After this reply is sent: the check request must not overtake it.
-  if (state == JobState::restarting || st.pods.registry().all_joined())
-    self->send(self, check_atom::value);
-  return std::nullopt;
-}
-
 namespace {
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   if (on_actor_down(self, msg)) return;
   if (msg.source == st.config.sink.address()) {
-    st.controller.fail(JobEvent::head_failed, "the head's log writer ended (" +
-                                                  exit_words(msg.reason, self->system()) + ")");
+    st.controller().fail(JobEvent::head_failed, "the head's log writer ended (" +
+                                                    exit_words(msg.reason, self->system()) + ")");
     return;
   }
   for (auto* head_exec : {&st.driver, &st.ray_head}) {
     if (!*head_exec || msg.source != head_exec->address()) continue;
     const std::int32_t stream = head_exec == &st.driver ? kDriverStream : kRayHeadStream;
     *head_exec = caf::actor{};
-    if (msg.reason != caf::exit_reason::normal) {
-      // It never reported: its process's fate is unknown, so it failed.
-      auto record = st.code.ranks().find(stream);
-      ProcessExit lost{user_code_stream(stream),
-                       record == st.code.ranks().end() ? st.code.attempt() : record->second.attempt,
-                       head_pod_name(st.job().job_id),
-                       255,
-                       0,
-                       "its executor ended: " + exit_words(msg.reason, self->system()),
-                       ""};
-      on_process_exit(self, lost);
-    }
+    // It never reported: its process's fate is unknown, so it failed.
+    if (msg.reason != caf::exit_reason::normal)
+      st.sup->head_executor_lost(stream, exit_words(msg.reason, self->system()));
     return;
   }
-  if (st.agents_leaving.erase(msg.source) > 0) {
-    st.controller.on_worker_left(st.agents_leaving.size());
+  for (const auto& [id, agent] : st.agents) {
+    if (agent.address() != msg.source) continue;
+    const AgentId gone = id;
+    st.agents.erase(gone);
+    st.sup->agent_down(gone, exit_words(msg.reason, self->system()));
     return;
   }
-  if (auto pod = st.pods.registry().pod_of_agent(
-          [&](const caf::actor& agent) { return agent.address() == msg.source; }))
-    lose_pod(self, *pod,
-             {FaultKind::pod_lost, *pod,
-              "pod " + *pod + " was lost (" + exit_words(msg.reason, self->system()) + ")"});
 }
 
 }  // namespace
@@ -227,8 +223,8 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
   if (sender) {
     if (pod == head_pod_name(st.job().job_id)) {
       ok = sender->node() == self->node();
-    } else if (const JoinedPod* it = st.pods.registry().find(pod)) {
-      ok = it->agent.node() == sender->node();
+    } else if (const caf::actor* agent = st.agent_of(pod)) {
+      ok = agent->node() == sender->node();
     }
   }
   if (!ok) st.log->warn("dropped a report about pod '{}' from a node that is not its own", pod);
@@ -252,12 +248,22 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             caf::anon_send(supervisor, journal_error_atom::value, why);
         });
   }
-  st.effects = std::make_unique<ShellEffects>(self);
-  st.controller = JobController({st.job(), st.config.linger}, st.effects.get());
-  std::vector<std::string> expected;
-  for (int i = 0; i < total_worker_pods(st.job()); ++i)
-    expected.push_back(worker_pod_name(st.job().job_id, i));
-  st.pods = Pods(st.job().job_id, std::move(expected), st.job().heartbeat, kLivenessTick);
+  SupervisorSettings settings;
+  settings.job = st.job();
+  settings.advertised_host = st.config.advertised_host;
+  settings.head_dns_name = st.config.head_dns_name;
+  settings.head_interface = os::interface_of_address(st.config.advertised_host);
+  settings.ray_bin = st.config.ray_bin;
+  settings.ray_python = st.config.ray_python;
+  settings.ray_token = st.config.ray_token;
+  settings.linger = st.config.linger;
+  settings.tick = kLivenessTick;
+  settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp && *tmp) settings.tmp_dir = tmp;
+  st.clock = std::make_unique<SystemClock>();
+  st.outbox = std::make_unique<ShellOutbox>(self);
+  st.sup = std::make_unique<Supervisor>(std::move(settings), *st.clock, *st.outbox);
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });
@@ -270,43 +276,28 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   return caf::message_handler{
       [self](start_atom, std::uint16_t port) {
         auto& st = self->state;
-        st.address = st.config.advertised_host + ":" + std::to_string(port);
         st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
-                     to_string(st.job().mode), st.pods.registry().expected().size());
-        // A resumed head's attempt is the next one: the log directories of
-        // earlier attempts stay as they are.
-        if (st.config.resumed) st.code.set_attempt(os::resumed_attempt(*st.config.resumed));
-        if (!st.controller.start(st.config.resumed.get(), st.pods.registry().expected().size()))
-          return;
-        self->send(self, timeout_atom::value, static_cast<std::int32_t>(kHeartbeatTimer),
-                   std::int32_t{0});
-        if (st.pods.registry().expected().empty()) self->send(self, check_atom::value);
+                     to_string(st.job().mode), st.pods().registry().expected().size());
+        st.sup->start(st.config.advertised_host + ":" + std::to_string(port),
+                      st.config.resumed.get());
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
-        auto& st = self->state;
-        if (kind >= 0 && kind < kJobTimerCount) {
-          st.controller.on_timer(static_cast<JobTimer>(kind), arg);
-        } else if (kind == kHeartbeatTimer) {
-          on_heartbeat_tick(self);
-        } else if (kind == kTaskStartTimer) {
+        if (self->state.sup->timer(kind, arg)) return;
+        if (kind == kTaskStartTimer) {
           on_task_start_timer(self, arg);
-        } else if (kind == kSecondLookTimer) {
-          on_second_look_timer(self, arg);
         } else {
           on_debug_timer(self, kind, arg);
         }
       },
-      [self](journal_error_atom, const std::string& why) {
-        self->state.controller.journal_failed(why);
-      },
+      [self](journal_error_atom, const std::string& why) { self->state.sup->journal_failed(why); },
       [self](expire_atom, std::int32_t kind, WaiterId waiter) {
         if (kind == kTaskWaitTimer) on_task_wait_timer(self, waiter);
         if (kind == kRunWaitTimer) on_run_wait_timer(self, waiter);
         if (kind == kGroupWaitTimer) on_group_timer(self, waiter);
       },
-      [self](cancel_atom, const std::string& why) { self->state.controller.cancel(why); },
+      [self](cancel_atom, const std::string& why) { self->state.sup->cancel(why); },
       [self](disk_error_atom, const std::string& what) {
-        self->state.controller.fail(JobEvent::head_failed, "logs are incomplete: " + what);
+        self->state.controller().fail(JobEvent::head_failed, "logs are incomplete: " + what);
       },
   }
       .or_else(worker_api(self))

@@ -32,8 +32,8 @@ RunResult run_usage(const std::string& text) { return {wire(ReplyCode::usage), t
 DebugView debug_view(const State& st) {
   DebugView view;
   view.mode = st.job().mode;
-  view.code = &st.code.ranks();
-  if (view.mode == JobMode::ray) view.ray = st.code.ray_processes();
+  view.code = &st.code().ranks();
+  if (view.mode == JobMode::ray) view.ray = st.code().ray_processes();
   view.run = [&st](RunId id) -> const RankTable* {
     const DebugRun* run = st.debug.find(id);
     return run ? &run->ranks : nullptr;
@@ -92,20 +92,20 @@ StopResult begin_stop(Actor* self) {
   // Already stopped (or stopping): the caller waits for the same stop.
   if (before == JobState::debugStop)
     return {wire(ReplyCode::ok), std::string(), st.course.latest_stop()};
-  st.controller.apply(JobEvent::debug_stop);
+  st.controller().apply(JobEvent::debug_stop);
   auto grace = static_cast<std::int64_t>(st.job().grace.count());
   StopTarget target{true, 0};
   if (before == JobState::command) {
     if (st.job().mode == JobMode::ray) {
       if (st.driver) self->send(st.driver, stop_atom::value, grace);  // Ray stays up
     } else {
-      stop_user_code(self);
+      st.sup->stop_user_code();
     }
   } else {  // debugCommand: end the tracked run; run -f commands keep going
     // A check stopped by an operator gives no verdict on its nodes.
     target = StopTarget{false, st.debug.release_tracked()};
-    for (const auto& [pod, node] : st.pods.registry().joined_pods())
-      self->send(node.agent, stop_atom::value, StreamId::of_run(target.run, 0), grace);
+    for (const auto& [id, agent] : st.agents)
+      self->send(agent, stop_atom::value, StreamId::of_run(target.run, 0), grace);
   }
   // User code hears its stop warning (--stop-signal) first.
   const auto warning = before == JobState::command ? st.job().stop_warning.lead : Millis(0);
@@ -138,16 +138,16 @@ namespace {
 // rank's own launch, or in driver mode the worker pod's site.
 std::optional<ProcessLaunch> debug_base(const State& st, int rank) {
   if (st.job().mode != JobMode::driver) {
-    auto it = st.code.launches().find(rank);
-    if (it == st.code.launches().end()) return std::nullopt;
+    auto it = st.code().launches().find(rank);
+    if (it == st.code().launches().end()) return std::nullopt;
     return debug_launch_from(it->second);
   }
-  std::string pod = pod_of_rank(st, rank);
+  std::string pod = st.sup->pod_of_rank(rank);
   if (pod.empty()) return std::nullopt;
   ProcessLaunch launch;
   launch.stream = StreamId::of_rank(rank);
-  launch.env =
-      to_env_strings(build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod)));
+  launch.env = to_env_strings(
+      build_process_env(st.job(), {st.sup->address(), st.job().job_id}, st.sup->pod_site(pod)));
   launch.working_dir = st.job().working_dir;
   return launch;
 }
@@ -168,8 +168,8 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
                                   " are still stopping (in their grace); retry in a moment"));
   // A pod deleted or lost while parked: refuse before anything starts.
   for (int rank : ranks) {
-    std::string pod = pod_of_rank(st, rank);
-    if (!st.pods.registry().joined(pod) || !debug_base(st, rank))
+    std::string pod = st.sup->pod_of_rank(rank);
+    if (!st.pods().registry().joined(pod) || !debug_base(st, rank))
       return run_refused(
           make_error("pod " + (pod.empty() ? std::string("of rank ") + std::to_string(rank) : pod) +
                      " is not in the job now (lost or deleted); retry once it is back"));
@@ -179,7 +179,7 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
   std::map<std::string, std::vector<ProcessLaunch>> per_pod;
   for (int rank : ranks) {
     ProcessLaunch launch = *debug_base(st, rank);
-    std::string pod = pod_of_rank(st, rank);
+    std::string pod = st.sup->pod_of_rank(rank);
     launch.command = command_for(rank, pod);
     launch.stream = StreamId::of_run(id, rank);
     launch.attempt = id;
@@ -194,9 +194,9 @@ RunResult launch_run(Actor* self, const std::vector<int>& ranks, CommandFor comm
   st.course.run_opened(id, st.run_replies.keep(reply), out);
   perform(self, out);
   for (auto& [pod, launches] : per_pod)
-    self->send(st.pods.registry().at(pod).agent, run_atom::value, std::move(launches),
-               st.config.sink);
-  if (tracked) st.controller.apply(JobEvent::debug_run);
+    if (const caf::actor* agent = st.agent_of(pod))
+      self->send(*agent, run_atom::value, std::move(launches), st.config.sink);
+  if (tracked) st.controller().apply(JobEvent::debug_run);
   st.log->info("debug run {}{}: {}", id, tracked ? "" : " (-f)", label);
   if (deadline.count() > 0)
     self->delayed_send(self, deadline, timeout_atom::value,
@@ -215,9 +215,9 @@ RunResult start_run(Actor* self, const std::string& rank_text, const std::string
     return run_usage("run: no command given");
   // The targets: spmd's ranks, or one per worker pod (ray mode: its Ray node;
   // driver mode: the pod), never the head's own processes (driver, Ray's head).
-  const int world = st.code.rank_pods().empty()
-                        ? static_cast<int>(st.active().size()) * streams_per_pod(st)
-                        : static_cast<int>(st.code.rank_pods().size());
+  const int world = st.code().rank_pods().empty()
+                        ? static_cast<int>(st.active().size()) * st.sup->streams_per_pod()
+                        : static_cast<int>(st.code().rank_pods().size());
   auto ranks = parse_rank_set(rank_text, world);
   if (!ranks) return run_usage("-r: " + ranks.error());
   return launch_run(
@@ -254,7 +254,7 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
   auto workers = parse_worker_list(worker_text);
   if (!workers) return run_usage("-w: " + workers.error());
   for (const auto& pod : *workers) {
-    if (!st.pods.registry().joined(pod))
+    if (!st.pods().registry().joined(pod))
       return run_usage("-w: '" + pod + "' is not a pod of this job");
   }
   // One process per node: on its first rank, with that rank's environment
@@ -266,12 +266,12 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
     for (const auto& w : *workers) chosen |= w == pod;
     if (!chosen) continue;
     int first = -1;
-    if (st.code.rank_pods().empty()) {
-      first = static_cast<int>(node) * streams_per_pod(st);
+    if (st.code().rank_pods().empty()) {
+      first = static_cast<int>(node) * st.sup->streams_per_pod();
     } else {
-      auto it = std::find(st.code.rank_pods().begin(), st.code.rank_pods().end(), pod);
-      if (it != st.code.rank_pods().end())
-        first = static_cast<int>(it - st.code.rank_pods().begin());
+      auto it = std::find(st.code().rank_pods().begin(), st.code().rank_pods().end(), pod);
+      if (it != st.code().rank_pods().end())
+        first = static_cast<int>(it - st.code().rank_pods().begin());
     }
     if (first >= 0) {
       ranks.push_back(first);
@@ -282,7 +282,7 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
   // Allreduce members meet through the supervisor (supervisor_rendezvous.cpp):
   // member i is the i-th chosen node, member 0's pod is the MasterAddr.
   std::vector<std::string> chosen_pods;
-  for (int rank : ranks) chosen_pods.push_back(pod_of_rank(st, rank));
+  for (int rank : ranks) chosen_pods.push_back(st.sup->pod_of_rank(rank));
   const std::vector<std::string_view> steps = split_list(tools);
   bool reduces = false;
   for (std::string_view step : steps) {
@@ -320,10 +320,10 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
       cmd += "; atl-burn " +
              (step == "local" ? std::string("allreduce --local") : std::string(step)) + " -d " +
              dur + " --pod " + pod + " --expect-gpus " +
-             std::to_string(st.pods.registry().at(pod).info.gpus);
+             std::to_string(st.pods().registry().at(pod).info.gpus);
       if (step == "allreduce") {
         cmd += " --index " + std::to_string(index) + " --host " +
-               st.pods.registry().at(pod).info.address + " --master " + chosen_pods.front();
+               st.pods().registry().at(pod).info.address + " --master " + chosen_pods.front();
       }
       if ((step == "allreduce" || step == "local") && !sizes.empty()) cmd += " --sizes " + sizes;
       cmd += " || s=1";
@@ -361,21 +361,21 @@ Result recover(Actor* self) {
   if (*scope == LaunchScope::everything) {
     // Pods deleted or lost while parked may be back with new addresses, or be
     // replaced by spares: the layout is made anew (no restart is counted).
-    if (auto chosen = st.controller.select_active(); !chosen)
+    if (auto chosen = st.controller().select_active(); !chosen)
       return refused(make_error("job is in state debugStop but cannot recover yet: " +
                                 chosen.error() + "; retry recover once the pods are back"));
-    if (!plan_user_code(self)) return {wire(ReplyCode::failed), st.controller.failure()};
+    if (!st.sup->plan_user_code()) return {wire(ReplyCode::failed), st.controller().failure()};
   }
-  st.code.next_attempt();
-  st.controller.apply(JobEvent::recover);
+  st.code().next_attempt();
+  st.controller().apply(JobEvent::recover);
   st.log->info(*scope == LaunchScope::driver_only
                    ? "recovering: the driver starts again on the running Ray cluster (attempt {})"
                    : "recovering: user code restarts from scratch (attempt {})",
-               st.code.attempt());
-  launch_user_code(self, *scope);
+               st.code().attempt());
+  st.sup->launch_user_code(*scope);
   auto promise = self->make_response_promise<std::int32_t, std::string>();
   DebugEffects out;
-  st.course.recovering(st.replies.keep(promise), st.code.attempt(), debug_view(st), out);
+  st.course.recovering(st.replies.keep(promise), st.code().attempt(), debug_view(st), out);
   perform(self, out);
   return promise;
 }
@@ -409,7 +409,7 @@ void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id) {
     std::string reason = !exit.error.empty() ? exit.error : status.describe();
     self->state.debug.record_verdict(rank->second.pod, run.id, passed, reason);
     if (!passed)
-      self->state.controller.taint_platform(
+      self->state.controller().taint_platform(
           rank->second.pod, "failed atlctl check (run " + std::to_string(run.id) + "): " + reason);
   }
   if (!run.hellos.empty() && !run.hellos.count(id.rank)) {
@@ -460,8 +460,8 @@ void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg) {
         for (const auto& [rank, r] : run.ranks)
           if (!r.done) pods.insert(r.pod);
         for (const auto& pod : pods)
-          if (const JoinedPod* n = st.pods.registry().find(pod))
-            self->send(n->agent, stop_atom::value, StreamId::of_run(run.id, 0),
+          if (const caf::actor* agent = st.agent_of(pod))
+            self->send(*agent, stop_atom::value, StreamId::of_run(run.id, 0),
                        static_cast<std::int64_t>(st.job().grace.count()));
       }
       break;

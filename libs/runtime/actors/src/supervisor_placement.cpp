@@ -28,11 +28,11 @@ std::string placement_refusal(const State& st) {
 
 std::vector<PlacementNode> placement_nodes(const State& st) {
   std::vector<PlacementNode> nodes;
-  nodes.reserve(st.pods.registry().joined_count());
+  nodes.reserve(st.pods().registry().joined_count());
   // A set, not a search of st.active() per pod: O(pods^2) string compares at
   // thousands of pods, on every placement group created.
   const std::unordered_set<std::string_view> actives(st.active().begin(), st.active().end());
-  for (const auto& [pod, node] : st.pods.registry().joined_pods()) {
+  for (const auto& [pod, node] : st.pods().registry().joined_pods()) {
     const NodeInfo& i = node.info;
     PlacementNode n;
     n.name = pod;
@@ -130,7 +130,7 @@ Result remove_group(Actor* self, std::int64_t id) {
 
 std::string cluster_json(const State& st) {
   return st.groups.cluster_json(placement_nodes(st), [&st](const std::string& pod) {
-    const auto& info = st.pods.registry().at(pod).info;
+    const auto& info = st.pods().registry().at(pod).info;
     return std::make_pair(info.machine, info.address);
   });
 }

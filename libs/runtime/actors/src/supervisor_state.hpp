@@ -13,6 +13,7 @@
 #include <caf/system_messages.hpp>
 #include <caf/typed_response_promise.hpp>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -50,6 +51,7 @@
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/reply_book.hpp"
+#include "atl/supervisor/supervisor.hpp"
 #include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -59,25 +61,8 @@ namespace atl::supervisor {
 
 inline constexpr auto kStopSlack = JobController::kStopSlack;
 
-// The shell's timers (timeout_atom, kind, arg); kinds below kJobTimerCount
-// are the JobController's (JobTimer), with their tag as arg.
-enum TimerKind : std::int32_t {
-  kDebugStopTimer = 16,  // ranks did not report after atlctl stop: answer anyway
-  kRunWaitTimer,         // a run_wait long poll is due an answer (expire_atom: its waiter)
-  kStartTimer,           // a debug run's ranks did not report started (arg: the run)
-  kRecoverStartTimer,    // a recover's ranks did not report started (arg: its attempt)
-  kHeartbeatTimer,       // every heartbeat interval: send ours, expire silent nodes
-  kGroupWaitTimer,       // a pg_wait long poll is due an answer (expire_atom: its waiter)
-  kTaskWaitTimer,        // a task_wait long poll is due an answer (expire_atom: its waiter)
-  kTaskStartTimer,       // a task did not report started (arg: the task)
-  kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
-  kSecondLookTimer,      // a suspect job's stacks are looked at again (arg: the attempt)
-};
-static_assert(kJobTimerCount < kDebugStopTimer);
-
-// The worker pods, each joined one with its agent; a joined pod's record.
-using Pods = PodCourse<caf::actor>;
-using JoinedPod = Pods::Registry::Joined;
+// A joined pod's record (its agent as the Supervisor's AgentId).
+using JoinedPod = Supervisor::Pods::Registry::Joined;
 
 // atlctl commands are answered (ReplyCode on the wire, atlctl's exit status; text).
 using Promise = caf::typed_response_promise<std::int32_t, std::string>;
@@ -108,22 +93,19 @@ using Runs = DebugRuns<RunMember>;
 
 struct State {
   SupervisorConfig config;
-  std::string address;  // HOST:PORT, for ATL_ADDRESS
-  // The worker pods' comings and goings: expected (workers + spares),
-  // joined, lost, each pod's machine; heartbeats and silence.
-  Pods pods;
-
-  // The job's course: lifecycle, restart budget, taints, the active pods,
-  // the timeline, the ending. It reaches the rest through `effects` (the
-  // shell's JobEffects, job_supervisor.cpp).
-  std::unique_ptr<JobEffects> effects;
-  JobController controller;
-
-  // User code: each stream's launch, the ranks of the current attempt (it
-  // grows with every restart and recover), and the head pod's executors.
-  UserCode code;
+  // The job's course (atl/supervisor/supervisor.hpp): the pods, the
+  // controller, user code, the pre-flight, the hang watch. Its effects come
+  // to `outbox` (job_supervisor.cpp), which performs each at once; its time
+  // from `clock`. Declared before it: both outlive it.
+  std::unique_ptr<Clock> clock;
+  std::unique_ptr<Outbox> outbox;
+  std::unique_ptr<Supervisor> sup;
+  // Each joined pod's agent (the Supervisor holds their ids), until forgotten.
+  std::map<AgentId, caf::actor> agents;
+  std::int64_t last_agent = 0;
+  // The head's own executors: the driver, and in ray mode Ray's head.
   caf::actor driver;
-  caf::actor ray_head;  // ray mode: `ray start --head` on this pod
+  caf::actor ray_head;
 
   // atlctl's debug commands: every run not yet ended and the newest
   // config.finished_kept ended ones, check verdicts; stop, recover and the
@@ -137,13 +119,6 @@ struct State {
   // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
   std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
 
-  // The hang watch's course (spmd, in command) and each rank's figures at a
-  // glance (status -v, the Ranks page, /metrics), from the agents' samples.
-  HangCourse hang{::sysconf(_SC_CLK_TCK)};
-
-  // The pre-flight.
-  std::int32_t check_round = 0;        // the id of the latest pre-flight round
-  std::optional<Preflight> preflight;  // the round under way (dropped when moot)
   // The JobStore's writes, in order, on a thread of their own (null: no store).
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
@@ -164,14 +139,26 @@ struct State {
   // settings come from the config when the supervisor starts.
   TerminalBook terminals{TerminalSettings{}};
 
-  std::set<caf::actor_addr> agents_leaving;  // told the job ended, not gone yet
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 
   const JobSpec& job() const { return config.job; }
-  JobState state() const { return controller.state(); }
-  const std::vector<std::string>& active() const { return controller.active(); }
-  const TaintSet& taints() const { return controller.taints(); }
-  bool ending() const { return controller.ending(); }
+  const Supervisor::Pods& pods() const { return sup->pods(); }
+  JobController& controller() { return sup->controller(); }
+  const JobController& controller() const { return sup->controller(); }
+  UserCode& code() { return sup->code(); }
+  const UserCode& code() const { return sup->code(); }
+  const HangCourse& hang() const { return sup->hang(); }
+  JobState state() const { return sup->state(); }
+  const std::vector<std::string>& active() const { return sup->controller().active(); }
+  const TaintSet& taints() const { return sup->controller().taints(); }
+  bool ending() const { return sup->controller().ending(); }
+  // The actor of `pod`'s agent, or null when it has none (not joined).
+  const caf::actor* agent_of(const std::string& pod) const {
+    auto id = sup->agent_of(pod);
+    if (!id) return nullptr;
+    auto it = agents.find(*id);
+    return it == agents.end() ? nullptr : &it->second;
+  }
 };
 
 using Actor = caf::stateful_actor<State>;
@@ -197,29 +184,18 @@ inline void say(const State& st, const Say& line) {
 
 // Shared between the halves.
 std::int64_t unix_ms_now();
-// The workers' side (job_supervisor.cpp), called by worker_api: a pod joins
-// (why not, or nullopt), leaves (lost, silent, deleted), reports.
-std::optional<Refusal> register_node(Actor* self, const NodeInfo& info, const caf::actor& agent);
-void lose_pod(Actor* self, const std::string& pod, const Fault& fault);
-// `pod` was told to go (`why`: SIGTERM, as Kubernetes evicts, drains or
-// deletes): a lost pod, whose ranks its agent stops within the job's grace.
-void evict_pod(Actor* self, const std::string& pod, const std::string& why);
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
 void on_process_started(Actor* self, const ProcessStarted& started);
 void on_process_exit(Actor* self, const ProcessExit& exit);
-// The liveness timer (supervisor_faults.cpp): heartbeats out, silent pods fenced and lost.
-void on_heartbeat_tick(Actor* self);
-// A pod's heartbeat with its count of GPUs, a GPU fault its watch saw (both
-// from the pod's own node): a pod whose GPU went leaves, its machine tainted.
-void on_pod_heartbeat(Actor* self, const std::string& pod, std::int32_t gpus_present);
-void on_pod_gpu_fault(Actor* self, const std::string& pod, const std::string& reason);
-// The hang watch (supervisor_hang.cpp): a pod's progress samples, and the
-// watch's verdicts at each liveness tick.
-void on_progress(Actor* self, const std::string& pod, const std::vector<ProgressReport>& reports);
-void watch_for_hangs(Actor* self, HangWatch::TimePoint now);
-void on_second_look_timer(Actor* self, std::int32_t attempt);
+// Every pod of the attempt (`agents`) takes its ranks' stacks; `done` gets
+// them all once every pod answered or failed to (supervisor_hang.cpp).
+void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
+                   std::function<void(std::vector<StackReport>)> done,
+                   const std::vector<std::int32_t>& no_stop = {});
+// A pre-flight request, its answer to the Supervisor (supervisor_preflight.cpp).
+void ask_preflight(Actor* self, const effect::Ask& ask);
 // atlctl diagnose [-r RANKS]: every rank's stack now (or those of RANKS:
 // "" or "all" for all), grouped (JSON), in any state; with each rank's whole
 // stack text when `with_stacks` (atlctl diagnose -o).
@@ -227,21 +203,6 @@ Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks)
 // A diagnosis as JSON: groups by size with their ranks and top frame, the
 // outliers and why, the ranks without a stack (supervisor_status.cpp).
 nlohmann::json diagnosis_view(const State& st, const StackDiagnosis& d);
-// Every worker pod as choose_active sees it: index, machine, joined or not.
-std::vector<PodView> pod_views(const State& st);
-// Pre-flight (supervisor_preflight.cpp): a new round over the active pods;
-// its verdict goes to the controller.
-void preflight(Actor* self);
-bool plan_user_code(
-    Actor* self);  // every stream's launch for the active pods; false: the job failed
-// Starts user code as attempt `st.code.attempt()`: every stream from scratch,
-// or in ray mode (recover on an intact Ray cluster) the driver alone.
-void launch_user_code(Actor* self, LaunchScope scope = LaunchScope::everything);
-// Ray mode in a debug state: a Ray node ended (or its pod went), so the rest
-// of the cluster is stopped; recover will start it all again.
-void on_ray_node_gone_while_parked(Actor* self, const std::string& why);
-void stop_user_code(Actor* self);  // SIGTERM (SIGKILL after the grace) to every rank or the driver
-
 // Debug half: handlers and the hooks the lifecycle half calls.
 // atlctl stop: (code, a line when refused, the stop's id to wait for).
 using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
@@ -253,14 +214,6 @@ RunResult start_node_tool(Actor* self, const std::string& kind, const std::strin
                           const std::string& worker_text, const std::string& sizes_text);
 RunResult await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
 Result recover(Actor* self);
-// Streams per worker pod: spmd nproc_per_node ranks; ray mode one (its Ray
-// node); driver mode one (the pod as a target of atlctl run/check/burn).
-int streams_per_pod(const State& st);
-std::string pod_of_rank(const State& st, std::int32_t stream);
-// The sites of the head pod's processes and of a worker pod's non-rank
-// processes (Ray nodes, debug commands in driver mode): MASTER_ADDR is the head.
-ProcessSite head_site(const State& st);
-ProcessSite pod_site(const State& st, const std::string& pod);
 void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId& id);
 void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id);
 // A line a run's process wrote on its control channel (the allreduce rendezvous).

@@ -132,7 +132,7 @@ static nlohmann::json goodput_view(const Goodput::View& g) {
 
 std::string events_json(const State& st) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& e : st.controller.events())
+  for (const auto& e : st.controller().events())
     j.push_back({{"time_ms", e.unix_ms},
                  {"kind", e.kind},
                  {"text", e.text},
@@ -143,28 +143,28 @@ std::string events_json(const State& st) {
 std::string progress_json(const State& st) {
   const auto now = std::chrono::steady_clock::now();
   nlohmann::json ages = nlohmann::json::array();
-  if (st.hang.watch().watching()) {
-    const auto world = static_cast<std::int32_t>(st.code.rank_pods().size());
+  if (st.hang().watch().watching()) {
+    const auto world = static_cast<std::int32_t>(st.code().rank_pods().size());
     for (std::int32_t rank = 0; rank < world; ++rank) {
-      auto age = st.hang.watch().progress_age(rank, now);
+      auto age = st.hang().watch().progress_age(rank, now);
       ages.push_back(age ? nlohmann::json(age->count()) : nlohmann::json());
     }
   }
   // Each running rank's figures (rank_vitals.hpp), for /metrics.
   nlohmann::json vitals = nlohmann::json::array();
-  if (st.hang.vitals().attempt() == st.code.attempt() && st.state() == JobState::command)
-    for (const auto& [rank, f] : st.hang.vitals().figures(now))
+  if (st.hang().vitals().attempt() == st.code().attempt() && st.state() == JobState::command)
+    for (const auto& [rank, f] : st.hang().vitals().figures(now))
       vitals.push_back({{"rank", rank},
                         {"output_age_ms", f.output_age.count()},
                         {"lines_per_s", f.lines_per_s},
                         {"cpu_percent", f.cpu_percent},
                         {"rss_bytes", f.rss_bytes},
                         {"mark", to_string(f.mark)}});
-  nlohmann::json j{{"watching", st.hang.watch().watching()},
-                   {"suspect", st.hang.watch().suspect()},
-                   {"timeout_ms", st.hang.watch().timeout().count()},
-                   {"idle_timeout_ms", st.hang.watch().idle_timeout().count()},
-                   {"learned", st.hang.watch().learned()},
+  nlohmann::json j{{"watching", st.hang().watch().watching()},
+                   {"suspect", st.hang().watch().suspect()},
+                   {"timeout_ms", st.hang().watch().timeout().count()},
+                   {"idle_timeout_ms", st.hang().watch().idle_timeout().count()},
+                   {"learned", st.hang().watch().learned()},
                    {"progress_age_ms", std::move(ages)},
                    {"vitals", std::move(vitals)}};
   return j.dump();
@@ -175,60 +175,60 @@ std::string info_json(const State& st, const StatusPage& page) {
   j["job_id"] = st.job().job_id;
   j["state"] = to_string(st.state());
   j["mode"] = to_string(st.job().mode);
-  j["address"] = st.address;
+  j["address"] = st.sup->address();
   // atl's replacements in CAF's calls that do not hold in the head (none).
   j["interposition_problems"] = interposition_report();
   j["workers"] = st.job().workers;
   j["nproc_per_node"] = st.job().nproc_per_node;
   j["world_size"] = st.job().mode == JobMode::spmd ? st.job().workers * st.job().nproc_per_node : 0;
-  j["attempt"] = st.code.attempt();
-  j["restarts"] = st.controller.restarts().used();
-  j["max_restarts"] = st.controller.restarts().budget();
-  j["restart_on_failure"] = st.controller.restarts().options().restart_on_failure;
-  j["attempts"] = st.controller.restarts().attempt_lines();
-  if (!st.controller.failure().empty()) j["failure"] = st.controller.failure();
+  j["attempt"] = st.code().attempt();
+  j["restarts"] = st.controller().restarts().used();
+  j["max_restarts"] = st.controller().restarts().budget();
+  j["restart_on_failure"] = st.controller().restarts().options().restart_on_failure;
+  j["attempts"] = st.controller().restarts().attempt_lines();
+  if (!st.controller().failure().empty()) j["failure"] = st.controller().failure();
   j["pods"] = nlohmann::json::array();
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
   std::size_t pod_index = 0;
   const std::unordered_set<std::string_view> actives(st.active().begin(), st.active().end());
-  for (const auto& pod : st.pods.registry().expected()) {
-    const char* pod_state = to_string(st.pods.registry().standing(pod));
+  for (const auto& pod : st.pods().registry().expected()) {
+    const char* pod_state = to_string(st.pods().registry().standing(pod));
     ++pod_counts[pod_state];
     if (!on_page(pod_index++, page.pod_offset, page.pod_limit)) continue;
     nlohmann::json p{{"name", pod}, {"state", pod_state}};
     bool active = actives.count(pod) > 0;
-    if (const std::string* machine = st.pods.registry().machine_of(pod)) {
+    if (const std::string* machine = st.pods().registry().machine_of(pod)) {
       p["node"] = *machine;
       p["tainted"] = st.taints().tainted(*machine);
       p["role"] = st.taints().tainted(*machine) ? "quarantined" : active ? "active" : "spare";
     }
-    if (const JoinedPod* it = st.pods.registry().find(pod)) {
+    if (const JoinedPod* it = st.pods().registry().find(pod)) {
       const NodeInfo& i = it->info;
       p["address"] = i.address;
       p["cpus"] = i.cpus;
       p["gpus"] = i.gpus;
       p["memory"] = i.memory;
       p["shm"] = i.shm;
-      if (auto quiet = st.pods.liveness().silence(pod, std::chrono::steady_clock::now()))
+      if (auto quiet = st.pods().liveness().silence(pod, std::chrono::steady_clock::now()))
         p["heartbeat_age_ms"] = quiet->count();
     }
     j["pods"].push_back(p);
   }
-  j["pods_total"] = st.pods.registry().expected().size();
+  j["pods_total"] = st.pods().registry().expected().size();
   j["pod_counts"] = pod_counts;
   // Rank counts come from the table's counters, not from a walk.
-  const std::size_t started_or_done = st.code.ranks().size() - st.code.ranks().starting_count();
-  j["rank_counts"] = {{"starting", st.code.ranks().starting_count()},
-                      {"running", started_or_done - st.code.ranks().done_count()},
-                      {"exited", st.code.ranks().done_count()}};
-  j["ranks_total"] = st.code.ranks().size();
+  const std::size_t started_or_done = st.code().ranks().size() - st.code().ranks().starting_count();
+  j["rank_counts"] = {{"starting", st.code().ranks().starting_count()},
+                      {"running", started_or_done - st.code().ranks().done_count()},
+                      {"exited", st.code().ranks().done_count()}};
+  j["ranks_total"] = st.code().ranks().size();
   j["ranks"] = nlohmann::json::array();
   // Each running rank's figures (rank_vitals.hpp), when the page shows ranks.
   std::map<std::int32_t, RankFigures> vitals;
-  if (page.rank_limit != 0 && st.hang.vitals().attempt() == st.code.attempt())
-    vitals = st.hang.vitals().figures(std::chrono::steady_clock::now());
+  if (page.rank_limit != 0 && st.hang().vitals().attempt() == st.code().attempt())
+    vitals = st.hang().vitals().figures(std::chrono::steady_clock::now());
   std::size_t rank_index = 0;
-  for (const auto& [stream, r] : st.code.ranks()) {
+  for (const auto& [stream, r] : st.code().ranks()) {
     if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
     nlohmann::json rj{{"stream", stream_name(user_code_stream(stream))},
                       {"pod", r.pod},
@@ -265,7 +265,7 @@ std::string info_json(const State& st, const StatusPage& page) {
   }
   j["spare_workers"] = st.job().spare_workers;
   j["taints"] = taints_view(st);
-  j["goodput"] = goodput_view(st.controller.goodput());
+  j["goodput"] = goodput_view(st.controller().goodput());
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

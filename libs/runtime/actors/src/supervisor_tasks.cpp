@@ -28,7 +28,7 @@ std::string choose_pod(const State& st, const std::string& pod) {
   if (!pod.empty()) return pod;
   std::vector<std::string> joined;
   for (const auto& candidate : st.active())
-    if (st.pods.registry().joined(candidate)) joined.push_back(candidate);
+    if (st.pods().registry().joined(candidate)) joined.push_back(candidate);
   return st.tasks.book().least_loaded(joined).value_or(std::string());
 }
 
@@ -92,7 +92,7 @@ TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle,
     pod = choose_pod(st, pod_name);
     if (pod.empty()) return task_refused("no worker pod is in the job now");
   }
-  const JoinedPod* node = st.pods.registry().find(pod);
+  const caf::actor* node = st.agent_of(pod);
   if (!node)
     return (pod_name.empty() || group > 0)
                ? task_refused("pod " + pod + " is not in the job now (lost or deleted)")
@@ -104,14 +104,14 @@ TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle,
   ProcessLaunch launch;
   launch.stream = StreamId::of_task(t.id);
   launch.command = command;
-  EnvMap vars = build_process_env(st.job(), {st.address, st.job().job_id}, pod_site(st, pod));
+  EnvMap vars =
+      build_process_env(st.job(), {st.sup->address(), st.job().job_id}, st.sup->pod_site(pod));
   for (const auto& [k, v] : env_from_strings(env)) vars[k] = v;  // the task's own win
   vars["ATL_TASK_ID"] = std::to_string(t.id);
   launch.env = to_env_strings(vars);
   launch.working_dir = working_dir.empty() ? st.job().working_dir : working_dir;
   launch.control = true;  // its result comes back on the control channel
-  self->send(node->agent, run_atom::value, std::vector<ProcessLaunch>{std::move(launch)},
-             st.config.sink);
+  self->send(*node, run_atom::value, std::vector<ProcessLaunch>{std::move(launch)}, st.config.sink);
   st.log->info("task {} on {}{}: {}", t.id, pod,
                group > 0
                    ? " (group " + std::to_string(group) + " bundle " + std::to_string(bundle) + ")"
@@ -141,9 +141,8 @@ Result kill_task(Actor* self, std::int32_t id) {
     return {wire(why.code), why.text};
   }
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
-  const JoinedPod* node = st.pods.registry().find(t->record.pod);
-  if (node != nullptr)
-    self->send(node->agent, stop_atom::value, StreamId::of_task(id),
+  if (const caf::actor* node = st.agent_of(t->record.pod))
+    self->send(*node, stop_atom::value, StreamId::of_task(id),
                static_cast<std::int64_t>(st.job().grace.count()));
   return {wire(ReplyCode::ok), std::string()};
 }

@@ -17,12 +17,12 @@ using OpenResult = caf::result<std::int32_t, std::string, caf::actor, std::int64
 OpenResult open_terminal(Actor* self, const std::string& pod, const std::string& who,
                          std::int32_t rows, std::int32_t cols, caf::actor sink) {
   auto& st = self->state;
-  const JoinedPod* joined = st.pods.registry().find(pod);
+  const caf::actor* joined = st.agent_of(pod);
   auto record = st.terminals.open(pod, joined != nullptr, who, TerminalBook::Clock::now());
   if (!record) return {wire(ReplyCode::refused), record.error(), caf::actor{}, std::int64_t{0}};
   const std::int64_t id = record->id.value;
   auto rp = self->make_response_promise<std::int32_t, std::string, caf::actor, std::int64_t>();
-  self->request(joined->agent, kOpenTimeout, term_open_atom::value, id, rows, cols, std::move(sink))
+  self->request(*joined, kOpenTimeout, term_open_atom::value, id, rows, cols, std::move(sink))
       .then(
           [self, rp, id, pod, who](std::int32_t code, std::string& line, caf::actor& host) mutable {
             auto& st = self->state;
@@ -33,8 +33,8 @@ OpenResult open_terminal(Actor* self, const std::string& pod, const std::string&
                          std::int64_t{0});
               return;
             }
-            st.controller.record("terminal", "terminal " + std::to_string(id) + " opened on pod " +
-                                                 pod + " by " + who);
+            st.controller().record("terminal", "terminal " + std::to_string(id) +
+                                                   " opened on pod " + pod + " by " + who);
             rp.deliver(wire(ReplyCode::ok), std::string(), std::move(host), id);
           },
           [self, rp, id, pod](caf::error& err) mutable {
@@ -59,7 +59,7 @@ caf::message_handler terminal_api(Actor* self) {
       [self](term_close_atom, std::int64_t id, const std::string& why) {
         auto record = self->state.terminals.close(TerminalId{id});
         if (!record) return;
-        self->state.controller.record(
+        self->state.controller().record(
             "terminal",
             "terminal " + std::to_string(id) + " on pod " + record->pod + " closed after " +
                 terminal_duration(TerminalBook::Clock::now() - record->opened) + ": " + why);

@@ -14,9 +14,9 @@ namespace {
 // Whether the message came from the node of joined pod `pod`'s agent (a
 // fenced or lost pod's late words, a peer speaking for another: no).
 bool from_own_node(Actor* self, const std::string& pod) {
-  const JoinedPod* it = self->state.pods.registry().find(pod);
+  const caf::actor* agent = self->state.agent_of(pod);
   const auto& sender = self->current_sender();
-  return it && sender && it->agent.node() == sender->node();
+  return agent && sender && agent->node() == sender->node();
 }
 
 }  // namespace
@@ -25,12 +25,18 @@ caf::message_handler worker_api(Actor* self) {
   return {
       [self](register_atom, const NodeInfo& info, const caf::actor& agent)
           -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
-        const HeartbeatOptions& hb = self->state.job().heartbeat;
-        auto refused = register_node(self, info, agent);
-        if (!refused) {
+        auto& st = self->state;
+        const HeartbeatOptions& hb = st.job().heartbeat;
+        const AgentId id{++st.last_agent};
+        st.agents.emplace(id, agent);
+        auto refused = st.sup->join(info, id);
+        if (refused) {
+          st.agents.erase(id);
+        } else {
+          self->monitor(agent);
           // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-          if (auto index = self->state.pods.registry().index_of(info.pod))
-            self->send(agent, agent_log_atom::value, self->state.config.sink,
+          if (auto index = st.pods().registry().index_of(info.pod))
+            self->send(agent, agent_log_atom::value, st.config.sink,
                        StreamId::pod_log(static_cast<std::int32_t>(*index)));
         }
         return {refused ? refused->text : std::string(), refused && refused->retry,
@@ -39,30 +45,23 @@ caf::message_handler worker_api(Actor* self) {
       [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
         // Only from the pod's own node, as the heartbeats; the answer (the
         // job's grace, for its ranks) to anyone who asks.
-        if (from_own_node(self, pod)) evict_pod(self, pod, why);
+        if (from_own_node(self, pod)) self->state.sup->evicted(pod, why);
         return static_cast<std::int64_t>(self->state.job().grace.count());
       },
       [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
         // Only from the pod's own node, as the heartbeats.
-        if (from_own_node(self, pod)) on_progress(self, pod, reports);
+        if (from_own_node(self, pod)) self->state.sup->progress(pod, reports);
       },
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
         // Only from the pod's own node: a fenced pod's late words do not count.
-        if (from_own_node(self, pod)) on_pod_heartbeat(self, pod, gpus_present);
+        if (from_own_node(self, pod)) self->state.sup->heartbeat(pod, gpus_present);
       },
       [self](gpu_fault_atom, const std::string& pod, const std::string& reason, std::int32_t) {
         // The pod's NVML watch saw a fault (a critical Xid, a lost GPU, a
         // double-bit ECC error, a row remap pending): as a GPU gone missing.
-        if (from_own_node(self, pod)) on_pod_gpu_fault(self, pod, reason);
+        if (from_own_node(self, pod)) self->state.sup->gpu_fault(pod, reason);
       },
-      [self](check_atom) {
-        auto& st = self->state;
-        if (st.state() == JobState::pending) {
-          st.controller.all_joined();
-        } else if (st.state() == JobState::restarting) {
-          st.controller.maybe_relaunch();
-        }
-      },
+      [self](check_atom) { self->state.sup->all_in(); },
       [self](const ProcessStarted& started) {
         if (sent_from_pod(self, started.pod)) on_process_started(self, started);
       },

@@ -1,0 +1,344 @@
+// Supervisor: the job's course in plain C++, the pieces a job's life runs
+// through composed in one place. It owns the pods' course (PodCourse), the
+// JobController (and is its JobEffects: the controller's only way out), the
+// user code (UserCode), the pre-flight round under way (Preflight) and the
+// hang watch's course (HangCourse), and it is the only place that fans an
+// input out to them: a pod joins, is heard, goes silent, is told to go; a
+// process starts or ends; samples and stacks come in; a timer fires.
+//
+// Each input reads the time from the injected Clock and puts what follows
+// into the Outbox as values (effect::…), in order: a message to an agent
+// (by AgentId), a process on the head, a timer, a line printed, a journal
+// write, and the notices for the concerns still in the CAF shell (tasks,
+// placement, debug runs). The shell executes each effect as it is put, in
+// that order: the concerns it still holds read this state between two
+// effects, as they did when they were called directly. Tests collect the
+// effects and run the whole course in fake time, without CAF or processes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "atl/core/job_spec.hpp"
+#include "atl/core/node_info.hpp"
+#include "atl/core/process_messages.hpp"
+#include "atl/core/stacks.hpp"
+#include "atl/os/job_store.hpp"
+#include "atl/supervisor/answers.hpp"
+#include "atl/supervisor/hang_course.hpp"
+#include "atl/supervisor/job_controller.hpp"
+#include "atl/supervisor/pod_course.hpp"
+#include "atl/supervisor/preflight.hpp"
+#include "atl/supervisor/refusal.hpp"
+#include "atl/supervisor/user_code.hpp"
+
+namespace atl::supervisor {
+
+// One joined incarnation of a pod's node agent, numbered by the shell, which
+// maps it to the agent's actor: a pod that rejoins comes with a new one, and
+// its fenced old self keeps its own.
+struct AgentId {
+  std::int64_t value = 0;
+  friend bool operator==(AgentId a, AgentId b) { return a.value == b.value; }
+  friend bool operator!=(AgentId a, AgentId b) { return a.value != b.value; }
+  friend bool operator<(AgentId a, AgentId b) { return a.value < b.value; }
+};
+
+// Every timer of the head, as (kind, arg): kinds below kJobTimerCount are
+// the JobController's (JobTimer, its round as arg); the Supervisor's own
+// follow; the rest are the shell's (debug runs, long polls, tasks).
+enum TimerKind : std::int32_t {
+  kDebugStopTimer = 16,  // ranks did not report after atlctl stop: answer anyway
+  kRunWaitTimer,         // a run_wait long poll is due an answer (expire_atom: its waiter)
+  kStartTimer,           // a debug run's ranks did not report started (arg: the run)
+  kRecoverStartTimer,    // a recover's ranks did not report started (arg: its attempt)
+  kHeartbeatTimer,       // every liveness tick: heartbeats out, silent pods fenced, hangs
+  kGroupWaitTimer,       // a pg_wait long poll is due an answer (expire_atom: its waiter)
+  kTaskWaitTimer,        // a task_wait long poll is due an answer (expire_atom: its waiter)
+  kTaskStartTimer,       // a task did not report started (arg: the task)
+  kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
+  kSecondLookTimer,      // a suspect job's stacks are looked at again (arg: the attempt)
+};
+static_assert(kJobTimerCount < kDebugStopTimer);
+
+// The head's time: monotonic for deadlines, wall-clock for records.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual Liveness::TimePoint now() const = 0;
+  virtual std::int64_t unix_ms() const = 0;
+};
+
+// How one pre-flight request was answered (or not).
+struct PreflightReply {
+  std::string problem;      // empty: fine
+  std::int32_t port = 0;    // probe: the port the pod listens on
+  bool unanswered = false;  // no answer within the timeout: `problem` says why
+};
+
+namespace effect {
+// --- to a pod's node agent ---
+struct Heartbeat {  // high priority: liveness goes ahead of a flood of reports
+  AgentId agent;
+};
+struct Fence {  // declared lost while silent: if it ever wakes, it kills its ranks and leaves
+  AgentId agent;
+  std::string detail;
+};
+struct Delete {  // the pod leaves at once (atlctl delete, a lost GPU)
+  AgentId agent;
+  std::string detail;
+};
+struct Forget {  // no longer a pod's agent: its going down means nothing now
+  AgentId agent;
+};
+struct Launch {  // this attempt's processes on the pod (their output to the sink)
+  AgentId agent;
+  std::vector<ProcessLaunch> batch;
+};
+struct StopRanks {  // every process of user code on the pod: SIGTERM, SIGKILL after `grace`
+  AgentId agent;
+  Millis grace{0};
+};
+struct Shutdown {  // the job ended (0 ok, 1 not): the agent stops everything and leaves
+  AgentId agent;
+  std::int32_t code = 0;
+};
+struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_dir: on the head
+  std::int32_t round = 0;
+  Preflight::Ask ask;
+  AgentId agent;
+};
+struct TakeStacks {  // each agent takes its ranks' stacks; all of them to stacks(round, …)
+  std::int32_t round = 0;
+  std::vector<AgentId> agents;
+  std::vector<std::int32_t> no_stop;
+};
+// --- on the head ---
+struct SpawnOnHead {  // the driver (driver, ray) or Ray's head (ray), as an executor here
+  ProcessLaunch launch;
+  bool driver = true;
+  std::string error_file;  // the driver's $TORCHELASTIC_ERROR_FILE (empty: none)
+};
+struct StopHead {  // the head's own processes of user code
+  Millis grace{0};
+};
+struct Arm {  // timer(kind, arg) after `after`
+  std::int32_t kind = 0;
+  std::int32_t arg = 0;
+  Millis after{0};
+  bool urgent = false;  // high priority, as the heartbeats
+};
+struct CheckSoon {  // all_in() once the current request was answered (a join's reply first)
+};
+// --- the head's output, the logs and the durable record ---
+struct Print {  // the head's output (stdout, head.log)
+  std::string line;
+};
+struct NewAttempt {  // each attempt's output in files of its own, from now on
+  std::int32_t attempt = 0;
+};
+using KeepFile = hang::KeepFile;  // a file of the attempt's log dir
+struct Save {
+  os::JobRecord record;
+};
+struct AddEvent {
+  TimelineEvent event;
+};
+struct ResetJournal {};
+struct Ending {  // the job is ending: a worker pod that exits is not recreated
+};
+struct Release {  // every request still owed hears `why`; the journal flushed; the outcome out
+  int outcome = 1;
+  std::string why;
+};
+// --- the concerns still in the shell ---
+struct PingHosts {};  // once per heartbeat interval: the named actors' hosts
+struct PodGone {      // its tasks ended, its bundles are placed again
+  std::string pod;
+};
+struct PodWorkEnded {  // debug runs on the pod ended with it
+  std::string pod;
+};
+struct PlacementChanged {};  // pods or taints changed: placement looks again
+struct ClearGroups {         // every placement group goes
+  std::string why;
+};
+struct UserCodeProgress {};  // a rank started or ended: a stop or recover may be done
+struct EndParkedRun {};      // the debug command holding the job stops
+}  // namespace effect
+
+using Effect =
+    std::variant<effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch,
+                 effect::StopRanks, effect::Shutdown, effect::Ask, effect::TakeStacks,
+                 effect::SpawnOnHead, effect::StopHead, effect::Arm, effect::CheckSoon,
+                 effect::Print, effect::NewAttempt, effect::KeepFile, effect::Save,
+                 effect::AddEvent, effect::ResetJournal, effect::Ending, effect::Release, Say,
+                 effect::PingHosts, effect::PodGone, effect::PodWorkEnded, effect::PlacementChanged,
+                 effect::ClearGroups, effect::UserCodeProgress, effect::EndParkedRun>;
+
+// Where the effects go, one by one, in order.
+class Outbox {
+ public:
+  virtual ~Outbox() = default;
+  virtual void put(Effect effect) = 0;
+};
+
+struct SupervisorSettings {
+  JobSpec job;
+  std::string advertised_host;  // host part of ATL_ADDRESS
+  std::string head_dns_name;    // the head pod's name where it resolves (empty: the address)
+  std::string head_interface;   // the network interface of advertised_host (NCCL, gloo)
+  std::string ray_bin = "ray";
+  std::string ray_python = "python3";
+  std::string ray_token;
+  Millis linger{0};              // the ended job's dashboard stays this long
+  Millis tick{100};              // the liveness tick
+  long clock_ticks = 100;        // sysconf(_SC_CLK_TCK): the samples' CPU times
+  std::string tmp_dir = "/tmp";  // the driver's error file goes here
+};
+
+class Supervisor final : private JobEffects {
+ public:
+  using Pods = PodCourse<AgentId>;
+
+  Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out);
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // --- the pieces, for the views and the concerns still in the shell ---
+  const JobSpec& job() const { return settings_.job; }
+  const SupervisorSettings& settings() const { return settings_; }
+  const std::string& address() const { return address_; }
+  const Pods& pods() const { return pods_; }
+  JobController& controller() { return controller_; }
+  const JobController& controller() const { return controller_; }
+  UserCode& code() { return code_; }
+  const UserCode& code() const { return code_; }
+  const HangCourse& hang() const { return hang_; }
+  bool preflight_under_way() const override { return preflight_.has_value(); }
+  JobState state() const { return controller_.state(); }
+  bool started() const { return state() != JobState::pending; }
+  const Clock& clock() const { return clock_; }
+
+  // --- the job's own inputs ---
+  // Published at `address` (HOST:PORT): the job begins waiting for its
+  // pods (`resumed`: an earlier head's record of it).
+  void start(const std::string& address, const os::JobRecord* resumed);
+  // Every pod joined (or a restart's pods are back): the course goes on.
+  void all_in();
+  bool timer(std::int32_t kind, std::int32_t arg);  // false: not one of its timers
+  void cancel(const std::string& why) { controller_.cancel(why); }
+  void journal_failed(const std::string& why) { controller_.journal_failed(why); }
+
+  // --- the pods ---
+  // `info.pod` joins through `agent`: why not, or nullopt when it joined.
+  std::optional<Refusal> join(const NodeInfo& info, AgentId agent);
+  // `agent`'s actor went down (`words`: how): the pod it is the agent of is
+  // lost, or a leaving agent is gone. False: not an agent it knows.
+  bool agent_down(AgentId agent, const std::string& words);
+  // Only from the pod's own node (the shell checks): told to go (SIGTERM),
+  // heard (with its count of GPUs), its GPU watch saw a fault.
+  void evicted(const std::string& pod, const std::string& why);
+  void heartbeat(const std::string& pod, std::int32_t gpus_present);
+  void gpu_fault(const std::string& pod, const std::string& reason);
+  // atlctl delete -p SPEC|all, atlctl taint -a set|remove -n NODES|all: a
+  // refusal changes nothing.
+  std::optional<Refusal> delete_pods(const std::string& spec);
+  std::optional<Refusal> change_taints(const std::string& action, const std::string& nodes);
+
+  // --- user code ---
+  // A report of a user-code stream (the driver, Ray's head, a rank, a Ray node).
+  void process_started(const ProcessStarted& started);
+  void process_ended(const ProcessExit& exit);
+  // The head's executor of `stream` (kDriverStream, kRayHeadStream) ended
+  // without its process's report (`words`: how): that process failed.
+  void head_executor_lost(std::int32_t stream, const std::string& words);
+  // Every stream's launch for the active pods; false: the job failed instead.
+  bool plan_user_code();
+  // Starts user code as attempt code().attempt(): every stream, or the driver alone.
+  void launch_user_code(LaunchScope scope = LaunchScope::everything);
+  void stop_user_code() override;  // SIGTERM (SIGKILL after the grace) to every process
+  // Ray mode, parked in a debug state: a Ray node ended (or its pod went),
+  // so the rest of the cluster is stopped; recover starts it all again.
+  void ray_node_gone_while_parked(const std::string& why);
+
+  // --- the pre-flight and the hang watch ---
+  void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
+  void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
+  void stacks(std::int32_t round, const std::vector<StackReport>& reports);
+
+  // --- views ---
+  std::vector<PodView> pod_views() const override;  // every worker pod, joined or not
+  HangJob hang_job() const;
+  ProcessSite head_site() const;
+  ProcessSite pod_site(const std::string& pod) const;
+  int streams_per_pod() const;
+  std::string pod_of_rank(std::int32_t stream) const;
+  // The agents of the pods of this attempt's ranks `only` (empty: all).
+  std::vector<AgentId> agents_of_ranks(const std::vector<int>& only) const;
+  std::optional<AgentId> agent_of(const std::string& pod) const;
+  // The pod `agent` is the agent of, or nullopt.
+  std::optional<std::string> pod_of_agent(AgentId agent) const;
+
+ private:
+  // --- JobEffects: the controller's reads and effects ---
+  std::int64_t unix_ms() const override { return clock_.unix_ms(); }
+  int attempt() const override { return code_.attempt(); }
+  bool user_code_done() const override { return code_.ranks().all_done(); }
+  std::string missing_pods() const override { return pods_.registry().missing(); }
+  const std::string* machine_of(const std::string& pod) const override {
+    return pods_.registry().machine_of(pod);
+  }
+  void print(const std::string& line) override;
+  void save(os::JobRecord record) override;
+  void add_event(const TimelineEvent& event) override;
+  void reset_journal() override;
+  void arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) override;
+  void next_attempt() override { code_.next_attempt(); }
+  void start_user_code() override;
+  void abandon_user_code(const std::string& why) override { code_.end_remaining(why); }
+  void start_preflight() override;
+  void drop_preflight() override { preflight_.reset(); }
+  void end_parked_debug_run() override;
+  void end_pod_work(const std::string& pod) override;
+  void pod_gone_while_parked(const std::string& detail) override;
+  void placement_changed() override;
+  std::size_t wind_down(bool ok) override;
+  void release(int outcome) override;
+
+  void tick();
+  void perform(Pods::Effects effects);
+  void perform(HangEffects effects);
+  void ask(std::vector<Preflight::Ask> asks);
+  GpuView gpu_view(const std::string& pod) const;
+  ProcessSite site_at(const std::string& pod, int active_index) const;
+  const std::string& master() const;
+
+  SupervisorSettings settings_;
+  const Clock& clock_;
+  Outbox& out_;
+  std::string address_;  // HOST:PORT, for ATL_ADDRESS
+  // The worker pods' comings and goings: expected (workers + spares),
+  // joined, lost, each pod's machine; heartbeats and silence.
+  Pods pods_;
+  // The job's course: lifecycle, restart budget, taints, the active pods,
+  // the timeline, the ending. It reaches the rest through this.
+  JobController controller_;
+  // User code: each stream's launch, the ranks of the current attempt.
+  UserCode code_;
+  // The pre-flight round under way (dropped when moot), and the latest round's id.
+  std::optional<Preflight> preflight_;
+  std::int32_t check_round_ = 0;
+  // The hang watch's course (spmd, in command) and each rank's figures.
+  HangCourse hang_;
+  std::set<AgentId> leaving_;  // told the job ended, not gone yet
+};
+
+}  // namespace atl::supervisor

@@ -1,0 +1,536 @@
+#include "atl/supervisor/supervisor.hpp"
+
+#include <algorithm>
+
+#include "atl/os/child_process.hpp"
+
+namespace atl::supervisor {
+
+namespace {
+
+std::vector<std::string> expected_pods(const JobSpec& job) {
+  std::vector<std::string> expected;
+  for (int i = 0; i < total_worker_pods(job); ++i)
+    expected.push_back(worker_pod_name(job.job_id, i));
+  return expected;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out)
+    : settings_(std::move(settings)),
+      clock_(clock),
+      out_(out),
+      pods_(settings_.job.job_id, expected_pods(settings_.job), settings_.job.heartbeat,
+            settings_.tick),
+      controller_({settings_.job, settings_.linger}, this),
+      hang_(settings_.clock_ticks) {}
+
+// --- the job's own inputs ------------------------------------------------------
+
+void Supervisor::start(const std::string& address, const os::JobRecord* resumed) {
+  address_ = address;
+  // A resumed head's attempt is the next one: the log directories of
+  // earlier attempts stay as they are.
+  if (resumed) code_.set_attempt(os::resumed_attempt(*resumed));
+  if (!controller_.start(resumed, pods_.registry().expected().size())) return;
+  out_.put(effect::Arm{kHeartbeatTimer, 0, Millis{0}, true});
+  if (pods_.registry().expected().empty()) out_.put(effect::CheckSoon{});
+}
+
+void Supervisor::all_in() {
+  if (state() == JobState::pending) {
+    controller_.all_joined();
+  } else if (state() == JobState::restarting) {
+    controller_.maybe_relaunch();
+  }
+}
+
+bool Supervisor::timer(std::int32_t kind, std::int32_t arg) {
+  if (kind >= 0 && kind < kJobTimerCount) {
+    controller_.on_timer(static_cast<JobTimer>(kind), arg);
+  } else if (kind == kHeartbeatTimer) {
+    tick();
+  } else if (kind == kSecondLookTimer) {
+    perform(hang_.on_second_look(arg, hang_job(), clock_.now()));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The liveness tick: heartbeats out once per interval, silent pods fenced
+// and lost, placement's deadlines, the hang watch's verdicts; the next tick.
+void Supervisor::tick() {
+  if (controller_.ending()) return;
+  const auto now = clock_.now();
+  perform(pods_.on_tick(now, started()));
+  out_.put(effect::PlacementChanged{});
+  perform(hang_.on_tick(hang_job(), now));
+  out_.put(effect::Arm{kHeartbeatTimer, 0, pods_.liveness().tick_interval(), true});
+}
+
+// --- the pods ------------------------------------------------------------------
+
+std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
+  // Pods join before the job starts, and a lost or deleted pod rejoins (as
+  // Kubernetes recreates it) while the job restarts or is parked in debug.
+  // Spares may join at any time until the job ends.
+  const JobState now = state();
+  Pods::Registry::JoinRules rules;
+  if (is_terminal(now) || controller_.ending())
+    rules.closed = "job " + job().job_id + " is in state " + std::string(to_string(now)) +
+                   " and takes no new workers";
+  rules.gpus_required = job().node_spec.gpus;
+  bool rejoined = false;
+  if (auto refused = pods_.join(info, agent, rules, clock_.now(), &rejoined)) return refused;
+  out_.put(effect::PlacementChanged{});  // groups waiting for resources may fit now
+  out_.put(Say{false, "pod " + info.pod + (rejoined ? " rejoined" : " joined") + " from " +
+                          info.address + " on node " + info.machine + " (" +
+                          std::to_string(info.cpus) + " cpus, " + std::to_string(info.gpus) +
+                          " gpus) [" + std::to_string(pods_.registry().joined_count()) + "/" +
+                          std::to_string(pods_.registry().expected().size()) + "]"});
+  if (now != JobState::pending)
+    controller_.record("pod", "pod " + info.pod + " rejoined from " + info.address);
+  // After the join's reply: the course must not overtake it.
+  if (now == JobState::restarting || pods_.registry().all_joined()) out_.put(effect::CheckSoon{});
+  return std::nullopt;
+}
+
+bool Supervisor::agent_down(AgentId agent, const std::string& words) {
+  if (leaving_.erase(agent) > 0) {
+    controller_.on_worker_left(leaving_.size());
+    return true;
+  }
+  auto pod = pod_of_agent(agent);
+  if (!pod) return false;
+  perform(pods_.lose(*pod, {FaultKind::pod_lost, *pod, "pod " + *pod + " was lost (" + words + ")"},
+                     started()));
+  return true;
+}
+
+void Supervisor::evicted(const std::string& pod, const std::string& why) {
+  perform(pods_.evict(pod, why, started()));
+}
+
+void Supervisor::heartbeat(const std::string& pod, std::int32_t gpus_present) {
+  perform(pods_.on_heartbeat(pod, gpus_present, gpu_view(pod), clock_.now(), started()));
+}
+
+void Supervisor::gpu_fault(const std::string& pod, const std::string& reason) {
+  bool quarantined = false;
+  perform(pods_.on_gpu_fault(pod, reason, gpu_view(pod), started(), &quarantined));
+  if (quarantined)
+    out_.put(Say{
+        true, "pod " + pod + " (quarantined on a tainted machine) reports a GPU fault: " + reason});
+}
+
+std::optional<Refusal> Supervisor::delete_pods(const std::string& spec) {
+  const JobState now = state();
+  if (is_terminal(now) || controller_.ending())
+    return Refusal{ReplyCode::refused, "job is in state " + std::string(to_string(now)) +
+                                           ": it has ended, delete is refused"};
+  auto done = pods_.delete_pods(spec, started());
+  if (auto* refused = std::get_if<Refusal>(&done)) return *refused;
+  perform(std::move(std::get<Pods::Effects>(done)));
+  return std::nullopt;
+}
+
+std::optional<Refusal> Supervisor::change_taints(const std::string& action,
+                                                 const std::string& nodes) {
+  return controller_.change_taints(action, nodes, pods_.registry().machines());
+}
+
+// What a GPU report is judged against: whether a pre-flight found the pod's
+// GPUs, whether its ranks run, whether its machine is tainted.
+GpuView Supervisor::gpu_view(const std::string& pod) const {
+  const JobState now = state();
+  const std::string* machine = pods_.registry().machine_of(pod);
+  GpuView view;
+  view.checked =
+      now == JobState::command || now == JobState::debugStop || now == JobState::debugCommand;
+  view.runs_ranks =
+      controller_.is_active(pod) && (now == JobState::command || now == JobState::debugCommand);
+  view.machine_tainted = machine && controller_.taints().tainted(*machine);
+  return view;
+}
+
+void Supervisor::perform(Pods::Effects effects) {
+  for (auto& e : effects) {
+    if (std::holds_alternative<pods::HeartbeatRound>(e)) {
+      out_.put(effect::PingHosts{});  // a frozen host's callers hear of it within the timeout
+    } else if (auto* h = std::get_if<pods::Heartbeat<AgentId>>(&e)) {
+      out_.put(effect::Heartbeat{h->agent});
+    } else if (auto* f = std::get_if<pods::Fence<AgentId>>(&e)) {
+      out_.put(effect::Fence{f->agent, std::move(f->detail)});
+    } else if (auto* d = std::get_if<pods::Delete<AgentId>>(&e)) {
+      out_.put(effect::Delete{d->agent, std::move(d->detail)});
+    } else if (auto* g = std::get_if<pods::Forget<AgentId>>(&e)) {
+      out_.put(effect::Forget{g->agent});
+    } else if (auto* gone = std::get_if<pods::Gone>(&e)) {
+      // The one fan-out of a pod gone: its tasks ended with it, its bundles
+      // are placed again first, then the controller (its ranks and debug
+      // runs, the fault's course). It may join again later.
+      out_.put(effect::PodGone{gone->pod});
+      controller_.on_pod_gone(gone->pod, gone->fault);
+    } else if (auto* r = std::get_if<pods::Record>(&e)) {
+      controller_.record(r->kind, r->text);
+    } else if (auto* t = std::get_if<pods::TaintPlatform>(&e)) {
+      controller_.taint_platform(t->pod, t->detail);
+    } else if (auto* s = std::get_if<pods::Stalled>(&e)) {
+      // Requests (atlctl, the dashboard) waited as long.
+      out_.put(Say{true, "the supervisor was busy for " + std::to_string(s->late.count()) +
+                             " ms (its liveness tick came that late)"});
+    }
+  }
+}
+
+// --- user code -----------------------------------------------------------------
+
+// Seed 002's MASTER_ADDR for what is not a rank: the head pod's name where
+// it resolves to the head (e.g. jo-xxxx-head-0), else its address.
+const std::string& Supervisor::master() const {
+  return settings_.head_dns_name.empty() ? settings_.advertised_host : settings_.head_dns_name;
+}
+
+// WORLD_SIZE/RANK of a ray- or driver-mode process: the job's pods, the
+// head first (0), then the active workers in their order (1..N).
+ProcessSite Supervisor::head_site() const {
+  return {head_pod_name(job().job_id), settings_.head_interface, master(), 0,
+          static_cast<int>(controller_.active().size()) + 1};
+}
+
+ProcessSite Supervisor::site_at(const std::string& pod, int active_index) const {
+  const NodeInfo* info = pods_.registry().info(pod);
+  return {pod, info ? info->interface : std::string(), master(),
+          active_index < 0 ? -1 : active_index + 1,
+          static_cast<int>(controller_.active().size()) + 1};
+}
+
+ProcessSite Supervisor::pod_site(const std::string& pod) const {
+  const auto& active = controller_.active();
+  const auto at = std::find(active.begin(), active.end(), pod);
+  return site_at(pod, at == active.end() ? -1 : static_cast<int>(at - active.begin()));
+}
+
+int Supervisor::streams_per_pod() const {
+  return job().mode == JobMode::spmd ? job().nproc_per_node : 1;
+}
+
+std::string Supervisor::pod_of_rank(std::int32_t stream) const {
+  if (stream < 0) return head_pod_name(job().job_id);  // the driver, Ray's head
+  const auto& rank_pods = code_.rank_pods();
+  if (!rank_pods.empty())
+    return static_cast<size_t>(stream) < rank_pods.size() ? rank_pods[stream] : "";
+  auto node = static_cast<size_t>(stream / streams_per_pod());
+  const auto& active = controller_.active();
+  return node < active.size() ? active[node] : std::string();
+}
+
+std::vector<PodView> Supervisor::pod_views() const {
+  std::vector<PodView> views;
+  const auto& expected = pods_.registry().expected();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const NodeInfo* info = pods_.registry().info(expected[i]);
+    views.push_back(
+        {expected[i], static_cast<int>(i), info ? info->machine : std::string(), info != nullptr});
+  }
+  return views;
+}
+
+// Every stream's launch for the active pods: at each (re)start, since a
+// recreated pod may have a new address. False when the job failed instead.
+bool Supervisor::plan_user_code() {
+  PlanInput in;
+  in.job = &job();
+  in.atl = AtlEndpoint{address_, job().job_id};
+  in.head_host = settings_.advertised_host;
+  in.head_pod = head_pod_name(job().job_id);
+  in.head_site = head_site();
+  in.restarts_used = controller_.restarts().used();
+  if (!controller_.restarts().history().empty())
+    in.last_exit_reason = controller_.restarts().history().back().detail;
+  in.ray_bin = settings_.ray_bin;
+  in.ray_python = settings_.ray_python;
+  in.ray_token = settings_.ray_token;
+  in.ray_ready_wait = std::chrono::duration_cast<std::chrono::seconds>(job().ray_ready_timeout);
+  if (job().mode != JobMode::driver) {
+    // The plan walks the active pods in order: each one's index is known
+    // (pod_site's search, per pod, was quadratic at thousands of pods).
+    const auto& active = controller_.active();
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const std::string& pod = active[i];
+      const NodeInfo* info = pods_.registry().info(pod);
+      if (!info) {  // lost between the checks and now
+        controller_.fail(JobEvent::node_lost, "pod " + pod + " was lost before its ranks started");
+        return false;
+      }
+      in.active.push_back({*info, site_at(pod, static_cast<int>(i))});
+    }
+  }
+  if (auto planned = code_.plan(in); !planned) {
+    controller_.fail(JobEvent::rank_failed, planned.error());
+    return false;
+  }
+  return true;
+}
+
+void Supervisor::start_user_code() {
+  if (plan_user_code()) launch_user_code();
+}
+
+void Supervisor::launch_user_code(LaunchScope scope) {
+  const std::int32_t attempt = code_.attempt();
+  out_.put(
+      effect::ClearGroups{"user code started again (attempt " + std::to_string(attempt) + ")"});
+  // Each attempt's output in files of its own (before any line of it).
+  out_.put(effect::NewAttempt{attempt});
+  auto launches = code_.begin(scope);
+  controller_.persist();
+  for (auto& launch : launches.on_head) {
+    // The head pod's own processes: the driver (and in ray mode Ray's head).
+    // The driver's $TORCHELASTIC_ERROR_FILE, as a rank's: its exception (or
+    // in ray mode the readiness wait's line naming the pods Ray never saw)
+    // is the reason the job's end gives.
+    const bool driver = launch.stream.kind == StreamKind::driver;
+    std::string error_file;
+    if (driver)
+      error_file = settings_.tmp_dir + "/atl-error-" + pod_of_rank(kDriverStream) + "-driver-" +
+                   std::to_string(attempt) + ".json";
+    out_.put(effect::SpawnOnHead{std::move(launch), driver, std::move(error_file)});
+  }
+  if (!launches.by_pod.empty())
+    out_.put(Say{false, "launching " + std::to_string(code_.ranks().size()) + " ranks on " +
+                            std::to_string(launches.by_pod.size()) + " pods (attempt " +
+                            std::to_string(attempt) + ")"});
+  for (auto& [pod, batch] : launches.by_pod) {
+    const auto* joined = pods_.registry().find(pod);
+    if (!joined) continue;  // lost meanwhile: the loss fails the job
+    out_.put(effect::Launch{joined->agent, std::move(batch)});
+  }
+}
+
+void Supervisor::stop_user_code() {
+  for (const auto& [pod, joined] : pods_.registry().joined_pods())
+    out_.put(effect::StopRanks{joined.agent, job().grace});
+  out_.put(effect::StopHead{job().grace});
+}
+
+void Supervisor::process_started(const ProcessStarted& started) {
+  auto key = user_code_key(started.stream);
+  if (key && code_.started(*key, started.attempt, started.pid))
+    out_.put(effect::UserCodeProgress{});
+}
+
+void Supervisor::process_ended(const ProcessExit& exit) {
+  auto user_key = user_code_key(exit.stream);
+  if (!user_key || !code_.ended(*user_key, exit)) return;
+  const std::int32_t key = *user_key;
+  // A driver's placement groups are its own (Ray: the job's): they go with it.
+  if (key == kDriverStream && job().mode == JobMode::driver)
+    out_.put(effect::ClearGroups{"the driver ended"});
+  ExitMeaning meaning;  // what the end means is asked only while user code runs
+  if (state() == JobState::command) meaning = code_.meaning(job().mode, key, exit);
+  if (controller_.on_user_code_ended(meaning)) return;
+  // Parked in a debug state: stopped by atlctl, no failure; maybe a stop to answer.
+  if (job().mode == JobMode::ray && key != kDriverStream)
+    ray_node_gone_while_parked((key == kRayHeadStream ? "Ray's head on pod " : "Ray on pod ") +
+                               exit.pod + " " +
+                               (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
+                                                   : "could not start: " + exit.error));
+  out_.put(effect::UserCodeProgress{});
+}
+
+void Supervisor::head_executor_lost(std::int32_t stream, const std::string& words) {
+  auto record = code_.ranks().find(stream);
+  process_ended({user_code_stream(stream),
+                 record == code_.ranks().end() ? code_.attempt() : record->second.attempt,
+                 head_pod_name(job().job_id), 255, 0, "its executor ended: " + words, ""});
+}
+
+void Supervisor::ray_node_gone_while_parked(const std::string& why) {
+  if (!code_.ray_cluster_to_tear_down()) return;  // nothing left running, or already said
+  std::string line = why +
+                     " while the job was stopped: the rest of the Ray cluster is stopped; "
+                     "recover starts Ray and the driver again";
+  out_.put(Say{true, line});
+  controller_.record("fault", line);
+  out_.put(effect::Print{line});
+  stop_user_code();
+}
+
+// --- the pre-flight -----------------------------------------------------------------
+
+void Supervisor::start_preflight() {
+  Preflight::Plan plan;
+  for (const auto& pod : controller_.active()) plan.active.push_back(pods_.registry().at(pod).info);
+  plan.spec = job().node_spec;
+  if (job().mode == JobMode::driver && !job().working_dir.empty())
+    plan.head = head_pod_name(job().job_id);
+  preflight_.emplace(++check_round_, std::move(plan));
+  ask(preflight_->start());
+}
+
+void Supervisor::answer_preflight(std::int32_t round, const Preflight::Ask& a,
+                                  const PreflightReply& reply) {
+  if (!preflight_ || preflight_->round() != round) return;  // superseded
+  using Kind = Preflight::Ask::Kind;
+  if (reply.unanswered) {
+    ask(preflight_->unanswered(a, reply.problem));
+    return;
+  }
+  switch (a.kind) {
+    case Kind::head_dir:
+      ask(preflight_->head_dir_checked(reply.problem));
+      break;
+    case Kind::probe:
+      ask(preflight_->probed(a.pod, reply.port, reply.problem));
+      break;
+    case Kind::reach:
+      ask(preflight_->reached(a.pod, reply.problem));
+      break;
+    case Kind::check:
+      ask(preflight_->checked(a.pod, reply.problem));
+      break;
+  }
+}
+
+// The round's next requests out, each step passed on the head's output, or
+// its verdict acted on.
+void Supervisor::ask(std::vector<Preflight::Ask> asks) {
+  const std::int32_t round = preflight_->round();
+  for (auto& a : asks) {
+    if (a.kind == Preflight::Ask::Kind::head_dir) {
+      out_.put(effect::Ask{round, std::move(a), AgentId{}});
+      continue;
+    }
+    const auto* joined = pods_.registry().find(a.pod);
+    if (!joined) {  // gone since the round began (its loss drops the round too)
+      preflight_->pod_left(a.pod);
+      break;
+    }
+    const AgentId agent = joined->agent;
+    out_.put(effect::Ask{round, std::move(a), agent});
+  }
+  // Each step as it passes, on the head's output (stdout and head.log): a
+  // start that says what it checked, not only what failed.
+  if (preflight_)
+    for (auto& line : preflight_->take_passed()) out_.put(effect::Print{std::move(line)});
+  if (preflight_ && preflight_->done()) {
+    Preflight::Verdict verdict = *preflight_->verdict();
+    preflight_.reset();
+    controller_.on_preflight_verdict(verdict);
+  }
+}
+
+// --- the hang watch ---------------------------------------------------------------
+
+HangJob Supervisor::hang_job() const {
+  HangJob j;
+  j.spmd_command = state() == JobState::command && job().mode == JobMode::spmd;
+  j.timeout = job().hang_timeout;
+  j.factor = job().hang_factor;
+  j.attempt = code_.attempt();
+  j.rank_pods = &code_.rank_pods();
+  return j;
+}
+
+void Supervisor::progress(const std::string& pod, const std::vector<ProgressReport>& reports) {
+  perform(hang_.on_progress(pod, reports, hang_job(), clock_.now()));
+}
+
+void Supervisor::stacks(std::int32_t round, const std::vector<StackReport>& reports) {
+  perform(hang_.on_stacks(round, reports, hang_job(), clock_.now()));
+}
+
+void Supervisor::perform(HangEffects effects) {
+  for (auto& e : effects) {
+    if (auto* r = std::get_if<hang::Record>(&e)) {
+      controller_.record("hang", r->text);
+    } else if (auto* s = std::get_if<hang::Say>(&e)) {
+      out_.put(std::move(*s));
+    } else if (auto* t = std::get_if<hang::TakeStacks>(&e)) {
+      out_.put(effect::TakeStacks{t->round, agents_of_ranks({}), std::move(t->no_stop)});
+    } else if (auto* a = std::get_if<hang::ArmSecondLook>(&e)) {
+      out_.put(effect::Arm{kSecondLookTimer, a->attempt, a->after, false});
+    } else if (auto* k = std::get_if<hang::KeepFile>(&e)) {
+      out_.put(std::move(*k));
+    } else if (auto* h = std::get_if<hang::Hung>(&e)) {
+      controller_.on_hung(h->pods, h->reason);
+    } else if (auto* g = std::get_if<hang::Straggler>(&e)) {
+      controller_.on_straggler(g->pod, g->line);
+    } else if (std::holds_alternative<hang::Progressed>(e)) {
+      controller_.on_progress();  // goodput's clock
+    }
+  }
+}
+
+std::vector<AgentId> Supervisor::agents_of_ranks(const std::vector<int>& only) const {
+  const auto& rank_pods = code_.rank_pods();
+  std::vector<std::string> seen;
+  std::vector<AgentId> agents;
+  auto add = [&](const std::string& pod) {
+    if (std::find(seen.begin(), seen.end(), pod) != seen.end()) return;
+    seen.push_back(pod);
+    if (const auto* joined = pods_.registry().find(pod)) agents.push_back(joined->agent);
+  };
+  if (only.empty()) {
+    for (const auto& pod : rank_pods) add(pod);
+  } else {
+    for (int rank : only)
+      if (rank >= 0 && static_cast<std::size_t>(rank) < rank_pods.size()) add(rank_pods[rank]);
+  }
+  return agents;
+}
+
+std::optional<AgentId> Supervisor::agent_of(const std::string& pod) const {
+  if (const auto* joined = pods_.registry().find(pod)) return joined->agent;
+  return std::nullopt;
+}
+
+std::optional<std::string> Supervisor::pod_of_agent(AgentId agent) const {
+  return pods_.registry().pod_of_agent([&](AgentId a) { return a == agent; });
+}
+
+// --- JobEffects -------------------------------------------------------------------
+
+void Supervisor::print(const std::string& line) { out_.put(effect::Print{line}); }
+void Supervisor::save(os::JobRecord record) { out_.put(effect::Save{std::move(record)}); }
+void Supervisor::add_event(const TimelineEvent& event) { out_.put(effect::AddEvent{event}); }
+void Supervisor::reset_journal() { out_.put(effect::ResetJournal{}); }
+
+void Supervisor::arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) {
+  out_.put(effect::Arm{static_cast<std::int32_t>(timer), tag, delay, false});
+}
+
+void Supervisor::end_parked_debug_run() { out_.put(effect::EndParkedRun{}); }
+
+void Supervisor::end_pod_work(const std::string& pod) {
+  code_.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
+  out_.put(effect::PodWorkEnded{pod});  // debug commands on that pod end too
+}
+
+void Supervisor::pod_gone_while_parked(const std::string& detail) {
+  if (job().mode == JobMode::ray) ray_node_gone_while_parked(detail);
+  out_.put(effect::UserCodeProgress{});
+}
+
+void Supervisor::placement_changed() { out_.put(effect::PlacementChanged{}); }
+
+std::size_t Supervisor::wind_down(bool ok) {
+  out_.put(effect::ClearGroups{"the job ended"});
+  code_.end_remaining("abandoned");
+  out_.put(effect::Ending{});
+  for (const auto& [pod, joined] : pods_.registry().joined_pods()) {
+    out_.put(effect::Shutdown{joined.agent, ok ? 0 : 1});
+    leaving_.insert(joined.agent);
+  }
+  return leaving_.size();
+}
+
+void Supervisor::release(int outcome) {
+  out_.put(effect::Release{outcome, "the job ended (" + std::string(to_string(state())) +
+                                        ") before this command finished"});
+}
+
+}  // namespace atl::supervisor

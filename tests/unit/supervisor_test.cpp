@@ -1,0 +1,369 @@
+// The Supervisor in fake time (no sleeps, no processes, no CAF): the job's
+// whole course through its inputs and its outbox. Pods join, the pre-flight
+// asks and is answered, ranks launch and report; then the two faults the
+// head exists for, end to end: a pod gone silent -> fenced -> lost -> the
+// job restarts on the spare; a hang verdict -> the culprit's node tainted ->
+// the spare takes its place -> restart. Late timers of an older round act on
+// nothing; the end tells every agent and hands the outcome over once they left.
+#include "atl/supervisor/supervisor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace atl::supervisor {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FakeClock final : public Clock {
+ public:
+  Liveness::TimePoint now() const override { return t_; }
+  std::int64_t unix_ms() const override { return ms_; }
+  void advance(Millis d) {
+    t_ += d;
+    ms_ += d.count();
+  }
+
+ private:
+  Liveness::TimePoint t_ = Liveness::TimePoint{} + 1h;
+  std::int64_t ms_ = 1'700'000'000'000;
+};
+
+class Recorder final : public Outbox {
+ public:
+  void put(Effect e) override { effects.push_back(std::move(e)); }
+  template <class T>
+  std::vector<T> all() const {
+    std::vector<T> out;
+    for (const auto& e : effects)
+      if (auto* x = std::get_if<T>(&e)) out.push_back(*x);
+    return out;
+  }
+  // The effects of type T so far, which leave the record.
+  template <class T>
+  std::vector<T> take() {
+    std::vector<T> out;
+    std::vector<Effect> rest;
+    for (auto& e : effects) {
+      if (auto* x = std::get_if<T>(&e)) {
+        out.push_back(std::move(*x));
+      } else {
+        rest.push_back(std::move(e));
+      }
+    }
+    effects = std::move(rest);
+    return out;
+  }
+  bool printed(const std::string& part) const {
+    for (const auto& p : all<effect::Print>())
+      if (p.line.find(part) != std::string::npos) return true;
+    return false;
+  }
+  std::vector<Effect> effects;
+};
+
+std::string pod_name(int i) { return "j1-worker-" + std::to_string(i); }
+
+JobSpec spmd_spec(int workers, int spares) {
+  JobSpec spec;
+  spec.job_id = "j1";
+  spec.mode = JobMode::spmd;
+  spec.workers = workers;
+  spec.spare_workers = spares;
+  spec.nproc_per_node = 2;
+  spec.entrypoint = "python train.py";
+  spec.max_restarts = 3;
+  spec.grace = 5s;
+  spec.ready_timeout = 60s;
+  spec.heartbeat.interval = 1s;
+  spec.heartbeat.timeout = 5s;
+  spec.hang_timeout = 10s;
+  return spec;
+}
+
+// One job's head: the Supervisor with a fake clock and a recording outbox;
+// pod i joins through agent i + 1, on node-i.
+struct Head {
+  FakeClock clock;
+  Recorder out;
+  std::unique_ptr<Supervisor> sup;
+  std::set<std::string> silent;  // pods whose heartbeats stopped
+
+  explicit Head(JobSpec spec) {
+    SupervisorSettings settings;
+    settings.job = std::move(spec);
+    settings.advertised_host = "10.0.0.1";
+    settings.head_interface = "eth0";
+    settings.tick = 100ms;
+    sup = std::make_unique<Supervisor>(std::move(settings), clock, out);
+    sup->start("10.0.0.1:7000", nullptr);
+  }
+  static AgentId agent(int i) { return AgentId{i + 1}; }
+  NodeInfo info(int i) const {
+    NodeInfo n;
+    n.pod = pod_name(i);
+    n.address = "10.0.1." + std::to_string(i);
+    n.interface = "eth0";
+    n.machine = "node-" + std::to_string(i);
+    n.cpus = 8;
+    return n;
+  }
+  void join(int pods) {
+    for (int i = 0; i < pods; ++i) ASSERT_FALSE(sup->join(info(i), agent(i))) << i;
+  }
+  // Every pre-flight request answered as passed, round after round step,
+  // until none is asked: the pods probed, reached, checked.
+  void pass_preflight() {
+    for (int step = 0; step < 10; ++step) {
+      auto asks = out.take<effect::Ask>();
+      if (asks.empty()) return;
+      for (const auto& a : asks) sup->answer_preflight(a.round, a.ask, {"", 4000});
+    }
+    ADD_FAILURE() << "the pre-flight kept asking";
+  }
+  // Each process launched so far reports that it started.
+  std::vector<effect::Launch> start_launched() {
+    auto launches = out.take<effect::Launch>();
+    for (const auto& l : launches) {
+      const auto pod = sup->pod_of_agent(l.agent);
+      EXPECT_TRUE(pod.has_value());
+      for (const auto& p : l.batch)
+        sup->process_started({p.stream, p.attempt, pod.value_or(""), 100 + p.stream.rank});
+    }
+    return launches;
+  }
+  // Up to `d` of ticks; every joined pod that is not silent is heard each tick.
+  void run_for(Millis d) {
+    for (Millis t{0}; t < d; t += 100ms) {
+      clock.advance(100ms);
+      for (const auto& [pod, joined] : sup->pods().registry().joined_pods())
+        if (!silent.count(pod)) sup->heartbeat(pod, -1);
+      sup->timer(kHeartbeatTimer, 0);
+    }
+  }
+  // The job from start to command: pods joined, checked, ranks running.
+  void to_command(int pods) {
+    join(pods);
+    ASSERT_EQ(out.take<effect::CheckSoon>().size(), 1u);  // once all are in
+    sup->all_in();
+    pass_preflight();
+    ASSERT_EQ(sup->state(), JobState::command);
+    start_launched();
+  }
+  // Every rank still running on `pod` reports its end by `signal`.
+  void end_ranks_on(const std::string& pod, int signal) {
+    for (const auto& [stream, r] : sup->code().ranks())
+      if (!r.done && sup->pod_of_rank(stream) == pod)
+        sup->process_ended({user_code_stream(stream), r.attempt, pod, 0, signal, "", ""});
+  }
+  std::vector<std::string> launched_pods(const std::vector<effect::Launch>& launches) const {
+    std::vector<std::string> pods;
+    for (const auto& l : launches) pods.push_back(sup->pod_of_agent(l.agent).value_or("?"));
+    std::sort(pods.begin(), pods.end());
+    return pods;
+  }
+};
+
+TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
+  Head h(spmd_spec(2, 1));
+  std::set<std::int32_t> armed;  // the controller's ready and waiting timers, the first tick
+  for (const auto& a : h.out.take<effect::Arm>()) armed.insert(a.kind);
+  EXPECT_EQ(armed, (std::set<std::int32_t>{static_cast<std::int32_t>(JobTimer::ready),
+                                           static_cast<std::int32_t>(JobTimer::waiting),
+                                           kHeartbeatTimer}));
+  h.join(3);
+  EXPECT_EQ(h.out.take<effect::CheckSoon>().size(), 1u) << "only once all three are in";
+  h.sup->all_in();
+  EXPECT_EQ(h.sup->state(), JobState::initializing);
+  auto first = h.out.all<effect::Ask>();
+  ASSERT_FALSE(first.empty());
+  for (const auto& a : first) EXPECT_NE(a.agent, Head::agent(2)) << "the spare is not checked";
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  EXPECT_EQ(h.out.all<effect::NewAttempt>().size(), 1u);
+  auto launches = h.start_launched();
+  EXPECT_EQ(h.launched_pods(launches), (std::vector<std::string>{pod_name(0), pod_name(1)}));
+  std::size_t ranks = 0;
+  for (const auto& l : launches) ranks += l.batch.size();
+  EXPECT_EQ(ranks, 4u);
+  EXPECT_EQ(h.sup->code().ranks().starting_count(), 0u);
+  // Heartbeats go out to every joined pod once per interval (the spare too).
+  h.out.effects.clear();
+  h.run_for(1s);
+  std::set<std::int64_t> beaten;
+  for (const auto& b : h.out.all<effect::Heartbeat>()) beaten.insert(b.agent.value);
+  EXPECT_EQ(beaten, (std::set<std::int64_t>{1, 2, 3}));
+  EXPECT_FALSE(h.out.all<effect::PingHosts>().empty());
+}
+
+TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
+  Head h(spmd_spec(2, 1));
+  h.to_command(3);
+  h.out.effects.clear();
+  h.silent.insert(pod_name(1));
+  h.run_for(4s);
+  EXPECT_TRUE(h.out.all<effect::Fence>().empty()) << "4 s of silence is within the 5 s timeout";
+  h.run_for(2s);
+  auto fences = h.out.take<effect::Fence>();
+  ASSERT_EQ(fences.size(), 1u);
+  EXPECT_EQ(fences[0].agent, Head::agent(1));
+  EXPECT_NE(fences[0].detail.find("stopped answering"), std::string::npos) << fences[0].detail;
+  auto forgets = h.out.take<effect::Forget>();
+  ASSERT_EQ(forgets.size(), 1u);
+  EXPECT_EQ(forgets[0].agent, Head::agent(1));
+  EXPECT_EQ(h.out.take<effect::PodGone>().size(), 1u);  // its tasks and bundles go with it
+  EXPECT_FALSE(h.sup->pods().registry().joined(pod_name(1)));
+  // A counted fault: the rest of the attempt is stopped and awaited.
+  EXPECT_EQ(h.sup->state(), JobState::restarting);
+  EXPECT_EQ(h.sup->controller().restarts().used(), 1);
+  auto stops = h.out.take<effect::StopRanks>();
+  ASSERT_FALSE(stops.empty());
+  for (const auto& s : stops) EXPECT_NE(s.agent, Head::agent(1)) << "a fenced pod is not told";
+  EXPECT_TRUE(h.out.take<effect::Launch>().empty()) << "not before the old ranks are gone";
+  // The surviving pod's ranks end by the stop; the lost pod's ended with it.
+  h.end_ranks_on(pod_name(0), 15);
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  EXPECT_TRUE(h.out.printed("job restarted: attempt 2"));
+  auto relaunched = h.start_launched();
+  EXPECT_EQ(h.launched_pods(relaunched), (std::vector<std::string>{pod_name(0), pod_name(2)}));
+  for (const auto& l : relaunched)
+    for (const auto& p : l.batch) EXPECT_EQ(p.attempt, 2);
+  // Its old self wakes up and is gone (its actor went down): nothing more.
+  EXPECT_FALSE(h.sup->agent_down(Head::agent(1), "connection lost"));
+  EXPECT_EQ(h.sup->controller().restarts().used(), 1);
+}
+
+TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
+  Head h(spmd_spec(2, 1));
+  h.to_command(3);
+  h.out.effects.clear();
+  // Every rank silent (no line, no CPU): the watch grows suspect and looks.
+  std::vector<effect::TakeStacks> looks;
+  for (int i = 0; i < 40 && looks.empty(); ++i) {
+    h.run_for(1s);
+    for (int pod = 0; pod < 2; ++pod) {
+      std::vector<ProgressReport> reports;
+      for (std::int32_t rank = pod * 2; rank < pod * 2 + 2; ++rank)
+        reports.push_back({rank, 1, 0, 0, 0, 'S', 100 + rank, 0, 0});
+      h.sup->progress(pod_name(pod), reports);
+    }
+    looks = h.out.take<effect::TakeStacks>();
+  }
+  ASSERT_EQ(looks.size(), 1u) << "no look at the stacks within 40 s";
+  EXPECT_EQ(looks[0].agents, (std::vector<AgentId>{Head::agent(0), Head::agent(1)}));
+  // Rank 1 (on pod 0) is in its own loader, the rest wait in all_reduce.
+  auto stacks = [&] {
+    std::vector<StackReport> out;
+    for (std::int32_t r = 0; r < 4; ++r) {
+      StackReport s;
+      s.rank = r;
+      s.attempt = 1;
+      s.tool = "py-spy";
+      const std::string frame =
+          r == 1 ? "load_batch (data.py:10)" : "all_reduce (distributed_c10d.py:10)";
+      s.text = "Thread 1 (idle): \"MainThread\"\n    " + frame + "\n    main (train.py:50)\n";
+      out.push_back(s);
+    }
+    return out;
+  };
+  h.sup->stacks(looks[0].round, stacks());
+  auto second = h.out.take<effect::Arm>();
+  auto look_again = std::find_if(second.begin(), second.end(),
+                                 [](const effect::Arm& a) { return a.kind == kSecondLookTimer; });
+  ASSERT_NE(look_again, second.end());
+  EXPECT_EQ(h.sup->state(), JobState::command) << "one look proves nothing";
+  h.clock.advance(look_again->after);
+  ASSERT_TRUE(h.sup->timer(kSecondLookTimer, look_again->arg));
+  auto again = h.out.take<effect::TakeStacks>();
+  ASSERT_EQ(again.size(), 1u);
+  h.sup->stacks(again[0].round, stacks());
+  // Hung: rank 1's node (node-0) is tainted, a counted restart follows.
+  EXPECT_EQ(h.sup->state(), JobState::restarting);
+  EXPECT_TRUE(h.sup->controller().taints().tainted("node-0"));
+  ASSERT_FALSE(h.sup->controller().restarts().history().empty());
+  EXPECT_EQ(h.sup->controller().restarts().history().back().kind, FaultKind::job_hung);
+  EXPECT_FALSE(h.out.take<effect::StopRanks>().empty());
+  h.end_ranks_on(pod_name(0), 15);
+  h.end_ranks_on(pod_name(1), 15);
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  EXPECT_EQ(h.launched_pods(h.start_launched()),
+            (std::vector<std::string>{pod_name(1), pod_name(2)}));
+  // The old attempt's second look, late, finds nothing to look at.
+  h.out.effects.clear();
+  ASSERT_TRUE(h.sup->timer(kSecondLookTimer, look_again->arg));
+  EXPECT_TRUE(h.out.all<effect::TakeStacks>().empty());
+  EXPECT_EQ(h.sup->state(), JobState::command);
+}
+
+TEST(Supervisor, TimersOfAnOlderRestartRoundActOnNothing) {
+  Head h(spmd_spec(2, 1));
+  h.to_command(3);
+  h.sup->evicted(pod_name(1), "SIGTERM");  // Kubernetes evicts the pod: one restart
+  ASSERT_EQ(h.sup->state(), JobState::restarting);
+  std::vector<effect::Arm> round_one;
+  for (const auto& a : h.out.take<effect::Arm>())
+    if (a.kind < kJobTimerCount) round_one.push_back(a);
+  ASSERT_FALSE(round_one.empty());
+  h.end_ranks_on(pod_name(0), 15);
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  h.start_launched();
+  h.out.effects.clear();
+  // The first restart's stop and ready timers fire late: the job runs on.
+  for (const auto& a : round_one) EXPECT_TRUE(h.sup->timer(a.kind, a.arg));
+  EXPECT_EQ(h.sup->state(), JobState::command);
+  EXPECT_TRUE(h.out.all<effect::StopRanks>().empty());
+  EXPECT_TRUE(h.out.all<effect::Launch>().empty());
+  EXPECT_EQ(h.sup->controller().restarts().used(), 1);
+  EXPECT_FALSE(h.sup->timer(kTaskStartTimer, 1)) << "the shell's own timers are not its";
+}
+
+TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
+  Head h(spmd_spec(1, 0));
+  h.to_command(1);
+  NodeInfo stranger = h.info(7);
+  stranger.pod = "j2-worker-0";
+  auto refused = h.sup->join(stranger, AgentId{99});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(h.sup->pods().registry().joined_count(), 1u);
+  EXPECT_FALSE(h.sup->pod_of_agent(AgentId{99}));
+  h.out.effects.clear();
+  // Both ranks succeed: the job ends; the agent is told and awaited.
+  for (std::int32_t rank = 0; rank < 2; ++rank)
+    h.sup->process_ended({user_code_stream(rank), 1, pod_name(0), 0, 0, "", ""});
+  EXPECT_EQ(h.sup->state(), JobState::succeeded);
+  auto shutdowns = h.out.take<effect::Shutdown>();
+  ASSERT_EQ(shutdowns.size(), 1u);
+  EXPECT_EQ(shutdowns[0].code, 0);
+  EXPECT_EQ(h.out.take<effect::Ending>().size(), 1u);
+  EXPECT_TRUE(h.out.all<effect::Release>().empty()) << "not before the agent left";
+  auto late = h.sup->join(h.info(0), AgentId{5});
+  ASSERT_TRUE(late);
+  EXPECT_NE(late->text.find("takes no new workers"), std::string::npos) << late->text;
+  EXPECT_TRUE(h.sup->agent_down(Head::agent(0), "normal"));
+  auto released = h.out.take<effect::Release>();
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].outcome, 0);
+}
+
+TEST(Supervisor, ADeleteIsRefusedWholeOrDeletesAndRestartsOnce) {
+  Head h(spmd_spec(2, 1));
+  h.to_command(3);
+  h.out.effects.clear();
+  auto refused = h.sup->delete_pods(pod_name(0) + "," + "j1-worker-9");
+  ASSERT_TRUE(refused);
+  EXPECT_TRUE(h.out.effects.empty()) << "a refusal changes nothing";
+  EXPECT_EQ(h.sup->state(), JobState::command);
+  EXPECT_FALSE(h.sup->delete_pods(pod_name(1)));
+  auto deletes = h.out.take<effect::Delete>();
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0].agent, Head::agent(1));
+  EXPECT_EQ(h.sup->state(), JobState::restarting);
+}
+
+}  // namespace
+}  // namespace atl::supervisor
