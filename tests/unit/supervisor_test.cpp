@@ -213,7 +213,7 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   auto forgets = h.out.take<effect::Forget>();
   ASSERT_EQ(forgets.size(), 1u);
   EXPECT_EQ(forgets[0].agent, Head::agent(1));
-  EXPECT_EQ(h.out.take<effect::PodGone>().size(), 1u);  // its tasks and bundles go with it
+  EXPECT_EQ(h.out.take<effect::PodWorkEnded>().size(), 1u);  // its debug runs go with it
   EXPECT_FALSE(h.sup->pods().registry().joined(pod_name(1)));
   // A counted fault: the rest of the attempt is stopped and awaited.
   EXPECT_EQ(h.sup->state(), JobState::restarting);
@@ -319,7 +319,7 @@ TEST(Supervisor, TimersOfAnOlderRestartRoundActOnNothing) {
   EXPECT_TRUE(h.out.all<effect::StopRanks>().empty());
   EXPECT_TRUE(h.out.all<effect::Launch>().empty());
   EXPECT_EQ(h.sup->controller().restarts().used(), 1);
-  EXPECT_FALSE(h.sup->timer(kTaskStartTimer, 1)) << "the shell's own timers are not its";
+  EXPECT_FALSE(h.sup->timer(kDebugStopTimer, 1)) << "the debug course's timers are not its";
 }
 
 TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
@@ -363,6 +363,104 @@ TEST(Supervisor, ADeleteIsRefusedWholeOrDeletesAndRestartsOnce) {
   ASSERT_EQ(deletes.size(), 1u);
   EXPECT_EQ(deletes[0].agent, Head::agent(1));
   EXPECT_EQ(h.sup->state(), JobState::restarting);
+}
+
+JobSpec driver_spec(int workers, int spares) {
+  JobSpec spec = spmd_spec(workers, spares);
+  spec.mode = JobMode::driver;
+  spec.nproc_per_node = 1;
+  return spec;
+}
+
+TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
+  Head h(driver_spec(2, 0));
+  h.to_command(2);
+  auto driver = h.out.take<effect::SpawnOnHead>();
+  ASSERT_EQ(driver.size(), 1u);
+  EXPECT_TRUE(driver[0].driver);
+  h.out.effects.clear();
+  // A refusal keeps no reply and starts nothing.
+  int kept = 0;
+  auto keep = [&] { return static_cast<ReplyId>(++kept); };
+  auto bad = h.sup->start_task({0, 0, "", "echo hi", {"NOEQUALS"}, ""}, keep);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->code, ReplyCode::usage);
+  EXPECT_NE(bad->text.find("NOEQUALS"), std::string::npos) << bad->text;
+  auto no_pod = h.sup->start_task({0, 0, "j1-worker-9", "echo hi", {}, ""}, keep);
+  ASSERT_TRUE(no_pod);
+  EXPECT_EQ(no_pod->code, ReplyCode::usage);
+  EXPECT_EQ(kept, 0);
+  EXPECT_TRUE(h.out.effects.empty());
+  // Two tasks: one on each pod (the least loaded first).
+  ASSERT_FALSE(h.sup->start_task({0, 0, "", "sleep 100", {"A=1"}, ""}, keep));
+  ASSERT_FALSE(h.sup->start_task({0, 0, "", "sleep 100", {}, ""}, keep));
+  EXPECT_EQ(kept, 2);
+  auto runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_NE(runs[0].agent, runs[1].agent) << "each pod runs one";
+  EXPECT_EQ(runs[0].launch.stream, StreamId::of_task(1));
+  EXPECT_TRUE(runs[0].launch.control);
+  EXPECT_NE(std::find(runs[0].launch.env.begin(), runs[0].launch.env.end(), "A=1"),
+            runs[0].launch.env.end());
+  // The first starts: its start is answered with its pid.
+  const std::string pod0 = h.sup->pod_of_agent(runs[0].agent).value();
+  h.sup->process_started({StreamId::of_task(1), 0, pod0, 4242});
+  auto answers = h.out.take<task::Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 1u);
+  EXPECT_EQ(answers[0].code, ReplyCode::ok);
+  EXPECT_EQ(answers[0].status.pid, 4242);
+  // A wait on it is kept with its own deadline.
+  ASSERT_FALSE(h.sup->task_now(1, 60000));
+  h.sup->await_task(1, 7, 60s);
+  auto waits = h.out.take<effect::ArmWait>();
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0].kind, kTaskWaitTimer);
+  // Its pod is lost: the task ended with it, the wait hears so; the task
+  // still starting on the other pod is untouched.
+  ASSERT_TRUE(h.sup->agent_down(runs[0].agent, "connection lost"));
+  answers = h.out.take<task::Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 7u);
+  EXPECT_TRUE(answers[0].status.done);
+  EXPECT_FALSE(answers[0].status.error.empty());
+  const Task* other = h.sup->tasks().book().find(2);
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(other->record.done);
+  // A kill of an ended task is refused; of a live one, its pod stops it.
+  auto again = h.sup->kill_task(1);
+  ASSERT_TRUE(again);
+  EXPECT_NE(again->text.find("ended already"), std::string::npos) << again->text;
+  EXPECT_FALSE(h.sup->kill_task(2));
+  auto stops = h.out.take<effect::StopStream>();
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].stream, StreamId::of_task(2));
+  EXPECT_EQ(stops[0].agent, runs[1].agent);
+}
+
+TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupChanges) {
+  Head spmd(spmd_spec(1, 0));
+  auto refused = spmd.sup->create_group("g", "PACK", R"([{"CPU": 1}])", 0);
+  EXPECT_EQ(refused.code, ReplyCode::refused);
+  EXPECT_NE(refused.text.find("driver-mode"), std::string::npos) << refused.text;
+
+  Head h(driver_spec(1, 0));
+  h.to_command(1);
+  h.out.effects.clear();
+  // 16 CPUs do not fit one pod of 8: it waits (no timeout) until one comes.
+  auto created = h.sup->create_group("big", "PACK", R"([{"CPU": 8}, {"CPU": 8}])", 0);
+  ASSERT_EQ(created.code, ReplyCode::ok) << created.text;
+  const std::int64_t id = 1;
+  ASSERT_FALSE(h.sup->group_now(id)) << "it waits";
+  h.sup->await_group(id, 3, 60s);
+  EXPECT_EQ(h.out.take<effect::ArmWait>().size(), 1u);
+  EXPECT_TRUE(h.out.all<Answer>().empty());
+  // Removing the group answers its wait.
+  auto removed = h.sup->remove_group(id);
+  EXPECT_EQ(removed.code, ReplyCode::ok) << removed.text;
+  auto answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 3u);
 }
 
 }  // namespace

@@ -64,6 +64,12 @@ class ShellOutbox final : public Outbox {
   void on(effect::Launch& e) {
     to(e.agent, launch_atom::value, std::move(e.batch), st().config.sink);
   }
+  void on(effect::RunOn& e) {
+    to(e.agent, run_atom::value, std::vector<ProcessLaunch>{std::move(e.launch)}, st().config.sink);
+  }
+  void on(effect::StopStream& e) {
+    to(e.agent, stop_atom::value, e.stream, static_cast<std::int64_t>(e.grace.count()));
+  }
   void on(effect::StopRanks& e) {
     to(e.agent, stop_atom::value, static_cast<std::int64_t>(e.grace.count()));
   }
@@ -105,7 +111,20 @@ class ShellOutbox final : public Outbox {
       self_->delayed_send(self_, e.after, timeout_atom::value, e.kind, e.arg);
     }
   }
+  void on(effect::ArmWait& e) {
+    self_->delayed_send(self_, e.after, expire_atom::value, e.kind, e.waiter);
+  }
   void on(effect::CheckSoon&) { self_->send(self_, check_atom::value); }
+  void on(Answer& e) { deliver(st().replies, e); }
+  void on(task::Answer& e) { deliver(st().task_replies, e); }
+  void on(effect::StreamsEnded& e) {
+    self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(StreamKind::task),
+                std::move(e.tasks));
+  }
+  void on(effect::ForgetStreams& e) {
+    self_->send(st().config.sink, forget_atom::value, static_cast<std::int32_t>(StreamKind::task),
+                std::move(e.tasks));
+  }
   void on(effect::Print& e) { self_->send(st().config.sink, print_atom::value, std::move(e.line)); }
   void on(effect::NewAttempt& e) { self_->send(st().config.sink, attempt_atom::value, e.attempt); }
   void on(effect::KeepFile& e) {
@@ -132,10 +151,6 @@ class ShellOutbox final : public Outbox {
   }
   void on(Say& e) { say(st(), e); }
   void on(effect::PingHosts&) { ping_actor_hosts(self_); }
-  void on(effect::PodGone& e) {
-    on_pod_lost_tasks(self_, e.pod);
-    on_pod_lost_placement(self_, e.pod);
-  }
   void on(effect::PodWorkEnded& e) {
     // Debug commands on that pod end too (their waiters get an answer).
     for (const auto& [id, rank] : st().debug.running_on(e.pod)) {
@@ -143,8 +158,6 @@ class ShellOutbox final : public Outbox {
       on_debug_exit(self_, lost, lost.stream);
     }
   }
-  void on(effect::PlacementChanged&) { refresh_placement(self_); }
-  void on(effect::ClearGroups& e) { clear_groups(self_, e.why); }
   void on(effect::UserCodeProgress&) { on_user_code_progress(self_); }
   void on(effect::EndParkedRun&) {
     if (st().debug.tracked() == 0) return;
@@ -237,7 +250,6 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.terminals = TerminalBook(st.config.web_terminal);
-  st.tasks = TaskCourse(st.config.finished_kept);
   st.debug = Runs(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
@@ -258,6 +270,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   settings.ray_token = st.config.ray_token;
   settings.linger = st.config.linger;
   settings.tick = kLivenessTick;
+  settings.finished_kept = st.config.finished_kept;
   settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
   const char* tmp = std::getenv("TMPDIR");
   if (tmp && *tmp) settings.tmp_dir = tmp;
@@ -282,18 +295,12 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
                       st.config.resumed.get());
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
-        if (self->state.sup->timer(kind, arg)) return;
-        if (kind == kTaskStartTimer) {
-          on_task_start_timer(self, arg);
-        } else {
-          on_debug_timer(self, kind, arg);
-        }
+        if (!self->state.sup->timer(kind, arg)) on_debug_timer(self, kind, arg);
       },
       [self](journal_error_atom, const std::string& why) { self->state.sup->journal_failed(why); },
       [self](expire_atom, std::int32_t kind, WaiterId waiter) {
-        if (kind == kTaskWaitTimer) on_task_wait_timer(self, waiter);
-        if (kind == kRunWaitTimer) on_run_wait_timer(self, waiter);
-        if (kind == kGroupWaitTimer) on_group_timer(self, waiter);
+        if (!self->state.sup->wait_expired(kind, waiter) && kind == kRunWaitTimer)
+          on_run_wait_timer(self, waiter);
       },
       [self](cancel_atom, const std::string& why) { self->state.sup->cancel(why); },
       [self](disk_error_atom, const std::string& what) {

@@ -486,7 +486,7 @@ void answer_owed_replies(Actor* self, const std::string& why) {
   DebugEffects out;
   st.course.abandon(why, debug_view(st), out);
   perform(self, out);
-  abandon_tasks(self, why);
+  st.sup->abandon_tasks(why);
   for (auto& reply : st.named.take_all_pending())
     if (reply.pending()) reply.deliver(failed, why);
 }

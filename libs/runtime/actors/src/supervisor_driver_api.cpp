@@ -1,29 +1,59 @@
 // The C API's requests to the JobSupervisor (libatl, the Python package):
-// placement groups, tasks, named actors. Decode, call, answer.
+// placement groups and tasks (decided by the Supervisor), named actors.
+// Decode, call, answer; a promise is made only when the answer waits.
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
 
+namespace {
+
+Result answer(const Answer& a) { return {wire(a.code), a.text}; }
+TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.status}; }
+
+}  // namespace
+
 caf::message_handler driver_api(Actor* self) {
   return {
       [self](pg_create_atom, const std::string& name, const std::string& strategy,
-             const std::string& bundles, std::int64_t timeout_ms) {
-        return create_group(self, name, strategy, bundles, timeout_ms);
+             const std::string& bundles, std::int64_t timeout_ms) -> Result {
+        return answer(self->state.sup->create_group(name, strategy, bundles, timeout_ms));
       },
-      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) {
-        return await_group(self, id, timeout_ms);
+      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) -> Result {
+        auto& st = self->state;
+        if (auto now = st.sup->group_now(id)) return answer(*now);
+        auto promise = self->make_response_promise<std::int32_t, std::string>();
+        st.sup->await_group(id, st.replies.keep(promise), std::chrono::milliseconds(timeout_ms));
+        return promise;
       },
-      [self](pg_remove_atom, std::int64_t id) { return remove_group(self, id); },
-      [self](cluster_atom) { return cluster_json(self->state); },
+      [self](pg_remove_atom, std::int64_t id) -> Result {
+        return answer(self->state.sup->remove_group(id));
+      },
+      [self](cluster_atom) { return self->state.sup->cluster_json(); },
       [self](task_start_atom, std::int64_t group, std::int32_t bundle, const std::string& pod,
              const std::string& command, const std::vector<std::string>& env,
-             const std::string& working_dir) {
-        return start_task(self, group, bundle, pod, command, env, working_dir);
+             const std::string& working_dir) -> TaskResult {
+        auto& st = self->state;
+        TaskPromise promise;
+        auto refused = st.sup->start_task({group, bundle, pod, command, env, working_dir}, [&] {
+          promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
+          return st.task_replies.keep(promise);
+        });
+        if (refused) return {wire(refused->code), refused->text, TaskStatus{}};
+        return promise;
       },
-      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
-        return await_task(self, id, timeout_ms);
+      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) -> TaskResult {
+        auto& st = self->state;
+        if (auto now = st.sup->task_now(id, timeout_ms)) return answer(*now);
+        auto promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
+        st.sup->await_task(id, st.task_replies.keep(promise),
+                           std::chrono::milliseconds(timeout_ms));
+        return promise;
       },
-      [self](task_kill_atom, std::int32_t id) { return kill_task(self, id); },
+      [self](task_kill_atom, std::int32_t id) -> Result {
+        if (auto refused = self->state.sup->kill_task(id))
+          return {wire(refused->code), refused->text};
+        return {wire(ReplyCode::ok), std::string()};
+      },
       [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
              const std::string& owner) { return register_actor(self, name, handle, owner); },
       [self](actor_unreg_atom, const std::string& name) { return unregister_actor(self, name); },

@@ -34,7 +34,7 @@ void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why) {
 void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& executor) {
   auto& st = self->state;
   if (note.stream.kind == StreamKind::task) {
-    on_task_note(self, note, note.stream.run);
+    self->state.sup->task_note(note.stream.run, note.line);
     return;
   }
   const bool of_a_run = note.stream.kind == StreamKind::run;

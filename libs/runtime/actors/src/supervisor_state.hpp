@@ -123,13 +123,8 @@ struct State {
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
 
-  // Placement groups (driver mode): the table, and who waits for which group.
-  PlacementBook groups;
-  ReplyBook<Promise> group_replies;  // pg_wait long polls (the book holds their ids)
-
-  // The driver's tasks (a command on a worker, in a bundle or on a pod) and
-  // who waits for a task to start or end (as ReplyIds: their promises here).
-  TaskCourse tasks;
+  // Who waits for a driver's task to start or end (the Supervisor's
+  // TaskCourse holds their ReplyIds; pg_waits are in `replies`).
   ReplyBook<TaskPromise> task_replies;
 
   // Named actors: hosted by any process of the job, called through here.
@@ -252,39 +247,6 @@ caf::message_handler driver_api(Actor* self);
 caf::message_handler terminal_api(Actor* self);  // supervisor_terminal.cpp
 nlohmann::json taints_view(const State& st);     // status's "taints", taint list
 nlohmann::json checks_view(const State& st);     // pod -> latest check verdict
-
-// Placement half (supervisor_placement.cpp).
-Result create_group(Actor* self, const std::string& name, const std::string& strategy,
-                    const std::string& bundles_json, std::int64_t timeout_ms);
-Result await_group(Actor* self, std::int64_t id, std::int64_t timeout_ms);
-Result remove_group(Actor* self, std::int64_t id);
-std::string cluster_json(const State& st);
-// Nodes joined, lost or (un)tainted: the table sees the new nodes and places
-// what waits; waiters of groups that changed are answered.
-void refresh_placement(Actor* self);
-void on_pod_lost_placement(Actor* self, const std::string& pod);
-// A new attempt of user code, or the job's end: every group is removed.
-void clear_groups(Actor* self, const std::string& why);
-void on_group_timer(Actor* self, WaiterId waiter);
-
-// Tasks half (supervisor_tasks.cpp).
-TaskResult start_task(Actor* self, std::int64_t group, std::int32_t bundle, const std::string& pod,
-                      const std::string& command, const std::vector<std::string>& env,
-                      const std::string& working_dir);
-TaskResult await_task(Actor* self, std::int32_t id, std::int64_t timeout_ms);
-Result kill_task(Actor* self, std::int32_t id);
-void on_task_started(Actor* self, const ProcessStarted& started, std::int32_t id);
-void on_task_exit(Actor* self, const ProcessExit& exit, std::int32_t id);
-void on_task_start_timer(Actor* self, TaskId id);
-void on_task_wait_timer(Actor* self, WaiterId waiter);
-// Stops the tasks in `group` (0: every task): their bundle, or their driver, is gone.
-void kill_tasks(Actor* self, std::int64_t group, const std::string& why);
-// `pod` is gone: its tasks ended with it.
-void on_pod_lost_tasks(Actor* self, const std::string& pod);
-// A line on a task's control channel: "result <text>" is its result.
-void on_task_note(Actor* self, const ProcessNote& note, std::int32_t id);
-// Every task start and task_wait still owed hears `why` (failed).
-void abandon_tasks(Actor* self, const std::string& why);
 
 // Named actors (supervisor_actors.cpp).
 Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,

@@ -24,7 +24,8 @@ Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& 
       pods_(settings_.job.job_id, expected_pods(settings_.job), settings_.job.heartbeat,
             settings_.tick),
       controller_({settings_.job, settings_.linger}, this),
-      hang_(settings_.clock_ticks) {}
+      hang_(settings_.clock_ticks),
+      tasks_(settings_.finished_kept) {}
 
 // --- the job's own inputs ------------------------------------------------------
 
@@ -51,6 +52,10 @@ bool Supervisor::timer(std::int32_t kind, std::int32_t arg) {
     controller_.on_timer(static_cast<JobTimer>(kind), arg);
   } else if (kind == kHeartbeatTimer) {
     tick();
+  } else if (kind == kTaskStartTimer) {
+    TaskEffects out;
+    tasks_.on_start_timer(arg, out);
+    perform(std::move(out));
   } else if (kind == kSecondLookTimer) {
     perform(hang_.on_second_look(arg, hang_job(), clock_.now()));
   } else {
@@ -65,7 +70,7 @@ void Supervisor::tick() {
   if (controller_.ending()) return;
   const auto now = clock_.now();
   perform(pods_.on_tick(now, started()));
-  out_.put(effect::PlacementChanged{});
+  refresh_placement();  // deadlines of pending groups
   perform(hang_.on_tick(hang_job(), now));
   out_.put(effect::Arm{kHeartbeatTimer, 0, pods_.liveness().tick_interval(), true});
 }
@@ -84,7 +89,7 @@ std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
   rules.gpus_required = job().node_spec.gpus;
   bool rejoined = false;
   if (auto refused = pods_.join(info, agent, rules, clock_.now(), &rejoined)) return refused;
-  out_.put(effect::PlacementChanged{});  // groups waiting for resources may fit now
+  refresh_placement();  // groups waiting for resources may fit now
   out_.put(Say{false, "pod " + info.pod + (rejoined ? " rejoined" : " joined") + " from " +
                           info.address + " on node " + info.machine + " (" +
                           std::to_string(info.cpus) + " cpus, " + std::to_string(info.gpus) +
@@ -171,7 +176,12 @@ void Supervisor::perform(Pods::Effects effects) {
       // The one fan-out of a pod gone: its tasks ended with it, its bundles
       // are placed again first, then the controller (its ranks and debug
       // runs, the fault's course). It may join again later.
-      out_.put(effect::PodGone{gone->pod});
+      TaskEffects tasks;
+      tasks_.on_pod_lost(gone->pod, tasks);
+      perform(std::move(tasks));
+      PlacementEffects groups;
+      groups_.lose_node(gone->pod, nodes(), clock_.unix_ms(), groups);
+      perform(std::move(groups));
       controller_.on_pod_gone(gone->pod, gone->fault);
     } else if (auto* r = std::get_if<pods::Record>(&e)) {
       controller_.record(r->kind, r->text);
@@ -281,8 +291,7 @@ void Supervisor::start_user_code() {
 
 void Supervisor::launch_user_code(LaunchScope scope) {
   const std::int32_t attempt = code_.attempt();
-  out_.put(
-      effect::ClearGroups{"user code started again (attempt " + std::to_string(attempt) + ")"});
+  clear_groups("user code started again (attempt " + std::to_string(attempt) + ")");
   // Each attempt's output in files of its own (before any line of it).
   out_.put(effect::NewAttempt{attempt});
   auto launches = code_.begin(scope);
@@ -317,18 +326,29 @@ void Supervisor::stop_user_code() {
 }
 
 void Supervisor::process_started(const ProcessStarted& started) {
+  if (started.stream.kind == StreamKind::task) {
+    TaskEffects out;
+    tasks_.on_started(started.stream.run, started.pid, out);
+    perform(std::move(out));
+    return;
+  }
   auto key = user_code_key(started.stream);
   if (key && code_.started(*key, started.attempt, started.pid))
     out_.put(effect::UserCodeProgress{});
 }
 
 void Supervisor::process_ended(const ProcessExit& exit) {
+  if (exit.stream.kind == StreamKind::task) {
+    TaskEffects out;
+    tasks_.on_exit(exit.stream.run, exit.code, exit.signal, exit.error, out);
+    perform(std::move(out));
+    return;
+  }
   auto user_key = user_code_key(exit.stream);
   if (!user_key || !code_.ended(*user_key, exit)) return;
   const std::int32_t key = *user_key;
   // A driver's placement groups are its own (Ray: the job's): they go with it.
-  if (key == kDriverStream && job().mode == JobMode::driver)
-    out_.put(effect::ClearGroups{"the driver ended"});
+  if (key == kDriverStream && job().mode == JobMode::driver) clear_groups("the driver ended");
   ExitMeaning meaning;  // what the end means is asked only while user code runs
   if (state() == JobState::command) meaning = code_.meaning(job().mode, key, exit);
   if (controller_.on_user_code_ended(meaning)) return;
@@ -515,10 +535,10 @@ void Supervisor::pod_gone_while_parked(const std::string& detail) {
   out_.put(effect::UserCodeProgress{});
 }
 
-void Supervisor::placement_changed() { out_.put(effect::PlacementChanged{}); }
+void Supervisor::placement_changed() { refresh_placement(); }
 
 std::size_t Supervisor::wind_down(bool ok) {
-  out_.put(effect::ClearGroups{"the job ended"});
+  clear_groups("the job ended");
   code_.end_remaining("abandoned");
   out_.put(effect::Ending{});
   for (const auto& [pod, joined] : pods_.registry().joined_pods()) {

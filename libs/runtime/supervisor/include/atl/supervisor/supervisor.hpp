@@ -6,18 +6,23 @@
 // input out to them: a pod joins, is heard, goes silent, is told to go; a
 // process starts or ends; samples and stacks come in; a timer fires.
 //
+// It owns the driver's placement groups (PlacementBook) and tasks
+// (TaskCourse) too: a pod gone, the taints changed, a new attempt reach them
+// here, not through the shell.
+//
 // Each input reads the time from the injected Clock and puts what follows
 // into the Outbox as values (effect::…), in order: a message to an agent
-// (by AgentId), a process on the head, a timer, a line printed, a journal
-// write, and the notices for the concerns still in the CAF shell (tasks,
-// placement, debug runs). The shell executes each effect as it is put, in
-// that order: the concerns it still holds read this state between two
-// effects, as they did when they were called directly. Tests collect the
-// effects and run the whole course in fake time, without CAF or processes.
+// (by AgentId), a process on the head, a timer, an answer to a request the
+// shell keeps (by ReplyId), a line printed, a journal write, and the
+// notices for the concerns still in the CAF shell (debug runs). The shell executes each effect as
+// it is put, in that order: the concerns it still holds read this state between two effects, as
+// they did when they were called directly. Tests collect the effects and run the whole course in
+// fake time, without CAF or processes.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -33,9 +38,11 @@
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
+#include "atl/supervisor/placement_book.hpp"
 #include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
+#include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/user_code.hpp"
 
 namespace atl::supervisor {
@@ -75,6 +82,17 @@ class Clock {
   virtual std::int64_t unix_ms() const = 0;
 };
 
+// A driver's task to start: in bundle `bundle` of group `group` (> 0), on
+// `pod`, or (neither) on the active pod running the fewest tasks.
+struct TaskRequest {
+  std::int64_t group = 0;
+  std::int32_t bundle = 0;
+  std::string pod;
+  std::string command;
+  std::vector<std::string> env;  // KEY=VALUE, over the job's
+  std::string working_dir;       // empty: the job's
+};
+
 // How one pre-flight request was answered (or not).
 struct PreflightReply {
   std::string problem;      // empty: fine
@@ -101,6 +119,15 @@ struct Forget {  // no longer a pod's agent: its going down means nothing now
 struct Launch {  // this attempt's processes on the pod (their output to the sink)
   AgentId agent;
   std::vector<ProcessLaunch> batch;
+};
+struct RunOn {  // a task's process on the pod, a run of its own (its output to the sink)
+  AgentId agent;
+  ProcessLaunch launch;
+};
+struct StopStream {  // one task's process tree on the pod: SIGTERM, SIGKILL after `grace`
+  AgentId agent;
+  StreamId stream;
+  Millis grace{0};
 };
 struct StopRanks {  // every process of user code on the pod: SIGTERM, SIGKILL after `grace`
   AgentId agent;
@@ -135,6 +162,11 @@ struct Arm {  // timer(kind, arg) after `after`
   Millis after{0};
   bool urgent = false;  // high priority, as the heartbeats
 };
+struct ArmWait {  // wait_expired(kind, waiter) after `after`: a long poll's deadline
+  std::int32_t kind = 0;
+  WaiterId waiter = 0;
+  Millis after{0};
+};
 struct CheckSoon {  // all_in() once the current request was answered (a join's reply first)
 };
 // --- the head's output, the logs and the durable record ---
@@ -152,6 +184,12 @@ struct AddEvent {
   TimelineEvent event;
 };
 struct ResetJournal {};
+struct StreamsEnded {  // these tasks ended: their series leave /metrics (folded)
+  std::vector<std::int32_t> tasks;
+};
+struct ForgetStreams {  // the history dropped these tasks: the sink forgets their files
+  std::vector<std::int32_t> tasks;
+};
 struct Ending {  // the job is ending: a worker pod that exits is not recreated
 };
 struct Release {  // every request still owed hears `why`; the journal flushed; the outcome out
@@ -159,16 +197,9 @@ struct Release {  // every request still owed hears `why`; the journal flushed; 
   std::string why;
 };
 // --- the concerns still in the shell ---
-struct PingHosts {};  // once per heartbeat interval: the named actors' hosts
-struct PodGone {      // its tasks ended, its bundles are placed again
-  std::string pod;
-};
+struct PingHosts {};   // once per heartbeat interval: the named actors' hosts
 struct PodWorkEnded {  // debug runs on the pod ended with it
   std::string pod;
-};
-struct PlacementChanged {};  // pods or taints changed: placement looks again
-struct ClearGroups {         // every placement group goes
-  std::string why;
 };
 struct UserCodeProgress {};  // a rank started or ended: a stop or recover may be done
 struct EndParkedRun {};      // the debug command holding the job stops
@@ -176,12 +207,13 @@ struct EndParkedRun {};      // the debug command holding the job stops
 
 using Effect =
     std::variant<effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch,
-                 effect::StopRanks, effect::Shutdown, effect::Ask, effect::TakeStacks,
-                 effect::SpawnOnHead, effect::StopHead, effect::Arm, effect::CheckSoon,
+                 effect::RunOn, effect::StopStream, effect::StopRanks, effect::Shutdown,
+                 effect::Ask, effect::TakeStacks, effect::SpawnOnHead, effect::StopHead,
+                 effect::Arm, effect::ArmWait, effect::CheckSoon, Answer, task::Answer,
                  effect::Print, effect::NewAttempt, effect::KeepFile, effect::Save,
-                 effect::AddEvent, effect::ResetJournal, effect::Ending, effect::Release, Say,
-                 effect::PingHosts, effect::PodGone, effect::PodWorkEnded, effect::PlacementChanged,
-                 effect::ClearGroups, effect::UserCodeProgress, effect::EndParkedRun>;
+                 effect::AddEvent, effect::ResetJournal, effect::StreamsEnded,
+                 effect::ForgetStreams, effect::Ending, effect::Release, Say, effect::PingHosts,
+                 effect::PodWorkEnded, effect::UserCodeProgress, effect::EndParkedRun>;
 
 // Where the effects go, one by one, in order.
 class Outbox {
@@ -198,10 +230,11 @@ struct SupervisorSettings {
   std::string ray_bin = "ray";
   std::string ray_python = "python3";
   std::string ray_token;
-  Millis linger{0};              // the ended job's dashboard stays this long
-  Millis tick{100};              // the liveness tick
-  long clock_ticks = 100;        // sysconf(_SC_CLK_TCK): the samples' CPU times
-  std::string tmp_dir = "/tmp";  // the driver's error file goes here
+  Millis linger{0};                   // the ended job's dashboard stays this long
+  Millis tick{100};                   // the liveness tick
+  long clock_ticks = 100;             // sysconf(_SC_CLK_TCK): the samples' CPU times
+  std::string tmp_dir = "/tmp";       // the driver's error file goes here
+  std::size_t finished_kept = 10000;  // ended tasks kept (headnode --history)
 };
 
 class Supervisor final : private JobEffects {
@@ -254,7 +287,8 @@ class Supervisor final : private JobEffects {
   std::optional<Refusal> change_taints(const std::string& action, const std::string& nodes);
 
   // --- user code ---
-  // A report of a user-code stream (the driver, Ray's head, a rank, a Ray node).
+  // A report of a task's or a user-code stream (the driver, Ray's head, a
+  // rank, a Ray node); a debug run's are the shell's.
   void process_started(const ProcessStarted& started);
   void process_ended(const ProcessExit& exit);
   // The head's executor of `stream` (kDriverStream, kRayHeadStream) ended
@@ -268,6 +302,36 @@ class Supervisor final : private JobEffects {
   // Ray mode, parked in a debug state: a Ray node ended (or its pod went),
   // so the rest of the cluster is stopped; recover starts it all again.
   void ray_node_gone_while_parked(const std::string& why);
+
+  // --- the driver's placement groups (driver mode) ---
+  // pg_create (its JSON, or why not), pg_wait (answered now, or kept as
+  // `reply` until its group is placed, fails, goes or `timeout` passes),
+  // pg_remove, cluster_state.
+  Answer create_group(const std::string& name, const std::string& strategy,
+                      const std::string& bundles_json, std::int64_t timeout_ms);
+  std::optional<Answer> group_now(std::int64_t id) const;
+  void await_group(std::int64_t id, ReplyId reply, Millis timeout);
+  Answer remove_group(std::int64_t id);
+  std::string cluster_json() const;
+  const PlacementBook& groups() const { return groups_; }
+
+  // --- the driver's tasks ---
+  // Why the task cannot start (nothing changed), or nullopt: it starts, its
+  // start answered later to `keep()`'s reply (called only then).
+  std::optional<Refusal> start_task(const TaskRequest& request,
+                                    const std::function<ReplyId()>& keep);
+  // task_wait: answered now, or kept as `reply` until the task ends or `timeout`.
+  std::optional<task::Answer> task_now(TaskId id, std::int64_t timeout_ms) const;
+  void await_task(TaskId id, ReplyId reply, Millis timeout);
+  std::optional<Refusal> kill_task(TaskId id);
+  // A line on a task's control channel ("result <text>" is its result).
+  void task_note(TaskId id, const std::string& line);
+  // Every task start and task_wait still owed hears `why` (failed).
+  void abandon_tasks(const std::string& why);
+  const TaskCourse& tasks() const { return tasks_; }
+
+  // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer); false: not its.
+  bool wait_expired(std::int32_t kind, WaiterId waiter);
 
   // --- the pre-flight and the hang watch ---
   void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
@@ -316,6 +380,16 @@ class Supervisor final : private JobEffects {
   void tick();
   void perform(Pods::Effects effects);
   void perform(HangEffects effects);
+  void perform(TaskEffects effects);
+  void perform(PlacementEffects effects);
+  // Placement: the joined pods as it sees them, and why it is refused (empty: it is not).
+  std::vector<PlacementNode> placement_nodes() const;
+  PlacementNodes nodes() const;
+  std::string placement_refusal() const;
+  void refresh_placement();
+  void clear_groups(const std::string& why);
+  void kill_tasks(std::int64_t group, const std::string& why);  // 0: every task
+  std::string least_loaded_pod() const;
   void ask(std::vector<Preflight::Ask> asks);
   GpuView gpu_view(const std::string& pod) const;
   ProcessSite site_at(const std::string& pod, int active_index) const;
@@ -338,6 +412,9 @@ class Supervisor final : private JobEffects {
   std::int32_t check_round_ = 0;
   // The hang watch's course (spmd, in command) and each rank's figures.
   HangCourse hang_;
+  // The driver's placement groups and tasks, with who waits for them.
+  PlacementBook groups_;
+  TaskCourse tasks_;
   std::set<AgentId> leaving_;  // told the job ended, not gone yet
 };
 

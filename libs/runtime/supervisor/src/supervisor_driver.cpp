@@ -1,0 +1,265 @@
+// The Supervisor's driver half: placement groups and tasks (driver mode).
+// The decisions are PlacementBook's and TaskCourse's; this half gives them
+// the joined pods as placement sees them and the time, chooses a task's pod,
+// and turns their effects into the outbox's.
+#include <string_view>
+#include <unordered_set>
+
+#include "atl/core/env.hpp"
+#include "atl/core/quote.hpp"
+#include "atl/core/rank_layout.hpp"
+#include "atl/supervisor/supervisor.hpp"
+
+namespace atl::supervisor {
+
+namespace {
+
+Refusal usage(std::string text) { return {ReplyCode::usage, std::move(text)}; }
+Refusal refused(std::string text) { return {ReplyCode::refused, std::move(text)}; }
+
+}  // namespace
+
+// --- placement ---------------------------------------------------------------------
+
+// Only driver mode gives the workers' resources out: spmd's ranks and ray
+// mode's Ray nodes hold them already.
+std::string Supervisor::placement_refusal() const {
+  if (job().mode != JobMode::driver)
+    return "placement groups need a driver-mode job: in " + std::string(to_string(job().mode)) +
+           " mode the workers' resources belong to its " +
+           (job().mode == JobMode::ray ? "Ray nodes (use Ray's own placement groups)" : "ranks");
+  if (is_terminal(state()) || controller_.ending())
+    return "job is in state " + std::string(to_string(state())) +
+           ": it has ended, placement is refused";
+  return "";
+}
+
+std::vector<PlacementNode> Supervisor::placement_nodes() const {
+  std::vector<PlacementNode> nodes;
+  nodes.reserve(pods_.registry().joined_count());
+  // A set, not a search of active() per pod: O(pods^2) string compares at
+  // thousands of pods, on every placement group created.
+  const auto& active = controller_.active();
+  const std::unordered_set<std::string_view> actives(active.begin(), active.end());
+  const auto& taints = controller_.taints().all();
+  for (const auto& [pod, joined] : pods_.registry().joined_pods()) {
+    const NodeInfo& i = joined.info;
+    PlacementNode n;
+    n.name = pod;
+    n.total = node_resources(i.cpus, i.gpus, i.memory, i.shm, i.resources);
+    auto taint = taints.find(i.machine);
+    if (taint != taints.end()) {
+      n.unavailable = "node " + i.machine + " is tainted (" + taint->second.reason + ")";
+    } else if (!active.empty() && actives.count(pod) == 0) {
+      n.unavailable = "a spare (it takes work when an active pod is lost)";
+    }
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+PlacementNodes Supervisor::nodes() const {
+  return [this] { return placement_nodes(); };
+}
+
+void Supervisor::perform(PlacementEffects effects) {
+  for (auto& e : effects) {
+    if (auto* a = std::get_if<placement::Answer>(&e)) {
+      out_.put(std::move(*a));
+    } else if (auto* t = std::get_if<placement::ArmWaitTimer>(&e)) {
+      out_.put(effect::ArmWait{kGroupWaitTimer, t->waiter, t->after});
+    } else if (auto* line = std::get_if<placement::Say>(&e)) {
+      out_.put(std::move(*line));
+    } else if (auto* stop = std::get_if<placement::StopTasks>(&e)) {
+      kill_tasks(stop->group, stop->why);
+    }
+  }
+}
+
+void Supervisor::refresh_placement() {
+  PlacementEffects out;
+  groups_.refresh(nodes(), clock_.unix_ms(), out);
+  perform(std::move(out));
+}
+
+void Supervisor::clear_groups(const std::string& why) {
+  PlacementEffects out;
+  groups_.clear(why, out);
+  perform(std::move(out));
+}
+
+Answer Supervisor::create_group(const std::string& name, const std::string& strategy,
+                                const std::string& bundles_json, std::int64_t timeout_ms) {
+  if (auto why = placement_refusal(); !why.empty()) return {0, ReplyCode::refused, why};
+  PlacementEffects out;
+  auto a = groups_.create(name, strategy, bundles_json, timeout_ms, nodes(), clock_.unix_ms(), out);
+  perform(std::move(out));
+  return a;
+}
+
+std::optional<Answer> Supervisor::group_now(std::int64_t id) const {
+  return groups_.answer_now(id);
+}
+
+void Supervisor::await_group(std::int64_t id, ReplyId reply, Millis timeout) {
+  PlacementEffects out;
+  groups_.await(id, reply, timeout, out);
+  perform(std::move(out));
+}
+
+Answer Supervisor::remove_group(std::int64_t id) {
+  PlacementEffects out;
+  auto a = groups_.remove(id, nodes(), clock_.unix_ms(), out);
+  perform(std::move(out));
+  return a;
+}
+
+std::string Supervisor::cluster_json() const {
+  return groups_.cluster_json(placement_nodes(), [this](const std::string& pod) {
+    const auto& info = pods_.registry().at(pod).info;
+    return std::make_pair(info.machine, info.address);
+  });
+}
+
+// --- tasks -------------------------------------------------------------------------
+
+void Supervisor::perform(TaskEffects effects) {
+  for (auto& e : effects) {
+    if (auto* a = std::get_if<task::Answer>(&e)) {
+      out_.put(std::move(*a));
+    } else if (auto* t = std::get_if<task::ArmStartTimer>(&e)) {
+      out_.put(effect::Arm{kTaskStartTimer, t->task, t->after, false});
+    } else if (auto* w = std::get_if<task::ArmWaitTimer>(&e)) {
+      out_.put(effect::ArmWait{kTaskWaitTimer, w->waiter, w->after});
+    } else if (auto* ended = std::get_if<task::Ended>(&e)) {
+      out_.put(effect::StreamsEnded{std::move(ended->tasks)});
+    } else if (auto* f = std::get_if<task::Forget>(&e)) {
+      out_.put(effect::ForgetStreams{std::move(f->tasks)});
+    } else if (auto* line = std::get_if<task::Say>(&e)) {
+      out_.put(std::move(*line));
+    }
+  }
+}
+
+// The pod a task without a bundle goes to: the active pod running the
+// fewest tasks now (the first on a tie): per-pod counts, no walk.
+std::string Supervisor::least_loaded_pod() const {
+  std::vector<std::string> joined;
+  for (const auto& candidate : controller_.active())
+    if (pods_.registry().joined(candidate)) joined.push_back(candidate);
+  return tasks_.book().least_loaded(joined).value_or(std::string());
+}
+
+std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
+                                              const std::function<ReplyId()>& keep) {
+  if (job().mode != JobMode::driver)
+    return refused("tasks need a driver-mode job: in " + std::string(to_string(job().mode)) +
+                   " mode the workers run its ranks");
+  if (state() != JobState::command)
+    return refused("job is in state " + std::string(to_string(state())) +
+                   ": tasks start only while the driver runs (command)");
+  if (r.command.find_first_not_of(" \t") == std::string::npos)
+    return usage("task: no command given");
+  for (const auto& e : r.env)
+    if (e.find('=') == std::string::npos || e.front() == '=')
+      return usage("task env: " + quote(e) + " is not KEY=VALUE");
+  std::string pod;
+  if (r.group > 0) {
+    const PlacementGroup* g = groups_.groups().find(r.group);
+    const std::string group = std::to_string(r.group);
+    if (!g) return usage("no placement group " + group);
+    if (g->state != GroupState::created)
+      return refused("placement group " + group + " is " + std::string(to_string(g->state)) +
+                     ", not CREATED" + (g->why.empty() ? "" : ": " + g->why));
+    if (r.bundle < 0 || static_cast<size_t>(r.bundle) >= g->nodes.size())
+      return usage("placement group " + group + " has no bundle " + std::to_string(r.bundle) +
+                   " (it has " + std::to_string(g->nodes.size()) + ")");
+    if (!r.pod.empty() && r.pod != g->nodes[r.bundle])
+      return usage("bundle " + std::to_string(r.bundle) + " is on " + g->nodes[r.bundle] +
+                   ", not " + r.pod);
+    pod = g->nodes[r.bundle];
+  } else {
+    pod = r.pod.empty() ? least_loaded_pod() : r.pod;
+    if (pod.empty()) return refused("no worker pod is in the job now");
+  }
+  const auto agent = agent_of(pod);
+  if (!agent)
+    return (r.pod.empty() || r.group > 0)
+               ? refused("pod " + pod + " is not in the job now (lost or deleted)")
+               : usage("'" + pod + "' is not a pod in the job now");
+
+  TaskEffects out;
+  const Task& t = tasks_.start(r.group, r.bundle, pod, r.command, keep(), out);
+  ProcessLaunch launch;
+  launch.stream = StreamId::of_task(t.id);
+  launch.command = r.command;
+  EnvMap vars = build_process_env(job(), {address_, job().job_id}, pod_site(pod));
+  for (const auto& [k, v] : env_from_strings(r.env)) vars[k] = v;  // the task's own win
+  vars["ATL_TASK_ID"] = std::to_string(t.id);
+  launch.env = to_env_strings(vars);
+  launch.working_dir = r.working_dir.empty() ? job().working_dir : r.working_dir;
+  launch.control = true;  // its result comes back on the control channel
+  out_.put(effect::RunOn{*agent, std::move(launch)});
+  out_.put(Say{false, "task " + std::to_string(t.id) + " on " + pod +
+                          (r.group > 0 ? " (group " + std::to_string(r.group) + " bundle " +
+                                             std::to_string(r.bundle) + ")"
+                                       : std::string()) +
+                          ": " + r.command});
+  perform(std::move(out));
+  return std::nullopt;
+}
+
+std::optional<task::Answer> Supervisor::task_now(TaskId id, std::int64_t timeout_ms) const {
+  return tasks_.answer_now(id, timeout_ms);
+}
+
+void Supervisor::await_task(TaskId id, ReplyId reply, Millis timeout) {
+  TaskEffects out;
+  tasks_.await(id, reply, timeout, out);
+  perform(std::move(out));
+}
+
+std::optional<Refusal> Supervisor::kill_task(TaskId id) {
+  const Task* t = tasks_.book().find(id);
+  if (!t) return tasks_.not_held(id);
+  if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
+  if (auto agent = agent_of(t->record.pod))
+    out_.put(effect::StopStream{*agent, StreamId::of_task(id), job().grace});
+  return std::nullopt;
+}
+
+void Supervisor::kill_tasks(std::int64_t group, const std::string& why) {
+  for (TaskId id : tasks_.book().live_in_group(group)) {
+    out_.put(Say{false, "task " + std::to_string(id) + " stopped: " + why});
+    kill_task(id);
+  }
+}
+
+void Supervisor::task_note(TaskId id, const std::string& line) {
+  TaskEffects out;
+  tasks_.on_note(id, line, out);
+  perform(std::move(out));
+}
+
+void Supervisor::abandon_tasks(const std::string& why) {
+  TaskEffects out;
+  tasks_.abandon(why, out);
+  perform(std::move(out));
+}
+
+bool Supervisor::wait_expired(std::int32_t kind, WaiterId waiter) {
+  if (kind == kGroupWaitTimer) {
+    PlacementEffects out;
+    groups_.on_wait_timer(waiter, out);
+    perform(std::move(out));
+  } else if (kind == kTaskWaitTimer) {
+    TaskEffects out;
+    tasks_.on_wait_timer(waiter, out);
+    perform(std::move(out));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace atl::supervisor
