@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <set>
 
+#include "atl/gpu/rendezvous.hpp"
+
 namespace atl::supervisor {
 namespace {
 
@@ -213,7 +215,6 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   auto forgets = h.out.take<effect::Forget>();
   ASSERT_EQ(forgets.size(), 1u);
   EXPECT_EQ(forgets[0].agent, Head::agent(1));
-  EXPECT_EQ(h.out.take<effect::PodWorkEnded>().size(), 1u);  // its debug runs go with it
   EXPECT_FALSE(h.sup->pods().registry().joined(pod_name(1)));
   // A counted fault: the rest of the attempt is stopped and awaited.
   EXPECT_EQ(h.sup->state(), JobState::restarting);
@@ -319,7 +320,7 @@ TEST(Supervisor, TimersOfAnOlderRestartRoundActOnNothing) {
   EXPECT_TRUE(h.out.all<effect::StopRanks>().empty());
   EXPECT_TRUE(h.out.all<effect::Launch>().empty());
   EXPECT_EQ(h.sup->controller().restarts().used(), 1);
-  EXPECT_FALSE(h.sup->timer(kDebugStopTimer, 1)) << "the debug course's timers are not its";
+  EXPECT_FALSE(h.sup->timer(kDebugStopTimer + 100, 1)) << "no timer of that kind";
 }
 
 TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
@@ -398,10 +399,10 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   auto runs = h.out.take<effect::RunOn>();
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_NE(runs[0].agent, runs[1].agent) << "each pod runs one";
-  EXPECT_EQ(runs[0].launch.stream, StreamId::of_task(1));
-  EXPECT_TRUE(runs[0].launch.control);
-  EXPECT_NE(std::find(runs[0].launch.env.begin(), runs[0].launch.env.end(), "A=1"),
-            runs[0].launch.env.end());
+  EXPECT_EQ(runs[0].batch[0].stream, StreamId::of_task(1));
+  EXPECT_TRUE(runs[0].batch[0].control);
+  EXPECT_NE(std::find(runs[0].batch[0].env.begin(), runs[0].batch[0].env.end(), "A=1"),
+            runs[0].batch[0].env.end());
   // The first starts: its start is answered with its pid.
   const std::string pod0 = h.sup->pod_of_agent(runs[0].agent).value();
   h.sup->process_started({StreamId::of_task(1), 0, pod0, 4242});
@@ -461,6 +462,184 @@ TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupC
   auto answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, 3u);
+}
+
+TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  // atlctl stop: every rank is stopped; the stop is over once they all ended.
+  auto stop = h.sup->begin_stop();
+  ASSERT_EQ(stop.code, ReplyCode::ok) << stop.text;
+  EXPECT_EQ(h.sup->state(), JobState::debugStop);
+  EXPECT_EQ(h.out.take<effect::StopRanks>().size(), 2u);
+  ASSERT_EQ(h.sup->stop_state(stop.op), DebugCourse::StopWait::pending);
+  h.sup->await_stop(stop.op, 11);
+  h.end_ranks_on(pod_name(0), 15);
+  EXPECT_TRUE(h.out.all<Answer>().empty()) << "pod 1's ranks still stop";
+  h.end_ranks_on(pod_name(1), 15);
+  auto answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 11u);
+  EXPECT_EQ(answers[0].code, ReplyCode::ok);
+  EXPECT_EQ(h.sup->controller().restarts().used(), 0) << "a stop is no fault";
+  // A second stop while stopped waits for the same one.
+  EXPECT_EQ(h.sup->begin_stop().op, stop.op);
+
+  // atlctl run -r all: one process per rank, answered once all started.
+  ReplyId next = 20;
+  auto keep = [&] { return ++next; };
+  EXPECT_TRUE(h.sup->start_run("all", " ", false, keep)) << "no command";
+  auto bad = h.sup->start_run("9", "hostname", false, keep);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->code, ReplyCode::usage);
+  EXPECT_EQ(next, 20u) << "a refusal keeps no reply";
+  ASSERT_FALSE(h.sup->start_run("all", "hostname", false, keep));
+  EXPECT_EQ(h.sup->state(), JobState::debugCommand);
+  auto runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& r : runs) {
+    const std::string pod = h.sup->pod_of_agent(r.agent).value();
+    for (const auto& p : r.batch) {
+      EXPECT_EQ(p.stream.kind, StreamKind::run);
+      EXPECT_EQ(p.command, "hostname");
+      h.sup->process_started({p.stream, p.attempt, pod, 500 + p.stream.rank});
+    }
+  }
+  auto started = h.out.take<debug::AnswerRun>();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].reply, 21u);
+  EXPECT_EQ(started[0].status.ranks.size(), 4u);
+  ASSERT_FALSE(h.sup->run_now(1)) << "still running: a wait waits";
+  h.sup->await_run(1, 30, 60s);
+  for (const auto& r : runs)
+    for (const auto& p : r.batch)
+      h.sup->process_ended(
+          {p.stream, p.attempt, h.sup->pod_of_agent(r.agent).value(), 0, 0, "", ""});
+  auto ended = h.out.take<debug::AnswerRun>();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].reply, 30u);
+  EXPECT_TRUE(ended[0].status.done);
+  auto folded = h.out.take<effect::StreamsEnded>();
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_EQ(folded[0].kind, StreamKind::run);
+  // The run holds the job until atlctl stop, as the guide says.
+  EXPECT_EQ(h.sup->state(), JobState::debugCommand);
+  auto early = h.sup->recover(keep);
+  ASSERT_TRUE(early);
+  EXPECT_NE(early->text.find("run atlctl stop, then atlctl recover"), std::string::npos)
+      << early->text;
+  auto second_stop = h.sup->begin_stop();
+  ASSERT_EQ(second_stop.code, ReplyCode::ok) << second_stop.text;
+  EXPECT_NE(second_stop.op, stop.op);
+  EXPECT_EQ(h.sup->stop_state(second_stop.op), DebugCourse::StopWait::over) << "nothing runs";
+
+  // atlctl recover: attempt 2 from scratch, answered once every rank started.
+  ASSERT_FALSE(h.sup->recover(keep));
+  EXPECT_EQ(h.sup->state(), JobState::command);
+  auto relaunched = h.start_launched();
+  ASSERT_EQ(relaunched.size(), 2u);
+  for (const auto& l : relaunched)
+    for (const auto& p : l.batch) EXPECT_EQ(p.attempt, 2);
+  answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, next);
+  EXPECT_EQ(answers[0].code, ReplyCode::ok) << answers[0].text;
+  // The old stop's timer fires late: nothing happens.
+  h.out.effects.clear();
+  EXPECT_TRUE(h.sup->timer(kDebugStopTimer, stop.op));
+  EXPECT_TRUE(h.out.all<Answer>().empty());
+  EXPECT_EQ(h.sup->state(), JobState::command);
+}
+
+TEST(Supervisor, ADebugRunOnALostPodEndsWithItAndItsWaitIsAnswered) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
+  h.end_ranks_on(pod_name(0), 15);
+  h.end_ranks_on(pod_name(1), 15);
+  ReplyId next = 0;
+  ASSERT_FALSE(h.sup->start_run("all", "sleep 100", true, [&] { return ++next; }));  // run -f
+  for (const auto& r : h.out.take<effect::RunOn>())
+    for (const auto& p : r.batch)
+      h.sup->process_started({p.stream, p.attempt, h.sup->pod_of_agent(r.agent).value(), 7});
+  h.out.effects.clear();
+  h.sup->await_run(1, 40, 60s);
+  ASSERT_TRUE(h.sup->agent_down(Head::agent(1), "connection lost"));
+  EXPECT_TRUE(h.out.all<debug::AnswerRun>().empty()) << "pod 0's ranks still run";
+  const DebugRun* run = h.sup->runs().find(1);
+  ASSERT_NE(run, nullptr);
+  std::size_t lost = 0;
+  for (const auto& [rank, r] : run->ranks) lost += r.done && r.note == "pod lost";
+  EXPECT_EQ(lost, 2u);
+  for (std::int32_t rank : {0, 1})
+    h.sup->process_ended({StreamId::of_run(1, rank), 1, pod_name(0), 0, 15, "", ""});
+  auto answers = h.out.take<debug::AnswerRun>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 40u);
+}
+
+TEST(Supervisor, ABurnsAllreduceMembersAreAnsweredOnceEveryOneSaidHello) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
+  h.end_ranks_on(pod_name(0), 15);
+  h.end_ranks_on(pod_name(1), 15);
+  ReplyId next = 0;
+  auto refused = h.sup->start_node_tool({"burn", "allreduce", "10s", "", "all", "lots"},
+                                        [&] { return ++next; });
+  ASSERT_TRUE(refused) << "'lots' is no size";
+  EXPECT_EQ(refused->code, ReplyCode::usage);
+  EXPECT_EQ(refused->text.rfind("--sizes: ", 0), 0u) << refused->text;
+  auto burn =
+      h.sup->start_node_tool({"burn", "allreduce", "10s", "", "all", ""}, [&] { return ++next; });
+  ASSERT_FALSE(burn) << burn->text;
+  auto runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& r : runs) {
+    ASSERT_EQ(r.batch.size(), 1u) << "one process per node";
+    EXPECT_NE(r.batch[0].command.find("atl-burn allreduce -d 10s"), std::string::npos)
+        << r.batch[0].command;
+    EXPECT_TRUE(r.batch[0].control);
+  }
+  auto deadline = h.out.take<effect::Arm>();
+  EXPECT_TRUE(std::any_of(deadline.begin(), deadline.end(),
+                          [](const effect::Arm& a) { return a.kind == kRunDeadlineTimer; }));
+  // Each member's hello through its executor; the first is kept, unanswered.
+  auto hello = [&](int index) {
+    gpu::RendezvousHello m;
+    m.index = index;
+    m.host = "h" + std::to_string(index);
+    m.transport = "tcp";
+    m.address = "10.0.1." + std::to_string(index) + ":9000";
+    return "rendezvous " + gpu::encode_hello(m);
+  };
+  const auto& first = runs[0].batch[0];
+  const auto& second = runs[1].batch[0];
+  const std::string pod_a = h.sup->pod_of_agent(runs[0].agent).value();
+  const std::string pod_b = h.sup->pod_of_agent(runs[1].agent).value();
+  const int index_a = pod_a == pod_name(0) ? 0 : 1;
+  EXPECT_TRUE(
+      h.sup->process_note({first.stream, first.attempt, pod_a, hello(index_a)}, ExecutorRef{1}));
+  EXPECT_TRUE(h.out.all<effect::ControlReply>().empty());
+  EXPECT_FALSE(
+      h.sup->process_note({first.stream, first.attempt, pod_a, "gibberish"}, ExecutorRef{2}))
+      << "answered at once";
+  auto refusal = h.out.take<effect::ControlReply>();
+  ASSERT_EQ(refusal.size(), 1u);
+  EXPECT_EQ(refusal[0].executor, ExecutorRef{2});
+  EXPECT_TRUE(h.sup->process_note({second.stream, second.attempt, pod_b, hello(1 - index_a)},
+                                  ExecutorRef{3}));
+  auto replies = h.out.take<effect::ControlReply>();
+  ASSERT_EQ(replies.size(), 2u);
+  std::set<std::int64_t> to;
+  for (const auto& r : replies) {
+    to.insert(r.executor.value);
+    auto reply = gpu::decode_reply(r.line);
+    ASSERT_TRUE(reply) << r.line;
+    EXPECT_TRUE(reply->error.empty()) << reply->error;
+  }
+  EXPECT_EQ(to, (std::set<std::int64_t>{1, 3}));
 }
 
 }  // namespace

@@ -64,9 +64,7 @@ class ShellOutbox final : public Outbox {
   void on(effect::Launch& e) {
     to(e.agent, launch_atom::value, std::move(e.batch), st().config.sink);
   }
-  void on(effect::RunOn& e) {
-    to(e.agent, run_atom::value, std::vector<ProcessLaunch>{std::move(e.launch)}, st().config.sink);
-  }
+  void on(effect::RunOn& e) { to(e.agent, run_atom::value, std::move(e.batch), st().config.sink); }
   void on(effect::StopStream& e) {
     to(e.agent, stop_atom::value, e.stream, static_cast<std::int64_t>(e.grace.count()));
   }
@@ -99,7 +97,13 @@ class ShellOutbox final : public Outbox {
   void on(effect::StopHead& e) {
     const auto grace = static_cast<std::int64_t>(e.grace.count());
     if (st().driver) self_->send(st().driver, stop_atom::value, grace);
-    if (st().ray_head) self_->send(st().ray_head, stop_atom::value, grace);
+    if (st().ray_head && !e.driver_only) self_->send(st().ray_head, stop_atom::value, grace);
+  }
+  void on(effect::ControlReply& e) {
+    auto it = st().executors.find(e.executor);
+    if (it == st().executors.end()) return;
+    self_->send(it->second, control_atom::value, std::move(e.line));
+    st().executors.erase(it);  // each forwarded line is answered once
   }
   void on(effect::Arm& e) {
     if (e.after.count() == 0) {
@@ -117,13 +121,14 @@ class ShellOutbox final : public Outbox {
   void on(effect::CheckSoon&) { self_->send(self_, check_atom::value); }
   void on(Answer& e) { deliver(st().replies, e); }
   void on(task::Answer& e) { deliver(st().task_replies, e); }
+  void on(debug::AnswerRun& e) { deliver(st().run_replies, e); }
   void on(effect::StreamsEnded& e) {
-    self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(StreamKind::task),
-                std::move(e.tasks));
+    self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(e.kind),
+                std::move(e.ids));
   }
   void on(effect::ForgetStreams& e) {
-    self_->send(st().config.sink, forget_atom::value, static_cast<std::int32_t>(StreamKind::task),
-                std::move(e.tasks));
+    self_->send(st().config.sink, forget_atom::value, static_cast<std::int32_t>(e.kind),
+                std::move(e.ids));
   }
   void on(effect::Print& e) { self_->send(st().config.sink, print_atom::value, std::move(e.line)); }
   void on(effect::NewAttempt& e) { self_->send(st().config.sink, attempt_atom::value, e.attempt); }
@@ -151,22 +156,6 @@ class ShellOutbox final : public Outbox {
   }
   void on(Say& e) { say(st(), e); }
   void on(effect::PingHosts&) { ping_actor_hosts(self_); }
-  void on(effect::PodWorkEnded& e) {
-    // Debug commands on that pod end too (their waiters get an answer).
-    for (const auto& [id, rank] : st().debug.running_on(e.pod)) {
-      ProcessExit lost{StreamId::of_run(id, rank), id, e.pod, 255, 0, "pod lost", ""};
-      on_debug_exit(self_, lost, lost.stream);
-    }
-  }
-  void on(effect::UserCodeProgress&) { on_user_code_progress(self_); }
-  void on(effect::EndParkedRun&) {
-    if (st().debug.tracked() == 0) return;
-    const RunId run = st().debug.release_tracked();
-    auto grace = static_cast<std::int64_t>(st().job().grace.count());
-    for (const auto& [id, agent] : st().agents)
-      self_->send(agent, stop_atom::value, StreamId::of_run(run, 0), grace);
-  }
-
   Actor* self_;
 };
 
@@ -190,6 +179,13 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
 }
 
 }  // namespace
+
+void answer_owed_replies(Actor* self, const std::string& why) {
+  auto& st = self->state;
+  st.sup->abandon_owed(why);  // stop, recover, runs, tasks
+  for (auto& reply : st.named.take_all_pending())
+    if (reply.pending()) reply.deliver(wire(ReplyCode::failed), why);
+}
 
 std::int64_t unix_ms_now() {
   auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -250,7 +246,6 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
   st.terminals = TerminalBook(st.config.web_terminal);
-  st.debug = Runs(st.config.finished_kept);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();
@@ -295,12 +290,11 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
                       st.config.resumed.get());
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {
-        if (!self->state.sup->timer(kind, arg)) on_debug_timer(self, kind, arg);
+        self->state.sup->timer(kind, arg);
       },
       [self](journal_error_atom, const std::string& why) { self->state.sup->journal_failed(why); },
       [self](expire_atom, std::int32_t kind, WaiterId waiter) {
-        if (!self->state.sup->wait_expired(kind, waiter) && kind == kRunWaitTimer)
-          on_run_wait_timer(self, waiter);
+        self->state.sup->wait_expired(kind, waiter);
       },
       [self](cancel_atom, const std::string& why) { self->state.sup->cancel(why); },
       [self](disk_error_atom, const std::string& what) {

@@ -6,6 +6,26 @@
 
 namespace atl::supervisor {
 
+namespace {
+
+RunResult answer(const debug::AnswerRun& a) { return {wire(a.code), a.text, a.status}; }
+
+// A run, check or burn: refused now, or answered once every rank started
+// (the promise made only then: in CAF a promise takes the request over).
+template <class Start>
+RunResult start_run(Actor* self, Start start) {
+  auto& st = self->state;
+  RunPromise promise;
+  auto now = start([&] {
+    promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
+    return st.run_replies.keep(promise);
+  });
+  if (now) return answer(*now);
+  return promise;
+}
+
+}  // namespace
+
 caf::message_handler control_api(Actor* self) {
   return {
       [self](status_atom) { return std::string(to_string(self->state.state())); },
@@ -44,15 +64,46 @@ caf::message_handler control_api(Actor* self) {
              std::int64_t since_ms) {
         return self->delegate(self->state.config.reader, a, std::move(streams), attempt, since_ms);
       },
-      [self](debug_stop_atom) { return begin_stop(self); },
-      [self](stop_wait_atom, std::int32_t op) { return await_stop(self, op); },
+      [self](debug_stop_atom) -> StopResult {
+        auto a = self->state.sup->begin_stop();
+        return {wire(a.code), a.text, a.op};
+      },
+      [self](stop_wait_atom, std::int32_t op) -> Result {
+        auto& st = self->state;
+        switch (st.sup->stop_state(op)) {
+          case DebugCourse::StopWait::unknown:
+            return {wire(ReplyCode::usage), "there is no stop " + std::to_string(op)};
+          case DebugCourse::StopWait::over:
+            return {wire(ReplyCode::ok), std::string()};  // maybe recovered since
+          case DebugCourse::StopWait::pending:
+            break;
+        }
+        auto promise = self->make_response_promise<std::int32_t, std::string>();
+        st.sup->await_stop(op, st.replies.keep(promise));
+        return promise;
+      },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
-        return start_run(self, ranks, command, forced);
+        return start_run(self, [&](const std::function<ReplyId()>& keep) {
+          return self->state.sup->start_run(ranks, command, forced, keep);
+        });
       },
-      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
-        return await_run(self, run, timeout_ms);
+      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) -> RunResult {
+        auto& st = self->state;
+        if (auto now = st.sup->run_now(run)) return answer(*now);
+        auto promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
+        st.sup->await_run(run, st.run_replies.keep(promise), std::chrono::milliseconds(timeout_ms));
+        return promise;
       },
-      [self](recover_atom) { return recover(self); },
+      [self](recover_atom) -> Result {
+        auto& st = self->state;
+        Promise promise;
+        auto now = st.sup->recover([&] {
+          promise = self->make_response_promise<std::int32_t, std::string>();
+          return st.replies.keep(promise);
+        });
+        if (now) return {wire(now->code), now->text};
+        return promise;
+      },
       [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
       [self](taint_atom, const std::string& action, const std::string& nodes) {
         return taint_nodes(self, action, nodes);
@@ -76,7 +127,10 @@ caf::message_handler control_api(Actor* self) {
       [self](node_tool_atom, const std::string& kind, const std::string& tools,
              const std::string& duration, const std::string& envs, const std::string& workers,
              const std::string& sizes) {
-        return start_node_tool(self, kind, tools, duration, envs, workers, sizes);
+        return start_run(self, [&](const std::function<ReplyId()>& keep) {
+          return self->state.sup->start_node_tool({kind, tools, duration, envs, workers, sizes},
+                                                  keep);
+        });
       },
   };
 }

@@ -75,21 +75,10 @@ using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
 // The job's named actors, each with the calls its callers wait on.
 using Actors = ActorDirectory<caf::actor, Promise>;
 
-// One allreduce member of a burn or check: its hello, and the executor that
-// forwarded it (the answer goes back the same way).
-struct RunMember {
-  gpu::RendezvousHello hello;
-  caf::actor executor;
-};
 // A debug run's start and each run_wait are answered with its RunStatus
 // (code, a line when refused or failed, the status).
 using RunPromise = caf::typed_response_promise<std::int32_t, std::string, RunStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
-
-// One `atlctl run`/check/burn: the command on some ranks, each with a stream
-// of its own; answered once all started (started_reply).
-using DebugRun = BasicDebugRun<RunMember>;
-using Runs = DebugRuns<RunMember>;
 
 struct State {
   SupervisorConfig config;
@@ -107,25 +96,19 @@ struct State {
   caf::actor driver;
   caf::actor ray_head;
 
-  // atlctl's debug commands: every run not yet ended and the newest
-  // config.finished_kept ended ones, check verdicts; stop, recover and the
-  // runs' starts and waits as operations (the course holds their callers as
-  // ReplyIds, whose promises are kept in `replies` and `run_replies`).
-  Runs debug;
-  DebugCourse course;
+  // The callers of atlctl's commands and the C API's requests answered
+  // later (stop, recover, pg_wait; runs; tasks): the Supervisor's pieces
+  // hold their ReplyIds.
   ReplyBook<Promise> replies;
   ReplyBook<RunPromise> run_replies;
-
-  // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
-  std::map<std::tuple<std::string, int, std::string, std::string>, double> burn_figures;
+  ReplyBook<TaskPromise> task_replies;
+  // Each executor whose process's control line waits for its answer.
+  std::map<ExecutorRef, caf::actor> executors;
+  std::int64_t last_executor = 0;
 
   // The JobStore's writes, in order, on a thread of their own (null: no store).
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
-
-  // Who waits for a driver's task to start or end (the Supervisor's
-  // TaskCourse holds their ReplyIds; pg_waits are in `replies`).
-  ReplyBook<TaskPromise> task_replies;
 
   // Named actors: hosted by any process of the job, called through here.
   Actors named;
@@ -182,8 +165,6 @@ std::int64_t unix_ms_now();
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
-void on_process_started(Actor* self, const ProcessStarted& started);
-void on_process_exit(Actor* self, const ProcessExit& exit);
 // Every pod of the attempt (`agents`) takes its ranks' stacks; `done` gets
 // them all once every pod answered or failed to (supervisor_hang.cpp).
 void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
@@ -198,31 +179,12 @@ Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks)
 // A diagnosis as JSON: groups by size with their ranks and top frame, the
 // outliers and why, the ranks without a stack (supervisor_status.cpp).
 nlohmann::json diagnosis_view(const State& st, const StackDiagnosis& d);
-// Debug half: handlers and the hooks the lifecycle half calls.
-// atlctl stop: (code, a line when refused, the stop's id to wait for).
-using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
-StopResult begin_stop(Actor* self);
-Result await_stop(Actor* self, std::int32_t op);
-RunResult start_run(Actor* self, const std::string& ranks, const std::string& command, bool forced);
-RunResult start_node_tool(Actor* self, const std::string& kind, const std::string& tools,
-                          const std::string& duration, const std::string& env_text,
-                          const std::string& worker_text, const std::string& sizes_text);
-RunResult await_run(Actor* self, std::int32_t run, std::int64_t timeout_ms);
-Result recover(Actor* self);
-void on_debug_started(Actor* self, const ProcessStarted& started, const StreamId& id);
-void on_debug_exit(Actor* self, const ProcessExit& exit, const StreamId& id);
-// A line a run's process wrote on its control channel (the allreduce rendezvous).
-void on_process_note(Actor* self, const ProcessNote& note, const caf::actor& executor);
-// Tells members still waiting for the rendezvous that it will not happen.
-void abandon_rendezvous(Actor* self, DebugRun& run, const std::string& why);
-void on_user_code_progress(Actor* self);  // a user rank started or ended
-void on_debug_timer(Actor* self, std::int32_t kind, std::int32_t arg);
-void on_run_wait_timer(Actor* self, WaiterId waiter);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
 // StatusView (supervisor_status.cpp).
-RunStatus run_status(const DebugRun& run);  // run_wait's answer: each rank's state
+// atlctl stop: (code, a line when refused, the stop's id to wait for).
+using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
 // status's "runs": a page counted from the newest (StatusPage::run_*).
 nlohmann::json runs_view(const State& st, const StatusPage& page = {});
 std::string events_json(const State& st);

@@ -12,30 +12,6 @@
 
 namespace atl::supervisor {
 
-RunStatus run_status(const DebugRun& run) {
-  RunStatus out;
-  out.run = run.id;
-  out.done = run.ranks.all_done();
-  out.tracked = run.tracked;
-  out.ranks.reserve(run.ranks.size());
-  for (const auto& [rank, r] : run.ranks) {
-    RunRankStatus rs;
-    rs.rank = rank;
-    rs.pod = r.pod;
-    rs.pid = r.pid;
-    rs.started = r.started;
-    rs.done = r.done;
-    if (r.done) {
-      rs.code = r.code;
-      rs.signal = r.signal;
-      rs.error = r.note;
-    }
-    out.ranks.push_back(std::move(rs));
-  }
-  out.deadline = run.deadline_note;
-  return out;
-}
-
 nlohmann::json diagnosis_view(const State&, const StackDiagnosis& d) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : d.groups)
@@ -47,9 +23,9 @@ nlohmann::json diagnosis_view(const State&, const StackDiagnosis& d) {
 }
 
 Result run_figures(const State& st, std::int32_t id) {
-  const DebugRun* run = st.debug.find(id);
+  const DebugRun* run = st.sup->runs().find(id);
   if (!run) {
-    if (st.debug.fate(id) == Fate::dropped)
+    if (st.sup->runs().fate(id) == Fate::dropped)
       return {wire(ReplyCode::failed),
               dropped_record_line("run", id, st.config.finished_kept, "ended runs")};
     return {wire(ReplyCode::usage), "there is no run " + std::to_string(id)};
@@ -75,7 +51,7 @@ Result run_figures(const State& st, std::int32_t id) {
 
 nlohmann::json checks_view(const State& st) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [pod, v] : st.debug.verdicts()) {
+  for (const auto& [pod, v] : st.sup->runs().verdicts()) {
     j[pod] = {{"run", v.run}, {"passed", v.passed}};
     if (!v.passed) j[pod]["reason"] = v.reason;
   }
@@ -85,9 +61,9 @@ nlohmann::json checks_view(const State& st) {
 nlohmann::json runs_view(const State& st, const StatusPage& page) {
   nlohmann::json j = nlohmann::json::array();
   if (page.run_limit == 0) return j;  // the dashboard's usual ask: no walk at all
-  const std::size_t total = st.debug.size();
+  const std::size_t total = st.sup->runs().size();
   std::size_t i = 0;
-  st.debug.for_each([&](std::int32_t id, const DebugRun& run) {
+  st.sup->runs().for_each([&](std::int32_t id, const DebugRun& run) {
     if (!on_newest_page(i++, total, page.run_offset, page.run_limit)) return;
     j.push_back({{"run", id},
                  {"command", run.command},
@@ -254,10 +230,10 @@ std::string info_json(const State& st, const StatusPage& page) {
     j["ranks"].push_back(rj);
   }
   j["runs"] = runs_view(st, page);  // built in place: no dump and parse again
-  j["runs_total"] = st.debug.size();
+  j["runs_total"] = st.sup->runs().size();
   j["checks"] = checks_view(st);
   j["figures"] = nlohmann::json::array();
-  for (const auto& [key, value] : st.burn_figures) {
+  for (const auto& [key, value] : st.sup->burn_figures()) {
     const auto& [pod, gpu, metric, size] = key;
     nlohmann::json f{{"pod", pod}, {"gpu", gpu}, {"metric", metric}, {"value", value}};
     if (!size.empty()) f["size"] = size;

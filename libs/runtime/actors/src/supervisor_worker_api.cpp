@@ -63,10 +63,10 @@ caf::message_handler worker_api(Actor* self) {
       },
       [self](check_atom) { self->state.sup->all_in(); },
       [self](const ProcessStarted& started) {
-        if (sent_from_pod(self, started.pod)) on_process_started(self, started);
+        if (sent_from_pod(self, started.pod)) self->state.sup->process_started(started);
       },
       [self](const ProcessExit& exit) {
-        if (sent_from_pod(self, exit.pod)) on_process_exit(self, exit);
+        if (sent_from_pod(self, exit.pod)) self->state.sup->process_ended(exit);
       },
       [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
              std::string& bytes, std::int32_t lines, const std::string& pod) -> caf::result<bool> {
@@ -80,8 +80,13 @@ caf::message_handler worker_api(Actor* self) {
         return caf::delegated<bool>{};
       },
       [self](const ProcessNote& note) {
-        if (sent_from_pod(self, note.pod))
-          on_process_note(self, note, caf::actor_cast<caf::actor>(self->current_sender()));
+        // Its answer (a burn's rendezvous) goes back through the executor
+        // that forwarded it, kept until then.
+        if (!sent_from_pod(self, note.pod)) return;
+        auto& st = self->state;
+        const ExecutorRef from{++st.last_executor};
+        st.executors.emplace(from, caf::actor_cast<caf::actor>(self->current_sender()));
+        if (!st.sup->process_note(note, from)) st.executors.erase(from);
       }};
 }
 

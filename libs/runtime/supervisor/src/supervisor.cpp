@@ -25,7 +25,8 @@ Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& 
             settings_.tick),
       controller_({settings_.job, settings_.linger}, this),
       hang_(settings_.clock_ticks),
-      tasks_(settings_.finished_kept) {}
+      tasks_(settings_.finished_kept),
+      runs_(settings_.finished_kept) {}
 
 // --- the job's own inputs ------------------------------------------------------
 
@@ -59,7 +60,7 @@ bool Supervisor::timer(std::int32_t kind, std::int32_t arg) {
   } else if (kind == kSecondLookTimer) {
     perform(hang_.on_second_look(arg, hang_job(), clock_.now()));
   } else {
-    return false;
+    return debug_timer(kind, arg);
   }
   return true;
 }
@@ -326,6 +327,10 @@ void Supervisor::stop_user_code() {
 }
 
 void Supervisor::process_started(const ProcessStarted& started) {
+  if (started.stream.kind == StreamKind::run) {
+    run_started(started);
+    return;
+  }
   if (started.stream.kind == StreamKind::task) {
     TaskEffects out;
     tasks_.on_started(started.stream.run, started.pid, out);
@@ -333,11 +338,14 @@ void Supervisor::process_started(const ProcessStarted& started) {
     return;
   }
   auto key = user_code_key(started.stream);
-  if (key && code_.started(*key, started.attempt, started.pid))
-    out_.put(effect::UserCodeProgress{});
+  if (key && code_.started(*key, started.attempt, started.pid)) user_code_progress();
 }
 
 void Supervisor::process_ended(const ProcessExit& exit) {
+  if (exit.stream.kind == StreamKind::run) {
+    run_ended(exit);
+    return;
+  }
   if (exit.stream.kind == StreamKind::task) {
     TaskEffects out;
     tasks_.on_exit(exit.stream.run, exit.code, exit.signal, exit.error, out);
@@ -358,7 +366,7 @@ void Supervisor::process_ended(const ProcessExit& exit) {
                                exit.pod + " " +
                                (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
                                                    : "could not start: " + exit.error));
-  out_.put(effect::UserCodeProgress{});
+  user_code_progress();
 }
 
 void Supervisor::head_executor_lost(std::int32_t stream, const std::string& words) {
@@ -523,16 +531,21 @@ void Supervisor::arm(JobTimer timer, std::chrono::milliseconds delay, std::int32
   out_.put(effect::Arm{static_cast<std::int32_t>(timer), tag, delay, false});
 }
 
-void Supervisor::end_parked_debug_run() { out_.put(effect::EndParkedRun{}); }
+void Supervisor::end_parked_debug_run() {
+  if (runs_.tracked() == 0) return;
+  end_run_everywhere(runs_.release_tracked());
+}
 
 void Supervisor::end_pod_work(const std::string& pod) {
   code_.pod_lost(pod);  // its ranks, through a per-pod index (not a walk over the job's)
-  out_.put(effect::PodWorkEnded{pod});  // debug commands on that pod end too
+  // Debug commands on that pod end too (their waiters get an answer).
+  for (const auto& [id, rank] : runs_.running_on(pod))
+    run_ended({StreamId::of_run(id, rank), id, pod, 255, 0, "pod lost", ""});
 }
 
 void Supervisor::pod_gone_while_parked(const std::string& detail) {
   if (job().mode == JobMode::ray) ray_node_gone_while_parked(detail);
-  out_.put(effect::UserCodeProgress{});
+  user_code_progress();
 }
 
 void Supervisor::placement_changed() { refresh_placement(); }

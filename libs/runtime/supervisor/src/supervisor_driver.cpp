@@ -132,9 +132,9 @@ void Supervisor::perform(TaskEffects effects) {
     } else if (auto* w = std::get_if<task::ArmWaitTimer>(&e)) {
       out_.put(effect::ArmWait{kTaskWaitTimer, w->waiter, w->after});
     } else if (auto* ended = std::get_if<task::Ended>(&e)) {
-      out_.put(effect::StreamsEnded{std::move(ended->tasks)});
+      out_.put(effect::StreamsEnded{StreamKind::task, std::move(ended->tasks)});
     } else if (auto* f = std::get_if<task::Forget>(&e)) {
-      out_.put(effect::ForgetStreams{std::move(f->tasks)});
+      out_.put(effect::ForgetStreams{StreamKind::task, std::move(f->tasks)});
     } else if (auto* line = std::get_if<task::Say>(&e)) {
       out_.put(std::move(*line));
     }
@@ -199,7 +199,7 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
   launch.env = to_env_strings(vars);
   launch.working_dir = r.working_dir.empty() ? job().working_dir : r.working_dir;
   launch.control = true;  // its result comes back on the control channel
-  out_.put(effect::RunOn{*agent, std::move(launch)});
+  out_.put(effect::RunOn{*agent, {std::move(launch)}});
   out_.put(Say{false, "task " + std::to_string(t.id) + " on " + pod +
                           (r.group > 0 ? " (group " + std::to_string(r.group) + " bundle " +
                                              std::to_string(r.bundle) + ")"
@@ -255,6 +255,10 @@ bool Supervisor::wait_expired(std::int32_t kind, WaiterId waiter) {
   } else if (kind == kTaskWaitTimer) {
     TaskEffects out;
     tasks_.on_wait_timer(waiter, out);
+    perform(std::move(out));
+  } else if (kind == kRunWaitTimer) {
+    DebugEffects out;
+    course_.on_run_wait_timer(waiter, debug_view(), out);
     perform(std::move(out));
   } else {
     return false;

@@ -7,35 +7,43 @@
 // process starts or ends; samples and stacks come in; a timer fires.
 //
 // It owns the driver's placement groups (PlacementBook) and tasks
-// (TaskCourse) too: a pod gone, the taints changed, a new attempt reach them
-// here, not through the shell.
+// (TaskCourse), and atlctl's debug commands (DebugRuns, DebugCourse: stop,
+// run, check, burn, recover) too: a pod gone, the taints changed, a new
+// attempt, a rank's end reach them here, not through the shell.
 //
 // Each input reads the time from the injected Clock and puts what follows
 // into the Outbox as values (effect::…), in order: a message to an agent
-// (by AgentId), a process on the head, a timer, an answer to a request the
-// shell keeps (by ReplyId), a line printed, a journal write, and the
-// notices for the concerns still in the CAF shell (debug runs). The shell executes each effect as
-// it is put, in that order: the concerns it still holds read this state between two effects, as
-// they did when they were called directly. Tests collect the effects and run the whole course in
-// fake time, without CAF or processes.
+// (by AgentId), a control line back to the executor that forwarded a
+// process's note (by ExecutorRef), a process on the head, a timer, an
+// answer to a request the shell keeps (by ReplyId), a line printed, a
+// journal write. The shell executes each effect as it is put, in that
+// order. Tests collect the effects and run the whole course in fake time,
+// without CAF or processes.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
+#include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
 #include "atl/core/node_info.hpp"
 #include "atl/core/process_messages.hpp"
+#include "atl/core/run_status.hpp"
 #include "atl/core/stacks.hpp"
+#include "atl/gpu/rendezvous.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/supervisor/answers.hpp"
+#include "atl/supervisor/debug_course.hpp"
+#include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/placement_book.hpp"
@@ -55,6 +63,44 @@ struct AgentId {
   friend bool operator==(AgentId a, AgentId b) { return a.value == b.value; }
   friend bool operator!=(AgentId a, AgentId b) { return a.value != b.value; }
   friend bool operator<(AgentId a, AgentId b) { return a.value < b.value; }
+};
+
+// The executor that forwarded a process's control line (a burn's hello),
+// numbered by the shell: the answer goes back to it.
+struct ExecutorRef {
+  std::int64_t value = 0;
+  friend bool operator==(ExecutorRef a, ExecutorRef b) { return a.value == b.value; }
+  friend bool operator<(ExecutorRef a, ExecutorRef b) { return a.value < b.value; }
+};
+
+// One allreduce member of a burn or check: its hello, and the executor that
+// forwarded it (the answer goes back the same way).
+struct RunMember {
+  gpu::RendezvousHello hello;
+  ExecutorRef executor;
+};
+// One `atlctl run`/check/burn: the command on some ranks, each with a stream
+// of its own.
+using DebugRun = BasicDebugRun<RunMember>;
+using Runs = DebugRuns<RunMember>;
+// run_wait's answer: each rank's state.
+RunStatus run_status(const DebugRun& run);
+
+// atlctl check|burn as sent: the kind, -t, -d, -e, -w, --sizes.
+struct NodeToolRequest {
+  std::string kind;
+  std::string tools;
+  std::string duration;
+  std::string env;
+  std::string workers;
+  std::string sizes;
+};
+
+// atlctl stop's answer: the code, a line when refused, the stop to wait for.
+struct StopAnswer {
+  ReplyCode code = ReplyCode::ok;
+  std::string text;
+  StopId op = 0;
 };
 
 // Every timer of the head, as (kind, arg): kinds below kJobTimerCount are
@@ -120,11 +166,11 @@ struct Launch {  // this attempt's processes on the pod (their output to the sin
   AgentId agent;
   std::vector<ProcessLaunch> batch;
 };
-struct RunOn {  // a task's process on the pod, a run of its own (its output to the sink)
+struct RunOn {  // a task's or debug run's processes on the pod (their output to the sink)
   AgentId agent;
-  ProcessLaunch launch;
+  std::vector<ProcessLaunch> batch;
 };
-struct StopStream {  // one task's process tree on the pod: SIGTERM, SIGKILL after `grace`
+struct StopStream {  // a task's or run's processes on the pod: SIGTERM, SIGKILL after `grace`
   AgentId agent;
   StreamId stream;
   Millis grace{0};
@@ -153,8 +199,13 @@ struct SpawnOnHead {  // the driver (driver, ray) or Ray's head (ray), as an exe
   bool driver = true;
   std::string error_file;  // the driver's $TORCHELASTIC_ERROR_FILE (empty: none)
 };
-struct StopHead {  // the head's own processes of user code
+struct StopHead {  // the head's own processes of user code (or the driver alone)
   Millis grace{0};
+  bool driver_only = false;
+};
+struct ControlReply {  // a line back on a process's control channel, through its executor
+  ExecutorRef executor;
+  std::string line;
 };
 struct Arm {  // timer(kind, arg) after `after`
   std::int32_t kind = 0;
@@ -184,11 +235,13 @@ struct AddEvent {
   TimelineEvent event;
 };
 struct ResetJournal {};
-struct StreamsEnded {  // these tasks ended: their series leave /metrics (folded)
-  std::vector<std::int32_t> tasks;
+struct StreamsEnded {  // these tasks or runs ended: their series leave /metrics (folded)
+  StreamKind kind = StreamKind::task;
+  std::vector<std::int32_t> ids;
 };
-struct ForgetStreams {  // the history dropped these tasks: the sink forgets their files
-  std::vector<std::int32_t> tasks;
+struct ForgetStreams {  // the history dropped these tasks or runs: the sink forgets their files
+  StreamKind kind = StreamKind::task;
+  std::vector<std::int32_t> ids;
 };
 struct Ending {  // the job is ending: a worker pod that exits is not recreated
 };
@@ -197,23 +250,16 @@ struct Release {  // every request still owed hears `why`; the journal flushed; 
   std::string why;
 };
 // --- the concerns still in the shell ---
-struct PingHosts {};   // once per heartbeat interval: the named actors' hosts
-struct PodWorkEnded {  // debug runs on the pod ended with it
-  std::string pod;
-};
-struct UserCodeProgress {};  // a rank started or ended: a stop or recover may be done
-struct EndParkedRun {};      // the debug command holding the job stops
+struct PingHosts {};  // once per heartbeat interval: the named actors' hosts
 }  // namespace effect
 
-using Effect =
-    std::variant<effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch,
-                 effect::RunOn, effect::StopStream, effect::StopRanks, effect::Shutdown,
-                 effect::Ask, effect::TakeStacks, effect::SpawnOnHead, effect::StopHead,
-                 effect::Arm, effect::ArmWait, effect::CheckSoon, Answer, task::Answer,
-                 effect::Print, effect::NewAttempt, effect::KeepFile, effect::Save,
-                 effect::AddEvent, effect::ResetJournal, effect::StreamsEnded,
-                 effect::ForgetStreams, effect::Ending, effect::Release, Say, effect::PingHosts,
-                 effect::PodWorkEnded, effect::UserCodeProgress, effect::EndParkedRun>;
+using Effect = std::variant<
+    effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch, effect::RunOn,
+    effect::StopStream, effect::StopRanks, effect::Shutdown, effect::Ask, effect::TakeStacks,
+    effect::SpawnOnHead, effect::StopHead, effect::ControlReply, effect::Arm, effect::ArmWait,
+    effect::CheckSoon, Answer, task::Answer, debug::AnswerRun, effect::Print, effect::NewAttempt,
+    effect::KeepFile, effect::Save, effect::AddEvent, effect::ResetJournal, effect::StreamsEnded,
+    effect::ForgetStreams, effect::Ending, effect::Release, Say, effect::PingHosts>;
 
 // Where the effects go, one by one, in order.
 class Outbox {
@@ -287,8 +333,8 @@ class Supervisor final : private JobEffects {
   std::optional<Refusal> change_taints(const std::string& action, const std::string& nodes);
 
   // --- user code ---
-  // A report of a task's or a user-code stream (the driver, Ray's head, a
-  // rank, a Ray node); a debug run's are the shell's.
+  // A process's report: a task's, a debug run's, or user code's (the
+  // driver, Ray's head, a rank, a Ray node).
   void process_started(const ProcessStarted& started);
   void process_ended(const ProcessExit& exit);
   // The head's executor of `stream` (kDriverStream, kRayHeadStream) ended
@@ -330,7 +376,34 @@ class Supervisor final : private JobEffects {
   void abandon_tasks(const std::string& why);
   const TaskCourse& tasks() const { return tasks_; }
 
-  // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer); false: not its.
+  // --- atlctl's debug commands ---
+  StopAnswer begin_stop();
+  DebugCourse::StopWait stop_state(StopId op) const { return course_.stop_state(op); }
+  void await_stop(StopId op, ReplyId reply) { course_.await_stop(op, reply); }
+  // run, check, burn: refused now (the answer), or started (nullopt): the
+  // answer, once every rank started, to `keep()`'s reply (called only then).
+  std::optional<debug::AnswerRun> start_run(const std::string& ranks, const std::string& command,
+                                            bool forced, const std::function<ReplyId()>& keep);
+  std::optional<debug::AnswerRun> start_node_tool(const NodeToolRequest& request,
+                                                  const std::function<ReplyId()>& keep);
+  // run_wait: answered now, or kept as `reply` until the run ends or `timeout`.
+  std::optional<debug::AnswerRun> run_now(RunId id) const;
+  void await_run(RunId id, ReplyId reply, Millis timeout);
+  // recover: refused or failed now, or kept until every rank started.
+  std::optional<Answer> recover(const std::function<ReplyId()>& keep);
+  // A line a process wrote on its control channel, forwarded by executor
+  // `from`: a task's result, a burn's figure or allreduce hello. True: the
+  // Supervisor keeps `from` (a hello waiting for its rendezvous).
+  bool process_note(const ProcessNote& note, ExecutorRef from);
+  // Every stop, recover, run and task still owed hears `why` (failed).
+  void abandon_owed(const std::string& why);
+  const Runs& runs() const { return runs_; }
+  const DebugCourse& course() const { return course_; }
+  // The latest figure of each burn/check per (pod, GPU, metric, size): metrics.
+  using BurnFigures = std::map<std::tuple<std::string, int, std::string, std::string>, double>;
+  const BurnFigures& burn_figures() const { return burn_figures_; }
+
+  // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer, kRunWaitTimer); false: not its.
   bool wait_expired(std::int32_t kind, WaiterId waiter);
 
   // --- the pre-flight and the hang watch ---
@@ -390,6 +463,32 @@ class Supervisor final : private JobEffects {
   void clear_groups(const std::string& why);
   void kill_tasks(std::int64_t group, const std::string& why);  // 0: every task
   std::string least_loaded_pod() const;
+  // The debug half (supervisor_debug.cpp).
+  struct RunPlan {
+    std::vector<int> ranks;
+    std::function<std::string(int, const std::string&)> command_for;  // (rank, pod)
+    EnvMap extra_env;
+    bool tracked = true;
+    std::string label;
+    bool node_tool = false;
+    bool is_check = false;
+    Millis deadline{0};
+  };
+  DebugView debug_view() const;
+  void perform(DebugEffects effects);
+  void run_progress(const DebugRun& run);
+  void user_code_progress();
+  void run_started(const ProcessStarted& started);
+  void run_ended(const ProcessExit& exit);
+  bool debug_timer(std::int32_t kind, std::int32_t arg);
+  void stop_run_on(RunId run, const std::set<std::string>& pods);
+  void end_run_everywhere(RunId run);
+  std::optional<ProcessLaunch> debug_base(int rank) const;
+  std::optional<debug::AnswerRun> launch_run(const RunPlan& plan,
+                                             const std::function<ReplyId()>& keep);
+  void answer_members(DebugRun& run,
+                      const std::function<gpu::RendezvousReply(const RunMember&)>& to);
+  void abandon_rendezvous(DebugRun& run, const std::string& why);
   void ask(std::vector<Preflight::Ask> asks);
   GpuView gpu_view(const std::string& pod) const;
   ProcessSite site_at(const std::string& pod, int active_index) const;
@@ -415,6 +514,12 @@ class Supervisor final : private JobEffects {
   // The driver's placement groups and tasks, with who waits for them.
   PlacementBook groups_;
   TaskCourse tasks_;
+  // atlctl's debug commands: every run not yet ended and the newest
+  // finished_kept ended ones, check verdicts, the burns' latest figures;
+  // stop, recover and the runs' starts and waits as operations.
+  Runs runs_;
+  DebugCourse course_;
+  BurnFigures burn_figures_;
   std::set<AgentId> leaving_;  // told the job ended, not gone yet
 };
 
