@@ -154,6 +154,14 @@ struct Head {
     ASSERT_EQ(sup->state(), JobState::command);
     start_launched();
   }
+  // The job in command, then stopped by atlctl stop: every rank ended.
+  void to_debug_stop(int pods) {
+    to_command(pods);
+    ASSERT_EQ(sup->begin_stop().code, ReplyCode::ok);
+    for (int i = 0; i < pods; ++i) end_ranks_on(pod_name(i), 15);
+    ASSERT_EQ(sup->state(), JobState::debugStop);
+    out.effects.clear();
+  }
   // Every rank still running on `pod` reports its end by `signal`.
   void end_ranks_on(const std::string& pod, int signal) {
     for (const auto& [stream, r] : sup->code().ranks())
@@ -554,10 +562,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
 
 TEST(Supervisor, ADebugRunOnALostPodEndsWithItAndItsWaitIsAnswered) {
   Head h(spmd_spec(2, 0));
-  h.to_command(2);
-  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
-  h.end_ranks_on(pod_name(0), 15);
-  h.end_ranks_on(pod_name(1), 15);
+  h.to_debug_stop(2);
   ReplyId next = 0;
   ASSERT_FALSE(h.sup->start_run("all", "sleep 100", true, [&] { return ++next; }));  // run -f
   for (const auto& r : h.out.take<effect::RunOn>())
@@ -581,10 +586,7 @@ TEST(Supervisor, ADebugRunOnALostPodEndsWithItAndItsWaitIsAnswered) {
 
 TEST(Supervisor, ABurnsAllreduceMembersAreAnsweredOnceEveryOneSaidHello) {
   Head h(spmd_spec(2, 0));
-  h.to_command(2);
-  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
-  h.end_ranks_on(pod_name(0), 15);
-  h.end_ranks_on(pod_name(1), 15);
+  h.to_debug_stop(2);
   ReplyId next = 0;
   auto refused = h.sup->start_node_tool({"burn", "allreduce", "10s", "", "all", "lots"},
                                         [&] { return ++next; });
