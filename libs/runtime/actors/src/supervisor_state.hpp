@@ -1,5 +1,6 @@
-// The JobSupervisor's state and the functions its two halves share: the job's
-// lifecycle (job_supervisor.cpp) and atlctl's debug commands (supervisor_debug.cpp).
+// The JobSupervisor's shell state: the Supervisor (the job's course, plain
+// C++) and the CAF handles its ids stand for, and the functions the shell's
+// files share (its interfaces, status, named actors, terminals).
 #pragma once
 
 #include <unistd.h>
