@@ -130,3 +130,82 @@ def start_printing_job(cmd, tmp, tag, extra=()):
     url = next(l.split()[1] for l in open(out.name) if l.startswith("dashboard "))
     token = open(os.path.join(state, "dashboard-token")).read().strip()
     return head, out, state, log, go, url, token
+
+
+class RayNodes:
+    """A Ray cluster of the bench's own on this machine: each node a `ray start
+    --block` in a session of its own, stopped through its process group and,
+    for what Ray's daemons left of it, by the processes whose command line
+    names this cluster's own temp dir. Never `ray stop`: that stops every Ray
+    on the machine, other jobs' included."""
+
+    def __init__(self, ray_bin, env):
+        import tempfile
+        self.ray_bin, self.env = ray_bin, env
+        self.temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
+        self.procs = []
+
+    def start(self, args, address=None, nodes=1, timeout=120):
+        """`ray start --block ARGS` (the head when `address` is None), then
+        wait until `address` (the head's, HOST:PORT) answers and has `nodes`
+        nodes alive."""
+        self.procs.append(subprocess.Popen(
+            [self.ray_bin, "start", "--block", "--temp-dir", self.temp] + list(args),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env,
+            start_new_session=True))
+        if address is None:
+            return
+        python = os.path.join(os.path.dirname(self.ray_bin), "python3")
+        count = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+                 "print(sum(n['Alive'] for n in ray.nodes()))")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.procs[-1].poll() is not None:
+                raise SystemExit("ray start %s ended (%d)" % (" ".join(args),
+                                                            self.procs[-1].returncode))
+            alive = subprocess.run([python, "-c", count, address], capture_output=True,
+                                   text=True, env=self.env).stdout.strip()
+            if alive == str(nodes):
+                return
+            time.sleep(0.3)
+        raise SystemExit("Ray at %s did not show %d nodes within %d s" % (address, nodes, timeout))
+
+    def stop(self):
+        import shutil
+        import signal
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # Ray's daemons that left the group: those naming this cluster's temp dir.
+        kill_naming(self.temp)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def kill_naming(path):
+    """SIGKILL to every process whose command line names `path` (a directory
+    of this bench's own, e.g. a Ray cluster's temp dir): what a bench
+    started and lost track of, never another job's processes by their name."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if path.encode() in cmdline:
+            try:
+                os.kill(int(pid), 9)
+            except OSError:
+                pass

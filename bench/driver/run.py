@@ -274,28 +274,28 @@ def main():
     ray_version = ""
     if ray_python:
         ray_bin = os.path.join(RAY_VENV, "bin", "ray")
-        temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
         port = 6390
         # Token auth, as atl's ray mode runs it: Ray 2.60 refuses a second
         # node without a token once a token file is anywhere about.
         env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
                    RAY_AUTH_TOKEN=os.urandom(16).hex())
-        subprocess.run([ray_bin, "start", "--head", "--port", str(port), "--num-cpus", "4",
-                        "--node-ip-address", "127.0.0.1", "--temp-dir", temp,
-                        "--include-dashboard", "false"], check=True, capture_output=True, env=env)
-        # A second node: objects between nodes cross object stores, as between pods.
-        subprocess.run([ray_bin, "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "2",
-                        "--node-ip-address", "127.0.0.1", "--resources", '{"pod_b": 1}',
-                        "--node-manager-port", "6391", "--object-manager-port", "6392"],
-                       check=True, capture_output=True, env=env)
+        nodes = common.RayNodes(ray_bin, env)
         try:
+            address = f"127.0.0.1:{port}"
+            nodes.start(["--head", "--port", str(port), "--num-cpus", "4",
+                         "--node-ip-address", "127.0.0.1", "--include-dashboard", "false"],
+                        address, 1)
+            # A second node: objects between nodes cross object stores, as between pods.
+            nodes.start(["--address", address, "--num-cpus", "2", "--node-ip-address",
+                         "127.0.0.1", "--resources", '{"pod_b": 1}', "--node-manager-port",
+                         "6391", "--object-manager-port", "6392"], address, 2)
             ray_version = subprocess.run([ray_bin, "--version"], capture_output=True,
                                          text=True).stdout.strip()
             for _ in range(args.runs):
-                ray_runs.append(run_side(ray_python, ["--side", "ray", "--address",
-                                                      f"127.0.0.1:{port}"], env))
+                ray_runs.append(run_side(ray_python, ["--side", "ray", "--address", address],
+                                         env))
         finally:
-            subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env)
+            nodes.stop()
     write(args, atl_runs, ray_runs, ray_version, why_not)
 
 

@@ -307,17 +307,16 @@ def ray_side(runs, fresh_runs, tasks=32):
     if not os.access(python, os.X_OK) or subprocess.run(
             [python, "-c", "import ray"], capture_output=True).returncode != 0:
         return None, "Ray is not installed in build/ray-venv (the Ray tests make it)"
-    temp = tempfile.mkdtemp(prefix="atl-bench-ray-")
     # Token auth, as atl's ray mode runs it (and as Ray 2.60 insists once a
     # token file is anywhere about).
     env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
                RAY_AUTH_TOKEN=os.urandom(16).hex())
     port = "6399"
-    subprocess.run([ray_bin, "start", "--head", "--port", port, "--node-ip-address",
-                    "127.0.0.1", "--temp-dir", temp, "--include-dashboard", "false"],
-                   check=True, capture_output=True, env=env)
+    address = f"127.0.0.1:{port}"
+    nodes = common.RayNodes(ray_bin, env)
     try:
-        address = f"127.0.0.1:{port}"
+        nodes.start(["--head", "--port", port, "--node-ip-address", "127.0.0.1",
+                     "--include-dashboard", "false"], address, 1)
         out = subprocess.run([python, "-c", RAY_SIDE, address, str(runs), str(tasks)],
                              capture_output=True,
                              text=True, env=env, timeout=600)
@@ -332,8 +331,7 @@ def ray_side(runs, fresh_runs, tasks=32):
                 "fresh": common.median([f for f in fresh if f is not None]),
                 "version": version}, ""
     finally:
-        subprocess.run([ray_bin, "stop", "--force"], capture_output=True, env=env)
-        shutil.rmtree(temp, ignore_errors=True)
+        nodes.stop()
 
 
 # --- the run ------------------------------------------------------------------------

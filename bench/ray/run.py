@@ -214,8 +214,8 @@ def run_by_hand(hosts, ray_bin):
                 p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
-        for k in range(3):
-            subprocess.run(hosts.on(k) + [ray_bin, "stop", "--force"], capture_output=True)
+        # What Ray's daemons left behind: this run's own (they name its temp dirs).
+        common.kill_naming(tmp)
         driver = wait_file(stamp, 1)
         if driver is None or "RAY PROGRAM OK" not in submit.stdout:
             raise SystemExit("ray job submit run failed:\n" + submit.stdout[-2000:])
