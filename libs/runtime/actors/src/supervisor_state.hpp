@@ -35,32 +35,15 @@
 #include "atl/core/stacks.hpp"
 #include "atl/core/status_page.hpp"
 #include "atl/core/taints.hpp"
-#include "atl/gpu/burn_types.hpp"
-#include "atl/gpu/rendezvous.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/answers.hpp"
-#include "atl/supervisor/bounded_history.hpp"
-#include "atl/supervisor/debug_course.hpp"
-#include "atl/supervisor/debug_runs.hpp"
-#include "atl/supervisor/hang_course.hpp"
-#include "atl/supervisor/job_controller.hpp"
-#include "atl/supervisor/liveness.hpp"
-#include "atl/supervisor/placement_book.hpp"
-#include "atl/supervisor/pod_course.hpp"
-#include "atl/supervisor/preflight.hpp"
-#include "atl/supervisor/rank_vitals.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/supervisor.hpp"
-#include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/terminal_book.hpp"
-#include "atl/supervisor/user_code.hpp"
-#include "atl/supervisor/waiter_set.hpp"
 
 namespace atl::supervisor {
-
-inline constexpr auto kStopSlack = JobController::kStopSlack;
 
 // A joined pod's record (its agent as the Supervisor's AgentId).
 using JoinedPod = Supervisor::Pods::Registry::Joined;
