@@ -11,7 +11,6 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
-#include "atl/core/status_page.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"

@@ -1,7 +1,10 @@
 // atlctl's commands to the JobSupervisor (status, logs, the debug commands,
-// delete, taint, events, dashboard, check/burn): decode, call, answer.
+// delete, taint, events, dashboard, check/burn): decode, call, answer (the
+// JSON views: atl/supervisor/status_view.hpp).
 #include <nlohmann/json.hpp>
 
+#include "atl/actors/interposition.hpp"
+#include "atl/supervisor/status_view.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -9,6 +12,10 @@ namespace atl::supervisor {
 namespace {
 
 RunResult answer(const debug::AnswerRun& a) { return {wire(a.code), a.text, a.status}; }
+Result answer(const Answer& a) { return {wire(a.code), a.text}; }
+Result answer(const std::optional<Refusal>& no) {
+  return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
+}
 
 // A run, check or burn: refused now, or answered once every rank started
 // (the promise made only then: in CAF a promise takes the request over).
@@ -32,13 +39,15 @@ caf::message_handler control_api(Actor* self) {
       [self](info_atom) {
         if (self->state.config.testing_throw_on_info)
           throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
-        return info_json(self->state);
+        return info_json(*self->state.sup, {}, interposition_report());
       },
       [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
              std::int32_t pod_limit, std::int32_t run_offset, std::int32_t run_limit) {
         // Offsets past the end give empty pages; negative offsets are none.
-        return info_json(self->state, StatusPage{rank_offset, rank_limit, pod_offset, pod_limit,
-                                                 run_offset, run_limit});
+        return info_json(
+            *self->state.sup,
+            StatusPage{rank_offset, rank_limit, pod_offset, pod_limit, run_offset, run_limit},
+            interposition_report());
       },
       [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.reader, a, stream, offset, max);
@@ -104,16 +113,18 @@ caf::message_handler control_api(Actor* self) {
         if (now) return {wire(now->code), now->text};
         return promise;
       },
-      [self](delete_atom, const std::string& pods) { return delete_pods(self, pods); },
-      [self](taint_atom, const std::string& action, const std::string& nodes) {
-        return taint_nodes(self, action, nodes);
+      [self](delete_atom, const std::string& pods) {
+        return answer(self->state.sup->delete_pods(pods));
       },
-      [self](events_atom) { return events_json(self->state); },
-      [self](progress_atom) { return progress_json(self->state); },
+      [self](taint_atom, const std::string& action, const std::string& nodes) {
+        return answer(taint_command(*self->state.sup, action, nodes));
+      },
+      [self](events_atom) { return events_json(*self->state.sup); },
+      [self](progress_atom) { return progress_json(*self->state.sup); },
       [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
         return diagnose_now(self, ranks, with_stacks);
       },
-      [self](figures_atom, std::int32_t run) { return run_figures(self->state, run); },
+      [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
         const auto& c = self->state.config;
         if (c.dashboard_url.empty())

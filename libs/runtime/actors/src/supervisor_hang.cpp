@@ -1,14 +1,10 @@
 // Stacks from the pods: every pod of a list takes its ranks' stacks (py-spy
 // or gdb, bounded), for the hang watch's looks (the Supervisor's TakeStacks)
-// and for atlctl diagnose's one-off look, answered here as JSON.
-#include <unistd.h>
-
-#include <algorithm>
+// and for atlctl diagnose's one-off look (its JSON: status_view.hpp).
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 
-#include "atl/core/rank_set.hpp"
+#include "atl/supervisor/status_view.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -51,76 +47,15 @@ void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
               [take](const caf::error&) { take({}); });
 }
 
-Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks) {
-  auto& st = self->state;
-  const int world = static_cast<int>(st.code().rank_pods().size());
-  if (world == 0)
-    return {wire(ReplyCode::refused),
-            "job is in state " + std::string(to_string(st.state())) +
-                ": no ranks to diagnose (an spmd job's ranks, once started)"};
-  std::vector<int> only;
-  if (!rank_text.empty() && rank_text != "all") {
-    auto ranks = parse_rank_set(rank_text, world);
-    if (!ranks) return {wire(ReplyCode::usage), "-r: " + ranks.error()};
-    only = std::move(ranks).value();
-  }
+Result diagnose_now(Actor* self, const std::string& ranks, bool with_stacks) {
+  auto ask = diagnose_ask(*self->state.sup, ranks);
+  if (auto* no = std::get_if<Refusal>(&ask)) return {wire(no->code), no->text};
   auto reply = self->make_response_promise<std::int32_t, std::string>();
+  auto a = std::get<DiagnoseAsk>(std::move(ask));
   gather_stacks(
-      self, st.sup->agents_of_ranks(only),
-      [self, reply, only, with_stacks](std::vector<StackReport> reports) mutable {
-        auto& st = self->state;
-        // A pod takes all of its ranks' stacks: only the ranks asked for count.
-        if (!only.empty())
-          reports.erase(std::remove_if(reports.begin(), reports.end(),
-                                       [&](const StackReport& r) {
-                                         return !std::binary_search(only.begin(), only.end(),
-                                                                    r.rank);
-                                       }),
-                        reports.end());
-        CollectiveDiagnosis records;
-        nlohmann::json j =
-            diagnosis_view(st, group_stack_reports(reports, st.sup->hang_job(), &records));
-        j["collectives"] = {{"findings", records.findings},
-                            {"culprits", records.culprits},
-                            {"without_record", records.without_record}};
-        std::sort(reports.begin(), reports.end(),
-                  [](const StackReport& a, const StackReport& b) { return a.rank < b.rank; });
-        nlohmann::json ranks = nlohmann::json::array();
-        for (const auto& r : reports) {
-          if (r.attempt != st.code().attempt()) continue;
-          nlohmann::json rj{{"rank", r.rank},
-                            {"pod", st.sup->pod_of_rank(r.rank)},
-                            {"state", std::string(1, static_cast<char>(r.state))},
-                            {"tool", r.tool},
-                            {"top", stack_top(parse_stack_report(r))}};
-          if (!r.error.empty()) rj["error"] = r.error;
-          if (auto c = parse_collectives(r.collectives)) {
-            nlohmann::json groups = nlohmann::json::array();
-            for (const auto& g : c->groups)
-              groups.push_back({{"group", g.id},
-                                {"name", g.name},
-                                {"op", g.op},
-                                {"entered", g.enqueued},
-                                {"completed", g.completed}});
-            rj["collectives"] = std::move(groups);
-            rj["torch"] = c->torch;
-          } else if (!r.collectives_error.empty()) {
-            rj["collectives_error"] = r.collectives_error;
-          }
-          if (with_stacks) rj["stack"] = r.text;
-          rj["gpus"] = r.gpus;
-          ranks.push_back(std::move(rj));
-        }
-        j["ranks"] = std::move(ranks);
-        // Each outlier's pod's GPUs, as its node's watch sees them.
-        nlohmann::json outlier_gpus = nlohmann::json::object();
-        const auto& outliers = j["outliers"];
-        for (const auto& r : reports)
-          if (std::find(outliers.begin(), outliers.end(), r.rank) != outliers.end())
-            outlier_gpus[st.sup->pod_of_rank(r.rank)] = r.gpus;
-        j["outlier_gpus"] = std::move(outlier_gpus);
+      self, a.agents, [self, reply, a, with_stacks](std::vector<StackReport> reports) mutable {
         reply.deliver(wire(ReplyCode::ok),
-                      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+                      diagnose_json(*self->state.sup, std::move(reports), a, with_stacks));
       });
   return reply;
 }

@@ -17,7 +17,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,7 +32,6 @@
 #include "atl/core/reply_code.hpp"
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/stacks.hpp"
-#include "atl/core/status_page.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
@@ -156,32 +154,14 @@ void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
                    const std::vector<std::int32_t>& no_stop = {});
 // A pre-flight request, its answer to the Supervisor (supervisor_preflight.cpp).
 void ask_preflight(Actor* self, const effect::Ask& ask);
-// atlctl diagnose [-r RANKS]: every rank's stack now (or those of RANKS:
-// "" or "all" for all), grouped (JSON), in any state; with each rank's whole
-// stack text when `with_stacks` (atlctl diagnose -o).
-Result diagnose_now(Actor* self, const std::string& rank_text, bool with_stacks);
-// A diagnosis as JSON: groups by size with their ranks and top frame, the
-// outliers and why, the ranks without a stack (supervisor_status.cpp).
-nlohmann::json diagnosis_view(const State& st, const StackDiagnosis& d);
+// atlctl diagnose [-r RANKS]: every rank's stack now (or those of RANKS),
+// grouped, as JSON (atl/supervisor/status_view.hpp).
+Result diagnose_now(Actor* self, const std::string& ranks, bool with_stacks);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);
-// StatusView (supervisor_status.cpp).
 // atlctl stop: (code, a line when refused, the stop's id to wait for).
 using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
-// status's "runs": a page counted from the newest (StatusPage::run_*).
-nlohmann::json runs_view(const State& st, const StatusPage& page = {});
-std::string events_json(const State& st);
-// The hang watch now, for /metrics: {"watching", "suspect", "timeout_ms",
-// "progress_age_ms": [per rank, null if never sampled]} (supervisor_status.cpp).
-std::string progress_json(const State& st);
-// A burn's or check's round figures (the dashboard's charts), as JSON; a
-// refusal when the run is unknown or dropped from the history.
-Result run_figures(const State& st, std::int32_t run);
-// status -v / --json: the job, its pods and ranks (a page of them), runs, checks, taints.
-std::string info_json(const State& st, const StatusPage& page = {});
-Result taint_nodes(Actor* self, const std::string& action, const std::string& node_text);
-Result delete_pods(Actor* self, const std::string& spec);
 
 // The supervisor's interfaces, each in a file of its own (one behaviour is
 // their or_else): atlctl's commands (supervisor_control_api.cpp) and the C
@@ -191,8 +171,6 @@ caf::message_handler worker_api(Actor* self);  // supervisor_worker_api.cpp
 caf::message_handler control_api(Actor* self);
 caf::message_handler driver_api(Actor* self);
 caf::message_handler terminal_api(Actor* self);  // supervisor_terminal.cpp
-nlohmann::json taints_view(const State& st);     // status's "taints", taint list
-nlohmann::json checks_view(const State& st);     // pod -> latest check verdict
 
 // Named actors (supervisor_actors.cpp).
 Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,
