@@ -50,7 +50,80 @@ TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
   std::set<std::int64_t> beaten;
   for (const auto& b : h.out.all<effect::Heartbeat>()) beaten.insert(b.agent.value);
   EXPECT_EQ(beaten, (std::set<std::int64_t>{1, 2, 3}));
-  EXPECT_FALSE(h.out.all<effect::PingHosts>().empty());
+}
+
+TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  const HostId first{1};
+  ASSERT_FALSE(h.sup->host_actor("counter", first, true, "j1-worker-0 pid 7"));
+  auto taken = h.sup->host_actor("counter", HostId{9}, true, "j1-worker-1 pid 8");
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->text, "an actor named 'counter' exists already (hosted by j1-worker-0 pid 7)");
+  EXPECT_EQ(h.sup->host_actor("a b", HostId{9}, true, "x")->code, ReplyCode::usage);
+  // A call is forwarded to its host; its answer, with the host's own code, once.
+  int kept = 0;
+  auto keep = [&] { return ReplyId(++kept + 100); };
+  ASSERT_FALSE(h.sup->call_actor("counter", "add 1", 2000, keep));
+  auto calls = h.out.take<effect::CallHost>();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].host, first);
+  EXPECT_EQ(calls[0].request, "add 1");
+  EXPECT_EQ(calls[0].timeout, 2000ms);
+  h.sup->actor_answered("counter", calls[0].call, 42, "1");
+  h.sup->actor_answered("counter", calls[0].call, 0, "again");
+  auto answers = h.out.take<effect::CallAnswer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 101u);
+  EXPECT_EQ(answers[0].code, 42);
+  EXPECT_EQ(h.sup->call_actor("counter", "x", 0, keep)->code, ReplyCode::usage) << "no timeout";
+  EXPECT_EQ(kept, 1) << "a refused call keeps no reply";
+  // A call times out: its caller hears so.
+  ASSERT_FALSE(h.sup->call_actor("counter", "slow", 500, keep));
+  h.sup->actor_not_answered("counter", h.out.take<effect::CallHost>()[0].call, true, "500 ms");
+  auto late = h.out.take<Answer>();
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_EQ(late[0].code, ReplyCode::timeout);
+  EXPECT_EQ(late[0].text, "actor 'counter' did not answer within 500 ms");
+  // Each heartbeat round pings the host, once until it answers; silent: gone.
+  ASSERT_FALSE(h.sup->call_actor("counter", "add 2", 60000, keep));
+  h.run_for(2s);
+  auto pings = h.out.take<effect::PingHost>();
+  ASSERT_EQ(pings.size(), 1u) << "one ping out at a time";
+  EXPECT_EQ(pings[0].host, first);
+  EXPECT_EQ(pings[0].timeout, 5s) << "the heartbeat timeout";
+  h.sup->host_silent("counter", first, "no answer to a heartbeat for 5s");
+  auto owed = h.out.take<Answer>();
+  ASSERT_EQ(owed.size(), 1u);
+  EXPECT_EQ(owed[0].reply, 103u);
+  EXPECT_EQ(owed[0].code, ReplyCode::failed);
+  EXPECT_EQ(owed[0].text,
+            "the host of actor 'counter' (j1-worker-0 pid 7) is gone: no answer to a heartbeat "
+            "for 5s");
+  EXPECT_EQ(h.out.take<effect::Unwatch>().size(), 1u);
+  EXPECT_EQ(h.sup->call_actor("counter", "x", 100, keep)->text, "no actor named 'counter'");
+  // A host that goes down: its callers at once; a second word about it is nothing.
+  ASSERT_FALSE(h.sup->host_actor("counter", HostId{2}, true, "j1-worker-1 pid 8"));
+  ASSERT_FALSE(h.sup->call_actor("counter", "add 3", 60000, keep));
+  EXPECT_TRUE(h.sup->host_down(HostId{2}, "exited"));
+  EXPECT_FALSE(h.sup->host_down(HostId{2}, "exited"));
+  EXPECT_EQ(h.out.take<Answer>().size(), 1u);
+  // Closed by its host, or the job ends: every caller still waiting hears why.
+  ASSERT_FALSE(h.sup->host_actor("counter", HostId{3}, true, "j1-worker-1 pid 9"));
+  ASSERT_FALSE(h.sup->call_actor("counter", "add 4", 60000, keep));
+  ASSERT_FALSE(h.sup->close_actor("counter"));
+  EXPECT_EQ(h.out.take<Answer>()[0].text, "actor 'counter' was closed by its host");
+  ASSERT_FALSE(h.sup->host_actor("queue", HostId{4}, true, "j1-worker-1 pid 9"));
+  ASSERT_FALSE(h.sup->call_actor("queue", "get", 60000, keep));
+  h.sup->abandon_owed("the job ended");
+  auto ended = h.out.take<Answer>();
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].text, "the job ended");
+  h.sup->cancel("cancelled by the test");
+  auto closed = h.sup->host_actor("late", HostId{5}, true, "x");
+  ASSERT_TRUE(closed);
+  EXPECT_NE(closed->text.find("it has ended, no new actors"), std::string::npos) << closed->text;
 }
 
 TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {

@@ -11,6 +11,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
+#include "atl/core/duration.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
@@ -154,7 +155,52 @@ class ShellOutbox final : public Outbox {
     self_->quit();
   }
   void on(Say& e) { say(st(), e); }
-  void on(effect::PingHosts&) { ping_actor_hosts(self_); }
+  // The named actors' hosts: calls, pings (answers back to the Supervisor).
+  const caf::actor* host(HostId id) const {
+    auto it = st().hosts.find(id);
+    return it == st().hosts.end() ? nullptr : &it->second;
+  }
+  void on(effect::CallHost& e) {
+    const caf::actor* h = host(e.host);
+    if (!h) return;
+    self_->request(*h, e.timeout, call_atom::value, std::move(e.request))
+        .then(
+            [self = self_, name = e.name, call = e.call](std::int32_t code, std::string& reply) {
+              self->state.sup->actor_answered(name, call, code, reply);
+            },
+            [self = self_, name = e.name, call = e.call, ms = e.timeout.count()](caf::error& err) {
+              const bool timed_out = err == caf::sec::request_timeout;
+              self->state.sup->actor_not_answered(
+                  name, call, timed_out,
+                  timed_out ? std::to_string(ms) + " ms" : error_words(err, self->system()));
+            });
+  }
+  void on(effect::CallAnswer& e) {
+    if (auto p = st().replies.take(e.reply); p && p->pending()) p->deliver(e.code, e.text);
+  }
+  void on(effect::PingHost& e) {
+    const caf::actor* h = host(e.host);
+    if (!h) return;
+    self_->request(*h, e.timeout, heartbeat_atom::value)
+        .then([self = self_, name = e.name,
+               id = e.host](bool) { self->state.sup->host_answered(name, id); },
+              [self = self_, name = e.name, id = e.host, t = e.timeout](caf::error& err) {
+                self->state.sup->host_silent(
+                    name, id,
+                    err == caf::sec::request_timeout
+                        ? "no answer to a heartbeat for " + format_duration(t)
+                        : error_words(err, self->system()));
+              });
+  }
+  void on(effect::Unwatch& e) {
+    auto it = st().hosts.find(e.host);
+    if (it == st().hosts.end()) return;
+    const caf::actor handle = it->second;
+    st().hosts.erase(it);
+    for (const auto& [id, other] : st().hosts)
+      if (other == handle) return;  // it hosts another name: still watched
+    self_->demonitor(handle);
+  }
   Actor* self_;
 };
 
@@ -180,10 +226,7 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
 }  // namespace
 
 void answer_owed_replies(Actor* self, const std::string& why) {
-  auto& st = self->state;
-  st.sup->abandon_owed(why);  // stop, recover, runs, tasks
-  for (auto& reply : st.named.take_all_pending())
-    if (reply.pending()) reply.deliver(wire(ReplyCode::failed), why);
+  self->state.sup->abandon_owed(why);  // stop, recover, runs, tasks, named actors' calls
 }
 
 std::int64_t unix_ms_now() {
@@ -195,7 +238,17 @@ namespace {
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
-  if (on_actor_down(self, msg)) return;
+  bool was_host = false;
+  for (auto it = st.hosts.begin(); it != st.hosts.end();) {
+    if (it->second.address() != msg.source) {
+      ++it;
+      continue;
+    }
+    const HostId id = it->first;
+    it = st.hosts.erase(it);
+    was_host = st.sup->host_down(id, exit_words(msg.reason, self->system())) || was_host;
+  }
+  if (was_host) return;
   if (msg.source == st.config.sink.address()) {
     st.controller().fail(JobEvent::head_failed, "the head's log writer ended (" +
                                                     exit_words(msg.reason, self->system()) + ")");

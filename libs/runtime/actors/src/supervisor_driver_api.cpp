@@ -1,6 +1,7 @@
 // The C API's requests to the JobSupervisor (libatl, the Python package):
 // placement groups and tasks (decided by the Supervisor), named actors.
 // Decode, call, answer; a promise is made only when the answer waits.
+#include "atl/supervisor/status_view.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
@@ -8,6 +9,9 @@ namespace atl::supervisor {
 namespace {
 
 Result answer(const Answer& a) { return {wire(a.code), a.text}; }
+Result answer(const std::optional<Refusal>& no) {
+  return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
+}
 TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.status}; }
 
 }  // namespace
@@ -50,16 +54,33 @@ caf::message_handler driver_api(Actor* self) {
         return promise;
       },
       [self](task_kill_atom, std::int32_t id) -> Result {
-        if (auto refused = self->state.sup->kill_task(id))
-          return {wire(refused->code), refused->text};
-        return {wire(ReplyCode::ok), std::string()};
+        return answer(self->state.sup->kill_task(id));
       },
       [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
-             const std::string& owner) { return register_actor(self, name, handle, owner); },
-      [self](actor_unreg_atom, const std::string& name) { return unregister_actor(self, name); },
+             const std::string& owner) -> Result {
+        auto& st = self->state;
+        const HostId id{++st.last_host};
+        if (auto refused = st.sup->host_actor(name, id, static_cast<bool>(handle), owner))
+          return answer(refused);
+        st.hosts.emplace(id, handle);
+        self->monitor(handle);  // its callers hear at once when it goes
+        return answer(std::nullopt);
+      },
+      [self](actor_unreg_atom, const std::string& name) -> Result {
+        return answer(self->state.sup->close_actor(name));
+      },
       [self](actor_call_atom, const std::string& name, const std::string& request,
-             std::int64_t timeout_ms) { return call_actor(self, name, request, timeout_ms); },
-      [self](actor_list_atom) { return actors_json(self->state); },
+             std::int64_t timeout_ms) -> Result {
+        auto& st = self->state;
+        Promise promise;
+        auto refused = st.sup->call_actor(name, request, timeout_ms, [&] {
+          promise = self->make_response_promise<std::int32_t, std::string>();
+          return st.replies.keep(promise);
+        });
+        if (refused) return answer(refused);
+        return promise;
+      },
+      [self](actor_list_atom) { return actors_json(*self->state.sup); },
   };
 }
 

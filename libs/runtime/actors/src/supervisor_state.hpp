@@ -35,7 +35,6 @@
 #include "atl/core/taints.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
-#include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/supervisor.hpp"
@@ -53,9 +52,6 @@ using Result = caf::result<std::int32_t, std::string>;
 // A task's start and each task_wait are answered with its TaskStatus.
 using TaskPromise = caf::typed_response_promise<std::int32_t, std::string, TaskStatus>;
 using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
-
-// The job's named actors, each with the calls its callers wait on.
-using Actors = ActorDirectory<caf::actor, Promise>;
 
 // A debug run's start and each run_wait are answered with its RunStatus
 // (code, a line when refused or failed, the status).
@@ -92,8 +88,9 @@ struct State {
   // Declared late: destroyed (drained, joined) before the rest of the state.
   std::unique_ptr<os::JournalWriter> journal;
 
-  // Named actors: hosted by any process of the job, called through here.
-  Actors named;
+  // Each named actor's host (the Supervisor holds their ids), until unwatched.
+  std::map<HostId, caf::actor> hosts;
+  std::int64_t last_host = 0;
 
   // The web terminals open into the pods (supervisor_terminal.cpp); the
   // settings come from the config when the supervisor starts.
@@ -171,19 +168,5 @@ caf::message_handler worker_api(Actor* self);  // supervisor_worker_api.cpp
 caf::message_handler control_api(Actor* self);
 caf::message_handler driver_api(Actor* self);
 caf::message_handler terminal_api(Actor* self);  // supervisor_terminal.cpp
-
-// Named actors (supervisor_actors.cpp).
-Result register_actor(Actor* self, const std::string& name, const caf::actor& handle,
-                      const std::string& owner);
-Result unregister_actor(Actor* self, const std::string& name);
-Result call_actor(Actor* self, const std::string& name, const std::string& request,
-                  std::int64_t timeout_ms);
-std::string actors_json(const State& st);
-// True when `msg` was a named actor's host going away (its callers are told).
-bool on_actor_down(Actor* self, const caf::down_msg& msg);
-// Each heartbeat interval: every host's mailbox must answer within the
-// heartbeat timeout, else the host is taken for dead (a frozen process never
-// drops its connection; CAF would notice only after its own 20 s).
-void ping_actor_hosts(Actor* self);
 
 }  // namespace atl::supervisor

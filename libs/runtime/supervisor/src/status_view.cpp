@@ -242,6 +242,14 @@ std::string progress_json(const Supervisor& sup) {
   return j.dump();
 }
 
+std::string actors_json(const Supervisor& sup) {
+  json j = json::array();
+  for (const auto& [name, a] : sup.named().entries())
+    j.push_back(
+        {{"name", name}, {"owner", a.owner}, {"calls", a.calls}, {"pending", a.pending.size()}});
+  return dump(j);
+}
+
 Answer run_figures(const Supervisor& sup, RunId id) {
   const DebugRun* run = sup.runs().find(id);
   if (!run) {

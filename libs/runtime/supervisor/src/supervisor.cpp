@@ -164,7 +164,7 @@ GpuView Supervisor::gpu_view(const std::string& pod) const {
 void Supervisor::perform(Pods::Effects effects) {
   for (auto& e : effects) {
     if (std::holds_alternative<pods::HeartbeatRound>(e)) {
-      out_.put(effect::PingHosts{});  // a frozen host's callers hear of it within the timeout
+      ping_hosts();  // a frozen host's callers hear of it within the timeout
     } else if (auto* h = std::get_if<pods::Heartbeat<AgentId>>(&e)) {
       out_.put(effect::Heartbeat{h->agent});
     } else if (auto* f = std::get_if<pods::Fence<AgentId>>(&e)) {

@@ -578,6 +578,7 @@ void Supervisor::abandon_owed(const std::string& why) {
   course_.abandon(why, debug_view(), out);
   perform(std::move(out));
   abandon_tasks(why);
+  for (ReplyId reply : named_.take_all_pending()) out_.put(Answer{reply, ReplyCode::failed, why});
 }
 
 }  // namespace atl::supervisor

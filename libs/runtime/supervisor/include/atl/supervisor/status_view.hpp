@@ -28,6 +28,9 @@ std::string events_json(const Supervisor& sup);
 // sampled], "vitals": [each running rank's figures]}.
 std::string progress_json(const Supervisor& sup);
 
+// The job's named actors: {"name", "owner", "calls", "pending"} each.
+std::string actors_json(const Supervisor& sup);
+
 // A burn's or check's round figures (the dashboard's charts); refused when
 // the run is unknown or was dropped from the history.
 Answer run_figures(const Supervisor& sup, RunId run);

@@ -41,6 +41,7 @@
 #include "atl/core/stacks.hpp"
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/supervisor/actor_directory.hpp"
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/debug_course.hpp"
 #include "atl/supervisor/debug_runs.hpp"
@@ -72,6 +73,17 @@ struct ExecutorRef {
   friend bool operator==(ExecutorRef a, ExecutorRef b) { return a.value == b.value; }
   friend bool operator<(ExecutorRef a, ExecutorRef b) { return a.value < b.value; }
 };
+
+// A named actor's host as registered (one per registration), numbered by the
+// shell, which maps it to the host's actor.
+struct HostId {
+  std::int64_t value = 0;
+  friend bool operator==(HostId a, HostId b) { return a.value == b.value; }
+  friend bool operator!=(HostId a, HostId b) { return a.value != b.value; }
+  friend bool operator<(HostId a, HostId b) { return a.value < b.value; }
+};
+// The job's named actors: each name's host, its callers' replies.
+using NamedActors = ActorDirectory<HostId, ReplyId>;
 
 // One allreduce member of a burn or check: its hello, and the executor that
 // forwarded it (the answer goes back the same way).
@@ -249,17 +261,37 @@ struct Release {  // every request still owed hears `why`; the journal flushed; 
   int outcome = 1;
   std::string why;
 };
-// --- the concerns still in the shell ---
-struct PingHosts {};  // once per heartbeat interval: the named actors' hosts
+struct CallHost {  // a named actor's call: actor_answered(name, call, …) within `timeout`
+  HostId host;
+  std::string name;
+  CallId call = 0;
+  std::string request;
+  Millis timeout{0};
+};
+struct CallAnswer {  // a named actor's answer to its caller, its code as the host gave it
+  ReplyId reply = 0;
+  std::int32_t code = 0;
+  std::string text;
+};
+struct PingHost {  // does the host still answer? host_answered, or host_silent after `timeout`
+  HostId host;
+  std::string name;
+  Millis timeout{0};
+};
+struct Unwatch {  // no longer a named actor's host: its going down means nothing now
+  HostId host;
+};
 }  // namespace effect
 
-using Effect = std::variant<
-    effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch, effect::RunOn,
-    effect::StopStream, effect::StopRanks, effect::Shutdown, effect::Ask, effect::TakeStacks,
-    effect::SpawnOnHead, effect::StopHead, effect::ControlReply, effect::Arm, effect::ArmWait,
-    effect::CheckSoon, Answer, task::Answer, debug::AnswerRun, effect::Print, effect::NewAttempt,
-    effect::KeepFile, effect::Save, effect::AddEvent, effect::ResetJournal, effect::StreamsEnded,
-    effect::ForgetStreams, effect::Ending, effect::Release, Say, effect::PingHosts>;
+using Effect =
+    std::variant<effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch,
+                 effect::RunOn, effect::StopStream, effect::StopRanks, effect::Shutdown,
+                 effect::Ask, effect::TakeStacks, effect::SpawnOnHead, effect::StopHead,
+                 effect::ControlReply, effect::Arm, effect::ArmWait, effect::CheckSoon, Answer,
+                 task::Answer, debug::AnswerRun, effect::Print, effect::NewAttempt,
+                 effect::KeepFile, effect::Save, effect::AddEvent, effect::ResetJournal,
+                 effect::StreamsEnded, effect::ForgetStreams, effect::Ending, effect::Release, Say,
+                 effect::CallHost, effect::CallAnswer, effect::PingHost, effect::Unwatch>;
 
 // Where the effects go, one by one, in order.
 class Outbox {
@@ -395,7 +427,8 @@ class Supervisor final : private JobEffects {
   // `from`: a task's result, a burn's figure or allreduce hello. True: the
   // Supervisor keeps `from` (a hello waiting for its rendezvous).
   bool process_note(const ProcessNote& note, ExecutorRef from);
-  // Every stop, recover, run and task still owed hears `why` (failed).
+  // Every stop, recover, run, task and named actor's call still owed hears
+  // `why` (failed).
   void abandon_owed(const std::string& why);
   const Runs& runs() const { return runs_; }
   const DebugCourse& course() const { return course_; }
@@ -405,6 +438,31 @@ class Supervisor final : private JobEffects {
 
   // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer, kRunWaitTimer); false: not its.
   bool wait_expired(std::int32_t kind, WaiterId waiter);
+
+  // --- the job's named actors (hosted by any of its processes, called through here) ---
+  // `name` hosted by `host` (`has_host`: a handle came), owned by `owner`
+  // (for people); refused once the job ended.
+  std::optional<Refusal> host_actor(const std::string& name, HostId host, bool has_host,
+                                    const std::string& owner);
+  // Its host closed `name`: its callers hear so.
+  std::optional<Refusal> close_actor(const std::string& name);
+  // A call of `name`: refused now, or forwarded (nullopt) and answered to
+  // `keep()`'s reply (called only then) when the host answers or the call
+  // times out.
+  std::optional<Refusal> call_actor(const std::string& name, const std::string& request,
+                                    std::int64_t timeout_ms, const std::function<ReplyId()>& keep);
+  // Call `call` of `name` answered with (code, text) as the host gave them;
+  // or not: it timed out (`why`: after how long) or failed (`why`).
+  void actor_answered(const std::string& name, CallId call, std::int32_t code,
+                      const std::string& text);
+  void actor_not_answered(const std::string& name, CallId call, bool timed_out,
+                          const std::string& why);
+  // A host answered its ping; or did not (`why`): it is taken for dead.
+  void host_answered(const std::string& name, HostId host);
+  void host_silent(const std::string& name, HostId host, const std::string& why);
+  // A host's actor went down (`words`: why); false: no host of a name now.
+  bool host_down(HostId host, const std::string& words);
+  const NamedActors& named() const { return named_; }
 
   // --- the pre-flight and the hang watch ---
   void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
@@ -451,6 +509,8 @@ class Supervisor final : private JobEffects {
   void release(int outcome) override;
 
   void tick();
+  void ping_hosts();
+  void answer_callers(NamedActors::Entry& entry, ReplyCode code, const std::string& why);
   void perform(Pods::Effects effects);
   void perform(HangEffects effects);
   void perform(TaskEffects effects);
@@ -521,6 +581,8 @@ class Supervisor final : private JobEffects {
   DebugCourse course_;
   BurnFigures burn_figures_;
   std::set<AgentId> leaving_;  // told the job ended, not gone yet
+  // The job's named actors: hosts, callers waiting, pings out.
+  NamedActors named_;
 };
 
 }  // namespace atl::supervisor
