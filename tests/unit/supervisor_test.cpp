@@ -126,6 +126,40 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   EXPECT_NE(closed->text.find("it has ended, no new actors"), std::string::npos) << closed->text;
 }
 
+TEST(Supervisor, AWebTerminalIsAllowedWithinItsLimitsAndTheTimelineSaysWhoAndHowLong) {
+  JobSpec spec = spmd_spec(2, 0);
+  Head h(spec);
+  h.join(2);
+  auto unknown = h.sup->open_terminal("j1-worker-7", "alice");
+  ASSERT_TRUE(std::holds_alternative<Refusal>(unknown));
+  EXPECT_EQ(std::get<Refusal>(unknown).text, "no pod named 'j1-worker-7' has joined the job");
+  auto opening = h.sup->open_terminal(pod_name(1), "alice from 10.0.0.9");
+  ASSERT_TRUE(std::holds_alternative<TerminalOpening>(opening));
+  const auto [id, agent] = std::get<TerminalOpening>(opening);
+  EXPECT_EQ(agent, Head::agent(1)) << "its pod's agent starts the shell";
+  h.sup->terminal_started(id, true);
+  h.clock.advance(65s);
+  h.sup->terminal_closed(id, "the browser left");
+  h.sup->terminal_closed(id, "the shell exited");  // once
+  std::vector<std::string> said;
+  for (const auto& e : h.sup->controller().events())
+    if (e.kind == "terminal") said.push_back(e.text);
+  EXPECT_EQ(said, (std::vector<std::string>{
+                      "terminal 1 opened on pod j1-worker-1 by alice from 10.0.0.9",
+                      "terminal 1 on pod j1-worker-1 closed after 1 min 5 s: the browser left"}));
+  // A shell that could not start leaves no record and frees its place.
+  for (int i = 0; i < 4; ++i) {
+    auto o = h.sup->open_terminal(pod_name(0), "bob");
+    ASSERT_TRUE(std::holds_alternative<TerminalOpening>(o)) << i;
+    if (i == 0) h.sup->terminal_started(std::get<TerminalOpening>(o).id, false);
+  }
+  EXPECT_EQ(h.sup->terminals().open_count(), 3u);
+  ASSERT_TRUE(std::holds_alternative<TerminalOpening>(h.sup->open_terminal(pod_name(0), "bob")));
+  auto full = h.sup->open_terminal(pod_name(0), "bob");
+  ASSERT_TRUE(std::holds_alternative<Refusal>(full));
+  EXPECT_NE(std::get<Refusal>(full).text.find("its limit"), std::string::npos);
+}
+
 TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   Head h(spmd_spec(2, 1));
   h.to_command(3);

@@ -297,7 +297,6 @@ namespace {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
-  st.terminals = TerminalBook(st.config.web_terminal);
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();
@@ -318,6 +317,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   settings.linger = st.config.linger;
   settings.tick = kLivenessTick;
   settings.finished_kept = st.config.finished_kept;
+  settings.terminals = st.config.web_terminal;
   settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
   const char* tmp = std::getenv("TMPDIR");
   if (tmp && *tmp) settings.tmp_dir = tmp;

@@ -38,7 +38,6 @@
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/supervisor.hpp"
-#include "atl/supervisor/terminal_book.hpp"
 
 namespace atl::supervisor {
 
@@ -91,10 +90,6 @@ struct State {
   // Each named actor's host (the Supervisor holds their ids), until unwatched.
   std::map<HostId, caf::actor> hosts;
   std::int64_t last_host = 0;
-
-  // The web terminals open into the pods (supervisor_terminal.cpp); the
-  // settings come from the config when the supervisor starts.
-  TerminalBook terminals{TerminalSettings{}};
 
   std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
 

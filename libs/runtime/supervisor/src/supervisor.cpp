@@ -26,7 +26,8 @@ Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& 
       controller_({settings_.job, settings_.linger}, this),
       hang_(settings_.clock_ticks),
       tasks_(settings_.finished_kept),
-      runs_(settings_.finished_kept) {}
+      runs_(settings_.finished_kept),
+      terminals_(settings_.terminals) {}
 
 // --- the job's own inputs ------------------------------------------------------
 

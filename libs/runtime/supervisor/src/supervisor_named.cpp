@@ -1,9 +1,16 @@
-// The job's named actors on the Supervisor: a directory of name -> the host
-// a process of the job registered (NamedActors), the calls forwarded to it
-// and the callers waiting. Calls go through the head (the hosts reach the
-// supervisor only, so they are routed through it anyway): a host that dies,
-// closes or stops answering its ping has every pending call answered at
-// once, so no caller waits past its timeout for a reply that cannot come.
+// What the job's own processes and people reach through the head, on the
+// Supervisor: the named actors and the web terminals.
+//
+// Named actors: a directory of name -> the host a process of the job
+// registered (NamedActors), the calls forwarded to it and the callers
+// waiting. Calls go through the head (the hosts reach the supervisor only,
+// so they are routed through it anyway): a host that dies, closes or stops
+// answering its ping has every pending call answered at once, so no caller
+// waits past its timeout for a reply that cannot come.
+//
+// Web terminals: the TerminalBook says yes or why not, the pod's agent
+// starts the shell, the timeline says who opened it and when it closed. The
+// keystrokes never pass through the head.
 #include "atl/core/duration.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/supervisor/supervisor.hpp"
@@ -85,6 +92,32 @@ bool Supervisor::host_down(HostId host, const std::string& words) {
 void Supervisor::answer_callers(NamedActors::Entry& entry, ReplyCode code, const std::string& why) {
   for (auto& [call, reply] : entry.pending) out_.put(Answer{reply, code, why});
   entry.pending.clear();
+}
+
+std::variant<Refusal, TerminalOpening> Supervisor::open_terminal(const std::string& pod,
+                                                                 const std::string& who) {
+  const auto agent = agent_of(pod);
+  auto record = terminals_.open(pod, agent.has_value(), who, clock_.now());
+  if (!record) return Refusal{ReplyCode::refused, record.error()};
+  return TerminalOpening{record->id, *agent};
+}
+
+void Supervisor::terminal_started(TerminalId id, bool ok) {
+  if (!ok) {
+    terminals_.close(id);
+    return;
+  }
+  if (const TerminalRecord* r = terminals_.find(id))
+    controller_.record("terminal", "terminal " + std::to_string(id.value) + " opened on pod " +
+                                       r->pod + " by " + r->who);
+}
+
+void Supervisor::terminal_closed(TerminalId id, const std::string& why) {
+  auto record = terminals_.close(id);
+  if (!record) return;
+  controller_.record("terminal", "terminal " + std::to_string(id.value) + " on pod " + record->pod +
+                                     " closed after " +
+                                     terminal_duration(clock_.now() - record->opened) + ": " + why);
 }
 
 }  // namespace atl::supervisor

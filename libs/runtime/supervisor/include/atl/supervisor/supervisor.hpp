@@ -52,6 +52,7 @@
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
 #include "atl/supervisor/task_course.hpp"
+#include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
 
 namespace atl::supervisor {
@@ -313,6 +314,14 @@ struct SupervisorSettings {
   long clock_ticks = 100;             // sysconf(_SC_CLK_TCK): the samples' CPU times
   std::string tmp_dir = "/tmp";       // the driver's error file goes here
   std::size_t finished_kept = 10000;  // ended tasks kept (headnode --history)
+  TerminalSettings terminals;         // headnode --web-terminal, --web-terminal-limit
+};
+
+// A web terminal the Supervisor allowed: its id, and the agent of its pod,
+// which starts the shell (terminal_started).
+struct TerminalOpening {
+  TerminalId id;
+  AgentId agent;
 };
 
 class Supervisor final : private JobEffects {
@@ -464,6 +473,17 @@ class Supervisor final : private JobEffects {
   bool host_down(HostId host, const std::string& words);
   const NamedActors& named() const { return named_; }
 
+  // --- the web terminals into the pods (the dashboard's relay asks) ---
+  // A terminal for `who` into `pod`: refused (one line), or allowed.
+  std::variant<Refusal, TerminalOpening> open_terminal(const std::string& pod,
+                                                       const std::string& who);
+  // Its pod's agent started the shell (in the timeline), or could not
+  // (`ok` false: the terminal is gone, unrecorded).
+  void terminal_started(TerminalId id, bool ok);
+  // The relay's word that a terminal ended and why: once in the timeline.
+  void terminal_closed(TerminalId id, const std::string& why);
+  const TerminalBook& terminals() const { return terminals_; }
+
   // --- the pre-flight and the hang watch ---
   void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
   void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
@@ -583,6 +603,8 @@ class Supervisor final : private JobEffects {
   std::set<AgentId> leaving_;  // told the job ended, not gone yet
   // The job's named actors: hosts, callers waiting, pings out.
   NamedActors named_;
+  // The web terminals open into the pods.
+  TerminalBook terminals_;
 };
 
 }  // namespace atl::supervisor

@@ -51,6 +51,11 @@ class TerminalBook {
   // The terminal is gone: its record (for the timeline), once; nothing for an
   // id that is not open (closed already, or never opened).
   std::optional<TerminalRecord> close(TerminalId id);
+  // Terminal `id` while it is open, or null.
+  const TerminalRecord* find(TerminalId id) const {
+    auto it = open_.find(id);
+    return it == open_.end() ? nullptr : &it->second;
+  }
   // The terminals open into `pod`, oldest first.
   std::vector<TerminalRecord> open_on(const std::string& pod) const;
   std::size_t open_count() const { return open_.size(); }
