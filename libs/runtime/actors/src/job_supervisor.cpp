@@ -13,6 +13,7 @@
 #include "atl/actors/exit_words.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/os/journal_writer.hpp"
 #include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
 
@@ -35,17 +36,15 @@ class SystemClock final : public Clock {
 // journal, and the concerns still in the shell (tasks, placement, debug).
 class ShellOutbox final : public Outbox {
  public:
-  explicit ShellOutbox(Actor* self) : self_(self) {}
+  ShellOutbox(Actor* self, std::unique_ptr<os::JournalWriter> journal)
+      : self_(self), journal_(std::move(journal)) {}
   void put(Effect e) override {
     std::visit([this](auto& x) { on(x); }, e);
   }
 
  private:
   State& st() const { return self_->state; }
-  const caf::actor* agent(AgentId id) const {
-    auto it = st().agents.find(id);
-    return it == st().agents.end() ? nullptr : &it->second;
-  }
+  const caf::actor* agent(AgentId id) const { return st().peers.agents.find(id); }
   template <class... Ts>
   void to(AgentId id, Ts&&... xs) {
     if (const auto* a = agent(id)) self_->send(*a, std::forward<Ts>(xs)...);
@@ -58,8 +57,7 @@ class ShellOutbox final : public Outbox {
   void on(effect::Fence& e) { to(e.agent, fence_atom::value, std::move(e.detail)); }
   void on(effect::Delete& e) { to(e.agent, delete_atom::value, std::move(e.detail)); }
   void on(effect::Forget& e) {
-    if (const auto* a = agent(e.agent)) self_->demonitor(*a);
-    st().agents.erase(e.agent);
+    if (auto a = st().peers.agents.take(e.agent)) self_->demonitor(a);
   }
   void on(effect::Launch& e) {
     to(e.agent, launch_atom::value, std::move(e.batch), st().config.sink);
@@ -92,18 +90,18 @@ class ShellOutbox final : public Outbox {
                                      head_pod_name(st().job().job_id), st().config.sink,
                                      caf::actor_cast<caf::actor>(self_), nullptr, std::move(meter));
     self_->monitor(exec);  // an executor that dies is its process's failure
-    (e.driver ? st().driver : st().ray_head) = exec;
+    (e.driver ? st().peers.driver : st().peers.ray_head) = exec;
   }
   void on(effect::StopHead& e) {
     const auto grace = static_cast<std::int64_t>(e.grace.count());
-    if (st().driver) self_->send(st().driver, stop_atom::value, grace);
-    if (st().ray_head && !e.driver_only) self_->send(st().ray_head, stop_atom::value, grace);
+    const Peers& p = st().peers;
+    if (p.driver) self_->send(p.driver, stop_atom::value, grace);
+    if (p.ray_head && !e.driver_only) self_->send(p.ray_head, stop_atom::value, grace);
   }
   void on(effect::ControlReply& e) {
-    auto it = st().executors.find(e.executor);
-    if (it == st().executors.end()) return;
-    self_->send(it->second, control_atom::value, std::move(e.line));
-    st().executors.erase(it);  // each forwarded line is answered once
+    // Each forwarded line is answered once.
+    if (auto exec = st().peers.executors.take(e.executor))
+      self_->send(exec, control_atom::value, std::move(e.line));
   }
   void on(effect::Arm& e) {
     if (e.after.count() == 0) {
@@ -119,9 +117,9 @@ class ShellOutbox final : public Outbox {
     self_->delayed_send(self_, e.after, expire_atom::value, e.kind, e.waiter);
   }
   void on(effect::CheckSoon&) { self_->send(self_, check_atom::value); }
-  void on(Answer& e) { deliver(st().replies, e); }
-  void on(task::Answer& e) { deliver(st().task_replies, e); }
-  void on(debug::AnswerRun& e) { deliver(st().run_replies, e); }
+  void on(Answer& e) { deliver(st().replies.plain, e); }
+  void on(task::Answer& e) { deliver(st().replies.tasks, e); }
+  void on(debug::AnswerRun& e) { deliver(st().replies.runs, e); }
   void on(effect::StreamsEnded& e) {
     self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(e.kind),
                 std::move(e.ids));
@@ -137,29 +135,32 @@ class ShellOutbox final : public Outbox {
                 std::move(e.text));
   }
   void on(effect::Save& e) {
-    if (st().journal) st().journal->save(std::move(e.record));  // on the journal's thread
+    if (journal_) journal_->save(std::move(e.record));  // on the journal's thread
   }
   void on(effect::AddEvent& e) {
-    if (st().journal) st().journal->add_event({e.event.unix_ms, e.event.kind, e.event.text});
+    if (journal_) journal_->add_event({e.event.unix_ms, e.event.kind, e.event.text});
   }
   void on(effect::ResetJournal&) {
-    if (st().journal) st().journal->reset();
+    if (journal_) journal_->reset();
   }
   void on(effect::Ending&) { st().config.ending->store(true); }
   void on(effect::Release& e) {
     answer_owed_replies(self_, e.why);
     // The durable record is complete before the head says how the job ended
     // (the one wait on the journal: a resumed head must find the final state).
-    if (st().journal) st().journal->flush();
+    if (journal_) journal_->flush();
     settle_outcome(*st().config.outcome, e.outcome);
     self_->quit();
   }
-  void on(Say& e) { say(st(), e); }
-  // The named actors' hosts: calls, pings (answers back to the Supervisor).
-  const caf::actor* host(HostId id) const {
-    auto it = st().hosts.find(id);
-    return it == st().hosts.end() ? nullptr : &it->second;
+  void on(Say& e) {
+    if (e.warn) {
+      supervisor_log()->warn("{}", e.text);
+    } else {
+      supervisor_log()->info("{}", e.text);
+    }
   }
+  // The named actors' hosts: calls, pings (answers back to the Supervisor).
+  const caf::actor* host(HostId id) const { return st().peers.hosts.find(id); }
   void on(effect::CallHost& e) {
     const caf::actor* h = host(e.host);
     if (!h) return;
@@ -176,7 +177,7 @@ class ShellOutbox final : public Outbox {
             });
   }
   void on(effect::CallAnswer& e) {
-    if (auto p = st().replies.take(e.reply); p && p->pending()) p->deliver(e.code, e.text);
+    if (auto p = st().replies.plain.take(e.reply); p && p->pending()) p->deliver(e.code, e.text);
   }
   void on(effect::PingHost& e) {
     const caf::actor* h = host(e.host);
@@ -193,15 +194,14 @@ class ShellOutbox final : public Outbox {
               });
   }
   void on(effect::Unwatch& e) {
-    auto it = st().hosts.find(e.host);
-    if (it == st().hosts.end()) return;
-    const caf::actor handle = it->second;
-    st().hosts.erase(it);
-    for (const auto& [id, other] : st().hosts)
-      if (other == handle) return;  // it hosts another name: still watched
-    self_->demonitor(handle);
+    caf::actor handle = st().peers.hosts.take(e.host);
+    // One that hosts another name is still watched.
+    if (handle && !st().peers.hosts.holds(handle)) self_->demonitor(handle);
   }
   Actor* self_;
+  // The JobStore's writes, in order, on a thread of their own (null: no
+  // store); drained and joined when the outbox goes.
+  std::unique_ptr<os::JournalWriter> journal_;
 };
 
 // The supervisor's state may be half-updated: do only what cannot make it
@@ -210,14 +210,15 @@ class ShellOutbox final : public Outbox {
 caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   auto& st = self->state;
   std::string reason = "internal error in the supervisor: " + describe_exception(e);
-  st.log->critical("job {} failed: {}", st.job().job_id, reason);
+  supervisor_log()->critical("job {} failed: {}", st.job().job_id, reason);
   st.config.ending->store(true);
   st.controller().crashed(reason);
   self->send(st.config.sink, print_atom::value, "job failed: " + reason);
   self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [id, agent] : st.agents)
+  for (const auto& [id, agent] : st.peers.agents.all())
     self->send(agent, shutdown_atom::value, std::int32_t{1});
-  if (st.driver) self->send(st.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
+  if (st.peers.driver)
+    self->send(st.peers.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
   settle_outcome(*st.config.outcome, 1);
   return caf::exit_reason::unhandled_exception;
@@ -227,6 +228,11 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
 
 void answer_owed_replies(Actor* self, const std::string& why) {
   self->state.sup->abandon_owed(why);  // stop, recover, runs, tasks, named actors' calls
+}
+
+const std::shared_ptr<spdlog::logger>& supervisor_log() {
+  static const auto log = component_logger("supervisor");
+  return log;
 }
 
 std::int64_t unix_ms_now() {
@@ -239,37 +245,25 @@ namespace {
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
   bool was_host = false;
-  for (auto it = st.hosts.begin(); it != st.hosts.end();) {
-    if (it->second.address() != msg.source) {
-      ++it;
-      continue;
-    }
-    const HostId id = it->first;
-    it = st.hosts.erase(it);
+  for (HostId id : st.peers.hosts.take_all(msg.source))
     was_host = st.sup->host_down(id, exit_words(msg.reason, self->system())) || was_host;
-  }
   if (was_host) return;
   if (msg.source == st.config.sink.address()) {
     st.controller().fail(JobEvent::head_failed, "the head's log writer ended (" +
                                                     exit_words(msg.reason, self->system()) + ")");
     return;
   }
-  for (auto* head_exec : {&st.driver, &st.ray_head}) {
+  for (auto* head_exec : {&st.peers.driver, &st.peers.ray_head}) {
     if (!*head_exec || msg.source != head_exec->address()) continue;
-    const std::int32_t stream = head_exec == &st.driver ? kDriverStream : kRayHeadStream;
+    const std::int32_t stream = head_exec == &st.peers.driver ? kDriverStream : kRayHeadStream;
     *head_exec = caf::actor{};
     // It never reported: its process's fate is unknown, so it failed.
     if (msg.reason != caf::exit_reason::normal)
       st.sup->head_executor_lost(stream, exit_words(msg.reason, self->system()));
     return;
   }
-  for (const auto& [id, agent] : st.agents) {
-    if (agent.address() != msg.source) continue;
-    const AgentId gone = id;
-    st.agents.erase(gone);
+  for (AgentId gone : st.peers.agents.take_all(msg.source))
     st.sup->agent_down(gone, exit_words(msg.reason, self->system()));
-    return;
-  }
 }
 
 }  // namespace
@@ -288,7 +282,8 @@ bool sent_from_pod(Actor* self, const std::string& pod) {
       ok = agent->node() == sender->node();
     }
   }
-  if (!ok) st.log->warn("dropped a report about pod '{}' from a node that is not its own", pod);
+  if (!ok)
+    supervisor_log()->warn("dropped a report about pod '{}' from a node that is not its own", pod);
   return ok;
 }
 
@@ -297,10 +292,11 @@ namespace {
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
+  std::unique_ptr<os::JournalWriter> journal;
   if (st.config.store) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();
-    st.journal = std::make_unique<os::JournalWriter>(
+    journal = std::make_unique<os::JournalWriter>(
         st.config.store, st.job().job_id, [me](const std::string& why) {
           if (auto supervisor = caf::actor_cast<caf::actor>(me))
             caf::anon_send(supervisor, journal_error_atom::value, why);
@@ -321,9 +317,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
   const char* tmp = std::getenv("TMPDIR");
   if (tmp && *tmp) settings.tmp_dir = tmp;
-  st.clock = std::make_unique<SystemClock>();
-  st.outbox = std::make_unique<ShellOutbox>(self);
-  st.sup = std::make_unique<Supervisor>(std::move(settings), *st.clock, *st.outbox);
+  static const SystemClock clock;
+  st.outbox = std::make_unique<ShellOutbox>(self, std::move(journal));
+  st.sup = std::make_unique<Supervisor>(std::move(settings), clock, *st.outbox);
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });
@@ -336,8 +332,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   return caf::message_handler{
       [self](start_atom, std::uint16_t port) {
         auto& st = self->state;
-        st.log->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
-                     to_string(st.job().mode), st.pods().registry().expected().size());
+        supervisor_log()->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
+                               to_string(st.job().mode),
+                               st.sup->pods().registry().expected().size());
         st.sup->start(st.config.advertised_host + ":" + std::to_string(port),
                       st.config.resumed.get());
       },

@@ -25,7 +25,7 @@ RunResult start_run(Actor* self, Start start) {
   RunPromise promise;
   auto now = start([&] {
     promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-    return st.run_replies.keep(promise);
+    return st.replies.runs.keep(promise);
   });
   if (now) return answer(*now);
   return promise;
@@ -88,7 +88,7 @@ caf::message_handler control_api(Actor* self) {
             break;
         }
         auto promise = self->make_response_promise<std::int32_t, std::string>();
-        st.sup->await_stop(op, st.replies.keep(promise));
+        st.sup->await_stop(op, st.replies.plain.keep(promise));
         return promise;
       },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
@@ -100,7 +100,8 @@ caf::message_handler control_api(Actor* self) {
         auto& st = self->state;
         if (auto now = st.sup->run_now(run)) return answer(*now);
         auto promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-        st.sup->await_run(run, st.run_replies.keep(promise), std::chrono::milliseconds(timeout_ms));
+        st.sup->await_run(run, st.replies.runs.keep(promise),
+                          std::chrono::milliseconds(timeout_ms));
         return promise;
       },
       [self](recover_atom) -> Result {
@@ -108,7 +109,7 @@ caf::message_handler control_api(Actor* self) {
         Promise promise;
         auto now = st.sup->recover([&] {
           promise = self->make_response_promise<std::int32_t, std::string>();
-          return st.replies.keep(promise);
+          return st.replies.plain.keep(promise);
         });
         if (now) return {wire(now->code), now->text};
         return promise;

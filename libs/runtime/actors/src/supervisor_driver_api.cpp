@@ -26,7 +26,8 @@ caf::message_handler driver_api(Actor* self) {
         auto& st = self->state;
         if (auto now = st.sup->group_now(id)) return answer(*now);
         auto promise = self->make_response_promise<std::int32_t, std::string>();
-        st.sup->await_group(id, st.replies.keep(promise), std::chrono::milliseconds(timeout_ms));
+        st.sup->await_group(id, st.replies.plain.keep(promise),
+                            std::chrono::milliseconds(timeout_ms));
         return promise;
       },
       [self](pg_remove_atom, std::int64_t id) -> Result {
@@ -40,7 +41,7 @@ caf::message_handler driver_api(Actor* self) {
         TaskPromise promise;
         auto refused = st.sup->start_task({group, bundle, pod, command, env, working_dir}, [&] {
           promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
-          return st.task_replies.keep(promise);
+          return st.replies.tasks.keep(promise);
         });
         if (refused) return {wire(refused->code), refused->text, TaskStatus{}};
         return promise;
@@ -49,7 +50,7 @@ caf::message_handler driver_api(Actor* self) {
         auto& st = self->state;
         if (auto now = st.sup->task_now(id, timeout_ms)) return answer(*now);
         auto promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
-        st.sup->await_task(id, st.task_replies.keep(promise),
+        st.sup->await_task(id, st.replies.tasks.keep(promise),
                            std::chrono::milliseconds(timeout_ms));
         return promise;
       },
@@ -59,10 +60,11 @@ caf::message_handler driver_api(Actor* self) {
       [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
              const std::string& owner) -> Result {
         auto& st = self->state;
-        const HostId id{++st.last_host};
-        if (auto refused = st.sup->host_actor(name, id, static_cast<bool>(handle), owner))
+        const HostId id = st.peers.hosts.add(handle);
+        if (auto refused = st.sup->host_actor(name, id, static_cast<bool>(handle), owner)) {
+          st.peers.hosts.take(id);
           return answer(refused);
-        st.hosts.emplace(id, handle);
+        }
         self->monitor(handle);  // its callers hear at once when it goes
         return answer(std::nullopt);
       },
@@ -75,7 +77,7 @@ caf::message_handler driver_api(Actor* self) {
         Promise promise;
         auto refused = st.sup->call_actor(name, request, timeout_ms, [&] {
           promise = self->make_response_promise<std::int32_t, std::string>();
-          return st.replies.keep(promise);
+          return st.replies.plain.keep(promise);
         });
         if (refused) return answer(refused);
         return promise;

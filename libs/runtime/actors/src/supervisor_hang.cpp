@@ -24,7 +24,7 @@ void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
   auto& st = self->state;
   std::vector<caf::actor> to;
   for (AgentId id : agents)
-    if (auto it = st.agents.find(id); it != st.agents.end()) to.push_back(it->second);
+    if (const caf::actor* a = st.peers.agents.find(id)) to.push_back(*a);
   struct Gather {
     std::size_t pending = 0;
     std::vector<StackReport> reports;

@@ -41,9 +41,9 @@ void ask_preflight(Actor* self, const effect::Ask& e) {
             });
     return;
   }
-  auto it = st.agents.find(e.agent);
-  if (it == st.agents.end()) return;  // never: the round asks joined pods only, at once
-  const caf::actor& agent = it->second;
+  const caf::actor* joined = st.peers.agents.find(e.agent);
+  if (!joined) return;  // never: the round asks joined pods only, at once
+  const caf::actor& agent = *joined;
   switch (a.kind) {
     case Kind::probe:
       self->request(agent, kCheckTimeout, probe_atom::value)

@@ -33,7 +33,6 @@
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/stacks.hpp"
 #include "atl/core/taints.hpp"
-#include "atl/os/journal_writer.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/reply_book.hpp"
@@ -57,61 +56,96 @@ using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
 using RunPromise = caf::typed_response_promise<std::int32_t, std::string, RunStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
-struct State {
-  SupervisorConfig config;
-  // The job's course (atl/supervisor/supervisor.hpp): the pods, the
-  // controller, user code, the pre-flight, the hang watch. Its effects come
-  // to `outbox` (job_supervisor.cpp), which performs each at once; its time
-  // from `clock`. Declared before it: both outlive it.
-  std::unique_ptr<Clock> clock;
-  std::unique_ptr<Outbox> outbox;
-  std::unique_ptr<Supervisor> sup;
-  // Each joined pod's agent (the Supervisor holds their ids), until forgotten.
-  std::map<AgentId, caf::actor> agents;
-  std::int64_t last_agent = 0;
-  // The head's own executors: the driver, and in ray mode Ray's head.
+// The CAF actors the Supervisor's ids stand for, numbered as they come,
+// each until it is let go.
+template <class Id>
+class Handles {
+ public:
+  Id add(caf::actor handle) {
+    const Id id{++last_};
+    map_.emplace(id, std::move(handle));
+    return id;
+  }
+  const caf::actor* find(Id id) const {
+    auto it = map_.find(id);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  // The actor of `id`, let go (null when there is none).
+  caf::actor take(Id id) {
+    auto it = map_.find(id);
+    if (it == map_.end()) return {};
+    caf::actor out = std::move(it->second);
+    map_.erase(it);
+    return out;
+  }
+  // Every id of the actor at `addr`, let go.
+  std::vector<Id> take_all(const caf::actor_addr& addr) {
+    std::vector<Id> out;
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (it->second.address() == addr) {
+        out.push_back(it->first);
+        it = map_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+  bool holds(const caf::actor& handle) const {
+    for (const auto& [id, a] : map_)
+      if (a == handle) return true;
+    return false;
+  }
+  const std::map<Id, caf::actor>& all() const { return map_; }
+
+ private:
+  std::map<Id, caf::actor> map_;
+  std::int64_t last_ = 0;
+};
+
+// Whom the Supervisor's effects go to: each joined pod's agent (until
+// forgotten), each named actor's host (until unwatched), each executor whose
+// process's control line waits for its answer, the head's own executors
+// (the driver, and in ray mode Ray's head).
+struct Peers {
+  Handles<AgentId> agents;
+  Handles<HostId> hosts;
+  Handles<ExecutorRef> executors;
   caf::actor driver;
   caf::actor ray_head;
+};
 
-  // The callers of atlctl's commands and the C API's requests answered
-  // later (stop, recover, pg_wait; runs; tasks): the Supervisor's pieces
-  // hold their ReplyIds.
-  ReplyBook<Promise> replies;
-  ReplyBook<RunPromise> run_replies;
-  ReplyBook<TaskPromise> task_replies;
-  // Each executor whose process's control line waits for its answer.
-  std::map<ExecutorRef, caf::actor> executors;
-  std::int64_t last_executor = 0;
+// The callers answered later (stop, recover, pg_wait, named actors' calls;
+// runs; tasks): the Supervisor holds their ReplyIds.
+struct Replies {
+  ReplyBook<Promise> plain;
+  ReplyBook<RunPromise> runs;
+  ReplyBook<TaskPromise> tasks;
+};
 
-  // The JobStore's writes, in order, on a thread of their own (null: no store).
-  // Declared late: destroyed (drained, joined) before the rest of the state.
-  std::unique_ptr<os::JournalWriter> journal;
-
-  // Each named actor's host (the Supervisor holds their ids), until unwatched.
-  std::map<HostId, caf::actor> hosts;
-  std::int64_t last_host = 0;
-
-  std::shared_ptr<spdlog::logger> log = component_logger("supervisor");
+struct State {
+  SupervisorConfig config;
+  // Performs the Supervisor's effects as they are put (job_supervisor.cpp),
+  // the journal's writes included; declared first: it outlives the Supervisor.
+  std::unique_ptr<Outbox> outbox;
+  // The job's course (atl/supervisor/supervisor.hpp), on the system clock.
+  std::unique_ptr<Supervisor> sup;
+  Peers peers;
+  Replies replies;
 
   const JobSpec& job() const { return config.job; }
-  const Supervisor::Pods& pods() const { return sup->pods(); }
   JobController& controller() { return sup->controller(); }
-  const JobController& controller() const { return sup->controller(); }
-  UserCode& code() { return sup->code(); }
   const UserCode& code() const { return sup->code(); }
-  const HangCourse& hang() const { return sup->hang(); }
   JobState state() const { return sup->state(); }
-  const std::vector<std::string>& active() const { return sup->controller().active(); }
-  const TaintSet& taints() const { return sup->controller().taints(); }
-  bool ending() const { return sup->controller().ending(); }
   // The actor of `pod`'s agent, or null when it has none (not joined).
   const caf::actor* agent_of(const std::string& pod) const {
     auto id = sup->agent_of(pod);
-    if (!id) return nullptr;
-    auto it = agents.find(*id);
-    return it == agents.end() ? nullptr : &it->second;
+    return id ? peers.agents.find(*id) : nullptr;
   }
 };
+
+// The supervisor's log (the head's log file and stderr).
+const std::shared_ptr<spdlog::logger>& supervisor_log();
 
 using Actor = caf::stateful_actor<State>;
 
@@ -124,14 +158,6 @@ void deliver(ReplyBook<Promise>& book, const Answer& a) {
 template <class Promise, class Status>
 void deliver(ReplyBook<Promise>& book, const AnswerWith<Status>& a) {
   if (auto p = book.take(a.reply); p && p->pending()) p->deliver(wire(a.code), a.text, a.status);
-}
-// A piece's line in the head's log.
-inline void say(const State& st, const Say& line) {
-  if (line.warn) {
-    st.log->warn("{}", line.text);
-  } else {
-    st.log->info("{}", line.text);
-  }
 }
 
 // Shared between the halves.

@@ -25,8 +25,8 @@ caf::message_handler terminal_api(Actor* self) {
         if (auto* no = std::get_if<Refusal>(&opening))
           return {wire(no->code), no->text, caf::actor{}, std::int64_t{0}};
         const auto [id, agent] = std::get<TerminalOpening>(opening);
-        auto to = st.agents.find(agent);
-        if (to == st.agents.end()) {  // never: the Supervisor knows joined pods' agents only
+        const caf::actor* to = st.peers.agents.find(agent);
+        if (!to) {  // never: the Supervisor knows joined pods' agents only
           st.sup->terminal_started(id, false);
           return {wire(ReplyCode::failed), "pod " + pod + " has no agent", caf::actor{},
                   std::int64_t{0}};
@@ -41,7 +41,7 @@ caf::message_handler terminal_api(Actor* self) {
             rp.deliver(wire(ReplyCode::failed), "pod " + pod + line, caf::actor{}, std::int64_t{0});
           }
         };
-        self->request(to->second, kOpenTimeout, term_open_atom::value, id.value, rows, cols,
+        self->request(*to, kOpenTimeout, term_open_atom::value, id.value, rows, cols,
                       std::move(sink))
             .then(
                 [done](std::int32_t code, std::string& line, caf::actor& host) mutable {

@@ -27,15 +27,14 @@ caf::message_handler worker_api(Actor* self) {
           -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
         auto& st = self->state;
         const HeartbeatOptions& hb = st.job().heartbeat;
-        const AgentId id{++st.last_agent};
-        st.agents.emplace(id, agent);
+        const AgentId id = st.peers.agents.add(agent);
         auto refused = st.sup->join(info, id);
         if (refused) {
-          st.agents.erase(id);
+          st.peers.agents.take(id);
         } else {
           self->monitor(agent);
           // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-          if (auto index = st.pods().registry().index_of(info.pod))
+          if (auto index = st.sup->pods().registry().index_of(info.pod))
             self->send(agent, agent_log_atom::value, st.config.sink,
                        StreamId::pod_log(static_cast<std::int32_t>(*index)));
         }
@@ -84,9 +83,9 @@ caf::message_handler worker_api(Actor* self) {
         // that forwarded it, kept until then.
         if (!sent_from_pod(self, note.pod)) return;
         auto& st = self->state;
-        const ExecutorRef from{++st.last_executor};
-        st.executors.emplace(from, caf::actor_cast<caf::actor>(self->current_sender()));
-        if (!st.sup->process_note(note, from)) st.executors.erase(from);
+        const ExecutorRef from =
+            st.peers.executors.add(caf::actor_cast<caf::actor>(self->current_sender()));
+        if (!st.sup->process_note(note, from)) st.peers.executors.take(from);
       }};
 }
 
