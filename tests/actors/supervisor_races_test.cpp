@@ -1,8 +1,11 @@
-// The JobSupervisor under CAF's deterministic scheduler: races that real
-// processes hit only by luck (a node lost while the last one registers, late
-// reports of an earlier attempt, two operators at once, an exception in a
-// handler) played message by message. Fake agents and a fake sink stand in
-// for the other processes; the supervisor is the real one.
+// The JobSupervisor's CAF wiring under CAF's deterministic scheduler: one
+// case per interface and per kind of effect (a join and its check message,
+// process reports, atlctl's stop/stop_wait, delete, check/burn and taint
+// list, figures, timers and long polls, the sink's forgotten streams, a
+// GPU heartbeat, an agent going down, an exception in a handler), played
+// message by message. Fake agents and a fake sink stand in for the other
+// processes; the supervisor is the real one. The same races on the
+// Supervisor alone, in fake time: tests/unit/supervisor_races_test.cpp.
 #define CAF_SUITE supervisor_races
 #include <algorithm>
 #include <caf/test/dsl.hpp>
@@ -333,25 +336,6 @@ CAF_TEST(an operator waiting when the job ends is answered and not dropped) {
   CAF_CHECK(settled(1));
 }
 
-CAF_TEST(a node lost in debugStop is awaited and a waiting stop is answered) {
-  auto a0 = one_rank_running();
-  caf::scoped_actor op{sys, true};
-  stop_and_wait(op);
-  anon_send_exit(a0, caf::exit_reason::kill);
-  step();
-  auto codes = answers(op, 1);
-  CAF_REQUIRE_EQUAL(codes.size(), 1u);
-  CAF_CHECK_EQUAL(codes[0], 0);  // its ranks are gone with it: stopped
-  CAF_CHECK_EQUAL(status(), "debugStop");
-  CAF_CHECK(!settled(1));
-  // The pod comes back (recreated) and may be used again.
-  auto [b0, logb] = agent();
-  join(0, b0);
-  step();
-  CAF_CHECK_EQUAL(status(), "debugStop");
-  CAF_CHECK_EQUAL(logb->launches, 0);
-}
-
 CAF_TEST(a lost node in command restarts the job once its pod is back) {
   auto [a0, log0, a1, log1] = two_joined();
   rank_started(0, 1);
@@ -383,23 +367,6 @@ CAF_TEST(a lost node in command restarts the job once its pod is back) {
   rank_exit(1, 2, 0);
   step();
   CAF_CHECK(settled(0));
-}
-
-CAF_TEST(a spent budget fails the job listing every attempt) {
-  start(1, false, /*max_restarts=*/1);
-  auto [a0, log0] = agent();
-  join(0, a0);
-  step();
-  anon_send_exit(a0, caf::exit_reason::kill);
-  step();
-  CAF_CHECK_EQUAL(status(), "restarting");
-  auto [b0, logb] = agent();
-  join(0, b0);
-  step();
-  CAF_CHECK_EQUAL(status(), "command");
-  anon_send_exit(b0, caf::exit_reason::kill);
-  step();
-  CAF_CHECK(settled(1));
 }
 
 CAF_TEST(delete refuses an unknown pod and changes nothing) {
@@ -517,57 +484,6 @@ CAF_TEST(a burn that outlives its deadline is stopped and says why) {
             std::string::npos);
 }
 
-CAF_TEST(sizes and durations of a burn are checked by the supervisor too) {
-  caf::scoped_actor op{sys, true};
-  auto log0 = one_rank_parked(op);
-  for (const char* bad_tools_sizes : {"gemm|8M", "allreduce|8M:1M", "allreduce|1X", "local|2"}) {
-    std::string spec(bad_tools_sizes);
-    auto bar = spec.find('|');
-    op->send(sup, node_tool_atom::value, std::string("burn"), spec.substr(0, bar),
-             std::string("1s"), std::string(""), std::string("all"), spec.substr(bar + 1));
-    step();
-    std::int32_t code = -1;
-    op->receive([&](std::int32_t c, const std::string&, const RunStatus&) { code = c; },
-                caf::after(std::chrono::seconds(0)) >> [] {});
-    CAF_CHECK_EQUAL(code, 2);
-  }
-  // Any client may send the duration: only a duration is taken.
-  for (const char* bad_duration : {"1s; touch /tmp/pwned", "0s", "", "5x"}) {
-    op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"),
-             std::string(bad_duration), std::string(""), std::string("all"), std::string(""));
-    step();
-    std::int32_t code = -1;
-    op->receive([&](std::int32_t c, const std::string&, const RunStatus&) { code = c; },
-                caf::after(std::chrono::seconds(0)) >> [] {});
-    CAF_CHECK_EQUAL(code, 2);
-  }
-  CAF_CHECK_EQUAL(log0->runs, 0);  // nothing started
-  CAF_CHECK_EQUAL(status(), "debugStop");
-}
-
-CAF_TEST(a node lost twice in a row is not tainted when no spare could replace it) {
-  start(1);
-  auto [a0, log0] = agent();
-  join(0, a0);
-  step();
-  for (int round = 0; round < 2; ++round) {
-    anon_send_exit(a0, caf::exit_reason::kill);
-    step();
-    CAF_CHECK_EQUAL(status(), "restarting");
-    a0 = agent().first;
-    join(0, a0);  // the same pod back on the same node
-    step();
-    CAF_CHECK_EQUAL(status(), "command");
-  }
-  caf::scoped_actor op{sys, true};
-  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
-  step();
-  std::string taints = "(none)";
-  op->receive([&](std::int32_t, const std::string& text) { taints = text; },
-              caf::after(std::chrono::seconds(0)) >> [] {});
-  CAF_CHECK_EQUAL(taints, "[]");
-}
-
 CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it) {
   start(1, false, 10);
   NodeInfo info = gpu_pod();
@@ -589,151 +505,6 @@ CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it)
               caf::after(std::chrono::seconds(0)) >> [] {});
   CAF_CHECK(taints.find("\"node\":\"gpu-node\"") != std::string::npos);
   CAF_CHECK(taints.find("lost a GPU (it declared 2, 1 are there)") != std::string::npos);
-}
-
-// The pod recreated on the machine whose GPU went (still tainted) while the
-// job is parked: it stays, quarantined. It was removed again on its first
-// heartbeat, recreated, removed... every second, for ever.
-CAF_TEST(a pod back on a node that lost a GPU is not removed again while parked) {
-  start(1, false, 10);
-  NodeInfo info = gpu_pod();
-  auto [a0, log0] = agent();
-  self->send(sup, register_atom::value, info, a0);
-  step();
-  rank_started(0, 1);
-  step();
-  caf::scoped_actor op{sys, true};
-  park_rank_zero(op);
-  CAF_CHECK_EQUAL(status(), "debugStop");
-  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});  // one GPU gone
-  step();
-  CAF_CHECK_EQUAL(status(), "debugStop");
-  auto [b0, logb] = agent();  // recreated, on the same machine
-  self->send(sup, register_atom::value, info, b0);
-  step();
-  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});
-  step();
-  self->send(sup, info_atom::value);
-  step();
-  std::string json;
-  for (bool more = true; more;)
-    self->receive([&](const std::string& s) { json = s; },
-                  [](const std::string&, bool, std::int64_t, std::int64_t) {},
-                  caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
-  CAF_CHECK(json.find("\"state\":\"joined\"") != std::string::npos);
-  CAF_CHECK_EQUAL(status(), "debugStop");
-}
-
-// --- the debug protocol's races (issue 24): operations carry ids ---------------
-
-// Recover #1 armed a 30 s start timer; a stop and recover #2 followed within
-// it. The leftover timer failed recover #2 after 21 s ("ranks 0 did not
-// start within 30s") before recovers were tagged with their attempt.
-CAF_TEST(the start timer of an earlier recover does not fail a later recover) {
-  caf::scoped_actor op{sys, true};
-  one_rank_parked(op);
-  op->send(sup, recover_atom::value);
-  step();
-  rank_started(0, 2);
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
-  sched.advance_time(std::chrono::seconds(9));
-  step();
-  CAF_CHECK_EQUAL(begin_stop(op), 2);
-  rank_exit(0, 2, 143);
-  step();
-  op->send(sup, recover_atom::value);  // recover #2: attempt 3, its rank not started yet
-  step();
-  sched.advance_time(std::chrono::seconds(21));  // recover #1's timer is due now
-  step();
-  CAF_CHECK(answers(op, 1).empty());  // recover #2 still waits for its rank
-  rank_started(0, 3);
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
-  CAF_CHECK_EQUAL(status(), "command");
-}
-
-// Operator A stops (dbg_stop), the ranks end, operator B recovers, and only
-// then A's atlctl asks stop_wait: A's stop is over, whatever B did since. It
-// used to wait on B's new attempt until its timer failed it.
-CAF_TEST(a stop_wait after a recover by another operator answers at once) {
-  one_rank_running();
-  caf::scoped_actor a{sys, true};
-  caf::scoped_actor b{sys, true};
-  std::int32_t stop = begin_stop(a);
-  CAF_REQUIRE(stop > 0);
-  rank_exit(0, 1, 143);
-  step();
-  b->send(sup, recover_atom::value);
-  step();
-  rank_started(0, 2);
-  step();
-  CAF_CHECK_EQUAL(answers(b, 1), std::vector<std::int32_t>{0});
-  a->send(sup, stop_wait_atom::value, stop);
-  step();
-  CAF_CHECK_EQUAL(answers(a, 1), std::vector<std::int32_t>{0});
-  CAF_CHECK_EQUAL(status(), "command");
-  // A stop that never was is a usage error, not a wait.
-  a->send(sup, stop_wait_atom::value, std::int32_t{99});
-  step();
-  CAF_CHECK_EQUAL(answers(a, 1), std::vector<std::int32_t>{2});
-}
-
-// atlctl stop returns once the ranks ended; but run/check sent while they are
-// still in their grace (saving a checkpoint, holding the GPUs) must wait.
-CAF_TEST(run and check are refused while stopped ranks are still in their grace) {
-  auto log0 = one_rank_started().second;
-  caf::scoped_actor op{sys, true};
-  CAF_REQUIRE(begin_stop(op) > 0);
-  CAF_CHECK_EQUAL(status(), "debugStop");
-  op->send(sup, debug_run_atom::value, std::string("all"), std::string("nvidia-smi"), false);
-  step();
-  auto [code, text] = next_answer(op);
-  CAF_CHECK_EQUAL(code, 3);
-  CAF_CHECK(text.find("ranks 0 are still stopping (in their grace)") != std::string::npos);
-  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
-           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{3});
-  CAF_CHECK_EQUAL(log0->runs, 0);  // nothing started
-  rank_exit(0, 1, 143);            // the grace is over
-  step();
-  op->send(sup, debug_run_atom::value, std::string("all"), std::string("nvidia-smi"), false);
-  step();
-  CAF_CHECK_EQUAL(log0->runs, 1);
-}
-
-// `atlctl check & sleep 0.4; atlctl stop`: the check's processes end by
-// SIGTERM. That is no verdict: no node is tainted, and recover goes on.
-CAF_TEST(a check stopped by an operator taints no node and recover goes on) {
-  caf::scoped_actor op{sys, true};
-  one_rank_parked(op);
-  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
-           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
-  step();
-  const std::string pod = worker_pod_name("jo-race", 0);
-  self->send(sup, ProcessStarted{StreamId::of_run(1, 0), 1, pod, 77});
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});  // the check started
-  CAF_CHECK_EQUAL(status(), "debugCommand");
-  std::int32_t stop = begin_stop(op);
-  CAF_REQUIRE(stop > 0);
-  self->send(sup, ProcessExit{StreamId::of_run(1, 0), 1, pod, 0, 15, "", ""});  // SIGTERM
-  step();
-  op->send(sup, stop_wait_atom::value, stop);
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
-  op->send(sup, taint_atom::value, std::string("list"), std::string(""));
-  step();
-  std::string taints = "(none)";
-  op->receive([&](std::int32_t, const std::string& t) { taints = t; },
-              caf::after(std::chrono::seconds(0)) >> [] {});
-  CAF_CHECK_EQUAL(taints, "[]");
-  op->send(sup, recover_atom::value);
-  step();
-  rank_started(0, 2);
-  step();
-  CAF_CHECK_EQUAL(answers(op, 1), std::vector<std::int32_t>{0});
 }
 
 // Ended debug runs are a bounded history: the oldest beyond --history are

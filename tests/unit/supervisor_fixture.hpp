@@ -90,9 +90,17 @@ struct Head {
   Recorder out;
   std::unique_ptr<Supervisor> sup;
   std::set<std::string> silent;  // pods whose heartbeats stopped
+  struct Due {
+    Liveness::TimePoint at;
+    bool is_wait = false;
+    effect::Arm arm;
+    effect::ArmWait wait;
+  };
+  std::vector<Due> due;  // timers armed, not fired yet (advance)
 
-  explicit Head(JobSpec spec) {
+  explicit Head(JobSpec spec, std::size_t finished_kept = 10000) {
     SupervisorSettings settings;
+    settings.finished_kept = finished_kept;
     settings.job = std::move(spec);
     settings.advertised_host = "10.0.0.1";
     settings.head_interface = "eth0";
@@ -142,6 +150,33 @@ struct Head {
         if (!silent.count(pod)) sup->heartbeat(pod, -1);
       sup->timer(kHeartbeatTimer, 0);
     }
+  }
+  // The fake clock moves by `d`, firing each timer and long-poll deadline
+  // the Supervisor armed as it falls due, in order (the heartbeat round
+  // hears every pod that is not silent first, as live pods would answer).
+  void advance(Millis d) {
+    const auto end = clock.now() + d;
+    for (;;) {
+      for (auto& a : out.take<effect::Arm>()) due.push_back({clock.now() + a.after, false, a, {}});
+      for (auto& w : out.take<effect::ArmWait>())
+        due.push_back({clock.now() + w.after, true, {}, w});
+      auto next = std::min_element(due.begin(), due.end(),
+                                   [](const Due& a, const Due& b) { return a.at < b.at; });
+      if (next == due.end() || next->at > end) break;
+      Due fire = *next;
+      due.erase(next);
+      if (fire.at > clock.now())
+        clock.advance(std::chrono::duration_cast<Millis>(fire.at - clock.now()));
+      if (fire.is_wait) {
+        sup->wait_expired(fire.wait.kind, fire.wait.waiter);
+        continue;
+      }
+      if (fire.arm.kind == kHeartbeatTimer)
+        for (const auto& [pod, joined] : sup->pods().registry().joined_pods())
+          if (!silent.count(pod)) sup->heartbeat(pod, -1);
+      sup->timer(fire.arm.kind, fire.arm.arg);
+    }
+    if (end > clock.now()) clock.advance(std::chrono::duration_cast<Millis>(end - clock.now()));
   }
   // The job from start to command: pods joined, checked, ranks running.
   void to_command(int pods) {
