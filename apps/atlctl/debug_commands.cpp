@@ -257,7 +257,7 @@ int run_node_tool(SupervisorClient& client, const po::variables_map& vm, const s
     die(kExitUsage, "-w: " + parsed.error());
   check_output_writable(vm);
   RunAnswer started = checked(client.run_answer_or_die(
-      caf::make_message(atl::node_tool_atom::value, kind, tools, duration, envs, workers, sizes),
+      caf::make_message(atl::NodeToolRequest{kind, tools, duration, envs, workers, sizes}),
       kStartAnswer));
   OutputRedirect output(vm);
   // The guide's first line, for burn as for check.

@@ -339,10 +339,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   // of no ranks, pods or runs: a job of 32,000 ranks answers in bytes).
   const bool whole = vm.count("pod") > 0;
   auto info = nlohmann::json::parse(client.text_or_die(
-      whole
-          ? caf::make_message(atl::info_atom::value)
-          : caf::make_message(atl::info_atom::value, std::int32_t{0}, std::int32_t{0},
-                              std::int32_t{0}, std::int32_t{0}, std::int32_t{0}, std::int32_t{0})));
+      whole ? caf::make_message(atl::info_atom::value)
+            : caf::make_message(atl::info_atom::value, atl::StatusPage{0, 0, 0, 0, 0, 0})));
   std::vector<atl::StreamId> streams;
   if (vm.count("pod")) {
     streams = pod_streams(info, vm["pod"].as<std::string>());
@@ -439,9 +437,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   if (!drain()) die(kExitUnreachable, "the supervisor went away while reading logs");
   // The current attempt's number (0 when the head cannot say).
   auto current_attempt = [&]() -> std::int32_t {
-    auto now = client.text(caf::make_message(atl::info_atom::value, std::int32_t{0},
-                                             std::int32_t{0}, std::int32_t{0}, std::int32_t{0},
-                                             std::int32_t{0}, std::int32_t{0}));
+    auto now =
+        client.text(caf::make_message(atl::info_atom::value, atl::StatusPage{0, 0, 0, 0, 0, 0}));
     if (!now) return 0;
     auto j = nlohmann::json::parse(*now, nullptr, false);
     return j.is_object() ? j.value("attempt", 0) : 0;

@@ -69,9 +69,7 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
       };
       switch (q->ask) {
         case Ask::status:
-          self->request(supervisor, timeout, info_atom::value, q->page.rank_offset,
-                        q->page.rank_limit, q->page.pod_offset, q->page.pod_limit,
-                        q->page.run_offset, q->page.run_limit)
+          self->request(supervisor, timeout, info_atom::value, q->page)
               .then(ok, failed("the supervisor"));
           break;
         case Ask::events:

@@ -403,8 +403,7 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
   caf::scoped_actor op{sys, true};
   park_rank_zero(op);
   CAF_CHECK_EQUAL(status(), "debugStop");
-  op->send(sup, node_tool_atom::value, std::string("check"), std::string("check"),
-           std::string("1ms"), std::string(""), std::string("all"), std::string(""));
+  op->send(sup, NodeToolRequest{"check", "check", "1ms", "", "all", ""});
   step();
   // The check's process on rank 0 (run 1) ends with a failure.
   self->send(sup,
@@ -427,8 +426,7 @@ CAF_TEST(a node that fails atlctl check is tainted by the platform) {
 CAF_TEST(a burns round figures are kept with its run) {
   caf::scoped_actor op{sys, true};
   one_rank_parked(op);
-  op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"), std::string("1s"),
-           std::string(""), std::string("all"), std::string(""));
+  op->send(sup, NodeToolRequest{"burn", "gemm", "1s", "", "all", ""});
   step();
   const std::string pod = worker_pod_name("jo-race", 0);
   self->send(sup, ProcessStarted{StreamId::of_run(1, 0), 1, pod, 42});
@@ -458,8 +456,7 @@ CAF_TEST(a burns round figures are kept with its run) {
 CAF_TEST(a burn that outlives its deadline is stopped and says why) {
   caf::scoped_actor op{sys, true};
   auto log0 = one_rank_parked(op);
-  op->send(sup, node_tool_atom::value, std::string("burn"), std::string("gemm"), std::string("1s"),
-           std::string(""), std::string("all"), std::string(""));
+  op->send(sup, NodeToolRequest{"burn", "gemm", "1s", "", "all", ""});
   step();
   CAF_CHECK_EQUAL(log0->runs, 1);
   // 1s of burn + atl-burn's 60s watchdog + 30s grace: nothing before that.

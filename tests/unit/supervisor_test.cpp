@@ -401,7 +401,7 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
 
 TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupChanges) {
   Head spmd(spmd_spec(1, 0));
-  auto refused = spmd.sup->create_group("g", "PACK", R"([{"CPU": 1}])", 0);
+  auto refused = spmd.sup->create_group({"g", "PACK", R"([{"CPU": 1}])", 0});
   EXPECT_EQ(refused.code, ReplyCode::refused);
   EXPECT_NE(refused.text.find("driver-mode"), std::string::npos) << refused.text;
 
@@ -409,7 +409,7 @@ TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupC
   h.to_command(1);
   h.out.effects.clear();
   // 16 CPUs do not fit one pod of 8: it waits (no timeout) until one comes.
-  auto created = h.sup->create_group("big", "PACK", R"([{"CPU": 8}, {"CPU": 8}])", 0);
+  auto created = h.sup->create_group({"big", "PACK", R"([{"CPU": 8}, {"CPU": 8}])", 0});
   ASSERT_EQ(created.code, ReplyCode::ok) << created.text;
   const std::int64_t id = 1;
   ASSERT_FALSE(h.sup->group_now(id)) << "it waits";

@@ -445,9 +445,8 @@ atl_status* atl_pg_create_json(atl_client* client, const char* name, const char*
       return make_status(ATL_USAGE, "atl_pg_create: strategy and bundles_json are required");
     std::string text;
     if (auto* s = ask(client, "atl_pg_create",
-                      caf::make_message(atl::pg_create_atom::value, std::string(name ? name : ""),
-                                        std::string(strategy), std::string(bundles_json),
-                                        std::int64_t{timeout_ms}),
+                      caf::make_message(
+                          atl::GroupRequest{name ? name : "", strategy, bundles_json, timeout_ms}),
                       std::chrono::milliseconds(0), &text))
       return s;
     // The group as JSON is what the caller gets (json_out); its id is read
@@ -491,12 +490,11 @@ atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, co
     std::vector<std::string> vars;
     for (const char* const* e = env; e && *e; ++e) vars.emplace_back(*e);
     atl::TaskStatus started;
-    if (auto* s = ask_task(client, "atl_task_start",
-                           caf::make_message(atl::task_start_atom::value, std::int64_t{group},
-                                             std::int32_t{bundle}, std::string(pod ? pod : ""),
-                                             std::string(command), std::move(vars),
-                                             std::string(working_dir ? working_dir : "")),
-                           std::chrono::seconds(30), &started))
+    if (auto* s = ask_task(
+            client, "atl_task_start",
+            caf::make_message(atl::TaskRequest{group, bundle, pod ? pod : "", command,
+                                               std::move(vars), working_dir ? working_dir : ""}),
+            std::chrono::seconds(30), &started))
       return s;
     if (started.task < 1)
       return make_status(ATL_INTERNAL, "atl_task_start: the answer names no task");

@@ -20,6 +20,10 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StreamId>("atl::StreamId");
   cfg.add_message_type<std::vector<StreamId>>("std::vector<atl::StreamId>");
   cfg.add_message_type<NodeInfo>("atl::NodeInfo");
+  cfg.add_message_type<NodeToolRequest>("atl::NodeToolRequest");
+  cfg.add_message_type<GroupRequest>("atl::GroupRequest");
+  cfg.add_message_type<TaskRequest>("atl::TaskRequest");
+  cfg.add_message_type<StatusPage>("atl::StatusPage");
   cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");
   cfg.add_message_type<ProcessExit>("atl::ProcessExit");
   cfg.add_message_type<ProcessStarted>("atl::ProcessStarted");

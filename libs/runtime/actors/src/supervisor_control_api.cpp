@@ -41,13 +41,9 @@ caf::message_handler control_api(Actor* self) {
           throw std::runtime_error("injected by ATL_TESTING_SUPERVISOR_THROW");
         return info_json(*self->state.sup, {}, interposition_report());
       },
-      [self](info_atom, std::int32_t rank_offset, std::int32_t rank_limit, std::int32_t pod_offset,
-             std::int32_t pod_limit, std::int32_t run_offset, std::int32_t run_limit) {
+      [self](info_atom, const StatusPage& page) {
         // Offsets past the end give empty pages; negative offsets are none.
-        return info_json(
-            *self->state.sup,
-            StatusPage{rank_offset, rank_limit, pod_offset, pod_limit, run_offset, run_limit},
-            interposition_report());
+        return info_json(*self->state.sup, page, interposition_report());
       },
       [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
         return self->delegate(self->state.config.reader, a, stream, offset, max);
@@ -136,12 +132,9 @@ caf::message_handler control_api(Actor* self) {
         if (c.job.mode == JobMode::ray) j["ray"] = c.dashboard_url + "/ray/";
         return {wire(ReplyCode::ok), j.dump()};
       },
-      [self](node_tool_atom, const std::string& kind, const std::string& tools,
-             const std::string& duration, const std::string& envs, const std::string& workers,
-             const std::string& sizes) {
+      [self](const NodeToolRequest& request) {
         return start_run(self, [&](const std::function<ReplyId()>& keep) {
-          return self->state.sup->start_node_tool({kind, tools, duration, envs, workers, sizes},
-                                                  keep);
+          return self->state.sup->start_node_tool(request, keep);
         });
       },
   };

@@ -18,9 +18,8 @@ TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.statu
 
 caf::message_handler driver_api(Actor* self) {
   return {
-      [self](pg_create_atom, const std::string& name, const std::string& strategy,
-             const std::string& bundles, std::int64_t timeout_ms) -> Result {
-        return answer(self->state.sup->create_group(name, strategy, bundles, timeout_ms));
+      [self](const GroupRequest& request) -> Result {
+        return answer(self->state.sup->create_group(request));
       },
       [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) -> Result {
         auto& st = self->state;
@@ -34,12 +33,10 @@ caf::message_handler driver_api(Actor* self) {
         return answer(self->state.sup->remove_group(id));
       },
       [self](cluster_atom) { return self->state.sup->cluster_json(); },
-      [self](task_start_atom, std::int64_t group, std::int32_t bundle, const std::string& pod,
-             const std::string& command, const std::vector<std::string>& env,
-             const std::string& working_dir) -> TaskResult {
+      [self](const TaskRequest& request) -> TaskResult {
         auto& st = self->state;
         TaskPromise promise;
-        auto refused = st.sup->start_task({group, bundle, pod, command, env, working_dir}, [&] {
+        auto refused = st.sup->start_task(request, [&] {
           promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
           return st.replies.tasks.keep(promise);
         });

@@ -88,11 +88,11 @@ void Supervisor::clear_groups(const std::string& why) {
   perform(std::move(out));
 }
 
-Answer Supervisor::create_group(const std::string& name, const std::string& strategy,
-                                const std::string& bundles_json, std::int64_t timeout_ms) {
+Answer Supervisor::create_group(const GroupRequest& r) {
   if (auto why = placement_refusal(); !why.empty()) return {0, ReplyCode::refused, why};
   PlacementEffects out;
-  auto a = groups_.create(name, strategy, bundles_json, timeout_ms, nodes(), clock_.unix_ms(), out);
+  auto a =
+      groups_.create(r.name, r.strategy, r.bundles, r.timeout_ms, nodes(), clock_.unix_ms(), out);
   perform(std::move(out));
   return a;
 }

@@ -70,9 +70,10 @@ void settle_outcome(std::promise<int>& outcome, int code);
 //   (start_atom, uint16 port)  once published: starts the ready timeout
 //   (status_atom) -> string     the state name, as `atlctl status` prints it
 //   (info_atom) -> string       JSON: state, pods, ranks, failure reason
-//   (info_atom, int32 rank_offset, int32 rank_limit, int32 pod_offset, int32 pod_limit)
-//                               -> string  the same with a page of the ranks and pods
-//                               (limit < 0: all); counts and totals always whole
+//   (info_atom, StatusPage) -> string  the same with a page of the ranks, pods and
+//                               runs (limit < 0: all); counts and totals always whole
+//   (NodeToolRequest) -> (int32, string, RunStatus)  atlctl check/burn, once started
+//   (GroupRequest) / (TaskRequest)  a driver's placement group / task (the C API)
 //   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
 //   (disk_error_atom, string)   from the LogSink: a log cannot be written; the job fails
 //   (events_atom) -> string     JSON: the job's timeline (atlctl events)

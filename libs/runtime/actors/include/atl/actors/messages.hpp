@@ -12,7 +12,9 @@
 #include "atl/core/log_stream.hpp"
 #include "atl/core/node_info.hpp"
 #include "atl/core/process_messages.hpp"
+#include "atl/core/requests.hpp"
 #include "atl/core/run_status.hpp"
+#include "atl/core/status_page.hpp"
 #include "atl/core/task_status.hpp"
 
 namespace atl {
@@ -67,7 +69,6 @@ using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when s
 using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
 using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
-using node_tool_atom = caf::atom_constant<caf::atom("node_tool")>;  // burn/check -> when started
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
 using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // supervisor -> agent: stacks
@@ -91,7 +92,6 @@ using dashboard_atom = caf::atom_constant<caf::atom("dashboard")>;  // atlctl ->
 // create (name, strategy, bundles JSON, timeout ms) -> the group's JSON;
 // wait (id, timeout ms) -> once placed, failed or removed; remove (id);
 // cluster -> nodes with their resources, groups, pending demand.
-using pg_create_atom = caf::atom_constant<caf::atom("pg_create")>;
 using pg_wait_atom = caf::atom_constant<caf::atom("pg_wait")>;
 using pg_remove_atom = caf::atom_constant<caf::atom("pg_remove")>;
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
@@ -99,7 +99,6 @@ using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 // bundle, pod, command, env "K=V" list, working dir) -> once started, the
 // task's JSON; wait (task, timeout ms) -> its JSON ("done" false on timeout);
 // kill (task). Output: read_atom on the task's stream.
-using task_start_atom = caf::atom_constant<caf::atom("task_start")>;
 using task_wait_atom = caf::atom_constant<caf::atom("task_wait")>;
 using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
 // Named actors, answered (code, text): register (name, the host's actor, who
@@ -139,6 +138,29 @@ typename Inspector::result_type inspect(Inspector& f, StreamId& x) {
 }
 
 // What a worker tells the supervisor when it joins.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NodeToolRequest& x) {
+  return f(caf::meta::type_name("atl::NodeToolRequest"), x.kind, x.tools, x.duration, x.env,
+           x.workers, x.sizes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, GroupRequest& x) {
+  return f(caf::meta::type_name("atl::GroupRequest"), x.name, x.strategy, x.bundles, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskRequest& x) {
+  return f(caf::meta::type_name("atl::TaskRequest"), x.group, x.bundle, x.pod, x.command, x.env,
+           x.working_dir);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StatusPage& x) {
+  return f(caf::meta::type_name("atl::StatusPage"), x.rank_offset, x.rank_limit, x.pod_offset,
+           x.pod_limit, x.run_offset, x.run_limit);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeInfo& x) {
   return f(caf::meta::type_name("atl::NodeInfo"), x.pod, x.address, x.interface, x.machine, x.cpus,

@@ -37,6 +37,7 @@
 #include "atl/core/job_spec.hpp"
 #include "atl/core/node_info.hpp"
 #include "atl/core/process_messages.hpp"
+#include "atl/core/requests.hpp"
 #include "atl/core/run_status.hpp"
 #include "atl/core/stacks.hpp"
 #include "atl/gpu/rendezvous.hpp"
@@ -99,16 +100,6 @@ using Runs = DebugRuns<RunMember>;
 // run_wait's answer: each rank's state.
 RunStatus run_status(const DebugRun& run);
 
-// atlctl check|burn as sent: the kind, -t, -d, -e, -w, --sizes.
-struct NodeToolRequest {
-  std::string kind;
-  std::string tools;
-  std::string duration;
-  std::string env;
-  std::string workers;
-  std::string sizes;
-};
-
 // atlctl stop's answer: the code, a line when refused, the stop to wait for.
 struct StopAnswer {
   ReplyCode code = ReplyCode::ok;
@@ -139,17 +130,6 @@ class Clock {
   virtual ~Clock() = default;
   virtual Liveness::TimePoint now() const = 0;
   virtual std::int64_t unix_ms() const = 0;
-};
-
-// A driver's task to start: in bundle `bundle` of group `group` (> 0), on
-// `pod`, or (neither) on the active pod running the fewest tasks.
-struct TaskRequest {
-  std::int64_t group = 0;
-  std::int32_t bundle = 0;
-  std::string pod;
-  std::string command;
-  std::vector<std::string> env;  // KEY=VALUE, over the job's
-  std::string working_dir;       // empty: the job's
 };
 
 // How one pre-flight request was answered (or not).
@@ -394,8 +374,7 @@ class Supervisor final : private JobEffects {
   // pg_create (its JSON, or why not), pg_wait (answered now, or kept as
   // `reply` until its group is placed, fails, goes or `timeout` passes),
   // pg_remove, cluster_state.
-  Answer create_group(const std::string& name, const std::string& strategy,
-                      const std::string& bundles_json, std::int64_t timeout_ms);
+  Answer create_group(const GroupRequest& request);
   std::optional<Answer> group_now(std::int64_t id) const;
   void await_group(std::int64_t id, ReplyId reply, Millis timeout);
   Answer remove_group(std::int64_t id);
