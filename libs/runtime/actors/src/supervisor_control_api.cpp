@@ -12,10 +12,6 @@ namespace atl::supervisor {
 namespace {
 
 RunResult answer(const debug::AnswerRun& a) { return {wire(a.code), a.text, a.status}; }
-Result answer(const Answer& a) { return {wire(a.code), a.text}; }
-Result answer(const std::optional<Refusal>& no) {
-  return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
-}
 
 // A run, check or burn: refused now, or answered once every rank started
 // (the promise made only then: in CAF a promise takes the request over).

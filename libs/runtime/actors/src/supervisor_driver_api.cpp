@@ -8,10 +8,6 @@ namespace atl::supervisor {
 
 namespace {
 
-Result answer(const Answer& a) { return {wire(a.code), a.text}; }
-Result answer(const std::optional<Refusal>& no) {
-  return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
-}
 TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.status}; }
 
 }  // namespace

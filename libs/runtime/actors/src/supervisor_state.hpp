@@ -149,6 +149,12 @@ const std::shared_ptr<spdlog::logger>& supervisor_log();
 
 using Actor = caf::stateful_actor<State>;
 
+// An answer given now: the Supervisor's, or its refusal (none: ok).
+inline Result answer(const Answer& a) { return {wire(a.code), a.text}; }
+inline Result answer(const std::optional<Refusal>& no) {
+  return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
+}
+
 // An answer a piece gave to a request the shell kept in `book`: delivered
 // once (a promise taken already, or no longer pending, takes nothing).
 template <class Promise>
