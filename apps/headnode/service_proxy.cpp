@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -205,6 +206,19 @@ void ServiceProxy::handle(const httplib::Request& req, httplib::Response& res) {
   for (auto& [k, v] : upstream_request_headers(in, t.auth, req.remote_addr, t.prefix))
     up.headers.emplace(std::move(k), std::move(v));
   up.body = req.body;
+  if (req.is_multipart_form_data()) {
+    // httplib parsed the body into its fields and kept no bytes of it
+    // (TensorBoard's Time Series page asks this way): written again, under
+    // a boundary of the relay's.
+    std::vector<FormPart> parts;
+    for (const auto& [name, f] : req.files)
+      parts.push_back({f.name, f.filename, f.content_type, f.content});
+    const std::string boundary = multipart_boundary(parts, std::random_device{}());
+    up.body = multipart_body(parts, boundary);
+    for (auto it = up.headers.begin(); it != up.headers.end();)
+      it = is_content_type(it->first) ? up.headers.erase(it) : std::next(it);
+    up.headers.emplace("Content-Type", "multipart/form-data; boundary=" + boundary);
+  }
   auto ex = impl_->start(std::move(up), session);
   Impl::answer(impl_, ex, res);
 }

@@ -113,6 +113,23 @@ def test_tensorboards_pages_and_data_with_a_session(job):
     points = json.loads(body)["train"]
     assert [p[1] for p in points] == list(range(10)), points
     assert abs(points[3][2] - 0.25) < 1e-6, points
+    # Its Time Series page (the default view) asks by multipart/form-data,
+    # which the dashboard's HTTP library parses and keeps no bytes of: the
+    # relay writes the form again (it relayed an empty body: "Missing
+    # 'requests' field", charts without data).
+    boundary = "----WebKitFormBoundaryatl7MA4YWxk"
+    form = ("--" + boundary + "\r\n"
+            'Content-Disposition: form-data; name="requests"\r\n\r\n'
+            + json.dumps([{"plugin": "scalars", "tag": "loss"}]) + "\r\n"
+            "--" + boundary + "--\r\n")
+    status, _, body = job.http.request(
+        "POST", "/tensorboard/data/plugin/timeseries/timeSeries",
+        {"Cookie": cookie, "Content-Type": "multipart/form-data; boundary=" + boundary}, form)
+    assert status == 200, (status, body)
+    series = json.loads(body)
+    assert len(series) == 1 and "error" not in series[0], series
+    steps = [p["step"] for p in series[0]["runToSeries"]["train"]]
+    assert steps == list(range(10)), series
     # Any other POST acts, and is refused with what to do instead.
     status, headers, body = job.http.request("POST", "/tensorboard/data/runs", {"Cookie": cookie})
     assert status == 405 and b"read-only through the dashboard" in body, (status, body)
@@ -147,6 +164,18 @@ def test_tensorboard_in_chromium(job):
         d.get(job.url + "/tensorboard/")
         wait(d, lambda d: d.title == "TensorBoard", timeout=60)
         wait(d, lambda d: "loss" in d.find_element(By.TAG_NAME, "body").text, timeout=90)
+        # The chart's data as the page asks for it: Chromium's own multipart
+        # form (FormData), through the relay, answered with the ten points.
+        answer = d.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const form = new FormData();
+            form.append('requests', JSON.stringify([{plugin: 'scalars', tag: 'loss'}]));
+            fetch('/tensorboard/data/plugin/timeseries/timeSeries', {method: 'POST', body: form})
+                .then(r => r.text().then(t => done([r.status, t])))
+                .catch(e => done([0, String(e)]));""")
+        assert answer[0] == 200, answer
+        points = json.loads(answer[1])[0]["runToSeries"]["train"]
+        assert [p["step"] for p in points] == list(range(10)), answer
         d.save_screenshot(os.path.join(ARTIFACTS, "tensorboard.png"))
     finally:
         d.quit()

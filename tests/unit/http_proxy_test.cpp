@@ -165,3 +165,28 @@ TEST(AsksUpgrade, OnlyANonEmptyUpgradeHeader) {
   EXPECT_FALSE(asks_upgrade({{"Connection", "keep-alive"}}));
   EXPECT_FALSE(asks_upgrade({}));
 }
+
+TEST(HttpProxy, AMultipartFormIsWrittenAgainFieldByFieldAsABrowserWould) {
+  std::vector<FormPart> parts{{"requests", "", "", R"([{"plugin":"scalars","tag":"loss"}])"},
+                              {"up\"load", "a\nb.txt", "text/plain", "x"}};
+  EXPECT_EQ(multipart_body(parts, "B"),
+            "--B\r\nContent-Disposition: form-data; name=\"requests\"\r\n\r\n"
+            "[{\"plugin\":\"scalars\",\"tag\":\"loss\"}]\r\n"
+            "--B\r\nContent-Disposition: form-data; name=\"up%22load\"; filename=\"a%0Ab.txt\"\r\n"
+            "Content-Type: text/plain\r\n\r\nx\r\n"
+            "--B--\r\n");
+  EXPECT_EQ(multipart_body({}, "B"), "--B--\r\n");
+}
+
+TEST(HttpProxy, AMultipartBoundaryIsInNoFieldAndWithinTheRfcsLength) {
+  const std::string seeded = multipart_boundary({}, 42);
+  EXPECT_EQ(seeded.rfind("atl-", 0), 0u);
+  EXPECT_EQ(seeded.size(), 20u);
+  // A field that holds the first boundary gets a longer one.
+  std::vector<FormPart> parts{{"f", "", "", "xx" + seeded + "yy"}};
+  const std::string other = multipart_boundary(parts, 42);
+  EXPECT_EQ(other.find(seeded), 0u);
+  EXPECT_GT(other.size(), seeded.size());
+  EXPECT_LE(other.size(), 70u);
+  EXPECT_EQ(parts[0].content.find(other), std::string::npos);
+}

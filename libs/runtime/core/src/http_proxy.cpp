@@ -137,6 +137,57 @@ HeaderList downstream_response_headers(const HeaderList& in, std::string_view pr
   return out;
 }
 
+namespace {
+
+std::string form_quoted(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"') {
+      out += "%22";
+    } else if (c == '\r') {
+      out += "%0D";
+    } else if (c == '\n') {
+      out += "%0A";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string multipart_body(const std::vector<FormPart>& parts, const std::string& boundary) {
+  std::string body;
+  for (const auto& p : parts) {
+    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + form_quoted(p.name) +
+            "\"";
+    if (!p.filename.empty()) body += "; filename=\"" + form_quoted(p.filename) + "\"";
+    body += "\r\n";
+    if (!p.content_type.empty()) body += "Content-Type: " + p.content_type + "\r\n";
+    body += "\r\n" + p.content + "\r\n";
+  }
+  body += "--" + boundary + "--\r\n";
+  return body;
+}
+
+std::string multipart_boundary(const std::vector<FormPart>& parts, std::uint64_t seed) {
+  static const char* hex = "0123456789abcdef";
+  std::string boundary = "atl-";
+  auto held = [&] {
+    for (const auto& p : parts)
+      if (p.content.find(boundary) != std::string::npos) return true;
+    return false;
+  };
+  do {
+    for (int i = 0; i < 16; ++i) {
+      boundary += hex[seed & 0xf];
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    }
+  } while (held() && boundary.size() < 64);  // RFC 2046: at most 70 characters
+  return boundary;
+}
+
 bool asks_upgrade(const HeaderList& in) {
   for (const auto& [k, v] : in)
     if (lower(k) == "upgrade" && !trim(v).empty()) return true;

@@ -16,6 +16,7 @@
 // - A redirect to one of the service's own paths stays under the prefix.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,5 +44,24 @@ HeaderList downstream_response_headers(const HeaderList& in, std::string_view pr
 
 // A request to switch protocols (a WebSocket): not relayed.
 bool asks_upgrade(const HeaderList& in);
+
+// One field of a multipart/form-data request (RFC 7578) as the dashboard's
+// HTTP library hands it over: that library parses such a body into its
+// fields and keeps no raw bytes, so the relay writes the body again.
+struct FormPart {
+  std::string name;
+  std::string filename;      // empty: a plain field, not a file
+  std::string content_type;  // empty: none given
+  std::string content;
+};
+
+// The fields as a multipart/form-data body under `boundary` (one that is in
+// no field's content: multipart_boundary), in their order. Names and file
+// names are quoted as browsers do (", CR and LF percent-encoded).
+std::string multipart_body(const std::vector<FormPart>& parts, const std::string& boundary);
+
+// A boundary for `parts`: "atl-" and `seed` in hex, lengthened until no
+// field holds it.
+std::string multipart_boundary(const std::vector<FormPart>& parts, std::uint64_t seed);
 
 }  // namespace atl
