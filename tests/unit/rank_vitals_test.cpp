@@ -102,6 +102,28 @@ TEST(RankVitals, AJobQuietAsAWholeMarksNobody) {
   for (const auto& [rank, f] : w.figures(t0 + 20s)) EXPECT_NE(f.mark, VitalsMark::slow) << rank;
 }
 
+TEST(RankVitals, AStoppedOrUninterruptibleRankIsMarkedAtOnceEvenInAQuietJob) {
+  // Four quiet ranks (no line for a minute, as while a collective waits on
+  // one): rank 2 is SIGSTOPped. Its next sample marks it, peers or not.
+  RankVitals v;
+  feed(
+      v, 4, 60, [](int, int) { return 0; }, [](int) { return 0; });
+  v.observe(2, {1002, 0, 0, 3000000, 'T'}, t0 + 61s);
+  auto f = v.figures(t0 + 61s);
+  EXPECT_EQ(f[2].mark, VitalsMark::stopped);
+  EXPECT_STREQ(to_string(f[2].mark), "stopped");
+  for (int r : {0, 1, 3}) EXPECT_EQ(f[r].mark, VitalsMark::none) << r;
+  // In the kernel ('D'), then running again: marked as it is each time.
+  v.observe(2, {1002, 0, 0, 3000000, 'D'}, t0 + 62s);
+  EXPECT_EQ(v.figures(t0 + 62s)[2].mark, VitalsMark::uninterruptible);
+  v.observe(2, {1002, 0, 0, 3000000, 'S'}, t0 + 63s);
+  EXPECT_EQ(v.figures(t0 + 63s)[2].mark, VitalsMark::none);
+  // A lone rank has no peers to stand apart from, but can be stopped.
+  RankVitals lone;
+  lone.observe(0, {1000, 5, 0, 1, 'T'}, t0);
+  EXPECT_EQ(lone.figures(t0)[0].mark, VitalsMark::stopped);
+}
+
 TEST(RankVitals, ALoneRankIsNeverMarkedAndANewAttemptStartsClean) {
   RankVitals v;
   v.reset(1);

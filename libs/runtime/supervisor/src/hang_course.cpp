@@ -60,7 +60,8 @@ HangEffects HangCourse::on_progress(const std::string& pod,
   bool progressed = false;
   for (const auto& r : reports) {
     if (r.attempt != job.attempt || job.pod_of(r.rank) != pod) continue;
-    vitals_.observe(r.rank, {r.pid, r.lines, r.cpu_ticks, r.rss_bytes}, now);
+    vitals_.observe(r.rank, {r.pid, r.lines, r.cpu_ticks, r.rss_bytes, static_cast<char>(r.state)},
+                    now);
     if (watched &&
         watch_.observe(
             r.rank, {r.lines, r.steps, r.cpu_ticks, static_cast<char>(r.state), r.io_bytes}, now))

@@ -24,6 +24,10 @@ const char* to_string(VitalsMark m) {
       return "slow";
     case VitalsMark::straggler:
       return "straggler";
+    case VitalsMark::stopped:
+      return "stopped";
+    case VitalsMark::uninterruptible:
+      return "uninterruptible";
   }
   return "";
 }
@@ -47,6 +51,9 @@ RankFigures RankVitals::own(const Seen& s, TimePoint now) const {
   const auto& [t1, last] = s.samples.back();
   f.pid = last.pid;
   f.rss_bytes = last.rss_bytes;
+  // What the tree is, as last sampled: marked whatever its peers do.
+  if (last.state == 'T') f.mark = VitalsMark::stopped;
+  if (last.state == 'D') f.mark = VitalsMark::uninterruptible;
   f.output_age = std::chrono::duration_cast<Millis>(now - s.last_line);
   const auto& [t0, first] = s.samples.front();
   const double seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -75,6 +82,7 @@ std::map<std::int32_t, RankFigures> RankVitals::figures(TimePoint now) const {
     if (seen.samples.size() >= 2) rates.push_back(out[rank].lines_per_s);
   const double median = rates.size() >= 2 ? median_of(rates) : 0;
   for (auto& [rank, f] : out) {
+    if (f.mark != VitalsMark::none) continue;  // stopped or uninterruptible: what it is
     const std::size_t peers_talking = talking - (f.output_age < options_.silent_after ? 1 : 0);
     const std::size_t peers = out.size() - 1;
     if (f.output_age >= options_.silent_after && 2 * peers_talking > peers) {

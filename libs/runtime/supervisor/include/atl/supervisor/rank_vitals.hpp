@@ -7,7 +7,10 @@
 // of the peers' median lines/s), or *straggler* (persistently computing far
 // more than its peers' median CPU: in a synchronous job the others wait on
 // it — what a slow step shows on the CPU when only rank 0 prints). A job
-// whose ranks are all quiet marks none: that is the hang watch's to judge. Fed the samples the node
+// whose ranks are all quiet marks none of those: that is the hang watch's to
+// judge. What a rank's process tree *is* is marked the moment a sample says
+// so, whatever its peers do: *stopped* (SIGSTOP, a debugger: 'T') and
+// *uninterruptible* (in the kernel, usually I/O: 'D'). Fed the samples the node
 // agents take with their heartbeats (the hang watch's, so no extra /proc reads); plain C++, fed the
 // time: tested in fake time.
 #pragma once
@@ -30,9 +33,10 @@ struct VitalsSample {
   std::int64_t lines = 0;      // output lines so far (grows within an attempt)
   std::int64_t cpu_ticks = 0;  // its tree's CPU time so far (clock ticks)
   std::int64_t rss_bytes = 0;  // its tree's resident memory now
+  char state = 'S';            // its tree's most telling state: T, D, R or S
 };
 
-enum class VitalsMark { none, silent, slow, straggler };
+enum class VitalsMark { none, silent, slow, straggler, stopped, uninterruptible };
 const char* to_string(VitalsMark m);
 
 struct RankFigures {
