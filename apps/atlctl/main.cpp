@@ -165,7 +165,8 @@ void print_details(const nlohmann::json& info) {
   };
   // A running rank's figures (its own process, not atl's guard; the time
   // since its last line; lines/s and CPU% over the last 10 s; memory), and
-  // its mark when it stands apart from its peers: silent, slow.
+  // its mark: stopped or uninterruptible as it is, silent, slow or straggler
+  // when it stands apart from its peers.
   std::cout << "\nRanks:\n"
             << "  " << pad("RANK", 10) << pad("POD", 34) << pad("PID", 9) << pad("STATE", 18)
             << pad("LAST OUT", 9) << pad("LINES/S", 8) << pad("CPU%", 7) << pad("RSS", 10)
