@@ -26,6 +26,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
+#include "atl/core/dashboard_auth.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
@@ -810,23 +811,13 @@ int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
     if (j.contains("ray")) std::cout << "Ray's dashboard: " << j["ray"].get<std::string>() << "\n";
   } else {
     // The login link: the page trades the token for a session cookie and
-    // drops it from the address bar. A mounted token may hold any printable
-    // character: all but [A-Za-z0-9._~-] percent-encoded.
-    std::string query;
-    for (unsigned char c : j["token"].get<std::string>()) {
-      if (std::isalnum(c) || c == '.' || c == '_' || c == '~' || c == '-') {
-        query += static_cast<char>(c);
-      } else {
-        char hex[4];
-        std::snprintf(hex, sizeof hex, "%%%02X", c);
-        query += hex;
-      }
-    }
-    std::cout << j["url"].get<std::string>() << "/login?token=" << query << "\n";
+    // drops it from the address bar.
+    const std::string url = j["url"].get<std::string>();
+    const std::string token = j["token"].get<std::string>();
+    std::cout << atl::login_link(url, token) << "\n";
     // Ray mode: the same login, landing on Ray's dashboard.
     if (j.contains("ray"))
-      std::cout << "Ray's dashboard: " << j["url"].get<std::string>() << "/login?token=" << query
-                << "&next=/ray/\n";
+      std::cout << "Ray's dashboard: " << atl::login_link(url, token, "/ray/") << "\n";
   }
   return kExitOk;
 }

@@ -25,6 +25,7 @@
 #include "atl/actors/messages.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/async_or_now.hpp"
+#include "atl/core/dashboard_auth.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/core/ray_cluster.hpp"
 #include "atl/core/shell.hpp"
@@ -71,6 +72,7 @@ struct HeadOptions {
   bool dashboard_port_given = false;
   std::string dashboard_bind;        // default: --bind
   std::string dashboard_token_file;  // default: <state-dir>/dashboard-token, made once
+  bool print_login_link = false;     // --print-login-link (or stdout a terminal)
   atl::supervisor::TerminalSettings web_terminal;  // --web-terminal on|off, --web-terminal-limit
   std::string metrics_bind = "127.0.0.1";
   std::string ray_bin = "ray";                  // ray mode: `ray` of the image
@@ -202,6 +204,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "dashboard-token-file", po::value<std::string>(),
       "the dashboard's login token, e.g. a mounted Secret (default: <state-dir>/dashboard-token, "
       "made 0600 on the first start)")(
+      "print-login-link",
+      "print the dashboard's link that logs in ('login https://HOST:PORT/login?token=...'; "
+      "it holds the token), as the head does when its stdout is a terminal")(
       "web-terminal", po::value<std::string>(),
       "on (default) or off: the dashboard's terminal into the pods (a shell, as powerful as "
       "atlctl, to whoever has the dashboard's token; each opened and closed is in the events)")(
@@ -482,6 +487,7 @@ HeadOptions parse_options(int argc, char** argv) {
     atl::cli::usage_error("headnode", "--dashboard-bind: " + ok.error());
   if (vm.count("tls-dir")) opt.tls_dir = vm["tls-dir"].as<std::string>();
   opt.insecure = vm.count("insecure") > 0;
+  opt.print_login_link = vm.count("print-login-link") > 0 || ::isatty(STDOUT_FILENO) == 1;
   if (opt.insecure && !opt.tls_dir.empty())
     atl::cli::usage_error("headnode", "--tls-dir and --insecure exclude each other");
   // A Ray GCS port the job names, on one host: refused now if taken (the
@@ -961,6 +967,10 @@ int main(int argc, char** argv) {
             std::make_shared<atl::headnode::TerminalRelays>(sys, supervisor));
       dashboard->serve(queries);
       std::cout << "dashboard " << dashboard_url << std::endl;
+      // The way in, for whoever sees this terminal (never into a log file
+      // unless asked: the link holds the token).
+      if (opt.print_login_link)
+        std::cout << "login " << atl::login_link(dashboard_url, dashboard_token) << std::endl;
       if (tensorboard)
         std::cout << "tensorboard " << dashboard_url << "/tensorboard/ (logdir "
                   << opt.job.tensorboard_logdir << ")" << std::endl;

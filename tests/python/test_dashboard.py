@@ -308,6 +308,25 @@ def test_dashboard_url_prints_a_login_link(spmd):
     path = urllib.parse.urlsplit(out)
     status, headers, _ = spmd.http.get(path.path + "?" + path.query)
     assert status == 303 and headers["Set-Cookie"].startswith("atl_session=")
+    # The head's stdout is no terminal here: the token stays out of its log.
+    assert "\nlogin " not in "\n" + spmd.output()
+
+
+def test_the_head_prints_its_login_link_when_asked():
+    # A first visit in one step: `login https://...` on the head's stdout
+    # (as when that is a terminal), the same link atlctl dashboard-url prints.
+    c = Cluster(1, mode="spmd", extra=("--dashboard-port", "0", "--print-login-link"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        _open_dashboard(c)
+        link = c.line("login ").split()[1]
+        assert link == c.url + "/login?token=" + c.token, link
+        assert c.atlctl("dashboard-url").stdout.strip() == link
+        path = urllib.parse.urlsplit(link)
+        status, headers, _ = c.http.get(path.path + "?" + path.query)
+        assert status == 303 and headers["Set-Cookie"].startswith("atl_session=")
+    finally:
+        c.stop()
 
 
 def run_head(*args):

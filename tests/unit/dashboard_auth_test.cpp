@@ -241,3 +241,10 @@ TEST(LoginNext, OnlyTheDashboardsOwnPaths) {
     EXPECT_EQ(login_next(bad), "") << bad;
   EXPECT_EQ(login_next("/" + std::string(600, 'a')), "");
 }
+
+TEST(LoginLink, TheTokenIsPercentEncodedButItsSafeCharactersAndNextIsKept) {
+  EXPECT_EQ(login_link("https://h:1", "abc-DEF_0.9~"), "https://h:1/login?token=abc-DEF_0.9~");
+  EXPECT_EQ(login_link("https://h:1", "a+b/c=&d e"),
+            "https://h:1/login?token=a%2Bb%2Fc%3D%26d%20e");
+  EXPECT_EQ(login_link("https://h:1", "tok", "/ray/"), "https://h:1/login?token=tok&next=/ray/");
+}

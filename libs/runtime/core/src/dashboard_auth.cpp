@@ -34,6 +34,22 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+std::string login_link(const std::string& url, std::string_view token, const std::string& next) {
+  std::string link = url + "/login?token=";
+  for (unsigned char c : token) {
+    if (std::isalnum(c) || c == '.' || c == '_' || c == '~' || c == '-') {
+      link += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      link += '%';
+      link += hex[c >> 4];
+      link += hex[c & 0xf];
+    }
+  }
+  if (!next.empty()) link += "&next=" + next;
+  return link;
+}
+
 std::optional<std::string> cookie_value(std::string_view header, std::string_view name) {
   while (!header.empty()) {
     auto semi = header.find(';');

@@ -24,6 +24,12 @@ bool same_secret(std::string_view a, std::string_view b);
 // newline dropped): 16 to 256 printable ASCII characters, no space.
 Status validate_dashboard_token(std::string_view token);
 
+// The link that logs a browser in: URL/login?token=TOKEN (all but
+// [A-Za-z0-9._~-] of the token percent-encoded: a mounted token may hold any
+// printable character), landing on `next` when given ("/ray/").
+std::string login_link(const std::string& url, std::string_view token,
+                       const std::string& next = "");
+
 // The value of cookie `name` in a Cookie header ("a=1; atl_session=XYZ");
 // nothing when absent or empty.
 std::optional<std::string> cookie_value(std::string_view cookie_header, std::string_view name);
