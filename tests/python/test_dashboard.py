@@ -777,3 +777,84 @@ def test_the_log_view_shows_the_last_minute_of_attempt_one_searched(restarted):
         d.save_screenshot(os.path.join(ARTIFACTS, "logs-attempt-1.png"))
     finally:
         d.quit()
+
+
+@needs_chromium
+def test_the_job_page_lists_every_attempt_with_how_it_ended():
+    # Six attempts, ended by a deleted pod, atlctl stop + recover (twice),
+    # another delete, a rank killed (--restart-on-failure) and, the budget
+    # spent, the job's failure: each listed with its times and why (the
+    # budget's lines named only the three faults).
+    from selenium.webdriver.common.by import By
+    c = Cluster(1, mode="spmd", extra=("--dashboard-port", "0", "--restart-on-failure",
+                                       "--max-restarts", "3", "--linger", "120s"))
+    d = None
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        _open_dashboard(c)
+
+        def status():
+            return json.loads(c.atlctl("status", "--json").stdout)
+
+        def running(attempt):
+            deadline = time.time() + 90
+            while time.time() < deadline:
+                s = status()
+                if (s["state"] == "command" and s["attempt"] == attempt and
+                        s["rank_counts"]["running"] == 1):
+                    return s
+                time.sleep(0.2)
+            raise AssertionError("attempt %d not running:\n%s" % (attempt, c.output()))
+
+        def recover(attempt):
+            c.atlctl("stop")
+            c.atlctl("recover")
+            running(attempt)
+
+        running(1)
+        c.atlctl("delete", "-p", "all")
+        running(2)
+        recover(3)
+        recover(4)
+        c.atlctl("delete", "-p", "all")
+        s = running(5)
+
+        def kill_rank(s):
+            # The user's own process (sampled with the heartbeats), not atl's guard.
+            deadline = time.time() + 30
+            while "vitals" not in s["ranks"][0] and time.time() < deadline:
+                time.sleep(0.2)
+                s = status()
+            rank = s["ranks"][0]
+            os.kill(host_pid(rank["pod"], rank["vitals"]["user_pid"]), signal.SIGKILL)
+        kill_rank(s)
+        s = running(6)
+        kill_rank(s)
+        assert c.wait_for("Job status:  failed", 60), c.output()
+        s = status()
+        hows = [(a["attempt"], a["how"]) for a in s["attempt_history"]]
+        assert hows == [(1, "fault"), (2, "stopped and recovered"), (3, "stopped and recovered"),
+                        (4, "fault"), (5, "fault"), (6, "failed")], hows
+        assert all(a["started_ms"] <= a["ended_ms"] for a in s["attempt_history"]), s
+        # The faults' costs name the attempts they ended (a recover is a new
+        # attempt: they said 1, 2, 3).
+        assert [f["attempt"] for f in s["goodput"]["recent_faults"]] == [1, 4, 5], s["goodput"]
+        assert s["entrypoint"] == "exec sleep 600"
+        assert s["submitted_ms"] <= s["started_ms"] <= s["ended_ms"], s
+        d = browser()
+        d.get(c.url + "/login?token=" + c.token)
+        rows = wait(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#attempt-history tbody tr"))
+        assert [r.find_elements(By.TAG_NAME, "td")[4].text for r in rows] == [
+            "failed", "fault", "fault", "stopped and recovered", "stopped and recovered",
+            "fault"], [r.text for r in rows]
+        assert d.find_element(By.ID, "entrypoint").text == "exec sleep 600"
+        assert "took " in d.find_element(By.ID, "job-times").text
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        d.save_screenshot(os.path.join(ARTIFACTS, "attempts.png"))
+        # An attempt's logs link opens that attempt's logs.
+        rows[-1].find_element(By.LINK_TEXT, "logs").click()
+        wait(d, lambda d: d.find_element(By.ID, "log-attempt").get_attribute("value") == "1")
+    finally:
+        if d:
+            d.quit()
+        c.stop()

@@ -155,5 +155,43 @@ TEST(StatusView, ProgressAgesAndEventsFollowTheJob) {
   EXPECT_TRUE(fault) << events.dump();
 }
 
+TEST(StatusView, EveryAttemptIsListedWithHowItEndedAndTheJobsTimes) {
+  // Attempt 1 ends by a lost pod, 2 by atlctl stop then recover, 3 succeeds.
+  JobSpec spec = spmd_spec(2, 1);
+  spec.nproc_per_node = 1;
+  Head h(spec);
+  const std::int64_t submitted = h.clock.unix_ms();
+  h.to_command(3);
+  h.silent.insert(pod_name(1));
+  h.run_for(6s);
+  for (const auto& [stream, r] : h.sup->code().ranks())
+    if (!r.done && r.pod == pod_name(0))
+      h.sup->process_ended({user_code_stream(stream), r.attempt, r.pod, 0, 15, "", ""});
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  h.start_launched();
+  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
+  for (const auto& [stream, r] : h.sup->code().ranks())
+    if (!r.done) h.sup->process_ended({user_code_stream(stream), r.attempt, r.pod, 0, 15, "", ""});
+  ASSERT_FALSE(h.sup->recover([] { return ReplyId{1}; }));
+  h.start_launched();
+  h.clock.advance(2s);
+  for (const auto& [stream, r] : h.sup->code().ranks())
+    if (!r.done) h.sup->process_ended({user_code_stream(stream), r.attempt, r.pod, 0, 0, "", ""});
+  auto j = info(h);
+  EXPECT_EQ(j["entrypoint"], "python train.py");
+  EXPECT_EQ(j["submitted_ms"], submitted);
+  ASSERT_TRUE(j["ended_ms"].is_number()) << j["ended_ms"];
+  const auto& history = j["attempt_history"];
+  ASSERT_EQ(history.size(), 3u) << history.dump();
+  EXPECT_EQ(history[0]["how"], "fault");
+  EXPECT_NE(history[0]["detail"].get<std::string>().find(pod_name(1)), std::string::npos);
+  EXPECT_EQ(history[1]["how"], "stopped and recovered");
+  EXPECT_EQ(history[2]["how"], "succeeded");
+  EXPECT_EQ(history[2]["ended_ms"], j["ended_ms"]);
+  for (const auto& a : history) EXPECT_LE(a["started_ms"], a["ended_ms"]) << a.dump();
+  EXPECT_EQ(j["attempts"].size(), 1u) << "the budget's lines: the fault only";
+}
+
 }  // namespace
 }  // namespace atl::supervisor

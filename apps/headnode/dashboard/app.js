@@ -44,6 +44,18 @@ function bytes(n) {
   return n.toFixed(i ? 1 : 0) + ' ' + units[i];
 }
 function when(ms) { return new Date(ms).toLocaleString(); }
+// "12 s", "3 min 4 s", "2 h 5 min": a duration as a person says it.
+function took(ms) {
+  if (ms === null || ms === undefined || ms < 0) return '';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' min ' + (s % 60) + ' s';
+  return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' min';
+}
+// The guide's state names, and what each means to a person.
+const HUMAN_STATE = { pending: 'waiting for its pods', initializing: 'checking its pods',
+  command: 'running', restarting: 'restarting after a fault', debugStop: 'stopped for debugging',
+  debugCommand: 'running a debug command', succeeded: 'succeeded', failed: 'failed' };
 
 async function api(path) {
   const r = await fetch(path, { credentials: 'same-origin', cache: 'no-store' });
@@ -59,7 +71,9 @@ function viewJob(v) {
   const world = s.mode === 'spmd' ? s.world_size : '—';
   const g = s.goodput;  // the job's time spent training, and what faults cost
   v.append(el('div', { class: 'cards' },
-    card('State', stateSpan(s.state), 'card-state'), card('Mode', s.mode),
+    card('State', el('span', {}, stateSpan(s.state), el('span', { class: 'muted', id: 'state-human',
+      text: HUMAN_STATE[s.state] && HUMAN_STATE[s.state] !== s.state ? ' (' + HUMAN_STATE[s.state] + ')' : '' })), 'card-state'),
+    card('Mode', s.mode),
     card('Attempt', s.attempt), card('Restarts used', s.restarts + ' / ' + s.max_restarts, 'card-restarts'),
     card('Workers', s.workers + (s.spare_workers ? ' + ' + s.spare_workers + ' spare' : '')),
     card('World size', world), card('Head', s.address),
@@ -74,9 +88,26 @@ function viewJob(v) {
     v.append(el('p', {}, el('a', { href: '/tensorboard/', id: 'tensorboard', target: '_blank', rel: 'noopener', text: 'TensorBoard' }),
       ' (the job\'s event files, as TensorBoard shows them)'));
   }
+  // What ran and when, as Ray's job page and kubectl put first.
+  const now = Date.now();
+  const age = s.ended_ms ? 'took ' + took(s.ended_ms - (s.started_ms || s.submitted_ms))
+    : s.started_ms ? 'running for ' + took(now - s.started_ms) : 'waiting for ' + took(now - s.submitted_ms);
+  v.append(el('p', { id: 'job-times' }, 'Entrypoint ', el('code', { id: 'entrypoint', text: s.entrypoint || '' }),
+    el('br'), 'Submitted ' + (s.submitted_ms ? when(s.submitted_ms) : '—') +
+    (s.started_ms ? ', started ' + when(s.started_ms) : '') +
+    (s.ended_ms ? ', ended ' + when(s.ended_ms) : '') + ' (' + age + ')'));
   if (s.failure) v.append(el('p', { class: 'error', id: 'failure', text: 'Failure: ' + s.failure }));
-  if (s.attempts && s.attempts.length) {
-    v.append(el('h2', { text: 'Attempts' }), el('ul', {}, s.attempts.map((a) => el('li', { text: a }))));
+  // Every attempt: when, how it ended (a fault, a stop then recover, the
+  // head's restart, the end), its logs.
+  const history = s.attempt_history || [];
+  if (history.length) {
+    const logs = (k) => el('a', { href: '#attempt/' + k, text: 'logs' });
+    v.append(el('h2', { text: 'Attempts' }), table(['Attempt', 'Started', 'Ended', 'Took', 'How it ended', 'Why', ''],
+      history.slice().reverse().map((a) => [a.attempt, a.started_ms ? when(a.started_ms) : '—',
+        a.ended_ms ? when(a.ended_ms) : '', a.started_ms && a.ended_ms ? took(a.ended_ms - a.started_ms)
+          : a.started_ms ? took(now - a.started_ms) : '',
+        el('span', { class: 'how how-' + a.how.replace(/ /g, '-'), text: a.how }), a.detail || '', logs(a.attempt)]),
+      'attempt-history'));
   }
   if (g && g.recent_faults && g.recent_faults.length) {
     const secs = (x) => (x === null || x === undefined ? '—' : x.toFixed(1) + ' s');
@@ -507,7 +538,15 @@ function openTerminal(pod, csrf, box, status) {
   state.terminal = { term, ws, onResize };
 }
 
-const views = { job: viewJob, pods: viewPods, ranks: viewRanks, hang: viewHang, logs: viewLogs, runs: viewRuns,
+// #attempt/K: that attempt's logs (the log view's attempt: 0 is the current).
+async function viewAttempt() {
+  const o = state.logOptions || (state.logOptions = { attempt: 0, since: 0, stamped: false, search: '' });
+  const k = Number(state.arg) || 0;
+  o.attempt = k === (state.status && state.status.attempt) ? 0 : k;
+  window.location.hash = '#logs';
+}
+
+const views = { attempt: viewAttempt, job: viewJob, pods: viewPods, ranks: viewRanks, hang: viewHang, logs: viewLogs, runs: viewRuns,
                 burn: viewBurn, terminal: viewTerminal };
 
 // --- the loop -------------------------------------------------------------------

@@ -96,6 +96,7 @@ void JobController::journal_failed(const std::string& why) {
 bool JobController::start(const os::JobRecord* resumed, std::size_t expected_pods) {
   const std::string waiting = "waiting for " + std::to_string(expected_pods) + " workers";
   const std::string& id = options_.job.job_id;
+  attempts_.submitted(fx_->unix_ms());
   if (!resumed) {
     record("state", "job " + id + " submitted: " + waiting);
     persist();
@@ -114,6 +115,7 @@ bool JobController::start(const os::JobRecord* resumed, std::size_t expected_pod
     restarts_.restore(r.restarts, r.faults);
     const bool was_running =
         r.state == "command" || r.state == "restarting" || r.state == "initializing";
+    attempts_.resumed_after(r.attempt, fx_->unix_ms());
     std::string line =
         "the head restarted (attempt " + std::to_string(r.attempt) + " was in " + r.state + ")";
     if (was_running) {
@@ -225,6 +227,13 @@ void JobController::start_command() {
   }
   fx_->start_user_code();
   goodput_.launched(fx_->attempt(), fx_->unix_ms());
+  attempts_.began(fx_->attempt(), fx_->unix_ms());
+}
+
+void JobController::recovered(std::int32_t attempt) {
+  attempts_.began(attempt, fx_->unix_ms(), AttemptEnd::recovered, "atlctl stop, then recover");
+  // A new attempt for the goodput too: a later fault is this attempt's.
+  goodput_.launched(attempt, fx_->unix_ms());
 }
 
 void JobController::on_progress() { goodput_.progress(fx_->unix_ms()); }
@@ -254,6 +263,7 @@ void JobController::begin_restart(const Fault& fault, bool counted) {
   record("restart", line);
   fx_->print(line);
   goodput_.fault(fault.detail, fx_->unix_ms());
+  attempts_.ended(AttemptEnd::fault, fault.detail, fx_->unix_ms());
   // --on-straggler taint: the attempt's stragglers do not train in the next.
   if (options_.job.on_straggler == OnStraggler::taint)
     for (const auto& [pod, why] : stragglers_) {
@@ -520,6 +530,10 @@ void JobController::finalize() {
   finalizing_ = true;
   goodput_.ended(fx_->unix_ms());
   const bool ok = state() == JobState::succeeded;
+  attempts_.job_ended(ok           ? AttemptEnd::succeeded
+                      : cancelled_ ? AttemptEnd::cancelled
+                                   : AttemptEnd::failed,
+                      ok ? "" : failure_, fx_->unix_ms());
   if (!ok) {
     fx_->print("job failed: " + failure_);
     // One line per attempt a fault ended, with its reason.

@@ -153,6 +153,21 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
   j["max_restarts"] = controller.restarts().budget();
   j["restart_on_failure"] = controller.restarts().options().restart_on_failure;
   j["attempts"] = controller.restarts().attempt_lines();
+  j["entrypoint"] = job.entrypoint;
+  const AttemptBook& book = controller.attempts();
+  auto ms = [](std::optional<std::int64_t> t) { return t ? json(*t) : json(); };
+  j["submitted_ms"] = ms(book.submitted_ms());
+  j["started_ms"] = ms(book.started_ms());
+  j["ended_ms"] = ms(book.ended_ms());
+  j["attempt_history"] = json::array();
+  for (const auto& a : book.all()) {
+    json aj{{"attempt", a.attempt},
+            {"started_ms", a.started_ms < 0 ? json() : json(a.started_ms)},
+            {"ended_ms", a.ended_ms < 0 ? json() : json(a.ended_ms)},
+            {"how", to_string(a.how)}};
+    if (!a.detail.empty()) aj["detail"] = a.detail;
+    j["attempt_history"].push_back(std::move(aj));
+  }
   if (!controller.failure().empty()) j["failure"] = controller.failure();
   j["pods"] = json::array();
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};

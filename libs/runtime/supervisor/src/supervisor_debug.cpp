@@ -392,6 +392,7 @@ std::optional<Answer> Supervisor::recover(const std::function<ReplyId()>& keep) 
   }
   code_.next_attempt();
   controller_.apply(JobEvent::recover);
+  controller_.recovered(code_.attempt());
   out_.put(Say{false, (*scope == LaunchScope::driver_only
                            ? "recovering: the driver starts again on the running Ray cluster "
                              "(attempt "

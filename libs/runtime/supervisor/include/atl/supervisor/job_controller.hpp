@@ -23,6 +23,7 @@
 #include "atl/core/restart_policy.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/job_store.hpp"
+#include "atl/supervisor/attempt_book.hpp"
 #include "atl/supervisor/goodput.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
@@ -129,6 +130,10 @@ class JobController {
   const std::string& failure() const { return failure_; }
   // What the job's time was spent on: training, and each fault's costs.
   Goodput::View goodput() const { return goodput_.view(fx_ ? fx_->unix_ms() : 0); }
+  // Every attempt: started, ended, how; the job's own times.
+  const AttemptBook& attempts() const { return attempts_; }
+  // atlctl recover started attempt `attempt` (the stopped one ended so).
+  void recovered(std::int32_t attempt);
   bool ending() const { return finalizing_; }  // ended, workers being told
   bool finished() const { return finished_; }  // workers gone; maybe lingering
   std::int32_t restart_round() const { return restart_round_; }
@@ -208,6 +213,7 @@ class JobController {
   std::vector<std::string> active_;  // pods of this attempt (ranks, or a driver's workers)
   std::deque<TimelineEvent> events_;
   Goodput goodput_;
+  AttemptBook attempts_;
   std::string failure_;
   std::string last_lost_node_;                     // a node lost twice in a row is tainted
   std::map<std::string, std::string> stragglers_;  // pod -> why, this attempt
