@@ -32,7 +32,7 @@ def test_metrics_parse_and_match_the_status():
 
         states = {labels["state"]: value for _, labels, value in samples["atl_job_state"]}
         assert states[status["state"]] == 1 and sum(states.values()) == 1
-        assert ("atl_job_restarts_total", {"job": status["job_id"]},
+        assert ("atl_job_restarts_total", {"atl_job": status["job_id"]},
                 status["restarts"]) in samples["atl_job_restarts"]
         assert samples["atl_job_restart_budget"][0][2] == status["max_restarts"]
         assert samples["atl_job_attempt"][0][2] == status["attempt"]

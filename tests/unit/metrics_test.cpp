@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 namespace {
@@ -25,32 +26,52 @@ bool has_line(const std::string& text, const std::string& line) {
 
 }  // namespace
 
+// Prometheus keeps `job` for the scrape target (a series' own is renamed
+// `exported_job`): the job is `atl_job` on every series, `job` on none.
+TEST(Metrics, NoSeriesHasAJobLabel) {
+  auto text = atl::prometheus_text(kStatus, R"({"rank-0": {"bytes": 12, "lines": 2}})");
+  ASSERT_TRUE(text.ok()) << text.error();
+  std::size_t series = 0;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++series;
+    EXPECT_EQ(line.find("{job="), std::string::npos) << line;
+    EXPECT_EQ(line.find(",job="), std::string::npos) << line;
+    EXPECT_NE(line.find("atl_job=\"jo-x\""), std::string::npos) << line;
+  }
+  EXPECT_GT(series, 10u);
+}
+
 TEST(Metrics, RendersTheStatusAndLogCounters) {
   auto text = atl::prometheus_text(kStatus, R"({"rank-0": {"bytes": 12, "lines": 2}})");
   ASSERT_TRUE(text.ok()) << text.error();
   const std::string& t = *text;
-  EXPECT_TRUE(has_line(t, R"(atl_job_state{job="jo-x",state="command"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_state{job="jo-x",state="failed"} 0)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_attempt{job="jo-x"} 2)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_restarts_total{job="jo-x"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_restart_budget{job="jo-x"} 10)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="running"} 2)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="exited"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_ranks{job="jo-x",state="starting"} 0)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_pods{job="jo-x",state="joined"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_pods{job="jo-x",state="lost"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_node_heartbeat_age_seconds{job="jo-x",pod="jo-x-worker-0"} 0.25)"))
+  EXPECT_TRUE(has_line(t, R"(atl_job_state{atl_job="jo-x",state="command"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_state{atl_job="jo-x",state="failed"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_attempt{atl_job="jo-x"} 2)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_restarts_total{atl_job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_restart_budget{atl_job="jo-x"} 10)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{atl_job="jo-x",state="running"} 2)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{atl_job="jo-x",state="exited"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_ranks{atl_job="jo-x",state="starting"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_pods{atl_job="jo-x",state="joined"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_pods{atl_job="jo-x",state="lost"} 1)")) << t;
+  EXPECT_TRUE(
+      has_line(t, R"(atl_node_heartbeat_age_seconds{atl_job="jo-x",pod="jo-x-worker-0"} 0.25)"))
       << t;
   EXPECT_EQ(t.find(R"(pod="jo-x-worker-1"} )"), std::string::npos) << "a lost pod has no age";
-  EXPECT_TRUE(has_line(t, R"(atl_check_passed{job="jo-x",pod="jo-x-worker-0"} 0)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_log_bytes_total{job="jo-x",stream="rank-0"} 12)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_burn_gemm_tflops{gpu="1",job="jo-x",pod="jo-x-worker-0"} 612.5)"))
+  EXPECT_TRUE(has_line(t, R"(atl_check_passed{atl_job="jo-x",pod="jo-x-worker-0"} 0)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_log_bytes_total{atl_job="jo-x",stream="rank-0"} 12)")) << t;
+  EXPECT_TRUE(
+      has_line(t, R"(atl_burn_gemm_tflops{atl_job="jo-x",gpu="1",pod="jo-x-worker-0"} 612.5)"))
       << t;
   EXPECT_TRUE(has_line(
-      t, R"(atl_burn_allreduce_busbw_gbps{gpu="0",job="jo-x",pod="jo-x-worker-0",size="1G"} 350)"))
+      t,
+      R"(atl_burn_allreduce_busbw_gbps{atl_job="jo-x",gpu="0",pod="jo-x-worker-0",size="1G"} 350)"))
       << t;
   EXPECT_EQ(t.find("atl_burn_h2d_gbps"), std::string::npos) << "no family without figures";
-  EXPECT_TRUE(has_line(t, R"(atl_log_lines_total{job="jo-x",stream="rank-0"} 2)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_log_lines_total{atl_job="jo-x",stream="rank-0"} 2)")) << t;
   // Every family is declared once, before its samples.
   for (const char* family : {"atl_job_state", "atl_ranks", "atl_log_bytes_total"}) {
     std::string type = std::string("# TYPE ") + family + " ";
@@ -66,7 +87,7 @@ TEST(Metrics, LabelValuesAreEscaped) {
   auto text = atl::prometheus_text(
       R"({"job_id": "j\"1", "state": "pending", "mode": "spmd", "pods": [], "ranks": []})", "{}");
   ASSERT_TRUE(text.ok()) << text.error();
-  EXPECT_NE(text->find(R"(atl_job_attempt{job="j\"1"} 0)"), std::string::npos) << *text;
+  EXPECT_NE(text->find(R"(atl_job_attempt{atl_job="j\"1"} 0)"), std::string::npos) << *text;
 }
 
 TEST(Metrics, OddValuesInsideTheStatusNeverThrow) {
@@ -77,8 +98,8 @@ TEST(Metrics, OddValuesInsideTheStatusNeverThrow) {
           "figures": [3, {"metric": "gemm_tflops", "value": "fast"}]})",
       R"({"rank-0": 5, "rank-1": {"bytes": "many"}})");
   ASSERT_TRUE(text.ok()) << text.error();
-  EXPECT_NE(text->find(R"(atl_check_passed{job="j",pod="p"} 0)"), std::string::npos) << *text;
-  EXPECT_NE(text->find(R"(atl_check_passed{job="j",pod="q"} 0)"), std::string::npos) << *text;
+  EXPECT_NE(text->find(R"(atl_check_passed{atl_job="j",pod="p"} 0)"), std::string::npos) << *text;
+  EXPECT_NE(text->find(R"(atl_check_passed{atl_job="j",pod="q"} 0)"), std::string::npos) << *text;
 }
 
 TEST(Metrics, DocumentsThatAreNotTheStatusAreErrors) {
@@ -115,9 +136,9 @@ TEST(Metrics, RankCountsStandInForAnOmittedRankList) {
   })";
   auto text = atl::prometheus_text(status, "{}");
   ASSERT_TRUE(text.ok()) << text.error();
-  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="running"} 31990)")) << *text;
-  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="starting"} 3)")) << *text;
-  EXPECT_TRUE(has_line(*text, R"(atl_ranks{job="jo-x",state="exited"} 7)")) << *text;
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{atl_job="jo-x",state="running"} 31990)")) << *text;
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{atl_job="jo-x",state="starting"} 3)")) << *text;
+  EXPECT_TRUE(has_line(*text, R"(atl_ranks{atl_job="jo-x",state="exited"} 7)")) << *text;
 }
 
 TEST(Metrics, TheHangWatchGivesSuspectAndEachRanksProgressAge) {
@@ -126,9 +147,9 @@ TEST(Metrics, TheHangWatchGivesSuspectAndEachRanksProgressAge) {
       R"({"watching": true, "suspect": true, "progress_age_ms": [1500, null, 250]})");
   ASSERT_TRUE(text.ok()) << text.error();
   const std::string& t = *text;
-  EXPECT_TRUE(has_line(t, R"(atl_job_suspect{job="jo-x"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{job="jo-x",rank="0"} 1.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{job="jo-x",rank="2"} 0.25)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_suspect{atl_job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{atl_job="jo-x",rank="0"} 1.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_progress_age_seconds{atl_job="jo-x",rank="2"} 0.25)")) << t;
   EXPECT_EQ(t.find(R"(rank="1")"), std::string::npos) << "a rank never sampled has no age";
 }
 
@@ -137,7 +158,7 @@ TEST(Metrics, WithoutAWatchTheJobIsNotSuspectAndNoRankHasAnAge) {
        {"", R"({"watching": false, "suspect": false, "progress_age_ms": []})"}) {
     auto text = atl::prometheus_text(kStatus, "{}", progress);
     ASSERT_TRUE(text.ok()) << text.error();
-    EXPECT_TRUE(has_line(*text, R"(atl_job_suspect{job="jo-x"} 0)")) << *text;
+    EXPECT_TRUE(has_line(*text, R"(atl_job_suspect{atl_job="jo-x"} 0)")) << *text;
     EXPECT_EQ(text->find("atl_rank_progress_age_seconds"), std::string::npos) << *text;
   }
 }
@@ -152,13 +173,13 @@ TEST(Metrics, EachRunningRanksFiguresAndMarks) {
            "rss_bytes": 2048, "mark": "silent"}]})");
   ASSERT_TRUE(text.ok()) << text.error();
   const std::string& t = *text;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{job="jo-x",rank="0"} 0.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{job="jo-x",rank="1"} 20)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_lines_per_second{job="jo-x",rank="0"} 12.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_cpu_percent{job="jo-x",rank="0"} 99.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_rss_bytes{job="jo-x",rank="0"} 1048576)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_rank_marked{job="jo-x",mark="silent",rank="1"} 1)")) << t;
-  EXPECT_EQ(t.find(R"(atl_rank_marked{job="jo-x",mark="",rank="0"})"), std::string::npos) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{atl_job="jo-x",rank="0"} 0.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_output_age_seconds{atl_job="jo-x",rank="1"} 20)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_lines_per_second{atl_job="jo-x",rank="0"} 12.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_cpu_percent{atl_job="jo-x",rank="0"} 99.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_rss_bytes{atl_job="jo-x",rank="0"} 1048576)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_rank_marked{atl_job="jo-x",mark="silent",rank="1"} 1)")) << t;
+  EXPECT_EQ(t.find(R"(atl_rank_marked{atl_job="jo-x",mark="",rank="0"})"), std::string::npos) << t;
   // A figure missing is named, never rendered as 0.
   auto broken = atl::prometheus_text(kStatus, "{}", R"({"vitals": [{"rank": 0}]})");
   ASSERT_FALSE(broken.ok());
@@ -175,13 +196,13 @@ TEST(Metrics, GoodputAndTheLearnedIdleTimeout) {
       status, "{}", R"({"watching": true, "suspect": false, "idle_timeout_ms": 10000})");
   ASSERT_TRUE(text.ok()) << text.error();
   const std::string& t = *text;
-  EXPECT_TRUE(has_line(t, R"(atl_job_goodput_ratio{job="jo-x"} 0.75)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_productive_seconds{job="jo-x"} 300.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_faults_total{job="jo-x"} 1)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_fault_detection_seconds_total{job="jo-x"} 12)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_fault_restart_seconds_total{job="jo-x"} 2.5)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_fault_rewarm_seconds_total{job="jo-x"} 20)")) << t;
-  EXPECT_TRUE(has_line(t, R"(atl_job_idle_timeout_seconds{job="jo-x"} 10)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_goodput_ratio{atl_job="jo-x"} 0.75)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_productive_seconds{atl_job="jo-x"} 300.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_faults_total{atl_job="jo-x"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_detection_seconds_total{atl_job="jo-x"} 12)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_restart_seconds_total{atl_job="jo-x"} 2.5)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_fault_rewarm_seconds_total{atl_job="jo-x"} 20)")) << t;
+  EXPECT_TRUE(has_line(t, R"(atl_job_idle_timeout_seconds{atl_job="jo-x"} 10)")) << t;
   EXPECT_NE(t.find("# TYPE atl_job_goodput_ratio gauge"), std::string::npos) << t;
 }
 

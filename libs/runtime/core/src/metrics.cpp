@@ -96,14 +96,14 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
   w.family("atl_job_state", "gauge", "1 for the job's current lifecycle state, 0 for the others");
   for (JobState s : kAllJobStates) {
     std::string name(to_string(s));
-    w.sample("atl_job_state", {{"job", job}, {"state", name}}, name == state ? 1 : 0);
+    w.sample("atl_job_state", {{"atl_job", job}, {"state", name}}, name == state ? 1 : 0);
   }
   w.family("atl_job_attempt", "gauge", "the current attempt of user code (1 at the start)");
-  w.sample("atl_job_attempt", {{"job", job}}, number_or(st, "attempt", 0));
+  w.sample("atl_job_attempt", {{"atl_job", job}}, number_or(st, "attempt", 0));
   w.family("atl_job_restarts_total", "counter", "restarts the job's faults have cost");
-  w.sample("atl_job_restarts_total", {{"job", job}}, number_or(st, "restarts", 0));
+  w.sample("atl_job_restarts_total", {{"atl_job", job}}, number_or(st, "restarts", 0));
   w.family("atl_job_restart_budget", "gauge", "restarts allowed before the job fails");
-  w.sample("atl_job_restart_budget", {{"job", job}}, number_or(st, "max_restarts", 0));
+  w.sample("atl_job_restart_budget", {{"atl_job", job}}, number_or(st, "max_restarts", 0));
 
   std::map<std::string, int> ranks_by_state = {{"starting", 0}, {"running", 0}, {"exited", 0}};
   if (auto counts = st.find("rank_counts"); counts != st.end() && counts->is_object()) {
@@ -114,19 +114,19 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
   }
   w.family("atl_ranks", "gauge", "processes of user code (ranks, the driver) by state");
   for (const auto& [s, n] : ranks_by_state)
-    if (!s.empty()) w.sample("atl_ranks", {{"job", job}, {"state", s}}, n);
+    if (!s.empty()) w.sample("atl_ranks", {{"atl_job", job}, {"state", s}}, n);
 
   std::map<std::string, int> pods_by_state = {{"joined", 0}, {"lost", 0}, {"missing", 0}};
   for (const auto& p : st["pods"]) ++pods_by_state[text_or(p, "state")];
   w.family("atl_pods", "gauge", "worker pods (active and spare) by state");
   for (const auto& [s, n] : pods_by_state)
-    if (!s.empty()) w.sample("atl_pods", {{"job", job}, {"state", s}}, n);
+    if (!s.empty()) w.sample("atl_pods", {{"atl_job", job}, {"state", s}}, n);
 
   w.family("atl_node_heartbeat_age_seconds", "gauge",
            "seconds since the head last heard a joined pod's heartbeat");
   for (const auto& p : st["pods"]) {
     if (!p.contains("heartbeat_age_ms")) continue;
-    w.sample("atl_node_heartbeat_age_seconds", {{"job", job}, {"pod", text_or(p, "name")}},
+    w.sample("atl_node_heartbeat_age_seconds", {{"atl_job", job}, {"pod", text_or(p, "name")}},
              number_or(p, "heartbeat_age_ms", 0) / 1000.0);
   }
 
@@ -135,11 +135,11 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
     w.family("atl_job_goodput_ratio", "gauge",
              "the job's time spent training (first to last progress of each attempt) over its "
              "time since the first launch");
-    w.sample("atl_job_goodput_ratio", {{"job", job}}, number_or(*g, "ratio", 0));
+    w.sample("atl_job_goodput_ratio", {{"atl_job", job}}, number_or(*g, "ratio", 0));
     w.family("atl_job_productive_seconds", "gauge", "the job's time spent training");
-    w.sample("atl_job_productive_seconds", {{"job", job}}, number_or(*g, "productive_s", 0));
+    w.sample("atl_job_productive_seconds", {{"atl_job", job}}, number_or(*g, "productive_s", 0));
     w.family("atl_job_faults_total", "counter", "faults that ended an attempt of user code");
-    w.sample("atl_job_faults_total", {{"job", job}}, number_or(*g, "faults", 0));
+    w.sample("atl_job_faults_total", {{"atl_job", job}}, number_or(*g, "faults", 0));
     static const std::pair<const char*, const char*> kCosts[] = {
         {"atl_fault_detection_seconds_total",
          "time from each faulted attempt's last progress to the fault's verdict, summed"},
@@ -150,7 +150,7 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
     static const char* kKeys[] = {"detection_s", "restart_s", "rewarm_s"};
     for (std::size_t i = 0; i < 3; ++i) {
       w.family(kCosts[i].first, "counter", kCosts[i].second);
-      w.sample(kCosts[i].first, {{"job", job}}, number_or(*g, kKeys[i], 0));
+      w.sample(kCosts[i].first, {{"atl_job", job}}, number_or(*g, kKeys[i], 0));
     }
   }
 
@@ -161,12 +161,12 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
     w.family("atl_job_idle_timeout_seconds", "gauge",
              "the silence after which a job whose ranks are all idle is suspect: learned from "
              "its steps (k x p99), else the hang timeout");
-    w.sample("atl_job_idle_timeout_seconds", {{"job", job}}, idle->get<double>() / 1000.0);
+    w.sample("atl_job_idle_timeout_seconds", {{"atl_job", job}}, idle->get<double>() / 1000.0);
   }
   auto suspect = progress.find("suspect");
   w.family("atl_job_suspect", "gauge",
            "1 while no rank has made progress for the hang timeout (being diagnosed), else 0");
-  w.sample("atl_job_suspect", {{"job", job}},
+  w.sample("atl_job_suspect", {{"atl_job", job}},
            suspect != progress.end() && suspect->is_boolean() && suspect->get<bool>() ? 1 : 0);
   if (auto ages = progress.find("progress_age_ms"); ages != progress.end() && !ages->empty()) {
     w.family("atl_rank_progress_age_seconds", "gauge",
@@ -174,7 +174,8 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
              "progress file)");
     for (std::size_t rank = 0; rank < ages->size(); ++rank)
       if ((*ages)[rank].is_number())
-        w.sample("atl_rank_progress_age_seconds", {{"job", job}, {"rank", std::to_string(rank)}},
+        w.sample("atl_rank_progress_age_seconds",
+                 {{"atl_job", job}, {"rank", std::to_string(rank)}},
                  (*ages)[rank].get<double>() / 1000.0);
   }
 
@@ -197,7 +198,7 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
         if (rank == v.end() || value == v.end() || !rank->is_number_integer() ||
             !value->is_number())
           return make_error(std::string("progress: vitals: a rank without '") + key + "'");
-        w.sample(name, {{"job", job}, {"rank", std::to_string(rank->get<std::int64_t>())}},
+        w.sample(name, {{"atl_job", job}, {"rank", std::to_string(rank->get<std::int64_t>())}},
                  value->get<double>() / scale);
       }
     }
@@ -208,7 +209,7 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
       auto mark = v.find("mark");
       if (mark == v.end() || !mark->is_string() || mark->get<std::string>().empty()) continue;
       w.sample("atl_rank_marked",
-               {{"job", job},
+               {{"atl_job", job},
                 {"rank", std::to_string(v["rank"].get<std::int64_t>())},
                 {"mark", mark->get<std::string>()}},
                1);
@@ -222,7 +223,7 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
       // (json::value() throws on a non-object or a non-bool: read by hand.)
       auto passed = v.is_object() ? v.find("passed") : v.end();
       bool ok = passed != v.end() && passed->is_boolean() && passed->get<bool>();
-      w.sample("atl_check_passed", {{"job", job}, {"pod", pod}}, ok ? 1 : 0);
+      w.sample("atl_check_passed", {{"atl_job", job}, {"pod", pod}}, ok ? 1 : 0);
     }
   }
 
@@ -243,7 +244,7 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
         if (!declared) w.family(name.c_str(), "gauge", help);
         declared = true;
         std::map<std::string, std::string> labels{
-            {"job", job},
+            {"atl_job", job},
             {"pod", text_or(f, "pod")},
             {"gpu", std::to_string(static_cast<int>(number_or(f, "gpu", 0)))}};
         if (!text_or(f, "size").empty()) labels["size"] = text_or(f, "size");
@@ -254,10 +255,12 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
 
   w.family("atl_log_bytes_total", "counter", "bytes of output the head logged per stream");
   for (const auto& [stream, v] : logs.items())
-    w.sample("atl_log_bytes_total", {{"job", job}, {"stream", stream}}, number_or(v, "bytes", 0));
+    w.sample("atl_log_bytes_total", {{"atl_job", job}, {"stream", stream}},
+             number_or(v, "bytes", 0));
   w.family("atl_log_lines_total", "counter", "lines of output the head logged per stream");
   for (const auto& [stream, v] : logs.items())
-    w.sample("atl_log_lines_total", {{"job", job}, {"stream", stream}}, number_or(v, "lines", 0));
+    w.sample("atl_log_lines_total", {{"atl_job", job}, {"stream", stream}},
+             number_or(v, "lines", 0));
   return w.text();
 }
 
