@@ -388,6 +388,32 @@ void DashboardServer::Impl::routes() {
     const std::int64_t from = req.has_param("since") ? os::log_offset_since(path, *since) : *offset;
     send_json(res, chunk_json(stamp(os::read_log(path, from, *max))));
   });
+  // ?q=TEXT over the whole log (attempt K's with ?attempt=K), ASCII letters
+  // in any case: how many lines hold it, and the first ?max=N (1,000; at
+  // most 10,000) with their line numbers and offsets (a jump reads from one).
+  s.Get(R"(/api/logs/([a-z0-9-]{1,64})/search)", [this](const httplib::Request& req,
+                                                        httplib::Response& res) {
+    auto attempt = int_param(req, "attempt", 0);
+    if (!attempt) return fail(res, 400, attempt.error());
+    auto max = int_param(req, "max", 1000);
+    if (!max) return fail(res, 400, max.error());
+    const std::string q = req.has_param("q") ? req.get_param_value("q") : "";
+    if (q.empty() || q.size() > 1000)
+      return fail(res, 400, "q: give the text to look for (1 to 1,000 bytes)");
+    const std::string stream = req.matches[1];
+    const std::string path = attempt_dir(*attempt) + "/" + stream + ".log";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return fail(res, 404, "no log named '" + stream + "'");
+    const auto found =
+        os::search_log(path, q, static_cast<std::size_t>(std::clamp<std::int64_t>(*max, 0, 10000)));
+    nlohmann::json matches = nlohmann::json::array();
+    for (const auto& m : found.shown)
+      matches.push_back({{"line", m.line}, {"offset", m.offset}, {"text", m.text}});
+    send_json(res,
+              nlohmann::json{
+                  {"total", found.total}, {"lines", found.lines}, {"matches", std::move(matches)}}
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
   // The whole file, as a download (attempt K's with ?attempt=K).
   s.Get(R"(/api/logs/([a-z0-9-]{1,64})/download)",
         [this](const httplib::Request& req, httplib::Response& res) {

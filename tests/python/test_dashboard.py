@@ -858,3 +858,50 @@ def test_the_job_page_lists_every_attempt_with_how_it_ended():
         if d:
             d.quit()
         c.stop()
+
+
+@needs_chromium
+def test_a_search_finds_every_line_of_the_whole_log_and_jumps_to_one():
+    # `seq 5000` as a job prints it: "line 10" is in 111 lines, the first
+    # long before the last 1,000 the page reads (the search found 0 there).
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    c = Cluster(1, mode="spmd", entrypoint="seq 5000 | sed 's/^/line /'; exec sleep 600",
+                extra=("--dashboard-port", "0"))
+    d = None
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        _open_dashboard(c)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            _, _, body = c.http.get("/api/logs/rank-0/search?q=line%205000", token=c.token)
+            if json.loads(body).get("total") == 1:
+                break
+            time.sleep(0.2)
+        status, _, body = c.http.get("/api/logs/rank-0/search?q=LINE%2010&max=5", token=c.token)
+        found = json.loads(body)
+        assert status == 200 and found["total"] == 111 and found["lines"] == 5000, found
+        assert [m["line"] for m in found["matches"]] == [10, 100, 101, 102, 103], found
+        status, _, body = c.http.get("/api/logs/rank-0/search?q=", token=c.token)
+        assert status == 400 and b"give the text to look for" in body, body
+        status, _, _ = c.http.get("/api/logs/nope/search?q=x", token=c.token)
+        assert status == 404
+        d = browser()
+        d.get(c.url + "/login?token=" + c.token + "&next=/%23logs/rank-0")
+        box = wait(d, lambda d: d.find_element(By.ID, "log-search"))
+        wait(d, lambda d: "line 5000" in d.find_element(By.ID, "log").text)
+        box.send_keys("line 10", Keys.ENTER)
+        note = wait(d, lambda d: d.find_element(By.ID, "log-status").get_attribute(
+            "data-matches") == "111" and d.find_element(By.ID, "log-status"))
+        assert note.text == '111 lines of 5000 in the whole log contain "line 10"', note.text
+        first = d.find_elements(By.CSS_SELECTOR, "#log a.log-match")[0]
+        assert first.text.strip() == "10"
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        d.save_screenshot(os.path.join(ARTIFACTS, "log-search.png"))
+        first.click()
+        wait(d, lambda d: d.find_element(By.ID, "log").text.startswith("line 10\nline 11\n"))
+        assert d.find_element(By.ID, "log-status").text == "from line 10 (rank-0)"
+    finally:
+        if d:
+            d.quit()
+        c.stop()

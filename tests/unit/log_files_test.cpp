@@ -125,3 +125,23 @@ TEST(LogFiles, AFollowerThatFallsTooFarBehindSkipsToTheLastLines) {
   EXPECT_EQ(earlier.bytes, "line 1000\nline 1001\nline 1002\n");
   EXPECT_EQ(read_log_following(d.path + "/none.log", 7, 10, 1, 1).next_offset, 7);
 }
+
+TEST(LogFiles, ASearchReadsTheWholeLogAndCountsEveryMatch) {
+  // `seq 5000` as a job prints it: "line 10" is in 111 lines (10, 100-109,
+  // 1000-1099), the first far before any last 1,000 lines.
+  TempDir d;
+  std::string text;
+  for (int i = 1; i <= 5000; ++i) text += "line " + std::to_string(i) + "\n";
+  d.write("rank-0.log", text + "LINE 10 without its newline yet");
+  auto m = search_log(d.path + "/rank-0.log", "line 10", 3);
+  EXPECT_EQ(m.total, 112) << "111 and the last, in any case";
+  EXPECT_EQ(m.lines, 5001);
+  ASSERT_EQ(m.shown.size(), 3u);
+  EXPECT_EQ(m.shown[0].line, 10);
+  EXPECT_EQ(m.shown[0].text, "line 10");
+  EXPECT_EQ(m.shown[0].offset, static_cast<std::int64_t>(text.find("line 10\n")));
+  EXPECT_EQ(m.shown[1].line, 100);
+  EXPECT_EQ(search_log(d.path + "/rank-0.log", "no such text", 3).total, 0);
+  EXPECT_EQ(search_log(d.path + "/missing.log", "line", 3).total, 0);
+  EXPECT_EQ(search_log(d.path + "/rank-0.log", "", 3).total, 0) << "nothing to look for";
+}

@@ -325,13 +325,45 @@ async function viewLogs(v) {
     if (follow.checked) pre.scrollTop = pre.scrollHeight;
   };
   search.addEventListener('input', () => { o.search = search.value; show(); });
+  // Enter: the whole log, on the head (not only the lines read here), each
+  // match with its line number; a click reads the log from there.
+  search.addEventListener('keydown', async (e) => {
+    if (e.key !== 'Enter' || !search.value) return;
+    const found = await api(base + '/search?q=' + encodeURIComponent(search.value) + at);
+    stopFollowing();
+    pre.textContent = '';
+    for (const m of found.matches) {
+      const jump = el('a', { href: '#', class: 'log-match', text: String(m.line).padStart(7) + '  ' });
+      jump.addEventListener('click', async (ev) => {
+        ev.preventDefault();
+        const chunk = await api(base + '?offset=' + m.offset + '&max=65536' + at + times);
+        text = chunk.text;
+        search.value = o.search = '';
+        status.textContent = 'from line ' + m.line + ' (' + current + ')';
+        show();
+        pre.scrollTop = 0;
+      });
+      pre.append(jump, m.text + '\n');
+    }
+    status.dataset.matches = String(found.total);
+    status.textContent = found.total + (found.total === 1 ? ' line' : ' lines') + ' of ' + found.lines +
+      ' in the whole log contain "' + search.value + '"' +
+      (found.total > found.matches.length ? ' (the first ' + found.matches.length + ' shown)' : '');
+  });
   const times = o.stamped ? '&stamped=1' : '';
   const base = '/api/logs/' + encodeURIComponent(current);
+  // A time filter counts back from now, or from an earlier attempt's end.
+  const ended = o.attempt && state.status && (state.status.attempt_history || [])
+    .find((a) => a.attempt === o.attempt && a.ended_ms);
+  const end = ended ? ended.ended_ms : Date.now();
   const first = o.since
-    ? await api(base + '?since=' + (Date.now() - o.since) + '&max=4000000' + at + times)
+    ? await api(base + '?since=' + (end - o.since) + '&max=4000000' + at + times)
     : await api(base + '?tail=1000' + at + times);
   text = first.text;
-  status.textContent = o.attempt ? 'attempt ' + o.attempt + ' (ended)' : '';
+  status.textContent = o.attempt ? 'attempt ' + o.attempt + ' (ended' +
+    (o.since && ended ? '; the time counts back from its end' : '') + ')' : '';
+  if (!text && o.since) status.textContent += ' no line in that time (' +
+    (o.attempt ? 'of attempt ' + o.attempt : 'until now') + '): choose a longer one';
   show();
   if (o.attempt) return;  // an earlier attempt's log no longer grows
   const source = new EventSource(base + '/follow?offset=' + first.next_offset + times);

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -118,6 +120,46 @@ std::string stamp_log(const std::string& bytes, const std::string& log, std::int
   if (bytes.empty()) return bytes;
   auto times = times_between(log, start, start + static_cast<std::int64_t>(bytes.size()));
   return stamp_log_lines(bytes, start, times);
+}
+
+LogMatches search_log(const std::string& path, const std::string& needle, std::size_t max_shown) {
+  constexpr std::size_t kMaxShownLine = 4096;
+  LogMatches out;
+  std::ifstream in(path, std::ios::binary);
+  if (!in || needle.empty()) return out;
+  auto lower = [](unsigned char c) { return static_cast<char>(std::tolower(c)); };
+  std::string wanted;
+  for (char c : needle) wanted += lower(static_cast<unsigned char>(c));
+  auto take = [&](const std::string& line, std::int64_t offset) {
+    ++out.lines;
+    const auto hit =
+        std::search(line.begin(), line.end(), wanted.begin(), wanted.end(),
+                    [&](char a, char b) { return lower(static_cast<unsigned char>(a)) == b; });
+    if (hit == line.end()) return;
+    ++out.total;
+    if (out.shown.size() < max_shown)
+      out.shown.push_back({out.lines, offset, line.substr(0, kMaxShownLine)});
+  };
+  std::string line;
+  std::int64_t line_start = 0, at = 0;
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const std::streamsize n = in.gcount();
+    for (std::streamsize k = 0; k < n; ++k, ++at) {
+      if (block[k] != '\n') {
+        // A line longer than a shown one is searched whole but kept whole
+        // only up to 1 MiB (the rest of it can still match within that).
+        if (line.size() < (std::size_t{1} << 20)) line += block[k];
+        continue;
+      }
+      take(line, line_start);
+      line.clear();
+      line_start = at + 1;
+    }
+  }
+  if (!line.empty()) take(line, line_start);  // a last line without its newline yet
+  return out;
 }
 
 std::string log_times_path(const std::string& log) {

@@ -30,6 +30,22 @@ LogChunk read_log_following(const std::string& path, std::int64_t offset, std::i
 // The last `lines` lines and the file's end (where a follower goes on).
 LogChunk tail_log(const std::string& path, std::int64_t lines);
 
+// The lines of a whole log that contain `needle` (ASCII letters in any
+// case), read from disk a block at a time: how many there are, and the
+// first `max_shown` with their line numbers (from 1) and byte offsets, each
+// line cut to 4 KiB. A missing file has none.
+struct LogMatch {
+  std::int64_t line = 0;
+  std::int64_t offset = 0;
+  std::string text;
+};
+struct LogMatches {
+  std::int64_t total = 0;
+  std::int64_t lines = 0;  // lines searched
+  std::vector<LogMatch> shown;
+};
+LogMatches search_log(const std::string& path, const std::string& needle, std::size_t max_shown);
+
 // The .times file beside a log (core/log_times.hpp): "x.log" -> "x.times".
 std::string log_times_path(const std::string& log);
 
