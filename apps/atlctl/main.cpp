@@ -33,6 +33,7 @@
 #include "atl/core/log_stream.hpp"
 #include "atl/core/quote.hpp"
 #include "atl/core/rank_set.hpp"
+#include "atl/core/suggest.hpp"
 #include "atl/core/taints.hpp"
 #include "atl/os/job_pointer.hpp"
 #include "atl/os/job_store.hpp"
@@ -889,6 +890,8 @@ po::variables_map parse_command(const std::string& name, const Command& command,
     }
     po::store(parsed, vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    die(kExitUsage, name + ": " + e.what() + atl::cli::option_hint(e.get_option_name(), desc));
   } catch (const po::invalid_command_line_syntax& e) {
     if (e.kind() == po::invalid_command_line_syntax::empty_adjacent_parameter)
       die(kExitUsage, name + ": " + e.get_option_name() + ": the value is empty");
@@ -937,7 +940,10 @@ int main(int argc, char** argv) {
     } else if (a == "--insecure") {
       insecure = true;
     } else if (!a.empty() && a[0] == '-') {
-      die(kExitUsage, "unknown option '" + a + "' (see atlctl --help)");
+      die(kExitUsage, "unknown option '" + a + "'" +
+                          atl::did_you_mean(
+                              a, {"--address", "--tls-dir", "--insecure", "--help", "--version"}) +
+                          " (see atlctl --help)");
     } else {
       break;
     }
@@ -1008,8 +1014,12 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   auto it = commands.find(command);
-  if (it == commands.end())
-    die(kExitUsage, "unknown command '" + command + "' (see atlctl --help)");
+  if (it == commands.end()) {
+    std::vector<std::string> names{"completion"};
+    for (const auto& [name, c] : commands) names.push_back(name);
+    die(kExitUsage, "unknown command '" + command + "'" + atl::did_you_mean(command, names) +
+                        " (see atlctl --help)");
+  }
   po::variables_map vm = parse_command(command, it->second, rest);
   // A finished job's state dir: read there, no head asked.
   if (vm.count("state-dir")) {

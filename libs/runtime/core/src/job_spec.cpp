@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atl/core/byte_size.hpp"
+#include "atl/core/suggest.hpp"
 #include "parse_util.hpp"
 
 namespace atl {
@@ -241,10 +242,45 @@ Status read_object(const json& v, std::string_view name, Reader&& reader) {
   return Ok{};
 }
 
+// The fields each object of a spec takes (the readers below): a mistyped
+// one is named with the field it is nearest to.
+const std::vector<std::string>& known_fields(std::string_view parent) {
+  static const std::vector<std::string> top{"job_id",
+                                            "mode",
+                                            "entrypoint",
+                                            "tensorboard",
+                                            "workers",
+                                            "nproc_per_node",
+                                            "env",
+                                            "runtime_env",
+                                            "spec",
+                                            "placement",
+                                            "ready_timeout",
+                                            "grace",
+                                            "master_port",
+                                            "ray_port",
+                                            "ray_dashboard_port",
+                                            "spare_workers",
+                                            "max_restarts",
+                                            "restart_on_failure",
+                                            "heartbeat_interval",
+                                            "heartbeat_timeout",
+                                            "hang_timeout",
+                                            "ray_ready_timeout",
+                                            "on_hang",
+                                            "on_straggler",
+                                            "stop_signal",
+                                            "hang_factor"};
+  static const std::vector<std::string> node{"cpus", "gpus", "memory", "shm"};
+  static const std::vector<std::string> placement{"strategy", "bundle"};
+  return parent == "spec" ? node : parent == "placement" ? placement : top;
+}
+
 Error unknown_field(std::string_view parent, std::string_view key) {
   std::string full =
       parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
-  return make_error("job spec: unknown field " + detail::quote(full));
+  return make_error("job spec: unknown field " + detail::quote(full) +
+                    did_you_mean(key, known_fields(parent)));
 }
 
 }  // namespace

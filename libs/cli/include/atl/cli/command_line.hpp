@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "atl/core/expected.hpp"
+#include "atl/core/suggest.hpp"
 
 namespace atl::cli {
 
@@ -34,6 +35,14 @@ T value_or_exit(const std::string& program, Expected<T> value, const std::string
   return std::move(value).value();
 }
 
+// " (did you mean '--X'?)" for an option `desc` does not have, or "".
+inline std::string option_hint(const std::string& given, const po::options_description& desc) {
+  std::vector<std::string> names;
+  for (const auto& o : desc.options())
+    if (!o->long_name().empty()) names.push_back("--" + o->long_name());
+  return did_you_mean(given, names);
+}
+
 // Runs `parser` with `desc`; exits on a bad flag (2), --help or --version (0).
 inline po::variables_map parse_or_exit(const std::string& program, po::command_line_parser parser,
                                        const po::options_description& desc) {
@@ -41,6 +50,8 @@ inline po::variables_map parse_or_exit(const std::string& program, po::command_l
   try {
     po::store(parser.options(desc).run(), vm);
     po::notify(vm);
+  } catch (const po::unknown_option& e) {
+    usage_error(program, e.what() + option_hint(e.get_option_name(), desc));
   } catch (const po::error& e) {
     usage_error(program, e.what());
   }

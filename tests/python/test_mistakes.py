@@ -1,0 +1,48 @@
+"""Typed wrong, answered with what was probably meant: a mistyped command,
+option or job spec field is refused in one line (exit 2) that names the
+nearest right one ("did you mean"), as git and kubectl do; nothing starts."""
+import json
+import os
+import subprocess
+
+from conftest import BIN
+
+
+def run(program, *args):
+    return subprocess.run([os.path.join(BIN, program), *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def refused(r, line):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.strip() == line, r.stderr
+    assert "system_error(" not in r.stderr + r.stdout
+
+
+def test_a_mistyped_command_or_option_names_the_nearest(tmp_path):
+    refused(run("atlctl", "stauts"),
+            "atlctl: unknown command 'stauts' (did you mean 'status'?) (see atlctl --help)")
+    refused(run("atlctl", "recovr"),
+            "atlctl: unknown command 'recovr' (did you mean 'recover'?) (see atlctl --help)")
+    refused(run("atlctl", "deploy"), "atlctl: unknown command 'deploy' (see atlctl --help)")
+    refused(run("atlctl", "--adress", "h:1", "status"),
+            "atlctl: unknown option '--adress' (did you mean '--address'?) (see atlctl --help)")
+    refused(run("atlctl", "status", "--jsn"),
+            "atlctl: status: unrecognised option '--jsn' (did you mean '--json'?)")
+    refused(run("headnode", "--workrs", "2", "--state-dir", str(tmp_path), "--", "true"),
+            "headnode: unrecognised option '--workrs' (did you mean '--workers'?)")
+    refused(run("workernode", "--haed", "127.0.0.1:1"),
+            "workernode: unrecognised option '--haed' (did you mean '--head'?)")
+    assert not os.listdir(tmp_path), "nothing was started"
+
+
+def test_a_mistyped_job_spec_field_names_the_nearest(tmp_path):
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"job_id": "jo-typo", "entrypoint": "true", "max_restart": 3}))
+    r = run("headnode", "--job", str(spec), "--state-dir", str(tmp_path / "state"))
+    refused(r, "headnode: %s: job spec: unknown field 'max_restart' (did you mean "
+               "'max_restarts'?)" % spec)
+    spec.write_text(json.dumps({"job_id": "jo-typo", "entrypoint": "true",
+                                "spec": {"gpu": 8}}))
+    r = run("headnode", "--job", str(spec), "--state-dir", str(tmp_path / "state"))
+    refused(r, "headnode: %s: job spec: unknown field 'spec.gpu' (did you mean 'gpus'?)" % spec)
