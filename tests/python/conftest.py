@@ -54,17 +54,19 @@ def host_pid(pod, pid):
     allows it each local pod runs in a PID namespace of its own (headnode
     --isolate-local-pods), and atl's status and the pod's processes give
     that namespace's numbers."""
-    ns = None
+    # The pod's newest workernode: a deleted pod's old one may still be
+    # leaving beside the one recreated under the same name.
+    ns, newest = None, -1
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             args = open("/proc/%s/cmdline" % entry, "rb").read().split(b"\0")
-        except OSError:
+            started = int(open("/proc/%s/stat" % entry).read().rsplit(")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
             continue
-        if os.path.basename(args[0]) == b"workernode" and pod.encode() in args:
-            ns = _pid_namespace(entry)
-            break
+        if os.path.basename(args[0]) == b"workernode" and pod.encode() in args and started > newest:
+            ns, newest = _pid_namespace(entry), started
     assert ns, "no workernode of pod %s" % pod
     if ns == _pid_namespace("self"):
         return pid  # the pod shares this namespace

@@ -451,7 +451,7 @@ def test_the_hang_watch_and_a_diagnosis_from_the_api_and_in_chromium(spmd):
     d = browser()
     try:
         browser_login(d, spmd)
-        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command (running)")
         goodput = d.find_element(By.ID, "card-goodput").text
         assert re.fullmatch(r"\d+\.\d %|—", goodput), goodput
         d.get(spmd.url + "/#hang")
@@ -540,7 +540,7 @@ def test_pages_in_chromium(spmd):
 
         d.find_element(By.ID, "token").send_keys(spmd.token)
         d.find_element(By.ID, "login").click()
-        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command (running)")
         assert d.find_element(By.ID, "job-id").text == spmd.job_id
         shot(d, "job")
 
@@ -820,13 +820,21 @@ def test_the_job_page_lists_every_attempt_with_how_it_ended():
         s = running(5)
 
         def kill_rank(s):
-            # The user's own process (sampled with the heartbeats), not atl's guard.
+            # The user's own process (sampled with the heartbeats), not atl's
+            # guard; a sample of a moment before may name one that is gone.
             deadline = time.time() + 30
-            while "vitals" not in s["ranks"][0] and time.time() < deadline:
+            while True:
+                rank = s["ranks"][0]
+                if "vitals" in rank:
+                    try:
+                        os.kill(host_pid(rank["pod"], rank["vitals"]["user_pid"]), signal.SIGKILL)
+                        return
+                    except AssertionError:
+                        if time.time() > deadline:
+                            raise
+                assert time.time() < deadline, s
                 time.sleep(0.2)
                 s = status()
-            rank = s["ranks"][0]
-            os.kill(host_pid(rank["pod"], rank["vitals"]["user_pid"]), signal.SIGKILL)
         kill_rank(s)
         s = running(6)
         kill_rank(s)

@@ -292,7 +292,7 @@ def test_a_pods_terminal_in_chromium(job):
     d = browser()
     try:
         browser_login(d, job)
-        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command")
+        wait(d, lambda d: d.find_element(By.ID, "card-state").text == "command (running)")
         d.get(job.url + "/#pods")
         link = wait(d, lambda d: d.find_element(By.CSS_SELECTOR, 'a.terminal-link[data-pod="%s"]' % pod))
         link.click()
@@ -390,3 +390,32 @@ def test_a_paste_slows_its_terminal_never_its_pod(job):
     assert info["restarts"] == 0, info
     assert info["pod_counts"]["lost"] == 0, info
     ws.close()
+
+
+@needs_chromium
+def test_an_ended_jobs_terminal_says_why_there_is_none():
+    # The job ended (its pods gone), the dashboard lingers: the page says so
+    # at once instead of "connecting…", and the head refuses the socket.
+    from selenium.webdriver.common.by import By
+    c = Cluster(1, entrypoint="true", mode="spmd", own_home=True,
+                extra=("--dashboard-port", "0", "--linger", "120s"))
+    d = None
+    try:
+        assert c.wait_for("Job status:  succeeded", 60), c.output()
+        _open_dashboard(c)
+        pod = c.job_id + "-worker-0"
+        cookie = session_cookie(c)
+        _, _, body = c.http.get("/api/session", cookie=cookie)
+        with pytest.raises(websocket.WebSocketBadStatusException) as e:
+            connect(c, pod, cookie, json.loads(body)["csrf"])
+        assert e.value.status_code == 409, e.value
+        d = browser()
+        browser_login(d, c)
+        d.get(c.url + "/#terminal/" + pod)
+        note = wait(d, lambda d: d.find_element(By.ID, "terminal-status"))
+        assert note.text == ("The job has ended (succeeded): its pods are gone, so there is no "
+                             "shell to open. Its logs stay: see Logs."), note.text
+    finally:
+        if d:
+            d.quit()
+        c.stop()

@@ -113,11 +113,18 @@ TEST(RankVitals, AStoppedOrUninterruptibleRankIsMarkedAtOnceEvenInAQuietJob) {
   EXPECT_EQ(f[2].mark, VitalsMark::stopped);
   EXPECT_STREQ(to_string(f[2].mark), "stopped");
   for (int r : {0, 1, 3}) EXPECT_EQ(f[r].mark, VitalsMark::none) << r;
-  // In the kernel ('D'), then running again: marked as it is each time.
+  // In the kernel ('D'): a moment of it (a write) marks nothing; every
+  // sample for 5 s does; running again, nothing.
   v.observe(2, {1002, 0, 0, 3000000, 'D'}, t0 + 62s);
-  EXPECT_EQ(v.figures(t0 + 62s)[2].mark, VitalsMark::uninterruptible);
+  EXPECT_EQ(v.figures(t0 + 62s)[2].mark, VitalsMark::none);
   v.observe(2, {1002, 0, 0, 3000000, 'S'}, t0 + 63s);
-  EXPECT_EQ(v.figures(t0 + 63s)[2].mark, VitalsMark::none);
+  for (int s = 64; s <= 68; ++s)
+    v.observe(2, {1002, 0, 0, 3000000, 'D'}, t0 + std::chrono::seconds(s));
+  EXPECT_EQ(v.figures(t0 + 68s)[2].mark, VitalsMark::none) << "4 s in D";
+  v.observe(2, {1002, 0, 0, 3000000, 'D'}, t0 + 69s);
+  EXPECT_EQ(v.figures(t0 + 69s)[2].mark, VitalsMark::uninterruptible) << "5 s in D";
+  v.observe(2, {1002, 0, 0, 3000000, 'S'}, t0 + 70s);
+  EXPECT_EQ(v.figures(t0 + 70s)[2].mark, VitalsMark::none);
   // A lone rank has no peers to stand apart from, but can be stopped.
   RankVitals lone;
   lone.observe(0, {1000, 5, 0, 1, 'T'}, t0);

@@ -158,6 +158,13 @@ TEST(Supervisor, AWebTerminalIsAllowedWithinItsLimitsAndTheTimelineSaysWhoAndHow
   auto full = h.sup->open_terminal(pod_name(0), "bob");
   ASSERT_TRUE(std::holds_alternative<Refusal>(full));
   EXPECT_NE(std::get<Refusal>(full).text.find("its limit"), std::string::npos);
+  // An ended job's pods are gone: refused, saying so (not "no pod named").
+  h.sup->cancel("SIGTERM");
+  auto ended = h.sup->open_terminal(pod_name(1), "carol");
+  ASSERT_TRUE(std::holds_alternative<Refusal>(ended));
+  EXPECT_EQ(std::get<Refusal>(ended).text,
+            "job is in state failed: it has ended and its pods are gone (a terminal opens into "
+            "the pods of a job that runs)");
 }
 
 TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {

@@ -5,7 +5,7 @@
 'use strict';
 
 const state = { status: null, statusQuery: null, events: [], faultsOnly: false, view: null, arg: null, follow: null,
-                charts: [], renderedBurn: null, afterAttach: [], terminal: null, session: null };
+                charts: [], renderedBurn: null, renderToken: 0, terminal: null, session: null };
 // A big job has tens of thousands of ranks: the status comes a page at a time
 // (the views that list none ask for none: its counts are always whole).
 const PAGE = 500;
@@ -360,8 +360,8 @@ async function viewLogs(v) {
     ? await api(base + '?since=' + (end - o.since) + '&max=4000000' + at + times)
     : await api(base + '?tail=1000' + at + times);
   text = first.text;
-  status.textContent = o.attempt ? 'attempt ' + o.attempt + ' (ended' +
-    (o.since && ended ? '; the time counts back from its end' : '') + ')' : '';
+  status.textContent = o.attempt ? 'attempt ' + o.attempt + ' (ended)' +
+    (o.since && ended ? ': the time counts back from its end' : '') : '';
   if (!text && o.since) status.textContent += ' no line in that time (' +
     (o.attempt ? 'of attempt ' + o.attempt : 'until now') + '): choose a longer one';
   show();
@@ -509,7 +509,7 @@ async function viewBurn(v) {
     v.append(el('p', { class: 'muted', text: report.figures_dropped + ' later figures were not kept (a run keeps its first ' + report.figures.length + ').' }));
   }
   // Drawn once the view is in the page (a detached canvas has no size).
-  state.afterAttach.push(...charts.map((c) => c.render));
+  afterAttach(v, ...charts.map((c) => c.render));
   state.renderedBurn = { run, done: runInfo ? runInfo.done : true };
 }
 
@@ -531,6 +531,12 @@ async function viewTerminal(v) {
   const pod = state.arg;
   v.append(el('h2', { text: 'Terminal: ' + pod }));
   const session = await api('/api/session');
+  const s = state.status;
+  if (s && (s.state === 'succeeded' || s.state === 'failed')) {
+    v.append(el('p', { class: 'error', id: 'terminal-status', text: 'The job has ended (' + s.state +
+      '): its pods are gone, so there is no shell to open. Its logs stay: see Logs.' }));
+    return;
+  }
   if (!session.terminal) {
     v.append(el('p', { class: 'muted', id: 'terminal-status', text: 'The web terminal is off on this job (headnode --web-terminal off).' }));
     return;
@@ -540,7 +546,7 @@ async function viewTerminal(v) {
   const status = el('p', { id: 'terminal-status', class: 'muted', text: 'connecting…' });
   const box = el('div', { id: 'terminal' });
   v.append(box, status);
-  state.afterAttach.push(() => openTerminal(pod, session.csrf || '', box, status));
+  afterAttach(v, () => openTerminal(pod, session.csrf || '', box, status));
 }
 
 function openTerminal(pod, csrf, box, status) {
@@ -608,6 +614,9 @@ async function refreshStatus() {
 }
 
 async function render() {
+  // A newer render (the hash changed while this one waited on the head)
+  // wins: this one's view is dropped, never drawn over it.
+  const token = state.renderToken = (state.renderToken || 0) + 1;
   const [name, ...rest] = (window.location.hash.slice(1) || 'job').split('/');
   const view = views[name] ? name : 'job';
   state.view = view;
@@ -624,18 +633,20 @@ async function render() {
   state.charts.forEach((c) => c.destroy());
   state.charts = [];
   for (const a of document.querySelectorAll('header nav a')) a.classList.toggle('active', a.dataset.view === view);
-  const v = document.getElementById('view');
   const fresh = el('main', { id: 'view', 'data-view': view });
-  state.afterAttach = [];
   try {
     await views[view](fresh);
   } catch (err) {
     fresh.append(el('p', { class: 'error', text: String(err.message || err) }));
   }
-  v.replaceWith(fresh);
-  for (const f of state.afterAttach) f();
-  state.afterAttach = [];
+  if (token !== state.renderToken) return;
+  document.getElementById('view').replaceWith(fresh);
+  for (const f of fresh.afterAttach || []) f();
 }
+
+// What a view does once it is in the page (a canvas is drawn, a terminal
+// opens): kept with that view, so a view a newer render replaced does none.
+function afterAttach(view, ...fs) { (view.afterAttach = view.afterAttach || []).push(...fs); }
 
 // Tables refresh with the status; the log view keeps its stream, the burn view
 // redraws only while its run is still running.

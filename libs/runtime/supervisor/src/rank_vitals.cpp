@@ -40,6 +40,11 @@ void RankVitals::reset(std::int32_t attempt) {
 void RankVitals::observe(std::int32_t rank, const VitalsSample& s, TimePoint now) {
   Seen& seen = ranks_[rank];
   if (seen.samples.empty() || s.lines > seen.samples.back().second.lines) seen.last_line = now;
+  if (s.state != 'D') {
+    seen.in_d_since.reset();
+  } else if (!seen.in_d_since) {
+    seen.in_d_since = now;
+  }
   seen.samples.emplace_back(now, s);
   // Keep the window, and the newest sample before it as the rates' base.
   while (seen.samples.size() > 2 && seen.samples[1].first <= now - options_.window)
@@ -53,7 +58,8 @@ RankFigures RankVitals::own(const Seen& s, TimePoint now) const {
   f.rss_bytes = last.rss_bytes;
   // What the tree is, as last sampled: marked whatever its peers do.
   if (last.state == 'T') f.mark = VitalsMark::stopped;
-  if (last.state == 'D') f.mark = VitalsMark::uninterruptible;
+  if (s.in_d_since && now - *s.in_d_since >= options_.stuck_after)
+    f.mark = VitalsMark::uninterruptible;
   f.output_age = std::chrono::duration_cast<Millis>(now - s.last_line);
   const auto& [t0, first] = s.samples.front();
   const double seconds = std::chrono::duration<double>(t1 - t0).count();

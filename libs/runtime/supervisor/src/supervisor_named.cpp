@@ -96,6 +96,11 @@ void Supervisor::answer_callers(NamedActors::Entry& entry, ReplyCode code, const
 
 std::variant<Refusal, TerminalOpening> Supervisor::open_terminal(const std::string& pod,
                                                                  const std::string& who) {
+  if (is_terminal(state()) || controller_.ending())
+    return Refusal{ReplyCode::refused,
+                   "job is in state " + std::string(to_string(state())) +
+                       ": it has ended and its pods are gone (a terminal opens into the pods "
+                       "of a job that runs)"};
   const auto agent = agent_of(pod);
   auto record = terminals_.open(pod, agent.has_value(), who, clock_.now());
   if (!record) return Refusal{ReplyCode::refused, record.error()};

@@ -9,8 +9,10 @@
 // it — what a slow step shows on the CPU when only rank 0 prints). A job
 // whose ranks are all quiet marks none of those: that is the hang watch's to
 // judge. What a rank's process tree *is* is marked the moment a sample says
-// so, whatever its peers do: *stopped* (SIGSTOP, a debugger: 'T') and
-// *uninterruptible* (in the kernel, usually I/O: 'D'). Fed the samples the node
+// so, whatever its peers do: *stopped* (SIGSTOP, a debugger: 'T') at its
+// first such sample, *uninterruptible* (in the kernel, usually I/O: 'D') once
+// every sample for `stuck_after` said so (a healthy rank writing is in D for
+// moments). Fed the samples the node
 // agents take with their heartbeats (the hang watch's, so no extra /proc reads); plain C++, fed the
 // time: tested in fake time.
 #pragma once
@@ -65,6 +67,8 @@ class RankVitals {
     double straggler_ratio = 2.0;
     double straggler_gap = 25;
     Millis straggler_after = std::chrono::seconds(30);
+    // Uninterruptible: in D in every sample for this long.
+    Millis stuck_after = std::chrono::seconds(5);
   };
 
   RankVitals() = default;
@@ -90,6 +94,7 @@ class RankVitals {
     std::deque<std::pair<TimePoint, VitalsSample>> samples;  // the window and one before
     TimePoint last_line{};
     std::optional<TimePoint> straggling_since;  // apart from its peers' CPU since
+    std::optional<TimePoint> in_d_since;        // in D in every sample since
     bool said = false;                          // its straggling was said
   };
   bool straggles(const Seen& s, TimePoint now) const;
