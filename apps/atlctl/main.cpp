@@ -100,8 +100,10 @@ constexpr const char* kStateDirHelp =
 
 void status_options(po::options_description& desc) {
   desc.add_options()("verbose,v", "also print pods, ranks and debug runs")(
-      "json", "print the supervisor's full view as JSON")("state-dir", po::value<std::string>(),
-                                                          kStateDirHelp);
+      "json", "print the supervisor's full view as JSON")(
+      "output,o", po::value<std::string>(), "json (as --json) or wide (as -v), as kubectl's -o")(
+      "watch,w", "print the state again each time it changes, until the job ends")(
+      "state-dir", po::value<std::string>(), kStateDirHelp);
 }
 
 std::string cell(const nlohmann::json& j, const char* key) {
@@ -268,13 +270,36 @@ void print_placement(const nlohmann::json& cluster) {
 }
 
 int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
-  if (vm.count("json")) {
+  const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (!output.empty() && output != "json" && output != "wide")
+    die(kExitUsage, "status: -o: '" + output + "' is not an output (json or wide)");
+  const bool as_json = vm.count("json") > 0 || output == "json";
+  const bool wide = vm.count("verbose") > 0 || output == "wide";
+  if (vm.count("watch")) {
+    if (as_json) die(kExitUsage, "status: --watch prints lines as the state changes, not JSON");
+    // kubectl get -w: a line (with -v its details) each time the state
+    // changes; done once the job has ended.
+    std::string last;
+    for (;;) {
+      const std::string now = client.text_or_die(caf::make_message(atl::status_atom::value));
+      if (now != last) {
+        std::cout << "Job status:  " << now << std::endl;
+        if (wide)
+          print_details(
+              nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value))));
+        last = now;
+      }
+      if (now == "succeeded" || now == "failed") return kExitOk;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+  }
+  if (as_json) {
     std::cout << nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)))
                      .dump(2)
               << "\n";
     return kExitOk;
   }
-  if (vm.count("verbose")) {
+  if (wide) {
     auto info = nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value)));
     std::cout << "Job status:  " << cell(info, "state") << "\n";
     print_details(info);
@@ -606,7 +631,11 @@ atl::os::JobRecord record_of(const std::string& dir) {
 int status(const po::variables_map& vm) {
   const std::string dir = dir_of(vm);
   const atl::os::JobRecord r = record_of(dir);
-  if (vm.count("json")) {
+  const std::string output = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (!output.empty() && output != "json" && output != "wide")
+    die(kExitUsage, "status: -o: '" + output + "' is not an output (json or wide)");
+  // An ended job does not change: --watch prints it once.
+  if (vm.count("json") || output == "json") {
     nlohmann::json faults = nlohmann::json::array();
     for (const auto& f : r.faults)
       faults.push_back({{"kind", std::string(atl::to_string(f.kind))},
@@ -622,7 +651,7 @@ int status(const po::variables_map& vm) {
     return kExitOk;
   }
   std::cout << "Job status:  " << r.state << "\n";
-  if (vm.count("verbose")) {
+  if (vm.count("verbose") || output == "wide") {
     std::cout << "Attempts: " << r.attempt << "; restarts used: " << r.restarts << "\n";
     for (const auto& f : r.faults)
       std::cout << "  attempt " << f.attempt << ": " << std::string(atl::to_string(f.kind)) << ": "
@@ -957,8 +986,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
   const std::map<std::string, Command> commands = {
       {"status",
-       {"Usage: atlctl status [-v] [--json]\n\nPrints 'Job status:  <state>'.", status_options,
-        cmd_status}},
+       {"Usage: atlctl status [-v | -o wide] [--json | -o json] [-w]\n\nPrints 'Job status:  "
+        "<state>'; with -w again each time it changes, until the job ends.",
+        status_options, cmd_status}},
       {"logs",
        {"Usage: atlctl logs [-r RANKS | -p PODS] [-f] [--tail N | --since D] [--timestamps]\n"
         "                   [--attempt K] [--run N]\n\n"

@@ -46,3 +46,22 @@ def test_a_mistyped_job_spec_field_names_the_nearest(tmp_path):
                                 "spec": {"gpu": 8}}))
     r = run("headnode", "--job", str(spec), "--state-dir", str(tmp_path / "state"))
     refused(r, "headnode: %s: job spec: unknown field 'spec.gpu' (did you mean 'gpus'?)" % spec)
+
+
+def test_status_takes_kubectls_output_and_watch_flags():
+    from conftest import Cluster
+    c = Cluster(1, mode="spmd", entrypoint="sleep 8", extra=("--linger", "30s"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        as_json = json.loads(c.atlctl("status", "-o", "json").stdout)
+        assert as_json["state"] == "command" and "ranks" in as_json
+        assert "Ranks:" in c.atlctl("status", "-o", "wide").stdout
+        refused(c.atlctl("status", "-o", "yaml", check=False),
+                "atlctl: status: -o: 'yaml' is not an output (json or wide)")
+        refused(c.atlctl("status", "-w", "--json", check=False),
+                "atlctl: status: --watch prints lines as the state changes, not JSON")
+        # A line each time the state changes, done when the job has ended.
+        watched = c.atlctl("status", "-w").stdout.splitlines()
+        assert watched == ["Job status:  command", "Job status:  succeeded"], watched
+    finally:
+        c.stop()
