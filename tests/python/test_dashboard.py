@@ -592,6 +592,22 @@ def test_pages_in_chromium(spmd):
         sizes = d.execute_script(
             "return Chart.getChart('chart-allreduce').data.datasets.map(s => s.label);")
         assert any(s.startswith("8M") for s in sizes), sizes
+        # Against the message size as nccl-tests users read it: a log x axis
+        # in bytes, sizes in order; the figures table's sizes sorted as
+        # numbers (8M before 16M) and its metrics named for people.
+        by_size = d.execute_script(
+            "const c = Chart.getChart('chart-busbw-size');"
+            "return c && [c.options.scales.x.type, c.data.datasets[0].data.map(p => p.x)];")
+        assert by_size[0] == "logarithmic", by_size
+        assert by_size[1] == sorted(by_size[1]) and 8 * 2 ** 20 in by_size[1], by_size
+        rows = [r.text for r in d.find_elements(By.CSS_SELECTOR, "#figures tbody tr")]
+        assert any("AllReduce bus bandwidth (GB/s)" in r for r in rows), rows
+        assert not any("allreduce_busbw_gbps" in r for r in rows), rows
+        table_sizes = [r.find_elements(By.TAG_NAME, "td")[3].text
+                       for r in d.find_elements(By.CSS_SELECTOR, "#figures tbody tr")]
+        numeric = [t for t in table_sizes if t]
+        as_bytes = [int(t[:-1]) * {"K": 2**10, "M": 2**20, "G": 2**30}[t[-1]] for t in numeric]
+        assert as_bytes == sorted(as_bytes) or len(set(numeric)) <= 1, table_sizes
         # The page redraws until the run is done.
         wait(d, lambda d: any(h.text == "Run 1" for h in d.find_elements(By.TAG_NAME, "h2")))
         wait(d, lambda d: d.execute_script("return !!Chart.getChart('chart-allreduce');"))

@@ -418,7 +418,25 @@ async function viewRuns(v) {
   }
 }
 
-function lineChart(canvasId, title, yLabel, datasets) {
+// atl-burn's metric ids as a person reads them.
+const METRIC_NAMES = { allreduce_busbw_gbps: 'AllReduce bus bandwidth (GB/s)', gemm_tflops: 'GEMM (TFLOP/s)',
+  h2d_gbps: 'host → device (GB/s)', d2h_gbps: 'device → host (GB/s)' };
+function metricName(id) { return METRIC_NAMES[id] || id; }
+// "8M" -> 8388608: message sizes sort and plot as numbers, not text.
+function sizeBytes(text) {
+  const m = /^(\d+(?:\.\d+)?)([KMGT]?)/i.exec(text || '');
+  if (!m) return 0;
+  return Number(m[1]) * Math.pow(1024, ' KMGT'.indexOf((m[2] || ' ').toUpperCase()));
+}
+
+// 8388608 -> "8M", as atl-burn's sizes are written.
+function sizeText(n) {
+  for (const [unit, b] of [['T', 2 ** 40], ['G', 2 ** 30], ['M', 2 ** 20], ['K', 2 ** 10]])
+    if (n >= b) return +(n / b).toFixed(1) + unit;
+  return String(n);
+}
+
+function lineChart(canvasId, title, yLabel, datasets, xAxis) {
   const canvas = el('canvas', { id: canvasId });
   const box = el('div', { class: 'chart-box' }, canvas);
   const render = () => {
@@ -429,7 +447,7 @@ function lineChart(canvasId, title, yLabel, datasets) {
       options: {
         animation: false, maintainAspectRatio: false, parsing: false, normalized: true,
         plugins: { title: { display: true, text: title } },
-        scales: { x: { type: 'linear', title: { display: true, text: 'round' } },
+        scales: { x: xAxis || { type: 'linear', title: { display: true, text: 'round' } },
                   y: { beginAtZero: true, title: { display: true, text: yLabel } } },
       },
     });
@@ -469,8 +487,10 @@ async function viewBurn(v) {
   select.addEventListener('change', () => { window.location.hash = '#burn/' + select.value; });
   v.append(el('div', { class: 'toolbar' }, el('label', { for: 'burn-run', text: 'Run' }), select));
   if (s.figures && s.figures.length) {
+    const sorted = s.figures.slice().sort((a, b) => a.pod.localeCompare(b.pod) || a.gpu - b.gpu ||
+      metricName(a.metric).localeCompare(metricName(b.metric)) || sizeBytes(a.size) - sizeBytes(b.size));
     v.append(el('h2', { text: 'Last figures per GPU' }), table(['Pod', 'GPU', 'Metric', 'Size', 'Value'],
-      s.figures.map((f) => [f.pod, f.gpu, f.metric, f.size || '', Number(f.value.toFixed(3))]), 'figures'));
+      sorted.map((f) => [f.pod, f.gpu, metricName(f.metric), f.size || '', Number(f.value.toFixed(3))]), 'figures'));
   }
   if (!run) {
     v.append(el('p', { class: 'muted', text: 'No burn or check has run yet: atlctl stop, then atlctl burn.' }));
@@ -483,6 +503,27 @@ async function viewBurn(v) {
   const charts = [];
   const allreduce = of('allreduce_busbw_gbps');
   if (allreduce.length) {
+    // As nccl-tests users read it: bus bandwidth against the message size
+    // (log scale), each pod's best round per size.
+    const best = new Map();
+    for (const p of allreduce) {
+      const k = p.pod + '|' + p.size;
+      if (!best.has(k) || best.get(k).value < p.value) best.set(k, p);
+    }
+    const bySize = new Map();
+    for (const p of [...best.values()].sort((a, b) => sizeBytes(a.size) - sizeBytes(b.size))) {
+      if (!bySize.has(p.pod)) bySize.set(p.pod, []);
+      bySize.get(p.pod).push({ x: sizeBytes(p.size), y: p.value });
+    }
+    charts.push(lineChart('chart-busbw-size', 'AllReduce bus bandwidth against message size', 'GB/s',
+      [...bySize.entries()].map(([pod, data]) => ({ label: pod, data, pointRadius: 3, borderWidth: 1.5 })),
+      { type: 'logarithmic', title: { display: true, text: 'message size' },
+        // A tick at each size measured, written as the burn wrote it.
+        afterBuildTicks: (axis) => {
+          const xs = [...new Set([...bySize.values()].flat().map((p) => p.x))].sort((a, b) => a - b);
+          axis.ticks = xs.map((value) => ({ value }));
+        },
+        ticks: { callback: (value) => sizeText(value) } }));
     charts.push(lineChart('chart-allreduce', 'AllReduce BusBW per size per round', 'GB/s',
       series(allreduce, (p) => p.size + ' (' + p.pod + ')', (p) => p.value)));
   }
