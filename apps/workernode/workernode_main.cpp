@@ -212,12 +212,15 @@ bool through_start_gate(WorkerOptions& opt) {
 
 // The head's supervisor, retried with backoff (0.2 s doubling to 2 s) until
 // --connect-timeout: pods may start before the head, and a restarted head
-// comes back on the same address. Nothing (and one line) when it never does.
+// comes back on the same address. Nothing (and one line) when it never does;
+// every 10 s a line says whom it waits for and why it could not yet.
 // `signalled`: a SIGTERM/SIGINT came; connecting stops at the next try.
 std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const WorkerOptions& opt,
                                                const std::atomic<bool>& signalled) {
-  auto deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
+  const auto began = std::chrono::steady_clock::now();
+  auto deadline = began + opt.connect_timeout;
   auto pause = std::chrono::milliseconds(200);
+  auto next_word = began + std::chrono::seconds(10);
   while (true) {
     if (signalled.load()) return std::nullopt;
     // A head that takes the connection and answers late is waited for, but
@@ -235,6 +238,13 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
       std::cerr << "workernode: cannot reach the head at " << opt.head.to_string() << " within "
                 << atl::format_duration(opt.connect_timeout) << ": " << error << "\n";
       return std::nullopt;
+    }
+    if (const auto now = std::chrono::steady_clock::now(); now >= next_word) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - began);
+      std::cerr << "workernode: waiting for the head at " << opt.head.to_string() << " ("
+                << waited.count() << " s so far, at most "
+                << atl::format_duration(opt.connect_timeout) << "): " << error << std::endl;
+      next_word = now + std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));

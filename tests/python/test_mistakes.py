@@ -65,3 +65,19 @@ def test_status_takes_kubectls_output_and_watch_flags():
         assert watched == ["Job status:  command", "Job status:  succeeded"], watched
     finally:
         c.stop()
+
+
+def test_a_workernode_says_every_10_s_whom_it_waits_for():
+    import socket
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r = run("workernode", "--head", "127.0.0.1:%d" % port, "--name", "jo-wait-worker-0",
+            "--insecure", "--connect-timeout", "12s")
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    lines = [l for l in r.stderr.splitlines() if "TLS is off" not in l]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("workernode: waiting for the head at 127.0.0.1:%d (" % port), lines
+    assert "s so far, at most 12s): nothing answers there" in lines[0], lines
+    assert lines[1].startswith("workernode: cannot reach the head at 127.0.0.1:%d within 12s"
+                               % port), lines
