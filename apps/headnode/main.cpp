@@ -116,15 +116,35 @@ HeadOptions parse_options(int argc, char** argv) {
       "Usage: headnode [options] [-- ENTRYPOINT...]\n\n"
       "Runs the head of one atl job: waits for the workers, checks them, runs the\n"
       "entrypoint and exits 0 when the job succeeded, 1 when it failed, 2 on bad\n"
-      "usage or a bad job spec. Flags override the fields of --job.\n\nOptions");
-  desc.add_options()("help,h", "show this help")("version", "print the version")(
+      "usage or a bad job spec. Flags override the fields of --job.\n\n"
+      "Examples:\n"
+      "  headnode --workers 2 --nproc-per-node 8 -- python train.py    # torchrun-style, 16 ranks\n"
+      "  headnode --workers 2 --local-workers 2 -- python train.py     # both pods on this "
+      "machine\n"
+      "  headnode --mode ray --workers 3 -- python driver.py           # a Ray cluster, its "
+      "driver\n"
+      "  headnode --job job.json                                       # the spec in a file\n\n"
+      "Options");
+  po::options_description g_general("General");
+  g_general.add_options()("help,h", "show this help")("version", "print the version")(
       "job", po::value<std::string>(), "JSON job spec file")(
       "job-id", po::value<std::string>(), "job id (default jo- + 16 random characters)")(
       "mode", po::value<std::string>(),
       "spmd (default: once per rank), driver (once on the head) or ray (a Ray cluster "
       "over the pods, the entrypoint its driver)")("entrypoint", po::value<std::string>(),
                                                    "command to run (or give it after --)")(
-      "workers", po::value<int>(), "number of worker pods (default 1)")(
+      "env", po::value<std::vector<std::string>>()->composing(), "K=V for every rank (repeatable)")(
+      "working-dir", po::value<std::string>(), "working directory of the ranks")(
+      "state-dir", po::value<std::string>(),
+      "where logs and the address go (default ./atl-state/<job-id>)")(
+      "linger", po::value<std::string>(),
+      "keep answering atlctl this long after the job ended (default 0s)")(
+      "history", po::value<std::string>(),
+      "finished tasks and finished debug runs kept for status and the API, each (default "
+      "10000; older ones are dropped, oldest first)");
+  desc.add(g_general);
+  po::options_description g_pods_and_ranks("Pods and ranks");
+  g_pods_and_ranks.add_options()("workers", po::value<int>(), "number of worker pods (default 1)")(
       "spare-workers", po::value<int>(),
       "extra worker pods that idle and replace a lost or tainted one (default 0)")(
       "nproc-per-node", po::value<int>(), "ranks per worker (default 1)")(
@@ -133,30 +153,7 @@ HeadOptions parse_options(int argc, char** argv) {
       "--bundle; default: nproc-per-node ranks on each pod in order)")(
       "bundle", po::value<std::string>(),
       "spmd: what one rank takes, as JSON: '{\"CPU\": 1, \"GPU\": 1}' (strategy PACK unless "
-      "--placement)")("env", po::value<std::vector<std::string>>()->composing(),
-                      "K=V for every rank (repeatable)")("working-dir", po::value<std::string>(),
-                                                         "working directory of the ranks")(
-      "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
-      "grace", po::value<std::string>(),
-      "SIGTERM to SIGKILL delay when stopping ranks (default 10s)")(
-      "ray-port", po::value<int>(), "ray mode: port of Ray's head (GCS) (default 6379)")(
-      "ray-dashboard-port", po::value<int>(),
-      "ray mode: port of Ray's dashboard on the head pod's loopback (default 8265, or any free "
-      "one when that is taken; 0: any free one); atl's dashboard serves it at /ray/")(
-      "tensorboard-logdir", po::value<std::string>(),
-      "run TensorBoard on DIR (the job's event files) on the head pod's loopback, served by the "
-      "dashboard at /tensorboard/ behind its login (spec 'tensorboard')")(
-      "tensorboard-bin", po::value<std::string>(),
-      "the tensorboard command of the image (default: tensorboard in PATH)")(
-      "ray-bin", po::value<std::string>(),
-      "ray mode: the image's `ray` command (default: ray on PATH)")(
-      "master-port", po::value<int>(),
-      "MASTER_PORT of the ranks (default 29500; a job whose pods are all local: a free port)")(
-      "bind", po::value<std::string>(), "address to listen on (default 127.0.0.1)")(
-      "advertise", po::value<std::string>(), "host workers and ranks use to reach the head")(
-      "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
-      "state-dir", po::value<std::string>(),
-      "where logs and the address go (default ./atl-state/<job-id>)")(
+      "--placement)")(
       "local-workers", po::value<int>(),
       "also start N workernode processes on this machine (recreated when they exit)")(
       "isolate-local-pods", po::value<std::string>(),
@@ -164,6 +161,14 @@ HeadOptions parse_options(int argc, char** argv) {
       "there see that pod only); auto: where this host allows it (root) (default auto)")(
       "pod-restart-delay", po::value<std::string>(),
       "how long a local worker that exited waits before it is started again (default 1s)")(
+      "master-port", po::value<int>(),
+      "MASTER_PORT of the ranks (default 29500; a job whose pods are all local: a free port)")(
+      "ready-timeout", po::value<std::string>(), "how long to wait for the workers (default 300s)")(
+      "grace", po::value<std::string>(),
+      "SIGTERM to SIGKILL delay when stopping ranks (default 10s)");
+  desc.add(g_pods_and_ranks);
+  po::options_description g_faults("Faults: restarts, liveness, hangs");
+  g_faults.add_options()(
       "max-restarts", po::value<int>(),
       "restarts a fault may cost before the job fails (default 10; 0 = never restart)")(
       "restart-on-failure", "a rank exiting non-zero restarts the job too (uses the budget)")(
@@ -186,15 +191,22 @@ HeadOptions parse_options(int argc, char** argv) {
       "SIGTERM and the grace as always, so it may checkpoint first")(
       "on-straggler", po::value<std::string>(),
       "a rank persistently computing far more than its waiting peers: report (an event and a "
-      "mark; default) or taint (its node tainted at the next restart)")(
+      "mark; default) or taint (its node tainted at the next restart)");
+  desc.add(g_faults);
+  po::options_description g_ray_mode("Ray mode");
+  g_ray_mode.add_options()("ray-port", po::value<int>(),
+                           "ray mode: port of Ray's head (GCS) (default 6379)")(
+      "ray-dashboard-port", po::value<int>(),
+      "ray mode: port of Ray's dashboard on the head pod's loopback (default 8265, or any free "
+      "one when that is taken; 0: any free one); atl's dashboard serves it at /ray/")(
+      "ray-bin", po::value<std::string>(),
+      "ray mode: the image's `ray` command (default: ray on PATH)")(
       "ray-ready-timeout", po::value<std::string>(),
       "ray: how long to wait for every node to be alive in Ray before the attempt counts as a "
-      "ready timeout (default 2m; a line every 10 s names the nodes still missing)")(
-      "metrics-port", po::value<int>(),
-      "serve Prometheus metrics at http://BIND:PORT/metrics (0: any free port; printed as "
-      "'metrics http://...'); off by default")(
-      "metrics-bind", po::value<std::string>(),
-      "address the metrics port listens on (default 127.0.0.1: no authentication there)")(
+      "ready timeout (default 2m; a line every 10 s names the nodes still missing)");
+  desc.add(g_ray_mode);
+  po::options_description g_dashboard("Dashboard, metrics, TensorBoard");
+  g_dashboard.add_options()(
       "dashboard-port", po::value<std::string>(),
       "the dashboard's port (default 8265 as Ray's; 8266 in ray mode, where Ray's dashboard "
       "has 8265; a default that is taken falls back to any free port), 0 any free port, off "
@@ -212,11 +224,22 @@ HeadOptions parse_options(int argc, char** argv) {
       "atlctl, to whoever has the dashboard's token; each opened and closed is in the events)")(
       "web-terminal-limit", po::value<std::string>(),
       "web terminals open at most at once into one pod (default 4)")(
-      "linger", po::value<std::string>(),
-      "keep answering atlctl this long after the job ended (default 0s)")(
-      "history", po::value<std::string>(),
-      "finished tasks and finished debug runs kept for status and the API, each (default "
-      "10000; older ones are dropped, oldest first)")(
+      "metrics-port", po::value<int>(),
+      "serve Prometheus metrics at http://BIND:PORT/metrics (0: any free port; printed as "
+      "'metrics http://...'); off by default")(
+      "metrics-bind", po::value<std::string>(),
+      "address the metrics port listens on (default 127.0.0.1: no authentication there)")(
+      "tensorboard-logdir", po::value<std::string>(),
+      "run TensorBoard on DIR (the job's event files) on the head pod's loopback, served by the "
+      "dashboard at /tensorboard/ behind its login (spec 'tensorboard')")(
+      "tensorboard-bin", po::value<std::string>(),
+      "the tensorboard command of the image (default: tensorboard in PATH)");
+  desc.add(g_dashboard);
+  po::options_description g_network_and_security("Network and security");
+  g_network_and_security.add_options()("bind", po::value<std::string>(),
+                                       "address to listen on (default 127.0.0.1)")(
+      "advertise", po::value<std::string>(), "host workers and ranks use to reach the head")(
+      "port", po::value<int>(), "port to listen on (default 6380; 0 = any free port)")(
       "make-tls", po::value<std::string>(),
       "make a job's credentials (ca.pem, cert.pem, key.pem) in DIR for --job-id and exit: what "
       "a Kubernetes Secret holds (scripts/render-k8s.py)")(
@@ -224,6 +247,8 @@ HeadOptions parse_options(int argc, char** argv) {
       "the job's TLS credentials (ca.pem, cert.pem, key.pem), e.g. a mounted Secret "
       "(default: made for this job in <state-dir>/tls)")(
       "insecure", "no TLS: anyone who reaches the port controls the job (prints a warning)");
+  desc.add(g_network_and_security);
+
   po::variables_map vm =
       atl::cli::parse_or_exit("headnode", po::command_line_parser(own_argc, argv), desc);
 

@@ -81,3 +81,13 @@ def test_a_workernode_says_every_10_s_whom_it_waits_for():
     assert "s so far, at most 12s): nothing answers there" in lines[0], lines
     assert lines[1].startswith("workernode: cannot reach the head at 127.0.0.1:%d within 12s"
                                % port), lines
+
+
+def test_headnodes_help_is_grouped_with_examples():
+    r = run("headnode", "--help")
+    assert r.returncode == 0, r.stderr
+    assert "Examples:\n  headnode --workers 2 --nproc-per-node 8 -- python train.py" in r.stdout
+    titles = [l for l in r.stdout.splitlines() if l.endswith(":") and not l.startswith(" ")]
+    assert titles == ["Examples:", "Options:", "General:", "Pods and ranks:",
+                      "Faults: restarts, liveness, hangs:", "Ray mode:",
+                      "Dashboard, metrics, TensorBoard:", "Network and security:"], titles
