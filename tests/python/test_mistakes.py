@@ -73,13 +73,13 @@ def test_a_workernode_says_every_10_s_whom_it_waits_for():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     r = run("workernode", "--head", "127.0.0.1:%d" % port, "--name", "jo-wait-worker-0",
-            "--insecure", "--connect-timeout", "12s")
+            "--insecure", "--connect-timeout", "14s")
     assert r.returncode == 3, (r.returncode, r.stderr)
     lines = [l for l in r.stderr.splitlines() if "TLS is off" not in l]
     assert len(lines) == 2, lines
     assert lines[0].startswith("workernode: waiting for the head at 127.0.0.1:%d (" % port), lines
-    assert "s so far, at most 12s): nothing answers there" in lines[0], lines
-    assert lines[1].startswith("workernode: cannot reach the head at 127.0.0.1:%d within 12s"
+    assert "s so far, at most 14s): nothing answers there" in lines[0], lines
+    assert lines[1].startswith("workernode: cannot reach the head at 127.0.0.1:%d within 14s"
                                % port), lines
 
 
