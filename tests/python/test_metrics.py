@@ -91,3 +91,50 @@ def test_a_bad_metrics_port_is_refused():
                             "true"], capture_output=True, text=True, timeout=30)
         assert r.returncode == 2, r.stderr
         assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_the_grafana_dashboard_asks_only_for_what_the_head_serves():
+    # deploy/grafana/atl-job.json: each panel's queries name families a
+    # live spmd job's /metrics has (those that come only after a burn or a
+    # check are the README's), by atl_job (never job), in a grid Grafana lays out.
+    import json
+    import os
+    import re
+    from conftest import ROOT
+    board = json.load(open(os.path.join(ROOT, "deploy", "grafana", "atl-job.json")))
+    assert isinstance(board["schemaVersion"], int) and board["uid"] == "atl-job"
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert variables["job"]["definition"] == "label_values(atl_job_state, atl_job)"
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids)), ids
+    wanted = set()
+    for p in board["panels"]:
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24 and g["h"] > 0, p["title"]
+        assert p["targets"], p["title"]
+        for t in p["targets"]:
+            assert t["refId"] and t["expr"], p["title"]
+            assert not re.search(r"[{,]\s*job\s*=", t["expr"]), t["expr"]
+            wanted |= set(re.findall(r"\batl_[a-z_]+\b", t["expr"])) - {"atl_job"}
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    after_a_burn_or_check = {n for n in wanted
+                             if n.startswith(("atl_burn_", "atl_check_")) and "`" + n in readme}
+    c = Cluster(1, mode="spmd", nproc_per_node=2,
+                entrypoint="while true; do echo step; sleep 0.2; done",
+                extra=("--metrics-port", "0"))
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        url = next(line.split()[1] for line in c.output().splitlines()
+                   if line.startswith("metrics http://"))
+        deadline = time.time() + 60
+        while True:
+            served = {f.name for f in text_string_to_metric_families(scrape(url))}
+            # prometheus_client drops a counter's _total from its family name.
+            served |= {n + "_total" for n in served}
+            missing = wanted - served - after_a_burn_or_check
+            if not missing or time.time() > deadline:
+                break
+            time.sleep(0.5)
+        assert not missing, (missing, sorted(served))
+    finally:
+        c.stop()

@@ -203,8 +203,8 @@ Expected<std::string> prometheus_text(std::string_view status_json, std::string_
       }
     }
     w.family("atl_rank_marked", "gauge",
-             "1 for a rank that stands apart from its peers: silent (no line while they print) "
-             "or slow (far under their median lines/s)");
+             "1 for a rank marked (the mark label): stopped or uninterruptible as its process "
+             "is, or apart from its peers: silent, slow, straggler");
     for (const auto& v : *vitals) {
       auto mark = v.find("mark");
       if (mark == v.end() || !mark->is_string() || mark->get<std::string>().empty()) continue;
