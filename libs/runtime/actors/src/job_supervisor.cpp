@@ -3,9 +3,10 @@
 // effects), an agent or an executor going down, the head's own messages
 // (start, timers, signals) and the behaviour joining the interfaces
 // (worker_api, control_api, driver_api, terminal_api). The job's course is
-// the Supervisor's (atl/supervisor/supervisor.hpp); debug commands,
-// placement, tasks, named actors and status are in the supervisor_*.cpp
-// files beside this one.
+// the Supervisor's (atl/supervisor/supervisor.hpp), what status shows its
+// StatusView's; the supervisor_*.cpp files beside this one decode each
+// interface's messages and ask the pods for what the Supervisor needs
+// (pre-flight answers, stacks, a terminal's shell).
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -32,8 +33,8 @@ class SystemClock final : public Clock {
 };
 
 // The Supervisor's effects, each performed as it is put: messages to the
-// agents (by their ids), the head's own executors, timers, the sink, the
-// journal, and the concerns still in the shell (tasks, placement, debug).
+// agents (by their ids), the head's own executors, the named actors' hosts,
+// timers, answers to the requests kept, the sink, the journal.
 class ShellOutbox final : public Outbox {
  public:
   ShellOutbox(Actor* self, std::unique_ptr<os::JournalWriter> journal)

@@ -312,7 +312,7 @@ class Supervisor final : private JobEffects {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
-  // --- the pieces, for the views and the concerns still in the shell ---
+  // --- the pieces, for the views (StatusView) and the shell ---
   const JobSpec& job() const { return settings_.job; }
   const SupervisorSettings& settings() const { return settings_; }
   const std::string& address() const { return address_; }
