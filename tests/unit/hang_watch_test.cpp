@@ -504,6 +504,39 @@ TEST(HangWatch, ABusyRankPastTheTimeoutIsNamedAsBusyWithOrWithoutStacks) {
   }
 }
 
+// Every rank computes a little, around the working bar (1% of a core): over
+// a window of 3 s two ranks got 5 clock ticks, two got 2, when the silence
+// reached the timeout. That split is the noise of a few ticks, not two ranks
+// busy while two wait: no verdict, never hung. (Seen under a 2-core CI's
+// load: "ranks 0,1 busy for 2 s while 1 rank waits", a healthy job
+// restarted.)
+TEST(HangWatch, RanksComputingALittleAreNeverSplitIntoBusyAndWaitingByAFewTicks) {
+  Job job;
+  for (int i = 1; i <= 40; ++i) {
+    for (auto& [rank, progress] : job.p)
+      progress.cpu_ticks += rank < 2 ? (i % 3 == 0 ? 1 : 2) : (i % 3 == 0 ? 0 : 1);
+    if (auto v = job.tick()) {
+      ASSERT_EQ(v->kind, Kind::suspect) << v->reason;
+      if (auto d = job.watch.diagnosed({}, "", job.now)) {
+        EXPECT_NE(d->kind, Kind::hung) << d->reason;
+      }
+    }
+  }
+  // The same two ranks among plainly idle ones (a tick in 5 s: a loader's
+  // poll) are busy while the others wait.
+  Job busy;
+  for (int i = 1; i <= 10; ++i) {
+    for (auto& [rank, progress] : busy.p)
+      progress.cpu_ticks += rank < 2 ? (i % 3 == 0 ? 1 : 2) : (i % 5 == 0 ? 1 : 0);
+    busy.tick();
+  }
+  ASSERT_TRUE(busy.watch.suspect());
+  auto v = busy.watch.diagnosed({}, "", busy.now);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::hung);
+  EXPECT_EQ(v->reason, "ranks 0,1 busy for 10 s while 2 ranks wait");
+}
+
 TEST(HangWatch, AWorkingOutlierBeforeTheTimeoutIsHarmless) {
   Learning job;
   job.train(20, 1);

@@ -231,15 +231,26 @@ std::optional<HangWatch::Verdict> HangWatch::all_idle(TimePoint now) const {
                      seconds(since(last_progress_, now))};
 }
 
+bool HangWatch::plainly_idle(const Rank& r) const {
+  // Below half the working bar in CPU, and no more I/O than a look costs:
+  // a rank at 0.7% of a core (2 clock ticks in 3 s) where its peers are at
+  // 1.7% (5 ticks) computes alike, whatever side of the bar each fell on.
+  return past(r, options_.busy_cpu / 2, options_.look_io) == false;
+}
+
 std::optional<HangWatch::Verdict> HangWatch::busy(TimePoint now) const {
+  // The working ranks against the waiting ones: a rank neither judged
+  // working nor plainly idle now leaves the split unclear, and no verdict.
   std::vector<std::int32_t> working_ranks;
   std::size_t waiting = 0;
   for (const auto& [rank, r] : ranks_) {
     if (!r.sampled) return std::nullopt;
     if (judged_working(r, now))
       working_ranks.push_back(rank);
-    else
+    else if (plainly_idle(r))
       ++waiting;
+    else
+      return std::nullopt;
   }
   if (working_ranks.empty() || waiting == 0) return std::nullopt;
   return Verdict{Verdict::Kind::hung, working_ranks,

@@ -175,12 +175,16 @@ class HangWatch {
   double cpu_share(const Rank& r) const;  // of one core, over the window
   double io_per_second(const Rank& r) const;
   bool every_rank_idle_now(TimePoint now) const;
+  // Idle with a margin: its window below half the working bar in CPU, and
+  // no more I/O than a look costs (a rank near the bar is neither side).
+  bool plainly_idle(const Rank& r) const;
   // Evidence that needs no stacks: stuck ranks (T, or D without I/O, held
   // for half the idle timeout) while others are not.
   std::optional<Verdict> stuck(TimePoint now) const;
   // Every rank idle for the idle timeout.
   std::optional<Verdict> all_idle(TimePoint now) const;
-  // Ranks working past the configured timeout while the others wait.
+  // Ranks working past the configured timeout while the others wait,
+  // plainly idle (see plainly_idle) then and now.
   std::optional<Verdict> busy(TimePoint now) const;
 
   Options options_;
