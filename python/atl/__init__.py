@@ -42,7 +42,7 @@ from typing import Any, Sequence
 from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, UnreachableError,
                     UsageError)
 from . import _objects, _options  # noqa: F401 (atl._objects: the object plane)
-from ._errors import ActorDiedError, OwnerDiedError, RemoteError, TaskError
+from ._errors import ActorDiedError, OwnerDiedError, RemoteError, TaskCancelledError, TaskError
 from ._refs import ActorRef, ObjectRef, put  # noqa: F401 (the API's)
 
 __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
@@ -50,6 +50,7 @@ __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluste
            "remove_placement_group", "PlacementGroup", "remote", "get", "wait", "run", "Task",
            "ObjectRef", "AtlError", "UsageError", "RefusedError", "UnreachableError",
            "GetTimeoutError", "RemoteError", "TaskError", "ActorDiedError", "OwnerDiedError",
+           "TaskCancelledError", "method", "get_runtime_context", "get_gpu_ids",
            "host_actor", "get_actor", "kill", "list_actors", "cancel", "put", "ActorRef",
            "ActorHandle", "ActorHost", "ActorClass", "RemoteFunction"]
 
@@ -110,6 +111,8 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     most 8; 0: a fresh process per call). Ray's other init() options are
     refused with a TypeError naming them (never ignored)."""
     global _client, _workers_per_node
+    # Ray's options that mean the same here: calling init() again is a no-op.
+    ray_options.pop("ignore_reinit_error", None)
     if ray_options:
         name = sorted(ray_options)[0]
         raise TypeError(f"atl.init: option {name!r} is not supported: atl.init takes address, "
@@ -173,8 +176,15 @@ def is_initialized() -> bool:
 
 
 def _c():
+    """The connection: made on first use, as Ray's init() is, where the
+    process runs in a job (a driver, a rank, a task or actor started by
+    one: $ATL_ADDRESS is set)."""
     if _client is None:
-        raise UsageError(2, "atl is not initialized: call atl.init() first")
+        if not os.environ.get("ATL_ADDRESS"):
+            raise UsageError(2, "atl is not initialized and $ATL_ADDRESS is not set (this "
+                                "process is not in an atl job): call atl.init(address=...), or "
+                                "run it as a job's entrypoint (headnode --mode driver -- ...)")
+        init()
     return _client
 
 
@@ -200,6 +210,58 @@ def nodes() -> list[dict]:
     """Every worker node: pod, node, address, total/reserved/available, and
     `unavailable` (why it takes no bundle) when it takes none."""
     return cluster_state()["nodes"]
+
+
+class RuntimeContext:
+    """Ray's runtime context, as atl knows it: the job, the node (the worker
+    pod: what NodeAffinitySchedulingStrategy takes), the actor this process
+    hosts, the GPUs it sees. Ray's ids that atl has no counterpart for
+    (task ids, a node's hex id) are atl's own names."""
+
+    def get_job_id(self) -> str:
+        return os.environ.get("ATL_JOB_ID") or job_info()["job_id"]
+
+    def get_node_id(self) -> str | None:
+        """The pod this process runs on (None: the driver's own, not a worker)."""
+        return os.environ.get("ATL_POD_NAME") or None
+
+    def get_actor_name(self) -> str | None:
+        from . import _worker
+        return _worker.hosted_actor
+
+    def get_actor_id(self) -> str | None:
+        return self.get_actor_name()
+
+    def get_task_id(self) -> str | None:
+        return os.environ.get("ATL_TASK_ID") or None
+
+    def get_worker_id(self) -> str:
+        return str(os.getpid())
+
+    def get_accelerator_ids(self) -> dict:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return {"GPU": [g for g in visible.split(",") if g]}
+
+    def get_gpu_ids(self) -> list:
+        return self.get_accelerator_ids()["GPU"]
+
+    @property
+    def namespace(self) -> str:
+        return ""  # atl's actor names are the job's
+
+    @property
+    def was_current_actor_reconstructed(self) -> bool:
+        return False  # an actor that died is gone here (max_restarts is refused)
+
+
+def get_runtime_context() -> RuntimeContext:
+    """As Ray's ray.get_runtime_context()."""
+    return RuntimeContext()
+
+
+def get_gpu_ids() -> list:
+    """The GPUs this process sees (CUDA_VISIBLE_DEVICES), as Ray's."""
+    return RuntimeContext().get_gpu_ids()
 
 
 def _sum(kind):
@@ -310,6 +372,7 @@ def cancel(ref: ObjectRef) -> None:
     if not isinstance(ref, ObjectRef):
         raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
     source = ref._source
+    source.user_cancelled = True  # its get says so (TaskCancelledError)
     if getattr(source, "inner", None) is not None or hasattr(source, "cancelled"):
         source.cancelled = True
         inner = getattr(source, "inner", None)
@@ -392,4 +455,4 @@ from ._placement import (PlacementGroup, _removals, placement_group,  # noqa: E4
                          remove_placement_group)
 from ._remote import RemoteFunction, _python_path  # noqa: E402
 from ._actors import (ActorClass, ActorHandle, ActorHost, _kill_owned_actors,  # noqa: E402,F401
-                      get_actor, host_actor, kill, list_actors)
+                      get_actor, host_actor, kill, list_actors, method)

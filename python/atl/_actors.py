@@ -60,15 +60,21 @@ def list_actors() -> list[dict]:
 
 
 class _Method:
-    def __init__(self, actor, name):
+    def __init__(self, actor, name, options=None):
         self._actor = actor
         self._name = name
+        self._options = options  # .options(...)'s, over the method's @atl.method ones
+
+    def options(self, **options):
+        """This call's options: num_returns, as @atl.method takes."""
+        return _Method(self._actor, self._name,
+                       dict(self._options or {}, **_method_options(options, self._name)))
 
     def remote(self, *args, **kwargs):
         """A ref to the method's value; refs among the arguments: sent once
         their values are there."""
         actor, method = self._actor, self._name
-        label = f"{actor.name}.{method}"
+        label = f"{actor._actor_name}.{method}"
         waiting = _refs.pending((args, kwargs))
 
         def call():
@@ -79,14 +85,59 @@ class _Method:
                 return actor._call(body, label)
             finally:
                 body.release()
-        return ActorRef(label, _refs._Call(_pool().submit(call)))
+        ref = ActorRef(label, _refs._Call(actor._sender().submit(call)))
+        o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
+        parts = o.get("num_returns", 1)
+        return ref._parts(parts) if parts != 1 else ref
+
+
+def _method_options(options, name):
+    """@atl.method's (and a method's .options()) checked: num_returns, as
+    Ray's; Ray's others refused by name."""
+    out = {}
+    for key, value in options.items():
+        if key == "num_returns":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise TypeError(f"method {name}: num_returns={value!r}: expected a whole "
+                                f"number >= 1 (the values it returns, one ref each)")
+            out[key] = value
+        else:
+            raise TypeError(f"method {name}: option {key!r} is not supported: atl's actor "
+                            f"methods take num_returns; {_options.RAY_MODE}")
+    return out
+
+
+def method(*args, **options):
+    """@atl.method(num_returns=n) on an actor class's method, as Ray's
+    @ray.method: its calls return n refs, one per value."""
+    def wrap(fn):
+        fn.__atl_method_options__ = _method_options(options, getattr(fn, "__name__", "?"))
+        return fn
+    if len(args) == 1 and callable(args[0]) and not options:
+        return wrap(args[0])
+    if args:
+        raise TypeError("atl.method takes options by name: @atl.method(num_returns=2)")
+    return wrap
+
+
+def _method_table(cls):
+    """The class's public methods and their @atl.method options."""
+    table = {}
+    for n in dir(cls):
+        if n.startswith("__"):
+            continue
+        fn = getattr(cls, n, None)
+        if callable(fn):
+            table[n] = dict(getattr(fn, "__atl_method_options__", {}))
+    return table
 
 
 class ActorHandle:
     """A named actor: call(bytes) for any actor; for one started from an
     @atl.remote class, handle.method.remote(...) returns a ref for atl.get."""
 
-    def __init__(self, name, task=None, timeout=None, lanes=1):
+    def __init__(self, name, task=None, timeout=None, lanes=1, methods=None):
+        self._actor_name = name
         self.name = name
         self._task = task
         self._timeout = timeout  # a method call's; None: none (a hung host fails it anyway)
@@ -94,10 +145,27 @@ class ActorHandle:
         self._turn = 0
         self._direct = None  # its process's object server, once asked (False: none)
         self._connecting = None  # the thread opening the first connection there
+        self._calls = None  # this caller's calls to it, in order (a _Sender, made at the first)
+        # Its class's methods and their @atl.method options (None: a
+        # host_actor's, or unknown): a method named as the handle's own
+        # `call` or `name` is the method, as in Ray.
+        self._know(methods)
+
+    def _know(self, methods):
+        self._methods = methods
+        for own in ("call", "name"):
+            if methods is not None and own in methods:
+                self.__dict__[own] = _Method(self, own)
+
+    def _sender(self):
+        with _sender_lock:
+            if self._calls is None:
+                self._calls = _Sender(min(self._lanes, MAX_CALLS_AT_ONCE), self._actor_name)
+            return self._calls
 
     def call(self, data: bytes, timeout: float | None = 30) -> bytes:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
-        return _c().actor_call(self.name, bytes(data), _call_ms(timeout))
+        return _c().actor_call(self._actor_name, bytes(data), _call_ms(timeout))
 
     def _call(self, body, label):
         """A method call (body: method, args, kwargs) and its value."""
@@ -105,18 +173,18 @@ class ActorHandle:
         where = self._direct_address()
         if where:
             try:
-                reply = _objects.call_direct(where, self.name, request, self._alive)
+                reply = _objects.call_direct(where, self._actor_name, request, self._alive)
                 return _refs.outcome_value(pickle.loads(reply), label)
             except _objects.ObjectLostError as e:
                 if not self._alive():
-                    raise ActorDiedError(f"{label}: the actor {self.name!r} died: {e}") from None
+                    raise ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}") from None
                 # Alive, but not reachable straight (a network that lets
                 # only the control plane through): through the supervisor.
                 self._direct = False
         lane = self._turn % self._lanes
         self._turn += 1
         try:
-            reply = _c().actor_call(self.name if lane == 0 else f"{self.name}~{lane}", request,
+            reply = _c().actor_call(self._actor_name if lane == 0 else f"{self._actor_name}~{lane}", request,
                                     _call_ms(self._timeout))
         except GetTimeoutError:
             raise
@@ -124,7 +192,7 @@ class ActorHandle:
             # Its host died under the call (FAILED), or it is gone already
             # (a handle to it is no longer in the directory: "no actor named").
             if e.code == FAILED or (isinstance(e, UsageError) and "no actor named" in str(e)):
-                raise ActorDiedError(f"{label}: the actor {self.name!r} died: {e}") from None
+                raise ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}") from None
             raise
         return _refs.outcome_value(pickle.loads(reply), label)
 
@@ -135,7 +203,7 @@ class ActorHandle:
         if self._direct is None:
             try:
                 reply = self.call(pickle.dumps(("where", None, None)), timeout=30)
-                where = _refs.outcome_value(pickle.loads(reply), f"{self.name}: where")
+                where = _refs.outcome_value(pickle.loads(reply), f"{self._actor_name}: where")
                 self._direct = where if isinstance(where, str) else False
             except Exception:
                 self._direct = False
@@ -152,7 +220,7 @@ class ActorHandle:
     def _alive(self):
         """The supervisor's word on the actor (its host's heartbeats)."""
         try:
-            return self.name in _c_actor_names()
+            return self._actor_name in _c_actor_names()
         except AtlError:
             return False
 
@@ -161,8 +229,14 @@ class ActorHandle:
             raise AttributeError(method)
         return _Method(self, method)
 
+    def __reduce__(self):
+        # Passed to a task or another actor: the name and how to call it
+        # (not this caller's connections and queue; the receiver's calls
+        # are a caller of their own, and kill it by asking it to end).
+        return (ActorHandle, (self._actor_name, None, self._timeout, self._lanes, self._methods))
+
     def __repr__(self):
-        return f"ActorHandle({self.name!r})"
+        return f"ActorHandle({self._actor_name!r})"
 
 
 _started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
@@ -222,24 +296,69 @@ def kill(actor: ActorHandle) -> None:
         except AtlError as e:
             if not (e.code == FAILED or "no actor named" in str(e)):
                 raise  # (FAILED: it died as it answered, as asked)
-        _started.pop(actor.name, None)
+        _started.pop(actor._actor_name, None)
         return
     actor._task.kill()
-    _started.pop(actor.name, None)
-    _owned_actors.pop(actor.name, None)
+    _started.pop(actor._actor_name, None)
+    _owned_actors.pop(actor._actor_name, None)
 
 
-_executor = None
-_executor_lock = threading.Lock()  # not _lock: the warm pool's threads come here
+_sender_lock = threading.Lock()  # not _lock: the warm pool's threads come here
 
 
-def _pool():
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="atl-call")
-        return _executor
+class _Sender:
+    """One caller's calls to one actor, started in the order they were made
+    (Ray's guarantee for a caller's calls to an actor): a queue drained by at
+    most `width` threads at once. Width 1 (an actor with max_concurrency 1)
+    runs each call once the one before it has ended, so the actor sees them
+    in order; a threaded or async actor's calls start in order and run
+    together, as Ray's. The threads are daemons, started when calls come and
+    ended when none are left: a driver that ends with a call still running
+    exits (with its own code) instead of waiting on it."""
+
+    def __init__(self, width, name):
+        import collections
+        self._width = max(1, width)
+        self._name = name
+        self._lock = threading.Lock()
+        self._queue = collections.deque()
+        self._running = 0
+
+    def submit(self, fn):
+        future = _refs.new_future()
+        with self._lock:
+            self._queue.append((fn, future))
+            if self._running < self._width:
+                self._running += 1
+                threading.Thread(target=self._drain, daemon=True,
+                                 name=f"atl-call-{self._name}"[:60]).start()
+        return future
+
+    def _drain(self):
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._running -= 1
+                    return
+                fn, future = self._queue.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as e:
+                future.set_exception(e)
+
+
+ASYNC_CONCURRENCY = 1000
+# Calls one caller has under way to one actor at most: each a thread here and
+# a connection to the actor's process (which serves 128 from one address).
+MAX_CALLS_AT_ONCE = 100
+
+
+def _is_async(cls):
+    import inspect
+    return any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in dir(cls)
+               if not n.startswith("__"))
 
 
 class ActorClass:
@@ -276,7 +395,9 @@ class ActorClass:
             _check_feasible(o, label)
         for ref in _refs.pending((args, kwargs)):
             ref._get(None)
-        lanes = o.get("max_concurrency", 1)
+        # An async actor (an `async def` method) takes Ray's default of 1000
+        # calls at once; any other, one at a time.
+        lanes = o.get("max_concurrency") or (ASYNC_CONCURRENCY if _is_async(self._cls) else 1)
         if self._desc is None:
             self._desc = _serialize.encode_class(self._cls)
         body = _refs.Body((self._desc, args, kwargs, name, lanes), label)
@@ -285,7 +406,7 @@ class ActorClass:
             if o.get("demand") and not o.get("placement_group"):
                 # Its own reservation, for as long as it lives.
                 group = _reserve(o["demand"], None, label, o.get("start_timeout", 60))
-            handle = self._start(o, name, body, group)
+            handle = self._start(o, name, body, group, lanes)
         except BaseException:
             if group is not None:
                 _remove_quietly(group)
@@ -293,6 +414,7 @@ class ActorClass:
         finally:
             body.release()
         handle._lanes = lanes
+        handle._know(_method_table(self._cls))
         if group is not None:
             threading.Thread(target=_remove_when_ends, args=(handle._task, group),
                              daemon=True, name="atl-actor-group").start()
@@ -300,9 +422,9 @@ class ActorClass:
             _owned_actors[name] = handle._task
         return handle
 
-    def _start(self, o, name, body, group):
+    def _start(self, o, name, body, group, lanes):
         # A detached actor outlives this driver, so not one of its warm processes.
-        warm = not (_placed(o) or o.get("detached") or o.get("max_concurrency"))
+        warm = not (_placed(o) or o.get("detached") or lanes > 1)
         pool = _warm_pool() if warm else None
         worker = pool.take_idle() if pool is not None else None
         if worker is not None:

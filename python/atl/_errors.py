@@ -64,6 +64,10 @@ def task_error(message, outcome):
         return err
 
 
+class TaskCancelledError(RemoteError):
+    """A call atl.cancel stopped, read with atl.get: as Ray's."""
+
+
 class ActorDiedError(RemoteError):
     """The actor's process ended (killed, or its pod was lost): a call to it
     fails with this, as Ray's ActorDiedError."""
@@ -81,16 +85,14 @@ _MAX_EXCEPTION = 64 * 1024
 def error_outcome(e, text=None):
     """("err", type name, traceback, the exception pickled or None): the
     caller raises it as its own type (TaskError and the original class).
-    cloudpickle where the image has it (a class defined in the driver's
+    cloudpickle (atl._cloud: the image's or atl's own) where it serves (a class defined in the driver's
     __main__ travels by value), else pickle; an exception that does not
     pickle goes as its name and traceback only."""
     import traceback
     pickled = None
     try:
-        try:
-            import cloudpickle as dumper
-        except ImportError:
-            dumper = pickle
+        from . import _cloud
+        dumper = _cloud.cloudpickle() or pickle
         # Its class, args and attributes, not the instance: unpickling an
         # instance calls its __init__ with its args, which fails for a class
         # whose __init__ takes other arguments than it passes to Exception.

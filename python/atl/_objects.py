@@ -40,22 +40,17 @@ import struct
 import threading
 import weakref
 
+from . import _cloud
+
 # ssl and cloudpickle are imported on first use: `import atl` stays quick
 # for a driver that never sends an object (a connect is ~30 ms in all).
 ssl = None
-_cloudpickle = False  # not looked for yet; None: the image has none
 
 
 def _pickler():
-    """cloudpickle's pickler where the image has it, else pickle's."""
-    global _cloudpickle
-    if _cloudpickle is False:
-        try:
-            import cloudpickle
-            _cloudpickle = cloudpickle
-        except ImportError:  # pickle (and atl._serialize for functions)
-            _cloudpickle = None
-    return _cloudpickle.CloudPickler if _cloudpickle else pickle.Pickler
+    """cloudpickle's pickler (see atl._cloud), else pickle's."""
+    module = _cloud.cloudpickle()
+    return module.CloudPickler if module else pickle.Pickler
 
 
 def _ssl():

@@ -41,8 +41,10 @@ _RESOURCES_WHY = ("atl reserves CPU, GPU, memory and custom resources (num_cpus,
                   "memory, resources) or a placement group; for this, " + RAY_MODE)
 
 
-# An actor's calls at once (max_concurrency): each a thread of the library in its process.
-MAX_CONCURRENCY = 64
+# An actor's calls at once (max_concurrency): each a thread in its process
+# (an async actor's wait there for its event loop); Ray's default for an
+# async actor is 1000.
+MAX_CONCURRENCY = 1000
 
 
 def _amount(what, name, value):
@@ -132,8 +134,12 @@ def _strategy(what, value, out):
     """scheduling_strategy: "DEFAULT" (or None) as atl does anyway; "SPREAD":
     each call on the next worker pod in turn; a PlacementGroupSchedulingStrategy:
     that group's bundle (index -1: its bundles in turn)."""
-    from .util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    from .util.scheduling_strategies import (NodeAffinitySchedulingStrategy,
+                                             PlacementGroupSchedulingStrategy)
     if value is None or value == "DEFAULT":
+        return
+    if isinstance(value, NodeAffinitySchedulingStrategy):
+        out["pod"] = value.node_id
         return
     if value == "SPREAD":
         out["spread"] = True
@@ -143,9 +149,9 @@ def _strategy(what, value, out):
         index = value.placement_group_bundle_index
         out["placement_group_bundle_index"] = None if index == -1 else index
         return
-    raise _refuse(what, f"scheduling_strategy={value!r}", "atl takes \"DEFAULT\", \"SPREAD\" "
-                  "and atl.util.scheduling_strategies.PlacementGroupSchedulingStrategy; "
-                  + RAY_MODE)
+    raise _refuse(what, f"scheduling_strategy={value!r}", "atl takes \"DEFAULT\", \"SPREAD\", "
+                  "and atl.util.scheduling_strategies' PlacementGroupSchedulingStrategy and "
+                  "NodeAffinitySchedulingStrategy; " + RAY_MODE)
 
 
 def check(options, what, actor):

@@ -58,8 +58,17 @@ class ObjectRef:
         return self._source.done()
 
     def _get(self, timeout):
-        """Its value; GetTimeoutError when not there after `timeout` s (None: no limit)."""
-        return self._pick(self._source.value(self._name, timeout))
+        """Its value; GetTimeoutError when not there after `timeout` s (None: no limit);
+        TaskCancelledError for a call atl.cancel stopped."""
+        try:
+            return self._pick(self._source.value(self._name, timeout))
+        except GetTimeoutError:
+            raise
+        except Exception as e:
+            if getattr(self._source, "user_cancelled", False):
+                raise _errors.TaskCancelledError(f"{self._name}: cancelled (atl.cancel): {e}") \
+                    from None
+            raise
 
     def __reduce__(self):
         owner, oid, inline = self._source.wire(self._part, self._pick, self._name)

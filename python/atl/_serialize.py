@@ -5,13 +5,16 @@ functions of the script by value too), defaults and closure. Functions of
 importable modules travel by reference, as pickle does.
 
 cloudpickle does all this and more (a class defined inside a function, say):
-where the image has it, functions and classes go through it; this module's
-own encoding is the fallback for images without it."""
+where it serves (atl._cloud: the image's, else the copy atl ships), functions
+and classes go through it; this module's own encoding is the fallback for a
+Python neither serves."""
 import builtins
 import marshal
 import pickle
 import sys
 import types
+
+from . import _cloud
 
 _MAX_DEPTH = 32
 
@@ -55,18 +58,8 @@ def _encode(value, root, depth):
                         "importable module or pass it as an argument") from None
 
 
-_cloudpickle = False  # looked for on first use (see atl._objects); None: the image has none
-
-
 def _has_cloudpickle():
-    global _cloudpickle
-    if _cloudpickle is False:
-        try:
-            import cloudpickle
-            _cloudpickle = cloudpickle
-        except ImportError:
-            _cloudpickle = None
-    return _cloudpickle is not None
+    return _cloud.cloudpickle() is not None
 
 
 def encode_function(f, depth=0):
@@ -107,7 +100,7 @@ def _decode(spec, fn):
 
 def _by_cloudpickle(obj, what):
     try:
-        return ("cloudpickle", _cloudpickle.dumps(obj))
+        return ("cloudpickle", _cloud.cloudpickle().dumps(obj))
     except Exception as e:
         raise TypeError(f"atl.remote: cannot send {what} {getattr(obj, '__name__', obj)!r} to a "
                         f"worker ({e}); define it in an importable module or pass what it "

@@ -42,14 +42,40 @@ def _ok(value):
     return pickle.dumps(("ok", _objects.inline(_objects.dumps(value))))
 
 
+hosted_actor = None  # the actor this process hosts (atl.get_runtime_context().get_actor_name())
+
+
 def _actor_handler(instance, name, lanes):
     """Each call: pickle(("call", body, result_to)), body (method, args, kwargs)
     -> pickle(outcome), at most `lanes` at once (max_concurrency), whether it
     came through the supervisor or straight to this process's object server;
     ("where", ...): that server's address, for callers to come straight;
     ("exit", ...): the process ends (SIGTERM)."""
+    import inspect
     import threading
+    global hosted_actor
+    hosted_actor = name
     gate = threading.BoundedSemaphore(lanes)
+    loop = []  # an async actor's event loop, on a thread of its own, made at its first call
+    loop_lock = threading.Lock()
+
+    def event_loop():
+        with loop_lock:
+            if not loop:
+                import asyncio
+                loop.append(asyncio.new_event_loop())
+                threading.Thread(target=loop[0].run_forever, daemon=True,
+                                 name="atl-actor-loop").start()
+            return loop[0]
+
+    def invoke(fn, args, kwargs):
+        if not inspect.iscoroutinefunction(fn):
+            return _call(fn, args, kwargs)
+        # async def: on the actor's one event loop, as Ray's async actors, so
+        # its calls interleave at their awaits (this thread waits for it).
+        import asyncio
+        args, kwargs = _refs.resolve(args, kwargs)
+        return asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), event_loop()).result()
 
     def handle(request):
         kind, body, result_to = pickle.loads(request)
@@ -62,7 +88,7 @@ def _actor_handler(instance, name, lanes):
 
         def run():
             method, margs, mkwargs = _refs.unpack(body)
-            return _call(getattr(instance, method), margs, mkwargs)
+            return invoke(getattr(instance, method), margs, mkwargs)
         with gate:
             return pickle.dumps(_refs.outcome_of(run, result_to))
     return handle
@@ -99,11 +125,19 @@ def host_actor():
     return 0
 
 
+# Names an actor takes calls under through the supervisor, at most: calls go
+# there only until the caller's straight connection is up (or where it cannot
+# be), and each name is a thread of the library.
+MAX_NAMES = 16
+
+
 def host_lanes(atl, name, lanes, handler):
-    """The actor under `name` and, for max_concurrency=n, n-1 more names
-    (name~1..): each is hosted on a thread of its own, so n calls run at once.
-    The main name last: once it is listed, every lane takes calls."""
-    return [atl.host_actor(f"{name}~{k}", handler) for k in range(1, lanes)] + \
+    """The actor under `name` and, for max_concurrency=n, up to n-1 more
+    names (name~1..; MAX_NAMES in all): each is hosted on a thread of its
+    own, so that many calls run at once through the supervisor (straight to
+    the process, n at once). The main name last: once it is listed, every
+    lane takes calls."""
+    return [atl.host_actor(f"{name}~{k}", handler) for k in range(1, min(lanes, MAX_NAMES))] + \
         [atl.host_actor(name, handler)]
 
 

@@ -1,4 +1,7 @@
 """Ray's `ray.util` names that atl has, so `from ray.util import ...` ports
-as `from atl.util import ...`: placement groups, and the scheduling
-strategies in atl.util.scheduling_strategies."""
-from .. import PlacementGroup, placement_group, remove_placement_group  # noqa: F401
+as `from atl.util import ...`: placement groups (also as the module
+atl.util.placement_group), ActorPool, the queue (atl.util.queue), and the
+scheduling strategies in atl.util.scheduling_strategies."""
+from .placement_group import PlacementGroup, placement_group, remove_placement_group  # noqa: F401
+from .actor_pool import ActorPool  # noqa: F401
+from . import queue  # noqa: F401

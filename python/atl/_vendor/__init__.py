@@ -1,0 +1,1 @@
+"""Third-party code atl ships (each with its licence)."""

@@ -1,0 +1,6 @@
+"""Ray's `ray.util.placement_group` module path: `from
+ray.util.placement_group import placement_group` ports unchanged but for
+the package's name."""
+from .. import PlacementGroup, placement_group, remove_placement_group  # noqa: F401
+
+__all__ = ["PlacementGroup", "placement_group", "remove_placement_group"]

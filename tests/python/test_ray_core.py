@@ -1,0 +1,322 @@
+"""Ray Core's guarantees under `import atl as ray`, each a program written as
+Ray's docs write them (no ray.init(): the first use connects), run as its own
+driver process in a Python that has only the standard library (a bare venv:
+no cloudpickle, no numpy, as Ray's own venv has no top-level cloudpickle):
+a caller's actor calls in order, a driver ending mid-call exits with its own
+code, async actors' calls interleaved at their awaits, tasks and actors
+started from tasks and actors five levels down, a script's classes, lambdas
+and exceptions sent and raised. Live cluster."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import ROOT, Cluster
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A venv's python without pip or the system's packages."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = str(venv / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import cloudpickle"], capture_output=True)
+    assert probe.returncode != 0, "the bare venv sees a cloudpickle: the test would prove nothing"
+    return python
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster(2)
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        yield c
+    finally:
+        c.stop()
+
+
+def run_program(cluster, python, tmp_path, source, timeout=300):
+    """`source` as a driver script of its own; (returncode, stdout, stderr, seconds)."""
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent(source))
+    env = dict(cluster.env, ATL_ADDRESS=cluster.address, ATL_TLS_DIR=cluster.tls,
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    start = time.monotonic()
+    r = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=timeout,
+                       env=env, cwd=str(tmp_path))
+    return r.returncode, r.stdout, r.stderr, time.monotonic() - start
+
+
+def test_a_callers_actor_calls_run_in_the_order_it_made_them(cluster, bare_python, tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import atl as ray
+
+        @ray.remote
+        class Counter:
+            def __init__(self):
+                self.seen = []
+
+            def add(self, i):
+                self.seen.append(i)
+
+            def get(self):
+                return self.seen
+
+        c = Counter.remote()
+        for i in range(10000):
+            c.add.remote(i)
+        seen = ray.get(c.get.remote())
+        print("calls", len(seen), "in order", seen == list(range(10000)))
+    """)
+    assert rc == 0, (out, err)
+    assert "calls 10000 in order True" in out, (out, err)
+
+
+def test_a_driver_ending_while_an_actor_call_runs_exits_at_once_with_its_code(
+        cluster, bare_python, tmp_path):
+    rc, out, err, seconds = run_program(cluster, bare_python, tmp_path, """
+        import sys
+        import time
+        import atl as ray
+
+        @ray.remote
+        class Sleeper:
+            def forever(self):
+                time.sleep(3600)
+
+            def ping(self):
+                return "pong"
+
+        a = Sleeper.remote()
+        print(ray.get(a.ping.remote()), flush=True)
+        a.forever.remote()
+        time.sleep(0.5)  # the call is under way
+        print("end", time.monotonic(), flush=True)
+        sys.exit(3)
+    """, timeout=120)
+    assert rc == 3, (rc, out, err)
+    assert "pong" in out, (out, err)
+    ended_at = float(out.split("end ")[1].split()[0])
+    # From its last line to its exit (its actor killed on the way out).
+    assert time.monotonic() - ended_at < 2 + 1, (out, err)
+
+
+def test_async_actor_calls_interleave_at_their_awaits(cluster, bare_python, tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import asyncio
+        import time
+        import atl as ray
+
+        @ray.remote
+        class AsyncActor:
+            def __init__(self):
+                self.running = 0
+                self.most = 0
+
+            async def nap(self, i):
+                self.running += 1
+                self.most = max(self.most, self.running)
+                await asyncio.sleep(1)
+                self.running -= 1
+                return i
+
+            async def most_at_once(self):
+                return self.most
+
+        a = AsyncActor.remote()
+        ray.get(a.most_at_once.remote())
+        start = time.monotonic()
+        values = ray.get([a.nap.remote(i) for i in range(100)])
+        took = time.monotonic() - start
+        print("values", values == list(range(100)), "at once", ray.get(a.most_at_once.remote()),
+              "took", round(took, 1))
+    """)
+    assert rc == 0, (out, err)
+    assert "values True" in out, (out, err)
+    at_once = int(out.split("at once ")[1].split()[0])
+    took = float(out.split("took ")[1].split()[0])
+    assert at_once == 100, out  # every await was under way at once
+    assert took < 30, out  # not 100 one after another
+
+
+def test_tasks_and_actors_start_tasks_and_actors_five_levels_down(cluster, bare_python,
+                                                                 tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import atl as ray
+
+        @ray.remote
+        class Node:
+            def __init__(self, depth):
+                self.depth = depth
+
+            def below(self):
+                return ray.get(level.remote(self.depth - 1))
+
+        @ray.remote
+        def level(depth):
+            if depth == 0:
+                return ["leaf"]
+            if depth % 2:
+                # An actor started from a task, called from it.
+                return ["actor"] + ray.get(Node.remote(depth).below.remote())
+            return ["task"] + ray.get(level.remote(depth - 1))
+
+        print(ray.get(level.remote(5), timeout=240))
+    """)
+    assert rc == 0, (out, err)
+    assert "['actor', 'task', 'actor', 'task', 'actor', 'leaf']" in out, (out, err)
+
+
+def test_a_scripts_classes_lambdas_and_exceptions_travel_without_cloudpickle_installed(
+        cluster, bare_python, tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import threading
+        import atl as ray
+
+        lock = threading.Lock()  # a global the class's own attribute shares a name with
+
+        class Point:
+            def __init__(self, x):
+                self.x = x
+
+        class MyError(Exception):
+            pass
+
+        @ray.remote
+        def double(p):
+            return Point(p.x * 2)
+
+        @ray.remote
+        def apply(f, v):
+            return f(v)
+
+        @ray.remote
+        def fail(why):
+            raise MyError(why)
+
+        @ray.remote
+        class Guarded:
+            def __init__(self):
+                self.lock = threading.Lock()
+                self.n = 0
+
+            def bump(self):
+                with self.lock:
+                    self.n += 1
+                    return self.n
+
+        p = ray.get(double.remote(Point(3)))
+        print("point", type(p).__name__, p.x)
+        print("lambda", ray.get(apply.remote(lambda v: v + 1, 41)))
+        try:
+            ray.get(fail.remote("as meant"))
+        except MyError as e:
+            print("caught", type(e).__name__, "as meant" in str(e))
+        g = Guarded.remote()
+        print("guarded", ray.get([g.bump.remote() for _ in range(3)]))
+    """)
+    assert rc == 0, (out, err)
+    assert "point Point 6" in out, (out, err)
+    assert "lambda 42" in out, (out, err)
+    assert "caught TaskError(MyError) True" in out, (out, err)  # as Ray's RayTaskError(MyError)
+    assert "guarded [1, 2, 3]" in out, (out, err)
+
+
+def test_rays_api_surface_as_its_docs_use_it(cluster, bare_python, tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import time
+        import atl as ray
+        from atl.exceptions import GetTimeoutError, RayTaskError, TaskCancelledError
+        from atl.util import ActorPool
+        from atl.util.placement_group import placement_group, remove_placement_group
+        from atl.util.queue import Empty, Queue
+        from atl.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        @ray.remote
+        class Worker:
+            @ray.method(num_returns=2)
+            def pair(self, v):
+                return v, v * 10
+
+            def double(self, v):
+                return 2 * v
+
+            def name(self):  # as the handle's own attribute is called
+                return "a method named name"
+
+            def call(self):
+                return "a method named call"
+
+        w = Worker.remote()
+        a, b = w.pair.remote(4)
+        print("pair", ray.get([a, b]))
+        print("names", ray.get(w.name.remote()), "/", ray.get(w.call.remote()))
+
+        pool = ActorPool([Worker.remote(), Worker.remote()])
+        print("pool", list(pool.map(lambda actor, v: actor.double.remote(v), [1, 2, 3, 4])))
+        print("unordered", sorted(pool.map_unordered(lambda a, v: a.double.remote(v), [5, 6])))
+
+        q = Queue(maxsize=10)
+
+        @ray.remote
+        def produce(queue, n):
+            for i in range(n):
+                queue.put(i)
+            return n
+
+        ray.get(produce.remote(q, 5))
+        print("queue", [q.get(timeout=10) for _ in range(5)])
+        try:
+            q.get(timeout=0.2)
+        except Empty:
+            print("queue empty")
+
+        @ray.remote
+        def where():
+            return ray.get_runtime_context().get_node_id()
+
+        node = ray.get(where.remote())
+        on = [ray.get(where.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            node_id=node, soft=False)).remote()) for _ in range(4)]
+        print("affinity", set(on) == {node})
+
+        pg = placement_group([{"CPU": 1}])
+        ray.get(pg.ready(), timeout=60)
+        remove_placement_group(pg)
+        print("placement group ready")
+
+        @ray.remote
+        def fails():
+            raise ValueError("bad value")
+
+        try:
+            ray.get(fails.remote())
+        except RayTaskError as e:
+            print("task error", isinstance(e, ValueError))
+
+        @ray.remote
+        def slow():
+            time.sleep(60)
+
+        try:
+            ray.get(slow.remote(), timeout=0.5)
+        except GetTimeoutError:
+            print("timed out")
+        ref = slow.remote()
+        time.sleep(0.5)
+        ray.cancel(ref)
+        try:
+            ray.get(ref, timeout=30)
+        except TaskCancelledError:
+            print("cancelled")
+    """)
+    assert rc == 0, (out, err)
+    for line in ("pair [4, 40]", "names a method named name / a method named call",
+                 "pool [2, 4, 6, 8]", "unordered [10, 12]", "queue [0, 1, 2, 3, 4]",
+                 "queue empty", "affinity True", "placement group ready", "task error True",
+                 "timed out", "cancelled"):
+        assert line in out, (line, out, err)
