@@ -19,7 +19,7 @@ from ._capi import FAILED, USAGE, AtlError, GetTimeoutError, UsageError
 from ._errors import ActorDiedError, RemoteError
 from ._placement import _check_feasible, _remove_quietly, _reserve
 from ._refs import ActorRef
-from ._remote import _placed, _python_path, _where
+from ._remote import _placed, _python_path, _warm_fits, _where
 
 
 class ActorHost:
@@ -424,9 +424,13 @@ class ActorClass:
 
     def _start(self, o, name, body, group, lanes):
         # A detached actor outlives this driver, so not one of its warm processes.
-        warm = not (_placed(o) or o.get("detached") or lanes > 1)
+        own = not (o.get("detached") or lanes > 1)
+        pod = None
+        if group is not None and own and _warm_fits(o):
+            pod = group.bundle_nodes[0]  # a warm process on its reservation's pod
+        warm = own and (not _placed(o) or pod is not None)
         pool = _warm_pool() if warm else None
-        worker = pool.take_idle() if pool is not None else None
+        worker = pool.take_idle(pod) if pool is not None else None
         if worker is not None:
             return self._become(pool, worker, name, body)
         payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")

@@ -22,6 +22,14 @@ def _placed(options):
                                         "demand"))
 
 
+def _warm_fits(options):
+    """Whether a call whose only place is its own reservation can run in a
+    warm process on the reservation's pod: not with GPUs (a fresh process
+    sees only its bundle's, by CUDA_VISIBLE_DEVICES)."""
+    return options.get("demand") and not options["demand"].get("GPU") and not any(
+        options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread"))
+
+
 def _system_failure(e):
     """A process that died, a pod that was lost: what max_retries reruns for."""
     return isinstance(e, AtlError) and not isinstance(
@@ -148,11 +156,20 @@ class RemoteFunction:
 
     def _submit(self, args, kwargs, group=None):
         o = self._options
-        pool = None if _placed(o) else _warm_pool()
+        pool, pod = None, None
+        if not _placed(o):
+            pool = _warm_pool()
+        elif group is not None and _warm_fits(o):
+            # Its own reservation (num_cpus=...): run in a warm process on the
+            # reservation's pod, as Ray's workers take such calls, not a new
+            # process each.
+            pool, pod = _warm_pool(), group.bundle_nodes[0]
+            if pool is not None and not pool.has_pod(pod):
+                pool = None
         body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
         result_to = _refs.result_slot()
         if pool is not None:
-            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__)
+            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__, pod)
             future.add_done_callback(lambda _: body.release())
             return ObjectRef(self.__name__, _refs._Call(future))
         payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")

@@ -45,10 +45,14 @@ class _Worker:
 
 
 class _Job:
-    __slots__ = ("request", "future", "label", "cancelled")
+    __slots__ = ("request", "future", "label", "cancelled", "pod")
 
-    def __init__(self, request, future, label):
+    def __init__(self, request, future, label, pod=None):
         self.request, self.future, self.label, self.cancelled = request, future, label, False
+        self.pod = pod  # the pod its process must be on (its reservation's), or None: any
+
+    def fits(self, worker):
+        return self.pod is None or self.pod == worker.pod
 
 
 def _kill(worker):
@@ -96,12 +100,18 @@ class WorkerPool:
         with self._lock:
             return len(self._idle)
 
-    def submit(self, request, label):
+    def has_pod(self, pod):
+        """Whether the pool keeps warm processes on `pod`."""
+        with self._lock:
+            return any(w.pod == pod for w in self._workers.values())
+
+    def submit(self, request, label, pod=None):
         """Runs pickle(("run", body, result_to)) on a warm process (see
-        atl._worker.pool_worker); a Future of its value."""
+        atl._worker.pool_worker), on `pod` when given (a call's reservation
+        is there); a Future of its value."""
         from concurrent.futures import Future
         future = Future()
-        job = _Job(request, future, label)
+        job = _Job(request, future, label, pod)
         with self._lock:
             if self._broken:
                 future.set_exception(self._error(label, self._broken))
@@ -128,13 +138,16 @@ class WorkerPool:
         task.kill()
         return True
 
-    def take_idle(self):
-        """An idle warm process, out of the pool for good (its replacement
-        starts now), or None when none is idle."""
+    def take_idle(self, pod=None):
+        """An idle warm process (on `pod` when given), out of the pool for
+        good (its replacement starts now), or None when none is idle."""
         with self._lock:
-            if self._broken or self._closed or not self._idle:
+            if self._broken or self._closed:
                 return None
-            worker = self._idle.popleft()
+            worker = next((w for w in self._idle if pod is None or w.pod == pod), None)
+            if worker is None:
+                return None
+            self._idle.remove(worker)
             worker.state = "taken"
             del self._workers[worker.name]
         self._replace(worker.pod)
@@ -185,6 +198,7 @@ class WorkerPool:
             with self._lock:
                 worker.state = "dead"
                 self._workers.pop(worker.name, None)
+                self._fail_orphans(pod)
             return
         with self._lock:
             worker.task = task
@@ -266,14 +280,38 @@ class WorkerPool:
         threading.Thread(target=self._start, args=(pod,), daemon=True,
                          name="atl-pool-start").start()
 
+    def _fail_orphans(self, pod):
+        """Calls waiting for `pod` when the pool has no process left there
+        (the pod was lost) fail (the lock is held)."""
+        if any(w.pod == pod for w in self._workers.values()):
+            return
+        for job in [j for j in self._queue if j.pod == pod]:
+            self._queue.remove(job)
+            job.future.set_exception(self._error(
+                job.label, f"no warm process is left on {pod}, where it was reserved (the pod "
+                           f"was lost)"))
+
+    def _next_job(self, worker):
+        """The first waiting call `worker` can take (the lock is held), taken
+        off the queue; None when none is (a cancelled one is dropped)."""
+        for job in self._queue:
+            if job.fits(worker):
+                self._queue.remove(job)
+                if job.future.set_running_or_notify_cancel():
+                    return job
+                return self._next_job(worker)
+        return None
+
     def _dispatch(self):
-        """Hands waiting calls to idle processes (the lock is held)."""
-        while self._queue and self._idle:
-            worker = self._idle.popleft()
-            job = self._queue.popleft()
-            if not job.future.set_running_or_notify_cancel():
-                self._idle.appendleft(worker)
+        """Hands waiting calls to idle processes that can take them, in the
+        calls' order (the lock is held)."""
+        for worker in list(self._idle):
+            if not self._queue:
+                return
+            job = self._next_job(worker)
+            if job is None:
                 continue
+            self._idle.remove(worker)
             worker.state = "busy"
             worker.job = job
             # A thread of its own per busy process (not the shared call pool: as
@@ -313,11 +351,8 @@ class WorkerPool:
                 worker.job = None
                 if worker.state != "busy":
                     return
-                while self._queue:
-                    job = self._queue.popleft()
-                    if job.future.set_running_or_notify_cancel():
-                        break
-                else:
+                job = self._next_job(worker)
+                if job is None:
                     worker.state = "idle"
                     self._idle.append(worker)
                     return

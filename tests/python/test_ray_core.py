@@ -320,3 +320,31 @@ def test_rays_api_surface_as_its_docs_use_it(cluster, bare_python, tmp_path):
                  "queue empty", "affinity True", "placement group ready", "task error True",
                  "timed out", "cancelled"):
         assert line in out, (line, out, err)
+
+
+def test_calls_with_their_own_reservation_run_in_warm_processes(cluster, bare_python, tmp_path):
+    # Ray's "limit running tasks" pattern: each call holds a CPU while it
+    # runs, in one of the workers Ray keeps, not a new process each (1,000
+    # such calls took over 180 s when each started its own).
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import os
+        import time
+        import atl as ray
+
+        @ray.remote(num_cpus=1)
+        def where(i):
+            return os.getpid()
+
+        total = ray.cluster_resources()["CPU"]
+        pids = ray.get([where.remote(i) for i in range(1000)])
+        deadline = time.monotonic() + 30
+        while ray.available_resources().get("CPU") != total and time.monotonic() < deadline:
+            time.sleep(0.1)
+        print("calls", len(pids), "processes", len(set(pids)),
+              "cpus back", ray.available_resources().get("CPU") == total)
+    """)
+    assert rc == 0, (out, err)
+    assert "calls 1000" in out and "cpus back True" in out, (out, err)
+    processes = int(out.split("processes ")[1].split()[0])
+    # The warm ones (a pod's CPUs each, here 2 pods): far fewer than 1,000.
+    assert processes <= 16, out
