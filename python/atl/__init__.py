@@ -43,7 +43,8 @@ from ._capi import (USAGE, AtlError, Client, GetTimeoutError, RefusedError, Unre
                     UsageError)
 from . import _objects, _options  # noqa: F401 (atl._objects: the object plane)
 from ._errors import ActorDiedError, OwnerDiedError, RemoteError, TaskCancelledError, TaskError
-from ._refs import ActorRef, ObjectRef, put  # noqa: F401 (the API's)
+from ._refs import (ActorRef, DynamicObjectRefGenerator, ObjectRef,  # noqa: F401 (the API's)
+                    ObjectRefGenerator, put)
 
 __all__ = ["progress", "init", "shutdown", "is_initialized", "job_info", "cluster_state", "nodes",
            "cluster_resources", "available_resources", "placement_group",
@@ -85,6 +86,7 @@ def _payload_env(prefix, payload):
 _client = None
 _lock = threading.Lock()
 _workers_per_node = None
+_cpu_limit = None  # ray.init(num_cpus=n)
 _warm = None  # the WorkerPool, once the first call needs it; False: none (cold calls)
 
 
@@ -110,14 +112,27 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     with no placement (default $ATL_WORKERS_PER_NODE, else the node's CPUs, at
     most 8; 0: a fresh process per call). Ray's other init() options are
     refused with a TypeError naming them (never ignored)."""
-    global _client, _workers_per_node
-    # Ray's options that mean the same here: calling init() again is a no-op.
+    global _client, _workers_per_node, _cpu_limit
+    # Ray's options that mean the same here: calling init() again is a no-op;
+    # Ray's own logging and dashboard settings (atl's logs and dashboard are
+    # the job's); num_cpus: what this driver's calls hold at once, at most
+    # (for a local Ray, the CPUs it has).
     ray_options.pop("ignore_reinit_error", None)
+    for cosmetic in ("logging_level", "logging_format", "configure_logging", "include_dashboard",
+                     "log_to_driver"):
+        ray_options.pop(cosmetic, None)
+    num_cpus = ray_options.pop("num_cpus", None)
+    if num_cpus is not None and (isinstance(num_cpus, bool) or num_cpus <= 0 or
+                                 not isinstance(num_cpus, (int, float))):
+        raise TypeError(f"atl.init: num_cpus={num_cpus!r}: expected a number > 0 (the CPUs "
+                        f"this driver's calls hold at once)")
+    if ray_options.get("num_gpus") == 0:
+        ray_options.pop("num_gpus")
     if ray_options:
         name = sorted(ray_options)[0]
         raise TypeError(f"atl.init: option {name!r} is not supported: atl.init takes address, "
-                        f"tls_dir, insecure and workers_per_node (the job's pods and their "
-                        f"resources are the cluster); {_options.RAY_MODE}")
+                        f"tls_dir, insecure, workers_per_node and num_cpus (the job's pods and "
+                        f"their resources are the cluster); {_options.RAY_MODE}")
     if workers_per_node is not None and (not isinstance(workers_per_node, int)
                                          or workers_per_node < 0):
         raise UsageError(2, f"workers_per_node={workers_per_node!r}: expected an int >= 0")
@@ -130,6 +145,7 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
         _client = Client(address, tls_dir, insecure)
         _objects.configure(address, tls_dir, insecure)
         _workers_per_node = per_node
+        _cpu_limit = num_cpus
         client = _client
     if per_node != 0:
         # Warm processes start now, in the background, as Ray's are up before
@@ -359,7 +375,8 @@ def _warm_pool():
                     _warm = False  # tasks (and so warm processes) are a driver-mode job's
                 else:
                     from ._workerpool import WorkerPool
-                    _warm = WorkerPool(sys.modules[__name__], per_node, _python_path())
+                    _warm = WorkerPool(sys.modules[__name__], per_node, _python_path(),
+                                       _cpu_limit)
             except AtlError:
                 return None  # no active worker yet, say: the next call tries again
         pool = _warm

@@ -87,8 +87,7 @@ class _Method:
                 body.release()
         ref = ActorRef(label, _refs._Call(actor._sender().submit(call)))
         o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
-        parts = o.get("num_returns", 1)
-        return ref._parts(parts) if parts != 1 else ref
+        return _refs.shaped(ref, o.get("num_returns"), o.get("generator", False))
 
 
 def _method_options(options, name):
@@ -97,6 +96,9 @@ def _method_options(options, name):
     out = {}
     for key, value in options.items():
         if key == "num_returns":
+            if value in ("streaming", "dynamic"):
+                out[key] = value
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise TypeError(f"method {name}: num_returns={value!r}: expected a whole "
                                 f"number >= 1 (the values it returns, one ref each)")
@@ -128,7 +130,10 @@ def _method_table(cls):
             continue
         fn = getattr(cls, n, None)
         if callable(fn):
+            import inspect
             table[n] = dict(getattr(fn, "__atl_method_options__", {}))
+            if inspect.isgeneratorfunction(fn):
+                table[n]["generator"] = True
     return table
 
 

@@ -176,7 +176,11 @@ def check(options, what, actor):
             _strategy(what, value, out)
         elif name == "num_returns" and not actor:
             # As Ray's: the task returns a sequence of that many values, one
-            # ObjectRef each.
+            # ObjectRef each; "streaming" (a generator's default): an
+            # ObjectRefGenerator; "dynamic": a ref of one.
+            if value in ("streaming", "dynamic"):
+                out["num_returns"] = value
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10000:
                 raise TypeError(f"{what}: num_returns={value!r}: expected a whole number from 1 "
                                 f"to 10000 (the task returns that many values)")

@@ -47,6 +47,15 @@ class ObjectRef:
     def _pick(self, value):
         if self._part is None:
             return value
+        if self._part[0] == "yield":
+            return Yielded.item(value, self._part[1], self._name)
+        if self._part[0] == "dynamic":
+            if not isinstance(value, Yielded):
+                raise TypeError(f"{self._name}: num_returns=\"dynamic\" on a function that "
+                                f"returned a {type(value).__name__}, not a generator")
+            return DynamicObjectRefGenerator(
+                [ObjectRef(f"{self._name}[{i}]", self._source, ("yield", i))
+                 for i in range(value.count())])
         i, n = self._part
         if not isinstance(value, (tuple, list)) or len(value) != n:
             got = len(value) if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
@@ -344,6 +353,99 @@ def resolve(args, kwargs):
 def result_slot():
     """Where a big result is pushed: this process's object server and a new oid."""
     return (_objects.address(), _objects.new_oid())
+
+
+class Yielded:
+    """What a generator (a remote function or actor method that yields)
+    yielded, gathered where it ran, and the error that ended it (an error
+    outcome) if one did: the caller's ObjectRefGenerator hands a ref per item,
+    and one more for the error, which its get raises (as Ray's)."""
+
+    def __init__(self, items, error=None):
+        self.items = items
+        self.error = error
+
+    @classmethod
+    def of(cls, generator):
+        items = []
+        try:
+            for item in generator:
+                items.append(item)
+        except BaseException as e:
+            return cls(items, _errors.error_outcome(e))
+        return cls(items)
+
+    def count(self):
+        return len(self.items) + (1 if self.error else 0)
+
+    def item(self, i, label):
+        if not isinstance(self, Yielded):
+            raise TypeError(f"{label}: the call returned a {type(self).__name__}, not a "
+                            f"generator's items")
+        if i < len(self.items):
+            return self.items[i]
+        return outcome_value(self.error, label)
+
+
+class ObjectRefGenerator:
+    """A generator call's refs, one per item it yielded, in order (Ray's
+    ObjectRefGenerator: `for ref in gen.remote(): atl.get(ref)`). The items
+    come once the generator has ended (it runs to its end where it runs);
+    an error it raised is the last ref's, raised by its get."""
+
+    def __init__(self, ref):
+        self._ref = ref
+        self._next = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        i = self._next
+        try:
+            count = self._ref._source.value(self._ref._name, None).count()
+        except Exception:
+            count = 1  # the call itself failed: one ref, whose get raises why
+        if i >= count:
+            raise StopIteration
+        self._next += 1
+        return ObjectRef(f"{self._ref._name}[{i}]", self._ref._source, ("yield", i))
+
+    def completed(self):
+        """A ref done when the generator has ended."""
+        return self._ref
+
+    def is_finished(self):
+        return self._ref._done()
+
+    def __repr__(self):
+        return f"ObjectRefGenerator({self._ref!r})"
+
+
+class DynamicObjectRefGenerator:
+    """The value of a num_returns="dynamic" call's ref: its items' refs."""
+
+    def __init__(self, refs):
+        self._refs = refs
+
+    def __iter__(self):
+        return iter(self._refs)
+
+    def __len__(self):
+        return len(self._refs)
+
+
+def shaped(ref, num_returns, generator):
+    """A call's ref as its caller gets it: num_returns=n: n refs; a
+    generator (or "streaming"): an ObjectRefGenerator; "dynamic": a ref whose
+    value is a DynamicObjectRefGenerator."""
+    if num_returns == "dynamic":
+        return type(ref)(ref._name, ref._source, ("dynamic", 0))
+    if num_returns == "streaming" or (num_returns is None and generator):
+        return ObjectRefGenerator(ref)
+    if isinstance(num_returns, int) and num_returns != 1:
+        return ref._parts(num_returns)
+    return ref
 
 
 def outcome_of(run, result_to):

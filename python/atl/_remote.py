@@ -3,6 +3,7 @@ process (no placement of its own) or as a task (a fresh process in its
 bundle, on its pod, in its own reservation), from the caller's thread or,
 when it waits for refs, a reservation or retries, from a thread of its own."""
 import base64
+import inspect
 import os
 import pickle
 import sys
@@ -114,8 +115,7 @@ class RemoteFunction:
             ref = self._in_background(waiting, args, kwargs)
         else:
             ref = self._submit(args, kwargs)
-        parts = o.get("num_returns")
-        return ref._parts(parts) if parts else ref
+        return _refs.shaped(ref, o.get("num_returns"), inspect.isgeneratorfunction(self._fn))
 
     def _in_background(self, waiting, args, kwargs):
         """The call from a thread of its own: after the refs it takes, in a
@@ -169,7 +169,9 @@ class RemoteFunction:
         body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
         result_to = _refs.result_slot()
         if pool is not None:
-            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__, pod)
+            cpus = (o.get("demand") or {}).get("CPU", 0 if o.get("demand") else 1)
+            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__, pod,
+                                 cpus)
             future.add_done_callback(lambda _: body.release())
             return ObjectRef(self.__name__, _refs._Call(future))
         payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")

@@ -9,6 +9,7 @@
 A call's arguments come inline or as an object of the caller's (atl._refs.Body);
 top-level ObjectRef arguments reach the function as their values."""
 import base64
+import inspect
 import os
 import pickle
 import sys
@@ -35,7 +36,10 @@ def _send_result(outcome):
 
 def _call(fn, args, kwargs):
     args, kwargs = _refs.resolve(args, kwargs)
-    return fn(*args, **kwargs)
+    value = fn(*args, **kwargs)
+    if inspect.isgenerator(value):  # a generator's items, for its caller's refs
+        return _refs.Yielded.of(value)
+    return value
 
 
 def _ok(value):

@@ -45,11 +45,12 @@ class _Worker:
 
 
 class _Job:
-    __slots__ = ("request", "future", "label", "cancelled", "pod")
+    __slots__ = ("request", "future", "label", "cancelled", "pod", "cpus")
 
-    def __init__(self, request, future, label, pod=None):
+    def __init__(self, request, future, label, pod=None, cpus=1.0):
         self.request, self.future, self.label, self.cancelled = request, future, label, False
         self.pod = pod  # the pod its process must be on (its reservation's), or None: any
+        self.cpus = cpus  # what it counts against the driver's num_cpus (Ray's default: 1)
 
     def fits(self, worker):
         return self.pod is None or self.pod == worker.pod
@@ -68,9 +69,12 @@ class WorkerPool:
     """The driver's warm processes. `atl` is the package module (its client,
     run() and host_actor()); `per_node` processes on each active worker pod."""
 
-    def __init__(self, atl, per_node, python_path):
+    def __init__(self, atl, per_node, python_path, cpu_limit=None):
         self._atl = atl
         self._per_node = per_node
+        # ray.init(num_cpus=n): the CPUs this driver's calls hold at once, at most.
+        self._cpu_limit = cpu_limit
+        self._running_cpus = 0.0
         self._python_path = python_path
         self._lock = threading.Lock()
         self._idle = collections.deque()
@@ -105,13 +109,13 @@ class WorkerPool:
         with self._lock:
             return any(w.pod == pod for w in self._workers.values())
 
-    def submit(self, request, label, pod=None):
+    def submit(self, request, label, pod=None, cpus=1.0):
         """Runs pickle(("run", body, result_to)) on a warm process (see
         atl._worker.pool_worker), on `pod` when given (a call's reservation
         is there); a Future of its value."""
         from concurrent.futures import Future
         future = Future()
-        job = _Job(request, future, label, pod)
+        job = _Job(request, future, label, pod, cpus)
         with self._lock:
             if self._broken:
                 future.set_exception(self._error(label, self._broken))
@@ -296,8 +300,12 @@ class WorkerPool:
         off the queue; None when none is (a cancelled one is dropped)."""
         for job in self._queue:
             if job.fits(worker):
+                if self._cpu_limit is not None and self._running_cpus > 0 and \
+                        self._running_cpus + job.cpus > self._cpu_limit:
+                    return None  # the driver's num_cpus are held: calls wait, in order
                 self._queue.remove(job)
                 if job.future.set_running_or_notify_cancel():
+                    self._running_cpus += job.cpus
                     return job
                 return self._next_job(worker)
         return None
@@ -329,6 +337,8 @@ class WorkerPool:
                 # The process died under it (or never answered): the call fails, the
                 # process is replaced.
                 _kill(worker)
+                with self._lock:
+                    self._running_cpus -= job.cpus
                 if job.cancelled:
                     job.future.set_exception(self._error(job.label, "cancelled"))
                 elif e.code == FAILED or isinstance(e, UsageError):
@@ -348,6 +358,7 @@ class WorkerPool:
                 except BaseException as e:  # what the function raised, with its type
                     job.future.set_exception(e)
             with self._lock:
+                self._running_cpus -= job.cpus
                 worker.job = None
                 if worker.state != "busy":
                     return
@@ -355,6 +366,7 @@ class WorkerPool:
                 if job is None:
                     worker.state = "idle"
                     self._idle.append(worker)
+                    self._dispatch()  # CPUs freed: another pod's waiting call may go
                     return
                 worker.job = job
 

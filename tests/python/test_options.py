@@ -144,7 +144,9 @@ def test_runtime_env_takes_env_vars_and_working_dir_only():
 
 
 def test_init_refuses_rays_options_by_name_before_connecting():
-    refused(lambda: atl.init(num_cpus=4), "atl.init: option 'num_cpus'", "--mode ray")
+    refused(lambda: atl.init(num_gpus=1), "atl.init: option 'num_gpus'", "--mode ray")
+    refused(lambda: atl.init(object_store_memory=10**9), "option 'object_store_memory'")
+    refused(lambda: atl.init(num_cpus=0), "num_cpus=0", "a number > 0")
     # ignore_reinit_error means what atl does anyway (init again: a no-op);
     # an option refused beside it is still named.
     refused(lambda: atl.init(namespace="x", ignore_reinit_error=True), "option 'namespace'")

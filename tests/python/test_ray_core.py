@@ -348,3 +348,71 @@ def test_calls_with_their_own_reservation_run_in_warm_processes(cluster, bare_py
     processes = int(out.split("processes ")[1].split()[0])
     # The warm ones (a pod's CPUs each, here 2 pods): far fewer than 1,000.
     assert processes <= 16, out
+
+
+def test_generators_hand_a_ref_per_item_and_the_error_last(cluster, bare_python, tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import atl as ray
+
+        @ray.remote
+        def count(n):
+            for i in range(n):
+                yield i * i
+
+        print("task", [ray.get(ref) for ref in count.remote(4)])
+
+        @ray.remote
+        def breaks():
+            yield "first"
+            raise ValueError("at the second")
+
+        gen = breaks.remote()
+        print("first", ray.get(next(gen)))
+        try:
+            ray.get(next(gen))
+        except ValueError as e:
+            print("second raised", "at the second" in str(e))
+        print("then", next(gen, "nothing more"))
+
+        @ray.remote(num_returns="dynamic")
+        def dynamic(n):
+            for i in range(n):
+                yield i
+
+        print("dynamic", [ray.get(r) for r in ray.get(dynamic.remote(3))])
+
+        @ray.remote
+        class Streamer:
+            def letters(self, word):
+                for c in word:
+                    yield c
+
+        s = Streamer.remote()
+        print("actor", "".join(ray.get(r) for r in s.letters.remote("atl")))
+    """)
+    assert rc == 0, (out, err)
+    for line in ("task [0, 1, 4, 9]", "first first", "second raised True", "then nothing more",
+                 "dynamic [0, 1, 2]", "actor atl"):
+        assert line in out, (line, out, err)
+
+
+def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_python,
+                                                                 tmp_path):
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import time
+        import atl as ray
+
+        ray.init(num_cpus=2, ignore_reinit_error=True, logging_level="ERROR")
+
+        @ray.remote
+        def span(i):
+            start = time.time()
+            time.sleep(0.3)
+            return start, time.time()
+
+        spans = ray.get([span.remote(i) for i in range(8)])
+        most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+        print("at once at most", most)
+    """)
+    assert rc == 0, (out, err)
+    assert "at once at most 2" in out, (out, err)
