@@ -177,6 +177,7 @@ def shutdown() -> None:
     global _client, _warm
     if _client is not None:
         _kill_owned_actors()
+        _remove_owned()
     with _lock:
         pool, _warm = _warm, None
     if pool:
@@ -242,8 +243,8 @@ class RuntimeContext:
         return os.environ.get("ATL_POD_NAME") or None
 
     def get_actor_name(self) -> str | None:
-        from . import _worker
-        return _worker.hosted_actor
+        from . import _actors
+        return _actors.hosted_actor
 
     def get_actor_id(self) -> str | None:
         return self.get_actor_name()
@@ -383,9 +384,11 @@ def _warm_pool():
     return pool if pool and not pool.broken else None
 
 
-def cancel(ref: ObjectRef) -> None:
+def cancel(ref: ObjectRef, *, force: bool = False, recursive: bool = True) -> None:
     """Stops a remote function call: a waiting one is dropped, a running one's
-    process killed (and not retried). atl.get(ref) then raises RemoteError."""
+    process killed (and not retried), with or without force= (Ray's force
+    kills the worker; atl always does). atl.get(ref) then raises
+    TaskCancelledError."""
     if not isinstance(ref, ObjectRef):
         raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
     source = ref._source
@@ -468,7 +471,8 @@ def wait(refs: Sequence[ObjectRef], num_returns: int = 1,
 
 
 # The API's other parts, in modules of their own (they use the core above).
-from ._placement import (PlacementGroup, _removals, placement_group,  # noqa: E402,F401
+from ._placement import (PlacementGroup, _remove_owned, _removals,  # noqa: E402,F401
+                         placement_group,
                          remove_placement_group)
 from ._remote import RemoteFunction, _python_path  # noqa: E402
 from ._actors import (ActorClass, ActorHandle, ActorHost, _kill_owned_actors,  # noqa: E402,F401

@@ -17,7 +17,7 @@ from . import _objects, _options, _refs, _serialize
 from . import _FOREVER_MS, _c, _ms, _payload_env, _warm_pool, run
 from ._capi import FAILED, USAGE, AtlError, GetTimeoutError, UsageError
 from ._errors import ActorDiedError, RemoteError
-from ._placement import _check_feasible, _remove_quietly, _reserve
+from ._placement import _check_feasible, _disown, _remove_quietly, _reserve
 from ._refs import ActorRef
 from ._remote import _placed, _python_path, _warm_fits, _where
 
@@ -151,6 +151,7 @@ class ActorHandle:
         self._direct = None  # its process's object server, once asked (False: none)
         self._connecting = None  # the thread opening the first connection there
         self._calls = None  # this caller's calls to it, in order (a _Sender, made at the first)
+        self._where_lock = threading.Lock()
         # Its class's methods and their @atl.method options (None: a
         # host_actor's, or unknown): a method named as the handle's own
         # `call` or `name` is the method, as in Ray.
@@ -205,22 +206,40 @@ class ActorHandle:
         """The object server of the actor's process (asked once, through the
         supervisor), where its method calls go straight: one hop, not two.
         False when it has none (a host_actor handler, an older atl)."""
+        with self._where_lock:  # calls at once ask once
+            self._ask_where()
+        if not self._direct:
+            return False
+        if self._lanes > 1:
+            # Calls at once go straight, each on a connection of its own:
+            # through the supervisor they would share its few names.
+            self._connecting.join(30)
+        return False if self._connecting.is_alive() else self._direct
+
+    def _ask_where(self):
         if self._direct is None:
+            request = pickle.dumps(("where", None, None))
             try:
-                reply = self.call(pickle.dumps(("where", None, None)), timeout=30)
+                try:
+                    # An actor taking calls at once answers "where" under a
+                    # name of its own: its other names may all be held by
+                    # calls that wait (on a signal this caller would send).
+                    reply = _c().actor_call(f"{self._actor_name}~where", request, 30000) \
+                        if self._lanes > 1 else None
+                except AtlError:
+                    reply = None
+                if reply is None:
+                    reply = ActorHandle.call(self, request, timeout=30)
                 where = _refs.outcome_value(pickle.loads(reply), f"{self._actor_name}: where")
                 self._direct = where if isinstance(where, str) else False
             except Exception:
                 self._direct = False
-        if not self._direct:
-            return False
-        if self._connecting is None:
+        if self._direct and self._connecting is None:
             # The first connection's TLS handshake (~10 ms here) off the
             # calls' clock: they go through the supervisor until it is up.
             self._connecting = threading.Thread(target=_objects.preconnect, args=(self._direct,),
                                                 daemon=True, name="atl-actor-connect")
             self._connecting.start()
-        return False if self._connecting.is_alive() else self._direct
 
     def _alive(self):
         """The supervisor's word on the actor (its host's heartbeats)."""
@@ -243,6 +262,8 @@ class ActorHandle:
     def __repr__(self):
         return f"ActorHandle({self._actor_name!r})"
 
+
+hosted_actor = None  # the @atl.remote class's actor this process hosts, by name
 
 _started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
 _owned_actors = {}  # name -> task: those not detached, killed when this driver shuts down
@@ -280,7 +301,8 @@ def get_actor(name: str, timeout: float = 0) -> ActorHandle:
     while True:
         actors = _c_actor_names()
         if name in actors:
-            lanes = 1 + sum(1 for a in actors if a.startswith(name + "~"))
+            lanes = 1 + sum(1 for a in actors if a.startswith(name + "~") and
+                            a != name + "~where")
             return ActorHandle(name, _started.get(name), lanes=lanes)
         if not timeout:
             raise ValueError(f"atl.get_actor: no actor named {name!r} in this job "
@@ -297,7 +319,13 @@ def kill(actor: ActorHandle) -> None:
         # Started by another process: asked to end itself (an @atl.remote
         # class's process does; a host_actor handler's host closes it).
         try:
-            actor.call(pickle.dumps(("exit", None, None)), timeout=30)
+            # (under the name no call holds, where it has one; ActorHandle's
+            # own call: a method of the actor's may be named `call`)
+            request = pickle.dumps(("exit", None, None))
+            try:
+                _c().actor_call(f"{actor._actor_name}~where", request, 30000)
+            except AtlError:
+                ActorHandle.call(actor, request, timeout=30)
         except AtlError as e:
             if not (e.code == FAILED or "no actor named" in str(e)):
                 raise  # (FAILED: it died as it answered, as asked)
@@ -411,6 +439,8 @@ class ActorClass:
             if o.get("demand") and not o.get("placement_group"):
                 # Its own reservation, for as long as it lives.
                 group = _reserve(o["demand"], None, label, o.get("start_timeout", 60))
+                if o.get("detached"):
+                    _disown(group)  # it outlives this driver, and holds its place meanwhile
             handle = self._start(o, name, body, group, lanes)
         except BaseException:
             if group is not None:

@@ -80,6 +80,8 @@ class PlacementGroup:
         in order, so a loop of create/remove does not wait for each removal;
         a removal's error is raised by this driver's next placement call (or
         here with wait=True, which returns once it is done)."""
+        with _owned_lock:
+            _owned.discard(self.id)
         done = _removals.put(self.id)
         _removals.raise_failed()
         if wait:
@@ -132,16 +134,48 @@ class _Removals:
 _removals = _Removals()
 
 
+# The groups this driver made that end with it (Ray's: a job's placement
+# groups are removed when its driver exits, but for lifetime="detached").
+_owned = set()
+_owned_lock = threading.Lock()
+
+
 def placement_group(bundles: list[dict[str, float]], strategy: str = "PACK", name: str = "",
-                    timeout: float | None = None) -> PlacementGroup:
+                    timeout: float | None = None, lifetime: str | None = None) -> PlacementGroup:
     """Asks for `bundles` (a list of {"CPU": 1, "GPU": 1, "memory": bytes,
     "custom": n}) placed by `strategy`: PACK, SPREAD, STRICT_PACK or
     STRICT_SPREAD. Returns at once; `.ready()` waits. A group still pending
     after `timeout` seconds fails (None: it waits for ever). An earlier
-    removal's error is raised here."""
+    removal's error is raised here. It is removed when this driver shuts
+    down (atl.shutdown, or its exit), as Ray's, unless lifetime="detached"."""
+    if lifetime not in (None, "detached"):
+        raise UsageError(USAGE, f"placement_group: lifetime={lifetime!r}: expected None or "
+                                f"\"detached\"")
     _removals.raise_failed()
     gid, table = _c().pg_create(name, strategy, json.dumps(list(bundles)), _ms(timeout))
+    if lifetime is None:
+        with _owned_lock:
+            _owned.add(gid)
     return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
+
+
+def _disown(pg):
+    """`pg` outlives this driver (a detached actor's reservation)."""
+    with _owned_lock:
+        _owned.discard(pg.id)
+
+
+def _remove_owned():
+    """What shutdown() does to this driver's groups that are not detached:
+    removed now, one after another (the queued removals first)."""
+    with _owned_lock:
+        gids = sorted(_owned)
+        _owned.clear()
+    for gid in gids:
+        try:
+            _c().pg_remove(gid)
+        except AtlError:
+            pass  # removed already, or gone with its node
 
 
 def remove_placement_group(pg: PlacementGroup) -> None:
@@ -199,6 +233,8 @@ def _reserve(need, source, label, timeout=None):
 
 
 def _remove_quietly(pg):
+    with _owned_lock:
+        _owned.discard(pg.id)
     try:
         _removals.put(pg.id)
     except AtlError:

@@ -46,9 +46,6 @@ def _ok(value):
     return pickle.dumps(("ok", _objects.inline(_objects.dumps(value))))
 
 
-hosted_actor = None  # the actor this process hosts (atl.get_runtime_context().get_actor_name())
-
-
 def _actor_handler(instance, name, lanes):
     """Each call: pickle(("call", body, result_to)), body (method, args, kwargs)
     -> pickle(outcome), at most `lanes` at once (max_concurrency), whether it
@@ -57,8 +54,8 @@ def _actor_handler(instance, name, lanes):
     ("exit", ...): the process ends (SIGTERM)."""
     import inspect
     import threading
-    global hosted_actor
-    hosted_actor = name
+    from . import _actors
+    _actors.hosted_actor = name  # (this module may be __main__: not where others look)
     gate = threading.BoundedSemaphore(lanes)
     loop = []  # an async actor's event loop, on a thread of its own, made at its first call
     loop_lock = threading.Lock()
@@ -72,14 +69,24 @@ def _actor_handler(instance, name, lanes):
                                  name="atl-actor-loop").start()
             return loop[0]
 
+    is_async = any(inspect.iscoroutinefunction(getattr(type(instance), n, None))
+                   for n in dir(type(instance)) if not n.startswith("__"))
+
     def invoke(fn, args, kwargs):
-        if not inspect.iscoroutinefunction(fn):
+        if not is_async:
             return _call(fn, args, kwargs)
-        # async def: on the actor's one event loop, as Ray's async actors, so
-        # its calls interleave at their awaits (this thread waits for it).
+        # An async actor: every method on its one event loop, as Ray's, so
+        # its calls interleave at their awaits and a plain method touches
+        # its asyncio objects from the loop's thread (this thread waits).
         import asyncio
         args, kwargs = _refs.resolve(args, kwargs)
-        return asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), event_loop()).result()
+        if inspect.iscoroutinefunction(fn):
+            coroutine = fn(*args, **kwargs)
+        else:
+            async def plain():
+                return _call(fn, args, kwargs)
+            coroutine = plain()
+        return asyncio.run_coroutine_threadsafe(coroutine, event_loop()).result()
 
     def handle(request):
         kind, body, result_to = pickle.loads(request)
@@ -141,7 +148,13 @@ def host_lanes(atl, name, lanes, handler):
     own, so that many calls run at once through the supervisor (straight to
     the process, n at once). The main name last: once it is listed, every
     lane takes calls."""
-    return [atl.host_actor(f"{name}~{k}", handler) for k in range(1, min(lanes, MAX_NAMES))] + \
+    where = []
+    if lanes > 1:
+        # "where" (this process's object server, for callers to come
+        # straight) and "exit" under a name no call holds.
+        where = [atl.host_actor(f"{name}~where", handler)]  # (callers send "where", "exit")
+    return where + \
+        [atl.host_actor(f"{name}~{k}", handler) for k in range(1, min(lanes, MAX_NAMES))] + \
         [atl.host_actor(name, handler)]
 
 

@@ -416,3 +416,35 @@ def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_
     """)
     assert rc == 0, (out, err)
     assert "at once at most 2" in out, (out, err)
+
+
+def test_a_drivers_groups_and_reservations_end_with_it(cluster, bare_python, tmp_path):
+    # As Ray's: a job's placement groups (but detached ones) and its actors'
+    # reservations are given back when its driver exits, removed or not.
+    import atl
+    atl.init(cluster.address, cluster.tls)
+    try:
+        total = atl.cluster_resources()["CPU"]
+        rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+            import atl as ray
+            from atl.util.placement_group import placement_group
+
+            pg = placement_group([{"CPU": 1}])
+            ray.get(pg.ready())
+
+            @ray.remote(num_cpus=1)
+            class Holder:
+                def ping(self):
+                    return "pong"
+
+            h = Holder.remote()
+            print(ray.get(h.ping.remote()), ray.available_resources()["CPU"])
+        """)
+        assert rc == 0, (out, err)
+        assert out.split() == ["pong", str(total - 2)], out
+        deadline = time.monotonic() + 30
+        while atl.available_resources()["CPU"] != total and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert atl.available_resources()["CPU"] == total, atl.cluster_state()
+    finally:
+        atl.shutdown()
