@@ -246,6 +246,11 @@ class RuntimeContext:
         from . import _actors
         return _actors.hosted_actor
 
+    def is_canceled(self) -> bool:
+        """In an actor's plain method: whether atl.cancel named this call."""
+        from . import _actors
+        return getattr(_actors.current_call, "id", None) in _actors.cancelled_calls
+
     def get_actor_id(self) -> str | None:
         return self.get_actor_name()
 
@@ -392,7 +397,18 @@ def cancel(ref: ObjectRef, *, force: bool = False, recursive: bool = True) -> No
     if not isinstance(ref, ObjectRef):
         raise UsageError(2, f"cancel: {ref!r} is not an ObjectRef")
     source = ref._source
+    if source.done():
+        return  # as Ray's: a finished call keeps its value
     source.user_cancelled = True  # its get says so (TaskCancelledError)
+    actor_call = getattr(source, "actor_call", None)
+    if actor_call is not None:
+        # An actor's call: one not started yet is dropped; one under way is
+        # told (in the background: a cancel never waits on the actor).
+        if not source.future.cancel():
+            handle, call_id = actor_call
+            threading.Thread(target=handle._cancel, args=(call_id,), daemon=True,
+                             name="atl-cancel").start()
+        return
     if getattr(source, "inner", None) is not None or hasattr(source, "cancelled"):
         source.cancelled = True
         inner = getattr(source, "inner", None)

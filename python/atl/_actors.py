@@ -77,15 +77,20 @@ class _Method:
         label = f"{actor._actor_name}.{method}"
         waiting = _refs.pending((args, kwargs))
 
+        import uuid
+        call_id = uuid.uuid4().hex[:16]  # what atl.cancel names to the actor
+
         def call():
             for ref in waiting:
                 ref._get(None)
             body = _refs.Body((method, args, kwargs), label)
             try:
-                return actor._call(body, label)
+                return actor._call(body, label, call_id)
             finally:
                 body.release()
-        ref = ActorRef(label, _refs._Call(actor._sender().submit(call)))
+        source = _refs._Call(actor._sender().submit(call))
+        source.actor_call = (actor, call_id)
+        ref = ActorRef(label, source)
         o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
         return _refs.shaped(ref, o.get("num_returns"), o.get("generator", False))
 
@@ -103,6 +108,8 @@ def _method_options(options, name):
                 raise TypeError(f"method {name}: num_returns={value!r}: expected a whole "
                                 f"number >= 1 (the values it returns, one ref each)")
             out[key] = value
+        elif key == "enable_task_events":
+            pass  # Ray's observability of the method: nothing to turn off here
         else:
             raise TypeError(f"method {name}: option {key!r} is not supported: atl's actor "
                             f"methods take num_returns; {_options.RAY_MODE}")
@@ -173,9 +180,9 @@ class ActorHandle:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
         return _c().actor_call(self._actor_name, bytes(data), _call_ms(timeout))
 
-    def _call(self, body, label):
+    def _call(self, body, label, call_id=None):
         """A method call (body: method, args, kwargs) and its value."""
-        request = pickle.dumps(("call", body.wire, _refs.result_slot()))
+        request = pickle.dumps(("call", body.wire, _refs.result_slot(), call_id))
         where = self._direct_address()
         if where:
             try:
@@ -248,6 +255,22 @@ class ActorHandle:
         except AtlError:
             return False
 
+    def _cancel(self, call_id):
+        """Tells the actor that call `call_id` is cancelled (atl.cancel of a
+        call under way): an async method gets CancelledError, a plain one
+        finds atl.get_runtime_context().is_canceled() true. Sent beside the
+        call, never behind it: straight to the process, or under the name no
+        call holds."""
+        request = pickle.dumps(("cancel", None, None, call_id))
+        try:
+            where = self._direct_address()
+            if where:
+                _objects.call_direct(where, self._actor_name, request, self._alive)
+                return
+            _c().actor_call(f"{self._actor_name}~where", request, 30000)
+        except Exception:
+            pass  # gone, or no way beside its calls: its get still says cancelled
+
     def __getattr__(self, method):
         if method.startswith("_"):
             raise AttributeError(method)
@@ -264,6 +287,8 @@ class ActorHandle:
 
 
 hosted_actor = None  # the @atl.remote class's actor this process hosts, by name
+cancelled_calls = set()  # its calls atl.cancel named (ids)
+current_call = threading.local()  # .id: the call this thread runs for it
 
 _started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
 _owned_actors = {}  # name -> task: those not detached, killed when this driver shuts down
@@ -407,6 +432,14 @@ class ActorClass:
             self._options, options, f"{self.__name__}.options", actor=True), checked=True)
         clone._desc = self._desc
         return clone
+
+    def get_or_create(self, *args, **kwargs):
+        """The actor named by options(name=...) if it exists (its arguments
+        then unused), else a new one with these: as Ray's."""
+        if not self._options.get("name"):
+            raise UsageError(USAGE, f"{self.__name__}.get_or_create: name the actor "
+                                    f"(.options(name=...))")
+        return self.options(get_if_exists=True).remote(*args, **kwargs)
 
     def remote(self, *args, **kwargs):
         """Starts the actor in a process on a worker (in a bundle with

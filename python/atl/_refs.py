@@ -57,6 +57,15 @@ class ObjectRef:
                 [ObjectRef(f"{self._name}[{i}]", self._source, ("yield", i))
                  for i in range(value.count())])
         i, n = self._part
+        if isinstance(value, Yielded):
+            # A generator with num_returns=n: its items, and its error in
+            # each ref past them (Ray's rule).
+            if i < len(value.items):
+                return value.items[i]
+            if value.error:
+                return outcome_value(value.error, self._name)
+            raise ValueError(f"{self._name}: the generator yielded {len(value.items)} values, "
+                             f"not the {n} num_returns={n} asks for")
         if not isinstance(value, (tuple, list)) or len(value) != n:
             got = len(value) if isinstance(value, (tuple, list)) else f"a {type(value).__name__}"
             raise ValueError(f"{self._name}: the task returned {got}, not the {n} values "
@@ -68,16 +77,20 @@ class ObjectRef:
 
     def _get(self, timeout):
         """Its value; GetTimeoutError when not there after `timeout` s (None: no limit);
-        TaskCancelledError for a call atl.cancel stopped."""
+        TaskCancelledError for a call atl.cancel stopped (an actor's plain
+        method that ran on to its end too, as Ray's)."""
         try:
-            return self._pick(self._source.value(self._name, timeout))
+            value = self._pick(self._source.value(self._name, timeout))
         except GetTimeoutError:
             raise
-        except Exception as e:
-            if getattr(self._source, "user_cancelled", False):
+        except BaseException as e:
+            if getattr(self._source, "user_cancelled", False) and isinstance(e, Exception):
                 raise _errors.TaskCancelledError(f"{self._name}: cancelled (atl.cancel): {e}") \
                     from None
             raise
+        if getattr(self._source, "user_cancelled", False):
+            raise _errors.TaskCancelledError(f"{self._name}: cancelled (atl.cancel)")
+        return value
 
     def __reduce__(self):
         owner, oid, inline = self._source.wire(self._part, self._pick, self._name)

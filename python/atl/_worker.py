@@ -72,7 +72,7 @@ def _actor_handler(instance, name, lanes):
     is_async = any(inspect.iscoroutinefunction(getattr(type(instance), n, None))
                    for n in dir(type(instance)) if not n.startswith("__"))
 
-    def invoke(fn, args, kwargs):
+    def invoke(fn, args, kwargs, call_id=None):
         if not is_async:
             return _call(fn, args, kwargs)
         # An async actor: every method on its one event loop, as Ray's, so
@@ -86,10 +86,25 @@ def _actor_handler(instance, name, lanes):
             async def plain():
                 return _call(fn, args, kwargs)
             coroutine = plain()
-        return asyncio.run_coroutine_threadsafe(coroutine, event_loop()).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, event_loop())
+        if call_id is not None:
+            running[call_id] = future
+        try:
+            return future.result()
+        finally:
+            running.pop(call_id, None)
+
+    running = {}  # call id -> the future of an async method's run on the loop
 
     def handle(request):
-        kind, body, result_to = pickle.loads(request)
+        kind, body, result_to, *rest = pickle.loads(request)
+        call_id = rest[0] if rest else None
+        if kind == "cancel":  # atl.cancel of a call under way (see ActorHandle._cancel)
+            _actors.cancelled_calls.add(call_id)
+            future = running.get(call_id)
+            if future is not None:
+                future.cancel()  # CancelledError at the coroutine's await
+            return _ok(None)
         if kind == "exit":  # atl.kill from a process that did not start it
             import signal
             threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
@@ -99,7 +114,12 @@ def _actor_handler(instance, name, lanes):
 
         def run():
             method, margs, mkwargs = _refs.unpack(body)
-            return invoke(getattr(instance, method), margs, mkwargs)
+            _actors.current_call.id = call_id
+            try:
+                return invoke(getattr(instance, method), margs, mkwargs, call_id)
+            finally:
+                _actors.current_call.id = None
+                _actors.cancelled_calls.discard(call_id)
         with gate:
             return pickle.dumps(_refs.outcome_of(run, result_to))
     return handle
