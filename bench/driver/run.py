@@ -4,7 +4,10 @@ the same through Ray 2.60 (from PyPI, in build/ray-venv), same machine, same
 run, medians over --runs fresh driver processes:
 
   connect            atl.init() / ray.init(address=...) in a fresh process
-  pg/s               placement groups created + ready + removed, one after another
+  pg/s               placement groups of one whole-CPU bundle created + ready +
+                     removed, one after another
+  1,000 x num_cpus=1 Ray's "limit running tasks" pattern: 1,000 calls that each
+                     hold a CPU while they run, all gathered
   actor create+call  an actor started and called once (atl: in one of the
                      driver's warm processes on a worker, as Ray's prestarted
                      workers; and an actor hosted in the caller's own process,
@@ -13,17 +16,17 @@ run, medians over --runs fresh driver processes:
   32-task fan-out    32 calls of a trivial function from a warm driver, all gathered
                      (atl: on the warm processes; and 32 shell commands, a
                      process each)
-  objects            put + read by an actor on another pod, and a result of
-                     that size back, for 1 MB, 100 MB and 1 GiB numpy arrays
-                     (MB/s; the driver and the actor in different processes,
-                     Ray: on different Ray nodes, so the bytes cross between
-                     object stores as between pods)
+  objects            put + read by an actor, and a result of that size back,
+                     for 1 MB, 100 MB and 1 GiB numpy arrays (MB/s; the
+                     driver and the actor in different processes: atl's on a
+                     worker pod, Ray's on its one node, through its
+                     shared-memory store)
 
-atl: headnode --mode driver with 2 local workers; the driver connects from
-outside as a second driver. Ray: `ray start --head` on this machine (4 CPUs)
-and a second node (`ray start --address`, 2 CPUs, resource "pod_b") for the
-actor that reads the objects.
-Ray's rows are left out, saying why, when Ray cannot be installed.
+atl: headnode --mode driver with 2 local workers of 2 CPUs; the driver
+connects from outside as a second driver. Ray: `ray start --head` on this
+machine (4 CPUs: the same), warm (a first round untimed), one node. The runs
+alternate, atl then Ray, each a fresh driver process, both clusters up
+throughout. Ray's rows are left out, saying why, when Ray cannot be installed.
 
 Usage: bench/driver/run.py [--runs 3] [--out bench/results/driver.md]
 """
@@ -76,7 +79,7 @@ def side_atl(address, tls):
     out = {"connect_ms": (time.perf_counter() - t0) * 1000}
 
     def pg_cycle(_):
-        pg = atl.placement_group([{"CPU": 0.01}])
+        pg = atl.placement_group([{"CPU": 1}])
         pg.ready(timeout=30)
         pg.remove()
     out["pg_per_s"] = per_second(pg_cycle, 2.0)
@@ -116,9 +119,22 @@ def side_atl(address, tls):
         for t in [atl.run("true") for _ in range(32)]:
             t.wait(timeout=60)
     out["fanout32_cmd_ms"] = 1000 * median_s(commands, 3)
+    out["cpus1_x1000_s"] = limit_running(atl)
     out.update(objects(atl, atl.remote))
     atl.shutdown()
     return out
+
+
+def limit_running(api):
+    """Seconds for 1,000 calls that each hold one CPU (after 8 untimed)."""
+    @api.remote(num_cpus=1)
+    def hold(i):
+        return i
+
+    api.get([hold.remote(i) for i in range(8)])
+    t0 = time.perf_counter()
+    api.get([hold.remote(i) for i in range(1000)])
+    return time.perf_counter() - t0
 
 
 OBJECT_SIZES = (("1mb", 1 << 20, 20), ("100mb", 100 << 20, 3), ("1gib", 1 << 30, 1))
@@ -156,7 +172,7 @@ def side_ray(address):
     out = {"connect_ms": (time.perf_counter() - t0) * 1000}
 
     def pg_cycle(_):
-        pg = placement_group([{"CPU": 0.01}])
+        pg = placement_group([{"CPU": 1}])
         ray.get(pg.ready(), timeout=30)
         remove_placement_group(pg)
     out["pg_per_s"] = per_second(pg_cycle, 2.0)
@@ -189,7 +205,8 @@ def side_ray(address):
     ray.get([free.remote(i) for i in range(32)])
     out["fanout32_cpus0_ms"] = 1000 * median_s(lambda: ray.get([free.remote(i)
                                                                for i in range(32)]), 3)
-    out.update(objects(ray, ray.remote, resources={"pod_b": 1}))
+    out["cpus1_x1000_s"] = limit_running(ray)
+    out.update(objects(ray, ray.remote))
     ray.shutdown()
     return out
 
@@ -224,6 +241,13 @@ class AtlCluster:
     def stop(self):
         self.head.send_signal(signal.SIGTERM)
         self.head.wait(60)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_side(python, args, env=None):
@@ -262,39 +286,40 @@ def main():
         return
 
     atl_runs, ray_runs = [], []
+    ray_python, why_not = ray_available()
+    ray_version = ""
     cluster = AtlCluster()
+    nodes = None
     try:
-        for _ in range(args.runs):
+        address = None
+        if ray_python:
+            ray_bin = os.path.join(RAY_VENV, "bin", "ray")
+            port = free_port()
+            # Token auth, as atl's ray mode runs it: Ray 2.60 turns it on once
+            # a token file is anywhere about, and then refuses a client without.
+            env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
+                       RAY_AUTH_TOKEN=os.urandom(16).hex())
+            nodes = common.RayNodes(ray_bin, env)
+            address = f"127.0.0.1:{port}"
+            # One node with the CPUs atl's two pods have, its ports picked
+            # now (never another Ray's on this machine).
+            nodes.start(["--head", "--port", str(port), "--num-cpus", "4",
+                         "--node-ip-address", "127.0.0.1", "--include-dashboard", "false",
+                         "--ray-client-server-port", str(free_port()),
+                         "--dashboard-agent-listen-port", str(free_port()),
+                         "--min-worker-port", "0", "--max-worker-port", "0"], address, 1)
+            ray_version = subprocess.run([ray_bin, "--version"], capture_output=True,
+                                         text=True).stdout.strip()
+        for _ in range(args.runs):  # interleaved: atl, then Ray, each run
             atl_runs.append(run_side("/usr/bin/python3", ["--side", "atl", "--address",
                                                           cluster.address, "--tls",
                                                           os.path.join(cluster.state, "tls")]))
-    finally:
-        cluster.stop()
-    ray_python, why_not = ray_available()
-    ray_version = ""
-    if ray_python:
-        ray_bin = os.path.join(RAY_VENV, "bin", "ray")
-        port = 6390
-        # Token auth, as atl's ray mode runs it: Ray 2.60 refuses a second
-        # node without a token once a token file is anywhere about.
-        env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1", RAY_AUTH_MODE="token",
-                   RAY_AUTH_TOKEN=os.urandom(16).hex())
-        nodes = common.RayNodes(ray_bin, env)
-        try:
-            address = f"127.0.0.1:{port}"
-            nodes.start(["--head", "--port", str(port), "--num-cpus", "4",
-                         "--node-ip-address", "127.0.0.1", "--include-dashboard", "false"],
-                        address, 1)
-            # A second node: objects between nodes cross object stores, as between pods.
-            nodes.start(["--address", address, "--num-cpus", "2", "--node-ip-address",
-                         "127.0.0.1", "--resources", '{"pod_b": 1}', "--node-manager-port",
-                         "6391", "--object-manager-port", "6392"], address, 2)
-            ray_version = subprocess.run([ray_bin, "--version"], capture_output=True,
-                                         text=True).stdout.strip()
-            for _ in range(args.runs):
+            if address:
                 ray_runs.append(run_side(ray_python, ["--side", "ray", "--address", address],
                                          env))
-        finally:
+    finally:
+        cluster.stop()
+        if nodes is not None:
             nodes.stop()
     write(args, atl_runs, ray_runs, ray_version, why_not)
 
@@ -316,16 +341,19 @@ def write(args, atl_runs, ray_runs, ray_version, why_not):
          "lower"),
         ("32-task fan-out from a warm driver (ms; Ray's tasks at its default num_cpus=1)",
          "fanout32_ms", "{:.1f}", "lower"),
+        ("1,000 calls of num_cpus=1, all gathered (s)", "cpus1_x1000_s", "{:.2f}", "lower"),
     ] + [(f"{what} {label} (MB/s)", f"{key}_{name}_mbps", "{:.0f}", "higher")
-         for what, key in (("put + get on another pod,", "put_get"),
-                           ("a result back from another pod,", "result"))
+         for what, key in (("put + read by an actor,", "put_get"),
+                           ("an actor's result back,", "result"))
          for name, label in (("1mb", "1 MB"), ("100mb", "100 MB"), ("1gib", "1 GiB"))]
     lines = ["# bench/driver: a driver's operations, atl's Python package against Ray's", "",
              f"Machine: {common.machine()}; {ray_version or 'Ray not run'}.",
              f"Command: `bench/driver/run.py --runs {args.runs}` (medians over {args.runs} fresh "
-             "driver processes). atl: a driver-mode head with 2 local workers on 127.0.0.1, "
-             "the bench driving it from outside; Ray: `ray start --head --num-cpus 4` on "
-             "127.0.0.1 and a second node (2 CPUs) for the objects' reader.", "",
+             "driver processes, atl's and Ray's runs alternating). atl: a driver-mode head "
+             "with 2 local workers of 2 CPUs on 127.0.0.1, the bench driving it from outside "
+             "(an actor on a worker pod: objects cross processes over TLS); Ray: `ray start "
+             "--head --num-cpus 4` on 127.0.0.1, one node, warm (objects through its "
+             "shared-memory store). Placement groups of one whole-CPU bundle on both.", "",
              "| operation | atl | Ray 2.60 | atl / Ray |", "|---|---:|---:|---:|"]
     for label, key, fmt, better in rows:
         a, r = med(atl_runs, key), med(ray_runs, key)
