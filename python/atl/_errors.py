@@ -64,8 +64,9 @@ def task_error(message, outcome):
         return err
 
 
-class TaskCancelledError(RemoteError):
-    """A call atl.cancel stopped, read with atl.get: as Ray's."""
+class TaskCancelledError(TaskError):
+    """A call atl.cancel stopped, read with atl.get: as Ray's (a TaskError
+    too: Ray's docs catch a cancelled async actor call as RayTaskError)."""
 
 
 class ActorDiedError(RemoteError):
