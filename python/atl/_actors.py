@@ -182,6 +182,9 @@ class ActorHandle:
 
     def _call(self, body, label, call_id=None):
         """A method call (body: method, args, kwargs) and its value."""
+        if self._actor_name in _killed:
+            raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
+                                 f"(atl.kill)")
         request = pickle.dumps(("call", body.wire, _refs.result_slot(), call_id))
         where = self._direct_address()
         if where:
@@ -286,6 +289,9 @@ class ActorHandle:
         return f"ActorHandle({self._actor_name!r})"
 
 
+# Actors this process killed: its later calls to them fail at once, as
+# Ray's (the process may still be ending when the next call is made).
+_killed = set()
 hosted_actor = None  # the @atl.remote class's actor this process hosts, by name
 cancelled_calls = set()  # its calls atl.cancel named (ids)
 current_call = threading.local()  # .id: the call this thread runs for it
@@ -354,8 +360,10 @@ def kill(actor: ActorHandle) -> None:
         except AtlError as e:
             if not (e.code == FAILED or "no actor named" in str(e)):
                 raise  # (FAILED: it died as it answered, as asked)
+        _killed.add(actor._actor_name)
         _started.pop(actor._actor_name, None)
         return
+    _killed.add(actor._actor_name)
     actor._task.kill()
     _started.pop(actor._actor_name, None)
     _owned_actors.pop(actor._actor_name, None)
