@@ -186,6 +186,22 @@ def _fits(need, have):
     return all(have.get(k, 0) >= v for k, v in need.items())
 
 
+_totals = (0.0, [])  # (when asked, [(pod, its total)])
+_TOTALS_TTL_S = 5.0
+
+
+def _pod_totals(fresh=False):
+    """Each pod's total, asked at most every few seconds: a job's pods are
+    fixed, and asking the head for its whole state per call (every group it
+    keeps) cost a call with num_cpus= more than the call."""
+    global _totals
+    asked, totals = _totals
+    if fresh or time.monotonic() - asked > _TOTALS_TTL_S:
+        totals = [(n["pod"], n["total"]) for n in nodes()]
+        _totals = (time.monotonic(), totals)
+    return totals
+
+
 def _check_feasible(o, label):
     """A call's resource counts against what can ever hold them: a pod's
     total (every pod of the job, lost ones too), or its placement group's
@@ -200,7 +216,9 @@ def _check_feasible(o, label):
             raise UsageError(USAGE, f"{label}: {need} does not fit bundle "
                                     f"{'s' if index is None else index} of {pg!r}")
         return
-    totals = [(n["pod"], n["total"]) for n in nodes()]
+    totals = _pod_totals()
+    if not any(_fits(need, total) for _, total in totals):
+        totals = _pod_totals(fresh=True)  # a pod may have joined since
     if not any(_fits(need, total) for _, total in totals):
         largest = ", ".join(f"{pod} has {total}" for pod, total in totals[:4]) or "no pod joined"
         raise UsageError(USAGE, f"{label}: no pod of this job can ever hold {need} "

@@ -319,7 +319,16 @@ Status PlacementGroups::remove(std::int64_t id) {
   it->second.state = GroupState::removed;
   release_all(it->second);
   it->second.why.clear();
+  ended(id);
   return Ok{};
+}
+
+void PlacementGroups::ended(std::int64_t id) {
+  ended_.push_back(id);
+  while (ended_.size() > kEndedKept) {
+    groups_.erase(ended_.front());
+    ended_.pop_front();
+  }
 }
 
 std::vector<GroupChange> PlacementGroups::lose_node(const std::string& node) {
@@ -359,6 +368,8 @@ std::vector<GroupChange> PlacementGroups::schedule(std::int64_t now_ms) {
       changes.push_back({id, g.state});
     }
   }
+  for (const auto& c : changes)
+    if (c.state == GroupState::failed) ended(c.id);  // after the walk: it erases
   return changes;
 }
 

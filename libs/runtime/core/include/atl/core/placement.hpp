@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -103,7 +104,10 @@ class PlacementGroups {
 
   const PlacementGroup* find(std::int64_t id) const;
   const PlacementGroup* find(const std::string& name) const;
+  // Live groups, and the newest kEndedKept ended ones (removed, failed: for
+  // a late wait's answer and the status); older ended ones are forgotten.
   const std::map<std::int64_t, PlacementGroup>& groups() const { return groups_; }
+  static constexpr size_t kEndedKept = 1000;
 
   // What groups reserve on each node (one pass over the groups), on `node`,
   // and what is left of its total.
@@ -123,6 +127,10 @@ class PlacementGroups {
   // `available` follow. Every change of a live group's nodes goes through here.
   void hold(const std::string& node, const Resources& bundle, bool take);
   void release_all(PlacementGroup& g);  // every bundle of g given back, its nodes cleared
+  // `id` ended (removed or failed): the oldest ended group past kEndedKept is
+  // forgotten, so a driver making a group per call (millions) leaves the head
+  // no bigger, and no walk over the groups slower.
+  void ended(std::int64_t id);
 
   // Kept as groups change, not recomputed per request (a walk over every
   // group's bundles and a copy of every node per placement: O(groups + pods)
@@ -131,6 +139,7 @@ class PlacementGroups {
   std::map<std::string, size_t> index_;        // node name -> index into nodes_
   std::map<std::string, Resources> reserved_;  // node -> what live groups hold there
   std::map<std::int64_t, PlacementGroup> groups_;
+  std::deque<std::int64_t> ended_;  // ended groups still kept, the oldest first
   std::int64_t next_id_ = 1;
 };
 
