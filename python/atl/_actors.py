@@ -6,11 +6,13 @@ the liveness)."""
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import pickle
 import sys
 import threading
 import time
+import uuid
 from typing import Callable
 
 from . import _objects, _options, _refs, _serialize
@@ -77,7 +79,6 @@ class _Method:
         label = f"{actor._actor_name}.{method}"
         waiting = _refs.pending((args, kwargs))
 
-        import uuid
         call_id = uuid.uuid4().hex[:16]  # what atl.cancel names to the actor
 
         def call():
@@ -137,7 +138,6 @@ def _method_table(cls):
             continue
         fn = getattr(cls, n, None)
         if callable(fn):
-            import inspect
             table[n] = dict(getattr(fn, "__atl_method_options__", {}))
             if inspect.isgeneratorfunction(fn):
                 table[n]["generator"] = True
@@ -422,7 +422,7 @@ MAX_CALLS_AT_ONCE = 100
 
 
 def _is_async(cls):
-    import inspect
+    """Whether `cls` is an async actor's class (an `async def` method), as Ray decides."""
     return any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in dir(cls)
                if not n.startswith("__"))
 
@@ -453,7 +453,6 @@ class ActorClass:
         """Starts the actor in a process on a worker (in a bundle with
         placement_group=, on pod=, else the least busy) and returns its handle
         once it answers. name= names it (default: a unique one)."""
-        import uuid
         o = self._options
         label = f"{self.__name__}.remote"
         if (o.get("detached") or o.get("get_if_exists")) and not o.get("name"):

@@ -69,8 +69,7 @@ def _actor_handler(instance, name, lanes):
                                  name="atl-actor-loop").start()
             return loop[0]
 
-    is_async = any(inspect.iscoroutinefunction(getattr(type(instance), n, None))
-                   for n in dir(type(instance)) if not n.startswith("__"))
+    is_async = _actors._is_async(type(instance))
 
     def invoke(fn, args, kwargs, call_id=None):
         if not is_async:
