@@ -52,7 +52,6 @@ def _actor_handler(instance, name, lanes):
     came through the supervisor or straight to this process's object server;
     ("where", ...): that server's address, for callers to come straight;
     ("exit", ...): the process ends (SIGTERM)."""
-    import inspect
     import threading
     from . import _actors
     _actors.hosted_actor = name  # (this module may be __main__: not where others look)
@@ -79,6 +78,8 @@ def _actor_handler(instance, name, lanes):
         # its asyncio objects from the loop's thread (this thread waits).
         import asyncio
         args, kwargs = _refs.resolve(args, kwargs)
+        if call_id in _actors.cancelled_calls:  # cancelled before it began
+            raise asyncio.CancelledError()
         if inspect.iscoroutinefunction(fn):
             coroutine = fn(*args, **kwargs)
         else:
