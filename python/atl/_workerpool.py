@@ -298,17 +298,18 @@ class WorkerPool:
     def _next_job(self, worker):
         """The first waiting call `worker` can take (the lock is held), taken
         off the queue; None when none is (a cancelled one is dropped)."""
-        for job in self._queue:
-            if job.fits(worker):
-                if self._cpu_limit is not None and self._running_cpus > 0 and \
-                        self._running_cpus + job.cpus > self._cpu_limit:
-                    return None  # the driver's num_cpus are held: calls wait, in order
-                self._queue.remove(job)
-                if job.future.set_running_or_notify_cancel():
-                    self._running_cpus += job.cpus
-                    return job
-                return self._next_job(worker)
-        return None
+        while True:
+            job = next((j for j in self._queue if j.fits(worker)), None)
+            if job is None:
+                return None
+            if self._cpu_limit is not None and self._running_cpus > 0 and \
+                    self._running_cpus + job.cpus > self._cpu_limit:
+                return None  # the driver's num_cpus are held: calls wait, in order
+            self._queue.remove(job)
+            if job.future.set_running_or_notify_cancel():
+                self._running_cpus += job.cpus
+                return job
+            # cancelled while it waited: dropped, the next one looked at
 
     def _dispatch(self):
         """Hands waiting calls to idle processes that can take them, in the
