@@ -1,4 +1,6 @@
 import asyncio
+import os
+import tempfile
 import time
 import ray
 
@@ -28,7 +30,8 @@ class SyncActor:
     def __init__(self):
         self.is_canceled = False
 
-    def long_running_method(self):
+    def long_running_method(self, started):
+        open(started, "w").close()  # under way: the driver may cancel now
         for i in range(1000):
             if ray.get_runtime_context().is_canceled():
                 self.is_canceled = True
@@ -41,8 +44,10 @@ class SyncActor:
 
 
 actor = SyncActor.remote()
-actor_task_ref = actor.long_running_method.remote()
-time.sleep(1)  # under way
+started = os.path.join(tempfile.mkdtemp(), "started")
+actor_task_ref = actor.long_running_method.remote(started)
+while not os.path.exists(started):
+    time.sleep(0.01)
 ray.cancel(actor_task_ref)
 try:
     ray.get(actor_task_ref)
