@@ -146,7 +146,7 @@ def detached_outlives_its_driver():
     # Another driver makes a detached and a plain actor and ends.
     code = ("import sys\n"
             "ray = __import__('ray' if sys.argv[1] == 'ray' else 'atl')\n"
-            "ray.init(**({'address': 'auto', 'namespace': 'idiom'} "
+            "ray.init(**({'address': sys.argv[2], 'namespace': 'idiom'} "
             "if sys.argv[1] == 'ray' else {}))\n"
             "@ray.remote\n"
             "class Keeper:\n"
@@ -156,7 +156,10 @@ def detached_outlives_its_driver():
             "Keeper.options(name='plain').remote()\n"
             "ray.shutdown()\n")
     import subprocess
-    subprocess.run([sys.executable, "-c", code, BACKEND], check=True, timeout=120,
+    # This cluster's own address, not 'auto': another Ray on the machine (a
+    # test's beside this one) may be the newest, and 'auto' takes that.
+    address = ray.get_runtime_context().gcs_address if BACKEND == "ray" else ""
+    subprocess.run([sys.executable, "-c", code, BACKEND, address], check=True, timeout=120,
                    cwd=os.path.dirname(os.path.abspath(__file__)))
     kept = ray.get(ray.get_actor("keeper").ping.remote())
     deadline = time.monotonic() + 60
