@@ -1,3 +1,4 @@
+import time
 import ray
 from ray.exceptions import RayActorError
 
@@ -11,7 +12,13 @@ class Actor:
 a = Actor.remote()
 print(ray.get(a.ping.remote()))
 ray.kill(a)
-try:
-    ray.get(a.ping.remote())
-except RayActorError:
-    print("the actor is dead")
+# The kill takes effect at once or soon (under load, Ray ran a call made
+# right after it): calls fail from then on.
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    try:
+        ray.get(a.ping.remote())
+        time.sleep(0.1)
+    except RayActorError:
+        print("the actor is dead")
+        break
