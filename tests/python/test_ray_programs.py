@@ -128,7 +128,13 @@ def test_atl_as_ray(atl_side, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_ray_itself(ray_side, name):
-    out = _check(ray_side, name)
+    # Ray's side checks expected.json against Ray; under a 2-core CI's load
+    # Ray itself has raced (a call made right after ray.kill ran): a program
+    # that does not print what is expected gets a second run. atl's side
+    # gets none.
+    code, out, _, _ = ray_side(name)
+    if WRITE or code != 0 or out != _expected().get(name):
+        out = _check(ray_side, name)
     if WRITE:
         expected = _expected() if os.path.exists(EXPECTED_PATH) else {}
         expected[name] = out
