@@ -490,7 +490,26 @@ static void forget_command(int argc, char** argv) {
   if (to > from) memset(from, 0, (size_t)(to - from));
 }
 
+// `atl-guard --pod-init`: PID 1 of a pod's namespace that commands join
+// (PodNamespace, child_process.hpp). It reaps what is orphaned inside and
+// does nothing else; signals from inside cannot reach it (a namespace's
+// first process gets only those it handles), and its end (SIGKILL from its
+// owner, or its owner's death) ends everything inside.
+_Noreturn static void pod_init(void) {
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &child, NULL);
+  for (;;) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    siginfo_t info;
+    sigwaitinfo(&child, &info);
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "--pod-init") == 0) pod_init();
   fcntl(ATL_GUARD_REPORT_FD, F_SETFD, FD_CLOEXEC);
   const char* p1 = argc > 4 ? argv[1] : "";
   const char* p2 = argc > 4 ? argv[2] : "";

@@ -157,8 +157,9 @@ HeadOptions parse_options(int argc, char** argv) {
       "local-workers", po::value<int>(),
       "also start N workernode processes on this machine (recreated when they exit)")(
       "isolate-local-pods", po::value<std::string>(),
-      "auto|yes|no: each local worker in a PID namespace of its own, as a container (ps, pkill "
-      "there see that pod only); auto: where this host allows it (root) (default auto)")(
+      "auto|yes|no: each local worker, and the head's own processes (driver, Ray's head), in a "
+      "PID namespace of its own, as a container (ps, pkill there see that pod only); auto: "
+      "where this host allows it (root) (default auto)")(
       "pod-restart-delay", po::value<std::string>(),
       "how long a local worker that exited waits before it is started again (default 1s)")(
       "master-port", po::value<int>(),
@@ -760,6 +761,26 @@ std::unique_ptr<atl::headnode::LocalPods> start_local_pods(
   return local_pods;
 }
 
+// The PID namespace the head's own processes start in (PodNamespace), where
+// --isolate-local-pods allows; nullptr where it is no or the host refuses
+// (local_pods said so, or the next line does).
+std::unique_ptr<atl::os::PodNamespace> start_head_pod(const HeadOptions& opt) {
+  if (opt.isolate_local_pods == "no" || !atl::os::pid_namespaces_available()) return nullptr;
+  auto pod = atl::os::PodNamespace::start();
+  if (!pod) {
+    if (opt.isolate_local_pods == "yes") {
+      std::cerr << "headnode: --isolate-local-pods yes: " << pod.error()
+                << "; pass --isolate-local-pods auto or no\n";
+      std::exit(kExitFailed);
+    }
+    atl::component_logger("headnode")
+        ->info("the head's own processes share this host's ({})", pod.error());
+    return nullptr;
+  }
+  atl::os::set_commands_namespace(pod->get());
+  return std::move(pod).value();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -804,6 +825,12 @@ int main(int argc, char** argv) {
     }
     local_pods = start_local_pods(opt, opt.advertise + ":" + std::to_string(port_wanted), ending);
   }
+  // The head's own processes (the driver, Ray's head, the head pod's ranks)
+  // in a pod of their own too, started now that the local pods (forks of
+  // this process) are: `ps -ef`, `pkill -f python`, the guide's cleanup run
+  // beside the driver reach this job's processes only, and nothing of them
+  // outlives the head. From this (main) thread: the namespace lives as long.
+  std::unique_ptr<atl::os::PodNamespace> head_pod = start_head_pod(opt);
   // The job's durable state (a head restarted on this state dir resumes it)
   // opens on a thread of its own, as a new job's keys and certificates (and
   // OpenSSL's start-up) are made on another, while the dashboard binds and

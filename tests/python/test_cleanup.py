@@ -159,3 +159,89 @@ def the_job_beside_is_untouched(said, beside):
     tmp = words[words.index("tmp") + 1]
     assert os.path.basename(tmp).startswith("atl-pod-"), line
     assert not os.path.exists(tmp), tmp + " outlived its pod"
+
+
+# Job B's driver, on its head beside job A's: in ray mode it uses its Ray
+# once A's cleanup has run, so Ray's own head processes must have survived.
+DRIVER_B = """import os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+first = open("/proc/1/cmdline").read().split(chr(0))
+print("B pid1", os.path.basename(first[0]), " ".join(first[1:]), flush=True)
+ray = None
+if sys.argv[1:] == ["ray"]:
+    import ray
+    ray.init()
+print("B driving", flush=True)
+while not os.path.exists(os.path.join(here, "go-b")):
+    time.sleep(0.2)
+if ray:
+    @ray.remote
+    def square(x):
+        return x * x
+    print("B ray says", ray.get(square.remote(7)), flush=True)
+print("B drove", flush=True)
+"""
+
+# Job B (driver or ray mode), then job A whose driver runs the guide's
+# cleanup line and `pkill -f python` beside itself on the same host, as a
+# user in the head pod's shell would, then B's end.
+BESIDE_DRIVER = r"""set -u
+cd "$DIR"
+headnode --mode "$MODE_B" $EXTRA --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
+  --job-id jo-beside --state-dir "$DIR/state-b" --dashboard-port off --linger 0s \
+  -- $PY_B "$DIR/driver_b.py" $MODE_B > "$DIR/head-b.out" 2>&1 &
+head_b=$!
+for i in $(seq 1200); do grep -q "B driving" "$DIR/head-b.out" && break; sleep 0.1; done
+headnode --mode driver --workers 1 --local-workers 1 --port 0 --bind 127.0.0.1 \
+  --job-id jo-cleaner --state-dir "$DIR/state" --dashboard-port off --linger 0s \
+  -- bash "$DIR/clean.sh" > "$DIR/head.out" 2>&1
+echo "[head exit $?]"
+touch "$DIR/go-b"
+wait $head_b
+echo "[B exit $?]"
+"""
+
+
+@pytest.mark.parametrize("mode_b", ["driver", "ray"])
+def test_the_cleanup_beside_a_driver_reaches_its_own_jobs_processes_only(mode_b):
+    """The head's own processes (driver, Ray's head) are a pod of their own
+    too: a cleanup run beside job A's driver sees A's head pod only, and job
+    B's driver and Ray on the same host run on (before: B's driver, a
+    Python process in the host's namespace, was SIGKILLed)."""
+    extra, py_b = "", "python3"
+    if mode_b == "ray":
+        extra = ray_extra(mode_b)
+        py_b = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "python")
+    if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
+            ["unshare", "--pid", "--fork", "--mount-proc", "true"],
+            capture_output=True).returncode != 0:
+        pytest.skip("needs root and unshare: the cleanup runs in a PID namespace of its own")
+    tmp = tempfile.mkdtemp(prefix="atl-cleanup-")
+    try:
+        with open(os.path.join(tmp, "driver_b.py"), "w") as f:
+            f.write(DRIVER_B)
+        with open(os.path.join(tmp, "clean.sh"), "w") as f:
+            f.write("echo '[ps]'; ps -ef; echo '[/ps]'\n" + CLEANUP + "\npkill -f python\n"
+                    "echo cleaned\n")
+        env = dict(os.environ, DIR=tmp, MODE_B=mode_b, EXTRA=extra, PY_B=py_b, HOME=tmp,
+                   PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
+        r = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "bash",
+                            "-c", BESIDE_DRIVER],
+                           env=env, capture_output=True, text=True, timeout=300)
+        said = r.stdout + r.stderr
+        head = open(os.path.join(tmp, "head.out")).read()
+        beside = open(os.path.join(tmp, "head-b.out")).read()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert "[head exit 0]" in said, (said, head)
+    seen = head[head.index("[ps]"):head.index("[/ps]")]
+    assert "cleaned" in head, head
+    # A's driver sees its own pod: its init, its guard, itself, no head.
+    assert "atl-guard --pod-init" in seen, seen
+    assert "headnode" not in seen and "workernode" not in seen, seen
+    assert "driver_b" not in seen and "raylet" not in seen, seen
+    assert "[B exit 0]" in said, (said, beside)
+    assert "B drove" in beside, beside
+    assert "B pid1 atl-guard --pod-init" in beside, beside
+    if mode_b == "ray":
+        assert "B ray says 49" in beside, beside

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -916,4 +917,122 @@ TEST(ChildProcess, AForkThatRunsTheFunctionIsPidOneOfItsNamespace) {
     return child->wait().code;
   });
   EXPECT_EQ(code, 42) << "1: not PID 1 with its own /proc; 102: no spawn";
+}
+
+// The head's own pod: commands started into it, guarded as ranks are, see
+// its first process (`atl-guard --pod-init`) as PID 1 and their own pod's
+// processes only, start where the spawner is (entering the pod's mounts
+// moves a process to their root), and their guard still reports how they
+// ended. Two commands share the pod.
+TEST(PodNamespace, CommandsStartedIntoItSeeThePodOnlyAndStartWhereTheSpawnerIs) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto pod = atl::os::PodNamespace::start();
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  EXPECT_NE(pid_namespace_of(std::to_string((*pod)->init_pid())), pid_namespace_of("self"));
+  auto first = shell("sleep 30");
+  first.pod_namespace = pod->get();
+  auto sleeper = atl::os::ChildProcess::spawn(first);
+  ASSERT_TRUE(sleeper.ok()) << sleeper.error();
+  auto req = shell(
+      "echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); echo cwd=$(pwd); "
+      "ps -eo args | grep -c '^sleep 30' ; test -e /proc/" +
+      std::to_string(::getpid()) + "/cmdline && echo sees-the-host; exit 3");
+  req.pod_namespace = pod->get();
+  char here[PATH_MAX];
+  ASSERT_NE(::getcwd(here, sizeof here), nullptr);
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  EXPECT_EQ(pid_namespace_of(std::to_string(child->pid())),
+            pid_namespace_of(std::to_string((*pod)->init_pid())));
+  std::string out = read_all(child->output_fd());
+  EXPECT_EQ(child->wait().code, 3) << out;  // the guard ends as the command did
+  EXPECT_NE(out.find("pid1=" + atl::os::executable_dir() + "/atl-guard --pod-init"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(std::string("cwd=") + here + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("\n1\n"), std::string::npos) << out;  // the other command is there
+  EXPECT_EQ(out.find("sees-the-host"), std::string::npos) << out;
+  // The spawning thread's next child is the host's again.
+  auto plain = atl::os::ChildProcess::spawn(shell("true"));
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_EQ(pid_namespace_of(std::to_string(plain->pid())), pid_namespace_of("self"));
+  plain->wait();
+  sleeper->kill_tree();
+}
+
+// A working dir given is entered inside the pod's mounts; one that is not
+// there fails the start, named, as outside.
+TEST(PodNamespace, AWorkingDirIsEnteredInsideThePod) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto pod = atl::os::PodNamespace::start();
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  auto req = shell("pwd");
+  req.pod_namespace = pod->get();
+  req.working_dir = "/usr/bin";
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(child.ok()) << child.error();
+  EXPECT_EQ(read_all(child->output_fd()), "/usr/bin\n");
+  EXPECT_TRUE(child->wait().success());
+  req.working_dir = "/no/such/dir";
+  auto missing = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("working directory"), std::string::npos) << missing.error();
+}
+
+// The pod's end (the head's) ends everything in it, a setsid daemon that
+// left its guard's tree included; nothing inside can end the pod's first
+// process (a `kill -9 -1` run there leaves it).
+TEST(PodNamespace, ItsEndEndsEverythingInsideAndNothingInsideEndsIt) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto pod = atl::os::PodNamespace::start();
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  auto req = shell("kill -9 1; kill -9 -1; echo still");
+  req.pod_namespace = pod->get();
+  auto killer = atl::os::ChildProcess::spawn(req);
+  ASSERT_TRUE(killer.ok()) << killer.error();
+  killer->wait();
+  const pid_t init = (*pod)->init_pid();
+  EXPECT_TRUE(alive(init)) << "a process inside ended the pod";
+  auto daemon_req = shell("setsid sleep 300 & exec sleep 301");
+  daemon_req.pod_namespace = pod->get();
+  auto parent = atl::os::ChildProcess::spawn(daemon_req);
+  ASSERT_TRUE(parent.ok()) << parent.error();
+  // The daemon by the host's number: the pod's one `sleep 300`.
+  const std::string ns = pid_namespace_of(std::to_string(init));
+  pid_t daemon = -1;
+  for (int i = 0; i < 200 && daemon < 0; ++i) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (!std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      std::ifstream cmd("/proc/" + name + "/cmdline");
+      std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (pid_namespace_of(name) == ns && args.rfind("sleep", 0) == 0 &&
+          args.find("300") != std::string::npos)
+        daemon = std::stoi(name);
+    }
+    if (daemon < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(daemon, 0);
+  // The command's guard is this process's child: reaped here, as the head's
+  // executors reap theirs, while the pod's end waits for it.
+  std::thread end([&] { pod->reset(); });
+  EXPECT_EQ(parent->wait().signal, SIGKILL);  // the command, its guard with it
+  end.join();
+  for (int i = 0; i < 500 && alive(daemon); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(alive(daemon)) << "a daemon outlived its pod";
+  EXPECT_FALSE(alive(init));
+}
+
+TEST(PodNamespace, AChildJoinsAPodOrGetsItsOwnNotBoth) {
+  SKIP_WITHOUT_PID_NAMESPACES();
+  auto pod = atl::os::PodNamespace::start();
+  ASSERT_TRUE(pod.ok()) << pod.error();
+  auto req = shell("true");
+  req.guarded = false;
+  req.own_pid_namespace = true;
+  req.pod_namespace = pod->get();
+  auto child = atl::os::ChildProcess::spawn(req);
+  ASSERT_FALSE(child.ok());
+  EXPECT_NE(child.error().find("not both"), std::string::npos) << child.error();
 }

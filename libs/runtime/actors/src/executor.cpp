@@ -354,6 +354,9 @@ caf::behavior executor_behavior(ExecutorActor* self, ProcessLaunch launch, std::
   req.env = to_env_strings(env);
   req.working_dir = st.launch.working_dir;
   req.lease = lease.get();
+  // On the head's host: inside the head's own pod (headnode's
+  // --isolate-local-pods), where the guide's cleanup sees this job only.
+  req.pod_namespace = os::commands_namespace();
   st.control_fd = control.parent;
   if (st.control_fd < 0) st.control_done->store(true);  // no reader to wait for
   // The spawn (a vfork, the child's chdir, the wait for its exec report) and

@@ -83,7 +83,7 @@ const char* step_name(int step) {
     case ATL_STEP_ARGS:
       return "start atl-guard (bad arguments)";
     case ATL_STEP_PID_NAMESPACE:
-      return "mount /proc in its PID namespace";
+      return "mount /proc in its PID namespace (or enter its pod's)";
     default:
       return "prepare";
   }
@@ -102,7 +102,8 @@ struct GuardStart {
   const char* working_dir = nullptr;  // nullptr: the spawner's
   bool guarded = true;                // false: exec argv[0] itself, with pdeathsig
   bool own_pid_namespace = false;     // unguarded: PID 1 of a namespace of its own
-  pid_t parent = 0;
+  int join_mounts = -1;               // SpawnRequest::pod_namespace's mount namespace
+  pid_t parent = 0;                   // 0: the spawner is outside the child's PID namespace
 };
 
 // Only system calls between vfork and exec: report errno and die.
@@ -137,6 +138,10 @@ int place_child(const GuardStart& s) {
   if (lease >= 0 && ::dup2(lease, ATL_GUARD_LEASE_FD) < 0) child_fail(report, ATL_STEP_OUTPUT);
   if (::dup2(report, ATL_GUARD_REPORT_FD) < 0) child_fail(report, ATL_STEP_OUTPUT);
   report = ATL_GUARD_REPORT_FD;
+  // Its pod's mounts (its /proc) before the working dir: entering them sets
+  // the directory to their root.
+  if (s.join_mounts >= 0 && ::setns(s.join_mounts, CLONE_NEWNS) != 0)
+    child_fail(report, ATL_STEP_PID_NAMESPACE);
   if (s.working_dir && ::chdir(s.working_dir) != 0) child_fail(report, ATL_STEP_CHDIR);
   // Keep only 0-2, the control channel at 3, the report pipe and the lease:
   // no actor sockets leak into user code.
@@ -152,7 +157,8 @@ void become_unguarded(const GuardStart& s, int report) {
   ::fcntl(report, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The spawner died before prctl took. (PID 1 of a namespace of its own
-  // sees no parent: getppid() is 0 there, whoever it is.)
+  // sees no parent: getppid() is 0 there, whoever it is; a child started
+  // into a pod's namespace sees 0 while its spawner lives.)
   if (!s.own_pid_namespace && ::getppid() != s.parent) _exit(127);
   for (int sig = 1; sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
@@ -180,15 +186,17 @@ void enter_own_mounts(const GuardStart& s, int report) {
 // The spawning thread's children are born into a new PID namespace while
 // this lives (namespaces are per thread: the process's other threads, and
 // this one after, fork into their own as before). fork() starts it, as PID 1.
+// Given a namespace's descriptor (a PodNamespace's), they are born into that
+// one instead.
 class NewPidNamespaceForChildren {
  public:
-  NewPidNamespaceForChildren() {
+  explicit NewPidNamespaceForChildren(int join = -1) {
     back_ = ::open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
     if (back_ < 0) {
       error_ = errno;
       return;
     }
-    if (::unshare(CLONE_NEWPID) != 0) {
+    if (join >= 0 ? ::setns(join, CLONE_NEWPID) != 0 : ::unshare(CLONE_NEWPID) != 0) {
       error_ = errno;
       ::close(back_);
       back_ = -1;
@@ -227,6 +235,7 @@ class NewPidNamespaceForChildren {
 // function instead of the exec.
 // The report pipe's close says it started, as an exec's would.
 [[noreturn]] void run_forked(const GuardStart& s, const SpawnRequest& req) {
+  set_commands_namespace(nullptr);  // the spawner's pod is not the child's
   int report = place_child(s);
   enter_own_mounts(s, report);
   become_unguarded(s, report);
@@ -251,7 +260,8 @@ __attribute__((noinline)) pid_t start_guard(const GuardStart& start, const Spawn
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   if (forked) std::fflush(nullptr);  // nothing buffered here is written twice
   std::optional<NewPidNamespaceForChildren> own;
-  if (start.own_pid_namespace && own.emplace().error() != 0) {
+  if ((start.own_pid_namespace || req.pod_namespace) &&
+      own.emplace(req.pod_namespace ? req.pod_namespace->pid_fd() : -1).error() != 0) {
     *error = own->error();
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return -1;
@@ -321,7 +331,8 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   if (req.argv.empty()) return make_error("spawn: empty command line");
   const std::string& guard = guard_path();
   // Everything the child needs is built before vfork: no allocation after it.
-  const std::string parent_text = std::to_string(::getpid());
+  // A child started into a pod's namespace sees its spawner as 0 (outside).
+  const std::string parent_text = std::to_string(req.pod_namespace ? 0 : ::getpid());
   const std::string lease_text = std::to_string(req.lease ? req.lease->timeout().count() : 0);
   std::vector<char*> argv, envp;
   if (req.guarded) {
@@ -334,6 +345,16 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   }
   if (req.own_pid_namespace && req.guarded)
     return make_error("spawn: only an unguarded child gets a PID namespace of its own");
+  if (req.own_pid_namespace && req.pod_namespace)
+    return make_error("spawn: a child joins a pod's namespace or gets its own, not both");
+  // Entering the pod's mounts moves the child to their root: it goes back to
+  // where it would have started, by name (the same files there, /proc aside).
+  std::string spawners_dir;
+  if (req.pod_namespace && req.working_dir.empty()) {
+    char here[PATH_MAX];
+    if (!::getcwd(here, sizeof here)) return make_error(std::string("getcwd: ") + strerror(errno));
+    spawners_dir = here;
+  }
   for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : req.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -381,10 +402,13 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   start.control = req.control_fd;
   start.report = report[1];
   start.lease = req.lease ? req.lease->fd() : -1;
-  start.working_dir = req.working_dir.empty() ? nullptr : req.working_dir.c_str();
+  start.working_dir = !req.working_dir.empty() ? req.working_dir.c_str()
+                      : !spawners_dir.empty()  ? spawners_dir.c_str()
+                                               : nullptr;
   start.guarded = req.guarded;
   start.own_pid_namespace = req.own_pid_namespace;
-  start.parent = ::getpid();
+  start.join_mounts = req.pod_namespace ? req.pod_namespace->mount_fd() : -1;
+  start.parent = req.pod_namespace ? 0 : ::getpid();
   const bool forked = req.instead_of_exec && !req.guarded && single_threaded();
   int fork_errno = 0;
   pid_t pid = start_guard(start, req, forked, &fork_errno);
@@ -392,7 +416,9 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
     give_back_output();
     ::close(report[0]);
     ::close(report[1]);
-    return make_error(std::string(req.own_pid_namespace ? "a new PID namespace: " : "fork: ") +
+    return make_error(std::string(req.own_pid_namespace ? "a new PID namespace: "
+                                  : req.pod_namespace   ? "its pod's PID namespace: "
+                                                        : "fork: ") +
                       strerror(fork_errno));
   }
 
@@ -427,6 +453,58 @@ Expected<ChildProcess> ChildProcess::spawn(const SpawnRequest& req) {
   }
   child.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   return child;
+}
+
+namespace {
+std::atomic<const PodNamespace*> g_commands_namespace{nullptr};
+}  // namespace
+
+void set_commands_namespace(const PodNamespace* ns) { g_commands_namespace.store(ns); }
+const PodNamespace* commands_namespace() { return g_commands_namespace.load(); }
+
+Expected<std::unique_ptr<PodNamespace>> PodNamespace::start() {
+  if (auto can = pid_namespaces_available(); !can) return make_error(can.error());
+  SpawnRequest req;
+  req.argv = {guard_path(), "--pod-init"};
+  req.guarded = false;
+  req.own_pid_namespace = true;
+  req.output = OutputMode::file;
+  req.output_file = "/dev/null";
+  auto init = ChildProcess::spawn(req);
+  if (!init) return make_error("a PID namespace for the head's own processes: " + init.error());
+  const pid_t pid = init->pid();
+  const std::string dir = "/proc/" + std::to_string(pid) + "/ns/";
+  const int pid_fd = ::open((dir + "pid").c_str(), O_RDONLY | O_CLOEXEC);
+  const int mount_fd = ::open((dir + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
+  if (pid_fd < 0 || mount_fd < 0) {
+    const int err = errno;
+    for (int fd : {pid_fd, mount_fd})
+      if (fd >= 0) ::close(fd);
+    ::kill(pid, SIGKILL);
+    init->wait();
+    return make_error("a PID namespace for the head's own processes: " + dir + ": " +
+                      strerror(err));
+  }
+  init->close_output();
+  // Reaped by the destructor, from the ChildProcess's pid alone.
+  return std::unique_ptr<PodNamespace>(new PodNamespace(pid, pid_fd, mount_fd));
+}
+
+PodNamespace::~PodNamespace() {
+  if (g_commands_namespace.load() == this) set_commands_namespace(nullptr);
+  ::close(pid_fd_);
+  ::close(mount_fd_);
+  ::kill(init_, SIGKILL);
+  // Its end waits until every process inside is reaped, those whose parent
+  // is outside (this process's own children: the guards it started) by
+  // their parent: waited for a moment, never blocked on (the owner may be
+  // the one to reap them, later).
+  for (int i = 0; i < 100; ++i) {
+    int st = 0;
+    const pid_t r = ::waitpid(init_, &st, WNOHANG);
+    if (r == init_ || (r < 0 && errno != EINTR)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept { *this = std::move(o); }

@@ -61,6 +61,8 @@ class Lease {
   std::chrono::milliseconds timeout_;
 };
 
+class PodNamespace;
+
 // A child is SIGKILLed when the *thread* that spawned it dies: spawn from a
 // thread that lives as long as the child should.
 struct SpawnRequest {
@@ -97,7 +99,47 @@ struct SpawnRequest {
   // its end ends everything inside. Never instead_of_exec (it execs).
   // Whether this host allows it: pid_namespaces_available().
   bool own_pid_namespace = false;
+  // Guarded or not: the child (the guard and its command) starts inside
+  // this namespace, as a process run in a pod's shell would (the head's own
+  // pod: its driver, Ray's head). Its pid() is the host's. nullptr: the
+  // spawner's namespace. Not with own_pid_namespace.
+  const PodNamespace* pod_namespace = nullptr;
 };
+
+// A PID namespace with a /proc of its own that commands join
+// (SpawnRequest::pod_namespace): the pod of the processes the head starts
+// on its own host, so that `ps -ef`, `pkill -f python` or the guide's
+// cleanup run there see them only, never the host's other jobs, as in a
+// Kubernetes pod. Its first process (PID 1, `atl-guard --pod-init`) only
+// reaps; its end ends everything inside, and it ends with the thread that
+// started it or with this object.
+class PodNamespace {
+ public:
+  // Needs pid_namespaces_available(); from a thread that lives as long as
+  // the namespace should (the process's main thread).
+  static Expected<std::unique_ptr<PodNamespace>> start();
+  ~PodNamespace();  // SIGKILLs its first process: everything inside ends
+  PodNamespace(const PodNamespace&) = delete;
+  PodNamespace& operator=(const PodNamespace&) = delete;
+
+  pid_t init_pid() const { return init_; }  // the host's number of its PID 1
+  int pid_fd() const { return pid_fd_; }    // /proc/PID/ns/pid, for setns
+  int mount_fd() const { return mount_fd_; }
+
+ private:
+  PodNamespace(pid_t init, int pid_fd, int mount_fd)
+      : init_(init), pid_fd_(pid_fd), mount_fd_(mount_fd) {}
+  pid_t init_;
+  int pid_fd_;
+  int mount_fd_;
+};
+
+// The namespace this process's own commands join (the executors' ranks,
+// drivers and Ray nodes: os::SpawnRequest::pod_namespace); nullptr, the
+// default: none, they start beside this process. The head sets it once, after
+// its local pods started (a fork of it forgets it).
+void set_commands_namespace(const PodNamespace* ns);
+const PodNamespace* commands_namespace();
 
 // Whether this process may start children with own_pid_namespace (root, or
 // CAP_SYS_ADMIN, and a /proc it may mount): Ok, or why not, in words. Tried
