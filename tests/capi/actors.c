@@ -16,6 +16,13 @@
 #include "atl.h"
 #include "check.h"
 
+static void* freeze_soon(void* unused) {
+  (void)unused;
+  usleep(300 * 1000);
+  kill(getpid(), SIGSTOP);
+  return NULL;
+}
+
 static void handler(void* user, const char* request, int64_t size, atl_reply* reply) {
   const char* name = user;
   if (size == 4 && memcmp(request, "fail", 4) == 0) {
@@ -23,10 +30,12 @@ static void handler(void* user, const char* request, int64_t size, atl_reply* re
     return;
   }
   if (size == 4 && memcmp(request, "slow", 4) == 0) sleep(3);
-  if (size == 3 && memcmp(request, "pid", 3) == 0) {
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%d", (int)getpid());
-    atl_reply_set(reply, pid, n);
+  if (size == 6 && memcmp(request, "freeze", 6) == 0) {
+    /* Stops itself (SIGSTOP) once this reply is on its way: a caller in
+     * another pod cannot signal it (pods are PID namespaces of their own). */
+    pthread_t later;
+    if (pthread_create(&later, NULL, freeze_soon, NULL) == 0) pthread_detach(later);
+    atl_reply_set(reply, "freezing", 8);
     return;
   }
   char out[4096];
@@ -213,25 +222,22 @@ static int driver(void) {
   CHECK(take(atl_task_start(c, 0, -1, NULL, command, NULL, NULL, &frozen_task), msg, sizeof msg) ==
             ATL_OK,
         "task: %s", msg);
-  char* pid_text = NULL;
+  char* frozen = NULL;
   for (int i = 0; i < 300; ++i) {
-    if (call(c, "frozen-echo", "pid", 5000, &pid_text, msg, sizeof msg) == ATL_OK) break;
+    if (call(c, "frozen-echo", "freeze", 5000, &frozen, msg, sizeof msg) == ATL_OK) break;
     usleep(50 * 1000);
   }
-  int frozen_pid = pid_text ? atoi(pid_text) : 0;
-  atl_free(pid_text);
-  CHECK(frozen_pid > 0, "the frozen host's pid");
-  if (frozen_pid > 0) {
-    kill(frozen_pid, SIGSTOP);
-    t0 = now();
-    CHECK(call(c, "frozen-echo", "hi", 60000, &reply, msg, sizeof msg) == ATL_FAILED &&
-              strstr(msg, "no answer to a heartbeat"),
-          "frozen host: %s", msg);
-    waited = now() - t0;
-    CHECK(waited < 10.0, "the caller heard of the frozen host after %.1f s", waited);
-    kill(frozen_pid, SIGKILL);
-    kill(frozen_pid, SIGCONT);
-  }
+  CHECK(frozen && strcmp(frozen, "freezing") == 0, "the host did not freeze: %s", msg);
+  atl_free(frozen);
+  usleep(600 * 1000); /* its SIGSTOP has taken */
+  t0 = now();
+  CHECK(call(c, "frozen-echo", "hi", 60000, &reply, msg, sizeof msg) == ATL_FAILED &&
+            strstr(msg, "no answer to a heartbeat"),
+        "frozen host: %s", msg);
+  waited = now() - t0;
+  CHECK(waited < 10.0, "the caller heard of the frozen host after %.1f s", waited);
+  /* Its task's end takes it (a stopped process dies to the sweep's SIGKILL). */
+  CHECK(take(atl_task_kill(c, frozen_task), msg, sizeof msg) == ATL_OK, "kill frozen: %s", msg);
 
   /* Closing unregisters. */
   atl_actor_close(local);
