@@ -99,12 +99,10 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(Pod& pod, int gener
   // A workernode guards its own ranks (each under an atl-guard, with its
   // pdeathsig): it needs no keeper of its own, only to die with the head.
   req.guarded = false;
-  // PID 1 of a namespace of its own. It execs: the fork of the head's main
-  // works there too (ChildProcess.AForkThatRunsTheFunctionIsPidOneOfItsNamespace)
-  // and would save the exec's ~4 ms per pod, but has not been run in whole
-  // jobs yet.
+  // PID 1 of a namespace of its own, the first pods forks as above (their
+  // /proc mounted before workernode's main runs:
+  // ChildProcess.AForkThatRunsTheFunctionIsPidOneOfItsNamespace).
   req.own_pid_namespace = config_.own_pid_namespace;
-  if (req.own_pid_namespace) req.instead_of_exec = nullptr;
   auto child = os::ChildProcess::spawn(req);
   if (!child) {
     LocalPods::remove_tmp(pod);
