@@ -21,6 +21,7 @@
 #include "atl/os/control_channel.hpp"
 #include "atl/os/flight_recorder.hpp"
 #include "atl/os/logging.hpp"
+#include "atl/os/oom_kills.hpp"
 #include "atl/os/output_pump.hpp"
 #include "atl/os/process_sample.hpp"
 
@@ -106,7 +107,8 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
                   caf::actor executor, std::shared_ptr<std::atomic<bool>> cancel,
                   std::shared_ptr<std::atomic<bool>> sink_gone,
                   std::shared_ptr<std::atomic<bool>> control_done,
-                  std::shared_ptr<ProcessMeter> meter, std::shared_ptr<UnsentOutput> unsent) {
+                  std::shared_ptr<ProcessMeter> meter, std::shared_ptr<UnsentOutput> unsent,
+                  os::OomKills oom_at_start) {
   caf::scoped_actor io{sys};
   int outstanding = 0;
   std::int64_t offset = 0;  // bytes of the process's output before the next chunk
@@ -171,6 +173,11 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
     if (!status.success()) reason = failure_reason(*meter);
     if (meter->error_file_ours) ::unlink(meter->error_file.c_str());
   }
+  // Killed for memory (it, or a DataLoader worker of it): said, with what to do.
+  if (!status.success()) {
+    if (auto hint = os::oom_hint(oom_at_start, os::read_oom_kills(), status))
+      reason = reason.empty() ? *hint : reason + "; " + *hint;
+  }
   // The tree is swept, so the reader sees its end now. Bounded: a descendant
   // that kept the channel open (none should) costs at most 2 s, off CAF's threads.
   for (int i = 0; i < 200 && !control_done->load(); ++i)
@@ -199,6 +206,7 @@ void run_process(caf::actor_system& sys, ProcessStart start, caf::actor sink, St
   for (auto until = std::chrono::steady_clock::now() + start.stall;
        std::chrono::steady_clock::now() < until && !cancel->load();)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const os::OomKills oom_at_start = os::read_oom_kills();
   auto child = os::ChildProcess::spawn(start.request);
   if (start.control_child >= 0) ::close(start.control_child);  // the child holds its own copy
   if (!child) {
@@ -214,7 +222,8 @@ void run_process(caf::actor_system& sys, ProcessStart start, caf::actor sink, St
   caf::anon_send(executor, spawned_atom::value, static_cast<std::int32_t>(child->pid()));
   pump_to_sink(sys, std::make_unique<os::ChildProcess>(std::move(*child)), std::move(sink), stream,
                attempt, std::move(scratch_dir), std::move(executor), std::move(cancel),
-               std::move(sink_gone), std::move(control_done), std::move(meter), std::move(unsent));
+               std::move(sink_gone), std::move(control_done), std::move(meter), std::move(unsent),
+               oom_at_start);
 }
 
 // Runs on its own thread: every line the process writes on its control
