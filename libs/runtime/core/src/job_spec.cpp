@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atl/core/byte_size.hpp"
+#include "atl/core/json_errors.hpp"
 #include "atl/core/suggest.hpp"
 #include "parse_util.hpp"
 
@@ -303,7 +304,8 @@ Expected<JobSpec> parse_job_spec_json(std::string_view json_text, JobSpec spec) 
     return true;
   };
   json doc = json::parse(json_text, track, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return make_error("job spec: not valid JSON");
+  if (doc.is_discarded())
+    return make_error("job spec: not valid JSON: " + json_syntax_error(json_text));
   if (!duplicate.empty())
     return make_error("job spec: field " + detail::quote(duplicate) + " is given twice");
   auto st = read_object(doc, "<top level>", [&](const std::string& key, const json& v) -> Status {

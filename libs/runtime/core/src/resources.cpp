@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "atl/core/json_errors.hpp"
 #include "atl/core/quote.hpp"
 
 namespace atl {
@@ -27,7 +28,10 @@ bool valid_name(std::string_view name) {
 
 Expected<Resources> parse_resources(std::string_view json_text) {
   auto j = nlohmann::json::parse(json_text.begin(), json_text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  if (j.is_discarded())
+    return make_error("resources must be a JSON object of name -> amount, got " + quote(json_text) +
+                      ": " + json_syntax_error(json_text));
+  if (!j.is_object())
     return make_error("resources must be a JSON object of name -> amount, got " + quote(json_text));
   Resources out;
   for (const auto& [name, value] : j.items()) {
