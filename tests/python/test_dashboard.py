@@ -873,6 +873,20 @@ def test_the_job_page_lists_every_attempt_with_how_it_ended():
             "fault"], [r.text for r in rows]
         assert d.find_element(By.ID, "entrypoint").text == "exec sleep 600"
         assert "took " in d.find_element(By.ID, "job-times").text
+        # The same six on one time line, in order, each coloured by how it
+        # ended, each bar after the one before (the gaps: the restarts).
+        bars = d.execute_script(
+            "return [...document.querySelectorAll('#attempt-timeline .seg')].map(b => "
+            "[b.textContent, b.className, parseFloat(b.style.left), parseFloat(b.style.width)])")
+        assert [(b[0], b[1]) for b in bars] == [
+            ("1", "seg how-fault"), ("2", "seg how-stopped-and-recovered"),
+            ("3", "seg how-stopped-and-recovered"), ("4", "seg how-fault"),
+            ("5", "seg how-fault"), ("6", "seg how-failed")], bars
+        for before, after in zip(bars, bars[1:]):
+            assert before[2] + before[3] <= after[2] + 0.5, bars
+        assert bars[0][2] >= 0 and bars[-1][2] + bars[-1][3] <= 100.5, bars
+        legend = d.find_element(By.CSS_SELECTOR, "#attempt-timeline .legend").text
+        assert all(h in legend for h in ("fault", "stopped and recovered", "failed")), legend
         os.makedirs(ARTIFACTS, exist_ok=True)
         d.save_screenshot(os.path.join(ARTIFACTS, "attempts.png"))
         # An attempt's logs link opens that attempt's logs.

@@ -102,7 +102,8 @@ function viewJob(v) {
   const history = s.attempt_history || [];
   if (history.length) {
     const logs = (k) => el('a', { href: '#attempt/' + k, text: 'logs' });
-    v.append(el('h2', { text: 'Attempts' }), table(['Attempt', 'Started', 'Ended', 'Took', 'How it ended', 'Why', ''],
+    v.append(el('h2', { text: 'Attempts' }), attemptTimeline(history, s.started_ms || s.submitted_ms,
+      s.ended_ms || now), table(['Attempt', 'Started', 'Ended', 'Took', 'How it ended', 'Why', ''],
       history.slice().reverse().map((a) => [a.attempt, a.started_ms ? when(a.started_ms) : '—',
         a.ended_ms ? when(a.ended_ms) : '', a.started_ms && a.ended_ms ? took(a.ended_ms - a.started_ms)
           : a.started_ms ? took(now - a.started_ms) : '',
@@ -263,6 +264,32 @@ async function viewHang(v) {
 
 function stopFollowing() {
   if (state.follow) { state.follow.close(); state.follow = null; }
+}
+
+// The attempts on one time line, from the job's start to its end (or now):
+// each a bar as long as it ran, coloured by how it ended, the gaps between
+// them the time a restart took; a bar's title says what the table says.
+function attemptTimeline(history, from, to) {
+  const timed = history.filter((a) => a.started_ms);
+  if (!timed.length || !(to > from)) return el('div');
+  const span = to - from;
+  const at = (ms) => Math.max(0, Math.min(100, ((ms - from) / span) * 100));
+  const bars = timed.map((a) => {
+    const end = a.ended_ms || to;
+    const how = a.ended_ms ? a.how : 'running';
+    const bar = el('a', { class: 'seg how-' + how.replace(/ /g, '-'), href: '#attempt/' + a.attempt,
+      title: 'attempt ' + a.attempt + ': ' + how + (a.detail ? ' (' + a.detail + ')' : '') + ', ' +
+        took(end - a.started_ms), text: String(a.attempt) });
+    bar.style.left = at(a.started_ms) + '%';
+    bar.style.width = Math.max(0.4, at(end) - at(a.started_ms)) + '%';
+    return bar;
+  });
+  const legend = [...new Set(timed.map((a) => (a.ended_ms ? a.how : 'running')))].map((how) =>
+    el('span', { class: 'key' }, el('span', { class: 'swatch how-' + how.replace(/ /g, '-') }), how));
+  return el('div', { id: 'attempt-timeline' }, el('div', { class: 'track' }, bars),
+    el('div', { class: 'axis muted' }, el('span', { text: when(from) }), el('span', { text: took(span) }),
+      el('span', { text: when(to) })),
+    el('div', { class: 'legend muted' }, legend));
 }
 
 // The log view: one stream of the current attempt (followed live) or of an
