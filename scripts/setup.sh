@@ -13,9 +13,10 @@ packages=(
 # (prometheus_client parses /metrics there),
 # venv for the Ray tests (they pip-install Ray once into build/ray-venv), OpenMPI
 # for the fan-out bench; headless Chromium and Selenium for the dashboard's browser tests.
+# zsh: atlctl's completion is tried in it.
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(gdb python3-torch python3-venv python3-pytest python3-prometheus-client openmpi-bin clang-format clang libfuzzer-14-dev shellcheck
-    chromium chromium-driver python3-selenium python3-websocket python3-cloudpickle)
+    chromium chromium-driver python3-selenium python3-websocket python3-cloudpickle zsh)
 fi
 
 sudo=""

@@ -35,6 +35,7 @@
 #include "atl/core/rank_set.hpp"
 #include "atl/core/suggest.hpp"
 #include "atl/core/taints.hpp"
+#include "atl/gpu/burn_types.hpp"
 #include "atl/os/job_pointer.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/local_door.hpp"
@@ -90,7 +91,7 @@ const char* kTopHelp =
     "Exit codes: 0 ok, 1 command failed, 2 usage, 3 refused in this state,\n"
     "            4 supervisor unreachable.\n"
     "'atlctl COMMAND --help' shows a command's options; atlctl --version, atl's version;\n"
-    "source <(atlctl completion bash) completes commands and options in bash.\n";
+    "source <(atlctl completion bash) (or zsh) completes commands, options and their values.\n";
 
 // --- status --------------------------------------------------------------------
 
@@ -859,9 +860,35 @@ int cmd_dashboard_url(SupervisorClient& client, const po::variables_map& vm) {
 // `atlctl completion bash`: a bash completion script made from the commands'
 // own option tables (so it never lags behind them): commands first, then the
 // chosen command's options. `source <(atlctl completion bash)`.
+// The values an option of a command takes, offered after it (`burn -t
+// <TAB>`): the burn and check types from the types themselves.
+struct OptionValues {
+  std::string command;
+  std::vector<std::string> spellings;  // short, long and the guide's names
+  std::string words;
+};
+
+std::vector<OptionValues> option_values() {
+  using atl::gpu::BurnType;
+  using atl::gpu::CheckType;
+  std::string burn_types, check_types;
+  for (BurnType t :
+       {BurnType::gemm, BurnType::transfer, BurnType::local, BurnType::global, BurnType::batch})
+    burn_types += std::string(atl::gpu::to_string(t)) + " ";
+  for (CheckType t : {CheckType::gpu, CheckType::allreduce, CheckType::all})
+    check_types += std::string(atl::gpu::to_string(t)) + " ";
+  burn_types.pop_back();
+  check_types.pop_back();
+  return {{"burn", {"-t", "--type", "--burnType"}, burn_types},
+          {"check", {"-t", "--type", "--checkType"}, check_types},
+          {"taint", {"-a", "--action"}, "list set remove"},
+          {"status", {"-o", "--output"}, "json wide"}};
+}
+
 std::string bash_completion(const std::map<std::string, Command>& commands) {
   std::string names;
   std::string cases;
+  const auto values = option_values();
   for (const auto& [name, command] : commands) {
     names += name + " ";
     po::options_description desc;
@@ -875,11 +902,19 @@ std::string bash_completion(const std::map<std::string, Command>& commands) {
       if (!opt->long_name().empty()) words += "--" + opt->long_name() + " ";
     }
     words.pop_back();
-    cases += "    " + name + ") words=\"" + words + "\" ;;\n";
+    std::string after;  // the values of an option just typed
+    for (const auto& v : values) {
+      if (v.command != name) continue;
+      std::string spelled;
+      for (const auto& s : v.spellings) spelled += (spelled.empty() ? "" : "|") + s;
+      after += " " + spelled + ") words=\"" + v.words + "\" ;;";
+    }
+    cases += "    " + name + ") words=\"" + words + "\"" +
+             (after.empty() ? "" : "; case $prev in" + after + " esac") + " ;;\n";
   }
   return "# bash completion for atlctl: source <(atlctl completion bash)\n"
          "_atlctl() {\n"
-         "  local cur=${COMP_WORDS[COMP_CWORD]} cmd= words i\n"
+         "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} cmd= words i\n"
          "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
          "    case ${COMP_WORDS[i]} in\n"
          "      --address|-a|--tls-dir) ((i++)) ;;\n"
@@ -890,7 +925,7 @@ std::string bash_completion(const std::map<std::string, Command>& commands) {
          "  case $cmd in\n"
          "    '') words=\"" +
          names + "completion --address --tls-dir --insecure --help --version\" ;;\n" + cases +
-         "    completion) words=bash ;;\n"
+         "    completion) words=\"bash zsh\" ;;\n"
          "    *) words= ;;\n"
          "  esac\n"
          "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
@@ -1038,8 +1073,13 @@ int main(int argc, char** argv) {
         dashboard_options, cmd_dashboard_url}},
   };
   if (command == "completion") {
-    if (rest.size() != 1 || rest[0] != "bash")
-      die(kExitUsage, "completion: say which shell: atlctl completion bash");
+    if (rest.size() != 1 || (rest[0] != "bash" && rest[0] != "zsh"))
+      die(kExitUsage, "completion: say which shell: atlctl completion bash (or zsh)");
+    // zsh runs bash's script through its bashcompinit (compinit first).
+    if (rest[0] == "zsh")
+      std::cout << "# zsh completion for atlctl: source <(atlctl completion zsh)\n"
+                   "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit -u; }\n"
+                   "autoload -U +X bashcompinit && bashcompinit\n";
     std::cout << bash_completion(commands);
     return kExitOk;
   }

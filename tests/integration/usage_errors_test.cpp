@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -170,12 +171,42 @@ TEST(AtlctlCompletion, BashCompletesCommandsAndEachCommandsOptions) {
   EXPECT_EQ(complete("atlctl logs --ti", 2), "--timestamps\n");
   EXPECT_EQ(complete("atlctl logs -r 1 --a", 4), "--attempt\n");
   EXPECT_EQ(complete("atlctl burn --burn", 2), "--burnType\n") << "the guide's long names too";
-  EXPECT_EQ(complete("atlctl completion ''", 2), "bash\n");
-  auto refused = run(c, "atlctl", {"completion", "zsh"});
+  EXPECT_EQ(complete("atlctl completion ''", 2), "bash zsh\n");
+  // An option's values after it, from the types themselves.
+  EXPECT_EQ(complete("atlctl burn -t ''", 3), "gemm transfer local global batch\n");
+  EXPECT_EQ(complete("atlctl burn -d 5m --burnType g", 5), "gemm global\n");
+  EXPECT_EQ(complete("atlctl check --type a", 3), "allreduce all\n");
+  EXPECT_EQ(complete("atlctl taint -a ''", 3), "list set remove\n");
+  EXPECT_EQ(complete("atlctl status -o ''", 3), "json wide\n");
+  EXPECT_EQ(complete("atlctl burn -d ''", 3).find("gemm"), std::string::npos)
+      << "a duration is no type";
+  auto refused = run(c, "atlctl", {"completion", "fish"});
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.output.find("completion: say which shell: atlctl completion bash"),
+  EXPECT_NE(refused.output.find("completion: say which shell: atlctl completion bash (or zsh)"),
             std::string::npos)
       << refused.output;
+}
+
+// `source <(atlctl completion zsh)` in a real zsh: its bashcompinit takes
+// the script, registers atlctl, and the function offers commands and an
+// option's values (zsh itself narrows them to what is typed).
+TEST(AtlctlCompletion, ZshTakesTheScriptAndOffersTheSameWords) {
+  if (::access("/usr/bin/zsh", X_OK) != 0)
+    GTEST_SKIP() << "no zsh here (setup.sh --tests installs it)";
+  TestCluster c;
+  const std::string script = "source <(" + bin("atlctl") +
+                             " completion zsh) || exit 3; print -- ${_comps[atlctl]}; "
+                             "setopt ksharrays; COMP_WORDS=(atlctl burn --burnType ''); "
+                             "COMP_CWORD=3; _atlctl; print -- \"${COMPREPLY[*]}\"; "
+                             "COMP_WORDS=(atlctl ''); COMP_CWORD=1; _atlctl; "
+                             "print -- \"${COMPREPLY[*]}\"";
+  auto& p = c.start("zsh", {"/usr/bin/zsh", "-f", "-c", script},
+                    {"HOME=" + c.dir(), "PATH=/usr/bin:/bin"});
+  ASSERT_EQ(c.wait_exit(p, 30s), 0) << c.output(p);
+  const std::string out = c.output(p);
+  EXPECT_NE(out.find("_bash_complete -o default -F _atlctl"), std::string::npos) << out;
+  EXPECT_NE(out.find("gemm transfer local global batch\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("burn check dashboard-url"), std::string::npos) << out;
 }
 
 TEST(HeadnodeRejects, ABadJobFileNamingTheField) {
