@@ -303,12 +303,15 @@ void DashboardServer::Impl::routes() {
   // ?ranks=N&rank_offset=K&pods=N&pod_offset=K: a page of the ranks and pods
   // (a big job's are tens of thousands); runs=N&run_offset=K: of the debug
   // runs, counted from the newest (up to --history are kept); without them, all.
+  // trend=1: the page's running ranks with their figures over time too.
   s.Get("/api/status", [this](const httplib::Request& req, httplib::Response& res) {
     StatusPage page;
     std::int32_t* fields[] = {&page.rank_limit, &page.rank_offset, &page.pod_limit,
-                              &page.pod_offset, &page.run_limit,   &page.run_offset};
-    const char* names[] = {"ranks", "rank_offset", "pods", "pod_offset", "runs", "run_offset"};
-    for (int i = 0; i < 6; ++i) {
+                              &page.pod_offset, &page.run_limit,   &page.run_offset,
+                              &page.trend};
+    const char* names[] = {"ranks", "rank_offset", "pods", "pod_offset",
+                           "runs",  "run_offset",  "trend"};
+    for (int i = 0; i < 7; ++i) {
       auto v = int_param(req, names[i], *fields[i]);
       if (v && *v > std::numeric_limits<std::int32_t>::max())
         v = make_error(std::string(names[i]) + ": '" + req.get_param_value(names[i]) +

@@ -553,6 +553,34 @@ def test_pages_in_chromium(spmd):
         rows = wait(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr")) == 4
                     and d.find_elements(By.CSS_SELECTOR, "#ranks tbody tr"))
         assert all("running" in r.text for r in rows), [r.text for r in rows]
+        # Each rank's figures over its last minutes (a point every 2 s), as
+        # sparklines beside its figures: from the same samples as the table.
+        status, _, body = spmd.http.get("/api/status?ranks=4&trend=1", token=spmd.token)
+        assert status == 200, body
+        deadline = time.time() + 60
+        while True:
+            ranks = json.loads(spmd.http.get("/api/status?ranks=4&trend=1",
+                                             token=spmd.token)[2])["ranks"]
+            if all(len(r.get("trend", {}).get("lines_per_s", [])) >= 3 for r in ranks):
+                break
+            assert time.time() < deadline, ranks
+            time.sleep(0.5)
+        for r in ranks:
+            t = r["trend"]
+            assert len({len(v) for v in t.values()}) == 1, t  # a value of each per point
+            assert t["ago_ms"] == sorted(t["ago_ms"], reverse=True), t  # oldest first
+            assert max(t["lines_per_s"]) > 0 and max(t["rss_bytes"]) > 0, t
+        plain = json.loads(spmd.http.get("/api/status?ranks=4", token=spmd.token)[2])["ranks"]
+        assert not any("trend" in r for r in plain), "only asked for"
+        d.refresh()
+        sparks = wait(d, lambda d: (lambda n: n if len(n) == 4 and all(x >= 3 for x in n) else None)(
+            d.execute_script("return [...document.querySelectorAll('#ranks tbody tr')].map(tr => "
+                             "{const l = tr.querySelector('svg.spark-lines_per_s polyline');"
+                             " return l ? l.getAttribute('points').split(' ').length : 0})")),
+                      timeout=30)
+        assert len(d.find_elements(By.CSS_SELECTOR, "#ranks svg.spark-cpu_percent")) == 4
+        assert "lines/s over the last" in d.find_element(
+            By.CSS_SELECTOR, "#ranks svg.spark-lines_per_s title").get_attribute("textContent")
         shot(d, "ranks")
 
         # Follow rank 1's log: new lines appear without a reload.

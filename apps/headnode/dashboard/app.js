@@ -193,12 +193,44 @@ function viewRanks(v) {
       'rank ' + (r.rank !== undefined ? r.rank : r.stream) + ' is ' + r.vitals.mark).join('; ') }));
   }
   const fig = (r, f) => (r.vitals ? f(r.vitals) : '—');
+  // Each figure with its last minutes beside it (a point every 2 s): a
+  // rank that was always slow and one that slowed down look different.
+  const spark = (r, key, label, fmt) => {
+    const t = r.trend;
+    const now = fig(r, (x) => fmt(x[key]));
+    if (!t || t[key].length < 2) return now;
+    return el('span', { class: 'with-spark' }, sparkline(t[key], label + ' over the last ' +
+      Math.round(t.ago_ms[0] / 1000) + ' s: ' + fmt(Math.min(...t[key])) + ' to ' + fmt(Math.max(...t[key])),
+      'spark-' + key), ' ', now);
+  };
   v.append(table(['Rank', 'Pod', 'PID', 'State', 'Last output', 'Lines/s', 'CPU %', 'RSS', 'Exit', 'Log'], s.ranks.map((r) => [
     r.rank !== undefined ? r.rank : r.stream, r.pod, r.vitals && r.vitals.user_pid ? r.vitals.user_pid : r.pid,
     r.vitals && r.vitals.mark ? el('span', {}, stateSpan(r.state), ' ', el('span', { class: 'mark mark-' + r.vitals.mark, text: r.vitals.mark })) : stateSpan(r.state),
-    fig(r, (x) => Math.round(x.output_age_ms / 1000) + ' s ago'), fig(r, (x) => x.lines_per_s),
-    fig(r, (x) => x.cpu_percent), fig(r, (x) => bytes(x.rss_bytes)), rankExit(r),
+    spark(r, 'output_age_ms', 'time since its last line', (ms) => Math.round(ms / 1000) + ' s ago'),
+    spark(r, 'lines_per_s', 'lines/s', (x) => String(x)),
+    spark(r, 'cpu_percent', 'CPU %', (x) => String(x)), spark(r, 'rss_bytes', 'RSS', bytes), rankExit(r),
     el('a', { href: '#logs/' + r.stream, text: r.stream + '.log' })]), 'ranks'));
+}
+
+// A small line of `values` (oldest first) from 0 to their largest (a
+// figure that barely moves looks flat), its title saying what it shows.
+function sparkline(values, title, cls) {
+  const w = 80, h = 18, lo = Math.min(0, ...values), hi = Math.max(...values);
+  const span = hi - lo || 1;
+  const pts = values.map((y, i) => (i * (w / (values.length - 1))).toFixed(1) + ',' +
+    (h - 1 - ((y - lo) / span) * (h - 2)).toFixed(1)).join(' ');
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'spark ' + cls);
+  svg.setAttribute('width', w);
+  svg.setAttribute('height', h);
+  svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
+  const t = document.createElementNS(ns, 'title');
+  t.textContent = title;
+  const line = document.createElementNS(ns, 'polyline');
+  line.setAttribute('points', pts);
+  svg.append(t, line);
+  return svg;
 }
 
 // The hang watch: is the job suspect, which ranks made no progress for
@@ -662,7 +694,7 @@ const views = { attempt: viewAttempt, job: viewJob, pods: viewPods, ranks: viewR
 // keeps up to --history), none for the others.
 function statusQuery() {
   const first = pageStart();
-  if (state.view === 'ranks') return '?ranks=' + PAGE + '&rank_offset=' + first + '&pods=0&runs=0';
+  if (state.view === 'ranks') return '?ranks=' + PAGE + '&rank_offset=' + first + '&pods=0&runs=0&trend=1';
   if (state.view === 'pods') return '?pods=' + PAGE + '&pod_offset=' + first + '&ranks=0&runs=0';
   if (state.view === 'runs' || state.view === 'burn') return '?ranks=0&pods=0&runs=' + PAGE;
   return '?ranks=0&pods=0&runs=0';

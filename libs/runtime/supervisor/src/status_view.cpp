@@ -109,6 +109,24 @@ json pod_view(const Supervisor& sup, const std::string& pod, const char* standin
 
 double tenths(double x) { return static_cast<double>(std::llround(x * 10)) / 10; }
 
+// A rank's figures over time, oldest first, as the sparklines draw them.
+json trend_view(const std::deque<VitalsTrend::Point>& points, VitalsTrend::TimePoint now) {
+  json j{{"ago_ms", json::array()},
+         {"lines_per_s", json::array()},
+         {"cpu_percent", json::array()},
+         {"rss_bytes", json::array()},
+         {"output_age_ms", json::array()}};
+  for (const auto& p : points) {
+    j["ago_ms"].push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - p.at).count());
+    j["lines_per_s"].push_back(tenths(p.lines_per_s));
+    j["cpu_percent"].push_back(tenths(p.cpu_percent));
+    j["rss_bytes"].push_back(p.rss_bytes);
+    j["output_age_ms"].push_back(p.output_age_ms);
+  }
+  return j;
+}
+
 json rank_view(std::int32_t stream, const RankRecord& r, const RankFigures* f) {
   json rj{{"stream", stream_name(user_code_stream(stream))},
           {"pod", r.pod},
@@ -199,6 +217,9 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
     if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
     auto v = vitals.find(stream);
     j["ranks"].push_back(rank_view(stream, r, v == vitals.end() ? nullptr : &v->second));
+    if (page.trend && !r.done && sup.hang().trend().attempt() == code.attempt())
+      if (const auto* points = sup.hang().trend().of(stream))
+        j["ranks"].back()["trend"] = trend_view(*points, sup.clock().now());
   }
   j["runs"] = runs_view(sup, page);
   j["runs_total"] = sup.runs().size();

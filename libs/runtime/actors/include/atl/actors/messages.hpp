@@ -158,7 +158,7 @@ typename Inspector::result_type inspect(Inspector& f, TaskRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StatusPage& x) {
   return f(caf::meta::type_name("atl::StatusPage"), x.rank_offset, x.rank_limit, x.pod_offset,
-           x.pod_limit, x.run_offset, x.run_limit);
+           x.pod_limit, x.run_offset, x.run_limit, x.trend);
 }
 
 template <class Inspector>

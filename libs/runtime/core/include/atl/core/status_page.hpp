@@ -17,6 +17,9 @@ struct StatusPage {
   // `run_limit` before them (still oldest first in the answer).
   std::int32_t run_offset = 0;
   std::int32_t run_limit = -1;
+  // 1: each running rank on the page with its figures over time (the
+  // dashboard's sparklines); 0: the figures of the moment only.
+  std::int32_t trend = 0;
 };
 
 // Whether the i-th item (0-based) of a list of `offset`/`limit` is on the page.

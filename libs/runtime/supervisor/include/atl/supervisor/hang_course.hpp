@@ -29,6 +29,7 @@
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/hang_watch.hpp"
 #include "atl/supervisor/rank_vitals.hpp"
+#include "atl/supervisor/vitals_trend.hpp"
 
 namespace atl::supervisor {
 
@@ -114,6 +115,7 @@ class HangCourse {
 
   const HangWatch& watch() const { return watch_; }
   const RankVitals& vitals() const { return vitals_; }
+  const VitalsTrend& trend() const { return trend_; }
   // The look under way (0: none).
   std::int32_t looking() const { return looking_; }
 
@@ -126,6 +128,7 @@ class HangCourse {
   long ticks_per_second_;
   HangWatch watch_;
   RankVitals vitals_;
+  VitalsTrend trend_;                         // the vitals over time, a point per rank every 2 s
   std::int32_t watched_attempt_ = 0;          // the attempt the watch watches (0: none)
   std::int32_t looking_ = 0;                  // the round of the look under way (0: none)
   std::int32_t rounds_ = 0;                   // rounds so far: they only grow
