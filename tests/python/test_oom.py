@@ -138,7 +138,8 @@ def test_a_rank_the_oom_killer_ended_is_said_to_be_out_of_memory():
     assert code == 1, out
     assert "allocating" in out, out
     # Its shell (`sh -c`) says 137: the hint is the same behind a wrapper.
-    assert ("ended with exit code 137: " + OUT_OF_MEMORY in out or
+    assert ("ended with exit code 137 (128+9: a shell's word for its command killed by "
+            "SIGKILL): " + OUT_OF_MEMORY in out or
             "killed by signal 9 (SIGKILL): " + OUT_OF_MEMORY in out), failure_line(out) or out
 
 

@@ -85,6 +85,22 @@ TEST(ChildProcess, ReportsTheKillingSignal) {
   EXPECT_EQ(st.ended(), "was " + st.describe());
 }
 
+// A rank behind a wrapper (`sh -c`, a launcher script) whose command was
+// killed: the wrapper exits 128+N, said as the signal it stands for.
+TEST(ChildProcess, AWrappersExitCodeForAKilledCommandNamesTheSignal) {
+  auto child = atl::os::ChildProcess::spawn(shell("sh -c 'kill -9 $$'; exit $?"));
+  ASSERT_TRUE(child.ok());
+  auto st = child->wait();
+  EXPECT_EQ(st.signal, 0);
+  EXPECT_EQ(st.code, 137);
+  EXPECT_EQ(st.ended(),
+            "ended with exit code 137 (128+9: a shell's word for its command killed by SIGKILL)");
+  EXPECT_EQ((atl::os::ExitStatus{143, 0}.describe()),
+            "exit code 143 (128+15: a shell's word for its command killed by SIGTERM)");
+  EXPECT_EQ((atl::os::ExitStatus{128, 0}.describe()), "exit code 128");
+  EXPECT_EQ((atl::os::ExitStatus{200, 0}.describe()), "exit code 200");
+}
+
 TEST(ChildProcess, ExecFailureIsAnErrorNotAChild) {
   atl::os::SpawnRequest req;
   req.argv = {"/nonexistent/binary"};

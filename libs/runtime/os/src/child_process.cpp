@@ -33,6 +33,14 @@ extern char** environ;
 namespace atl::os {
 
 std::string ExitStatus::describe() const {
+  // A shell (`sh -c`, a launcher script) says 128+N when its command was
+  // killed by signal N: named, as the signal itself would be.
+  if (signal == 0 && code > 128 && code < 128 + 32) {
+    const char* name = sigabbrev_np(code - 128);
+    if (name)
+      return "exit code " + std::to_string(code) + " (128+" + std::to_string(code - 128) +
+             ": a shell's word for its command killed by SIG" + name + ")";
+  }
   if (signal == 0) return "exit code " + std::to_string(code);
   const char* name = sigabbrev_np(signal);
   return "killed by signal " + std::to_string(signal) +
