@@ -121,6 +121,9 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     for cosmetic in ("logging_level", "logging_format", "configure_logging", "include_dashboard",
                      "log_to_driver"):
         ray_options.pop(cosmetic, None)
+    ns = ray_options.pop("namespace", None)
+    if ns is not None:
+        _options.check_namespace("atl.init", ns)
     num_cpus = ray_options.pop("num_cpus", None)
     if num_cpus is not None and (isinstance(num_cpus, bool) or num_cpus <= 0 or
                                  not isinstance(num_cpus, (int, float))):
@@ -131,7 +134,7 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     if ray_options:
         name = sorted(ray_options)[0]
         raise TypeError(f"atl.init: option {name!r} is not supported: atl.init takes address, "
-                        f"tls_dir, insecure, workers_per_node and num_cpus (the job's pods and "
+                        f"tls_dir, insecure, workers_per_node, num_cpus and namespace (the job's pods and "
                         f"their resources are the cluster); {_options.RAY_MODE}")
     if workers_per_node is not None and (not isinstance(workers_per_node, int)
                                          or workers_per_node < 0):
@@ -142,6 +145,11 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
         per_node = workers_per_node
         if per_node is None:
             per_node = _default_workers_per_node()
+        if ns is not None:
+            # Its named actors are made and found there, and the processes
+            # it starts from now on share it (before the warm ones start).
+            from . import _actors
+            _actors.namespace = ns
         _client = Client(address, tls_dir, insecure)
         _objects.configure(address, tls_dir, insecure)
         _workers_per_node = per_node
@@ -269,7 +277,8 @@ class RuntimeContext:
 
     @property
     def namespace(self) -> str:
-        return ""  # atl's actor names are the job's
+        from . import _actors
+        return _actors.namespace  # "": the job's own (init(namespace=) names one)
 
     @property
     def was_current_actor_reconstructed(self) -> bool:

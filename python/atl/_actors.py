@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import os
 import pickle
 import sys
 import threading
@@ -289,6 +290,31 @@ class ActorHandle:
         return f"ActorHandle({self._actor_name!r})"
 
 
+# The namespace (Ray's) this process's named actors are made and found in:
+# init(namespace=) sets it, and the processes it starts (tasks, actors, its
+# warm processes) inherit it ($ATL_NAMESPACE); "": the job's own, where every
+# driver of the job finds the others' names, as before namespaces.
+namespace = os.environ.get("ATL_NAMESPACE", "")
+
+
+def _qualified(name, ns=None):
+    """The name an actor is registered under: NAMESPACE::NAME (the job's
+    own namespace: NAME)."""
+    ns = namespace if ns is None else ns
+    return f"{ns}::{name}" if ns else name
+
+
+def _unqualified(full):
+    """(namespace, name) of a registered name."""
+    ns, sep, name = full.rpartition("::")
+    return (ns, name) if sep else ("", full)
+
+
+def namespace_env():
+    """What a process this one starts needs to share its namespace."""
+    return {"ATL_NAMESPACE": namespace} if namespace else {}
+
+
 # Actors this process killed: its later calls to them fail at once, as
 # Ray's (the process may still be ending when the next call is made).
 _killed = set()
@@ -324,23 +350,38 @@ def _kill_owned_actors():
             pass
 
 
-def get_actor(name: str, timeout: float = 0) -> ActorHandle:
-    """The actor named `name`. As Ray's: ValueError at once when the job has
-    none; with timeout= (seconds) it waits that long for one to appear (an
-    actor another process is starting), then GetTimeoutError."""
+def get_actor(name: str, namespace: str | None = None, timeout: float = 0) -> ActorHandle:
+    """The actor named `name` in `namespace` (default: this process's, see
+    init(namespace=)). As Ray's: ValueError at once when there is none; with
+    timeout= (seconds) it waits that long for one to appear (an actor another
+    process is starting), then GetTimeoutError."""
+    if namespace is not None:
+        _options.check_namespace("atl.get_actor", namespace)
+    full = _qualified(name, namespace)
+    where = f" in namespace {(namespace if namespace is not None else globals()['namespace'])!r}" \
+        if (namespace or globals()["namespace"]) else " in this job"
     deadline = time.monotonic() + timeout
     while True:
         actors = _c_actor_names()
-        if name in actors:
-            lanes = 1 + sum(1 for a in actors if a.startswith(name + "~") and
-                            a != name + "~where")
-            return ActorHandle(name, _started.get(name), lanes=lanes)
+        if full in actors:
+            lanes = 1 + sum(1 for a in actors if a.startswith(full + "~") and
+                            a != full + "~where")
+            return ActorHandle(full, _started.get(full), lanes=lanes)
         if not timeout:
-            raise ValueError(f"atl.get_actor: no actor named {name!r} in this job "
-                             f"(atl.list_actors() has the job's)")
+            raise ValueError(f"atl.get_actor: no actor named {name!r}{where} "
+                             f"(atl.util.list_named_actors(all_namespaces=True) has the job's)")
         if time.monotonic() >= deadline:
-            raise GetTimeoutError(5, f"no actor named {name!r} after {timeout} s")
+            raise GetTimeoutError(5, f"no actor named {name!r}{where} after {timeout} s")
         time.sleep(0.02)
+
+
+def list_named_actors(all_namespaces: bool = False) -> list:
+    """As Ray's ray.util.list_named_actors: the names of this namespace's
+    actors; all_namespaces=True: [{"name", "namespace"}] of the job's."""
+    named = [_unqualified(a["name"]) for a in list_actors()]
+    if all_namespaces:
+        return [{"name": n, "namespace": ns} for ns, n in named]
+    return [n for ns, n in named if ns == namespace]
 
 
 def kill(actor: ActorHandle) -> None:
@@ -458,12 +499,17 @@ class ActorClass:
         if (o.get("detached") or o.get("get_if_exists")) and not o.get("name"):
             raise UsageError(USAGE, f"{label}: a detached actor, or one got if it exists, needs "
                                     f"a name (name=...)")
-        name = o.get("name") or f"{self.__name__}-{uuid.uuid4().hex[:12]}"
+        if o.get("name") and "::" in o["name"]:
+            raise UsageError(USAGE, f"{label}: name={o['name']!r}: '::' separates a namespace "
+                                    f"from a name here: give namespace= instead")
         if o.get("get_if_exists"):
             try:
-                return get_actor(name)
+                return get_actor(o["name"], o.get("namespace"))
             except ValueError:
                 pass  # none yet: made here (a racing maker's name is taken: refused)
+        # Registered as NAMESPACE::NAME in a namespace (its own, or this process's).
+        name = _qualified(o["name"], o.get("namespace")) if o.get("name") else \
+            f"{self.__name__}-{uuid.uuid4().hex[:12]}"
         if o.get("demand"):
             _check_feasible(o, label)
         for ref in _refs.pending((args, kwargs)):
@@ -509,7 +555,7 @@ class ActorClass:
         if worker is not None:
             return self._become(pool, worker, name, body)
         payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")
-        env = dict(o.get("env") or {})
+        env = dict(namespace_env(), **(o.get("env") or {}))
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes

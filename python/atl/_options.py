@@ -28,7 +28,6 @@ _ACTOR_DEFAULTS = {
     "max_restarts": (0, "an actor whose process ends is gone here (ActorDiedError): make a "
                         "new one, or " + RAY_MODE),
     "max_task_retries": (0, "a call to a dead actor is not retried here"),
-    "namespace": (None, "atl's actor names are per job, with no namespaces"),
     "max_pending_calls": (-1, "calls here wait without a bound"),
 }
 # Resource counts atl reserves for a call (see `_demand`).
@@ -203,6 +202,9 @@ def check(options, what, actor):
                                 f"\"non_detached\"")
             if value == "detached":
                 out["detached"] = True
+        elif name == "namespace" and actor:
+            if value is not None:
+                out["namespace"] = check_namespace(what, value)
         elif name == "get_if_exists" and actor:
             if not isinstance(value, bool):
                 raise TypeError(f"{what}: get_if_exists={value!r}: expected True or False")
@@ -217,7 +219,8 @@ def check(options, what, actor):
         else:
             known = sorted(set(own) | set(defaults) | set(_RESOURCES) | set(_DEMAND) |
                            {"runtime_env", "scheduling_strategy"} |
-                           ({"max_concurrency", "lifetime", "get_if_exists"} if actor else set()) |
+                           ({"max_concurrency", "lifetime", "get_if_exists", "namespace"}
+                            if actor else set()) |
                            (set() if actor else {"num_returns", "max_retries",
                                                  "retry_exceptions"}))
             near = difflib.get_close_matches(name, known, n=1)
@@ -230,6 +233,16 @@ def check(options, what, actor):
         raise TypeError(f"{what}: num_cpus/num_gpus/memory/resources reserve a place on a pod "
                         f"atl chooses; with pod= or \"SPREAD\" give a placement group instead")
     return out
+
+
+def check_namespace(what, value):
+    """A namespace (Ray's): named actors are found by name within one. A
+    non-empty string of printable characters without spaces or "::"."""
+    if not isinstance(value, str) or not value or "::" in value or \
+            any(not 0x21 <= ord(c) <= 0x7e for c in value):
+        raise TypeError(f"{what}: namespace={value!r}: expected a non-empty name of printable "
+                        f"characters, no spaces or '::'")
+    return value
 
 
 def merge(options, more, what, actor):

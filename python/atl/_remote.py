@@ -175,7 +175,8 @@ class RemoteFunction:
             future.add_done_callback(lambda _: body.release())
             return ObjectRef(self.__name__, _refs._Call(future))
         payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")
-        env = dict(o.get("env") or {})
+        from ._actors import namespace_env
+        env = dict(namespace_env(), **(o.get("env") or {}))
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes

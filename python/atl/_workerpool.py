@@ -191,7 +191,9 @@ class WorkerPool:
             self._serial += 1
             worker = _Worker(f"{self._prefix}-{self._serial}", pod)
             self._workers[worker.name] = worker
-        env = {"ATL_POOL_REGISTRY": self._prefix, "ATL_POOL_NAME": worker.name,
+        from ._actors import namespace_env
+        env = {**namespace_env(),
+               "ATL_POOL_REGISTRY": self._prefix, "ATL_POOL_NAME": worker.name,
                "ATL_WORKERS_PER_NODE": "0",  # nested remote calls run cold, no pool per worker
                "PYTHONPATH": self._python_path}
         try:

@@ -92,7 +92,7 @@ def test_actor_options_atl_honours_are_taken_and_bad_ones_refused():
 
 @pytest.mark.parametrize("option,value,words", [
     ("max_restarts", 2, "ActorDiedError"),
-    ("namespace", "team", "no namespaces"),
+    ("max_task_retries", 1, "not retried"),
 ])
 def test_actor_options_other_than_atls_behaviour_are_refused(option, value, words):
     refused(lambda: atl.remote(**{option: value})(Counter), "actor class Counter",
@@ -149,7 +149,15 @@ def test_init_refuses_rays_options_by_name_before_connecting():
     refused(lambda: atl.init(num_cpus=0), "num_cpus=0", "a number > 0")
     # ignore_reinit_error means what atl does anyway (init again: a no-op);
     # an option refused beside it is still named.
-    refused(lambda: atl.init(namespace="x", ignore_reinit_error=True), "option 'namespace'")
+    refused(lambda: atl.init(runtime_env={}, ignore_reinit_error=True), "option 'runtime_env'")
+    refused(lambda: atl.init(namespace=""), "namespace=''", "non-empty")
+    refused(lambda: atl.init(namespace="a::b"), "namespace='a::b'")
+
+
+def test_a_namespace_is_an_actors_option():
+    assert atl.remote(namespace="team")(Counter)._options == {"namespace": "team"}
+    refused(lambda: atl.remote(namespace=3)(Counter), "namespace=3")
+    refused(lambda: atl.remote(namespace="has space")(Counter), "namespace='has space'")
 
 
 def test_every_option_named_in_the_module_is_classified_once():
