@@ -86,31 +86,38 @@ echo "[B exit $?]"
 """
 
 
-def walk(mode, cleanup, extra=""):
+def in_own_namespace(script, files, env, timeout):
+    """Runs `script` (bash) in a PID namespace of its own, in a temp dir
+    ($DIR) holding `files` (name -> text), with `env` added; what it said,
+    and the heads' outputs it left in head.out and head-b.out."""
     if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
             ["unshare", "--pid", "--fork", "--mount-proc", "true"],
             capture_output=True).returncode != 0:
         pytest.skip("needs root and unshare: the cleanup runs in a PID namespace of its own")
     tmp = tempfile.mkdtemp(prefix="atl-cleanup-")
     try:
-        with open(os.path.join(tmp, "train.py"), "w") as f:
-            f.write(TRAIN)
-        with open(os.path.join(tmp, "train_b.py"), "w") as f:
-            f.write(TRAIN_B)
-        env = dict(os.environ, DIR=tmp, MODE=mode, CLEANUP=cleanup, HOME=tmp, EXTRA=extra,
+        for name, text in files.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        env = dict(os.environ, DIR=tmp, HOME=tmp, **env,
                    PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
         # --kill-child: a walk past its time takes its whole namespace with it
         # (else its heads keep the output pipes open and the run never returns).
-        # Each wait inside is up to 120 s: a Ray cluster starts slowly beside
-        # the rest of the suite on 2 cores.
         r = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "bash",
-                            "-c", WALK],
-                           env=env, capture_output=True, text=True, timeout=380)
+                            "-c", script],
+                           env=env, capture_output=True, text=True, timeout=timeout)
         head = open(os.path.join(tmp, "head.out")).read()
         beside = open(os.path.join(tmp, "head-b.out")).read()
         return r.stdout + r.stderr, head, beside
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def walk(mode, cleanup, extra=""):
+    # Each wait inside is up to 120 s: a Ray cluster starts slowly beside the
+    # rest of the suite on 2 cores.
+    return in_own_namespace(WALK, {"train.py": TRAIN, "train_b.py": TRAIN_B},
+                            {"MODE": mode, "CLEANUP": cleanup, "EXTRA": extra}, 380)
 
 
 def ray_extra(mode):
@@ -212,27 +219,11 @@ def test_the_cleanup_beside_a_driver_reaches_its_own_jobs_processes_only(mode_b)
     if mode_b == "ray":
         extra = ray_extra(mode_b)
         py_b = os.path.join(os.path.dirname(BIN), "ray-venv", "bin", "python")
-    if os.geteuid() != 0 or not shutil.which("unshare") or subprocess.run(
-            ["unshare", "--pid", "--fork", "--mount-proc", "true"],
-            capture_output=True).returncode != 0:
-        pytest.skip("needs root and unshare: the cleanup runs in a PID namespace of its own")
-    tmp = tempfile.mkdtemp(prefix="atl-cleanup-")
-    try:
-        with open(os.path.join(tmp, "driver_b.py"), "w") as f:
-            f.write(DRIVER_B)
-        with open(os.path.join(tmp, "clean.sh"), "w") as f:
-            f.write("echo '[ps]'; ps -ef; echo '[/ps]'\n" + CLEANUP + "\npkill -f python\n"
-                    "echo cleaned\n")
-        env = dict(os.environ, DIR=tmp, MODE_B=mode_b, EXTRA=extra, PY_B=py_b, HOME=tmp,
-                   PATH=BIN + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"))
-        r = subprocess.run(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "bash",
-                            "-c", BESIDE_DRIVER],
-                           env=env, capture_output=True, text=True, timeout=300)
-        said = r.stdout + r.stderr
-        head = open(os.path.join(tmp, "head.out")).read()
-        beside = open(os.path.join(tmp, "head-b.out")).read()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    clean = ("echo '[ps]'; ps -ef; echo '[/ps]'\n" + CLEANUP + "\npkill -f python\n"
+             "echo cleaned\n")
+    said, head, beside = in_own_namespace(
+        BESIDE_DRIVER, {"driver_b.py": DRIVER_B, "clean.sh": clean},
+        {"MODE_B": mode_b, "EXTRA": extra, "PY_B": py_b}, 300)
     assert "[head exit 0]" in said, (said, head)
     seen = head[head.index("[ps]"):head.index("[/ps]")]
     assert "cleaned" in head, head

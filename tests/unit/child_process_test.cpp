@@ -818,6 +818,24 @@ std::string pid_namespace_of(const std::string& proc_entry) {
   return n > 0 ? std::string(link, static_cast<size_t>(n)) : "";
 }
 
+// The host's number of the `sleep 300` in PID namespace `ns` (waited for up
+// to 2 s; -1: none).
+pid_t sleep_300_in(const std::string& ns) {
+  for (int i = 0; i < 200; ++i) {
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (!std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+      std::ifstream cmd("/proc/" + name + "/cmdline");
+      std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (pid_namespace_of(name) == ns && args.rfind("sleep", 0) == 0 &&
+          args.find("300") != std::string::npos)
+        return std::stoi(name);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
 #define SKIP_WITHOUT_PID_NAMESPACES()                          \
   if (auto can = atl::os::pid_namespaces_available(); !can) {  \
     GTEST_SKIP() << "no PID namespaces here: " << can.error(); \
@@ -880,21 +898,7 @@ TEST(ChildProcess, APidNamespacesEndTakesEverythingInItAlong) {
   ASSERT_EQ(line.rfind("daemon=", 0), 0u) << line;
   // The daemon, by the host's number: the one process of that namespace other than the shell.
   const std::string ns = pid_namespace_of(std::to_string(child->pid()));
-  pid_t daemon = -1;
-  for (int i = 0; i < 200 && daemon < 0; ++i) {
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = e.path().filename();
-      if (!std::isdigit(static_cast<unsigned char>(name[0])) ||
-          name == std::to_string(child->pid()))
-        continue;
-      std::ifstream cmd("/proc/" + name + "/cmdline");
-      std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-      if (pid_namespace_of(name) == ns && args.rfind("sleep", 0) == 0 &&
-          args.find("300") != std::string::npos)
-        daemon = std::stoi(name);
-    }
-    if (daemon < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const pid_t daemon = sleep_300_in(ns);
   ASSERT_GT(daemon, 0);
   ::kill(child->pid(), SIGTERM);
   EXPECT_EQ(child->wait().code, 7);  // the trap ran: the handler took it
@@ -1015,19 +1019,7 @@ TEST(PodNamespace, ItsEndEndsEverythingInsideAndNothingInsideEndsIt) {
   ASSERT_TRUE(parent.ok()) << parent.error();
   // The daemon by the host's number: the pod's one `sleep 300`.
   const std::string ns = pid_namespace_of(std::to_string(init));
-  pid_t daemon = -1;
-  for (int i = 0; i < 200 && daemon < 0; ++i) {
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      const std::string name = e.path().filename();
-      if (!std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-      std::ifstream cmd("/proc/" + name + "/cmdline");
-      std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-      if (pid_namespace_of(name) == ns && args.rfind("sleep", 0) == 0 &&
-          args.find("300") != std::string::npos)
-        daemon = std::stoi(name);
-    }
-    if (daemon < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const pid_t daemon = sleep_300_in(ns);
   ASSERT_GT(daemon, 0);
   // The command's guard is this process's child: reaped here, as the head's
   // executors reap theirs, while the pod's end waits for it.
