@@ -297,6 +297,10 @@ class ActorHandle:
 namespace = os.environ.get("ATL_NAMESPACE", "")
 
 
+def _current_namespace():
+    return namespace  # (get_actor's parameter of the same name hides it there)
+
+
 def _qualified(name, ns=None):
     """The name an actor is registered under: NAMESPACE::NAME (the job's
     own namespace: NAME)."""
@@ -357,9 +361,9 @@ def get_actor(name: str, namespace: str | None = None, timeout: float = 0) -> Ac
     process is starting), then GetTimeoutError."""
     if namespace is not None:
         _options.check_namespace("atl.get_actor", namespace)
-    full = _qualified(name, namespace)
-    where = f" in namespace {(namespace if namespace is not None else globals()['namespace'])!r}" \
-        if (namespace or globals()["namespace"]) else " in this job"
+    ns = _current_namespace() if namespace is None else namespace
+    full = _qualified(name, ns)
+    where = f" in namespace {ns!r}" if ns else " in this job"
     deadline = time.monotonic() + timeout
     while True:
         actors = _c_actor_names()
