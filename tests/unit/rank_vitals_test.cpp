@@ -44,6 +44,23 @@ TEST(RankVitals, RatesComeFromTheWindowAndThePidAndMemoryFromTheLastSample) {
   EXPECT_EQ(to_string(f[0].mark), std::string(""));
 }
 
+// The trend's figures: the same numbers, for the ranks below a bound only.
+TEST(RankVitals, OwnFiguresAreTheRanksBelowABoundWithTheSameNumbers) {
+  RankVitals v;
+  feed(
+      v, 4, 30, [](int r, int) { return r + 1; }, [](int r) { return 10 * (r + 1); });
+  auto all = v.figures(t0 + 30s);
+  auto own = v.own_figures(t0 + 30s, 2);
+  ASSERT_EQ(own.size(), 2u);
+  for (int r : {0, 1}) {
+    EXPECT_DOUBLE_EQ(own[r].lines_per_s, all[r].lines_per_s);
+    EXPECT_DOUBLE_EQ(own[r].cpu_percent, all[r].cpu_percent);
+    EXPECT_EQ(own[r].rss_bytes, all[r].rss_bytes);
+    EXPECT_EQ(own[r].output_age, all[r].output_age);
+  }
+  EXPECT_TRUE(v.own_figures(t0 + 30s, 0).empty());
+}
+
 TEST(RankVitals, OneSampleHasNoRateYetAndNoMark) {
   RankVitals v;
   v.observe(0, {7, 5, 10, 1}, t0);

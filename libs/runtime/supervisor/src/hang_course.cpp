@@ -75,7 +75,7 @@ HangEffects HangCourse::on_tick(const HangJob& job, TimePoint now) {
   HangEffects out;
   // The figures over time (the dashboard's sparklines), every 2 s.
   if (job.spmd_command && vitals_.attempt() == job.attempt && trend_.due(job.attempt, now))
-    trend_.record(job.attempt, vitals_.figures(now), now);
+    trend_.record(job.attempt, vitals_.own_figures(now, trend_.rank_bound()), now);
   // Stragglers, from the same samples (this attempt's user code only).
   if (job.spmd_command && vitals_.attempt() == job.attempt)
     for (const auto& [rank, line] : vitals_.update_stragglers(now)) {

@@ -103,6 +103,14 @@ std::map<std::int32_t, RankFigures> RankVitals::figures(TimePoint now) const {
   return out;
 }
 
+std::map<std::int32_t, RankFigures> RankVitals::own_figures(TimePoint now,
+                                                            std::int32_t bound) const {
+  std::map<std::int32_t, RankFigures> out;
+  for (auto it = ranks_.lower_bound(0); it != ranks_.end() && it->first < bound; ++it)
+    out.emplace_hint(out.end(), it->first, own(it->second, now));
+  return out;
+}
+
 bool RankVitals::straggles(const Seen& s, TimePoint now) const {
   return s.straggling_since && now - *s.straggling_since >= options_.straggler_after;
 }

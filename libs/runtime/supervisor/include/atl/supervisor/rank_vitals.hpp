@@ -81,6 +81,10 @@ class RankVitals {
 
   // Every rank sampled so far, with its mark among the rest.
   std::map<std::int32_t, RankFigures> figures(TimePoint now) const;
+  // The figures of the moment of the ranks below `bound`, without the
+  // marks that compare a rank with its peers (work for those ranks only:
+  // the dashboard's trend, every 2 s, whatever the job's size).
+  std::map<std::int32_t, RankFigures> own_figures(TimePoint now, std::int32_t bound) const;
 
   // Looks again at who computes far more than its peers (call it once per
   // round of samples); the ranks that just became stragglers, each with a

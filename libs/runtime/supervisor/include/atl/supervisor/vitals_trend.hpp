@@ -46,6 +46,7 @@ class VitalsTrend {
               TimePoint now);
 
   std::int32_t attempt() const { return attempt_; }
+  std::int32_t rank_bound() const { return options_.ranks; }  // ranks below it are kept
   // `rank`'s points, oldest first (null: none).
   const std::deque<Point>* of(std::int32_t rank) const;
   std::size_t ranks_kept() const { return points_.size(); }
