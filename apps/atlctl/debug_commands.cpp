@@ -152,7 +152,9 @@ void run_options(po::options_description& desc) {
 }
 
 int run(SupervisorClient& client, const po::variables_map& vm) {
-  if (!vm.count("words")) die(kExitUsage, "run: no command given");
+  if (!vm.count("words"))
+    die(kExitUsage,
+        "run: no command given: put it after the options, e.g. atlctl run -f -r all nvidia-smi");
   std::string command = atl::command_from_words(vm["words"].as<std::vector<std::string>>());
   bool forced = vm.count("force") > 0;
   RunAnswer started = checked(client.run_answer_or_die(

@@ -972,6 +972,24 @@ po::variables_map parse_command(const std::string& name, const Command& command,
   return vm;
 }
 
+// kubectl's, Ray's and torchrun's commands a hand types out of habit: what
+// atlctl does instead (nothing when `word` is none of them).
+std::optional<std::string> other_tools_word(const std::string& word) {
+  static const std::map<std::string, std::string> words{
+      {"exec",
+       ": atlctl runs a command on ranks with 'atlctl run -f -r RANKS CMD' (a shell in a pod: "
+       "the dashboard's terminal)"},
+      {"get", ": 'atlctl status -v' lists the pods and ranks (-o json or -o wide)"},
+      {"describe", ": 'atlctl status -v' and 'atlctl events' say what the job is and did"},
+      {"top", ": 'atlctl status -v' shows each rank's CPU, memory and output rate"},
+      {"submit", ": a job is run by 'headnode [options] -- CMD', one per job"},
+      {"attach", ": a shell in a pod is the dashboard's terminal (atlctl dashboard-url)"},
+  };
+  auto it = words.find(word);
+  if (it == words.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1087,7 +1105,8 @@ int main(int argc, char** argv) {
   if (it == commands.end()) {
     std::vector<std::string> names{"completion"};
     for (const auto& [name, c] : commands) names.push_back(name);
-    die(kExitUsage, "unknown command '" + command + "'" + atl::did_you_mean(command, names) +
+    die(kExitUsage, "unknown command '" + command + "'" +
+                        other_tools_word(command).value_or(atl::did_you_mean(command, names)) +
                         " (see atlctl --help)");
   }
   po::variables_map vm = parse_command(command, it->second, rest);

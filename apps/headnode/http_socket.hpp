@@ -15,6 +15,7 @@
 
 #include "atl/core/expected.hpp"
 #include "atl/os/growing_pool.hpp"
+#include "atl/os/open_connections.hpp"
 #include "connection_lobby.hpp"
 
 namespace atl::headnode {
@@ -66,7 +67,16 @@ inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::s
       *note =
           "port " + std::to_string(port) + " is taken: " + what + " is on " + std::to_string(bound);
   }
-  if (bound <= 0) return make_error("cannot listen on " + host + ":" + std::to_string(port));
+  if (bound <= 0) {
+    const std::string holder =
+        port > 0 ? os::describe_port_holder(os::who_listens_on(static_cast<std::uint16_t>(port)))
+                 : std::string();
+    return make_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                      (holder.empty() ? "the address is not this machine's, or another user's "
+                                        "process holds the port"
+                                      : "taken by " + holder) +
+                      ": pass another port (0: any free one)");
+  }
   widen_backlog(server);
   hold_idle_connections(detail::ListeningSocket::of(server));
   return static_cast<std::uint16_t>(bound);

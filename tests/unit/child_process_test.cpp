@@ -101,6 +101,30 @@ TEST(ChildProcess, AWrappersExitCodeForAKilledCommandNamesTheSignal) {
   EXPECT_EQ((atl::os::ExitStatus{200, 0}.describe()), "exit code 200");
 }
 
+// An entrypoint mistyped or a script without its execute bit: the shell's
+// 127 and 126 said as what they mean, with what to do.
+TEST(ChildProcess, AShellsCommandNotFoundOrNotExecutableIsNamed) {
+  auto missing = atl::os::ChildProcess::spawn(shell("pythn-atl-test train.py"));
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->wait().ended(),
+            "ended with exit code 127 (a shell's word for a command not found: check the "
+            "command's first word and PATH on the pod)");
+  auto script = testing::TempDir() + "atl-not-executable.sh";
+  {
+    std::FILE* f = std::fopen(script.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("echo hi\n", f);
+    std::fclose(f);
+  }
+  ::chmod(script.c_str(), 0644);
+  auto denied = atl::os::ChildProcess::spawn(shell(script));
+  ASSERT_TRUE(denied.ok());
+  EXPECT_EQ(denied->wait().ended(),
+            "ended with exit code 126 (a shell's word for a command it cannot run: chmod +x it, "
+            "or name its interpreter, e.g. bash train.sh)");
+  std::remove(script.c_str());
+}
+
 TEST(ChildProcess, ExecFailureIsAnErrorNotAChild) {
   atl::os::SpawnRequest req;
   req.argv = {"/nonexistent/binary"};

@@ -34,7 +34,13 @@ TEST(WritableDir, ConcurrentChecksAndStaleProbesDoNotCollide) {
 TEST(WritableDir, AMissingOrReadOnlyDirIsNamed) {
   auto missing = check_writable_dir("/nonexistent/atl");
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().find("/nonexistent/atl is not writable"), std::string::npos);
+  EXPECT_EQ(missing.error(),
+            "working dir /nonexistent/atl is not writable: No such file or directory: make it on "
+            "every pod (a volume mounted there), or give the job a working dir the pods have");
+  // /sys is read-only for root too.
+  auto read_only = check_writable_dir("/sys");
+  ASSERT_FALSE(read_only.ok());
+  EXPECT_NE(read_only.error().find("/sys is not writable"), std::string::npos) << read_only.error();
   if (::geteuid() == 0) GTEST_SKIP() << "root writes into read-only dirs";
   char tmpl[] = "/tmp/atl-readonly-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);

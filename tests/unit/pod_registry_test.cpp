@@ -168,6 +168,15 @@ TEST(PodRegistry, DeleteIsRefusedAsAWholeNamingTheFirstBadPod) {
   Refusal unknown = refusal(r.select_for_delete("jo-x-worker-0,nope"));
   EXPECT_EQ(unknown.code, ReplyCode::usage);
   EXPECT_EQ(unknown.text, "unknown pod 'nope': job jo-x has jo-x-worker-0 .. jo-x-worker-2");
+  // A name without the job's prefix, or a typo away from one, is named.
+  EXPECT_EQ(refusal(r.select_for_delete("worker-2")).text,
+            "unknown pod 'worker-2' (did you mean 'jo-x-worker-2'?): job jo-x has jo-x-worker-0 "
+            ".. jo-x-worker-2");
+  EXPECT_EQ(refusal(r.select_for_delete("jo-x-wroker-2")).text,
+            "unknown pod 'jo-x-wroker-2' (did you mean 'jo-x-worker-2'?): job jo-x has "
+            "jo-x-worker-0 .. jo-x-worker-2");
+  EXPECT_EQ(refusal(r.select_for_delete("orker-2")).text,
+            "unknown pod 'orker-2': job jo-x has jo-x-worker-0 .. jo-x-worker-2");
   Refusal lost = refusal(r.select_for_delete("jo-x-worker-0,jo-x-worker-1"));
   EXPECT_EQ(lost.code, ReplyCode::refused);
   EXPECT_EQ(lost.text, "pod jo-x-worker-1 is not in the job now (lost); nothing was deleted");

@@ -105,7 +105,12 @@ Expected<JobMode> parse_job_mode(std::string_view text) {
   if (text == "spmd") return JobMode::spmd;
   if (text == "driver") return JobMode::driver;
   if (text == "ray") return JobMode::ray;
-  return make_error("bad mode " + detail::quote(text) + ": expected spmd, driver or ray");
+  // Other launchers' words for atl's modes: torchrun's and mpirun's one
+  // process per rank is spmd.
+  std::string hint;
+  if (text == "torchrun" || text == "mpi" || text == "mpirun" || text == "ddp")
+    hint = " (" + std::string(text) + "'s one process per rank is spmd)";
+  return make_error("bad mode " + detail::quote(text) + ": expected spmd, driver or ray" + hint);
 }
 
 namespace {

@@ -41,6 +41,15 @@ std::string ExitStatus::describe() const {
       return "exit code " + std::to_string(code) + " (128+" + std::to_string(code - 128) +
              ": a shell's word for its command killed by SIG" + name + ")";
   }
+  // A shell's words for a command it could not run (POSIX: 127 not found,
+  // 126 found but not executable): the commonest first mistake, a typo in
+  // the entrypoint or a script without its execute bit.
+  if (signal == 0 && code == 127)
+    return "exit code 127 (a shell's word for a command not found: check the command's first "
+           "word and PATH on the pod)";
+  if (signal == 0 && code == 126)
+    return "exit code 126 (a shell's word for a command it cannot run: chmod +x it, or name its "
+           "interpreter, e.g. bash train.sh)";
   if (signal == 0) return "exit code " + std::to_string(code);
   const char* name = sigabbrev_np(signal);
   return "killed by signal " + std::to_string(signal) +

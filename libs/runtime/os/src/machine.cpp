@@ -164,7 +164,17 @@ Status check_writable_dir(const std::string& dir) {
   // comes back (pid 1 in every container) never collide.
   std::string probe = dir + "/.atl-write-check-XXXXXX";
   int fd = mkostemp(probe.data(), O_CLOEXEC);
-  if (fd < 0) return make_error("working dir " + dir + " is not writable: " + strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    // What to do depends on why: a path the pod lacks, or one it may not write.
+    const char* todo = err == ENOENT   ? ": make it on every pod (a volume mounted there), or give "
+                                         "the job a working dir the pods have"
+                       : err == EROFS  ? ": it is read-only on the pod; give a writable one"
+                       : err == EACCES ? ": the job's user may not write there; fix its owner or "
+                                         "mode, or give another"
+                                       : "";
+    return make_error("working dir " + dir + " is not writable: " + strerror(err) + todo);
+  }
   bool wrote = write(fd, "ok\n", 3) == 3;
   int err = errno;
   close(fd);

@@ -25,6 +25,7 @@
 #include "atl/core/quote.hpp"
 #include "atl/core/reply_code.hpp"
 #include "atl/core/split.hpp"
+#include "atl/core/suggest.hpp"
 #include "atl/supervisor/refusal.hpp"
 
 namespace atl::supervisor {
@@ -101,6 +102,20 @@ class PodRegistry {
     return agent;
   }
 
+  // " (did you mean 'J-worker-0'?)" for a pod's name without its job's
+  // prefix (`worker-0`) or within a typo or two of one; "" otherwise.
+  std::string meant(const std::string& name) const {
+    std::vector<std::string> names;
+    for (const auto& [pod, _] : index_) {
+      if (pod.size() > name.size() + 1 &&
+          pod.compare(pod.size() - name.size(), name.size(), name) == 0 &&
+          pod[pod.size() - name.size() - 1] == '-')
+        return " (did you mean " + quote(pod) + "?)";
+      names.push_back(pod);
+    }
+    return did_you_mean(name, names);
+  }
+
   // Which joined pods `atlctl delete -p SPEC` takes ("all", or a comma list
   // of pod names): all of them or none, with the first reason why not.
   std::variant<std::vector<std::string>, Refusal> select_for_delete(const std::string& spec) const {
@@ -113,8 +128,9 @@ class PodRegistry {
         if (name.empty())
           return Refusal{ReplyCode::usage, "-p/--pods: empty pod name in " + quote(spec)};
         if (!index_.count(name))
-          return Refusal{ReplyCode::usage, "unknown pod " + quote(name) + ": job " + job_id_ +
-                                               " has " + expected_range("no worker pods")};
+          return Refusal{ReplyCode::usage, "unknown pod " + quote(name) + meant(name) + ": job " +
+                                               job_id_ + " has " +
+                                               expected_range("no worker pods")};
         if (!joined_.count(name))
           return Refusal{ReplyCode::refused, "pod " + name + " is not in the job now (" +
                                                  (lost_.count(name) ? "lost" : "not joined yet") +
