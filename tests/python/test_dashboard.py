@@ -579,6 +579,19 @@ def test_pages_in_chromium(spmd):
                              " return l ? l.getAttribute('points').split(' ').length : 0})")),
                       timeout=30)
         assert len(d.find_elements(By.CSS_SELECTOR, "#ranks svg.spark-cpu_percent")) == 4
+        # The time since each rank's progress as the hang watch counts it,
+        # with the silence the watch allows drawn across (a dashed line).
+        watch = json.loads(spmd.http.get("/api/status?ranks=4&trend=1",
+                                         token=spmd.token)[2])["hang_watch"]
+        assert 0 < watch["idle_timeout_ms"] <= watch["timeout_ms"] == 300000, watch
+        ages = [r["trend"]["progress_age_ms"] for r in ranks]
+        assert all(len([a for a in x if a is not None]) >= 2 for x in ages), ages
+        assert all(0 <= a < watch["idle_timeout_ms"] for x in ages for a in x if a is not None)
+        limits = d.find_elements(By.CSS_SELECTOR, "#ranks svg.spark-progress_age_ms line.limit")
+        assert len(limits) == 4, d.find_element(By.ID, "ranks").text
+        assert "suspect after" in d.find_element(
+            By.CSS_SELECTOR, "#ranks svg.spark-progress_age_ms title").get_attribute("textContent")
+        assert "Progress" in d.find_element(By.CSS_SELECTOR, "#ranks thead").text
         assert "lines/s over the last" in d.find_element(
             By.CSS_SELECTOR, "#ranks svg.spark-lines_per_s title").get_attribute("textContent")
         shot(d, "ranks")

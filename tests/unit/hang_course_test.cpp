@@ -109,6 +109,33 @@ TEST(HangCourse, RanksThatPrintAreNeverLookedAt) {
   }
 }
 
+// The sparklines' progress age is the watch's own: a rank that signals
+// progress (steps, no lines) is young, a silent one ages by the second.
+TEST(HangCourse, TheTrendCarriesEachRanksProgressAgeAsTheWatchCountsIt) {
+  Course c;
+  for (int i = 0; i < 8; ++i) {
+    c.samples[0].steps += 1;  // rank 0 says it progressed, silently
+    c.second();
+  }
+  const auto* zero = c.course.trend().of(0);
+  const auto* three = c.course.trend().of(3);
+  ASSERT_NE(zero, nullptr);
+  ASSERT_NE(three, nullptr);
+  ASSERT_GE(three->size(), 3u);
+  EXPECT_LE(zero->back().progress_age_ms, 1000);
+  EXPECT_GE(three->back().progress_age_ms, 6000);
+  EXPECT_GT(three->back().progress_age_ms, (*three)[three->size() - 2].progress_age_ms);
+}
+
+// Not watched (no hang timeout): the trend goes on without a progress age.
+TEST(HangCourse, AnUnwatchedJobsTrendHasNoProgressAge) {
+  Course c;
+  c.job.timeout = 0s;
+  for (int i = 0; i < 4; ++i) c.second();
+  ASSERT_NE(c.course.trend().of(1), nullptr);
+  EXPECT_EQ(c.course.trend().of(1)->back().progress_age_ms, -1);
+}
+
 TEST(HangCourse, SilenceIsLookedAtTwiceAndTheRankApartIsHungByItsPod) {
   Course c;
   auto first = c.until_look();

@@ -70,3 +70,19 @@ TEST(VitalsTrend, ANewAttemptStartsAfreshAndIsDueAtOnce) {
   ASSERT_EQ(trend.of(1)->size(), 1u);
   EXPECT_EQ(trend.of(1)->front().lines_per_s, 3);
 }
+
+// The hang watch's progress age rides along where it gave one (-1: no
+// watch for that rank, as when the job is not watched at all).
+TEST(VitalsTrend, ProgressAgesRideAlongWhereTheWatchGaveThem) {
+  VitalsTrend trend;
+  const auto t0 = VitalsTrend::TimePoint{} + 10s;
+  trend.record(1, {{0, fig(1, 1)}, {1, fig(1, 1)}}, t0, {{0, 4500ms}});
+  trend.record(1, {{0, fig(1, 1)}, {1, fig(1, 1)}}, t0 + 2s, {{0, 6500ms}, {1, 100ms}});
+  trend.record(1, {{0, fig(1, 1)}}, t0 + 4s);
+  const auto& zero = *trend.of(0);
+  EXPECT_EQ(zero[0].progress_age_ms, 4500);
+  EXPECT_EQ(zero[1].progress_age_ms, 6500);
+  EXPECT_EQ(zero[2].progress_age_ms, -1);
+  EXPECT_EQ(trend.of(1)->front().progress_age_ms, -1);
+  EXPECT_EQ(trend.of(1)->back().progress_age_ms, 100);
+}

@@ -203,19 +203,39 @@ function viewRanks(v) {
       Math.round(t.ago_ms[0] / 1000) + ' s: ' + fmt(Math.min(...t[key])) + ' to ' + fmt(Math.max(...t[key])),
       'spark-' + key), ' ', now);
   };
-  v.append(table(['Rank', 'Pod', 'PID', 'State', 'Last output', 'Lines/s', 'CPU %', 'RSS', 'Exit', 'Log'], s.ranks.map((r) => [
+  // The time since each rank's last progress as the hang watch counts it
+  // (lines or atl.progress signals), against the silence it allows: the
+  // line climbing to the dashed one is the job becoming suspect.
+  const hw = s.hang_watch;
+  const secs = (ms) => Math.round(ms / 1000) + ' s';
+  const progress = (r) => {
+    const t = r.trend;
+    const ages = t && t.progress_age_ms ? t.progress_age_ms.filter((x) => x !== null) : [];
+    if (!hw || ages.length < 2) return '—';
+    return el('span', { class: 'with-spark' }, sparkline(ages, 'time since its last progress over the last ' +
+      Math.round(t.ago_ms[0] / 1000) + ' s: ' + secs(Math.min(...ages)) + ' to ' + secs(Math.max(...ages)) +
+      '; the dashed line: suspect after ' + secs(hw.idle_timeout_ms) + ' of silence (the hang timeout' +
+      (hw.learned ? ', learned from the job\'s own steps' : '') + ')', 'spark-progress_age_ms', hw.idle_timeout_ms),
+      ' ', secs(ages[ages.length - 1]));
+  };
+  const cols = ['Rank', 'Pod', 'PID', 'State', 'Last output', 'Lines/s', 'CPU %', 'RSS', 'Exit', 'Log'];
+  if (hw) cols.splice(5, 0, 'Progress');
+  v.append(table(cols, s.ranks.map((r) => [
     r.rank !== undefined ? r.rank : r.stream, r.pod, r.vitals && r.vitals.user_pid ? r.vitals.user_pid : r.pid,
     r.vitals && r.vitals.mark ? el('span', {}, stateSpan(r.state), ' ', el('span', { class: 'mark mark-' + r.vitals.mark, text: r.vitals.mark })) : stateSpan(r.state),
     spark(r, 'output_age_ms', 'time since its last line', (ms) => Math.round(ms / 1000) + ' s ago'),
+    ...(hw ? [progress(r)] : []),
     spark(r, 'lines_per_s', 'lines/s', (x) => String(x)),
     spark(r, 'cpu_percent', 'CPU %', (x) => String(x)), spark(r, 'rss_bytes', 'RSS', bytes), rankExit(r),
     el('a', { href: '#logs/' + r.stream, text: r.stream + '.log' })]), 'ranks'));
 }
 
 // A small line of `values` (oldest first) from 0 to their largest (a
-// figure that barely moves looks flat), its title saying what it shows.
-function sparkline(values, title, cls) {
-  const w = 80, h = 18, lo = Math.min(0, ...values), hi = Math.max(...values);
+// figure that barely moves looks flat), its title saying what it shows;
+// with `limit`, a dashed line at that value too (and room for it).
+function sparkline(values, title, cls, limit) {
+  const w = 80, h = 18, lo = Math.min(0, ...values);
+  const hi = Math.max(...values, limit === undefined ? -Infinity : limit);
   const span = hi - lo || 1;
   const pts = values.map((y, i) => (i * (w / (values.length - 1))).toFixed(1) + ',' +
     (h - 1 - ((y - lo) / span) * (h - 2)).toFixed(1)).join(' ');
@@ -230,6 +250,16 @@ function sparkline(values, title, cls) {
   const line = document.createElementNS(ns, 'polyline');
   line.setAttribute('points', pts);
   svg.append(t, line);
+  if (limit !== undefined) {
+    const y = (h - 1 - ((limit - lo) / span) * (h - 2)).toFixed(1);
+    const bar = document.createElementNS(ns, 'line');
+    bar.setAttribute('class', 'limit');
+    bar.setAttribute('x1', 0);
+    bar.setAttribute('x2', w);
+    bar.setAttribute('y1', y);
+    bar.setAttribute('y2', y);
+    svg.append(bar);
+  }
   return svg;
 }
 

@@ -74,8 +74,15 @@ HangEffects HangCourse::on_progress(const std::string& pod,
 HangEffects HangCourse::on_tick(const HangJob& job, TimePoint now) {
   HangEffects out;
   // The figures over time (the dashboard's sparklines), every 2 s.
-  if (job.spmd_command && vitals_.attempt() == job.attempt && trend_.due(job.attempt, now))
-    trend_.record(job.attempt, vitals_.own_figures(now, trend_.rank_bound()), now);
+  if (job.spmd_command && vitals_.attempt() == job.attempt && trend_.due(job.attempt, now)) {
+    auto figures = vitals_.own_figures(now, trend_.rank_bound());
+    // With the hang watch's progress age of each, while it watches this attempt.
+    std::map<std::int32_t, Millis> ages;
+    if (watch_.watching() && watched_attempt_ == job.attempt)
+      for (const auto& [rank, f] : figures)
+        if (auto age = watch_.progress_age(rank, now)) ages.emplace(rank, *age);
+    trend_.record(job.attempt, figures, now, ages);
+  }
   // Stragglers, from the same samples (this attempt's user code only).
   if (job.spmd_command && vitals_.attempt() == job.attempt)
     for (const auto& [rank, line] : vitals_.update_stragglers(now)) {

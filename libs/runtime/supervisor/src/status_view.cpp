@@ -115,7 +115,8 @@ json trend_view(const std::deque<VitalsTrend::Point>& points, VitalsTrend::TimeP
          {"lines_per_s", json::array()},
          {"cpu_percent", json::array()},
          {"rss_bytes", json::array()},
-         {"output_age_ms", json::array()}};
+         {"output_age_ms", json::array()},
+         {"progress_age_ms", json::array()}};
   for (const auto& p : points) {
     j["ago_ms"].push_back(
         std::chrono::duration_cast<std::chrono::milliseconds>(now - p.at).count());
@@ -123,6 +124,8 @@ json trend_view(const std::deque<VitalsTrend::Point>& points, VitalsTrend::TimeP
     j["cpu_percent"].push_back(tenths(p.cpu_percent));
     j["rss_bytes"].push_back(p.rss_bytes);
     j["output_age_ms"].push_back(p.output_age_ms);
+    // null where no hang watch counted it
+    j["progress_age_ms"].push_back(p.progress_age_ms < 0 ? json() : json(p.progress_age_ms));
   }
   return j;
 }
@@ -221,6 +224,11 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
       if (const auto* points = sup.hang().trend().of(stream))
         j["ranks"].back()["trend"] = trend_view(*points, sup.clock().now());
   }
+  // The silence the hang watch allows now, drawn across the progress ages.
+  if (page.trend && sup.hang().watch().watching())
+    j["hang_watch"] = {{"idle_timeout_ms", sup.hang().watch().idle_timeout().count()},
+                       {"timeout_ms", sup.hang().watch().timeout().count()},
+                       {"learned", sup.hang().watch().learned()}};
   j["runs"] = runs_view(sup, page);
   j["runs_total"] = sup.runs().size();
   j["checks"] = checks_view(sup);

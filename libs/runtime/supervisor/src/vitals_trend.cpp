@@ -7,7 +7,7 @@ bool VitalsTrend::due(std::int32_t attempt, TimePoint now) const {
 }
 
 void VitalsTrend::record(std::int32_t attempt, const std::map<std::int32_t, RankFigures>& figures,
-                         TimePoint now) {
+                         TimePoint now, const std::map<std::int32_t, Millis>& progress_ages) {
   if (attempt != attempt_) {
     attempt_ = attempt;
     points_.clear();
@@ -16,7 +16,9 @@ void VitalsTrend::record(std::int32_t attempt, const std::map<std::int32_t, Rank
   for (const auto& [rank, f] : figures) {
     if (rank < 0 || rank >= options_.ranks) continue;
     auto& line = points_[rank];
-    line.push_back({now, f.lines_per_s, f.cpu_percent, f.rss_bytes, f.output_age.count()});
+    auto age = progress_ages.find(rank);
+    line.push_back({now, f.lines_per_s, f.cpu_percent, f.rss_bytes, f.output_age.count(),
+                    age == progress_ages.end() ? -1 : age->second.count()});
     while (line.size() > options_.points) line.pop_front();
   }
 }

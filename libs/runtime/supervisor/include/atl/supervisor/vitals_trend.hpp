@@ -1,5 +1,6 @@
 // VitalsTrend: each rank's recent figures over time (lines/s, CPU%, memory,
-// time since its last line), for the dashboard's sparklines beside the
+// time since its last line, time since its last progress as the hang watch
+// counts it), for the dashboard's sparklines beside the
 // figures of the moment: "was it always this slow, or since when?". A point
 // per rank at most every `every`, the last `points` of them, for the first
 // `ranks` ranks (the ranks page shows them a page at a time; a 32,000-rank
@@ -33,6 +34,9 @@ class VitalsTrend {
     double cpu_percent = 0;
     std::int64_t rss_bytes = 0;
     std::int64_t output_age_ms = 0;
+    // Since its last progress (lines or signals) as the hang watch counts
+    // it; -1 while no watch runs (not spmd user code, --hang-timeout 0).
+    std::int64_t progress_age_ms = -1;
   };
 
   VitalsTrend() = default;
@@ -41,9 +45,10 @@ class VitalsTrend {
   // Whether a point is due (the caller then computes the figures).
   bool due(std::int32_t attempt, TimePoint now) const;
   // This round's figures of `attempt`'s ranks: a point each (ranks below
-  // `ranks` only); an earlier attempt's points are dropped first.
+  // `ranks` only), with their progress ages where the watch gave one; an
+  // earlier attempt's points are dropped first.
   void record(std::int32_t attempt, const std::map<std::int32_t, RankFigures>& figures,
-              TimePoint now);
+              TimePoint now, const std::map<std::int32_t, Millis>& progress_ages = {});
 
   std::int32_t attempt() const { return attempt_; }
   std::int32_t rank_bound() const { return options_.ranks; }  // ranks below it are kept
