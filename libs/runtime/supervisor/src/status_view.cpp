@@ -111,12 +111,9 @@ double tenths(double x) { return static_cast<double>(std::llround(x * 10)) / 10;
 
 // A rank's figures over time, oldest first, as the sparklines draw them.
 json trend_view(const std::deque<VitalsTrend::Point>& points, VitalsTrend::TimePoint now) {
-  json j{{"ago_ms", json::array()},
-         {"lines_per_s", json::array()},
-         {"cpu_percent", json::array()},
-         {"rss_bytes", json::array()},
-         {"output_age_ms", json::array()},
-         {"progress_age_ms", json::array()}};
+  json j{{"ago_ms", json::array()},        {"lines_per_s", json::array()},
+         {"cpu_percent", json::array()},   {"rss_bytes", json::array()},
+         {"output_age_ms", json::array()}, {"progress_age_ms", json::array()}};
   for (const auto& p : points) {
     j["ago_ms"].push_back(
         std::chrono::duration_cast<std::chrono::milliseconds>(now - p.at).count());
