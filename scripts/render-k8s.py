@@ -9,9 +9,11 @@ resource requests. Manifests are written as JSON (which is YAML), one file
 per object, for `kubectl apply -f DIR`.
 
 Usage: scripts/render-k8s.py JOB.json --image IMAGE [--namespace NS]
-           [--tls-dir DIR] [--out DIR]
-  --tls-dir  the job's credentials (ca.pem, cert.pem, key.pem); default: made
-             now by `headnode --make-tls` (headnode from build/bin or PATH)
+           [--tls-dir DIR] [--out DIR] [--prometheus]
+  --tls-dir     the job's credentials (ca.pem, cert.pem, key.pem); default: made
+                now by `headnode --make-tls` (headnode from build/bin or PATH)
+  --prometheus  the head serves /metrics on port 9090 (its Service's `metrics`
+                port) and a ServiceMonitor (the Prometheus Operator's) scrapes it
 Exit 2 with one line naming what is wrong.
 """
 import argparse
@@ -30,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ATL_PORT = 6380
 DASHBOARD_PORT = 8265
+METRICS_PORT = 9090
 TOKEN = re.compile(r"^[!-~]{16,256}$")  # headnode's rule: printable ASCII, no space
 # Kubernetes names: DNS-1123 labels (job ids are "jo-" + lowercase letters and digits).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -138,7 +141,7 @@ def resources(spec):
     return out
 
 
-def pod_common(spec, image, role, command):
+def pod_common(spec, image, role, command, metrics=False):
     """The parts the head's and the workers' pods share."""
     job_id = spec["job_id"]
     node = spec.get("spec", {})
@@ -165,8 +168,10 @@ def pod_common(spec, image, role, command):
             {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
             {"name": "ATL_TLS_DIR", "value": "/etc/atl/tls"},
         ],
-        "ports": [{"name": "atl", "containerPort": ATL_PORT},
-                  {"name": "dashboard", "containerPort": DASHBOARD_PORT}] if role == "head" else [],
+        "ports": ([{"name": "atl", "containerPort": ATL_PORT},
+                   {"name": "dashboard", "containerPort": DASHBOARD_PORT}] +
+                  ([{"name": "metrics", "containerPort": METRICS_PORT}] if metrics else [])
+                  if role == "head" else []),
         "volumeMounts": mounts,
         # The node agent (and the head) write /run/atl/job.json: atlctl needs no flags.
         "readinessProbe": {"exec": {"command": ["atlctl", "status"]},
@@ -183,7 +188,7 @@ def pod_common(spec, image, role, command):
     }
 
 
-def render(spec, image, namespace, tls_files):
+def render(spec, image, namespace, tls_files, prometheus=False):
     job_id = spec["job_id"]
     head_host = f"{job_id}-head.{namespace}.svc"
     pods = spec.get("workers", 1) + spec.get("spare_workers", 0)
@@ -200,7 +205,9 @@ def render(spec, image, namespace, tls_files):
          "spec": {"clusterIP": "None", "selector": labels("head"),
                   "ports": [{"name": "atl", "port": ATL_PORT, "targetPort": ATL_PORT},
                             {"name": "dashboard", "port": DASHBOARD_PORT,
-                             "targetPort": DASHBOARD_PORT}]}},
+                             "targetPort": DASHBOARD_PORT}] +
+                           ([{"name": "metrics", "port": METRICS_PORT,
+                              "targetPort": METRICS_PORT}] if prometheus else [])}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta(f"{job_id}-worker", "worker"),
          "spec": {"clusterIP": "None", "selector": labels("worker")}},
     ]
@@ -208,7 +215,9 @@ def render(spec, image, namespace, tls_files):
         "headnode", "--job", "/etc/atl/job/job.json", "--bind", "0.0.0.0", "--port",
         str(ATL_PORT), "--advertise", head_host, "--tls-dir", "/etc/atl/tls", "--state-dir",
         f"/var/lib/atl/{job_id}", "--dashboard-port", str(DASHBOARD_PORT),
-        "--dashboard-token-file", "/etc/atl/tls/dashboard-token"])
+        "--dashboard-token-file", "/etc/atl/tls/dashboard-token"] +
+        (["--metrics-port", str(METRICS_PORT), "--metrics-bind", "0.0.0.0"] if prometheus else []),
+        metrics=prometheus)
     out.append({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": meta(f"{job_id}-head", "head"),
         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": labels("head")},
@@ -232,6 +241,18 @@ def render(spec, image, namespace, tls_files):
             # often as the job's restart budget could need it.
             "backoffLimit": max(6, (spec.get("max_restarts", 10) + 1) * max(pods, 1)),
             "template": {"metadata": {"labels": labels("worker")}, "spec": worker_pod}}})
+    if prometheus:
+        # The Prometheus Operator's scrape of the head's Service (its CRD must
+        # be installed). The job is the target: Prometheus' own `job` label
+        # names it, the series carry `atl_job` (never `job`, which a scrape
+        # would rename `exported_job`).
+        out.append({
+            "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": meta(f"{job_id}-head", "head"),
+            "spec": {"selector": {"matchLabels": labels("head")},
+                     "namespaceSelector": {"matchNames": [namespace]},
+                     "endpoints": [{"port": "metrics", "path": "/metrics", "scheme": "http",
+                                    "interval": "15s"}]}})
     return out
 
 
@@ -242,13 +263,15 @@ def main():
     ap.add_argument("--namespace", default="default")
     ap.add_argument("--tls-dir")
     ap.add_argument("--out", default="k8s-out")
+    ap.add_argument("--prometheus", action="store_true")
     args = ap.parse_args()
     if not DNS_LABEL.match(args.namespace):
         fail(f"--namespace: {args.namespace!r} is not a Kubernetes name")
     if not args.image.strip() or any(c.isspace() for c in args.image):
         fail(f"--image: {args.image!r} is not an image reference")
     spec = load_spec(args.job)
-    objects = render(spec, args.image, args.namespace, credentials(args, spec["job_id"]))
+    objects = render(spec, args.image, args.namespace, credentials(args, spec["job_id"]),
+                     args.prometheus)
     os.makedirs(args.out, exist_ok=True)
     for i, obj in enumerate(objects):
         name = f"{i:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.json"

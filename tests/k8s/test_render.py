@@ -84,6 +84,44 @@ def test_the_example_renders_to_valid_manifests():
     assert other["data"]["dashboard-token"] != secret["data"]["dashboard-token"]
 
 
+def test_prometheus_scrapes_the_heads_metrics_through_a_service_monitor():
+    # --prometheus: the head serves /metrics on its Service's `metrics` port
+    # and a ServiceMonitor selects that Service. The core objects validate as
+    # above; the ServiceMonitor is a CRD this validator has no schema for, so
+    # what breaks a scrape in practice is checked: its selector matches the
+    # head Service's labels in its namespace, its port is a port the Service
+    # names, which reaches the port headnode serves /metrics on, on all
+    # addresses.
+    r, out = render(EXAMPLE, "--image", "atl:1", "--namespace", "train", "--prometheus")
+    assert r.returncode == 0, r.stderr
+    objs = list(load(out).values())
+    core = [p for p in sorted(glob.glob(out + "/*.json")) if "servicemonitor" not in p]
+    v = validate(core)
+    assert v.returncode == 0 and v.stdout.count("passed") == 6, v.stdout + v.stderr
+    (mon,) = [o for o in objs if o["kind"] == "ServiceMonitor"]
+    assert mon["apiVersion"] == "monitoring.coreos.com/v1"
+    services = [o for o in objs if o["kind"] == "Service"]
+    chosen = [s for s in services
+              if s["metadata"]["namespace"] in mon["spec"]["namespaceSelector"]["matchNames"]
+              and mon["spec"]["selector"]["matchLabels"].items() <= s["metadata"]["labels"].items()]
+    assert [s["metadata"]["name"] for s in chosen] == ["jo-example0000000000-head"]
+    (endpoint,) = mon["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics" and endpoint["scheme"] == "http"
+    (port,) = [p for p in chosen[0]["spec"]["ports"] if p["name"] == endpoint["port"]]
+    head = [o for o in objs if o["kind"] == "Job" and o["metadata"]["name"].endswith("-head")][0]
+    tmpl = head["spec"]["template"]
+    assert chosen[0]["spec"]["selector"].items() <= tmpl["metadata"]["labels"].items()
+    c = tmpl["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": port["targetPort"]} in c["ports"]
+    cmd = c["command"]
+    assert cmd[cmd.index("--metrics-port") + 1] == str(port["targetPort"])
+    assert cmd[cmd.index("--metrics-bind") + 1] == "0.0.0.0"
+    # Without the flag: no metrics port and no ServiceMonitor (its CRD may
+    # not be installed).
+    r, out = render(EXAMPLE, "--image", "atl:1")
+    assert not [o for o in load(out).values() if o["kind"] == "ServiceMonitor"]
+
+
 def test_the_validator_catches_a_wrong_manifest():
     # The check above can fail: strict validation refuses an unknown field.
     r, out = render(EXAMPLE, "--image", "atl:1")
