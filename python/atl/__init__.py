@@ -185,6 +185,7 @@ def shutdown() -> None:
     global _client, _warm
     if _client is not None:
         _kill_owned_actors()
+        _leases.clear()
         _remove_owned()
     with _lock:
         pool, _warm = _warm, None
@@ -496,7 +497,7 @@ def wait(refs: Sequence[ObjectRef], num_returns: int = 1,
 
 
 # The API's other parts, in modules of their own (they use the core above).
-from ._placement import (PlacementGroup, _remove_owned, _removals,  # noqa: E402,F401
+from ._placement import (PlacementGroup, _leases, _remove_owned, _removals,  # noqa: E402,F401
                          placement_group,
                          remove_placement_group)
 from ._remote import RemoteFunction, _python_path  # noqa: E402

@@ -257,3 +257,239 @@ def _remove_quietly(pg):
         _removals.put(pg.id)
     except AtlError:
         pass  # the job is ending, or the group went with its node
+
+
+class _Leases:
+    """One-bundle reservations reused call after call, as Ray's workers are
+    leased from its raylet: a call with num_cpus/memory/resources (no GPU, no
+    place of its own) runs on an idle reservation of its shape, or on one
+    reserved for it, and gives it back when it ends; one idle for IDLE_S is
+    removed. A lease is held by one call at a time, so as many such calls
+    run at once as the pods' free resources hold (Ray's "limit running
+    tasks" pattern), as with a reservation per call, without its three
+    round trips to the head (create, ready, remove) per call.
+
+    Calls come two ways: queued (`run`: started in order by whoever frees a
+    lease, no thread per call) or from a thread of their own (`take`: a call
+    that waits for refs or retries)."""
+
+    IDLE_S = 1.0
+    RESERVING = 2  # reservations under way per shape at once
+
+    class _Shape:
+        def __init__(self, lock):
+            import collections
+            self.cv = threading.Condition(lock)  # a lease back, or room to reserve
+            self.idle = []  # (group, since), the newest last
+            self.queue = collections.deque()  # calls waiting to start: (start, fail)
+            self.reserving = 0
+            self.waiting = 0  # threads in take()
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._shapes = {}
+        self._reaper = None
+        self._epoch = 0  # a shutdown's: leases of an earlier connection are not kept
+
+    def _shape(self, need):
+        key = tuple(sorted(need.items()))
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = self._Shape(self._lock)
+        return shape
+
+    @property
+    def epoch(self):
+        with self._lock:
+            return self._epoch
+
+    # -- queued calls ------------------------------------------------------
+
+    def run(self, need, start, fail):
+        """start(group) once a lease is this call's (in order, per shape; on
+        the thread that freed it: it must not block); fail(error) when no
+        lease can come (the reservation failed, or the driver shut down)."""
+        with self._lock:
+            shape = self._shape(need)
+            shape.queue.append((start, fail))
+            pairs = self._pair(shape)
+            reserve = self._reserver_due(shape)
+        self._start(pairs)
+        if reserve:
+            threading.Thread(target=self._reserver, args=(need, shape), daemon=True,
+                             name="atl-lease").start()
+
+    def _pair(self, shape):
+        pairs = []
+        while shape.queue and shape.idle:
+            pairs.append((shape.idle.pop()[0], shape.queue.popleft()[0]))
+        return pairs
+
+    def _reserver_due(self, shape):
+        if shape.queue and shape.reserving < min(len(shape.queue), self.RESERVING):
+            shape.reserving += 1
+            return True
+        return False
+
+    _starting = threading.local()
+
+    def _start(self, pairs):
+        # Each start(group) may give a lease back at once (a call cancelled
+        # while queued, a refused submit), which starts the next: done in
+        # this loop, not by recursing once per queued call.
+        pending = getattr(self._starting, "pending", None)
+        if pending is not None:
+            pending.extend(pairs)
+            return
+        self._starting.pending = pending = list(pairs)
+        try:
+            while pending:
+                group, start = pending.pop(0)
+                start(group)
+        finally:
+            self._starting.pending = None
+
+    def _reserver(self, need, shape):
+        # A reservation for the queue: handed to its head once placed, dropped
+        # when the queue emptied meanwhile (leases came back).
+        while True:
+            epoch = self.epoch
+            try:
+                pg = self._place(need, shape, lambda: bool(shape.queue))
+            except BaseException as e:
+                with self._lock:
+                    shape.reserving -= 1
+                    failed = list(shape.queue)
+                    shape.queue.clear()
+                for _, fail in failed:
+                    fail(e)
+                return
+            with self._lock:
+                shape.reserving -= 1
+                more = self._reserver_due(shape)
+            if pg is not None:
+                self.give(pg, need, True, epoch)
+            if not more:
+                return
+
+    def _place(self, need, shape, wanted, source=None, label=None):
+        """A new one-bundle group, placed; None when a lease came back
+        first or nobody wants it any more (wanted() false)."""
+        pg = placement_group([need], strategy="PACK")
+        step = 0.02
+        try:
+            while True:
+                if source is not None and source.cancelled:
+                    raise RemoteError(f"{label}: cancelled while it waited for {need}")
+                try:
+                    return pg.ready(timeout=0.01)
+                except GetTimeoutError as e:
+                    if source is not None:
+                        source.why = f"waiting for a pod that can hold {need}: {e}"
+                # Woken by a lease given back (or, later and later, to ask
+                # whether room came free elsewhere: another driver's end).
+                with self._lock:
+                    if shape.idle or not wanted():
+                        break
+                    shape.cv.wait(step)
+                    if shape.idle or not wanted():
+                        break
+                step = min(1.0, step * 2)
+        except BaseException:
+            _remove_quietly(pg)
+            raise
+        _remove_quietly(pg)
+        return None
+
+    # -- calls from threads of their own -----------------------------------
+
+    def take(self, need, source, label):
+        """A placed one-bundle group holding `need`, this call's until give()."""
+        while True:
+            with self._lock:
+                shape = self._shape(need)
+                shape.waiting += 1
+                try:
+                    while True:
+                        if source is not None and source.cancelled:
+                            raise RemoteError(f"{label}: cancelled while it waited for {need}")
+                        if shape.idle:
+                            return shape.idle.pop()[0]
+                        if shape.reserving < min(shape.waiting, self.RESERVING):
+                            shape.reserving += 1
+                            break
+                        if source is not None:
+                            source.why = f"waiting for a pod that can hold {need}"
+                        shape.cv.wait(0.5)
+                finally:
+                    shape.waiting -= 1
+            try:
+                pg = self._place(need, shape, lambda: True, source, label)
+            finally:
+                with self._lock:
+                    shape.reserving -= 1
+                    shape.cv.notify()  # another may reserve now
+            if pg is not None:
+                return pg
+            # A lease came back meanwhile: take it (or wait again).
+
+    # -- both ---------------------------------------------------------------
+
+    def give(self, pg, need, healthy=True, epoch=None):
+        """Back from a call: to the next queued call, kept for the next one,
+        or removed (a call whose process or pod failed gives its lease up)."""
+        pairs, reserve, shape = [], False, None
+        with self._lock:
+            shape = self._shape(need)
+            if healthy and epoch == self._epoch:
+                shape.idle.append((pg, time.monotonic()))
+                pairs = self._pair(shape)
+                if shape.idle:
+                    shape.cv.notify()
+                    if self._reaper is None:
+                        self._reaper = threading.Thread(target=self._reap, daemon=True,
+                                                        name="atl-leases")
+                        self._reaper.start()
+                pg = None
+            else:
+                reserve = self._reserver_due(shape)
+        if pg is not None:
+            _remove_quietly(pg)
+        self._start(pairs)
+        if reserve:
+            threading.Thread(target=self._reserver, args=(need, shape), daemon=True,
+                             name="atl-lease").start()
+
+    def _reap(self):
+        while True:
+            time.sleep(self.IDLE_S / 4)
+            now = time.monotonic()
+            expired = []
+            with self._lock:
+                for shape in self._shapes.values():
+                    expired += [g for g, since in shape.idle if now - since >= self.IDLE_S]
+                    shape.idle[:] = [(g, t) for g, t in shape.idle if now - t < self.IDLE_S]
+                done = not any(shape.idle for shape in self._shapes.values())
+                if done:
+                    self._reaper = None
+            for pg in expired:
+                _remove_quietly(pg)
+            if done:
+                return
+
+    def clear(self):
+        """At shutdown: nothing kept (the groups are the driver's own, removed
+        with the others); a call still queued fails, saying so."""
+        failed = []
+        with self._lock:
+            self._epoch += 1
+            for shape in self._shapes.values():
+                shape.idle.clear()
+                failed += [fail for _, fail in shape.queue]
+                shape.queue.clear()
+                shape.cv.notify_all()
+        for fail in failed:
+            fail(RemoteError("the driver shut down (atl.shutdown) before the call started"))
+
+
+_leases = _Leases()

@@ -12,8 +12,8 @@ import threading
 from . import _options, _refs, _serialize
 from . import _payload_env, _warm_pool, nodes, run
 from ._capi import AtlError, GetTimeoutError, UsageError
-from ._errors import OwnerDiedError, TaskError
-from ._placement import _check_feasible, _remove_quietly, _reserve
+from ._errors import OwnerDiedError, RemoteError, TaskError
+from ._placement import _check_feasible, _leases, _remove_quietly, _reserve
 from ._refs import ObjectRef
 
 
@@ -111,11 +111,67 @@ class RemoteFunction:
         waiting = _refs.pending((args, kwargs))
         if o.get("demand"):
             _check_feasible(o, f"{self.__name__}.remote")
-        if waiting or o.get("demand") or o.get("max_retries"):
+        if _warm_fits(o) and not waiting and not o.get("max_retries"):
+            ref = self._leased(args, kwargs)
+        elif waiting or o.get("demand") or o.get("max_retries"):
             ref = self._in_background(waiting, args, kwargs)
         else:
             ref = self._submit(args, kwargs)
         return _refs.shaped(ref, o.get("num_returns"), inspect.isgeneratorfunction(self._fn))
+
+    def _leased(self, args, kwargs):
+        """A call on a lease of its shape (num_cpus=...), queued until one is
+        free: no thread of its own; the lease goes to the next call when it
+        ends."""
+        o, label = self._options, self.__name__
+        need = o["demand"]
+        source = _refs._Call(_refs.new_future())
+        source.cancelled = False
+        source.why = f"waiting for a pod that can hold {need}"
+        epoch = _leases.epoch
+
+        def fail(e):
+            if not source.future.done():
+                source.future.set_exception(e)
+
+        def start(group):
+            if source.cancelled:
+                _leases.give(group, need, True, epoch)
+                return fail(RemoteError(f"{label}: cancelled before it started"))
+            source.why = None
+            try:
+                source.inner = self._submit(args, kwargs, group)
+            except BaseException as e:
+                _leases.give(group, need, not _system_failure(e), epoch)
+                return fail(e)
+            inner = source.inner._future
+            if inner is None:  # a fresh process (its pod has no warm one): waited for
+                def wait():
+                    try:
+                        value = source.inner._get(None)
+                    except BaseException as e:
+                        _leases.give(group, need, not _system_failure(e) and
+                                     not source.cancelled, epoch)
+                        return fail(e)
+                    _leases.give(group, need, not source.cancelled, epoch)
+                    source.future.set_result(value)
+                threading.Thread(target=wait, daemon=True, name="atl-call").start()
+                return
+
+            def ended(f):
+                # On the pool's thread that settled it (never under its
+                # lock): the next queued call starts from here.
+                e = f.exception()
+                _leases.give(group, need, not source.cancelled and
+                             (e is None or not _system_failure(e)), epoch)
+                if e is not None:
+                    fail(e)
+                elif not source.future.done():
+                    source.future.set_result(f.result())
+            inner.add_done_callback(ended)
+
+        _leases.run(need, start, fail)
+        return ObjectRef(label, source)
 
     def _in_background(self, waiting, args, kwargs):
         """The call from a thread of its own: after the refs it takes, in a
@@ -126,12 +182,15 @@ class RemoteFunction:
         source.cancelled = False
 
         def go():
-            group = None
+            group, leased, healthy = None, _warm_fits(o), True
+            epoch = _leases.epoch
             try:
                 for ref in waiting:
                     ref._get(None)
                 if o.get("demand") and not o.get("placement_group"):
-                    group = _reserve(o["demand"], source, label)
+                    # A warm process's call leases a reservation kept between
+                    # calls; a fresh process's (GPUs) has one of its own.
+                    group = (_leases.take if leased else _reserve)(o["demand"], source, label)
                     source.why = None
                 left = o.get("max_retries", 0)
                 while True:
@@ -140,8 +199,8 @@ class RemoteFunction:
                         value = source.inner._get(None)
                         break
                     except BaseException as e:
-                        retry = _system_failure(e) or (
-                            isinstance(e, TaskError) and _retries_on(o, e))
+                        healthy = not _system_failure(e)
+                        retry = not healthy or (isinstance(e, TaskError) and _retries_on(o, e))
                         if not retry or left == 0 or source.cancelled:
                             raise
                         left -= 1 if left > 0 else 0
@@ -149,7 +208,9 @@ class RemoteFunction:
             except BaseException as e:
                 source.future.set_exception(e)
             finally:
-                if group is not None:
+                if group is not None and leased:
+                    _leases.give(group, o["demand"], healthy and not source.cancelled, epoch)
+                elif group is not None:
                     _remove_quietly(group)
         threading.Thread(target=go, daemon=True, name="atl-call").start()
         return ObjectRef(label, source)

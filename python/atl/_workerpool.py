@@ -116,23 +116,27 @@ class WorkerPool:
         from concurrent.futures import Future
         future = Future()
         job = _Job(request, future, label, pod, cpus)
+        # Futures are settled outside the lock: their callbacks may submit.
         with self._lock:
-            if self._broken:
-                future.set_exception(self._error(label, self._broken))
-                return future
-            self._queue.append(job)
-            self._dispatch()
+            broken = self._broken
+            if not broken:
+                self._queue.append(job)
+                self._dispatch()
+        if broken:
+            future.set_exception(self._error(label, broken))
         return future
 
     def cancel(self, future):
         """Drops a waiting call, or kills the process running it (it is replaced).
         False when the call is not this pool's or is done."""
         with self._lock:
-            for job in self._queue:
-                if job.future is future:
-                    self._queue.remove(job)
-                    job.future.set_exception(self._error(job.label, "cancelled"))
-                    return True
+            queued = next((job for job in self._queue if job.future is future), None)
+            if queued is not None:
+                self._queue.remove(queued)
+        if queued is not None:
+            queued.future.set_exception(self._error(queued.label, "cancelled"))
+            return True
+        with self._lock:
             running = [w for w in self._workers.values()
                        if w.state == "busy" and w.job is not None and w.job.future is future]
             if not running:
@@ -204,7 +208,9 @@ class WorkerPool:
             with self._lock:
                 worker.state = "dead"
                 self._workers.pop(worker.name, None)
-                self._fail_orphans(pod)
+                orphans = self._orphans(pod)
+            self._fail(orphans, f"no warm process is left on {pod}, where it was reserved (the "
+                                f"pod was lost)")
             return
         with self._lock:
             worker.task = task
@@ -276,9 +282,14 @@ class WorkerPool:
                                     f"they answered; the last: {why}")
                     waiting = list(self._queue)
                     self._queue.clear()
-                    for job in waiting:
-                        job.future.set_exception(self._error(job.label, self._broken))
-                    return
+                    broken = self._broken
+                else:
+                    waiting = None
+            else:
+                waiting = None
+        if waiting is not None:
+            self._fail(waiting, broken)
+            return
         self._replace(worker.pod)
 
     def _replace(self, pod):
@@ -286,16 +297,21 @@ class WorkerPool:
         threading.Thread(target=self._start, args=(pod,), daemon=True,
                          name="atl-pool-start").start()
 
-    def _fail_orphans(self, pod):
+    def _orphans(self, pod):
         """Calls waiting for `pod` when the pool has no process left there
-        (the pod was lost) fail (the lock is held)."""
+        (the pod was lost), out of the queue (the lock is held): _fail them."""
         if any(w.pod == pod for w in self._workers.values()):
-            return
-        for job in [j for j in self._queue if j.pod == pod]:
+            return []
+        jobs = [j for j in self._queue if j.pod == pod]
+        for job in jobs:
             self._queue.remove(job)
-            job.future.set_exception(self._error(
-                job.label, f"no warm process is left on {pod}, where it was reserved (the pod "
-                           f"was lost)"))
+        return jobs
+
+    def _fail(self, jobs, why):
+        """Each job's future fails saying why (the lock is not held: a
+        future's callbacks may submit again)."""
+        for job in jobs:
+            job.future.set_exception(self._error(job.label, why))
 
     def _next_job(self, worker):
         """The first waiting call `worker` can take (the lock is held), taken
