@@ -106,11 +106,11 @@ class Store:
         # Re-entrant: a ref collected by the cycle collector while this
         # thread holds the lock releases its object here (a finalizer).
         self._lock = threading.RLock()
-        self._objects = {}  # oid -> [frames, count]
+        self._objects = {}  # oid -> [frames, count, shared]
 
     def put(self, oid, frames, count=1):
         with self._lock:
-            self._objects[oid] = [frames, count]
+            self._objects[oid] = [frames, count, None]
 
     def get(self, oid):
         with self._lock:
@@ -121,7 +121,10 @@ class Store:
         """A pushed result, handed over once."""
         with self._lock:
             entry = self._objects.pop(oid, None)
-            return entry[0] if entry else None
+        if entry is None:
+            return None
+        _close_shared(entry[2])
+        return entry[0]
 
     def hold(self, oid):
         with self._lock:
@@ -137,6 +140,28 @@ class Store:
                 entry[1] -= 1
                 if entry[1] <= 0:
                     del self._objects[oid]
+                    _close_shared(entry[2])
+
+    def shared(self, oid):
+        """Object `oid` for a process on this host: [(bytes, None) | (None,
+        (memfd, length))] a frame each, big frames in memfds (made once, at
+        the first such fetch, unless the frame lives in one already: a put's
+        copy); None when there is no such object."""
+        with self._lock:
+            entry = self._objects.get(oid)
+            if entry is None:
+                return None
+            if entry[2] is not None:
+                return entry[2]
+            frames = entry[0]
+        made = [_share(f) for f in frames]  # the copies outside the lock
+        with self._lock:
+            entry = self._objects.get(oid)
+            if entry is None or entry[2] is not None:
+                _close_shared(made)
+                return entry[2] if entry is not None else None
+            entry[2] = made
+            return made
 
     def stats(self):
         """(objects, bytes) held now."""
@@ -183,13 +208,356 @@ def buffer(n, populate=True):
 
 
 def copy(frame):
-    """A copy of `frame` (a store's own: the caller's later changes do not reach it)."""
+    """A copy of `frame` (a store's own: the caller's later changes do not
+    reach it). A big one in shared memory (a memfd), so a process on this
+    host maps it instead of receiving a copy (see _share)."""
     view = memoryview(frame).cast("B")
     if view.nbytes < _BIG:
         return bytes(view)
+    shared = _memfd_copy(view)
+    if shared is not None:
+        fd, mm = shared
+        with _memfds_lock:
+            _memfds[id(mm)] = (weakref.ref(mm), fd)
+        weakref.finalize(mm, _forget_memfd, id(mm), fd)
+        return mm
     out = buffer(view.nbytes)
     memoryview(out)[:] = view
     return out
+
+
+# --- same host: big frames through shared memory -----------------------------------
+#
+# A process on the owner's host (atl's local pods, a driver beside its head)
+# asks over a Unix socket in the abstract namespace named after the owner's
+# address ("\0atl-objects/HOST:PORT": only reachable from the same network
+# namespace, so a Kubernetes pod's peers in other pods never find it) and
+# gets each big frame as a memfd (SCM_RIGHTS), which it maps copy-on-write:
+# no bytes cross a socket, nothing is encrypted, the pages are shared until
+# written. Both ends check the other is this user's (SO_PEERCRED); where the
+# socket is not there (another pod, not Linux) the fetch goes over TLS as
+# before.
+
+_memfds = {}  # id(mmap) -> (weakref to it, its memfd): copy()'s shared buffers
+_memfds_lock = threading.Lock()
+
+
+_fd_budget = None
+
+
+def _memfds_allowed():
+    """Whether another object may live in a memfd: each holds two open files
+    (its memfd and its mapping's), so their number stays within a quarter of
+    this process's limit (raised to its hard limit once, as Ray's workers
+    do); past it objects live in anonymous memory and travel over TLS."""
+    global _fd_budget
+    if _fd_budget is None:
+        try:
+            import resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if hard == resource.RLIM_INFINITY or hard > soft:
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+                    soft = hard
+                except (ValueError, OSError):
+                    pass
+            _fd_budget = max(0, min(soft, 1 << 20) // 4)
+        except (ImportError, ValueError, OSError):
+            _fd_budget = 0
+    with _memfds_lock:
+        return 2 * len(_memfds) < _fd_budget
+
+
+def _memfd_copy(view):
+    """(memfd, its shared mapping) holding a copy of `view`; None where there
+    are no memfds (or no room for more). Written with pwrite, not through
+    the mapping: the kernel makes the pages as it copies (~2x faster than
+    faulting them in)."""
+    if not hasattr(os, "memfd_create") or not _memfds_allowed():
+        return None
+    try:
+        fd = os.memfd_create("atl-object", os.MFD_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        os.ftruncate(fd, view.nbytes)
+        done = 0
+        while done < view.nbytes:
+            done += os.pwrite(fd, view[done:done + (1 << 30)], done)
+        return fd, mmap.mmap(fd, view.nbytes, flags=mmap.MAP_SHARED)
+    except (OSError, ValueError):
+        os.close(fd)
+        return None
+
+
+def _forget_memfd(key, fd):
+    with _memfds_lock:
+        _memfds.pop(key, None)
+    os.close(fd)
+
+
+def _share(frame):
+    """(bytes, None) for a small frame; (None, (fd, length)) for a big one:
+    its own memfd when copy() made it, else a new memfd holding a copy."""
+    view = memoryview(frame).cast("B")
+    if view.nbytes < _BIG:
+        return bytes(view), None
+    with _memfds_lock:
+        known = _memfds.get(id(frame))
+        if known is not None and known[0]() is frame:
+            return None, (os.dup(known[1]), view.nbytes)
+    shared = _memfd_copy(view)
+    if shared is None:
+        raise OSError("no memfd for an object's frame")
+    fd, mm = shared
+    mm.close()
+    return None, (fd, view.nbytes)
+
+
+def _close_shared(shared):
+    for _, fd_len in shared or ():
+        if fd_len is not None:
+            try:
+                os.close(fd_len[0])
+            except OSError:
+                pass
+
+
+def _host_socket_name(owner):
+    return b"\0atl-objects/" + owner.encode()
+
+
+def _peer_is_me(sock):
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+class _HostServer:
+    """The owner's side: one thread accepting on the abstract socket, a
+    thread per connection (this user's processes only), each request
+    b"G" oid -> b"K" u32 count, per frame u8 kind (0 bytes, 1 memfd) + u64
+    length, the bytes frames, the memfds as ancillary data | b"N"."""
+
+    def __init__(self, owner):
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(_host_socket_name(owner))
+        self._sock.listen(128)
+        self._closed = False
+        threading.Thread(target=self._loop, daemon=True, name="atl-objects-host").start()
+
+    def close(self):
+        self._closed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+    def _loop(self):
+        while not self._closed:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                if self._closed:
+                    return
+                continue
+            try:
+                mine = _peer_is_me(conn)
+            except OSError:
+                mine = False
+            if not mine:
+                conn.close()
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                             name="atl-objects-host-conn").start()
+
+    def _serve(self, conn):
+        try:
+            conn.settimeout(_IDLE_S)
+            while True:
+                head, fds, _, _ = socket.recv_fds(conn, 17, _MAX_FDS)
+                if head and len(head) < 17:
+                    rest = _recv_upto(conn, 17 - len(head))
+                    head = head + rest if rest is not None else b""
+                if head[:1] == b"P":  # a result pushed here, its big frames as memfds
+                    try:
+                        frames = _host_frames(conn, fds, keep=True)
+                    finally:
+                        for fd in fds:
+                            os.close(fd)
+                    _store.put(bytes(head[1:17]), frames)
+                    conn.sendall(b"K")
+                    continue
+                for fd in fds:
+                    os.close(fd)
+                if head[:1] != b"G":
+                    return
+                shared = _store.shared(bytes(head[1:17]))
+                if shared is None:
+                    why = b"no such object here (freed, or never put)"
+                    conn.sendall(b"N" + struct.pack("!I", len(why)) + why)
+                    continue
+                _send_host_frames(conn, b"K", shared)
+        except (OSError, ConnectionError, struct.error, ValueError):
+            pass
+        finally:
+            conn.close()
+
+
+_MAX_FDS = 4096  # big frames of one object sent as memfds at once
+
+
+def _send_host_frames(sock, first, shared):
+    """`first` (with the memfds as ancillary data), u32 count, per frame u8
+    kind (0 bytes, 1 memfd) + u64 length, then the bytes frames."""
+    fds = [fd_len[0] for _, fd_len in shared if fd_len is not None]
+    if len(fds) > _MAX_FDS:
+        raise ValueError("too many big frames for one message")
+    parts = [struct.pack("!I", len(shared))]
+    for data, fd_len in shared:
+        parts.append(struct.pack("!BQ", 0, len(data)) if fd_len is None else
+                     struct.pack("!BQ", 1, fd_len[1]))
+    parts += [data for data, fd_len in shared if fd_len is None]
+    if socket.send_fds(sock, [first], fds) != len(first):
+        raise ConnectionError("a short send")
+    sock.sendall(b"".join(parts))
+
+
+def _host_frames(sock, fds, keep):
+    """The frames _send_host_frames sent, big ones mapped from their memfds:
+    copy-on-write for a reader (its writes stay its own), shared and kept
+    (the memfd registered, as copy()'s) for a pushed result this process
+    now owns. The caller closes `fds`."""
+    (count,) = struct.unpack("!I", _recv_exact(sock, 4))
+    if count > _MAX_FRAMES:
+        raise ConnectionError("not an atl object")
+    kinds = [struct.unpack("!BQ", _recv_exact(sock, 9)) for _ in range(count)]
+    if sum(1 for kind, _ in kinds if kind == 1) != len(fds) or any(k > 1 for k, _ in kinds):
+        raise ConnectionError("memfds missing")
+    frames, shared = [], iter(fds)
+    for kind, n in kinds:
+        if kind == 0:
+            frames.append(_recv_exact(sock, n))
+        elif keep:
+            fd = os.dup(next(shared))
+            mm = mmap.mmap(fd, n, flags=mmap.MAP_SHARED)
+            with _memfds_lock:
+                _memfds[id(mm)] = (weakref.ref(mm), fd)
+            weakref.finalize(mm, _forget_memfd, id(mm), fd)
+            frames.append(mm)
+        else:
+            frames.append(mmap.mmap(next(shared), n, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_WRITE))
+    return frames
+
+
+def _recv_upto(sock, n):
+    """n bytes, or None when the peer closed first."""
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+class _HostClient:
+    """The reader's side: a connection per owner on this host, kept; owners
+    whose socket is not there (another pod) remembered, and asked over TLS."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._socks = {}  # owner -> [sockets not in use]
+        self._elsewhere = set()  # owners not on this host (or not reachable so)
+
+    def clear(self):
+        with self._lock:
+            socks, self._socks = self._socks, {}
+            self._elsewhere = set()
+        for pool in socks.values():
+            for sock in pool:
+                sock.close()
+
+    def _connect(self, owner):
+        """A connection to `owner`'s host socket (kept or new); None when it
+        is not on this host (remembered)."""
+        with self._lock:
+            if owner in self._elsewhere:
+                return None
+            pool = self._socks.get(owner)
+            sock = pool.pop() if pool else None
+        if sock is not None:
+            return sock
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(_host_socket_name(owner))
+            if not _peer_is_me(sock):
+                raise OSError("not this user's")
+        except OSError:
+            sock.close()
+            with self._lock:
+                self._elsewhere.add(owner)
+            return None
+        return sock
+
+    def _keep(self, owner, sock):
+        with self._lock:
+            self._socks.setdefault(owner, []).append(sock)
+
+    def fetch(self, owner, oid):
+        """The frames of `oid` mapped from `owner`'s memory; None when
+        `owner` cannot be asked this way."""
+        sock = self._connect(owner)
+        if sock is None:
+            return None
+        try:
+            sock.settimeout(_TRANSFER_S)
+            sock.sendall(b"G" + oid)
+            first, fds, _, _ = socket.recv_fds(sock, 1, _MAX_FDS)
+            try:
+                if first == b"N":
+                    (n,) = struct.unpack("!I", _recv_exact(sock, 4))
+                    result = ObjectLostError(f"object {oid.hex()} at {owner}: "
+                                             f"{bytes(_recv_exact(sock, n)).decode('utf-8', 'replace')}")
+                elif first == b"K":
+                    result = _host_frames(sock, fds, keep=False)
+                else:
+                    raise ConnectionError("not atl's answer")
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        except (OSError, ConnectionError, struct.error, ValueError):
+            sock.close()
+            return None  # asked again over TLS, which says what is wrong
+        self._keep(owner, sock)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def push(self, owner, oid, frames):
+        """Hands `frames` to `owner` on this host as object `oid`, its big
+        frames as memfds; False when `owner` cannot be reached so."""
+        sock = self._connect(owner)
+        if sock is None:
+            return False
+        shared = None
+        try:
+            shared = [_share(f) for f in frames]
+            sock.settimeout(_TRANSFER_S)
+            _send_host_frames(sock, b"P" + oid, shared)
+            if _recv_exact(sock, 1) != b"K":
+                raise ConnectionError("not atl's answer")
+        except (OSError, ConnectionError, struct.error, ValueError):
+            sock.close()
+            return False  # sent again over TLS, which says what is wrong
+        finally:
+            _close_shared(shared)
+        self._keep(owner, sock)
+        return True
+
+_host_client = _HostClient()
 
 
 def _recv_exact(sock, n, populate=True):
@@ -355,6 +723,10 @@ class _Server:
         self._sock.setblocking(False)
         port = self._sock.getsockname()[1]
         self.address = f"[{ip}]:{port}" if family == socket.AF_INET6 else f"{ip}:{port}"
+        try:  # the same host's readers map big frames instead (see _HostServer)
+            self._host = _HostServer(self.address) if hasattr(socket, "send_fds") else None
+        except OSError:
+            self._host = None
         self._ctx = _context(server=True)
         self._closed = False
         self._lock = threading.Lock()
@@ -382,6 +754,8 @@ class _Server:
 
     def close(self):
         self._closed = True
+        if self._host is not None:
+            self._host.close()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -607,6 +981,7 @@ def _restart():
     if server is not None:
         server.close()
     _connections.clear()
+    _host_client.clear()
     _contexts.clear()
 
 
@@ -715,6 +1090,9 @@ def fetch(owner, oid):
         if frames is None:
             raise ObjectLostError(f"object {oid.hex()} was freed")
         return frames
+    frames = _host_client.fetch(owner, oid)
+    if frames is not None:
+        return frames
 
     def receive(sock):
         status = _recv_exact(sock, 1)
@@ -731,6 +1109,9 @@ def fetch(owner, oid):
 
 def push(owner, oid, frames):
     """Hands `frames` to `owner` as object `oid` (a big result to its caller)."""
+    if _host_client.push(owner, oid, frames):
+        return
+
     def send(sock):
         sock.sendall(b"P" + oid)
         _send_frames(sock, frames)

@@ -206,6 +206,72 @@ def test_the_object_server_refuses_a_stranger(cluster):
     assert int(atl.get(ref).sum()) == 300000  # and the job's own still can
 
 
+@atl.remote
+class _Mapper:
+    """Says how a big argument reached it, and writes into it."""
+
+    def read(self, a):
+        with open("/proc/self/maps") as f:
+            mapped = "memfd:atl-object" in f.read()
+        first = int(a[0])
+        a[0] = 7  # its own copy's page (copy-on-write): the owner's stays
+        return mapped, first, int(a.sum()), int(a[0])
+
+    def make(self, n):
+        return np.full(n, 3, dtype=np.uint8)
+
+
+def test_a_big_object_on_the_same_host_is_mapped_not_sent(cluster):
+    # A worker pod's process on the owner's host (atl's local pods) maps the
+    # object's memfd, as Ray's workers read its shared-memory store: no bytes
+    # over TLS. Its writes stay its own; a big result comes back the same way.
+    m = _Mapper.remote()
+    a = np.ones(64 * 1024 ** 2, dtype=np.uint8)
+    ref = atl.put(a)
+    assert atl.get(m.read.remote(ref), timeout=120) == (True, 1, a.nbytes + 6, 7)
+    assert int(atl.get(ref)[0]) == 1 and int(atl.get(ref).sum()) == a.nbytes
+    back = atl.get(m.make.remote(48 * 1024 ** 2), timeout=120)
+    assert back.nbytes == 48 * 1024 ** 2 and int(back[-1]) == 3
+    with open("/proc/self/maps") as f:
+        assert "memfd:atl-object" in f.read()  # the pushed result, mapped here
+    back[0] = 5  # a result handed over is the caller's to change
+    oid = ref._source.oid
+    del ref, back  # freed here once the actor's borrow is given back too
+    _eventually(lambda: _objects.store().get(oid) is None)
+    atl.kill(m)
+
+
+def test_the_same_host_socket_serves_this_user_only(cluster, tmp_path):
+    # The abstract socket has no file permissions: each end checks the other
+    # is this user's (SO_PEERCRED). Another user's process gets nothing, and
+    # an owner with no such socket here (another pod) is asked over TLS.
+    ref = atl.put(np.ones(4 * 1024 ** 2, dtype=np.uint8))
+    owner, oid = ref._source.owner, ref._source.oid
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os, sys\n"
+        "sys.path.insert(0, sys.argv[3])\n"
+        "from atl import _objects\n"
+        "if sys.argv[4] == 'nobody':\n"
+        "    os.setgid(65534); os.setuid(65534)\n"
+        "frames = _objects._HostClient().fetch(sys.argv[1], bytes.fromhex(sys.argv[2]))\n"
+        "print('none' if frames is None else sum(memoryview(f).nbytes for f in frames))\n")
+    os.chmod(tmp_path, 0o755)
+    package = os.path.dirname(os.path.dirname(atl.__file__))
+    for who in ("me", "nobody"):
+        r = subprocess.run([sys.executable, str(probe), owner, oid.hex(), package, who],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        if who == "me":  # the array and its pickle's few bytes
+            assert 4 * 1024 ** 2 < int(r.stdout) < 4 * 1024 ** 2 + 4096, r.stdout
+        else:
+            assert r.stdout.strip() == "none", r.stdout + r.stderr
+    client = _objects._HostClient()
+    assert client.fetch("127.0.0.1:1", oid) is None  # nobody there: TLS instead
+    assert "127.0.0.1:1" in client._elsewhere
+    assert int(atl.get(ref).sum()) == 4 * 1024 ** 2
+
+
 def test_the_wire_refuses_what_is_not_an_object():
     def frames_of(data):
         a, b = socket.socketpair()
