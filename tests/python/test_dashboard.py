@@ -388,6 +388,10 @@ def browser_login(d, c):
     d.get(c.url + "/login")
     d.find_element(By.ID, "token").send_keys(c.token)
     d.find_element(By.ID, "login").click()
+    # The form's redirect lands first: a navigation started before it ends
+    # would be overtaken by it (seen under load: a #terminal/... page left
+    # at "/").
+    wait(d, lambda d: not d.current_url.endswith("/login") and d.find_elements(By.ID, "job-id"))
 
 
 def session_cookie(c):
