@@ -566,6 +566,8 @@ class ActorClass:
         pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
                    bundle_index=bundle, pod=pod, env=env, working_dir=o.get("working_dir"))
+        if o.get("detached"):  # the head stops a driver's tasks when it goes, but for this
+            _c().disown(False, task.id)
         deadline = time.monotonic() + o.get("start_timeout", 60)
         while not any(a["name"] == name for a in list_actors()):
             if task.done():

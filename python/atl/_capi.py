@@ -88,6 +88,7 @@ _signatures = {
                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_P)], _P),
     "atl_pg_wait": ([_P, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(_P)], _P),
     "atl_pg_remove": ([_P, ctypes.c_int64], _P),
+    "atl_disown": ([_P, ctypes.c_int, ctypes.c_int64], _P),
     "atl_task_start": ([_P, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p,
                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
                         ctypes.POINTER(ctypes.c_int32)], _P),
@@ -223,6 +224,10 @@ class Client:
 
     def pg_remove(self, gid):
         self._call(_lib.atl_pg_remove, gid)
+
+    def disown(self, group, ident):
+        """A group (group=True) or task this client made outlives it (detached)."""
+        self._call(_lib.atl_disown, 1 if group else 0, ident)
 
     def task_start(self, command, group=0, bundle=-1, pod=None, env=None, working_dir=None):
         env_list = [f"{k}={v}".encode() for k, v in (env or {}).items()]

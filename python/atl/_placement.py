@@ -156,13 +156,17 @@ def placement_group(bundles: list[dict[str, float]], strategy: str = "PACK", nam
     if lifetime is None:
         with _owned_lock:
             _owned.add(gid)
+    else:  # the head removes what a driver made when it goes, but for this
+        _c().disown(True, gid)
     return PlacementGroup(gid, list(bundles), strategy, json.loads(table) if table else None)
 
 
 def _disown(pg):
-    """`pg` outlives this driver (a detached actor's reservation)."""
+    """`pg` outlives this driver (a detached actor's reservation): here, and
+    at the head, which removes a driver's groups when its connection ends."""
     with _owned_lock:
         _owned.discard(pg.id)
+    _c().disown(True, pg.id)
 
 
 def _remove_owned():

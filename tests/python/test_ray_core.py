@@ -502,6 +502,68 @@ def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_
     assert "at once at most 2" in out, (out, err)
 
 
+def test_a_killed_drivers_groups_actors_and_leases_end_with_its_connection(cluster, bare_python,
+                                                                            tmp_path):
+    # SIGKILL runs no atexit: the head removes what the driver made when its
+    # connection ends, as Ray's GCS does for a dead job (before, every CPU
+    # stayed held and the next driver's num_cpus calls waited for ever);
+    # what it made detached outlives it.
+    import atl
+    script = tmp_path / "killed.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        import atl as ray
+        from atl.util.placement_group import placement_group
+
+        pg = placement_group([{"CPU": 1}])
+        ray.get(pg.ready())
+        kept = placement_group([{"CPU": 1}], lifetime="detached", name="kept")
+        ray.get(kept.ready())
+
+        @ray.remote
+        class Holder:
+            def ping(self):
+                return "pong"
+
+        h = Holder.options(num_cpus=1).remote()
+        stays = Holder.options(name="stays", lifetime="detached").remote()
+        ray.get([h.ping.remote(), stays.ping.remote()])
+
+        @ray.remote(num_cpus=1)
+        def f():
+            return 1
+        ray.get([f.remote() for _ in range(8)])  # leases, kept a moment
+        print("ready", ray.available_resources()["CPU"], flush=True)
+        time.sleep(600)
+    """))
+    env = dict(cluster.env, ATL_ADDRESS=cluster.address, ATL_TLS_DIR=cluster.tls,
+               PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.Popen([bare_python, str(script)], stdout=subprocess.PIPE, text=True, env=env,
+                         cwd=str(tmp_path))
+    atl.init(cluster.address, cluster.tls)
+    try:
+        total = atl.cluster_resources()["CPU"]
+        line = p.stdout.readline().split()
+        assert line[0] == "ready" and float(line[1]) < total - 2, line
+        p.kill()
+        p.wait(30)
+        deadline = time.monotonic() + 30
+        while atl.available_resources()["CPU"] != total - 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # All back but the detached group's CPU; the detached actor answers.
+        assert atl.available_resources()["CPU"] == total - 1, atl.cluster_state()
+        stays = atl.get_actor("stays")
+        assert atl.get(stays.ping.remote()) == "pong"
+        atl.kill(stays)
+        kept = [g for g in atl.cluster_state()["groups"] if g.get("name") == "kept"]
+        assert len(kept) == 1 and kept[0]["state"] == "CREATED", kept
+        atl._c().pg_remove(kept[0]["id"])
+    finally:
+        if p.poll() is None:
+            p.kill()
+        atl.shutdown()
+
+
 def test_a_drivers_groups_and_reservations_end_with_it(cluster, bare_python, tmp_path):
     # As Ray's: a job's placement groups (but detached ones) and its actors'
     # reservations are given back when its driver exits, removed or not.

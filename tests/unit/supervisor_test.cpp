@@ -431,6 +431,56 @@ TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupC
   EXPECT_EQ(answers[0].reply, 3u);
 }
 
+// A driver's connection ends (its process killed): the groups and tasks it
+// made go with it, as Ray's; what it made detached stays, and another
+// driver's are untouched. Before, they held the pods' CPUs for ever.
+TEST(Supervisor, WhatADriverMadeEndsWithItsConnectionButWhatItDetached) {
+  Head h(driver_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  const OwnerId killed{1}, other{2};
+  int kept = 0;
+  auto keep = [&] { return static_cast<ReplyId>(++kept); };
+  ASSERT_EQ(h.sup->create_group({"a", "PACK", R"([{"CPU": 1}])", 0}, killed).code, ReplyCode::ok);
+  ASSERT_EQ(h.sup->create_group({"b", "PACK", R"([{"CPU": 1}])", 0}, killed).code, ReplyCode::ok);
+  ASSERT_EQ(h.sup->create_group({"c", "PACK", R"([{"CPU": 1}])", 0}, other).code, ReplyCode::ok);
+  ASSERT_FALSE(h.sup->start_task({0, 0, "", "sleep 100", {}, ""}, keep, killed));  // task 1
+  ASSERT_FALSE(h.sup->start_task({0, 0, "", "sleep 100", {}, ""}, keep, killed));  // task 2
+  ASSERT_FALSE(h.sup->start_task({0, 0, "", "sleep 100", {}, ""}, keep, other));   // task 3
+  // Detached: group 2 and task 2; only by their maker.
+  auto not_yours = h.sup->disown(true, 2, other);
+  ASSERT_TRUE(not_yours);
+  EXPECT_EQ(not_yours->code, ReplyCode::refused);
+  EXPECT_FALSE(h.sup->disown(true, 2, killed));
+  EXPECT_FALSE(h.sup->disown(false, 2, killed));
+  auto twice = h.sup->disown(false, 2, killed);
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(twice->code, ReplyCode::usage);
+  h.out.effects.clear();
+
+  h.sup->owner_gone(killed);
+  auto stops = h.out.take<effect::StopStream>();
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].stream, StreamId::of_task(1));
+  const auto* a = h.sup->groups().groups().find(1);
+  const auto* b = h.sup->groups().groups().find(2);
+  const auto* c = h.sup->groups().groups().find(3);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->state, GroupState::removed);
+  EXPECT_EQ(b->state, GroupState::created);
+  EXPECT_EQ(c->state, GroupState::created);
+  h.sup->owner_gone(killed);  // once
+  EXPECT_TRUE(h.out.all<effect::StopStream>().empty());
+  // A task that ended on its own is not its owner's any more.
+  const std::string pod = h.sup->tasks().book().find(3)->record.pod;
+  h.sup->process_ended({StreamId::of_task(3), 0, pod, 0, 0, "", ""});
+  EXPECT_EQ(h.sup->owners().owned(), 1u);  // group 3
+  h.sup->owner_gone(other);
+  EXPECT_TRUE(h.out.all<effect::StopStream>().empty());
+  EXPECT_EQ(h.sup->groups().groups().find(3)->state, GroupState::removed);
+  EXPECT_EQ(h.sup->owners().owners(), 0u);
+}
+
 TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   Head h(spmd_spec(2, 0));
   h.to_command(2);

@@ -78,7 +78,9 @@ TEST(TaskCourse, ATaskThatEndsBeforeItStartsFailsItsStartSayingHow) {
   auto answers = all_of<task::Answer>(out);
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].code, ReplyCode::failed);
-  EXPECT_EQ(answers[0].text, "task 1 ended before it started: exit code 127");
+  EXPECT_EQ(answers[0].text,
+            "task 1 ended before it started: exit code 127 (a shell's word for a command not "
+            "found: check the command's first word and PATH on the pod)");
 }
 
 TEST(TaskCourse, AStartTimerFailsOnlyATaskThatNeverStarted) {

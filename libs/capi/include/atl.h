@@ -118,6 +118,11 @@ ATL_API atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_
 
 /* Frees the group's resources. */
 ATL_API atl_status* atl_pg_remove(atl_client* client, int64_t id);
+/* A placement group (group != 0) or task (group == 0) this client made
+ * outlives it (Ray's lifetime="detached"). Without it, what a client made is
+ * removed (groups) or stopped (tasks) by the supervisor when the client's
+ * connection ends: its process exited, or was killed. */
+ATL_API atl_status* atl_disown(atl_client* client, int group, int64_t id);
 
 /* --- tasks (driver mode) ------------------------------------------------------------ */
 

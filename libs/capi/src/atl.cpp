@@ -482,6 +482,14 @@ atl_status* atl_pg_remove(atl_client* client, int64_t id) {
   });
 }
 
+atl_status* atl_disown(atl_client* client, int group, int64_t id) {
+  return on_client(client, "atl_disown", [&]() -> atl_status* {
+    return ask(client, "atl_disown",
+               caf::make_message(atl::disown_atom::value, group != 0, std::int64_t{id}),
+               std::chrono::milliseconds(0), nullptr);
+  });
+}
+
 atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, const char* pod,
                            const char* command, const char* const* env, const char* working_dir,
                            int32_t* task_out) {

@@ -245,6 +245,8 @@ namespace {
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
+  // A driver's connection (maybe also a named actor's host's process).
+  for (OwnerId gone : st.peers.owners.take_all(msg.source)) st.sup->owner_gone(gone);
   bool was_host = false;
   for (HostId id : st.peers.hosts.take_all(msg.source))
     was_host = st.sup->host_down(id, exit_words(msg.reason, self->system())) || was_host;

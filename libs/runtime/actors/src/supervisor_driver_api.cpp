@@ -10,12 +10,24 @@ namespace {
 
 TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.status}; }
 
+// The driver connection that asks (its libatl bridge), numbered once and
+// watched: what it made goes when it does (Supervisor::owner_gone).
+OwnerId owner(Actor* self) {
+  auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+  if (!sender) return {};
+  auto& owners = self->state.peers.owners;
+  for (const auto& [id, handle] : owners.all())
+    if (handle == sender) return id;
+  self->monitor(sender);
+  return owners.add(std::move(sender));
+}
+
 }  // namespace
 
 caf::message_handler driver_api(Actor* self) {
   return {
       [self](const GroupRequest& request) -> Result {
-        return answer(self->state.sup->create_group(request));
+        return answer(self->state.sup->create_group(request, owner(self)));
       },
       [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) -> Result {
         auto& st = self->state;
@@ -32,10 +44,13 @@ caf::message_handler driver_api(Actor* self) {
       [self](const TaskRequest& request) -> TaskResult {
         auto& st = self->state;
         TaskPromise promise;
-        auto refused = st.sup->start_task(request, [&] {
-          promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
-          return st.replies.tasks.keep(promise);
-        });
+        auto refused = st.sup->start_task(
+            request,
+            [&] {
+              promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
+              return st.replies.tasks.keep(promise);
+            },
+            owner(self));
         if (refused) return {wire(refused->code), refused->text, TaskStatus{}};
         return promise;
       },
@@ -46,6 +61,9 @@ caf::message_handler driver_api(Actor* self) {
         st.sup->await_task(id, st.replies.tasks.keep(promise),
                            std::chrono::milliseconds(timeout_ms));
         return promise;
+      },
+      [self](disown_atom, bool group, std::int64_t id) -> Result {
+        return answer(self->state.sup->disown(group, id, owner(self)));
       },
       [self](task_kill_atom, std::int32_t id) -> Result {
         return answer(self->state.sup->kill_task(id));

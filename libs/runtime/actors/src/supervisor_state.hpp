@@ -109,6 +109,7 @@ class Handles {
 // (the driver, and in ray mode Ray's head).
 struct Peers {
   Handles<AgentId> agents;
+  Handles<OwnerId> owners;  // drivers' connections (their bridges), watched
   Handles<HostId> hosts;
   Handles<ExecutorRef> executors;
   caf::actor driver;

@@ -46,7 +46,7 @@ placement::Answer usage(std::string text) { return {0, ReplyCode::usage, std::mo
 placement::Answer PlacementBook::create(const std::string& name, const std::string& strategy_text,
                                         const std::string& bundles_json, std::int64_t timeout_ms,
                                         const PlacementNodes& nodes, std::int64_t now_ms,
-                                        PlacementEffects& out) {
+                                        PlacementEffects& out, std::int64_t* made) {
   auto strategy = parse_placement_strategy(strategy_text);
   if (!strategy) return usage(strategy.error());
   auto list = nlohmann::json::parse(bundles_json, nullptr, false);
@@ -66,6 +66,7 @@ placement::Answer PlacementBook::create(const std::string& name, const std::stri
   auto id = groups_.create(std::move(spec), now_ms);
   if (!id) return usage(id.error());
   const PlacementGroup* g = groups_.find(*id);
+  if (made) *made = *id;
   out.push_back(placement::Say{false, "placement group " + std::to_string(*id) + " (" +
                                           std::string(to_string(g->spec.strategy)) + " " +
                                           std::to_string(g->spec.bundles.size()) +

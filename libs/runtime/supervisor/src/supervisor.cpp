@@ -348,6 +348,7 @@ void Supervisor::process_ended(const ProcessExit& exit) {
     return;
   }
   if (exit.stream.kind == StreamKind::task) {
+    owners_.forget_task(exit.stream.run);
     TaskEffects out;
     tasks_.on_exit(exit.stream.run, exit.code, exit.signal, exit.error, out);
     perform(std::move(out));

@@ -88,11 +88,13 @@ void Supervisor::clear_groups(const std::string& why) {
   perform(std::move(out));
 }
 
-Answer Supervisor::create_group(const GroupRequest& r) {
+Answer Supervisor::create_group(const GroupRequest& r, OwnerId owner) {
   if (auto why = placement_refusal(); !why.empty()) return {0, ReplyCode::refused, why};
   PlacementEffects out;
-  auto a =
-      groups_.create(r.name, r.strategy, r.bundles, r.timeout_ms, nodes(), clock_.unix_ms(), out);
+  std::int64_t made = 0;
+  auto a = groups_.create(r.name, r.strategy, r.bundles, r.timeout_ms, nodes(), clock_.unix_ms(),
+                          out, &made);
+  if (made > 0 && owner.value > 0) owners_.own_group(owner, made);
   perform(std::move(out));
   return a;
 }
@@ -108,6 +110,7 @@ void Supervisor::await_group(std::int64_t id, ReplyId reply, Millis timeout) {
 }
 
 Answer Supervisor::remove_group(std::int64_t id) {
+  owners_.forget_group(id);
   PlacementEffects out;
   auto a = groups_.remove(id, nodes(), clock_.unix_ms(), out);
   perform(std::move(out));
@@ -151,7 +154,7 @@ std::string Supervisor::least_loaded_pod() const {
 }
 
 std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
-                                              const std::function<ReplyId()>& keep) {
+                                              const std::function<ReplyId()>& keep, OwnerId owner) {
   if (job().mode != JobMode::driver)
     return refused("tasks need a driver-mode job: in " + std::string(to_string(job().mode)) +
                    " mode the workers run its ranks");
@@ -190,6 +193,7 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
 
   TaskEffects out;
   const Task& t = tasks_.start(r.group, r.bundle, pod, r.command, keep(), out);
+  if (owner.value > 0) owners_.own_task(owner, t.id);
   ProcessLaunch launch;
   launch.stream = StreamId::of_task(t.id);
   launch.command = r.command;
@@ -226,6 +230,30 @@ std::optional<Refusal> Supervisor::kill_task(TaskId id) {
   if (auto agent = agent_of(t->record.pod))
     out_.put(effect::StopStream{*agent, StreamId::of_task(id), job().grace});
   return std::nullopt;
+}
+
+std::optional<Refusal> Supervisor::disown(bool group, std::int64_t id, OwnerId owner) {
+  const std::string what = (group ? "placement group " : "task ") + std::to_string(id);
+  const OwnerId* made_by =
+      group ? owners_.owner_of_group(id) : owners_.owner_of_task(static_cast<TaskId>(id));
+  if (!made_by) return usage(what + " has no owner to outlive (ended, detached, or unknown)");
+  if (!(*made_by == owner)) return refused(what + " was made by another driver");
+  if (group) {
+    owners_.disown_group(id);
+  } else {
+    owners_.disown_task(static_cast<TaskId>(id));
+  }
+  return std::nullopt;
+}
+
+void Supervisor::owner_gone(OwnerId owner) {
+  const auto left = owners_.gone(owner);
+  if (left.groups.empty() && left.tasks.empty()) return;
+  out_.put(Say{false, "a driver's connection ended: removing its " +
+                          std::to_string(left.groups.size()) + " placement groups and stopping " +
+                          std::to_string(left.tasks.size()) + " tasks (not detached)"});
+  for (TaskId id : left.tasks) kill_task(id);
+  for (std::int64_t id : left.groups) remove_group(id);
 }
 
 void Supervisor::kill_tasks(std::int64_t group, const std::string& why) {

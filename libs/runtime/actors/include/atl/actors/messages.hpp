@@ -95,6 +95,9 @@ using dashboard_atom = caf::atom_constant<caf::atom("dashboard")>;  // atlctl ->
 using pg_wait_atom = caf::atom_constant<caf::atom("pg_wait")>;
 using pg_remove_atom = caf::atom_constant<caf::atom("pg_remove")>;
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
+// A group (true) or task (false) the asking driver made outlives it
+// (lifetime="detached", a detached actor): (group, id) -> (code, text).
+using disown_atom = caf::atom_constant<caf::atom("disown")>;
 // Tasks (the C API -> supervisor), answered (code, text): start (group,
 // bundle, pod, command, env "K=V" list, working dir) -> once started, the
 // task's JSON; wait (task, timeout ms) -> its JSON ("done" false on timeout);

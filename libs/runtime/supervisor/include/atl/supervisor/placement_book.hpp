@@ -57,7 +57,8 @@ class PlacementBook {
   // now if it fits; its JSON, or a usage line naming what is wrong.
   placement::Answer create(const std::string& name, const std::string& strategy,
                            const std::string& bundles_json, std::int64_t timeout_ms,
-                           const PlacementNodes& nodes, std::int64_t now_ms, PlacementEffects& out);
+                           const PlacementNodes& nodes, std::int64_t now_ms, PlacementEffects& out,
+                           std::int64_t* made = nullptr);
   // pg_wait's answer now (unknown, created, failed or removed), or nothing
   // when it waits (then await).
   std::optional<placement::Answer> answer_now(std::int64_t id) const;

@@ -48,6 +48,7 @@
 #include "atl/supervisor/debug_runs.hpp"
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
+#include "atl/supervisor/owners.hpp"
 #include "atl/supervisor/placement_book.hpp"
 #include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
@@ -374,7 +375,9 @@ class Supervisor final : private JobEffects {
   // pg_create (its JSON, or why not), pg_wait (answered now, or kept as
   // `reply` until its group is placed, fails, goes or `timeout` passes),
   // pg_remove, cluster_state.
-  Answer create_group(const GroupRequest& request);
+  // `owner`: the driver connection that asked (0: none), whose groups and
+  // tasks go when it does (owner_gone), unless disowned (detached).
+  Answer create_group(const GroupRequest& request, OwnerId owner = {});
   std::optional<Answer> group_now(std::int64_t id) const;
   void await_group(std::int64_t id, ReplyId reply, Millis timeout);
   Answer remove_group(std::int64_t id);
@@ -385,7 +388,14 @@ class Supervisor final : private JobEffects {
   // Why the task cannot start (nothing changed), or nullopt: it starts, its
   // start answered later to `keep()`'s reply (called only then).
   std::optional<Refusal> start_task(const TaskRequest& request,
-                                    const std::function<ReplyId()>& keep);
+                                    const std::function<ReplyId()>& keep, OwnerId owner = {});
+  // A group or task made detached (lifetime="detached", a detached actor):
+  // it outlives `owner`, who made it. Refused for one not `owner`'s.
+  std::optional<Refusal> disown(bool group, std::int64_t id, OwnerId owner);
+  // `owner`'s connection ended (its process exited or was killed): its
+  // placement groups are removed and its tasks stopped, as Ray's.
+  void owner_gone(OwnerId owner);
+  const Owners& owners() const { return owners_; }
   // task_wait: answered now, or kept as `reply` until the task ends or `timeout`.
   std::optional<task::Answer> task_now(TaskId id, std::int64_t timeout_ms) const;
   void await_task(TaskId id, ReplyId reply, Millis timeout);
@@ -573,6 +583,7 @@ class Supervisor final : private JobEffects {
   // The driver's placement groups and tasks, with who waits for them.
   PlacementBook groups_;
   TaskCourse tasks_;
+  Owners owners_;  // which driver made each group and task
   // atlctl's debug commands: every run not yet ended and the newest
   // finished_kept ended ones, check verdicts, the burns' latest figures;
   // stop, recover and the runs' starts and waits as operations.
