@@ -351,7 +351,8 @@ def write(args, atl_runs, ray_runs, ray_version, why_not):
              f"Command: `bench/driver/run.py --runs {args.runs}` (medians over {args.runs} fresh "
              "driver processes, atl's and Ray's runs alternating). atl: a driver-mode head "
              "with 2 local workers of 2 CPUs on 127.0.0.1, the bench driving it from outside "
-             "(an actor on a worker pod: objects cross processes over TLS); Ray: `ray start "
+             "(an actor on a worker pod of the same host: big objects through shared memory, "
+             "memfds mapped by the reader; across hosts they go over TLS); Ray: `ray start "
              "--head --num-cpus 4` on 127.0.0.1, one node, warm (objects through its "
              "shared-memory store). Placement groups of one whole-CPU bundle on both.", "",
              "| operation | atl | Ray 2.60 | atl / Ray |", "|---|---:|---:|---:|"]
