@@ -469,8 +469,10 @@ TEST(Supervisor, WhatADriverMadeEndsWithItsConnectionButWhatItDetached) {
   EXPECT_EQ(a->state, GroupState::removed);
   EXPECT_EQ(b->state, GroupState::created);
   EXPECT_EQ(c->state, GroupState::created);
+  h.out.effects.clear();
   h.sup->owner_gone(killed);  // once
   EXPECT_TRUE(h.out.all<effect::StopStream>().empty());
+  EXPECT_TRUE(h.out.all<Say>().empty()) << "nothing left, nothing said";
   // A task that ended on its own is not its owner's any more.
   const std::string pod = h.sup->tasks().book().find(3)->record.pod;
   h.sup->process_ended({StreamId::of_task(3), 0, pod, 0, 0, "", ""});

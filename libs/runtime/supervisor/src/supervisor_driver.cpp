@@ -247,13 +247,23 @@ std::optional<Refusal> Supervisor::disown(bool group, std::int64_t id, OwnerId o
 }
 
 void Supervisor::owner_gone(OwnerId owner) {
-  const auto left = owners_.gone(owner);
-  if (left.groups.empty() && left.tasks.empty()) return;
-  out_.put(Say{false, "a driver's connection ended: removing its " +
-                          std::to_string(left.groups.size()) + " placement groups and stopping " +
-                          std::to_string(left.tasks.size()) + " tasks (not detached)"});
-  for (TaskId id : left.tasks) kill_task(id);
-  for (std::int64_t id : left.groups) remove_group(id);
+  // What still lives of it: the job's own end (the driver's, a new
+  // attempt) may have cleared its groups and ended its tasks already.
+  std::vector<TaskId> tasks;
+  std::vector<std::int64_t> groups;
+  auto left = owners_.gone(owner);
+  for (TaskId id : left.tasks)
+    if (const Task* t = tasks_.book().find(id); t && !t->record.done) tasks.push_back(id);
+  for (std::int64_t id : left.groups)
+    if (const PlacementGroup* g = groups_.groups().find(id);
+        g && g->state != GroupState::removed && g->state != GroupState::failed)
+      groups.push_back(id);
+  if (groups.empty() && tasks.empty()) return;
+  out_.put(Say{false, "a driver's connection ended: removing its " + std::to_string(groups.size()) +
+                          " placement groups and stopping " + std::to_string(tasks.size()) +
+                          " tasks (not detached)"});
+  for (TaskId id : tasks) kill_task(id);
+  for (std::int64_t id : groups) remove_group(id);
 }
 
 void Supervisor::kill_tasks(std::int64_t group, const std::string& why) {
