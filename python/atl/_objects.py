@@ -355,12 +355,17 @@ class _HostServer:
         self._sock.close()
 
     def _loop(self):
+        # Survives what the TLS server's loop survives: no descriptor left
+        # (EMFILE: a pause, not a spin) and no thread to be had (a pod's
+        # pids.max: that connection is closed, its reader goes over TLS).
+        import time
         while not self._closed:
             try:
                 conn, _ = self._sock.accept()
             except OSError:
                 if self._closed:
                     return
+                time.sleep(0.05)
                 continue
             try:
                 mine = _peer_is_me(conn)
@@ -369,8 +374,11 @@ class _HostServer:
             if not mine:
                 conn.close()
                 continue
-            threading.Thread(target=self._serve, args=(conn,), daemon=True,
-                             name="atl-objects-host-conn").start()
+            try:
+                threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                                 name="atl-objects-host-conn").start()
+            except RuntimeError:
+                conn.close()
 
     def _serve(self, conn):
         try:
