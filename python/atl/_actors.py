@@ -267,9 +267,14 @@ class ActorHandle:
         call holds."""
         request = pickle.dumps(("cancel", None, None, call_id))
         try:
-            where = self._direct_address()
-            if where:
-                _objects.call_direct(where, self._actor_name, request, self._alive)
+            with self._where_lock:
+                self._ask_where()
+            if self._direct:
+                # Straight there even while the first connection is still
+                # being made (calls wait for it on the supervisor's path; a
+                # plain actor's one name there is held by the call to cancel,
+                # so a cancel sent that way was lost: seen under load in CI).
+                _objects.call_direct(self._direct, self._actor_name, request, self._alive)
                 return
             _c().actor_call(f"{self._actor_name}~where", request, 30000)
         except Exception:
