@@ -354,6 +354,27 @@ def test_not_initialized_and_unreachable():
     assert not atl.is_initialized()
 
 
+def test_a_head_that_does_not_answer_is_said_in_words():
+    # A frozen head: the request's timeout, said as such, never CAF's
+    # "system_error(request_timeout)".
+    import signal
+    c = Cluster(1)
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        atl.init(c.address, c.tls)
+        os.kill(c.head.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(atl.UnreachableError) as e:
+                atl.job_info()
+        finally:
+            os.kill(c.head.pid, signal.SIGCONT)
+        assert "did not answer: it timed out" in str(e.value), str(e.value)
+        assert "system_error" not in str(e.value), str(e.value)
+    finally:
+        atl.shutdown()
+        c.stop()
+
+
 def test_the_example_driver_runs_as_a_job():
     c = Cluster(2, entrypoint=f"{sys.executable} {ROOT}/examples/driver/spread.py")
     try:

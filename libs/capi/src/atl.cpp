@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/messages.hpp"
 #include "atl/core/call_gate.hpp"
 #include "atl/core/host_port.hpp"
@@ -195,7 +196,7 @@ atl_status* unreachable(atl_client* c, const char* call, const caf::error& err) 
     if (c->closing) return disconnected(call);
   }
   return make_status(ATL_UNREACHABLE, std::string(call) + ": the supervisor at " + c->address +
-                                          " did not answer: " + c->system->render(err));
+                                          " did not answer: " + atl::error_words(err, *c->system));
 }
 
 // Sends `request`, expects (code, text): the supervisor's answer to commands.
