@@ -245,10 +245,11 @@ namespace {
 
 void on_node_down(Actor* self, const caf::down_msg& msg) {
   auto& st = self->state;
+  auto went = [&](const caf::actor& a) { return a.address() == msg.source; };
   // A driver's connection (maybe also a named actor's host's process).
-  for (OwnerId gone : st.peers.owners.take_all(msg.source)) st.sup->owner_gone(gone);
+  for (OwnerId gone : st.peers.owners.take_all(went)) st.sup->owner_gone(gone);
   bool was_host = false;
-  for (HostId id : st.peers.hosts.take_all(msg.source))
+  for (HostId id : st.peers.hosts.take_all(went))
     was_host = st.sup->host_down(id, exit_words(msg.reason, self->system())) || was_host;
   if (was_host) return;
   if (msg.source == st.config.sink.address()) {
@@ -265,7 +266,7 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
       st.sup->head_executor_lost(stream, exit_words(msg.reason, self->system()));
     return;
   }
-  for (AgentId gone : st.peers.agents.take_all(msg.source))
+  for (AgentId gone : st.peers.agents.take_all(went))
     st.sup->agent_down(gone, exit_words(msg.reason, self->system()));
 }
 

@@ -16,8 +16,7 @@ OwnerId owner(Actor* self) {
   auto sender = caf::actor_cast<caf::actor>(self->current_sender());
   if (!sender) return {};
   auto& owners = self->state.peers.owners;
-  for (const auto& [id, handle] : owners.all())
-    if (handle == sender) return id;
+  if (auto id = owners.find_id(sender)) return *id;
   self->monitor(sender);
   return owners.add(std::move(sender));
 }

@@ -35,6 +35,7 @@
 #include "atl/core/taints.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/answers.hpp"
+#include "atl/supervisor/handle_map.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/supervisor.hpp"
 
@@ -56,62 +57,15 @@ using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
 using RunPromise = caf::typed_response_promise<std::int32_t, std::string, RunStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
-// The CAF actors the Supervisor's ids stand for, numbered as they come,
-// each until it is let go.
-template <class Id>
-class Handles {
- public:
-  Id add(caf::actor handle) {
-    const Id id{++last_};
-    map_.emplace(id, std::move(handle));
-    return id;
-  }
-  const caf::actor* find(Id id) const {
-    auto it = map_.find(id);
-    return it == map_.end() ? nullptr : &it->second;
-  }
-  // The actor of `id`, let go (null when there is none).
-  caf::actor take(Id id) {
-    auto it = map_.find(id);
-    if (it == map_.end()) return {};
-    caf::actor out = std::move(it->second);
-    map_.erase(it);
-    return out;
-  }
-  // Every id of the actor at `addr`, let go.
-  std::vector<Id> take_all(const caf::actor_addr& addr) {
-    std::vector<Id> out;
-    for (auto it = map_.begin(); it != map_.end();) {
-      if (it->second.address() == addr) {
-        out.push_back(it->first);
-        it = map_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    return out;
-  }
-  bool holds(const caf::actor& handle) const {
-    for (const auto& [id, a] : map_)
-      if (a == handle) return true;
-    return false;
-  }
-  const std::map<Id, caf::actor>& all() const { return map_; }
-
- private:
-  std::map<Id, caf::actor> map_;
-  std::int64_t last_ = 0;
-};
-
 // Whom the Supervisor's effects go to: each joined pod's agent (until
 // forgotten), each named actor's host (until unwatched), each executor whose
 // process's control line waits for its answer, the head's own executors
 // (the driver, and in ray mode Ray's head).
 struct Peers {
-  Handles<AgentId> agents;
-  Handles<OwnerId> owners;  // drivers' connections (their bridges), watched
-  Handles<HostId> hosts;
-  Handles<ExecutorRef> executors;
+  HandleMap<AgentId, caf::actor> agents;
+  HandleMap<OwnerId, caf::actor> owners;  // drivers' connections (their bridges), watched
+  HandleMap<HostId, caf::actor> hosts;
+  HandleMap<ExecutorRef, caf::actor> executors;
   caf::actor driver;
   caf::actor ray_head;
 };
