@@ -935,20 +935,26 @@ int main(int argc, char** argv) {
     } stop_forwarding;
     auto outcome = std::make_shared<std::promise<int>>();
     auto result = outcome->get_future();
-    atl::SupervisorConfig config{opt.job, opt.advertise, sink, opt.linger, outcome};
+    atl::SupervisorConfig config;
+    auto& settings = config.settings;
+    settings.job = opt.job;
+    settings.advertised_host = opt.advertise;
+    settings.linger = opt.linger;
+    settings.ray_bin = opt.ray_bin;
+    settings.ray_python = opt.ray_python;
+    settings.ray_token = ray_token;
+    settings.finished_kept = opt.history;
+    settings.terminals = opt.web_terminal;
+    settings.head_dns_name = atl::os::own_dns_name(atl::head_pod_name(opt.job.job_id),
+                                                   opt.advertise, std::chrono::seconds(1));
+    config.sink = sink;
+    config.outcome = outcome;
     config.ending = ending;
     config.store = std::move(store);
     config.resumed = std::move(resumed);
-    config.ray_bin = opt.ray_bin;
-    config.ray_python = opt.ray_python;
-    config.ray_token = ray_token;
     config.dashboard_url = dashboard_url;
     config.dashboard_token = dashboard_token;
-    config.finished_kept = opt.history;
     config.reader = reader;
-    config.web_terminal = opt.web_terminal;
-    config.head_dns_name = atl::os::own_dns_name(atl::head_pod_name(opt.job.job_id), opt.advertise,
-                                                 std::chrono::seconds(1));
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";
     auto supervisor = atl::spawn_job_supervisor(sys, std::move(config));

@@ -108,9 +108,13 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
     job.job_id = "jo-race";
     job.entrypoint = "true";
     job.workers = workers;
-    SupervisorConfig config{job, "127.0.0.1", sink, std::chrono::milliseconds(0), outcome};
+    SupervisorConfig config;
+    config.settings.job = job;
+    config.settings.advertised_host = "127.0.0.1";
+    config.settings.finished_kept = history;
+    config.sink = sink;
+    config.outcome = outcome;
     config.testing_throw_on_info = throw_on_info;
-    config.finished_kept = history;
     sup = spawn_job_supervisor(sys, std::move(config));
     self->send(sup, start_atom::value, std::uint16_t{1});
     step();

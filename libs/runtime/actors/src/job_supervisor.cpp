@@ -301,26 +301,17 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
     // SQLite off the scheduler's threads; its errors come back as a message.
     caf::actor_addr me = self->address();
     journal = std::make_unique<os::JournalWriter>(
-        st.config.store, st.job().job_id, [me](const std::string& why) {
+        st.config.store, st.config.settings.job.job_id, [me](const std::string& why) {
           if (auto supervisor = caf::actor_cast<caf::actor>(me))
             caf::anon_send(supervisor, journal_error_atom::value, why);
         });
   }
-  SupervisorSettings settings;
-  settings.job = st.job();
-  settings.advertised_host = st.config.advertised_host;
-  settings.head_dns_name = st.config.head_dns_name;
-  settings.head_interface = os::interface_of_address(st.config.advertised_host);
-  settings.ray_bin = st.config.ray_bin;
-  settings.ray_python = st.config.ray_python;
-  settings.ray_token = st.config.ray_token;
-  settings.linger = st.config.linger;
+  SupervisorSettings settings = std::move(st.config.settings);
+  if (settings.head_interface.empty())
+    settings.head_interface = os::interface_of_address(settings.advertised_host);
   settings.tick = kLivenessTick;
-  settings.finished_kept = st.config.finished_kept;
-  settings.terminals = st.config.web_terminal;
   settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
-  const char* tmp = std::getenv("TMPDIR");
-  if (tmp && *tmp) settings.tmp_dir = tmp;
+  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) settings.tmp_dir = tmp;
   static const SystemClock clock;
   st.outbox = std::make_unique<ShellOutbox>(self, std::move(journal));
   st.sup = std::make_unique<Supervisor>(std::move(settings), clock, *st.outbox);
@@ -339,7 +330,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
         supervisor_log()->info("job {} ({} mode) waiting for {} workers", st.job().job_id,
                                to_string(st.job().mode),
                                st.sup->pods().registry().expected().size());
-        st.sup->start(st.config.advertised_host + ":" + std::to_string(port),
+        st.sup->start(st.sup->settings().advertised_host + ":" + std::to_string(port),
                       st.config.resumed.get());
       },
       [self](timeout_atom, std::int32_t kind, std::int32_t arg) {

@@ -125,7 +125,7 @@ caf::message_handler control_api(Actor* self) {
                   "the head serves no dashboard (headnode --dashboard-port off)"};
         nlohmann::json j{{"url", c.dashboard_url}, {"token", c.dashboard_token}};
         // Ray mode: Ray's dashboard, served by atl's behind the same login.
-        if (c.job.mode == JobMode::ray) j["ray"] = c.dashboard_url + "/ray/";
+        if (self->state.job().mode == JobMode::ray) j["ray"] = c.dashboard_url + "/ray/";
         return {wire(ReplyCode::ok), j.dump()};
       },
       [self](const NodeToolRequest& request) {

@@ -88,7 +88,7 @@ struct State {
   Peers peers;
   Replies replies;
 
-  const JobSpec& job() const { return config.job; }
+  const JobSpec& job() const { return sup->job(); }
   JobController& controller() { return sup->controller(); }
   const UserCode& code() const { return sup->code(); }
   JobState state() const { return sup->state(); }

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "atl/core/job_spec.hpp"
-#include "atl/supervisor/terminal_book.hpp"
+#include "atl/supervisor/settings.hpp"
 
 namespace atl::os {
 class JobStore;
@@ -22,10 +22,13 @@ struct JobRecord;
 namespace atl {
 
 struct SupervisorConfig {
-  JobSpec job;
-  std::string advertised_host;                 // host part of ATL_ADDRESS
+  // What the Supervisor is made from: the job, the head's address (host part
+  // of ATL_ADDRESS) and DNS name, Ray's commands and token, how long the
+  // ended job stays (linger), the history kept, the web terminals
+  // (atl/supervisor/settings.hpp). The head's interface, clock ticks and
+  // TMPDIR are read from this machine at the start when left empty.
+  supervisor::SupervisorSettings settings;
   caf::actor sink;                             // the head's LogSink
-  std::chrono::milliseconds linger{0};         // keep answering atlctl this long after the end
   std::shared_ptr<std::promise<int>> outcome;  // 0 succeeded, 1 failed
   // Set once the job is ending (workers are told to leave): from then on a
   // worker that exits is not recreated (headnode --local-workers reads it).
@@ -34,25 +37,10 @@ struct SupervisorConfig {
   // it at start: a head restarted on the same state dir carries on from it.
   std::shared_ptr<os::JobStore> store = nullptr;
   std::shared_ptr<const os::JobRecord> resumed = nullptr;
-  // Ray mode: the `ray` command of the image, and the Python that has `ray`.
-  std::string ray_bin = "ray";
-  std::string ray_python = "python3";
-  // Ray mode: the job's own Ray token (<state-dir>/ray-token), given to
-  // every Ray process with RAY_AUTH_MODE=token.
-  std::string ray_token{};
   // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and
   // the token that logs in. Whoever the control plane lets in may have both.
   std::string dashboard_url{};
   std::string dashboard_token{};
-  // The dashboard's web terminal into the pods: on or off, and how many at
-  // most per pod (headnode --web-terminal, --web-terminal-limit).
-  supervisor::TerminalSettings web_terminal{};
-  // The head pod's name where it resolves to the head (os::own_dns_name):
-  // MASTER_ADDR of the driver and of what runs beside it; empty: the address.
-  std::string head_dns_name{};
-  // How many finished tasks and finished debug runs are kept for status and
-  // the API (each a bounded history, oldest dropped first; headnode --history).
-  std::size_t finished_kept = 10000;
   // The head's LogReader (spawn_log_reader): atlctl's and the C API's log
   // reads go there, not through the LogSink's mailbox.
   caf::actor reader{};

@@ -53,6 +53,7 @@
 #include "atl/supervisor/pod_course.hpp"
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
+#include "atl/supervisor/settings.hpp"
 #include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -280,22 +281,6 @@ class Outbox {
  public:
   virtual ~Outbox() = default;
   virtual void put(Effect effect) = 0;
-};
-
-struct SupervisorSettings {
-  JobSpec job;
-  std::string advertised_host;  // host part of ATL_ADDRESS
-  std::string head_dns_name;    // the head pod's name where it resolves (empty: the address)
-  std::string head_interface;   // the network interface of advertised_host (NCCL, gloo)
-  std::string ray_bin = "ray";
-  std::string ray_python = "python3";
-  std::string ray_token;
-  Millis linger{0};                   // the ended job's dashboard stays this long
-  Millis tick{100};                   // the liveness tick
-  long clock_ticks = 100;             // sysconf(_SC_CLK_TCK): the samples' CPU times
-  std::string tmp_dir = "/tmp";       // the driver's error file goes here
-  std::size_t finished_kept = 10000;  // ended tasks kept (headnode --history)
-  TerminalSettings terminals;         // headnode --web-terminal, --web-terminal-limit
 };
 
 // A web terminal the Supervisor allowed: its id, and the agent of its pod,
