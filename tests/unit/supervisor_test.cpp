@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "atl/gpu/rendezvous.hpp"
@@ -220,8 +221,10 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
     }
     looks = h.out.take<effect::TakeStacks>();
   }
-  ASSERT_EQ(looks.size(), 1u) << "no look at the stacks within 40 s";
-  EXPECT_EQ(looks[0].agents, (std::vector<AgentId>{Head::agent(0), Head::agent(1)}));
+  ASSERT_EQ(looks.size(), 2u) << "no look at the stacks within 40 s";
+  EXPECT_EQ(looks[0].agent, Head::agent(0));  // each pod's agent asked, in one look
+  EXPECT_EQ(looks[1].agent, Head::agent(1));
+  EXPECT_EQ(looks[0].look, looks[1].look);
   // Rank 1 (on pod 0) is in its own loader, the rest wait in all_reduce.
   auto stacks = [&] {
     std::vector<StackReport> out;
@@ -237,7 +240,17 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
     }
     return out;
   };
-  h.sup->stacks(looks[0].round, stacks());
+  // Pod 1's agent fails to answer (an empty answer), pod 0's has them all:
+  // the look is whole only with both.
+  auto second_look_armed = [&] {
+    auto arms = h.out.take<effect::Arm>();
+    return std::any_of(arms.begin(), arms.end(),
+                       [](const effect::Arm& a) { return a.kind == kSecondLookTimer; });
+  };
+  h.out.take<effect::Arm>();
+  h.sup->stacks_from(looks[1].look, looks[1].agent, {});
+  EXPECT_FALSE(second_look_armed());
+  h.sup->stacks_from(looks[0].look, looks[0].agent, stacks());
   auto second = h.out.take<effect::Arm>();
   auto look_again = std::find_if(second.begin(), second.end(),
                                  [](const effect::Arm& a) { return a.kind == kSecondLookTimer; });
@@ -246,8 +259,12 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
   h.clock.advance(look_again->after);
   ASSERT_TRUE(h.sup->timer(kSecondLookTimer, look_again->arg));
   auto again = h.out.take<effect::TakeStacks>();
-  ASSERT_EQ(again.size(), 1u);
-  h.sup->stacks(again[0].round, stacks());
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_NE(again[0].look, looks[0].look);
+  h.sup->stacks_from(again[0].look, again[0].agent, stacks());
+  h.sup->stacks_from(looks[1].look, looks[1].agent, stacks());  // the first look's, late: nothing
+  EXPECT_EQ(h.sup->state(), JobState::command);
+  h.sup->stacks_from(again[1].look, again[1].agent, {});
   // Hung: rank 1's node (node-0) is tainted, a counted restart follows.
   EXPECT_EQ(h.sup->state(), JobState::restarting);
   EXPECT_TRUE(h.sup->controller().taints().tainted("node-0"));
@@ -265,6 +282,64 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
   ASSERT_TRUE(h.sup->timer(kSecondLookTimer, look_again->arg));
   EXPECT_TRUE(h.out.all<effect::TakeStacks>().empty());
   EXPECT_EQ(h.sup->state(), JobState::command);
+}
+
+TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
+  Head h(spmd_spec(2, 1));
+  int kept = 0;
+  auto keep = [&] { return ReplyId(40 + ++kept); };
+  // Refused now (no rank started yet; a bad rank list): no reply kept, nothing asked.
+  ASSERT_TRUE(h.sup->diagnose("", false, keep));
+  h.to_command(3);
+  h.out.effects.clear();
+  auto bad = h.sup->diagnose("9", false, keep);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->code, ReplyCode::usage);
+  EXPECT_EQ(kept, 0);
+  EXPECT_TRUE(h.out.take<effect::TakeStacks>().empty());
+  // Rank 1 runs on pod 0: only its agent is asked; the answer waits for it.
+  EXPECT_FALSE(h.sup->diagnose("1", true, keep));
+  auto asks = h.out.take<effect::TakeStacks>();
+  ASSERT_EQ(asks.size(), 1u);
+  EXPECT_EQ(asks[0].agent, Head::agent(0));
+  EXPECT_GT(asks[0].wait, asks[0].budget);
+  EXPECT_TRUE(h.out.take<Answer>().empty());
+  std::vector<StackReport> reports(2);
+  for (int r = 0; r < 2; ++r) {
+    reports[r].rank = r;
+    reports[r].attempt = h.sup->code().attempt();
+    reports[r].tool = "py-spy";
+    reports[r].text = "Thread 1 (idle): \"MainThread\"\n    wait (train.py:9)\n";
+  }
+  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);
+  auto answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, ReplyId(41));
+  EXPECT_EQ(answers[0].code, ReplyCode::ok);
+  auto j = nlohmann::json::parse(answers[0].text);
+  ASSERT_EQ(j["ranks"].size(), 1u);  // pod 0 gave both of its ranks; rank 1 was asked for
+  EXPECT_EQ(j["ranks"][0]["rank"], 1);
+  EXPECT_EQ(j["ranks"][0]["stack"], reports[1].text);
+  // Every rank: both pods asked; one that fails counts as answered (no stacks).
+  EXPECT_FALSE(h.sup->diagnose("all", false, keep));
+  asks = h.out.take<effect::TakeStacks>();
+  ASSERT_EQ(asks.size(), 2u);
+  h.sup->stacks_from(asks[1].look, asks[1].agent, {});
+  EXPECT_TRUE(h.out.take<Answer>().empty());
+  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);
+  answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, ReplyId(42));
+  // One still waiting when the head ends hears why, once.
+  EXPECT_FALSE(h.sup->diagnose("", false, keep));
+  asks = h.out.take<effect::TakeStacks>();
+  h.sup->abandon_owed("the supervisor is going down");
+  answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].code, ReplyCode::failed);
+  EXPECT_EQ(answers[0].text, "the supervisor is going down");
+  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);  // late: nothing
+  EXPECT_TRUE(h.out.take<Answer>().empty());
 }
 
 TEST(Supervisor, TimersOfAnOlderRestartRoundActOnNothing) {

@@ -73,13 +73,14 @@ class ShellOutbox final : public Outbox {
   void on(effect::Shutdown& e) { to(e.agent, shutdown_atom::value, e.code); }
   void on(effect::Ask& e) { ask_preflight(self_, e); }
   void on(effect::TakeStacks& e) {
-    const std::int32_t round = e.round;
-    gather_stacks(
-        self_, e.agents,
-        [self = self_, round](std::vector<StackReport> reports) {
-          self->state.sup->stacks(round, reports);
-        },
-        e.no_stop);
+    auto back = [self = self_, look = e.look, agent = e.agent](std::vector<StackReport> reports) {
+      self->state.sup->stacks_from(look, agent, std::move(reports));
+    };
+    const caf::actor* a = agent(e.agent);
+    if (!a) return back({});  // gone meanwhile: it answers nothing
+    self_->request(*a, e.wait, diagnose_atom::value, std::int64_t{e.budget.count()}, e.no_stop)
+        .then([back](std::vector<StackReport>& reports) { back(std::move(reports)); },
+              [back](const caf::error&) { back({}); });
   }
   void on(effect::SpawnOnHead& e) {
     std::shared_ptr<ProcessMeter> meter;

@@ -114,8 +114,15 @@ caf::message_handler control_api(Actor* self) {
       },
       [self](events_atom) { return events_json(*self->state.sup); },
       [self](progress_atom) { return progress_json(*self->state.sup); },
-      [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
-        return diagnose_now(self, ranks, with_stacks);
+      [self](diagnose_atom, const std::string& ranks, bool with_stacks) -> Result {
+        auto& st = self->state;
+        Promise promise;
+        auto refused = st.sup->diagnose(ranks, with_stacks, [&] {
+          promise = self->make_response_promise<std::int32_t, std::string>();
+          return st.replies.plain.keep(promise);
+        });
+        if (refused) return answer(refused);
+        return promise;
       },
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {

@@ -126,16 +126,8 @@ std::int64_t unix_ms_now();
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
-// Every pod of the attempt (`agents`) takes its ranks' stacks; `done` gets
-// them all once every pod answered or failed to (supervisor_hang.cpp).
-void gather_stacks(Actor* self, const std::vector<AgentId>& agents,
-                   std::function<void(std::vector<StackReport>)> done,
-                   const std::vector<std::int32_t>& no_stop = {});
 // A pre-flight request, its answer to the Supervisor (supervisor_preflight.cpp).
 void ask_preflight(Actor* self, const effect::Ask& ask);
-// atlctl diagnose [-r RANKS]: every rank's stack now (or those of RANKS),
-// grouped, as JSON (atl/supervisor/status_view.hpp).
-Result diagnose_now(Actor* self, const std::string& ranks, bool with_stacks);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "atl/os/child_process.hpp"
+#include "atl/supervisor/status_view.hpp"
 
 namespace atl::supervisor {
 
@@ -469,8 +470,42 @@ void Supervisor::progress(const std::string& pod, const std::vector<ProgressRepo
   perform(hang_.on_progress(pod, reports, hang_job(), clock_.now()));
 }
 
-void Supervisor::stacks(std::int32_t round, const std::vector<StackReport>& reports) {
-  perform(hang_.on_stacks(round, reports, hang_job(), clock_.now()));
+// What a pod may spend on its ranks' stacks, and what the head waits for
+// its answer beyond that.
+constexpr Millis kStackBudget{5000};
+constexpr Millis kStackSlack{15000};
+
+void Supervisor::look(LookPurpose purpose, const std::vector<AgentId>& agents,
+                      const std::vector<std::int32_t>& no_stop) {
+  if (agents.empty()) return looked(std::move(purpose), {});
+  const LookId id = looks_.begin(std::move(purpose), agents);
+  for (AgentId agent : agents)
+    out_.put(effect::TakeStacks{id, agent, no_stop, kStackBudget, kStackBudget + kStackSlack});
+}
+
+void Supervisor::stacks_from(LookId look, AgentId agent, std::vector<StackReport> reports) {
+  if (auto done = looks_.answer(look, agent, std::move(reports)))
+    looked(std::move(done->purpose), std::move(done->reports));
+}
+
+void Supervisor::looked(LookPurpose purpose, std::vector<StackReport> reports) {
+  if (auto* hang = std::get_if<HangLook>(&purpose)) {
+    perform(hang_.on_stacks(hang->round, reports, hang_job(), clock_.now()));
+  } else {
+    auto& d = std::get<DiagnoseLook>(purpose);
+    out_.put(Answer{d.reply, ReplyCode::ok,
+                    diagnose_json(*this, std::move(reports), d.ask, d.with_stacks)});
+  }
+}
+
+std::optional<Refusal> Supervisor::diagnose(const std::string& ranks, bool with_stacks,
+                                            const std::function<ReplyId()>& keep) {
+  auto ask = diagnose_ask(*this, ranks);
+  if (auto* no = std::get_if<Refusal>(&ask)) return *no;
+  auto& a = std::get<DiagnoseAsk>(ask);
+  const std::vector<AgentId> agents = a.agents;
+  look(DiagnoseLook{keep(), std::move(a), with_stacks}, agents, {});
+  return std::nullopt;
 }
 
 void Supervisor::perform(HangEffects effects) {
@@ -480,7 +515,7 @@ void Supervisor::perform(HangEffects effects) {
     } else if (auto* s = std::get_if<hang::Say>(&e)) {
       out_.put(std::move(*s));
     } else if (auto* t = std::get_if<hang::TakeStacks>(&e)) {
-      out_.put(effect::TakeStacks{t->round, agents_of_ranks({}), std::move(t->no_stop)});
+      look(HangLook{t->round}, agents_of_ranks({}), t->no_stop);
     } else if (auto* a = std::get_if<hang::ArmSecondLook>(&e)) {
       out_.put(effect::Arm{kSecondLookTimer, a->attempt, a->after, false});
     } else if (auto* k = std::get_if<hang::KeepFile>(&e)) {

@@ -580,6 +580,9 @@ void Supervisor::abandon_owed(const std::string& why) {
   perform(std::move(out));
   abandon_tasks(why);
   for (ReplyId reply : named_.take_all_pending()) out_.put(Answer{reply, ReplyCode::failed, why});
+  for (auto& purpose : looks_.take_all())
+    if (auto* d = std::get_if<DiagnoseLook>(&purpose))
+      out_.put(Answer{d->reply, ReplyCode::failed, why});
 }
 
 }  // namespace atl::supervisor

@@ -42,10 +42,6 @@ Answer taint_command(Supervisor& sup, const std::string& action, const std::stri
 // atlctl diagnose [-r RANKS]: which ranks' stacks to take ("" or "all":
 // every rank), and from which pods' agents; refused before any rank started
 // or for a bad rank list.
-struct DiagnoseAsk {
-  std::vector<int> only;  // empty: every rank
-  std::vector<AgentId> agents;
-};
 std::variant<Refusal, DiagnoseAsk> diagnose_ask(const Supervisor& sup, const std::string& ranks);
 
 // The stacks taken for `ask`, grouped (groups by size with their ranks and

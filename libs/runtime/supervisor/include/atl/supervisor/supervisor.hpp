@@ -54,6 +54,7 @@
 #include "atl/supervisor/preflight.hpp"
 #include "atl/supervisor/refusal.hpp"
 #include "atl/supervisor/settings.hpp"
+#include "atl/supervisor/stack_looks.hpp"
 #include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
@@ -141,6 +142,25 @@ struct PreflightReply {
   bool unanswered = false;  // no answer within the timeout: `problem` says why
 };
 
+// atlctl diagnose [-r RANKS]: which ranks' stacks to take (empty: every
+// rank), and from which pods' agents (diagnose_ask, status_view.hpp).
+struct DiagnoseAsk {
+  std::vector<int> only;
+  std::vector<AgentId> agents;
+};
+
+// What a look at the stacks is for: the hang watch's round, or an atlctl
+// diagnose's answer (its JSON with the stacks when `with_stacks`).
+struct HangLook {
+  std::int32_t round = 0;
+};
+struct DiagnoseLook {
+  ReplyId reply = 0;
+  DiagnoseAsk ask;
+  bool with_stacks = false;
+};
+using LookPurpose = std::variant<HangLook, DiagnoseLook>;
+
 namespace effect {
 // --- to a pod's node agent ---
 struct Heartbeat {  // high priority: liveness goes ahead of a flood of reports
@@ -183,10 +203,12 @@ struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_
   Preflight::Ask ask;
   AgentId agent;
 };
-struct TakeStacks {  // each agent takes its ranks' stacks; all of them to stacks(round, …)
-  std::int32_t round = 0;
-  std::vector<AgentId> agents;
-  std::vector<std::int32_t> no_stop;
+struct TakeStacks {  // the agent takes its ranks' stacks (`budget`): stacks_from(look, agent, …)
+  LookId look = 0;     // within `wait`, or stacks_from(look, agent, {}) when it failed
+  AgentId agent;
+  std::vector<std::int32_t> no_stop;  // computing: py-spy's non-stopping read only
+  Millis budget{0};
+  Millis wait{0};
 };
 // --- on the head ---
 struct SpawnOnHead {  // the driver (driver, ray) or Ray's head (ray), as an executor here
@@ -461,7 +483,12 @@ class Supervisor final : private JobEffects {
   // --- the pre-flight and the hang watch ---
   void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
   void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
-  void stacks(std::int32_t round, const std::vector<StackReport>& reports);
+  // atlctl diagnose: refused now, or answered (diagnose_json) once every
+  // pod asked gave its stacks, to `keep()`'s reply (called only then).
+  std::optional<Refusal> diagnose(const std::string& ranks, bool with_stacks,
+                                  const std::function<ReplyId()>& keep);
+  // `agent`'s stacks for `look` (empty: it failed or did not answer in time).
+  void stacks_from(LookId look, AgentId agent, std::vector<StackReport> reports);
 
   // --- views ---
   std::vector<PodView> pod_views() const override;  // every worker pod, joined or not
@@ -507,6 +534,10 @@ class Supervisor final : private JobEffects {
   void answer_callers(NamedActors::Entry& entry, ReplyCode code, const std::string& why);
   void perform(Pods::Effects effects);
   void perform(HangEffects effects);
+  // Asks `agents` for their ranks' stacks (none: done at once) for `purpose`.
+  void look(LookPurpose purpose, const std::vector<AgentId>& agents,
+            const std::vector<std::int32_t>& no_stop);
+  void looked(LookPurpose purpose, std::vector<StackReport> reports);
   void perform(TaskEffects effects);
   void perform(PlacementEffects effects);
   // Placement: the joined pods as it sees them, and why it is refused (empty: it is not).
@@ -565,6 +596,7 @@ class Supervisor final : private JobEffects {
   std::int32_t check_round_ = 0;
   // The hang watch's course (spmd, in command) and each rank's figures.
   HangCourse hang_;
+  StackLooks<AgentId, LookPurpose> looks_;
   // The driver's placement groups and tasks, with who waits for them.
   PlacementBook groups_;
   TaskCourse tasks_;
