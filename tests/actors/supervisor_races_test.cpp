@@ -43,9 +43,9 @@ struct AgentLog {
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
   return {
-      [](check_atom, const std::string&) { return std::string(); },
-      [](probe_atom) { return caf::make_message(std::int32_t{40000}, std::string()); },
-      [](reach_atom, const std::string&, std::int32_t) { return std::string(); },
+      [](const PreflightRequest& r) {
+        return PreflightReply{{}, r.step == PreflightRequest::probe ? 40000 : 0};
+      },
       [log](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor&) {
         ++log->launches;
         if (!ranks.empty()) log->last_env = ranks.front().env;

@@ -24,6 +24,8 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<GroupRequest>("atl::GroupRequest");
   cfg.add_message_type<TaskRequest>("atl::TaskRequest");
   cfg.add_message_type<StatusPage>("atl::StatusPage");
+  cfg.add_message_type<PreflightRequest>("atl::PreflightRequest");
+  cfg.add_message_type<PreflightReply>("atl::PreflightReply");
   cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");
   cfg.add_message_type<ProcessExit>("atl::ProcessExit");
   cfg.add_message_type<ProcessStarted>("atl::ProcessStarted");

@@ -10,9 +10,9 @@ namespace atl {
 
 caf::actor spawn_dir_checker(caf::actor_system& sys) {
   return sys.spawn<caf::detached>([]() -> caf::behavior {
-    return {[](check_atom, const std::string& dir) -> std::string {
-      auto ok = os::check_writable_dir(dir);
-      return ok ? std::string() : ok.error();
+    return {[](const PreflightRequest& r) {
+      auto ok = os::check_writable_dir(r.working_dir);
+      return PreflightReply{ok ? std::string() : ok.error()};
     }};
   });
 }

@@ -10,6 +10,7 @@
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/core/duration.hpp"
@@ -71,7 +72,23 @@ class ShellOutbox final : public Outbox {
     to(e.agent, stop_atom::value, static_cast<std::int64_t>(e.grace.count()));
   }
   void on(effect::Shutdown& e) { to(e.agent, shutdown_atom::value, e.code); }
-  void on(effect::Ask& e) { ask_preflight(self_, e); }
+  void on(effect::Ask& e) {
+    // The head's own check (a driver's working dir) on a checker of its own:
+    // a hung mount fails the pre-flight, never the supervisor.
+    const bool on_head = e.request.step == PreflightRequest::head_dir;
+    const caf::actor* to = agent(e.agent);
+    caf::actor checker = on_head ? spawn_dir_checker(self_->system()) : caf::actor{};
+    if (!on_head && !to) return;  // never: the round asks joined pods only, at once
+    auto back = [self = self_, round = e.round, a = e.ask, checker](PreflightReply reply) {
+      if (checker) caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+      self->state.sup->answer_preflight(round, a, reply);
+    };
+    self_->request(on_head ? checker : *to, e.timeout, std::move(e.request))
+        .then([back](PreflightReply& reply) { back(std::move(reply)); },
+              [self = self_, back](const caf::error& err) {
+                back({error_words(err, self->system()), 0, true});
+              });
+  }
   void on(effect::TakeStacks& e) {
     auto back = [self = self_, look = e.look, agent = e.agent](std::vector<StackReport> reports) {
       self->state.sup->stacks_from(look, agent, std::move(reports));

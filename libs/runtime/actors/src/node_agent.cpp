@@ -409,6 +409,89 @@ void heartbeat_tick(NodeAgentActor* self) {
   self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval, tick_atom::value);
 }
 
+// The pre-flight's probe: a listener the ring's connects may reach (its port).
+PreflightReply open_probe(NodeAgentActor* self) {
+  auto& st = self->state;
+  st.probe.reset();
+  auto listener = os::ProbeListener::open(st.config.info.address);
+  if (!listener) return {listener.error(), -1};
+  const std::int32_t port = listener->port();
+  st.probe = std::move(listener).value();
+  // Open while the ring's connects may come: the node checks run beside
+  // the ring (preflight.hpp), so it closes at the launch, at the next
+  // round's probe, or after the ring's time, whichever is first.
+  self->delayed_send(self, kReachTimeout + std::chrono::seconds(5), probe_atom::value, port);
+  return {std::string(), port};
+}
+
+// The ring's connect to another pod's probe at host:port.
+caf::result<PreflightReply> reach_pod(NodeAgentActor* self, const std::string& host,
+                                      std::int32_t port) {
+  // Up to kReachTimeout on a thread of its own, not a scheduler's: a
+  // detached actor, which the actor system waits for (a detached
+  // std::thread holding the promise could outlive the system).
+  auto answer = self->make_response_promise<PreflightReply>();
+  auto prober = self->spawn<caf::detached>([]() -> caf::behavior {
+    return {[](reach_atom, const std::string& to, std::int32_t at) -> std::string {
+      auto reached = os::probe_connect(to, static_cast<std::uint16_t>(at), kReachTimeout);
+      return reached ? std::string() : reached.error();
+    }};
+  });
+  self->request(prober, kReachTimeout + std::chrono::seconds(5), reach_atom::value, host, port)
+      .then(
+          [answer, prober](const std::string& problem) mutable {
+            caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
+            answer.deliver(PreflightReply{problem});
+          },
+          [self, answer, prober](const caf::error& err) mutable {
+            caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
+            answer.deliver(
+                PreflightReply{"the reach probe did not answer: " + error_words(err, self->system())});
+          });
+  return answer;
+}
+
+// The pod's own check: its working dir (on a checker of its own), the GPUs
+// it declares, the way back to the head.
+caf::result<PreflightReply> check_pod(NodeAgentActor* self, const std::string& working_dir) {
+  PreflightRequest dir{PreflightRequest::check, {}, 0, working_dir};
+  if (dir.working_dir.empty()) {
+    char cwd[4096];
+    dir.working_dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
+  }
+  auto answer = self->make_response_promise<PreflightReply>();
+  auto say = [answer](std::string problem) mutable { answer.deliver(PreflightReply{problem}); };
+  // The dir on a checker of its own: a hung mount must not stall this
+  // agent (its heartbeats, its ranks' reports) inside this handler.
+  auto checker = spawn_dir_checker(self->system());
+  self->request(checker, kDirCheckTimeout, dir)
+      .then(
+          [self, say, checker](const PreflightReply& reply) mutable {
+            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+            if (!reply.problem.empty()) return say(reply.problem);
+            // The GPUs this pod declares are really there (the driver's
+            // device nodes: no CUDA needed).
+            const int declared = self->state.config.info.gpus;
+            const int found = declared > 0 ? os::count_gpu_devices() : 0;
+            if (found < declared)
+              return say("the pod declares " + std::to_string(declared) + " GPUs but " +
+                         std::to_string(found) + " GPU devices (/dev/nvidiaN) are there");
+            // Reaching the head: a round trip to the supervisor over this
+            // node's own connection, the path every later message takes.
+            self->request(self->state.supervisor, kReachTimeout, status_atom::value)
+                .then([say](const std::string&) mutable { say(std::string()); },
+                      [self, say](const caf::error& err) mutable {
+                        say("cannot reach the head: " + error_words(err, self->system()));
+                      });
+          },
+          [self, say, checker, dir](const caf::error& err) mutable {
+            caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
+            say("the check of working dir " + dir.working_dir +
+                " did not finish: " + error_words(err, self->system()));
+          });
+  return answer;
+}
+
 caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentConfig config,
                          std::shared_ptr<std::atomic<int>> exit_code) {
   auto& st = self->state;
@@ -512,43 +595,18 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           });
 
   return {
-      [self](probe_atom) -> caf::result<std::int32_t, std::string> {
-        auto& st = self->state;
-        st.probe.reset();
-        auto listener = os::ProbeListener::open(st.config.info.address);
-        if (!listener) return {std::int32_t{-1}, listener.error()};
-        std::int32_t port = listener->port();
-        st.probe = std::move(listener).value();
-        // Open while the ring's connects may come: the node checks run beside
-        // the ring (preflight.hpp), so it closes at the launch, at the next
-        // round's probe, or after the ring's time, whichever is first.
-        self->delayed_send(self, kReachTimeout + std::chrono::seconds(5), probe_atom::value, port);
-        return {port, std::string()};
-      },
-      [self](reach_atom, const std::string& host, std::int32_t port) -> caf::result<std::string> {
-        // Up to kReachTimeout on a thread of its own, not a scheduler's: a
-        // detached actor, which the actor system waits for (a detached
-        // std::thread holding the promise could outlive the system).
-        auto answer = self->make_response_promise<std::string>();
-        auto prober = self->spawn<caf::detached>([]() -> caf::behavior {
-          return {[](reach_atom, const std::string& to, std::int32_t at) -> std::string {
-            auto reached = os::probe_connect(to, static_cast<std::uint16_t>(at), kReachTimeout);
-            return reached ? std::string() : reached.error();
-          }};
-        });
-        self->request(prober, kReachTimeout + std::chrono::seconds(5), reach_atom::value, host,
-                      port)
-            .then(
-                [answer, prober](const std::string& problem) mutable {
-                  caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
-                  answer.deliver(problem);
-                },
-                [self, answer, prober](const caf::error& err) mutable {
-                  caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
-                  answer.deliver("the reach probe did not answer: " +
-                                 error_words(err, self->system()));
-                });
-        return answer;
+      // The pre-flight's requests (preflight.hpp), each answered with a PreflightReply.
+      [self](const PreflightRequest& r) -> caf::result<PreflightReply> {
+        switch (r.step) {
+          case PreflightRequest::probe:
+            return open_probe(self);
+          case PreflightRequest::reach:
+            return reach_pod(self, r.host, r.port);
+          case PreflightRequest::check:
+            return check_pod(self, r.working_dir);
+          default:
+            return PreflightReply{"this pod takes no pre-flight step " + std::to_string(r.step)};
+        }
       },
       // A web terminal into this pod (terminal_host.hpp): its host answers.
       [self](term_open_atom a, std::int64_t id, std::int32_t rows, std::int32_t cols,
@@ -661,49 +719,6 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       [self](probe_atom, std::int32_t port) {  // the ring's time is over
         auto& probe = self->state.probe;
         if (probe && probe->port() == port) probe.reset();
-      },
-      [self](check_atom, const std::string& working_dir) -> caf::result<std::string> {
-        std::string dir = working_dir;
-        if (dir.empty()) {
-          char cwd[4096];
-          dir = ::getcwd(cwd, sizeof cwd) ? cwd : ".";
-        }
-        auto answer = self->make_response_promise<std::string>();
-        // The dir on a checker of its own: a hung mount must not stall this
-        // agent (its heartbeats, its ranks' reports) inside this handler.
-        auto checker = spawn_dir_checker(self->system());
-        self->request(checker, kDirCheckTimeout, check_atom::value, dir)
-            .then(
-                [self, answer, checker](const std::string& problem) mutable {
-                  caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
-                  if (!problem.empty()) {
-                    answer.deliver(problem);
-                    return;
-                  }
-                  // The GPUs this pod declares are really there (the driver's
-                  // device nodes: no CUDA needed).
-                  const int declared = self->state.config.info.gpus;
-                  const int found = declared > 0 ? os::count_gpu_devices() : 0;
-                  if (found < declared) {
-                    answer.deliver("the pod declares " + std::to_string(declared) + " GPUs but " +
-                                   std::to_string(found) + " GPU devices (/dev/nvidiaN) are there");
-                    return;
-                  }
-                  // Reaching the head: a round trip to the supervisor over this
-                  // node's own connection, the path every later message takes.
-                  self->request(self->state.supervisor, kReachTimeout, status_atom::value)
-                      .then([answer](const std::string&) mutable { answer.deliver(std::string()); },
-                            [self, answer](const caf::error& err) mutable {
-                              answer.deliver("cannot reach the head: " +
-                                             error_words(err, self->system()));
-                            });
-                },
-                [self, answer, checker, dir](const caf::error& err) mutable {
-                  caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
-                  answer.deliver("the check of working dir " + dir +
-                                 " did not finish: " + error_words(err, self->system()));
-                });
-        return answer;
       },
       [self](agent_log_atom, const caf::actor& sink, const StreamId& stream) {
         // From the supervisor this agent joined: this process's own log lines

@@ -126,8 +126,6 @@ std::int64_t unix_ms_now();
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);
-// A pre-flight request, its answer to the Supervisor (supervisor_preflight.cpp).
-void ask_preflight(Actor* self, const effect::Ask& ask);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);

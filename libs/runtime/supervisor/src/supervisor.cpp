@@ -426,13 +426,42 @@ void Supervisor::answer_preflight(std::int32_t round, const Preflight::Ask& a,
   }
 }
 
+// What a node may take to answer a pre-flight request (a hung mount, a
+// stalled connect): after it, the request is unanswered and the round fails.
+constexpr Millis kPreflightTimeout{60000};
+
+// A round's request as it goes on the wire.
+PreflightRequest Supervisor::preflight_request(const Preflight::Ask& a) const {
+  using Kind = Preflight::Ask::Kind;
+  PreflightRequest r;
+  switch (a.kind) {
+    case Kind::head_dir:
+      r.step = PreflightRequest::head_dir;
+      break;
+    case Kind::probe:
+      r.step = PreflightRequest::probe;
+      break;
+    case Kind::reach:
+      r.step = PreflightRequest::reach;
+      break;
+    case Kind::check:
+      r.step = PreflightRequest::check;
+      break;
+  }
+  r.host = a.host;
+  r.port = a.port;
+  if (a.kind == Kind::head_dir || a.kind == Kind::check) r.working_dir = job().working_dir;
+  return r;
+}
+
 // The round's next requests out, each step passed on the head's output, or
 // its verdict acted on.
 void Supervisor::ask(std::vector<Preflight::Ask> asks) {
   const std::int32_t round = preflight_->round();
   for (auto& a : asks) {
     if (a.kind == Preflight::Ask::Kind::head_dir) {
-      out_.put(effect::Ask{round, std::move(a), AgentId{}});
+      auto request = preflight_request(a);
+      out_.put(effect::Ask{round, std::move(a), AgentId{}, std::move(request), kPreflightTimeout});
       continue;
     }
     const auto* joined = pods_.registry().find(a.pod);
@@ -441,7 +470,8 @@ void Supervisor::ask(std::vector<Preflight::Ask> asks) {
       break;
     }
     const AgentId agent = joined->agent;
-    out_.put(effect::Ask{round, std::move(a), agent});
+    auto request = preflight_request(a);
+    out_.put(effect::Ask{round, std::move(a), agent, std::move(request), kPreflightTimeout});
   }
   // Each step as it passes, on the head's output (stdout and head.log): a
   // start that says what it checked, not only what failed.

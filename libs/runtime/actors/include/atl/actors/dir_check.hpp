@@ -1,8 +1,9 @@
 // A directory's writability checked on a thread of its own: a hung mount
 // (NFS, a FUSE filesystem) may block the check for ever, and it must block
 // neither the supervisor nor a node agent. The checker is a detached actor
-// that answers (check_atom, string dir) -> string problem ("" when the dir
-// is writable); ask it with a timeout and send it an exit afterwards. One
+// that answers a PreflightRequest (its working_dir) -> PreflightReply (its
+// problem "" when the dir is writable); ask it with a timeout and send it an
+// exit afterwards. One
 // whose check never returns ends with the actor system.
 #pragma once
 

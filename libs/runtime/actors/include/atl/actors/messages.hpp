@@ -159,6 +159,16 @@ typename Inspector::result_type inspect(Inspector& f, TaskRequest& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PreflightRequest& x) {
+  return f(caf::meta::type_name("atl::PreflightRequest"), x.step, x.host, x.port, x.working_dir);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PreflightReply& x) {
+  return f(caf::meta::type_name("atl::PreflightReply"), x.problem, x.port, x.unanswered);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StatusPage& x) {
   return f(caf::meta::type_name("atl::StatusPage"), x.rank_offset, x.rank_limit, x.pod_offset,
            x.pod_limit, x.run_offset, x.run_limit, x.trend);

@@ -42,4 +42,22 @@ struct TaskRequest {
   std::string working_dir;
 };
 
+// A pre-flight request (preflight.hpp's round): to a pod's node agent (its
+// probe listener, a connect to another pod, its own check: working dir,
+// GPUs, the way back to the head), or to the head's own dir checker.
+struct PreflightRequest {
+  enum Step : std::int32_t { head_dir = 0, probe = 1, reach = 2, check = 3 };
+  std::int32_t step = check;
+  std::string host;         // reach: the pod to connect to
+  std::int32_t port = 0;    // reach: its probe's port
+  std::string working_dir;  // check, head_dir: the job's (empty: the process's own)
+};
+
+// How one pre-flight request was answered (or not).
+struct PreflightReply {
+  std::string problem;      // empty: fine
+  std::int32_t port = 0;    // probe: the port the pod listens on
+  bool unanswered = false;  // no answer within the timeout: `problem` says why
+};
+
 }  // namespace atl

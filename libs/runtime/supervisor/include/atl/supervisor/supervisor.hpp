@@ -135,12 +135,6 @@ class Clock {
   virtual std::int64_t unix_ms() const = 0;
 };
 
-// How one pre-flight request was answered (or not).
-struct PreflightReply {
-  std::string problem;      // empty: fine
-  std::int32_t port = 0;    // probe: the port the pod listens on
-  bool unanswered = false;  // no answer within the timeout: `problem` says why
-};
 
 // atlctl diagnose [-r RANKS]: which ranks' stacks to take (empty: every
 // rank), and from which pods' agents (diagnose_ask, status_view.hpp).
@@ -202,6 +196,8 @@ struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_
   std::int32_t round = 0;
   Preflight::Ask ask;
   AgentId agent;
+  PreflightRequest request;  // as sent, answered within `timeout` (else unanswered)
+  Millis timeout{0};
 };
 struct TakeStacks {  // the agent takes its ranks' stacks (`budget`): stacks_from(look, agent, …)
   LookId look = 0;     // within `wait`, or stacks_from(look, agent, {}) when it failed
@@ -534,6 +530,7 @@ class Supervisor final : private JobEffects {
   void answer_callers(NamedActors::Entry& entry, ReplyCode code, const std::string& why);
   void perform(Pods::Effects effects);
   void perform(HangEffects effects);
+  PreflightRequest preflight_request(const Preflight::Ask& ask) const;
   // Asks `agents` for their ranks' stacks (none: done at once) for `purpose`.
   void look(LookPurpose purpose, const std::vector<AgentId>& agents,
             const std::vector<std::int32_t>& no_stop);
