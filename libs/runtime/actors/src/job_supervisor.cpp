@@ -136,9 +136,11 @@ class ShellOutbox final : public Outbox {
     self_->delayed_send(self_, e.after, expire_atom::value, e.kind, e.waiter);
   }
   void on(effect::CheckSoon&) { self_->send(self_, check_atom::value); }
-  void on(Answer& e) { deliver(st().replies.plain, e); }
-  void on(task::Answer& e) { deliver(st().replies.tasks, e); }
-  void on(debug::AnswerRun& e) { deliver(st().replies.runs, e); }
+  void on(Answer& e) { deliver(self_, e.reply, wire(e.code), std::move(e.text)); }
+  template <class Status>
+  void on(AnswerWith<Status>& e) {
+    deliver(self_, e.reply, wire(e.code), std::move(e.text), std::move(e.status));
+  }
   void on(effect::StreamsEnded& e) {
     self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(e.kind),
                 std::move(e.ids));
@@ -196,7 +198,7 @@ class ShellOutbox final : public Outbox {
             });
   }
   void on(effect::CallAnswer& e) {
-    if (auto p = st().replies.plain.take(e.reply); p && p->pending()) p->deliver(e.code, e.text);
+    deliver(self_, e.reply, e.code, std::move(e.text));
   }
   void on(effect::PingHost& e) {
     const caf::actor* h = host(e.host);

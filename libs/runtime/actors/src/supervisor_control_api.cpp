@@ -9,26 +9,6 @@
 
 namespace atl::supervisor {
 
-namespace {
-
-RunResult answer(const debug::AnswerRun& a) { return {wire(a.code), a.text, a.status}; }
-
-// A run, check or burn: refused now, or answered once every rank started
-// (the promise made only then: in CAF a promise takes the request over).
-template <class Start>
-RunResult start_run(Actor* self, Start start) {
-  auto& st = self->state;
-  RunPromise promise;
-  auto now = start([&] {
-    promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-    return st.replies.runs.keep(promise);
-  });
-  if (now) return answer(*now);
-  return promise;
-}
-
-}  // namespace
-
 caf::message_handler control_api(Actor* self) {
   return {
       [self](status_atom) { return std::string(to_string(self->state.state())); },
@@ -69,42 +49,24 @@ caf::message_handler control_api(Actor* self) {
         auto a = self->state.sup->begin_stop();
         return {wire(a.code), a.text, a.op};
       },
-      [self](stop_wait_atom, std::int32_t op) -> Result {
-        auto& st = self->state;
-        switch (st.sup->stop_state(op)) {
-          case DebugCourse::StopWait::unknown:
-            return {wire(ReplyCode::usage), "there is no stop " + std::to_string(op)};
-          case DebugCourse::StopWait::over:
-            return {wire(ReplyCode::ok), std::string()};  // maybe recovered since
-          case DebugCourse::StopWait::pending:
-            break;
-        }
-        auto promise = self->make_response_promise<std::int32_t, std::string>();
-        st.sup->await_stop(op, st.replies.plain.keep(promise));
-        return promise;
+      [self](stop_wait_atom, std::int32_t op) {
+        auto& sup = *self->state.sup;
+        return now_or_later<Result>(self,
+                            [&](auto keep) { return sup.wait_stop(op, keep); });
       },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
-        return start_run(self, [&](const std::function<ReplyId()>& keep) {
+        return now_or_later<RunResult>(self, [&](auto keep) {
           return self->state.sup->start_run(ranks, command, forced, keep);
         });
       },
-      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) -> RunResult {
-        auto& st = self->state;
-        if (auto now = st.sup->run_now(run)) return answer(*now);
-        auto promise = self->make_response_promise<std::int32_t, std::string, RunStatus>();
-        st.sup->await_run(run, st.replies.runs.keep(promise),
-                          std::chrono::milliseconds(timeout_ms));
-        return promise;
-      },
-      [self](recover_atom) -> Result {
-        auto& st = self->state;
-        Promise promise;
-        auto now = st.sup->recover([&] {
-          promise = self->make_response_promise<std::int32_t, std::string>();
-          return st.replies.plain.keep(promise);
+      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
+        return now_or_later<RunResult>(self, [&](auto keep) {
+          return self->state.sup->wait_run(run, keep, std::chrono::milliseconds(timeout_ms));
         });
-        if (now) return {wire(now->code), now->text};
-        return promise;
+      },
+      [self](recover_atom) {
+        return now_or_later<Result>(self,
+                            [&](auto keep) { return self->state.sup->recover(keep); });
       },
       [self](delete_atom, const std::string& pods) {
         return answer(self->state.sup->delete_pods(pods));
@@ -114,15 +76,10 @@ caf::message_handler control_api(Actor* self) {
       },
       [self](events_atom) { return events_json(*self->state.sup); },
       [self](progress_atom) { return progress_json(*self->state.sup); },
-      [self](diagnose_atom, const std::string& ranks, bool with_stacks) -> Result {
-        auto& st = self->state;
-        Promise promise;
-        auto refused = st.sup->diagnose(ranks, with_stacks, [&] {
-          promise = self->make_response_promise<std::int32_t, std::string>();
-          return st.replies.plain.keep(promise);
+      [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
+        return now_or_later<Result>(self, [&](auto keep) {
+          return self->state.sup->diagnose(ranks, with_stacks, keep);
         });
-        if (refused) return answer(refused);
-        return promise;
       },
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
@@ -136,7 +93,7 @@ caf::message_handler control_api(Actor* self) {
         return {wire(ReplyCode::ok), j.dump()};
       },
       [self](const NodeToolRequest& request) {
-        return start_run(self, [&](const std::function<ReplyId()>& keep) {
+        return now_or_later<RunResult>(self, [&](auto keep) {
           return self->state.sup->start_node_tool(request, keep);
         });
       },

@@ -8,8 +8,6 @@ namespace atl::supervisor {
 
 namespace {
 
-TaskResult answer(const task::Answer& a) { return {wire(a.code), a.text, a.status}; }
-
 // The driver connection that asks (its libatl bridge), numbered once and
 // watched: what it made goes when it does (Supervisor::owner_gone).
 OwnerId owner(Actor* self) {
@@ -28,38 +26,25 @@ caf::message_handler driver_api(Actor* self) {
       [self](const GroupRequest& request) -> Result {
         return answer(self->state.sup->create_group(request, owner(self)));
       },
-      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) -> Result {
-        auto& st = self->state;
-        if (auto now = st.sup->group_now(id)) return answer(*now);
-        auto promise = self->make_response_promise<std::int32_t, std::string>();
-        st.sup->await_group(id, st.replies.plain.keep(promise),
-                            std::chrono::milliseconds(timeout_ms));
-        return promise;
+      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) {
+        return now_or_later<Result>(self, [&](auto keep) {
+          return self->state.sup->wait_group(id, keep, std::chrono::milliseconds(timeout_ms));
+        });
       },
       [self](pg_remove_atom, std::int64_t id) -> Result {
         return answer(self->state.sup->remove_group(id));
       },
       [self](cluster_atom) { return self->state.sup->cluster_json(); },
-      [self](const TaskRequest& request) -> TaskResult {
-        auto& st = self->state;
-        TaskPromise promise;
-        auto refused = st.sup->start_task(
-            request,
-            [&] {
-              promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
-              return st.replies.tasks.keep(promise);
-            },
-            owner(self));
-        if (refused) return {wire(refused->code), refused->text, TaskStatus{}};
-        return promise;
+      [self](const TaskRequest& request) {
+        const OwnerId by = owner(self);
+        return now_or_later<TaskResult>(self, [&](auto keep) {
+          return self->state.sup->start_task(request, keep, by);
+        });
       },
-      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) -> TaskResult {
-        auto& st = self->state;
-        if (auto now = st.sup->task_now(id, timeout_ms)) return answer(*now);
-        auto promise = self->make_response_promise<std::int32_t, std::string, TaskStatus>();
-        st.sup->await_task(id, st.replies.tasks.keep(promise),
-                           std::chrono::milliseconds(timeout_ms));
-        return promise;
+      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
+        return now_or_later<TaskResult>(self, [&](auto keep) {
+          return self->state.sup->wait_task(id, keep, timeout_ms);
+        });
       },
       [self](disown_atom, bool group, std::int64_t id) -> Result {
         return answer(self->state.sup->disown(group, id, owner(self)));
@@ -82,15 +67,10 @@ caf::message_handler driver_api(Actor* self) {
         return answer(self->state.sup->close_actor(name));
       },
       [self](actor_call_atom, const std::string& name, const std::string& request,
-             std::int64_t timeout_ms) -> Result {
-        auto& st = self->state;
-        Promise promise;
-        auto refused = st.sup->call_actor(name, request, timeout_ms, [&] {
-          promise = self->make_response_promise<std::int32_t, std::string>();
-          return st.replies.plain.keep(promise);
+             std::int64_t timeout_ms) {
+        return now_or_later<Result>(self, [&](auto keep) {
+          return self->state.sup->call_actor(name, request, timeout_ms, keep);
         });
-        if (refused) return answer(refused);
-        return promise;
       },
       [self](actor_list_atom) { return actors_json(*self->state.sup); },
   };

@@ -44,17 +44,10 @@ namespace atl::supervisor {
 // A joined pod's record (its agent as the Supervisor's AgentId).
 using JoinedPod = Supervisor::Pods::Registry::Joined;
 
-// atlctl commands are answered (ReplyCode on the wire, atlctl's exit status; text).
-using Promise = caf::typed_response_promise<std::int32_t, std::string>;
+// Requests are answered with a code (ReplyCode on the wire, atlctl's exit
+// status) and a line; a task's and a debug run's with their status too.
 using Result = caf::result<std::int32_t, std::string>;
-
-// A task's start and each task_wait are answered with its TaskStatus.
-using TaskPromise = caf::typed_response_promise<std::int32_t, std::string, TaskStatus>;
 using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
-
-// A debug run's start and each run_wait are answered with its RunStatus
-// (code, a line when refused or failed, the status).
-using RunPromise = caf::typed_response_promise<std::int32_t, std::string, RunStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
 // Whom the Supervisor's effects go to: each joined pod's agent (until
@@ -70,13 +63,6 @@ struct Peers {
   caf::actor ray_head;
 };
 
-// The callers answered later (stop, recover, pg_wait, named actors' calls;
-// runs; tasks): the Supervisor holds their ReplyIds.
-struct Replies {
-  ReplyBook<Promise> plain;
-  ReplyBook<RunPromise> runs;
-  ReplyBook<TaskPromise> tasks;
-};
 
 struct State {
   SupervisorConfig config;
@@ -86,7 +72,9 @@ struct State {
   // The job's course (atl/supervisor/supervisor.hpp), on the system clock.
   std::unique_ptr<Supervisor> sup;
   Peers peers;
-  Replies replies;
+  // The callers answered later (stop, recover, runs, tasks, pg_wait, named
+  // actors' calls, diagnose): the Supervisor holds their ReplyIds.
+  ReplyBook<caf::response_promise> replies;
 
   const JobSpec& job() const { return sup->job(); }
   JobController& controller() { return sup->controller(); }
@@ -110,15 +98,40 @@ inline Result answer(const std::optional<Refusal>& no) {
   return no ? Result{wire(no->code), no->text} : Result{wire(ReplyCode::ok), std::string()};
 }
 
-// An answer a piece gave to a request the shell kept in `book`: delivered
-// once (a promise taken already, or no longer pending, takes nothing).
-template <class Promise>
-void deliver(ReplyBook<Promise>& book, const Answer& a) {
-  if (auto p = book.take(a.reply); p && p->pending()) p->deliver(wire(a.code), a.text);
+// An answer given now as the request's result: a refusal (with an empty
+// status where the reply has one), an Answer, an answer with its status.
+template <class... Ts, class Now>
+caf::result<Ts...> reply_now(const Now& n, caf::result<Ts...>*) {
+  if constexpr (sizeof...(Ts) == 2) {
+    return {wire(n.code), n.text};
+  } else if constexpr (std::is_same_v<Now, Refusal>) {
+    return {wire(n.code), n.text, std::tuple_element_t<2, std::tuple<Ts...>>{}};
+  } else {
+    return {wire(n.code), n.text, n.status};
+  }
 }
-template <class Promise, class Status>
-void deliver(ReplyBook<Promise>& book, const AnswerWith<Status>& a) {
-  if (auto p = book.take(a.reply); p && p->pending()) p->deliver(wire(a.code), a.text, a.status);
+
+// A request the Supervisor answers now (`ask` returns that answer) or later,
+// to the ReplyId `ask`'s `keep()` gives it: the promise is made only then.
+// (In CAF 0.17 a promise made takes the request over: a refusal returned
+// after one was made would never be sent.)
+template <class Result, class Ask>
+Result now_or_later(Actor* self, Ask ask) {
+  caf::response_promise promise;
+  auto now = ask([&] {
+    promise = self->make_response_promise();
+    return self->state.replies.keep(promise);
+  });
+  if (now) return reply_now(*now, static_cast<Result*>(nullptr));
+  return promise;
+}
+
+// An answer a piece gave to a request kept: delivered once (a promise taken
+// already, or no longer pending, takes nothing).
+template <class... Ts>
+void deliver(Actor* self, ReplyId reply, Ts&&... xs) {
+  if (auto p = self->state.replies.take(reply); p && p->pending())
+    p->deliver(std::forward<Ts>(xs)...);
 }
 
 // Shared between the halves.

@@ -574,6 +574,26 @@ bool Supervisor::debug_timer(std::int32_t kind, std::int32_t arg) {
   return true;
 }
 
+std::optional<Answer> Supervisor::wait_stop(StopId op, const std::function<ReplyId()>& keep) {
+  switch (course_.stop_state(op)) {
+    case DebugCourse::StopWait::unknown:
+      return Answer{0, ReplyCode::usage, "there is no stop " + std::to_string(op)};
+    case DebugCourse::StopWait::over:
+      return Answer{0, ReplyCode::ok, {}};
+    case DebugCourse::StopWait::pending:
+      break;
+  }
+  course_.await_stop(op, keep());
+  return std::nullopt;
+}
+
+std::optional<debug::AnswerRun> Supervisor::wait_run(RunId id, const std::function<ReplyId()>& keep,
+                                                     Millis timeout) {
+  if (auto now = run_now(id)) return now;
+  await_run(id, keep(), timeout);
+  return std::nullopt;
+}
+
 void Supervisor::abandon_owed(const std::string& why) {
   DebugEffects out;
   course_.abandon(why, debug_view(), out);

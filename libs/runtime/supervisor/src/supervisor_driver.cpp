@@ -103,6 +103,13 @@ std::optional<Answer> Supervisor::group_now(std::int64_t id) const {
   return groups_.answer_now(id);
 }
 
+std::optional<Answer> Supervisor::wait_group(std::int64_t id, const std::function<ReplyId()>& keep,
+                                             Millis timeout) {
+  if (auto now = group_now(id)) return now;
+  await_group(id, keep(), timeout);
+  return std::nullopt;
+}
+
 void Supervisor::await_group(std::int64_t id, ReplyId reply, Millis timeout) {
   PlacementEffects out;
   groups_.await(id, reply, timeout, out);
@@ -215,6 +222,13 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
 
 std::optional<task::Answer> Supervisor::task_now(TaskId id, std::int64_t timeout_ms) const {
   return tasks_.answer_now(id, timeout_ms);
+}
+
+std::optional<task::Answer> Supervisor::wait_task(TaskId id, const std::function<ReplyId()>& keep,
+                                                  std::int64_t timeout_ms) {
+  if (auto now = task_now(id, timeout_ms)) return now;
+  await_task(id, keep(), Millis(timeout_ms));
+  return std::nullopt;
 }
 
 void Supervisor::await_task(TaskId id, ReplyId reply, Millis timeout) {

@@ -383,6 +383,9 @@ class Supervisor final : private JobEffects {
   Answer create_group(const GroupRequest& request, OwnerId owner = {});
   std::optional<Answer> group_now(std::int64_t id) const;
   void await_group(std::int64_t id, ReplyId reply, Millis timeout);
+  // pg_wait as one call: answered now, or kept to `keep()`'s reply (called only then).
+  std::optional<Answer> wait_group(std::int64_t id, const std::function<ReplyId()>& keep,
+                                   Millis timeout);
   Answer remove_group(std::int64_t id);
   std::string cluster_json() const;
   const PlacementBook& groups() const { return groups_; }
@@ -402,6 +405,8 @@ class Supervisor final : private JobEffects {
   // task_wait: answered now, or kept as `reply` until the task ends or `timeout`.
   std::optional<task::Answer> task_now(TaskId id, std::int64_t timeout_ms) const;
   void await_task(TaskId id, ReplyId reply, Millis timeout);
+  std::optional<task::Answer> wait_task(TaskId id, const std::function<ReplyId()>& keep,
+                                        std::int64_t timeout_ms);
   std::optional<Refusal> kill_task(TaskId id);
   // A line on a task's control channel ("result <text>" is its result).
   void task_note(TaskId id, const std::string& line);
@@ -413,6 +418,9 @@ class Supervisor final : private JobEffects {
   StopAnswer begin_stop();
   DebugCourse::StopWait stop_state(StopId op) const { return course_.stop_state(op); }
   void await_stop(StopId op, ReplyId reply) { course_.await_stop(op, reply); }
+  // atlctl stop's wait: answered now (no such stop; over, maybe recovered
+  // since), or kept to `keep()`'s reply until the stop is done.
+  std::optional<Answer> wait_stop(StopId op, const std::function<ReplyId()>& keep);
   // run, check, burn: refused now (the answer), or started (nullopt): the
   // answer, once every rank started, to `keep()`'s reply (called only then).
   std::optional<debug::AnswerRun> start_run(const std::string& ranks, const std::string& command,
@@ -422,6 +430,8 @@ class Supervisor final : private JobEffects {
   // run_wait: answered now, or kept as `reply` until the run ends or `timeout`.
   std::optional<debug::AnswerRun> run_now(RunId id) const;
   void await_run(RunId id, ReplyId reply, Millis timeout);
+  std::optional<debug::AnswerRun> wait_run(RunId id, const std::function<ReplyId()>& keep,
+                                           Millis timeout);
   // recover: refused or failed now, or kept until every rank started.
   std::optional<Answer> recover(const std::function<ReplyId()>& keep);
   // A line a process wrote on its control channel, forwarded by executor
