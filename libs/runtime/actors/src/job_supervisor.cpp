@@ -27,12 +27,6 @@ namespace {
 // this long after its timeout.
 constexpr auto kLivenessTick = std::chrono::milliseconds(100);
 
-class SystemClock final : public Clock {
- public:
-  Liveness::TimePoint now() const override { return std::chrono::steady_clock::now(); }
-  std::int64_t unix_ms() const override { return unix_ms_now(); }
-};
-
 // The Supervisor's effects, each performed as it is put: messages to the
 // agents (by their ids), the head's own executors, the named actors' hosts,
 // timers, answers to the requests kept, the sink, the journal.
@@ -254,11 +248,6 @@ void answer_owed_replies(Actor* self, const std::string& why) {
 const std::shared_ptr<spdlog::logger>& supervisor_log() {
   static const auto log = component_logger("supervisor");
   return log;
-}
-
-std::int64_t unix_ms_now() {
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
 }
 
 namespace {

@@ -134,8 +134,6 @@ void deliver(Actor* self, ReplyId reply, Ts&&... xs) {
     p->deliver(std::forward<Ts>(xs)...);
 }
 
-// Shared between the halves.
-std::int64_t unix_ms_now();
 // A report counts only from the node of the pod it names (a lost pod's late
 // reports, a peer speaking for another pod: dropped, with a warning).
 bool sent_from_pod(Actor* self, const std::string& pod);

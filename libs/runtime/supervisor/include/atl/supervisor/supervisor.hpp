@@ -135,6 +135,16 @@ class Clock {
   virtual std::int64_t unix_ms() const = 0;
 };
 
+// The real one (the head's; the unit tests' is fake).
+class SystemClock final : public Clock {
+ public:
+  Liveness::TimePoint now() const override { return std::chrono::steady_clock::now(); }
+  std::int64_t unix_ms() const override {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  }
+};
+
 
 // atlctl diagnose [-r RANKS]: which ranks' stacks to take (empty: every
 // rank), and from which pods' agents (diagnose_ask, status_view.hpp).
