@@ -81,20 +81,24 @@ class _Method:
         waiting = _refs.pending((args, kwargs))
 
         call_id = uuid.uuid4().hex[:16]  # what atl.cancel names to the actor
+        o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
+        generator = o.get("generator", False)
+        # A streaming generator's items come to this slot as they are yielded.
+        slot = _refs.result_slot(stream=True) \
+            if _refs.is_streaming(o.get("num_returns"), generator) else None
 
         def call():
             for ref in waiting:
                 ref._get(None)
             body = _refs.Body((method, args, kwargs), label)
             try:
-                return actor._call(body, label, call_id)
+                return actor._call(body, label, call_id, slot)
             finally:
                 body.release()
         source = _refs._Call(actor._sender().submit(call))
         source.actor_call = (actor, call_id)
         ref = ActorRef(label, source)
-        o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
-        return _refs.shaped(ref, o.get("num_returns"), o.get("generator", False))
+        return _refs.shaped(ref, o.get("num_returns"), generator, slot)
 
 
 def _method_options(options, name):
@@ -140,7 +144,7 @@ def _method_table(cls):
         fn = getattr(cls, n, None)
         if callable(fn):
             table[n] = dict(getattr(fn, "__atl_method_options__", {}))
-            if inspect.isgeneratorfunction(fn):
+            if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
                 table[n]["generator"] = True
     return table
 
@@ -181,12 +185,12 @@ class ActorHandle:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
         return _c().actor_call(self._actor_name, bytes(data), _call_ms(timeout))
 
-    def _call(self, body, label, call_id=None):
+    def _call(self, body, label, call_id=None, result_to=None):
         """A method call (body: method, args, kwargs) and its value."""
         if self._actor_name in _killed:
             raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
                                  f"(atl.kill)")
-        request = pickle.dumps(("call", body.wire, _refs.result_slot(), call_id))
+        request = pickle.dumps(("call", body.wire, result_to or _refs.result_slot(), call_id))
         where = self._direct_address()
         if where:
             try:
@@ -472,8 +476,10 @@ MAX_CALLS_AT_ONCE = 100
 
 
 def _is_async(cls):
-    """Whether `cls` is an async actor's class (an `async def` method), as Ray decides."""
-    return any(inspect.iscoroutinefunction(getattr(cls, n, None)) for n in dir(cls)
+    """Whether `cls` is an async actor's class (an `async def` method or
+    async generator), as Ray decides."""
+    return any(inspect.iscoroutinefunction(getattr(cls, n, None)) or
+               inspect.isasyncgenfunction(getattr(cls, n, None)) for n in dir(cls)
                if not n.startswith("__"))
 
 

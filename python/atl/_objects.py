@@ -106,11 +106,25 @@ class Store:
         # Re-entrant: a ref collected by the cycle collector while this
         # thread holds the lock releases its object here (a finalizer).
         self._lock = threading.RLock()
+        self._arrived = threading.Condition(self._lock)  # a put, or wake(): waiters look again
         self._objects = {}  # oid -> [frames, count, shared]
 
     def put(self, oid, frames, count=1):
         with self._lock:
             self._objects[oid] = [frames, count, None]
+            self._arrived.notify_all()
+
+    def wait_for(self, oid, done, timeout):
+        """Whether object `oid` is here, waiting up to `timeout` s for it or
+        for `done()` (checked under the store's lock: keep it cheap)."""
+        with self._lock:
+            self._arrived.wait_for(lambda: oid in self._objects or done(), timeout)
+            return oid in self._objects
+
+    def wake(self):
+        """Waiters look again (what they wait for besides a put happened)."""
+        with self._lock:
+            self._arrived.notify_all()
 
     def get(self, oid):
         with self._lock:

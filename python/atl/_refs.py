@@ -363,9 +363,24 @@ def resolve(args, kwargs):
     return args, kwargs
 
 
-def result_slot():
-    """Where a big result is pushed: this process's object server and a new oid."""
+def result_slot(stream=False):
+    """Where a big result is pushed: this process's object server and a new
+    oid; `stream`: a streaming generator's call, whose items are pushed
+    there one by one as they are yielded (item_oid(oid, i))."""
+    if stream:
+        return (_objects.address(), _objects.new_oid(), True)
     return (_objects.address(), _objects.new_oid())
+
+
+def item_oid(base, i):
+    """The oid of item `i` of the streaming call whose slot is `base`."""
+    import hashlib
+    return hashlib.blake2b(base + i.to_bytes(8, "big"), digest_size=16).digest()
+
+
+def is_streaming(num_returns, generator):
+    """Whether a call's refs come as Ray's ObjectRefGenerator: items as yielded."""
+    return num_returns == "streaming" or (num_returns is None and generator)
 
 
 class Yielded:
@@ -374,12 +389,26 @@ class Yielded:
     outcome) if one did: the caller's ObjectRefGenerator hands a ref per item,
     and one more for the error, which its get raises (as Ray's)."""
 
-    def __init__(self, items, error=None):
+    def __init__(self, items, error=None, streamed=0):
         self.items = items
         self.error = error
+        self.streamed = streamed  # items pushed to the caller as they came (before `items`)
 
     @classmethod
-    def of(cls, generator):
+    def of(cls, generator, result_to=None):
+        """The generator run to its end. For a streaming call (`result_to`
+        marked so by result_slot) each item goes to the caller as it is
+        yielded, so the caller's `next` has it while the generator runs on."""
+        if result_to is not None and len(result_to) > 2 and result_to[2]:
+            owner, base = result_to[0], result_to[1]
+            n = 0
+            try:
+                for item in generator:
+                    _objects.push(owner, item_oid(base, n), _objects.dumps(item))
+                    n += 1
+            except BaseException as e:
+                return cls([], _errors.error_outcome(e), streamed=n)
+            return cls([], streamed=n)
         items = []
         try:
             for item in generator:
@@ -389,12 +418,15 @@ class Yielded:
         return cls(items)
 
     def count(self):
-        return len(self.items) + (1 if self.error else 0)
+        return self.streamed + len(self.items) + (1 if self.error else 0)
 
     def item(self, i, label):
         if not isinstance(self, Yielded):
             raise TypeError(f"{label}: the call returned a {type(self).__name__}, not a "
                             f"generator's items")
+        if i < self.streamed:
+            raise _errors.RemoteError(f"{label}: item {i} was streamed to the caller")
+        i -= self.streamed
         if i < len(self.items):
             return self.items[i]
         return outcome_value(self.error, label)
@@ -402,27 +434,79 @@ class Yielded:
 
 class ObjectRefGenerator:
     """A generator call's refs, one per item it yielded, in order (Ray's
-    ObjectRefGenerator: `for ref in gen.remote(): atl.get(ref)`). The items
-    come once the generator has ended (it runs to its end where it runs);
-    an error it raised is the last ref's, raised by its get."""
+    ObjectRefGenerator: `for ref in gen.remote(): atl.get(ref)`). Each item
+    comes as it is yielded where the generator runs (pushed here: `next`
+    waits for the next one, not for the generator's end); an error it
+    raised is the last ref's, raised by its get."""
 
-    def __init__(self, ref):
+    def __init__(self, ref, slot=None):
         self._ref = ref
         self._next = 0
+        self._slot = slot  # the call's result slot oid: items at item_oid(slot, i)
+        if slot is not None:
+            # Items pushed here and never handed out are dropped with this
+            # generator, once the call has ended (none comes after).
+            read = self._read = [0]
+            source = ref._source
+            _objects.on_collect(self, _drop_unread, source, ref._name, slot, read)
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        ref = self.next_ref(None)
+        if ref is None:
+            raise StopIteration
+        return ref
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        import asyncio
+        ref = await asyncio.get_running_loop().run_in_executor(None, self.next_ref, None)
+        if ref is None:
+            raise StopAsyncIteration
+        return ref
+
+    def next_ref(self, timeout):
+        """The next item's ref, None once there is no more; GetTimeoutError
+        when none came within `timeout` s (None: no limit)."""
         i = self._next
+        name = f"{self._ref._name}[{i}]"
+        if self._slot is not None:
+            oid = item_oid(self._slot, i)
+            store = _objects.store()
+            ended = self._ref._source.watch()
+            if not store.wait_for(oid, ended.done, 0):
+                ended.add_done_callback(lambda _: store.wake())
+                import time
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while not store.wait_for(oid, ended.done, 1.0):
+                    if ended.done():
+                        break
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise GetTimeoutError(5, f"{name} did not come within {timeout} s")
+            if store.get(oid) is not None:
+                self._next += 1
+                self._read[0] = self._next
+                return ObjectRef(name, _Stored(_objects.address(), oid, None))
         try:
-            count = self._ref._source.value(self._ref._name, None).count()
+            count = self._ref._source.value(self._ref._name, timeout).count()
+        except GetTimeoutError:
+            raise
         except Exception:
             count = 1  # the call itself failed: one ref, whose get raises why
         if i >= count:
-            raise StopIteration
+            return None
         self._next += 1
-        return ObjectRef(f"{self._ref._name}[{i}]", self._ref._source, ("yield", i))
+        if self._slot is not None:
+            self._read[0] = self._next
+        return ObjectRef(name, self._ref._source, ("yield", i))
+
+    def _next_sync(self, timeout_s=None):
+        """Ray's: the next ref, or a ref whose get says the stream ended."""
+        return self.next_ref(timeout_s)
 
     def completed(self):
         """A ref done when the generator has ended."""
@@ -433,6 +517,20 @@ class ObjectRefGenerator:
 
     def __repr__(self):
         return f"ObjectRefGenerator({self._ref!r})"
+
+
+def _drop_unread(source, name, slot, read):
+    """A streaming generator collected: the items pushed here that it never
+    handed out go, once its call has ended."""
+    def drop(_):
+        try:
+            count = source.value(name, 0).count()
+        except BaseException:
+            return
+        store = _objects.store()
+        for i in range(read[0], count):
+            store.release(item_oid(slot, i))
+    source.watch().add_done_callback(drop)
 
 
 class DynamicObjectRefGenerator:
@@ -448,14 +546,15 @@ class DynamicObjectRefGenerator:
         return len(self._refs)
 
 
-def shaped(ref, num_returns, generator):
+def shaped(ref, num_returns, generator, slot=None):
     """A call's ref as its caller gets it: num_returns=n: n refs; a
-    generator (or "streaming"): an ObjectRefGenerator; "dynamic": a ref whose
+    generator (or "streaming"): an ObjectRefGenerator (its items pushed to
+    `slot`, the call's result slot, as they come); "dynamic": a ref whose
     value is a DynamicObjectRefGenerator."""
     if num_returns == "dynamic":
         return type(ref)(ref._name, ref._source, ("dynamic", 0))
-    if num_returns == "streaming" or (num_returns is None and generator):
-        return ObjectRefGenerator(ref)
+    if is_streaming(num_returns, generator):
+        return ObjectRefGenerator(ref, slot[1] if slot else None)
     if isinstance(num_returns, int) and num_returns != 1:
         return ref._parts(num_returns)
     return ref

@@ -111,15 +111,19 @@ class RemoteFunction:
         waiting = _refs.pending((args, kwargs))
         if o.get("demand"):
             _check_feasible(o, f"{self.__name__}.remote")
+        generator = inspect.isgeneratorfunction(self._fn)
+        # A streaming generator's items come to this slot as they are yielded.
+        slot = _refs.result_slot(stream=True) \
+            if _refs.is_streaming(o.get("num_returns"), generator) else None
         if _warm_fits(o) and not waiting and not o.get("max_retries"):
-            ref = self._leased(args, kwargs)
+            ref = self._leased(args, kwargs, slot)
         elif waiting or o.get("demand") or o.get("max_retries"):
-            ref = self._in_background(waiting, args, kwargs)
+            ref = self._in_background(waiting, args, kwargs, slot)
         else:
-            ref = self._submit(args, kwargs)
-        return _refs.shaped(ref, o.get("num_returns"), inspect.isgeneratorfunction(self._fn))
+            ref = self._submit(args, kwargs, slot=slot)
+        return _refs.shaped(ref, o.get("num_returns"), generator, slot)
 
-    def _leased(self, args, kwargs):
+    def _leased(self, args, kwargs, slot=None):
         """A call on a lease of its shape (num_cpus=...), queued until one is
         free: no thread of its own; the lease goes to the next call when it
         ends."""
@@ -140,7 +144,7 @@ class RemoteFunction:
                 return fail(RemoteError(f"{label}: cancelled before it started"))
             source.why = None
             try:
-                source.inner = self._submit(args, kwargs, group)
+                source.inner = self._submit(args, kwargs, group, slot)
             except BaseException as e:
                 _leases.give(group, need, not _system_failure(e), epoch)
                 return fail(e)
@@ -173,7 +177,7 @@ class RemoteFunction:
         _leases.run(need, start, fail)
         return ObjectRef(label, source)
 
-    def _in_background(self, waiting, args, kwargs):
+    def _in_background(self, waiting, args, kwargs, slot=None):
         """The call from a thread of its own: after the refs it takes, in a
         reservation of its own (num_cpus...), run again after its process
         died (max_retries) or it raised (retry_exceptions)."""
@@ -194,7 +198,7 @@ class RemoteFunction:
                     source.why = None
                 left = o.get("max_retries", 0)
                 while True:
-                    source.inner = self._submit(args, kwargs, group)
+                    source.inner = self._submit(args, kwargs, group, slot)
                     try:
                         value = source.inner._get(None)
                         break
@@ -215,7 +219,7 @@ class RemoteFunction:
         threading.Thread(target=go, daemon=True, name="atl-call").start()
         return ObjectRef(label, source)
 
-    def _submit(self, args, kwargs, group=None):
+    def _submit(self, args, kwargs, group=None, slot=None):
         o = self._options
         pool, pod = None, None
         if not _placed(o):
@@ -228,7 +232,7 @@ class RemoteFunction:
             if pool is not None and not pool.has_pod(pod):
                 pool = None
         body = _refs.Body((self._desc, args, kwargs), f"{self.__name__}.remote")
-        result_to = _refs.result_slot()
+        result_to = slot or _refs.result_slot()
         if pool is not None:
             cpus = (o.get("demand") or {}).get("CPU", 0 if o.get("demand") else 1)
             future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__, pod,

@@ -34,11 +34,11 @@ def _send_result(outcome):
         line = line[os.write(fd, line):]
 
 
-def _call(fn, args, kwargs):
+def _call(fn, args, kwargs, result_to=None):
     args, kwargs = _refs.resolve(args, kwargs)
     value = fn(*args, **kwargs)
     if inspect.isgenerator(value):  # a generator's items, for its caller's refs
-        return _refs.Yielded.of(value)
+        return _refs.Yielded.of(value, result_to)
     return value
 
 
@@ -70,9 +70,9 @@ def _actor_handler(instance, name, lanes):
 
     is_async = _actors._is_async(type(instance))
 
-    def invoke(fn, args, kwargs, call_id=None):
+    def invoke(fn, args, kwargs, call_id=None, result_to=None):
         if not is_async:
-            return _call(fn, args, kwargs)
+            return _call(fn, args, kwargs, result_to)
         # An async actor: every method on its one event loop, as Ray's, so
         # its calls interleave at their awaits and a plain method touches
         # its asyncio objects from the loop's thread (this thread waits).
@@ -80,11 +80,28 @@ def _actor_handler(instance, name, lanes):
         args, kwargs = _refs.resolve(args, kwargs)
         if call_id in _actors.cancelled_calls:  # cancelled before it began
             raise asyncio.CancelledError()
+        if inspect.isasyncgenfunction(fn):
+            # An async generator: each item taken on the loop, handed on (to
+            # a streaming caller as it comes) from this thread.
+            agen = fn(*args, **kwargs)
+
+            def items():
+                while True:
+                    step = asyncio.run_coroutine_threadsafe(agen.__anext__(), event_loop())
+                    if call_id is not None:
+                        running[call_id] = step
+                    try:
+                        yield step.result()
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        running.pop(call_id, None)
+            return _refs.Yielded.of(items(), result_to)
         if inspect.iscoroutinefunction(fn):
             coroutine = fn(*args, **kwargs)
         else:
             async def plain():
-                return _call(fn, args, kwargs)
+                return _call(fn, args, kwargs, result_to)
             coroutine = plain()
         future = asyncio.run_coroutine_threadsafe(coroutine, event_loop())
         if call_id is not None:
@@ -116,7 +133,7 @@ def _actor_handler(instance, name, lanes):
             method, margs, mkwargs = _refs.unpack(body)
             _actors.current_call.id = call_id
             try:
-                return invoke(getattr(instance, method), margs, mkwargs, call_id)
+                return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
             finally:
                 _actors.current_call.id = None
                 _actors.cancelled_calls.discard(call_id)
@@ -203,7 +220,7 @@ def pool_worker():
         if kind == "run":
             def run():
                 fn_desc, args, kwargs = _refs.unpack(body)
-                return _call(_serialize.decode_function(fn_desc), args, kwargs)
+                return _call(_serialize.decode_function(fn_desc), args, kwargs, result_to)
             return pickle.dumps(_refs.outcome_of(run, result_to))
         if kind == "become":
             def become():
@@ -241,7 +258,7 @@ def main():
 
     def run():
         fn_desc, args, kwargs = _refs.unpack(body)
-        return _call(_serialize.decode_function(fn_desc), args, kwargs)
+        return _call(_serialize.decode_function(fn_desc), args, kwargs, result_to)
     outcome = _refs.outcome_of(run, result_to)
     _send_result(outcome)
     return 1 if outcome[0] == "err" else 0

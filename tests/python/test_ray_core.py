@@ -480,6 +480,88 @@ def test_generators_hand_a_ref_per_item_and_the_error_last(cluster, bare_python,
         assert line in out, (line, out, err)
 
 
+def test_a_generators_items_stream_to_the_caller_as_they_are_yielded(cluster, bare_python,
+                                                                     tmp_path):
+    # Each path a generator call takes (a warm process, a cold task with an
+    # env of its own, an actor's method, an async actor's async generator):
+    # the first item is the caller's while the generator still runs, waiting
+    # on a file only the caller writes after it got that item. Gathered
+    # items (the generator run to its end first) hang here.
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import asyncio, gc, os, time
+        import atl as ray
+        import atl._objects as objects
+
+        GO = os.path.abspath("go")
+
+        def wait_for_go(tag):
+            while not os.path.exists(GO + tag):
+                time.sleep(0.01)
+
+        @ray.remote
+        def warm(tag):
+            yield "a"
+            wait_for_go(tag)
+            yield "b"
+
+        @ray.remote(runtime_env={"env_vars": {"COLD": "1"}})
+        def cold(tag):
+            yield os.environ.get("COLD")
+            wait_for_go(tag)
+            yield "b"
+
+        @ray.remote
+        class Plain:
+            def items(self, tag):
+                yield "a"
+                wait_for_go(tag)
+                yield "b"
+
+        @ray.remote
+        class Async:
+            async def items(self, tag):
+                yield "a"
+                while not os.path.exists(GO + tag):
+                    await asyncio.sleep(0.01)
+                yield "b"
+
+        plain, aio = Plain.remote(), Async.remote()
+        for tag, gen in (("1", warm.remote("1")), ("2", cold.remote("2")),
+                         ("3", plain.items.remote("3")), ("4", aio.items.remote("4"))):
+            first = ray.get(next(gen), timeout=120)
+            open(GO + tag, "w").close()
+            print(tag, first, [ray.get(r) for r in gen])
+
+        # async for, as Ray's docs consume a generator in asyncio code.
+        async def consume():
+            return [ray.get(r) async for r in warm.remote("1")]
+        print("async for", asyncio.run(consume()))
+
+        # Items never taken from a dropped generator leave the store once
+        # its call ended; a taken item lives as long as its ref.
+        @ray.remote
+        def big(n):
+            for i in range(n):
+                yield bytes(200_000) + bytes([i])
+        before = objects.store().stats()[0]
+        gen = big.remote(5)
+        kept = next(gen)
+        ray.get(gen.completed())
+        del gen
+        gc.collect()
+        time.sleep(0.5)
+        print("left", objects.store().stats()[0] - before, ray.get(kept)[-1])
+        del kept
+        gc.collect()
+        time.sleep(0.5)
+        print("after the ref", objects.store().stats()[0] - before)
+    """)
+    assert rc == 0, (out, err)
+    for line in ("1 a ['b']", "2 1 ['b']", "3 a ['b']", "4 a ['b']", "async for ['a', 'b']",
+                 "left 1 0", "after the ref 0"):
+        assert line in out, (line, out, err)
+
+
 def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_python,
                                                                  tmp_path):
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
