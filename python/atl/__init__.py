@@ -283,7 +283,8 @@ class RuntimeContext:
 
     @property
     def was_current_actor_reconstructed(self) -> bool:
-        return False  # an actor that died is gone here (max_restarts is refused)
+        # An actor made again after its process ended (max_restarts).
+        return os.environ.get("ATL_ACTOR_RESTARTED") == "1"
 
 
 def get_runtime_context() -> RuntimeContext:
@@ -503,3 +504,6 @@ from ._placement import (PlacementGroup, _leases, _remove_owned, _removals,  # n
 from ._remote import RemoteFunction, _python_path  # noqa: E402
 from ._actors import (ActorClass, ActorHandle, ActorHost, _kill_owned_actors,  # noqa: E402,F401
                       get_actor, host_actor, kill, list_actors, method)
+# As `import ray` gives ray.exceptions, ray.actor and ray.util without an
+# import of their own.
+from . import actor, exceptions, util  # noqa: E402,F401

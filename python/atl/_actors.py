@@ -164,6 +164,11 @@ class ActorHandle:
         self._connecting = None  # the thread opening the first connection there
         self._calls = None  # this caller's calls to it, in order (a _Sender, made at the first)
         self._where_lock = threading.Lock()
+        # max_restarts != 0: a call that finds it dead waits for its restart
+        # (by the process that made it); max_task_retries: a call it died
+        # under is sent again that many times (-1: always).
+        self._restartable = False
+        self._task_retries = 0
         # Its class's methods and their @atl.method options (None: a
         # host_actor's, or unknown): a method named as the handle's own
         # `call` or `name` is the method, as in Ray.
@@ -186,7 +191,30 @@ class ActorHandle:
         return _c().actor_call(self._actor_name, bytes(data), _call_ms(timeout))
 
     def _call(self, body, label, call_id=None, result_to=None):
-        """A method call (body: method, args, kwargs) and its value."""
+        """A method call (body: method, args, kwargs) and its value. An actor
+        with max_restarts: a call that finds it dead (gone, or restarting)
+        waits for its restart and goes there; one it died under is sent
+        again only within max_task_retries, as Ray's."""
+        retries = self._task_retries
+        while True:
+            restarts = _restarts.get(self._actor_name)
+            if restarts is not None:
+                restarts.wait_alive()  # being made again: the call goes to the new process
+            try:
+                return self._call_once(body, label, call_id, result_to)
+            except ActorDiedError as e:
+                if not self._restartable or self._actor_name in _killed:
+                    raise
+                self._direct, self._connecting = None, None  # its new process: asked again
+                if not _wait_restarted(self._actor_name):
+                    raise ActorDiedError(f"{e} (and it was not restarted: its max_restarts are "
+                                         f"used, or the process that made it is gone)") from None
+                if getattr(e, "reached", True):
+                    if retries == 0:
+                        raise
+                    retries -= 1 if retries > 0 else 0
+
+    def _call_once(self, body, label, call_id, result_to):
         if self._actor_name in _killed:
             raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
                                  f"(atl.kill)")
@@ -197,8 +225,12 @@ class ActorHandle:
                 reply = _objects.call_direct(where, self._actor_name, request, self._alive)
                 return _refs.outcome_value(pickle.loads(reply), label)
             except _objects.ObjectLostError as e:
-                if not self._alive():
-                    raise ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}") from None
+                # (a restartable one's new process may be up already: this
+                # call was under its old one)
+                if self._restartable or not self._alive():
+                    died = ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}")
+                    died.reached = getattr(e, "sent", True)
+                    raise died from None
                 # Alive, but not reachable straight (a network that lets
                 # only the control plane through): through the supervisor.
                 self._direct = False
@@ -213,7 +245,9 @@ class ActorHandle:
             # Its host died under the call (FAILED), or it is gone already
             # (a handle to it is no longer in the directory: "no actor named").
             if e.code == FAILED or (isinstance(e, UsageError) and "no actor named" in str(e)):
-                raise ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}") from None
+                died = ActorDiedError(f"{label}: the actor {self._actor_name!r} died: {e}")
+                died.reached = e.code == FAILED  # gone already: the call never reached it
+                raise died from None
             raise
         return _refs.outcome_value(pickle.loads(reply), label)
 
@@ -293,7 +327,8 @@ class ActorHandle:
         # Passed to a task or another actor: the name and how to call it
         # (not this caller's connections and queue; the receiver's calls
         # are a caller of their own, and kill it by asking it to end).
-        return (ActorHandle, (self._actor_name, None, self._timeout, self._lanes, self._methods))
+        return (_handle, (self._actor_name, self._timeout, self._lanes, self._methods,
+                          self._restartable, self._task_retries))
 
     def __repr__(self):
         return f"ActorHandle({self._actor_name!r})"
@@ -337,6 +372,120 @@ current_call = threading.local()  # .id: the call this thread runs for it
 
 _started = {}  # name -> task of the actors this driver started (atl.kill takes them by name)
 _owned_actors = {}  # name -> task: those not detached, killed when this driver shuts down
+_restarts = {}  # name -> _Restarts: the actors with max_restarts this process made (kept)
+
+
+def _handle(name, timeout, lanes, methods, restartable=False, task_retries=0):
+    """A handle unpickled in another process (see ActorHandle.__reduce__)."""
+    handle = ActorHandle(name, None, timeout, lanes, methods)
+    handle._restartable, handle._task_retries = restartable, task_retries
+    return handle
+
+
+def _wait_restarted(name, timeout=60.0):
+    """After a call found actor `name` dead: whether it is back. The process
+    that made it knows (its restarts); elsewhere the name coming back into
+    the job's directory within `timeout` s says so."""
+    restarts = _restarts.get(name)
+    if restarts is not None:
+        return restarts.wait_alive()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if name in _c_actor_names():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class _Restarts:
+    """An actor with max_restarts, watched by the process that made it (as
+    Ray's owner, through its GCS, restarts it): when its process ends (its
+    pod lost, killed, or it exited) and it was not atl.kill-ed, it is made
+    again, its constructor run with the same arguments, under the same name,
+    at most max_restarts times (-1: without a limit). Calls wait while it is
+    being made again (wait_alive)."""
+
+    def __init__(self, maker, options, name, args, kwargs, lanes, group, handle):
+        self._maker, self._options, self.name = maker, options, name
+        self._args, self._kwargs, self._lanes, self._group = args, kwargs, lanes, group
+        self._handle = handle
+        self._limit = options.get("max_restarts", 0)
+        self.used = 0
+        self._cond = threading.Condition()
+        self._restarting = False
+        self._dead = False
+        _restarts[name] = self
+        threading.Thread(target=self._watch, daemon=True,
+                         name=f"atl-restarts-{name}"[:60]).start()
+
+    def expect_restart(self):
+        """Its process is about to be ended (atl.kill(no_restart=False)):
+        calls wait for the new one instead of going to the old."""
+        with self._cond:
+            if not self._dead:
+                self._restarting = True
+        self._handle._direct, self._handle._connecting = None, None
+
+    def wait_alive(self):
+        """Whether it is alive (waits while it is being made again)."""
+        with self._cond:
+            self._cond.wait_for(lambda: not self._restarting or self._dead)
+            return not self._dead
+
+    def _ended(self, task):
+        while True:
+            try:
+                task.wait(timeout=None)
+                return
+            except GetTimeoutError:
+                continue
+            except AtlError:
+                return  # its pod was lost, or this process's connection closed
+
+    def _watch(self):
+        try:
+            while True:
+                task = _started.get(self.name)
+                if task is None:
+                    return
+                self._ended(task)
+                if _started.get(self.name) is not task or self.name in _killed:
+                    return  # atl.kill, or this process shut down
+                if self._limit != -1 and self.used >= self._limit:
+                    return
+                with self._cond:
+                    self._restarting = True
+                self.used += 1
+                # Its old process's name leaves the directory first (the
+                # head hears of its end), or the new one could not take it.
+                deadline = time.monotonic() + 10
+                while self.name in _c_actor_names() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                body = _refs.Body((self._maker._desc, self._args, self._kwargs, self.name,
+                                   self._lanes), f"{self.name}: its restart")
+                try:
+                    new = self._maker._start(self._options, self.name, body, self._group,
+                                             self._lanes, restarted=True)
+                finally:
+                    body.release()
+                _started[self.name] = new._task
+                if self.name in _owned_actors:
+                    _owned_actors[self.name] = new._task
+                self._handle._task = new._task
+                self._handle._direct, self._handle._connecting = None, None
+                with self._cond:
+                    self._restarting = False
+                    self._cond.notify_all()
+        except BaseException as e:
+            if self.name in _started:  # (not this process shutting down, nor atl.kill)
+                print(f"atl: actor {self.name} could not be restarted: {e}", file=sys.stderr)
+        finally:
+            with self._cond:
+                self._dead = True
+                self._cond.notify_all()
+            # (kept: a later call finds it dead for good at once)
+            if self._group is not None:
+                _remove_quietly(self._group)
 
 
 def _remove_when_ends(task, group):
@@ -397,9 +546,19 @@ def list_named_actors(all_namespaces: bool = False) -> list:
     return [n for ns, n in named if ns == namespace]
 
 
-def kill(actor: ActorHandle) -> None:
+def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
     """Ends an actor started from an @atl.remote class (its process), by
-    this driver or another."""
+    this driver or another. no_restart=False (as Ray's): one with
+    max_restarts is made again, as after any other end of its process."""
+    restarts = _restarts.get(actor._actor_name)
+    if not no_restart and restarts is not None:
+        task = _started.get(actor._actor_name)
+        if task is not None:
+            restarts.expect_restart()  # calls from now on wait for the new process
+            task.kill()  # its watcher makes it again
+            return
+    if actor._task is None and _started.get(actor._actor_name) is not None:
+        actor._task = _started[actor._actor_name]
     if actor._task is None:
         # Started by another process: asked to end itself (an @atl.remote
         # class's process does; a host_actor handler's host closes it).
@@ -418,8 +577,8 @@ def kill(actor: ActorHandle) -> None:
         _started.pop(actor._actor_name, None)
         return
     _killed.add(actor._actor_name)
-    actor._task.kill()
-    _started.pop(actor._actor_name, None)
+    task = _started.pop(actor._actor_name, None) or actor._task
+    task.kill()
     _owned_actors.pop(actor._actor_name, None)
 
 
@@ -542,7 +701,7 @@ class ActorClass:
                 group = _reserve(o["demand"], None, label, o.get("start_timeout", 60))
                 if o.get("detached"):
                     _disown(group)  # it outlives this driver, and holds its place meanwhile
-            handle = self._start(o, name, body, group, lanes)
+            handle = self._start(o, name, body, group, lanes, restarted=False)
         except BaseException:
             if group is not None:
                 _remove_quietly(group)
@@ -551,16 +710,21 @@ class ActorClass:
             body.release()
         handle._lanes = lanes
         handle._know(_method_table(self._cls))
-        if group is not None:
-            threading.Thread(target=_remove_when_ends, args=(handle._task, group),
-                             daemon=True, name="atl-actor-group").start()
         if not o.get("detached"):
             _owned_actors[name] = handle._task
+        if o.get("max_restarts"):
+            handle._restartable = True
+            handle._task_retries = o.get("max_task_retries", 0)
+            _Restarts(self, o, name, args, kwargs, lanes, group, handle)  # gives the group back
+        elif group is not None:
+            threading.Thread(target=_remove_when_ends, args=(handle._task, group),
+                             daemon=True, name="atl-actor-group").start()
         return handle
 
-    def _start(self, o, name, body, group, lanes):
-        # A detached actor outlives this driver, so not one of its warm processes.
-        own = not (o.get("detached") or lanes > 1)
+    def _start(self, o, name, body, group, lanes, restarted=False):
+        # A detached actor outlives this driver, so not one of its warm
+        # processes; a restart starts one of its own (it knows it is one).
+        own = not (o.get("detached") or lanes > 1 or restarted)
         pod = None
         if group is not None and own and _warm_fits(o):
             pod = group.bundle_nodes[0]  # a warm process on its reservation's pod
@@ -571,6 +735,8 @@ class ActorClass:
             return self._become(pool, worker, name, body)
         payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")
         env = dict(namespace_env(), **(o.get("env") or {}))
+        if restarted:
+            env["ATL_ACTOR_RESTARTED"] = "1"  # was_current_actor_reconstructed
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes

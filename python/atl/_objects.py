@@ -1071,10 +1071,12 @@ class _Connections:
         for attempt in (0, 1):
             sock = self._take(owner) if attempt == 0 else None
             fresh = sock is None
+            sent = False
             try:
                 if fresh:
                     sock = self._open(owner)
                 send(sock)
+                sent = True
                 result = receive(sock)
             except (OSError, ConnectionError, _Gone) as e:
                 try:
@@ -1085,8 +1087,10 @@ class _Connections:
                 if isinstance(e, _Gone):
                     raise
                 if fresh or not retry:
-                    raise ObjectLostError(f"the process at {owner} cannot be reached ({e}): "
-                                          f"it ended") from None
+                    lost = ObjectLostError(f"the process at {owner} cannot be reached ({e}): "
+                                           f"it ended")
+                    lost.sent = sent  # False: the request never left (its connect failed)
+                    raise lost from None
                 continue
             self.keep(owner, sock)
             return result

@@ -25,9 +25,6 @@ _TASK_DEFAULTS = {
     "max_calls": (0, "atl's warm processes are reused without a call limit"),
 }
 _ACTOR_DEFAULTS = {
-    "max_restarts": (0, "an actor whose process ends is gone here (ActorDiedError): make a "
-                        "new one, or " + RAY_MODE),
-    "max_task_retries": (0, "a call to a dead actor is not retried here"),
     "max_pending_calls": (-1, "calls here wait without a bound"),
 }
 # Resource counts atl reserves for a call (see `_demand`).
@@ -196,6 +193,12 @@ def check(options, what, actor):
                                 f"from 1 to {MAX_CONCURRENCY} (calls at once, each on a thread)")
             if value > 1:
                 out["max_concurrency"] = value
+        elif name in ("max_restarts", "max_task_retries") and actor:
+            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                raise TypeError(f"{what}: {name}={value!r}: expected a whole number >= 0, or -1 "
+                                f"(without a limit)")
+            if value != 0:
+                out[name] = value
         elif name == "lifetime" and actor:
             if value not in (None, "detached", "non_detached"):
                 raise TypeError(f"{what}: lifetime={value!r}: expected None, \"detached\" or "
@@ -219,8 +222,8 @@ def check(options, what, actor):
         else:
             known = sorted(set(own) | set(defaults) | set(_RESOURCES) | set(_DEMAND) |
                            {"runtime_env", "scheduling_strategy"} |
-                           ({"max_concurrency", "lifetime", "get_if_exists", "namespace"}
-                            if actor else set()) |
+                           ({"max_concurrency", "lifetime", "get_if_exists", "namespace",
+                             "max_restarts", "max_task_retries"} if actor else set()) |
                            (set() if actor else {"num_returns", "max_retries",
                                                  "retry_exceptions"}))
             near = difflib.get_close_matches(name, known, n=1)

@@ -90,9 +90,19 @@ def test_actor_options_atl_honours_are_taken_and_bad_ones_refused():
     refused(lambda: atl.remote(get_if_exists=1)(Counter), "get_if_exists=1")
 
 
+def test_actor_restarts_are_taken_and_bad_counts_refused():
+    a = atl.remote(max_restarts=4, max_task_retries=-1)(Counter)
+    assert a._options == {"max_restarts": 4, "max_task_retries": -1}
+    assert atl.remote(max_restarts=0, max_task_retries=0)(Counter)._options == {}
+    refused(lambda: atl.remote(max_restarts=-2)(Counter), "max_restarts=-2", ">= 0, or -1")
+    refused(lambda: atl.remote(max_task_retries=1.5)(Counter), "max_task_retries=1.5")
+    refused(lambda: atl.remote(max_restarts=True)(Counter), "max_restarts=True")
+    # A task's own retries are max_retries: these are an actor's.
+    refused(lambda: atl.remote(max_restarts=1)(f), "unknown option 'max_restarts'")
+
+
 @pytest.mark.parametrize("option,value,words", [
-    ("max_restarts", 2, "ActorDiedError"),
-    ("max_task_retries", 1, "not retried"),
+    ("max_pending_calls", 5, "without a bound"),
 ])
 def test_actor_options_other_than_atls_behaviour_are_refused(option, value, words):
     refused(lambda: atl.remote(**{option: value})(Counter), "actor class Counter",

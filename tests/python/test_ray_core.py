@@ -562,6 +562,68 @@ def test_a_generators_items_stream_to_the_caller_as_they_are_yielded(cluster, ba
         assert line in out, (line, out, err)
 
 
+def test_an_actor_with_max_restarts_is_made_again_for_every_caller(cluster, bare_python,
+                                                                   tmp_path):
+    # Its reservation is kept across its restarts and given back at its end;
+    # a handle passed to a task finds the new process; atl.kill's
+    # no_restart=False restarts it, a kill -9 too (the call right after it
+    # may meet the old process: sent again, max_task_retries), atl.kill ends
+    # it for good.
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import os, signal, threading, time
+        import atl as ray
+
+        @ray.remote(max_restarts=3, max_task_retries=-1, num_cpus=1)
+        class Box:
+            def __init__(self):
+                self.n = 0
+
+            def add(self):
+                self.n += 1
+                return self.n
+
+            def pid(self):
+                return os.getpid()
+
+            def killed_soon(self):  # a kill -9 of its process, after this answer
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+                return os.getpid()
+
+        @ray.remote
+        def use(box):
+            return ray.get(box.add.remote())
+
+        def cpus():
+            return ray.available_resources().get("CPU", 0)
+
+        free = cpus()
+        box = Box.remote()
+        print("task", ray.get(use.remote(box)), "held", free - cpus())
+        pid = ray.get(box.pid.remote())
+        ray.kill(box, no_restart=False)
+        print("after kill(no_restart=False)", ray.get(box.add.remote()),
+              ray.get(box.pid.remote()) != pid, "held", free - cpus())
+        print("task again", ray.get(use.remote(box)))
+        old = ray.get(box.killed_soon.remote())
+        while ray.get(box.pid.remote()) == old:  # (answered by the old one until it ends)
+            time.sleep(0.05)
+        print("after kill -9", ray.get(box.add.remote()))
+        ray.kill(box)
+        try:
+            ray.get(box.add.remote())
+        except ray.exceptions.RayActorError:
+            print("killed for good")
+        deadline = time.monotonic() + 30
+        while cpus() < free and time.monotonic() < deadline:
+            time.sleep(0.1)
+        print("given back", cpus() == free)
+    """)
+    assert rc == 0, (out, err)
+    for line in ("task 1 held 1", "after kill(no_restart=False) 1 True held 1", "task again 2",
+                 "after kill -9 1", "killed for good", "given back True"):
+        assert line in out, (line, out, err)
+
+
 def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_python,
                                                                  tmp_path):
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
