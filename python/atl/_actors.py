@@ -630,8 +630,11 @@ class _Sender:
 
 ASYNC_CONCURRENCY = 1000
 # Calls one caller has under way to one actor at most: each a thread here and
-# a connection to the actor's process (which serves 128 from one address).
-MAX_CALLS_AT_ONCE = 100
+# a connection to the actor's process (which serves 1024 from one address):
+# as many as an actor takes at once (an async actor's 1000, as Ray's), so
+# calls that wait on each other (waiters and the call that frees them)
+# never wait behind one another.
+MAX_CALLS_AT_ONCE = ASYNC_CONCURRENCY
 
 
 def _is_async(cls):

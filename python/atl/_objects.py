@@ -725,10 +725,10 @@ def _local_ip():
 # address); one idle for _IDLE_S is closed (the client drops its kept ones
 # before that). A transfer that stops moving for _TRANSFER_S is dropped.
 _MAX_PENDING = 4096
-_MAX_PENDING_PER_SOURCE = 512
+_MAX_PENDING_PER_SOURCE = 1024
 _HANDSHAKE_S = 10
-_MAX_SERVED = 512
-_MAX_SERVED_PER_SOURCE = 128
+_MAX_SERVED = 2048
+_MAX_SERVED_PER_SOURCE = 1024  # an async actor's 1000 calls at once from one caller
 _IDLE_S = 300
 _TRANSFER_S = 120
 _SAY_EVERY_S = 30  # refusals are counted, and said at most this often

@@ -143,6 +143,40 @@ def test_async_actor_calls_interleave_at_their_awaits(cluster, bare_python, tmp_
     assert took < 30, out  # not 100 one after another
 
 
+def test_an_async_actors_waiters_and_the_call_that_frees_them_from_one_caller(
+        cluster, bare_python, tmp_path):
+    # 500 calls from one caller await an event a later call of the same
+    # caller sets (an async actor takes 1000 at once, as Ray's): none waits
+    # behind the waiters (with at most 100 under way per caller, the 101st
+    # and the one that frees them never started: a hang).
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import asyncio, time
+        import atl as ray
+
+        @ray.remote
+        class Gate:
+            def __init__(self):
+                self.event = asyncio.Event()
+                self.waiting = 0
+
+            async def wait(self):
+                self.waiting += 1
+                await self.event.wait()
+                return 1
+
+            async def open(self):
+                self.event.set()
+                return self.waiting
+
+        gate = Gate.remote()
+        refs = [gate.wait.remote() for _ in range(500)]
+        print("waiting when opened", ray.get(gate.open.remote(), timeout=120))
+        print("freed", sum(ray.get(refs, timeout=120)))
+    """)
+    assert rc == 0, (out, err)
+    assert "freed 500" in out, (out, err)
+
+
 def test_tasks_and_actors_start_tasks_and_actors_five_levels_down(cluster, bare_python,
                                                                  tmp_path):
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
