@@ -432,23 +432,13 @@ class _Restarts:
             self._cond.wait_for(lambda: not self._restarting or self._dead)
             return not self._dead
 
-    def _ended(self, task):
-        while True:
-            try:
-                task.wait(timeout=None)
-                return
-            except GetTimeoutError:
-                continue
-            except AtlError:
-                return  # its pod was lost, or this process's connection closed
-
     def _watch(self):
         try:
             while True:
                 task = _started.get(self.name)
                 if task is None:
                     return
-                self._ended(task)
+                _wait_for_end(task)
                 if _started.get(self.name) is not task or self.name in _killed:
                     return  # atl.kill, or this process shut down
                 if self._limit != -1 and self.used >= self._limit:
@@ -488,16 +478,22 @@ class _Restarts:
                 _remove_quietly(self._group)
 
 
-def _remove_when_ends(task, group):
-    """An actor's own reservation, given back when its process ends."""
+def _wait_for_end(task):
+    """Returns once an actor's process has ended (or its pod was lost, or
+    this process's connection closed)."""
     while True:
         try:
             task.wait(timeout=None)
-            break
+            return
         except GetTimeoutError:
             continue
         except AtlError:
-            break  # its pod was lost, or this driver's connection closed
+            return
+
+
+def _remove_when_ends(task, group):
+    """An actor's own reservation, given back when its process ends."""
+    _wait_for_end(task)
     _remove_quietly(group)
 
 

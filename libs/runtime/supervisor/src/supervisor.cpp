@@ -430,24 +430,15 @@ void Supervisor::answer_preflight(std::int32_t round, const Preflight::Ask& a,
 // stalled connect): after it, the request is unanswered and the round fails.
 constexpr Millis kPreflightTimeout{60000};
 
-// A round's request as it goes on the wire.
+// A round's request as it goes on the wire (the step's number is its kind's).
+static_assert(static_cast<int>(Preflight::Ask::Kind::head_dir) == PreflightRequest::head_dir &&
+              static_cast<int>(Preflight::Ask::Kind::probe) == PreflightRequest::probe &&
+              static_cast<int>(Preflight::Ask::Kind::reach) == PreflightRequest::reach &&
+              static_cast<int>(Preflight::Ask::Kind::check) == PreflightRequest::check);
 PreflightRequest Supervisor::preflight_request(const Preflight::Ask& a) const {
   using Kind = Preflight::Ask::Kind;
   PreflightRequest r;
-  switch (a.kind) {
-    case Kind::head_dir:
-      r.step = PreflightRequest::head_dir;
-      break;
-    case Kind::probe:
-      r.step = PreflightRequest::probe;
-      break;
-    case Kind::reach:
-      r.step = PreflightRequest::reach;
-      break;
-    case Kind::check:
-      r.step = PreflightRequest::check;
-      break;
-  }
+  r.step = static_cast<std::int32_t>(a.kind);
   r.host = a.host;
   r.port = a.port;
   if (a.kind == Kind::head_dir || a.kind == Kind::check) r.working_dir = job().working_dir;
@@ -459,17 +450,15 @@ PreflightRequest Supervisor::preflight_request(const Preflight::Ask& a) const {
 void Supervisor::ask(std::vector<Preflight::Ask> asks) {
   const std::int32_t round = preflight_->round();
   for (auto& a : asks) {
-    if (a.kind == Preflight::Ask::Kind::head_dir) {
-      auto request = preflight_request(a);
-      out_.put(effect::Ask{round, std::move(a), AgentId{}, std::move(request), kPreflightTimeout});
-      continue;
+    AgentId agent;  // none: the head's own check
+    if (a.kind != Preflight::Ask::Kind::head_dir) {
+      const auto* joined = pods_.registry().find(a.pod);
+      if (!joined) {  // gone since the round began (its loss drops the round too)
+        preflight_->pod_left(a.pod);
+        break;
+      }
+      agent = joined->agent;
     }
-    const auto* joined = pods_.registry().find(a.pod);
-    if (!joined) {  // gone since the round began (its loss drops the round too)
-      preflight_->pod_left(a.pod);
-      break;
-    }
-    const AgentId agent = joined->agent;
     auto request = preflight_request(a);
     out_.put(effect::Ask{round, std::move(a), agent, std::move(request), kPreflightTimeout});
   }
