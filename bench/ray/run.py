@@ -105,6 +105,13 @@ def env_with(ray_bin):
     return env
 
 
+def env_by_hand(ray_bin):
+    # Token auth, as atl's ray mode runs Ray (and bench/driver, bench/launch):
+    # Ray 2.60 turns it on once a token file is anywhere about, and then
+    # refuses a client without one (the workers' health checks never passed).
+    return dict(env_with(ray_bin), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=os.urandom(16).hex())
+
+
 def run_atl(hosts, ray_bin):
     """(driver running, job end) in seconds from headnode's start."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -165,7 +172,7 @@ def run_by_hand(hosts, ray_bin):
     """The same cluster and program with Ray's own commands."""
     with tempfile.TemporaryDirectory() as tmp:
         stamp = os.path.join(tmp, "driver")
-        env = env_with(ray_bin)
+        env = env_by_hand(ray_bin)
         head_addr = f"{hosts.addr(0)}:6379"
         t0 = time.time()
         procs = [subprocess.Popen(
