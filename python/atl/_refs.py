@@ -443,6 +443,7 @@ class ObjectRefGenerator:
         self._ref = ref
         self._next = 0
         self._slot = slot  # the call's result slot oid: items at item_oid(slot, i)
+        self._woken = False
         if slot is not None:
             # Items pushed here and never handed out are dropped with this
             # generator, once the call has ended (none comes after).
@@ -479,7 +480,9 @@ class ObjectRefGenerator:
             store = _objects.store()
             ended = self._ref._source.watch()
             if not store.wait_for(oid, ended.done, 0):
-                ended.add_done_callback(lambda _: store.wake())
+                if not self._woken:  # (once: the call's end wakes every wait after it)
+                    self._woken = True
+                    ended.add_done_callback(lambda _: store.wake())
                 import time
                 deadline = None if timeout is None else time.monotonic() + timeout
                 while not store.wait_for(oid, ended.done, 1.0):
