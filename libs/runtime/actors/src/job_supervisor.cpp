@@ -191,9 +191,7 @@ class ShellOutbox final : public Outbox {
                   timed_out ? std::to_string(ms) + " ms" : error_words(err, self->system()));
             });
   }
-  void on(effect::CallAnswer& e) {
-    deliver(self_, e.reply, e.code, std::move(e.text));
-  }
+  void on(effect::CallAnswer& e) { deliver(self_, e.reply, e.code, std::move(e.text)); }
   void on(effect::PingHost& e) {
     const caf::actor* h = host(e.host);
     if (!h) return;

@@ -445,8 +445,8 @@ caf::result<PreflightReply> reach_pod(NodeAgentActor* self, const std::string& h
           },
           [self, answer, prober](const caf::error& err) mutable {
             caf::anon_send_exit(prober, caf::exit_reason::user_shutdown);
-            answer.deliver(
-                PreflightReply{"the reach probe did not answer: " + error_words(err, self->system())});
+            answer.deliver(PreflightReply{"the reach probe did not answer: " +
+                                          error_words(err, self->system())});
           });
   return answer;
 }

@@ -51,8 +51,7 @@ caf::message_handler control_api(Actor* self) {
       },
       [self](stop_wait_atom, std::int32_t op) {
         auto& sup = *self->state.sup;
-        return now_or_later<Result>(self,
-                            [&](auto keep) { return sup.wait_stop(op, keep); });
+        return now_or_later<Result>(self, [&](auto keep) { return sup.wait_stop(op, keep); });
       },
       [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
         return now_or_later<RunResult>(self, [&](auto keep) {
@@ -66,7 +65,7 @@ caf::message_handler control_api(Actor* self) {
       },
       [self](recover_atom) {
         return now_or_later<Result>(self,
-                            [&](auto keep) { return self->state.sup->recover(keep); });
+                                    [&](auto keep) { return self->state.sup->recover(keep); });
       },
       [self](delete_atom, const std::string& pods) {
         return answer(self->state.sup->delete_pods(pods));
@@ -77,9 +76,8 @@ caf::message_handler control_api(Actor* self) {
       [self](events_atom) { return events_json(*self->state.sup); },
       [self](progress_atom) { return progress_json(*self->state.sup); },
       [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
-        return now_or_later<Result>(self, [&](auto keep) {
-          return self->state.sup->diagnose(ranks, with_stacks, keep);
-        });
+        return now_or_later<Result>(
+            self, [&](auto keep) { return self->state.sup->diagnose(ranks, with_stacks, keep); });
       },
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
@@ -93,9 +91,8 @@ caf::message_handler control_api(Actor* self) {
         return {wire(ReplyCode::ok), j.dump()};
       },
       [self](const NodeToolRequest& request) {
-        return now_or_later<RunResult>(self, [&](auto keep) {
-          return self->state.sup->start_node_tool(request, keep);
-        });
+        return now_or_later<RunResult>(
+            self, [&](auto keep) { return self->state.sup->start_node_tool(request, keep); });
       },
   };
 }

@@ -37,14 +37,12 @@ caf::message_handler driver_api(Actor* self) {
       [self](cluster_atom) { return self->state.sup->cluster_json(); },
       [self](const TaskRequest& request) {
         const OwnerId by = owner(self);
-        return now_or_later<TaskResult>(self, [&](auto keep) {
-          return self->state.sup->start_task(request, keep, by);
-        });
+        return now_or_later<TaskResult>(
+            self, [&](auto keep) { return self->state.sup->start_task(request, keep, by); });
       },
       [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
-        return now_or_later<TaskResult>(self, [&](auto keep) {
-          return self->state.sup->wait_task(id, keep, timeout_ms);
-        });
+        return now_or_later<TaskResult>(
+            self, [&](auto keep) { return self->state.sup->wait_task(id, keep, timeout_ms); });
       },
       [self](disown_atom, bool group, std::int64_t id) -> Result {
         return answer(self->state.sup->disown(group, id, owner(self)));

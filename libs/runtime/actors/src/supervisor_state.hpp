@@ -63,7 +63,6 @@ struct Peers {
   caf::actor ray_head;
 };
 
-
 struct State {
   SupervisorConfig config;
   // Performs the Supervisor's effects as they are put (job_supervisor.cpp),

@@ -145,7 +145,6 @@ class SystemClock final : public Clock {
   }
 };
 
-
 // atlctl diagnose [-r RANKS]: which ranks' stacks to take (empty: every
 // rank), and from which pods' agents (diagnose_ask, status_view.hpp).
 struct DiagnoseAsk {
@@ -210,7 +209,7 @@ struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_
   Millis timeout{0};
 };
 struct TakeStacks {  // the agent takes its ranks' stacks (`budget`): stacks_from(look, agent, …)
-  LookId look = 0;     // within `wait`, or stacks_from(look, agent, {}) when it failed
+  LookId look = 0;   // within `wait`, or stacks_from(look, agent, {}) when it failed
   AgentId agent;
   std::vector<std::int32_t> no_stop;  // computing: py-spy's non-stopping read only
   Millis budget{0};
