@@ -275,8 +275,10 @@ def main():
         "",
         "Both wait for Ray to show all three nodes before the driver starts (atl's gate; by hand",
         "a `ray.nodes()` poll, then `ray job submit`). atl's end includes stopping Ray on every",
-        "pod (SIGTERM: Ray drains, SIGKILL after `--grace`, 10 s by default) until every process",
-        "is gone; by hand the clock stops when `ray job submit` returns, before `ray stop`.",
+        "pod (Ray's nodes are swept at once with SIGKILL, this job's processes only: nothing of",
+        "a Ray cluster outlives its attempt) until every process is gone; by hand the clock",
+        "stops when `ray job submit` returns, before its nodes are stopped. The by-hand Ray runs",
+        "with token auth, as atl's ray mode runs it.",
     ]
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
