@@ -508,7 +508,8 @@ class ObjectRefGenerator:
         return ObjectRef(name, self._ref._source, ("yield", i))
 
     def _next_sync(self, timeout_s=None):
-        """Ray's: the next ref, or a ref whose get says the stream ended."""
+        """The next ref within `timeout_s`, None once the stream ended (Ray's
+        returns a ref that says so instead)."""
         return self.next_ref(timeout_s)
 
     def completed(self):
