@@ -923,7 +923,8 @@ int main(int argc, char** argv) {
     auto reader = atl::spawn_log_reader(sys, opt.state_dir + "/logs");
     // A resumed job's new head writes into its new attempt from its first
     // line (it wrote its start-up into the previous attempt's head.log).
-    if (resumed) caf::anon_send(sink, atl::attempt_atom::value, atl::os::resumed_attempt(*resumed));
+    if (resumed)
+      caf::anon_send(sink, atl::sink_order::NewAttempt{atl::os::resumed_attempt(*resumed)});
     // The head's own log lines also go to logs/head.log (atlctl logs -p head),
     // until the actor system ends (the guard, declared after it, goes first).
     atl::set_log_forwarder([sink](const std::string& line) {

@@ -38,7 +38,6 @@ struct AgentLog {
   std::vector<std::string> last_env;
   int runs = 0;
   std::vector<std::int32_t> run_stops;  // debug runs it was told to stop
-  std::vector<StreamId> log_streams;    // where it was told to send its own log
 };
 
 caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog> log) {
@@ -46,21 +45,18 @@ caf::behavior fake_agent(caf::event_based_actor* self, std::shared_ptr<AgentLog>
       [](const PreflightRequest& r) {
         return PreflightReply{{}, r.step == PreflightRequest::probe ? 40000 : 0};
       },
-      [log](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor&) {
+      [log](const agent_order::Launch& order) {
         ++log->launches;
-        if (!ranks.empty()) log->last_env = ranks.front().env;
+        if (!order.ranks.empty()) log->last_env = order.ranks.front().env;
       },
       [](heartbeat_atom) {},
-      [log](agent_log_atom, const caf::actor&, const StreamId& stream) {
-        log->log_streams.push_back(stream);
-      },
-      [log](run_atom, const std::vector<ProcessLaunch>&, const caf::actor&) { ++log->runs; },
-      [self](fence_atom, const std::string&) { self->quit(); },
-      [self](delete_atom, const std::string&) { self->quit(); },
-      [log](stop_atom, std::int64_t) { ++log->stops; },
-      [log](stop_atom, const StreamId& run, std::int64_t) { log->run_stops.push_back(run.run); },
-      [self, log](shutdown_atom, std::int32_t code) {
-        log->shutdowns.push_back(code);
+      [log](const agent_order::Run&) { ++log->runs; },
+      [self](const agent_order::Fence&) { self->quit(); },
+      [self](const agent_order::Delete&) { self->quit(); },
+      [log](const agent_order::StopRanks&) { ++log->stops; },
+      [log](const agent_order::StopStream& order) { log->run_stops.push_back(order.stream.run); },
+      [self, log](const agent_order::Shutdown& order) {
+        log->shutdowns.push_back(order.code);
         self->quit();
       },
   };
@@ -72,13 +68,13 @@ using Forgotten = std::vector<std::pair<std::int32_t, std::vector<std::int32_t>>
 caf::behavior fake_sink(std::shared_ptr<Forgotten> forgotten) {
   return {
       [](watch_atom) {},
-      [](print_atom, const std::string&) {},
-      [](attempt_atom, std::int32_t) {},
-      [forgotten](forget_atom, std::int32_t kind, const std::vector<std::int32_t>& ids) {
-        forgotten->emplace_back(kind, ids);
+      [](const sink_order::Print&) {},
+      [](const sink_order::NewAttempt&) {},
+      [forgotten](const sink_order::ForgetStreams& order) {
+        forgotten->emplace_back(static_cast<std::int32_t>(order.kind), order.ids);
       },
-      [](attempt_file_atom, std::int32_t, const std::string&, const std::string&) {},
-      [](ended_atom, std::int32_t, const std::vector<std::int32_t>&) {},
+      [](const sink_order::KeepFile&) {},
+      [](const sink_order::StreamsEnded&) {},
   };
 }
 
@@ -88,7 +84,8 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::shared_ptr<Forgotten> forgotten = std::make_shared<Forgotten>();
   caf::actor sink = sys.spawn(fake_sink, forgotten);
   caf::actor sup;
-  std::size_t history = 10000;  // SupervisorConfig::finished_kept
+  std::size_t history = 10000;   // SupervisorConfig::finished_kept
+  std::vector<JoinReply> joins;  // the answers to registrations, as status() drains them
 
   // The supervisor's heartbeat tick re-arms itself: the base fixture's final
   // run() (timers included) would never end while it lives.
@@ -138,7 +135,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   std::string status() {
     for (bool more = true; more;)
       self->receive([](const std::string&) {},
-                    [](const std::string&, bool, std::int64_t, std::int64_t) {},
+                    [&](const JoinReply& reply) { joins.push_back(reply); },
                     caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
     self->send(sup, status_atom::value);
     step();
@@ -286,9 +283,14 @@ CAF_TEST(a node lost between the last registration and the checks fails the job)
 CAF_TEST(reports of an earlier attempt are history) {
   auto [a0, log0, a1, log1] = two_joined();
   CAF_CHECK_EQUAL(status(), "command");
-  // Each joined agent was told where its own log goes: pod-worker-<i>.
-  CAF_CHECK_EQUAL(log0->log_streams, std::vector<StreamId>{StreamId::pod_log(0)});
-  CAF_CHECK_EQUAL(log1->log_streams, std::vector<StreamId>{StreamId::pod_log(1)});
+  // Each joined agent was told, in the join's answer, where its processes'
+  // output (the sink) and its own log lines (pod-worker-<i>) go.
+  CAF_REQUIRE_EQUAL(joins.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    CAF_CHECK(joins[i].refusal.empty());
+    CAF_CHECK_EQUAL(joins[i].log_stream, StreamId::pod_log(i));
+    CAF_CHECK(joins[i].sink == sink);
+  }
   CAF_CHECK_EQUAL(log0->launches, 1);
   rank_started(0, 1);
   rank_started(1, 1);

@@ -137,7 +137,7 @@ struct Head {
     for (const auto& l : launches) {
       const auto pod = sup->pod_of_agent(l.agent);
       EXPECT_TRUE(pod.has_value());
-      for (const auto& p : l.batch)
+      for (const auto& p : l.order.ranks)
         sup->process_started({p.stream, p.attempt, pod.value_or(""), 100 + p.stream.rank});
     }
     return launches;

@@ -30,7 +30,7 @@ JobSpec one_rank_pods(int workers, int max_restarts = 3) {
 // The job ended: every agent told (its code), each leaves, the outcome handed over.
 std::optional<int> settle(Head& h, std::vector<std::int32_t>* codes = nullptr) {
   for (const auto& s : h.out.take<effect::Shutdown>()) {
-    if (codes) codes->push_back(s.code);
+    if (codes) codes->push_back(s.order.code);
     h.sup->agent_down(s.agent, "it left");
   }
   auto released = h.out.take<effect::Release>();
@@ -136,7 +136,7 @@ TEST(SupervisorRaces, APodLostInCommandRestartsTheJobOnceItIsBack) {
   auto launches = h.start_launched();
   ASSERT_EQ(launches.size(), 2u);
   for (const auto& l : launches) {
-    const auto& env = l.batch.at(0).env;
+    const auto& env = l.order.ranks.at(0).env;
     EXPECT_EQ(std::count(env.begin(), env.end(), "ATL_RESTART_COUNT=1"), 1);
   }
   rank_ended(h, 1, 1, 0, 9);  // attempt 1 is history
@@ -276,7 +276,7 @@ TEST(SupervisorRaces, ABurnThatOutlivesItsDeadlineIsStoppedAndSaysWhy) {
   h.advance(2s);
   auto stops = h.out.take<effect::StopStream>();
   ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].stream, StreamId::of_run(1, 0));
+  EXPECT_EQ(stops[0].order.stream, StreamId::of_run(1, 0));
   auto now = h.sup->run_now(1);
   ASSERT_FALSE(now) << "stopped, not yet ended: a wait waits";
   h.sup->await_run(1, 77, 1ms);

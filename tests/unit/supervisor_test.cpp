@@ -42,7 +42,7 @@ TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
   auto launches = h.start_launched();
   EXPECT_EQ(h.launched_pods(launches), (std::vector<std::string>{pod_name(0), pod_name(1)}));
   std::size_t ranks = 0;
-  for (const auto& l : launches) ranks += l.batch.size();
+  for (const auto& l : launches) ranks += l.order.ranks.size();
   EXPECT_EQ(ranks, 4u);
   EXPECT_EQ(h.sup->code().ranks().starting_count(), 0u);
   // Heartbeats go out to every joined pod once per interval (the spare too).
@@ -179,7 +179,8 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   auto fences = h.out.take<effect::Fence>();
   ASSERT_EQ(fences.size(), 1u);
   EXPECT_EQ(fences[0].agent, Head::agent(1));
-  EXPECT_NE(fences[0].detail.find("stopped answering"), std::string::npos) << fences[0].detail;
+  EXPECT_NE(fences[0].order.why.find("stopped answering"), std::string::npos)
+      << fences[0].order.why;
   auto forgets = h.out.take<effect::Forget>();
   ASSERT_EQ(forgets.size(), 1u);
   EXPECT_EQ(forgets[0].agent, Head::agent(1));
@@ -199,7 +200,7 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   auto relaunched = h.start_launched();
   EXPECT_EQ(h.launched_pods(relaunched), (std::vector<std::string>{pod_name(0), pod_name(2)}));
   for (const auto& l : relaunched)
-    for (const auto& p : l.batch) EXPECT_EQ(p.attempt, 2);
+    for (const auto& p : l.order.ranks) EXPECT_EQ(p.attempt, 2);
   // Its old self wakes up and is gone (its actor went down): nothing more.
   EXPECT_FALSE(h.sup->agent_down(Head::agent(1), "connection lost"));
   EXPECT_EQ(h.sup->controller().restarts().used(), 1);
@@ -381,7 +382,7 @@ TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
   EXPECT_EQ(h.sup->state(), JobState::succeeded);
   auto shutdowns = h.out.take<effect::Shutdown>();
   ASSERT_EQ(shutdowns.size(), 1u);
-  EXPECT_EQ(shutdowns[0].code, 0);
+  EXPECT_EQ(shutdowns[0].order.code, 0);
   EXPECT_EQ(h.out.take<effect::Ending>().size(), 1u);
   EXPECT_TRUE(h.out.all<effect::Release>().empty()) << "not before the agent left";
   auto late = h.sup->join(h.info(0), AgentId{5});
@@ -441,10 +442,10 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   auto runs = h.out.take<effect::RunOn>();
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_NE(runs[0].agent, runs[1].agent) << "each pod runs one";
-  EXPECT_EQ(runs[0].batch[0].stream, StreamId::of_task(1));
-  EXPECT_TRUE(runs[0].batch[0].control);
-  EXPECT_NE(std::find(runs[0].batch[0].env.begin(), runs[0].batch[0].env.end(), "A=1"),
-            runs[0].batch[0].env.end());
+  EXPECT_EQ(runs[0].order.ranks[0].stream, StreamId::of_task(1));
+  EXPECT_TRUE(runs[0].order.ranks[0].control);
+  EXPECT_NE(std::find(runs[0].order.ranks[0].env.begin(), runs[0].order.ranks[0].env.end(), "A=1"),
+            runs[0].order.ranks[0].env.end());
   // The first starts: its start is answered with its pid.
   const std::string pod0 = h.sup->pod_of_agent(runs[0].agent).value();
   h.sup->process_started({StreamId::of_task(1), 0, pod0, 4242});
@@ -477,7 +478,7 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   EXPECT_FALSE(h.sup->kill_task(2));
   auto stops = h.out.take<effect::StopStream>();
   ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].stream, StreamId::of_task(2));
+  EXPECT_EQ(stops[0].order.stream, StreamId::of_task(2));
   EXPECT_EQ(stops[0].agent, runs[1].agent);
 }
 
@@ -536,7 +537,7 @@ TEST(Supervisor, WhatADriverMadeEndsWithItsConnectionButWhatItDetached) {
   h.sup->owner_gone(killed);
   auto stops = h.out.take<effect::StopStream>();
   ASSERT_EQ(stops.size(), 1u);
-  EXPECT_EQ(stops[0].stream, StreamId::of_task(1));
+  EXPECT_EQ(stops[0].order.stream, StreamId::of_task(1));
   const auto* a = h.sup->groups().groups().find(1);
   const auto* b = h.sup->groups().groups().find(2);
   const auto* c = h.sup->groups().groups().find(3);
@@ -594,7 +595,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   ASSERT_EQ(runs.size(), 2u);
   for (const auto& r : runs) {
     const std::string pod = h.sup->pod_of_agent(r.agent).value();
-    for (const auto& p : r.batch) {
+    for (const auto& p : r.order.ranks) {
       EXPECT_EQ(p.stream.kind, StreamKind::run);
       EXPECT_EQ(p.command, "hostname");
       h.sup->process_started({p.stream, p.attempt, pod, 500 + p.stream.rank});
@@ -607,7 +608,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   ASSERT_FALSE(h.sup->run_now(1)) << "still running: a wait waits";
   h.sup->await_run(1, 30, 60s);
   for (const auto& r : runs)
-    for (const auto& p : r.batch)
+    for (const auto& p : r.order.ranks)
       h.sup->process_ended(
           {p.stream, p.attempt, h.sup->pod_of_agent(r.agent).value(), 0, 0, "", ""});
   auto ended = h.out.take<debug::AnswerRun>();
@@ -634,7 +635,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   auto relaunched = h.start_launched();
   ASSERT_EQ(relaunched.size(), 2u);
   for (const auto& l : relaunched)
-    for (const auto& p : l.batch) EXPECT_EQ(p.attempt, 2);
+    for (const auto& p : l.order.ranks) EXPECT_EQ(p.attempt, 2);
   answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, next);
@@ -652,7 +653,7 @@ TEST(Supervisor, ADebugRunOnALostPodEndsWithItAndItsWaitIsAnswered) {
   ReplyId next = 0;
   ASSERT_FALSE(h.sup->start_run("all", "sleep 100", true, [&] { return ++next; }));  // run -f
   for (const auto& r : h.out.take<effect::RunOn>())
-    for (const auto& p : r.batch)
+    for (const auto& p : r.order.ranks)
       h.sup->process_started({p.stream, p.attempt, h.sup->pod_of_agent(r.agent).value(), 7});
   h.out.effects.clear();
   h.sup->await_run(1, 40, 60s);
@@ -685,10 +686,10 @@ TEST(Supervisor, ABurnsAllreduceMembersAreAnsweredOnceEveryOneSaidHello) {
   auto runs = h.out.take<effect::RunOn>();
   ASSERT_EQ(runs.size(), 2u);
   for (const auto& r : runs) {
-    ASSERT_EQ(r.batch.size(), 1u) << "one process per node";
-    EXPECT_NE(r.batch[0].command.find("atl-burn allreduce -d 10s"), std::string::npos)
-        << r.batch[0].command;
-    EXPECT_TRUE(r.batch[0].control);
+    ASSERT_EQ(r.order.ranks.size(), 1u) << "one process per node";
+    EXPECT_NE(r.order.ranks[0].command.find("atl-burn allreduce -d 10s"), std::string::npos)
+        << r.order.ranks[0].command;
+    EXPECT_TRUE(r.order.ranks[0].control);
   }
   auto deadline = h.out.take<effect::Arm>();
   EXPECT_TRUE(std::any_of(deadline.begin(), deadline.end(),
@@ -702,8 +703,8 @@ TEST(Supervisor, ABurnsAllreduceMembersAreAnsweredOnceEveryOneSaidHello) {
     m.address = "10.0.1." + std::to_string(index) + ":9000";
     return "rendezvous " + gpu::encode_hello(m);
   };
-  const auto& first = runs[0].batch[0];
-  const auto& second = runs[1].batch[0];
+  const auto& first = runs[0].order.ranks[0];
+  const auto& second = runs[1].order.ranks[0];
   const std::string pod_a = h.sup->pod_of_agent(runs[0].agent).value();
   const std::string pod_b = h.sup->pod_of_agent(runs[1].agent).value();
   const int index_a = pod_a == pod_name(0) ? 0 : 1;

@@ -50,22 +50,13 @@ class ShellOutbox final : public Outbox {
     if (const auto* a = agent(e.agent))
       self_->send<caf::message_priority::high>(*a, heartbeat_atom::value);
   }
-  void on(effect::Fence& e) { to(e.agent, fence_atom::value, std::move(e.detail)); }
-  void on(effect::Delete& e) { to(e.agent, delete_atom::value, std::move(e.detail)); }
+  template <class Order>
+  void on(effect::ToAgent<Order>& e) {
+    to(e.agent, std::move(e.order));
+  }
   void on(effect::Forget& e) {
     if (auto a = st().peers.agents.take(e.agent)) self_->demonitor(a);
   }
-  void on(effect::Launch& e) {
-    to(e.agent, launch_atom::value, std::move(e.batch), st().config.sink);
-  }
-  void on(effect::RunOn& e) { to(e.agent, run_atom::value, std::move(e.batch), st().config.sink); }
-  void on(effect::StopStream& e) {
-    to(e.agent, stop_atom::value, e.stream, static_cast<std::int64_t>(e.grace.count()));
-  }
-  void on(effect::StopRanks& e) {
-    to(e.agent, stop_atom::value, static_cast<std::int64_t>(e.grace.count()));
-  }
-  void on(effect::Shutdown& e) { to(e.agent, shutdown_atom::value, e.code); }
   void on(effect::Ask& e) {
     // The head's own check (a driver's working dir) on a checker of its own:
     // a hung mount fails the pre-flight, never the supervisor.
@@ -135,19 +126,9 @@ class ShellOutbox final : public Outbox {
   void on(AnswerWith<Status>& e) {
     deliver(self_, e.reply, wire(e.code), std::move(e.text), std::move(e.status));
   }
-  void on(effect::StreamsEnded& e) {
-    self_->send(st().config.sink, ended_atom::value, static_cast<std::int32_t>(e.kind),
-                std::move(e.ids));
-  }
-  void on(effect::ForgetStreams& e) {
-    self_->send(st().config.sink, forget_atom::value, static_cast<std::int32_t>(e.kind),
-                std::move(e.ids));
-  }
-  void on(effect::Print& e) { self_->send(st().config.sink, print_atom::value, std::move(e.line)); }
-  void on(effect::NewAttempt& e) { self_->send(st().config.sink, attempt_atom::value, e.attempt); }
-  void on(effect::KeepFile& e) {
-    self_->send(st().config.sink, attempt_file_atom::value, e.attempt, std::move(e.name),
-                std::move(e.text));
+  template <class Order, std::enable_if_t<sink_order::is_order<Order>, int> = 0>
+  void on(Order& e) {
+    self_->send(st().config.sink, std::move(e));
   }
   void on(effect::Save& e) {
     if (journal_) journal_->save(std::move(e.record));  // on the journal's thread
@@ -226,10 +207,9 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   supervisor_log()->critical("job {} failed: {}", st.job().job_id, reason);
   st.config.ending->store(true);
   st.controller().crashed(reason);
-  self->send(st.config.sink, print_atom::value, "job failed: " + reason);
-  self->send(st.config.sink, print_atom::value, std::string("Job status:  failed"));
-  for (const auto& [id, agent] : st.peers.agents.all())
-    self->send(agent, shutdown_atom::value, std::int32_t{1});
+  self->send(st.config.sink, sink_order::Print{"job failed: " + reason});
+  self->send(st.config.sink, sink_order::Print{"Job status:  failed"});
+  for (const auto& [id, agent] : st.peers.agents.all()) self->send(agent, agent_order::Shutdown{1});
   if (st.peers.driver)
     self->send(st.peers.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);

@@ -629,9 +629,10 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         self->state.writer->push(std::move(job));
         return true;
       },
-      // A file of an attempt's log dir, written whole (the supervisor's:
-      // a rank's raw flight record). A plain name only.
-      [self](forget_atom, std::int32_t kind, std::vector<std::int32_t>& ids) {
+      // The history dropped these runs or tasks: their totals and files go.
+      [self](sink_order::ForgetStreams& order) {
+        const auto kind = static_cast<std::int32_t>(order.kind);
+        auto& ids = order.ids;
         if (kind != static_cast<std::int32_t>(StreamKind::run) &&
             kind != static_cast<std::int32_t>(StreamKind::task))
           return;  // only a debug run's or a task's streams are ever dropped
@@ -648,17 +649,23 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         job.forget = std::move(ids);
         self->state.writer->push(std::move(job));
       },
-      [self](attempt_file_atom, std::int32_t attempt, const std::string& name, std::string& text) {
+      // A file of an attempt's log dir, written whole (the supervisor's:
+      // a rank's raw flight record). A plain name only.
+      [self](sink_order::KeepFile& order) {
+        const std::int32_t attempt = order.attempt;
+        const std::string& name = order.name;
         if (attempt < 1 || name.empty() || name[0] == '.' ||
             name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                    "0123456789._-") != std::string::npos)
           return;
-        WriteJob job{StreamId{}, std::move(text), 0, caf::actor{}};
+        WriteJob job{StreamId{}, std::move(order.text), 0, caf::actor{}};
         job.chunk_attempt = attempt;
         job.whole_file = name;
         self->state.writer->push(std::move(job));
       },
-      [self](ended_atom, std::int32_t kind, const std::vector<std::int32_t>& ids) {
+      [self](const sink_order::StreamsEnded& order) {
+        const auto kind = static_cast<std::int32_t>(order.kind);
+        const auto& ids = order.ids;
         if (kind != static_cast<std::int32_t>(StreamKind::run) &&
             kind != static_cast<std::int32_t>(StreamKind::task))
           return;
@@ -684,12 +691,13 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
                                                                        {"lines", total.second}};
         return j.dump();
       },
-      [self](print_atom, std::string& line) {
-        self->state.writer->push(WriteJob{StreamId{}, std::move(line), 1, caf::actor{}, true});
+      [self](sink_order::Print& order) {
+        self->state.writer->push(
+            WriteJob{StreamId{}, std::move(order.line), 1, caf::actor{}, true});
       },
-      [self](attempt_atom, std::int32_t attempt) {
-        if (attempt > 0)
-          self->state.writer->push(WriteJob{StreamId{}, "", 0, caf::actor{}, false, attempt});
+      [self](const sink_order::NewAttempt& order) {
+        if (order.attempt > 0)
+          self->state.writer->push(WriteJob{StreamId{}, "", 0, caf::actor{}, false, order.attempt});
       },
   };
 }

@@ -120,6 +120,7 @@ struct NodeAgentState {
   bool forwarding_log = false;
   NodeAgentConfig config;
   caf::actor supervisor;
+  caf::actor sink;  // the head's, from its answer to the join: the processes' output
   std::shared_ptr<std::atomic<int>> exit_code;
   struct Running {
     StreamId stream;
@@ -225,6 +226,17 @@ void with_rays_address_in_shells(NodeAgentActor* self, const std::vector<Process
   auto& env = self->state.config.shell_env;
   env = to_env_strings(shell);
   if (self->state.terminals) self->send(self->state.terminals, term_env_atom::value, env);
+}
+
+// Joined: this process's own log lines go to the head's log directory too
+// (`stream`: logs/pod-worker-<i>.log; never logging from in there).
+void forward_log_to_head(NodeAgentActor* self, const StreamId& stream) {
+  auto& st = self->state;
+  if (!st.config.forward_log || !st.sink) return;
+  st.forwarding_log = true;
+  set_log_forwarder([sink = st.sink, stream](const std::string& line) {
+    caf::anon_send(sink, log_atom::value, stream, line + "\n", std::int32_t{1});
+  });
 }
 
 void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ranks,
@@ -541,15 +553,17 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
   self->request(st.supervisor, kRegisterTimeout, register_atom::value, st.config.info,
                 caf::actor_cast<caf::actor>(self))
       .then(
-          [self](const std::string& refusal, bool retry, std::int64_t interval_ms,
-                 std::int64_t timeout_ms) {
+          [self](JoinReply& reply) {
             auto log = component_logger("node");
             auto& st = self->state;
+            const std::string& refusal = reply.refusal;
             if (refusal.empty() && !st.ending) {
+              st.sink = std::move(reply.sink);
+              forward_log_to_head(self, reply.log_stream);  // from its first line on
               log->info("joined the job as {}", st.config.info.pod);
               if (st.config.joined) st.config.joined->store(true);
-              HeartbeatOptions hb{std::chrono::milliseconds(interval_ms),
-                                  std::chrono::milliseconds(timeout_ms)};
+              HeartbeatOptions hb{std::chrono::milliseconds(reply.heartbeat_interval_ms),
+                                  std::chrono::milliseconds(reply.heartbeat_timeout_ms)};
               if (auto ok = validate_heartbeats(hb); !ok) {
                 log->error("the head sent unusable heartbeat settings: {}", ok.error());
                 end_node(self, kNodeExitRejected, 0);
@@ -576,7 +590,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               return;
             }
             if (refusal.empty()) return;
-            if (retry) {
+            if (reply.retry) {
               // The head still counts this pod's earlier self (a one-sided
               // partition): it declares it lost within its timeout; join again.
               log->warn("the head refused this node for now ({}): joining again", refusal);
@@ -720,31 +734,21 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         auto& probe = self->state.probe;
         if (probe && probe->port() == port) probe.reset();
       },
-      [self](agent_log_atom, const caf::actor& sink, const StreamId& stream) {
-        // From the supervisor this agent joined: this process's own log lines
-        // go to the head's log directory too (never logging from in there).
-        if (self->current_sender() !=
-                caf::actor_cast<caf::strong_actor_ptr>(self->state.supervisor) ||
-            !self->state.config.forward_log)
-          return;
-        self->state.forwarding_log = true;
-        set_log_forwarder([sink, stream](const std::string& line) {
-          caf::anon_send(sink, log_atom::value, stream, line + "\n", std::int32_t{1});
-        });
-      },
-      [self](launch_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
+      [self](agent_order::Launch& order) {
         self->state.probe.reset();  // the pre-flight is over
-        with_rays_address_in_shells(self, ranks);
-        start_executors(self, ranks, sink);
+        with_rays_address_in_shells(self, order.ranks);
+        start_executors(self, order.ranks, self->state.sink);
       },
-      [self](run_atom, const std::vector<ProcessLaunch>& ranks, const caf::actor& sink) {
-        start_executors(self, ranks, sink);
+      [self](const agent_order::Run& order) {
+        start_executors(self, order.ranks, self->state.sink);
       },
-      [self](stop_atom, std::int64_t grace_ms) { stop_executors(self, std::nullopt, grace_ms); },
-      [self](stop_atom, const StreamId& run, std::int64_t grace_ms) {
-        stop_executors(self, run, grace_ms);
+      [self](const agent_order::StopRanks& order) {
+        stop_executors(self, std::nullopt, order.grace_ms);
       },
-      [self](shutdown_atom, std::int32_t code) { end_node(self, code, kOrphanGraceMs); },
+      [self](const agent_order::StopStream& order) {
+        stop_executors(self, order.stream, order.grace_ms);
+      },
+      [self](const agent_order::Shutdown& order) { end_node(self, order.code, kOrphanGraceMs); },
       [self](heartbeat_atom) { self->state.head.heard(kHead, std::chrono::steady_clock::now()); },
       [self](tick_atom) { heartbeat_tick(self); },
       [self](sample_atom) { report_progress(self); },
@@ -756,18 +760,18 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         if (!st.ending)
           self->send(st.supervisor, gpu_fault_atom::value, st.config.info.pod, reason, xid);
       },
-      [self](fence_atom, const std::string& why) {
+      [self](const agent_order::Fence& order) {
         component_logger("node")->error(
             "the head declared this pod lost ({}): killing its "
             "ranks and leaving",
-            why);
+            order.why);
         leave_at_once(self, kNodeExitHeadLost);
       },
       // The head removes this pod (atlctl delete, or a GPU gone): it leaves
       // to be recreated. `why` says which (it always said "atlctl delete").
-      [self](delete_atom, const std::string& why) {
+      [self](const agent_order::Delete& order) {
         component_logger("node")->warn("removed from the job ({}): killing its ranks and leaving",
-                                       why);
+                                       order.why);
         leave_at_once(self, kNodeExitDeleted);
       },
       [self](cancel_atom) {

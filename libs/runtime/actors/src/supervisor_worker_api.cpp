@@ -23,23 +23,25 @@ bool from_own_node(Actor* self, const std::string& pod) {
 
 caf::message_handler worker_api(Actor* self) {
   return {
-      [self](register_atom, const NodeInfo& info, const caf::actor& agent)
-          -> caf::result<std::string, bool, std::int64_t, std::int64_t> {
+      [self](register_atom, const NodeInfo& info, const caf::actor& agent) {
         auto& st = self->state;
-        const HeartbeatOptions& hb = st.job().heartbeat;
         const AgentId id = st.peers.agents.add(agent);
         auto refused = st.sup->join(info, id);
         if (refused) {
           st.peers.agents.take(id);
         } else {
           self->monitor(agent);
-          // Its own log lines come to logs/pod-worker-<i>.log (atlctl logs -p).
-          if (auto index = st.sup->pods().registry().index_of(info.pod))
-            self->send(agent, agent_log_atom::value, st.config.sink,
-                       StreamId::pod_log(static_cast<std::int32_t>(*index)));
         }
-        return {refused ? refused->text : std::string(), refused && refused->retry,
-                std::int64_t{hb.interval.count()}, std::int64_t{hb.timeout.count()}};
+        // Joined: its processes' output to the sink, and its own log lines
+        // to logs/pod-worker-<i>.log (atlctl logs -p).
+        const auto index = st.sup->pods().registry().index_of(info.pod).value_or(0);
+        const HeartbeatOptions& hb = st.job().heartbeat;
+        return JoinReply{refused ? refused->text : std::string(),
+                         refused && refused->retry,
+                         hb.interval.count(),
+                         hb.timeout.count(),
+                         refused ? caf::actor{} : st.config.sink,
+                         StreamId::pod_log(static_cast<std::int32_t>(index))};
       },
       [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
         // Only from the pod's own node, as the heartbeats; the answer (the

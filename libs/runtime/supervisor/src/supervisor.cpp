@@ -170,9 +170,9 @@ void Supervisor::perform(Pods::Effects effects) {
     } else if (auto* h = std::get_if<pods::Heartbeat<AgentId>>(&e)) {
       out_.put(effect::Heartbeat{h->agent});
     } else if (auto* f = std::get_if<pods::Fence<AgentId>>(&e)) {
-      out_.put(effect::Fence{f->agent, std::move(f->detail)});
+      out_.put(effect::Fence{f->agent, {std::move(f->detail)}});
     } else if (auto* d = std::get_if<pods::Delete<AgentId>>(&e)) {
-      out_.put(effect::Delete{d->agent, std::move(d->detail)});
+      out_.put(effect::Delete{d->agent, {std::move(d->detail)}});
     } else if (auto* g = std::get_if<pods::Forget<AgentId>>(&e)) {
       out_.put(effect::Forget{g->agent});
     } else if (auto* gone = std::get_if<pods::Gone>(&e)) {
@@ -318,13 +318,13 @@ void Supervisor::launch_user_code(LaunchScope scope) {
   for (auto& [pod, batch] : launches.by_pod) {
     const auto* joined = pods_.registry().find(pod);
     if (!joined) continue;  // lost meanwhile: the loss fails the job
-    out_.put(effect::Launch{joined->agent, std::move(batch)});
+    out_.put(effect::Launch{joined->agent, {std::move(batch)}});
   }
 }
 
 void Supervisor::stop_user_code() {
   for (const auto& [pod, joined] : pods_.registry().joined_pods())
-    out_.put(effect::StopRanks{joined.agent, job().grace});
+    out_.put(effect::StopRanks{joined.agent, {job().grace.count()}});
   out_.put(effect::StopHead{job().grace});
 }
 
@@ -611,7 +611,7 @@ std::size_t Supervisor::wind_down(bool ok) {
   code_.end_remaining("abandoned");
   out_.put(effect::Ending{});
   for (const auto& [pod, joined] : pods_.registry().joined_pods()) {
-    out_.put(effect::Shutdown{joined.agent, ok ? 0 : 1});
+    out_.put(effect::Shutdown{joined.agent, {ok ? 0 : 1}});
     leaving_.insert(joined.agent);
   }
   return leaving_.size();

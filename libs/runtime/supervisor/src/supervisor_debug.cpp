@@ -128,7 +128,7 @@ void Supervisor::user_code_progress() {
 void Supervisor::stop_run_on(RunId run, const std::set<std::string>& pods) {
   for (const auto& pod : pods)
     if (auto agent = agent_of(pod))
-      out_.put(effect::StopStream{*agent, StreamId::of_run(run, 0), job().grace});
+      out_.put(effect::StopStream{*agent, {StreamId::of_run(run, 0), job().grace.count()}});
 }
 
 // --- stop --------------------------------------------------------------------------
@@ -164,7 +164,7 @@ StopAnswer Supervisor::begin_stop() {
 // Every joined pod stops its processes of `run` (where it has none, nothing).
 void Supervisor::end_run_everywhere(RunId run) {
   for (const auto& [pod, joined] : pods_.registry().joined_pods())
-    out_.put(effect::StopStream{joined.agent, StreamId::of_run(run, 0), job().grace});
+    out_.put(effect::StopStream{joined.agent, {StreamId::of_run(run, 0), job().grace.count()}});
 }
 
 // --- run, check, burn ------------------------------------------------------------------
@@ -224,7 +224,7 @@ std::optional<debug::AnswerRun> Supervisor::launch_run(const RunPlan& plan,
   course_.run_opened(id, keep(), out);
   perform(std::move(out));
   for (auto& [pod, launches] : per_pod)
-    if (auto agent = agent_of(pod)) out_.put(effect::RunOn{*agent, std::move(launches)});
+    if (auto agent = agent_of(pod)) out_.put(effect::RunOn{*agent, {std::move(launches)}});
   if (plan.tracked) controller_.apply(JobEvent::debug_run);
   out_.put(Say{false, "debug run " + std::to_string(id) + (plan.tracked ? "" : " (-f)") + ": " +
                           plan.label});

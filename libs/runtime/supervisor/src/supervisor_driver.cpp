@@ -210,7 +210,7 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
   launch.env = to_env_strings(vars);
   launch.working_dir = r.working_dir.empty() ? job().working_dir : r.working_dir;
   launch.control = true;  // its result comes back on the control channel
-  out_.put(effect::RunOn{*agent, {std::move(launch)}});
+  out_.put(effect::RunOn{*agent, {{std::move(launch)}}});
   out_.put(Say{false, "task " + std::to_string(t.id) + " on " + pod +
                           (r.group > 0 ? " (group " + std::to_string(r.group) + " bundle " +
                                              std::to_string(r.bundle) + ")"
@@ -242,7 +242,7 @@ std::optional<Refusal> Supervisor::kill_task(TaskId id) {
   if (!t) return tasks_.not_held(id);
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
   if (auto agent = agent_of(t->record.pod))
-    out_.put(effect::StopStream{*agent, StreamId::of_task(id), job().grace});
+    out_.put(effect::StopStream{*agent, {StreamId::of_task(id), job().grace.count()}});
   return std::nullopt;
 }
 

@@ -15,9 +15,11 @@ namespace atl {
 //   (log_atom, StreamId stream, int32 attempt, string lines, int32 count): the same, from the
 //                            given attempt of user code (earlier attempts' chunks go to their
 //                            files)
-//   (print_atom, string line)                           -> a line on stdout
-//   (attempt_atom, int32 k)  from now on <logs_dir>/attempt-k/<stream>.log, with
+//   sink_order::Print{line}: a line on stdout and head.log
+//   sink_order::NewAttempt{k}: from now on <logs_dir>/attempt-k/<stream>.log, with
 //                            <logs_dir>/<stream>.log a link to it (nothing truncated)
+//   sink_order::KeepFile, StreamsEnded, ForgetStreams (atl/core/orders.hpp): a file of an
+//                            attempt's dir; runs' or tasks' series folded; their files gone
 // The LogReader (spawn_log_reader, a thread of its own) answers reads of the files:
 //   (read_atom, StreamId stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
 //   (tail_atom, StreamId stream, int64 lines)              -> (string bytes, int64 end_offset)

@@ -2,6 +2,7 @@
 // their inspect() functions. Registered on every node by configure_actor_system.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "atl/core/log_stream.hpp"
 #include "atl/core/node_info.hpp"
+#include "atl/core/orders.hpp"
 #include "atl/core/process_messages.hpp"
 #include "atl/core/requests.hpp"
 #include "atl/core/run_status.hpp"
@@ -26,13 +28,11 @@ using status_atom = caf::atom_constant<caf::atom("status")>;      // atlctl -> s
 using info_atom = caf::atom_constant<caf::atom("info")>;          // atlctl -> supervisor
 using figures_atom = caf::atom_constant<caf::atom("figures")>;  // dashboard -> supervisor: a run's
 using check_atom = caf::atom_constant<caf::atom("check")>;      // supervisor -> agent
-using launch_atom = caf::atom_constant<caf::atom("launch")>;    // supervisor -> agent
 using stop_atom = caf::atom_constant<caf::atom("stop")>;        // -> agent / executor
 using kill_atom = caf::atom_constant<caf::atom("kill")>;        // executor's grace timer
 using exited_atom = caf::atom_constant<caf::atom("exited")>;    // pump thread -> executor
 using spawned_atom =
     caf::atom_constant<caf::atom("spawned")>;  // process thread -> executor: pid or why not
-using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;         // supervisor -> agent
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;           // timers
 using expire_atom = caf::atom_constant<caf::atom("expire")>;             // a long poll's deadline
 using journal_error_atom = caf::atom_constant<caf::atom("journal_er")>;  // journal -> supervisor
@@ -44,16 +44,7 @@ using sink_lost_atom = caf::atom_constant<caf::atom("sink_lost")>;
 // agent -> supervisor -> sink (stream, attempt, offset, bytes, lines, pod):
 // output a pod kept through its loss of the head, sent again as it rejoins.
 using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
-// supervisor -> sink (attempt, file name, text): a file of the attempt's log
-// dir written whole (a rank's raw flight record, taken at a diagnosis).
-using attempt_file_atom = caf::atom_constant<caf::atom("att_file")>;
-// supervisor -> sink (stream kind, ids): debug runs or tasks the history
-// dropped: their streams' files, links, series and bookkeeping go.
-using forget_atom = caf::atom_constant<caf::atom("forget")>;
-// supervisor -> sink (kind, ids): these debug runs or tasks ended: their
-// per-stream series fold into one for their kind (/metrics shows live ones).
-using ended_atom = caf::atom_constant<caf::atom("ended")>;
-using print_atom = caf::atom_constant<caf::atom("print")>;          // supervisor -> sink
+// The supervisor's orders to agents and the sink are typed (atl/core/orders.hpp).
 using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
 using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
 using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)
@@ -68,22 +59,19 @@ using stop_wait_atom = caf::atom_constant<caf::atom("stop_wait")>;  // (int32 st
 using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when started
 using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
-using run_atom = caf::atom_constant<caf::atom("run")>;              // supervisor -> agent
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
 using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // supervisor -> agent: stacks
 using gpu_fault_atom =
     caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
-using fence_atom = caf::atom_constant<caf::atom("fence")>;  // supervisor -> agent: you were lost
 // agent -> supervisor (pod, why): this pod was told to go (SIGTERM); the
 // answer is the job's grace in ms (int64), which its ranks then get.
 using evicted_atom = caf::atom_constant<caf::atom("evicted")>;
-using delete_atom = caf::atom_constant<caf::atom("delete")>;        // atlctl -> supervisor -> agent
+using delete_atom = caf::atom_constant<caf::atom("delete")>;        // atlctl -> supervisor
 using tick_atom = caf::atom_constant<caf::atom("tick")>;            // an actor's own periodic timer
 using sample_atom = caf::atom_constant<caf::atom("sample")>;        // an agent's own sampling timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;          // atlctl -> supervisor
-using attempt_atom = caf::atom_constant<caf::atom("attempt")>;      // supervisor -> sink
 using probe_atom = caf::atom_constant<caf::atom("probe")>;          // supervisor -> agent: listen
 using reach_atom = caf::atom_constant<caf::atom("reach")>;          // supervisor -> agent: connect
 using events_atom = caf::atom_constant<caf::atom("events")>;        // atlctl -> supervisor
@@ -133,7 +121,6 @@ using term_inack_atom = caf::atom_constant<caf::atom("term_inack")>;
 using term_out_atom = caf::atom_constant<caf::atom("term_out")>;
 using term_ended_atom = caf::atom_constant<caf::atom("term_ended")>;
 using term_close_atom = caf::atom_constant<caf::atom("term_close")>;
-using agent_log_atom = caf::atom_constant<caf::atom("agent_log")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StreamId& x) {
@@ -232,5 +219,76 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunStatus& x) {
   return f(caf::meta::type_name("atl::RunStatus"), x.run, x.done, x.tracked, x.ranks, x.deadline);
 }
+
+// The head's answer to a node agent's registration (register_atom).
+struct JoinReply {
+  std::string refusal;  // empty: joined
+  bool retry = false;   // refused for now (a restart under way): ask again
+  std::int64_t heartbeat_interval_ms = 0;
+  std::int64_t heartbeat_timeout_ms = 0;
+  caf::actor sink;      // where the pod's processes' output goes (and its own log lines)
+  StreamId log_stream;  // the pod's own log lines' stream (logs/pod-worker-<i>.log)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, JoinReply& x) {
+  return f(caf::meta::type_name("atl::JoinReply"), x.refusal, x.retry, x.heartbeat_interval_ms,
+           x.heartbeat_timeout_ms, x.sink, x.log_stream);
+}
+
+// The head's orders (atl/core/orders.hpp).
+namespace agent_order {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Fence& x) {
+  return f(caf::meta::type_name("atl::agent_order::Fence"), x.why);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Delete& x) {
+  return f(caf::meta::type_name("atl::agent_order::Delete"), x.why);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Launch& x) {
+  return f(caf::meta::type_name("atl::agent_order::Launch"), x.ranks);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Run& x) {
+  return f(caf::meta::type_name("atl::agent_order::Run"), x.ranks);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StopStream& x) {
+  return f(caf::meta::type_name("atl::agent_order::StopStream"), x.stream, x.grace_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StopRanks& x) {
+  return f(caf::meta::type_name("atl::agent_order::StopRanks"), x.grace_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Shutdown& x) {
+  return f(caf::meta::type_name("atl::agent_order::Shutdown"), x.code);
+}
+}  // namespace agent_order
+
+namespace sink_order {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Print& x) {
+  return f(caf::meta::type_name("atl::sink_order::Print"), x.line);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, NewAttempt& x) {
+  return f(caf::meta::type_name("atl::sink_order::NewAttempt"), x.attempt);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, KeepFile& x) {
+  return f(caf::meta::type_name("atl::sink_order::KeepFile"), x.attempt, x.name, x.text);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StreamsEnded& x) {
+  return f(caf::meta::type_name("atl::sink_order::StreamsEnded"), x.kind, x.ids);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ForgetStreams& x) {
+  return f(caf::meta::type_name("atl::sink_order::ForgetStreams"), x.kind, x.ids);
+}
+}  // namespace sink_order
 
 }  // namespace atl

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "atl/core/collectives.hpp"
+#include "atl/core/orders.hpp"
 #include "atl/core/process_messages.hpp"
 #include "atl/core/stacks.hpp"
 #include "atl/supervisor/answers.hpp"
@@ -67,11 +68,7 @@ struct ArmSecondLook {
   Millis after{0};
 };
 // A file of the attempt's log dir, written whole: a rank's raw flight record.
-struct KeepFile {
-  std::int32_t attempt = 0;
-  std::string name;
-  std::string text;
-};
+using KeepFile = sink_order::KeepFile;
 // The job is hung: the culprits' pods (maybe none) and why.
 struct Hung {
   std::vector<std::string> pods;

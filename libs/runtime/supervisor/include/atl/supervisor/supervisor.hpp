@@ -36,6 +36,7 @@
 #include "atl/core/env.hpp"
 #include "atl/core/job_spec.hpp"
 #include "atl/core/node_info.hpp"
+#include "atl/core/orders.hpp"
 #include "atl/core/process_messages.hpp"
 #include "atl/core/requests.hpp"
 #include "atl/core/run_status.hpp"
@@ -169,37 +170,21 @@ namespace effect {
 struct Heartbeat {  // high priority: liveness goes ahead of a flood of reports
   AgentId agent;
 };
-struct Fence {  // declared lost while silent: if it ever wakes, it kills its ranks and leaves
+// An order to the agent, sent as it is (atl/core/orders.hpp).
+template <class Order>
+struct ToAgent {
   AgentId agent;
-  std::string detail;
+  Order order;
 };
-struct Delete {  // the pod leaves at once (atlctl delete, a lost GPU)
-  AgentId agent;
-  std::string detail;
-};
+using Fence = ToAgent<agent_order::Fence>;
+using Delete = ToAgent<agent_order::Delete>;
+using Launch = ToAgent<agent_order::Launch>;
+using RunOn = ToAgent<agent_order::Run>;
+using StopStream = ToAgent<agent_order::StopStream>;
+using StopRanks = ToAgent<agent_order::StopRanks>;
+using Shutdown = ToAgent<agent_order::Shutdown>;
 struct Forget {  // no longer a pod's agent: its going down means nothing now
   AgentId agent;
-};
-struct Launch {  // this attempt's processes on the pod (their output to the sink)
-  AgentId agent;
-  std::vector<ProcessLaunch> batch;
-};
-struct RunOn {  // a task's or debug run's processes on the pod (their output to the sink)
-  AgentId agent;
-  std::vector<ProcessLaunch> batch;
-};
-struct StopStream {  // a task's or run's processes on the pod: SIGTERM, SIGKILL after `grace`
-  AgentId agent;
-  StreamId stream;
-  Millis grace{0};
-};
-struct StopRanks {  // every process of user code on the pod: SIGTERM, SIGKILL after `grace`
-  AgentId agent;
-  Millis grace{0};
-};
-struct Shutdown {  // the job ended (0 ok, 1 not): the agent stops everything and leaves
-  AgentId agent;
-  std::int32_t code = 0;
 };
 struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_dir: on the head
   std::int32_t round = 0;
@@ -243,13 +228,10 @@ struct ArmWait {  // wait_expired(kind, waiter) after `after`: a long poll's dea
 struct CheckSoon {  // all_in() once the current request was answered (a join's reply first)
 };
 // --- the head's output, the logs and the durable record ---
-struct Print {  // the head's output (stdout, head.log)
-  std::string line;
-};
-struct NewAttempt {  // each attempt's output in files of its own, from now on
-  std::int32_t attempt = 0;
-};
-using KeepFile = hang::KeepFile;  // a file of the attempt's log dir
+// To the head's log sink, sent as they are (atl/core/orders.hpp).
+using Print = sink_order::Print;
+using NewAttempt = sink_order::NewAttempt;
+using KeepFile = sink_order::KeepFile;
 struct Save {
   os::JobRecord record;
 };
@@ -257,14 +239,8 @@ struct AddEvent {
   TimelineEvent event;
 };
 struct ResetJournal {};
-struct StreamsEnded {  // these tasks or runs ended: their series leave /metrics (folded)
-  StreamKind kind = StreamKind::task;
-  std::vector<std::int32_t> ids;
-};
-struct ForgetStreams {  // the history dropped these tasks or runs: the sink forgets their files
-  StreamKind kind = StreamKind::task;
-  std::vector<std::int32_t> ids;
-};
+using StreamsEnded = sink_order::StreamsEnded;
+using ForgetStreams = sink_order::ForgetStreams;
 struct Ending {  // the job is ending: a worker pod that exits is not recreated
 };
 struct Release {  // every request still owed hears `why`; the journal flushed; the outcome out
