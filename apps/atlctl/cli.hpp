@@ -20,6 +20,7 @@
 #include "atl/core/host_port.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/core/reply_code.hpp"
+#include "atl/core/requests.hpp"
 #include "atl/core/run_status.hpp"
 
 namespace atlctl {
@@ -41,11 +42,6 @@ constexpr int kExitUnreachable = atl::wire(atl::ReplyCode::unreachable);
 void guide_aliases(po::options_description& desc,
                    std::initializer_list<std::pair<const char*, const char*>> alias_to_canonical);
 void resolve_guide_aliases(po::variables_map& vm, const std::string& command);
-
-struct LogBytes {
-  std::string data;
-  std::int64_t next_offset = 0;
-};
 
 struct StreamBytes {
   atl::StreamId stream;
@@ -87,9 +83,7 @@ class SupervisorClient {
 
   // Each returns nothing when no answer came (last_error() says why).
   std::optional<std::string> text(const caf::message& request);
-  std::optional<LogBytes> bytes(const caf::message& request);
-  std::optional<std::vector<StreamBytes>> many_bytes(const caf::message& request);  // read_many
-  std::optional<std::vector<std::int64_t>> offsets(const caf::message& request);    // log_since
+  std::optional<std::vector<StreamBytes>> read_logs(const atl::LogRead& read);
   std::optional<Answer> answer(const caf::message& request, std::chrono::milliseconds timeout);
   std::optional<RunAnswer> run_answer(const caf::message& request,
                                       std::chrono::milliseconds timeout);

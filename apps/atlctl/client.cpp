@@ -8,6 +8,7 @@
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/actors/local_door.hpp"
+#include "atl/actors/messages.hpp"
 #include "atl/core/log_stream.hpp"
 #include "atl/os/local_door.hpp"
 #include "cli.hpp"
@@ -174,29 +175,14 @@ std::optional<std::string> SupervisorClient::text(const caf::message& request) {
   return out;
 }
 
-std::optional<LogBytes> SupervisorClient::bytes(const caf::message& request) {
-  std::optional<LogBytes> out;
-  ask(request, kRequestTimeout, [&](std::string& s, std::int64_t next) {
-    out = LogBytes{std::move(s), next};
-  });
-  return out;
-}
-
-std::optional<std::vector<std::int64_t>> SupervisorClient::offsets(const caf::message& request) {
-  std::optional<std::vector<std::int64_t>> out;
-  ask(request, kRequestTimeout, [&](std::vector<std::int64_t>& got) { out = std::move(got); });
-  return out;
-}
-
-std::optional<std::vector<StreamBytes>> SupervisorClient::many_bytes(const caf::message& request) {
+std::optional<std::vector<StreamBytes>> SupervisorClient::read_logs(const atl::LogRead& read) {
   std::optional<std::vector<StreamBytes>> out;
-  ask(request, kRequestTimeout,
-      [&](const std::vector<atl::StreamId>& streams, std::vector<std::string>& data,
-          const std::vector<std::int64_t>& next) {
-        out.emplace();
-        for (size_t i = 0; i < streams.size() && i < data.size() && i < next.size(); ++i)
-          out->push_back({streams[i], std::move(data[i]), next[i]});
-      });
+  ask(caf::make_message(read), kRequestTimeout, [&](atl::LogChunks& got) {
+    out.emplace();
+    for (size_t i = 0;
+         i < got.streams.size() && i < got.bytes.size() && i < got.next_offsets.size(); ++i)
+      out->push_back({got.streams[i], std::move(got.bytes[i]), got.next_offsets[i]});
+  });
   return out;
 }
 

@@ -96,8 +96,7 @@ atl::RunStatus follow_run(SupervisorClient& client, atl::RunStatus status, bool 
         streams.push_back(stream);
         from.push_back(offset);
       }
-      auto got = client.many_bytes(
-          caf::make_message(atl::read_many_atom::value, streams, from, kDrainBytes));
+      auto got = client.read_logs({atl::LogRead::from, streams, from, kDrainBytes});
       if (!got || got->empty()) break;
       std::int64_t total = 0;
       for (auto& piece : *got) {

@@ -429,8 +429,8 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     while (true) {
       std::vector<std::int64_t> from;
       for (const auto& stream : streams) from.push_back(offsets[stream]);
-      auto got = client.many_bytes(
-          caf::make_message(atl::read_many_atom::value, streams, from, kReadMax, attempt, stamped));
+      auto got =
+          client.read_logs({atl::LogRead::from, streams, from, kReadMax, 0, 0, attempt, stamped});
       if (!got) return false;
       if (got->empty()) break;
       for (auto& piece : *got) {
@@ -443,11 +443,18 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
   };
   if (tail >= 0) {
     for (const auto& stream : streams) {
-      auto got = client.bytes(caf::make_message(atl::tail_atom::value, stream,
-                                                static_cast<std::int64_t>(tail), attempt, stamped));
-      if (!got) die(kExitUnreachable, "the supervisor went away while reading logs");
-      print_prefixed(stream, got->data);
-      offsets[stream] = got->next_offset;
+      auto got = client.read_logs({atl::LogRead::tail,
+                                   {stream},
+                                   {},
+                                   0,
+                                   static_cast<std::int64_t>(tail),
+                                   0,
+                                   attempt,
+                                   stamped});
+      if (!got || got->size() != 1)
+        die(kExitUnreachable, "the supervisor went away while reading logs");
+      print_prefixed(stream, got->front().data);
+      offsets[stream] = got->front().next_offset;
     }
   }
   if (vm.count("since")) {
@@ -457,11 +464,10 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count() -
                                   span->count();
-    auto starts =
-        client.offsets(caf::make_message(atl::log_since_atom::value, streams, attempt, since_ms));
+    auto starts = client.read_logs({atl::LogRead::since, streams, {}, 0, 0, since_ms, attempt});
     if (!starts || starts->size() != streams.size())
       die(kExitUnreachable, "the supervisor went away while reading logs");
-    for (size_t k = 0; k < streams.size(); ++k) offsets[streams[k]] = (*starts)[k];
+    for (const auto& start : *starts) offsets[start.stream] = start.next_offset;
   }
   if (!drain()) die(kExitUnreachable, "the supervisor went away while reading logs");
   // The current attempt's number (0 when the head cannot say).

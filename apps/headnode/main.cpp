@@ -948,13 +948,16 @@ int main(int argc, char** argv) {
     settings.terminals = opt.web_terminal;
     settings.head_dns_name = atl::os::own_dns_name(atl::head_pod_name(opt.job.job_id),
                                                    opt.advertise, std::chrono::seconds(1));
+    settings.head_interface = atl::os::interface_of_address(opt.advertise);
+    settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
+    if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) settings.tmp_dir = tmp;
     config.sink = sink;
     config.outcome = outcome;
     config.ending = ending;
     config.store = std::move(store);
     config.resumed = std::move(resumed);
-    config.dashboard_url = dashboard_url;
-    config.dashboard_token = dashboard_token;
+    settings.dashboard_url = dashboard_url;
+    settings.dashboard_token = dashboard_token;
     config.reader = reader;
     if (const char* t = std::getenv("ATL_TESTING_SUPERVISOR_THROW"))
       config.testing_throw_on_info = std::string(t) == "info";

@@ -57,6 +57,24 @@ TEST(StatusView, InfoShowsEachPodsRoleAndHeartbeatAgeByTheSupervisorsClock) {
   EXPECT_EQ(page["rank_counts"]["running"], 4);
 }
 
+TEST(StatusView, DashboardUrlIsTheHeadsWithItsTokenAndRaysPageInRayMode) {
+  Head off(spmd_spec(1, 1));
+  auto none = dashboard_answer(*off.sup);
+  EXPECT_EQ(none.code, ReplyCode::failed);
+  EXPECT_NE(none.text.find("--dashboard-port"), std::string::npos) << none.text;
+  SupervisorSettings served;
+  served.dashboard_url = "https://10.0.0.1:8266";
+  served.dashboard_token = "t0k";
+  Head spmd(spmd_spec(1, 1), 10000, served);
+  auto on = dashboard_answer(*spmd.sup);
+  ASSERT_EQ(on.code, ReplyCode::ok) << on.text;
+  EXPECT_EQ(json::parse(on.text), json({{"url", "https://10.0.0.1:8266"}, {"token", "t0k"}}));
+  JobSpec ray = spmd_spec(1, 1);
+  ray.mode = JobMode::ray;
+  Head ray_head(ray, 10000, served);
+  EXPECT_EQ(json::parse(dashboard_answer(*ray_head.sup).text)["ray"], "https://10.0.0.1:8266/ray/");
+}
+
 TEST(StatusView, TaintListShowsWhatSetChangedAndARefusalChangesNothing) {
   Head h(spmd_spec(2, 1));
   h.to_command(3);

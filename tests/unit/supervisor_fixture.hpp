@@ -98,8 +98,8 @@ struct Head {
   };
   std::vector<Due> due;  // timers armed, not fired yet (advance)
 
-  explicit Head(JobSpec spec, std::size_t finished_kept = 10000) {
-    SupervisorSettings settings;
+  // `settings`: the rest as headnode would fill them (the dashboard's URL, …).
+  explicit Head(JobSpec spec, std::size_t finished_kept = 10000, SupervisorSettings settings = {}) {
     settings.finished_kept = finished_kept;
     settings.job = std::move(spec);
     settings.advertised_host = "10.0.0.1";

@@ -533,13 +533,16 @@ atl_status* atl_task_output(atl_client* client, int32_t task, int64_t offset, ch
     if (task < 1 || offset < 0)
       return make_status(ATL_USAGE, "atl_task_output: bad task or offset");
     constexpr std::int64_t kMax = 1 << 20;
-    auto answer = call_supervisor<std::string, std::int64_t>(
+    auto answer = call_supervisor<atl::LogChunks>(
         client,
-        caf::make_message(atl::read_atom::value, atl::StreamId::of_task(task), std::int64_t{offset},
-                          kMax),
+        caf::make_message(atl::LogRead{
+            atl::LogRead::from, {atl::StreamId::of_task(task)}, {std::int64_t{offset}}, kMax}),
         kRequestTimeout);
     if (!answer) return unreachable(client, "atl_task_output", answer.error());
-    const auto& [data, next] = *answer;
+    // Nothing new: no chunk, and the offset stays.
+    const auto& chunks = std::get<0>(*answer);
+    const std::string data = chunks.bytes.empty() ? std::string() : chunks.bytes.front();
+    const std::int64_t next = chunks.next_offsets.empty() ? offset : chunks.next_offsets.front();
     *data_out = static_cast<char*>(std::malloc(data.size() + 1));
     if (!*data_out) return make_status(ATL_INTERNAL, "atl_task_output: out of memory");
     std::memcpy(*data_out, data.data(), data.size());

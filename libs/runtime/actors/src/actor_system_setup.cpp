@@ -26,6 +26,8 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StatusPage>("atl::StatusPage");
   cfg.add_message_type<PreflightRequest>("atl::PreflightRequest");
   cfg.add_message_type<PreflightReply>("atl::PreflightReply");
+  cfg.add_message_type<LogRead>("atl::LogRead");
+  cfg.add_message_type<LogChunks>("atl::LogChunks");
   cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");
   cfg.add_message_type<JoinReply>("atl::JoinReply");
   cfg.add_message_type<agent_order::Fence>("atl::agent_order::Fence");

@@ -16,16 +16,11 @@
 #include "atl/core/duration.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/journal_writer.hpp"
-#include "atl/os/machine.hpp"
 #include "supervisor_state.hpp"
 
 namespace atl::supervisor {
 
 namespace {
-
-// How often expiries are looked for: a silent node is declared lost at most
-// this long after its timeout.
-constexpr auto kLivenessTick = std::chrono::milliseconds(100);
 
 // The Supervisor's effects, each performed as it is put: messages to the
 // agents (by their ids), the head's own executors, the named actors' hosts,
@@ -41,10 +36,6 @@ class ShellOutbox final : public Outbox {
  private:
   State& st() const { return self_->state; }
   const caf::actor* agent(AgentId id) const { return st().peers.agents.find(id); }
-  template <class... Ts>
-  void to(AgentId id, Ts&&... xs) {
-    if (const auto* a = agent(id)) self_->send(*a, std::forward<Ts>(xs)...);
-  }
 
   void on(effect::Heartbeat& e) {
     if (const auto* a = agent(e.agent))
@@ -52,7 +43,7 @@ class ShellOutbox final : public Outbox {
   }
   template <class Order>
   void on(effect::ToAgent<Order>& e) {
-    to(e.agent, std::move(e.order));
+    if (const auto* a = agent(e.agent)) self_->send(*a, std::move(e.order));
   }
   void on(effect::Forget& e) {
     if (auto a = st().peers.agents.take(e.agent)) self_->demonitor(a);
@@ -259,25 +250,6 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
 
 }  // namespace
 
-// A rank's report counts only from the node of the pod it names (its agent's,
-// or this node for the driver): a peer cannot speak for another pod, and a
-// lost pod's late reports are dropped.
-bool sent_from_pod(Actor* self, const std::string& pod) {
-  auto& st = self->state;
-  const auto& sender = self->current_sender();
-  bool ok = false;
-  if (sender) {
-    if (pod == head_pod_name(st.job().job_id)) {
-      ok = sender->node() == self->node();
-    } else if (const caf::actor* agent = st.agent_of(pod)) {
-      ok = agent->node() == sender->node();
-    }
-  }
-  if (!ok)
-    supervisor_log()->warn("dropped a report about pod '{}' from a node that is not its own", pod);
-  return ok;
-}
-
 namespace {
 
 caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
@@ -293,15 +265,9 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
             caf::anon_send(supervisor, journal_error_atom::value, why);
         });
   }
-  SupervisorSettings settings = std::move(st.config.settings);
-  if (settings.head_interface.empty())
-    settings.head_interface = os::interface_of_address(settings.advertised_host);
-  settings.tick = kLivenessTick;
-  settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
-  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) settings.tmp_dir = tmp;
   static const SystemClock clock;
   st.outbox = std::make_unique<ShellOutbox>(self, std::move(journal));
-  st.sup = std::make_unique<Supervisor>(std::move(settings), clock, *st.outbox);
+  st.sup = std::make_unique<Supervisor>(std::move(st.config.settings), clock, *st.outbox);
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });

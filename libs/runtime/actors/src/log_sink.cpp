@@ -708,37 +708,44 @@ std::string maybe_stamped(std::string bytes, const std::string& log, std::int64_
   return stamped ? os::stamp_log(bytes, log, start) : bytes;
 }
 
-using ManyLogs =
-    std::tuple<std::vector<StreamId>, std::vector<std::string>, std::vector<std::int64_t>>;
-
 // The streams that have bytes past their offset, in order, up to max_total in
 // all, from attempt K's files (0: the current one), stamped on request.
-ManyLogs read_many(const std::string& dir, const std::vector<StreamId>& streams,
-                   const std::vector<std::int64_t>& offsets, std::int64_t max_total,
-                   std::int32_t attempt, bool stamped) {
-  ManyLogs out;
-  auto& [got_streams, got_bytes, got_next] = out;
-  if (streams.size() != offsets.size()) return out;
-  std::int64_t left = std::clamp<std::int64_t>(max_total, 0, 16 << 20);
-  for (size_t i = 0; i < streams.size() && left > 0; ++i) {
-    const std::string path = log_path(dir, streams[i], attempt);
-    auto chunk = os::read_log(path, offsets[i], left);
+LogChunks read_from(const std::string& dir, const LogRead& r) {
+  LogChunks out;
+  if (r.streams.size() != r.offsets.size()) return out;
+  std::int64_t left = std::clamp<std::int64_t>(r.max_bytes, 0, 16 << 20);
+  for (size_t i = 0; i < r.streams.size() && left > 0; ++i) {
+    const std::string path = log_path(dir, r.streams[i], r.attempt);
+    auto chunk = os::read_log(path, r.offsets[i], left);
     if (chunk.bytes.empty()) continue;
     left -= static_cast<std::int64_t>(chunk.bytes.size());
     const std::int64_t start = chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
-    got_streams.push_back(streams[i]);
-    got_next.push_back(chunk.next_offset);
-    got_bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, stamped));
+    out.streams.push_back(r.streams[i]);
+    out.next_offsets.push_back(chunk.next_offset);
+    out.bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, r.stamped));
   }
   return out;
 }
 
-std::tuple<std::string, std::int64_t> tail(const std::string& dir, const StreamId& stream,
-                                           std::int64_t lines, std::int32_t attempt, bool stamped) {
-  const std::string path = log_path(dir, stream, attempt);
-  auto chunk = os::tail_log(path, lines);
-  const std::int64_t start = chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
-  return {maybe_stamped(std::move(chunk.bytes), path, start, stamped), chunk.next_offset};
+LogChunks read_logs(const std::string& dir, const LogRead& r) {
+  if (r.kind == LogRead::from) return read_from(dir, r);
+  LogChunks out;
+  if (r.kind == LogRead::tail && !r.streams.empty()) {
+    const std::string path = log_path(dir, r.streams[0], r.attempt);
+    auto chunk = os::tail_log(path, r.lines);
+    const std::int64_t start = chunk.next_offset - static_cast<std::int64_t>(chunk.bytes.size());
+    out.streams.push_back(r.streams[0]);
+    out.bytes.push_back(maybe_stamped(std::move(chunk.bytes), path, start, r.stamped));
+    out.next_offsets.push_back(chunk.next_offset);
+  } else if (r.kind == LogRead::since) {
+    for (const auto& stream : r.streams) {
+      out.streams.push_back(stream);
+      out.bytes.emplace_back();
+      out.next_offsets.push_back(
+          os::log_offset_since(log_path(dir, stream, r.attempt), r.since_ms));
+    }
+  }
+  return out;
 }
 
 // The reads (atlctl logs, run, the C API's task output) on a thread of their
@@ -747,34 +754,7 @@ std::tuple<std::string, std::int64_t> tail(const std::string& dir, const StreamI
 caf::behavior log_reader(std::string logs_dir) {
   auto dir = std::make_shared<const std::string>(std::move(logs_dir));
   return {
-      [dir](read_atom, const StreamId& stream, std::int64_t offset,
-            std::int64_t max_bytes) -> std::tuple<std::string, std::int64_t> {
-        auto chunk = os::read_log(log_path(*dir, stream), offset, max_bytes);
-        return {std::move(chunk.bytes), chunk.next_offset};
-      },
-      // The current attempt's, as written (atlctl run, the C API's task output).
-      [dir](read_many_atom, const std::vector<StreamId>& streams,
-            const std::vector<std::int64_t>& offsets, std::int64_t max_total) {
-        return read_many(*dir, streams, offsets, max_total, 0, false);
-      },
-      [dir](tail_atom, const StreamId& stream, std::int64_t lines) {
-        return tail(*dir, stream, lines, 0, false);
-      },
-      // atlctl logs --attempt K (0: the current one) --timestamps (stamped).
-      [dir](read_many_atom, const std::vector<StreamId>& streams,
-            const std::vector<std::int64_t>& offsets, std::int64_t max_total, std::int32_t attempt,
-            bool stamped) {
-        return read_many(*dir, streams, offsets, max_total, attempt, stamped);
-      },
-      [dir](tail_atom, const StreamId& stream, std::int64_t lines, std::int32_t attempt,
-            bool stamped) { return tail(*dir, stream, lines, attempt, stamped); },
-      [dir](log_since_atom, const std::vector<StreamId>& streams, std::int32_t attempt,
-            std::int64_t since_ms) {
-        std::vector<std::int64_t> offsets;
-        for (const auto& stream : streams)
-          offsets.push_back(os::log_offset_since(log_path(*dir, stream, attempt), since_ms));
-        return offsets;
-      },
+      [dir](const LogRead& r) { return read_logs(*dir, r); },
   };
 }
 

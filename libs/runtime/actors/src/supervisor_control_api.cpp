@@ -1,8 +1,6 @@
 // atlctl's commands to the JobSupervisor (status, logs, the debug commands,
 // delete, taint, events, dashboard, check/burn): decode, call, answer (the
 // JSON views: atl/supervisor/status_view.hpp).
-#include <nlohmann/json.hpp>
-
 #include "atl/actors/interposition.hpp"
 #include "atl/supervisor/status_view.hpp"
 #include "supervisor_state.hpp"
@@ -21,30 +19,8 @@ caf::message_handler control_api(Actor* self) {
         // Offsets past the end give empty pages; negative offsets are none.
         return info_json(*self->state.sup, page, interposition_report());
       },
-      [self](read_atom a, const StreamId& stream, std::int64_t offset, std::int64_t max) {
-        return self->delegate(self->state.config.reader, a, stream, offset, max);
-      },
-      [self](tail_atom a, const StreamId& stream, std::int64_t lines) {
-        return self->delegate(self->state.config.reader, a, stream, lines);
-      },
-      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
-             std::int64_t max) {
-        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
-                              max);
-      },
-      [self](read_many_atom a, std::vector<StreamId>& streams, std::vector<std::int64_t>& offsets,
-             std::int64_t max, std::int32_t attempt, bool stamped) {
-        return self->delegate(self->state.config.reader, a, std::move(streams), std::move(offsets),
-                              max, attempt, stamped);
-      },
-      [self](tail_atom a, const StreamId& stream, std::int64_t lines, std::int32_t attempt,
-             bool stamped) {
-        return self->delegate(self->state.config.reader, a, stream, lines, attempt, stamped);
-      },
-      [self](log_since_atom a, std::vector<StreamId>& streams, std::int32_t attempt,
-             std::int64_t since_ms) {
-        return self->delegate(self->state.config.reader, a, std::move(streams), attempt, since_ms);
-      },
+      // Log reads go to the head's reader (its own thread): its answer is theirs.
+      [self](LogRead& read) { return self->delegate(self->state.config.reader, std::move(read)); },
       [self](debug_stop_atom) -> StopResult {
         auto a = self->state.sup->begin_stop();
         return {wire(a.code), a.text, a.op};
@@ -80,16 +56,7 @@ caf::message_handler control_api(Actor* self) {
             self, [&](auto keep) { return self->state.sup->diagnose(ranks, with_stacks, keep); });
       },
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
-      [self](dashboard_atom) -> std::tuple<std::int32_t, std::string> {
-        const auto& c = self->state.config;
-        if (c.dashboard_url.empty())
-          return {wire(ReplyCode::failed),
-                  "the head serves no dashboard (headnode --dashboard-port off)"};
-        nlohmann::json j{{"url", c.dashboard_url}, {"token", c.dashboard_token}};
-        // Ray mode: Ray's dashboard, served by atl's behind the same login.
-        if (self->state.job().mode == JobMode::ray) j["ray"] = c.dashboard_url + "/ray/";
-        return {wire(ReplyCode::ok), j.dump()};
-      },
+      [self](dashboard_atom) { return answer(dashboard_answer(*self->state.sup)); },
       [self](const NodeToolRequest& request) {
         return now_or_later<RunResult>(
             self, [&](auto keep) { return self->state.sup->start_node_tool(request, keep); });

@@ -3,36 +3,21 @@
 // files share (its interfaces, status, named actors, terminals).
 #pragma once
 
-#include <unistd.h>
-
 #include <caf/actor.hpp>
-#include <caf/actor_addr.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/message_handler.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/result.hpp>
 #include <caf/stateful_actor.hpp>
-#include <caf/system_messages.hpp>
-#include <caf/typed_response_promise.hpp>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
-#include <vector>
+#include <type_traits>
 
 #include "atl/actors/job_supervisor.hpp"
 #include "atl/actors/messages.hpp"
-#include "atl/core/lifecycle.hpp"
-#include "atl/core/placement.hpp"
-#include "atl/core/rank_table.hpp"
-#include "atl/core/ray_cluster.hpp"
 #include "atl/core/reply_code.hpp"
-#include "atl/core/restart_policy.hpp"
-#include "atl/core/stacks.hpp"
-#include "atl/core/taints.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/handle_map.hpp"
@@ -40,9 +25,6 @@
 #include "atl/supervisor/supervisor.hpp"
 
 namespace atl::supervisor {
-
-// A joined pod's record (its agent as the Supervisor's AgentId).
-using JoinedPod = Supervisor::Pods::Registry::Joined;
 
 // Requests are answered with a code (ReplyCode on the wire, atlctl's exit
 // status) and a line; a task's and a debug run's with their status too.
@@ -133,9 +115,6 @@ void deliver(Actor* self, ReplyId reply, Ts&&... xs) {
     p->deliver(std::forward<Ts>(xs)...);
 }
 
-// A report counts only from the node of the pod it names (a lost pod's late
-// reports, a peer speaking for another pod: dropped, with a warning).
-bool sent_from_pod(Actor* self, const std::string& pod);
 // Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
 // job ended, or the supervisor is going down, before its command finished.
 void answer_owed_replies(Actor* self, const std::string& why);

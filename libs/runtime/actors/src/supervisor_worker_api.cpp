@@ -11,12 +11,19 @@ namespace atl::supervisor {
 
 namespace {
 
-// Whether the message came from the node of joined pod `pod`'s agent (a
-// fenced or lost pod's late words, a peer speaking for another: no).
-bool from_own_node(Actor* self, const std::string& pod) {
-  const caf::actor* agent = self->state.agent_of(pod);
+// Whether the message came from the node of joined pod `pod`'s agent, or for
+// a process's report (`process`) from this node about the head pod: a fenced
+// or lost pod's late words, a peer speaking for another pod do not count (a
+// process's report dropped is said in the log).
+bool from_pod(Actor* self, const std::string& pod, bool process = false) {
   const auto& sender = self->current_sender();
-  return agent && sender && agent->node() == sender->node();
+  const caf::actor* agent = self->state.agent_of(pod);
+  const bool ok = sender && (process && pod == head_pod_name(self->state.job().job_id)
+                                 ? sender->node() == self->node()
+                                 : agent && agent->node() == sender->node());
+  if (!ok && process)
+    supervisor_log()->warn("dropped a report about pod '{}' from a node that is not its own", pod);
+  return ok;
 }
 
 }  // namespace
@@ -46,34 +53,34 @@ caf::message_handler worker_api(Actor* self) {
       [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
         // Only from the pod's own node, as the heartbeats; the answer (the
         // job's grace, for its ranks) to anyone who asks.
-        if (from_own_node(self, pod)) self->state.sup->evicted(pod, why);
+        if (from_pod(self, pod)) self->state.sup->evicted(pod, why);
         return static_cast<std::int64_t>(self->state.job().grace.count());
       },
       [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
         // Only from the pod's own node, as the heartbeats.
-        if (from_own_node(self, pod)) self->state.sup->progress(pod, reports);
+        if (from_pod(self, pod)) self->state.sup->progress(pod, reports);
       },
       [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
         // Only from the pod's own node: a fenced pod's late words do not count.
-        if (from_own_node(self, pod)) self->state.sup->heartbeat(pod, gpus_present);
+        if (from_pod(self, pod)) self->state.sup->heartbeat(pod, gpus_present);
       },
       [self](gpu_fault_atom, const std::string& pod, const std::string& reason, std::int32_t) {
         // The pod's NVML watch saw a fault (a critical Xid, a lost GPU, a
         // double-bit ECC error, a row remap pending): as a GPU gone missing.
-        if (from_own_node(self, pod)) self->state.sup->gpu_fault(pod, reason);
+        if (from_pod(self, pod)) self->state.sup->gpu_fault(pod, reason);
       },
       [self](check_atom) { self->state.sup->all_in(); },
       [self](const ProcessStarted& started) {
-        if (sent_from_pod(self, started.pod)) self->state.sup->process_started(started);
+        if (from_pod(self, started.pod, true)) self->state.sup->process_started(started);
       },
       [self](const ProcessExit& exit) {
-        if (sent_from_pod(self, exit.pod)) self->state.sup->process_ended(exit);
+        if (from_pod(self, exit.pod, true)) self->state.sup->process_ended(exit);
       },
       [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
              std::string& bytes, std::int32_t lines, const std::string& pod) -> caf::result<bool> {
         // A rejoined pod's output from before its cut (UnsentOutput), for
         // the log of the attempt that wrote it; only user code's streams.
-        if (!sent_from_pod(self, pod) || !stream.is_user_code() || attempt < 1 || offset < 0 ||
+        if (!from_pod(self, pod, true) || !stream.is_user_code() || attempt < 1 || offset < 0 ||
             lines < 0 || bytes.size() > UnsentOutput::kMaxChunkBytes)
           return false;
         self->delegate(self->state.config.sink, kept_log_atom::value, stream, attempt, offset,
@@ -83,7 +90,7 @@ caf::message_handler worker_api(Actor* self) {
       [self](const ProcessNote& note) {
         // Its answer (a burn's rendezvous) goes back through the executor
         // that forwarded it, kept until then.
-        if (!sent_from_pod(self, note.pod)) return;
+        if (!from_pod(self, note.pod, true)) return;
         auto& st = self->state;
         const ExecutorRef from =
             st.peers.executors.add(caf::actor_cast<caf::actor>(self->current_sender()));

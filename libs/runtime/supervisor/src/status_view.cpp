@@ -291,6 +291,15 @@ std::string actors_json(const Supervisor& sup) {
   return dump(j);
 }
 
+Answer dashboard_answer(const Supervisor& sup) {
+  const auto& s = sup.settings();
+  if (s.dashboard_url.empty())
+    return {0, ReplyCode::failed, "the head serves no dashboard (headnode --dashboard-port off)"};
+  nlohmann::json j{{"url", s.dashboard_url}, {"token", s.dashboard_token}};
+  if (sup.job().mode == JobMode::ray) j["ray"] = s.dashboard_url + "/ray/";
+  return {0, ReplyCode::ok, j.dump()};
+}
+
 Answer run_figures(const Supervisor& sup, RunId id) {
   const DebugRun* run = sup.runs().find(id);
   if (!run) {

@@ -37,10 +37,6 @@ struct SupervisorConfig {
   // it at start: a head restarted on the same state dir carries on from it.
   std::shared_ptr<os::JobStore> store = nullptr;
   std::shared_ptr<const os::JobRecord> resumed = nullptr;
-  // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and
-  // the token that logs in. Whoever the control plane lets in may have both.
-  std::string dashboard_url{};
-  std::string dashboard_token{};
   // The head's LogReader (spawn_log_reader): atlctl's and the C API's log
   // reads go there, not through the LogSink's mailbox.
   caf::actor reader{};
@@ -73,7 +69,7 @@ void settle_outcome(std::promise<int>& outcome, int code);
 // in command, the job restarts (RestartPolicy decides) from scratch.
 // An exception in a handler fails the job (one line naming it), shuts the
 // workers down and settles the outcome as 1: the head never hangs on it.
-//   (read_atom, ...) / (tail_atom, ...) / (read_many_atom, ...) forwarded to the LogSink
+//   (LogRead) -> LogChunks      delegated to the LogReader
 caf::actor spawn_job_supervisor(caf::actor_system& sys, SupervisorConfig config);
 
 }  // namespace atl

@@ -21,17 +21,12 @@ namespace atl {
 //   sink_order::KeepFile, StreamsEnded, ForgetStreams (atl/core/orders.hpp): a file of an
 //                            attempt's dir; runs' or tasks' series folded; their files gone
 // The LogReader (spawn_log_reader, a thread of its own) answers reads of the files:
-//   (read_atom, StreamId stream, int64 offset, int64 max)  -> (string bytes, int64 next_offset)
-//   (tail_atom, StreamId stream, int64 lines)              -> (string bytes, int64 end_offset)
-//   (read_many_atom, vector<StreamId> streams, vector<int64> offsets, int64 max_total)
-//        -> (vector<StreamId> streams, vector<string> bytes, vector<int64> next_offsets): the
-//           streams that have bytes past their offset, in order, up to max_total bytes in
-//           all (atlctl run follows thousands of ranks in one round trip per poll)
-//   (read_many_atom, ..., int32 attempt, bool stamped) / (tail_atom, ..., int32 attempt, bool
-//        stamped): the same from attempt-K's files (0: the current), each line prefixed with
-//        its time ("2026-12-03T16:45:31.188Z ") when stamped; offsets stay the file's
-//   (log_since_atom, vector<StreamId> streams, int32 attempt, int64 since_unix_ms)
-//        -> vector<int64>: where each stream's lines since that time start (its end if none)
+//   (LogRead) -> LogChunks (atl/core/requests.hpp): from each stream's offset (the streams
+//        that have bytes, in order, up to max_bytes in all: atlctl run follows thousands of
+//        ranks in one round trip per poll), the last lines of one, or where each stream's
+//        lines since a time start; from attempt-K's files (0: the current), each line
+//        prefixed with its time ("2026-12-03T16:45:31.188Z ") when stamped; offsets stay
+//        the file's
 // Each log has a .times file beside it (core/log_times.hpp): the bytes stay the rank's.
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);
 caf::actor spawn_log_reader(caf::actor_system& sys, std::string logs_dir);

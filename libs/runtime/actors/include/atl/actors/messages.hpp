@@ -45,10 +45,6 @@ using sink_lost_atom = caf::atom_constant<caf::atom("sink_lost")>;
 // output a pod kept through its loss of the head, sent again as it rejoins.
 using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
 // The supervisor's orders to agents and the sink are typed (atl/core/orders.hpp).
-using read_atom = caf::atom_constant<caf::atom("read")>;            // atlctl -> sink (log bytes)
-using tail_atom = caf::atom_constant<caf::atom("tail")>;            // atlctl -> sink (last lines)
-using read_many_atom = caf::atom_constant<caf::atom("read_many")>;  // atlctl -> sink (many logs)
-using log_since_atom = caf::atom_constant<caf::atom("log_since")>;  // atlctl -> reader (--since)
 using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as
@@ -89,7 +85,7 @@ using disown_atom = caf::atom_constant<caf::atom("disown")>;
 // Tasks (the C API -> supervisor), answered (code, text): start (group,
 // bundle, pod, command, env "K=V" list, working dir) -> once started, the
 // task's JSON; wait (task, timeout ms) -> its JSON ("done" false on timeout);
-// kill (task). Output: read_atom on the task's stream.
+// kill (task). Output: a LogRead of the task's stream.
 using task_wait_atom = caf::atom_constant<caf::atom("task_wait")>;
 using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
 // Named actors, answered (code, text): register (name, the host's actor, who
@@ -148,6 +144,17 @@ typename Inspector::result_type inspect(Inspector& f, TaskRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, PreflightRequest& x) {
   return f(caf::meta::type_name("atl::PreflightRequest"), x.step, x.host, x.port, x.working_dir);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, LogRead& x) {
+  return f(caf::meta::type_name("atl::LogRead"), x.kind, x.streams, x.offsets, x.max_bytes, x.lines,
+           x.since_ms, x.attempt, x.stamped);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, LogChunks& x) {
+  return f(caf::meta::type_name("atl::LogChunks"), x.streams, x.bytes, x.next_offsets);
 }
 
 template <class Inspector>

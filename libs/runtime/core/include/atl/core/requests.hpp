@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "atl/core/log_stream.hpp"
+
 namespace atl {
 
 // atlctl check|burn as sent: the kind ("check" or "burn"), -t, -d, -e, -w,
@@ -51,6 +53,33 @@ struct PreflightRequest {
   std::string host;         // reach: the pod to connect to
   std::int32_t port = 0;    // reach: its probe's port
   std::string working_dir;  // check, head_dir: the job's (empty: the process's own)
+};
+
+// A read of the job's logs (atlctl logs, run and the debug commands, the C
+// API's task output), answered by the head's LogReader with LogChunks.
+struct LogRead {
+  enum Kind : std::int32_t {
+    from = 0,   // each stream's bytes past its offset, in order, max_bytes in all
+    tail = 1,   // the last `lines` lines of streams[0]
+    since = 2,  // where each stream's lines since since_ms start (offsets only)
+  };
+  std::int32_t kind = from;
+  std::vector<StreamId> streams;
+  std::vector<std::int64_t> offsets;  // from: one per stream
+  std::int64_t max_bytes = 0;         // from
+  std::int64_t lines = 0;             // tail
+  std::int64_t since_ms = 0;          // since: unix time in ms
+  std::int32_t attempt = 0;           // attempt K's files (0: the current one)
+  bool stamped = false;               // each line with its time in front
+};
+
+// A LogRead's answer: from: the streams that had bytes, tail: the one asked,
+// since: every stream asked (no bytes); each with its bytes and the offset
+// to read on from (since: where its lines start; tail: the file's end).
+struct LogChunks {
+  std::vector<StreamId> streams;
+  std::vector<std::string> bytes;
+  std::vector<std::int64_t> next_offsets;
 };
 
 // How one pre-flight request was answered (or not).

@@ -21,11 +21,15 @@ struct SupervisorSettings {
   std::string ray_python = "python3";
   std::string ray_token;
   Millis linger{0};                   // the ended job's dashboard stays this long
-  Millis tick{100};                   // the liveness tick
+  Millis tick{100};                   // the liveness tick: a silent pod is lost within it
   long clock_ticks = 100;             // sysconf(_SC_CLK_TCK): the samples' CPU times
   std::string tmp_dir = "/tmp";       // the driver's error file goes here
   std::size_t finished_kept = 10000;  // ended tasks kept (headnode --history)
   TerminalSettings terminals;         // headnode --web-terminal, --web-terminal-limit
+  // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and
+  // the token that logs in. Whoever the control plane lets in may have both.
+  std::string dashboard_url;
+  std::string dashboard_token;
 };
 
 }  // namespace atl::supervisor

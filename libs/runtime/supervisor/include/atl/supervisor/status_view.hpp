@@ -35,6 +35,10 @@ std::string actors_json(const Supervisor& sup);
 // the run is unknown or was dropped from the history.
 Answer run_figures(const Supervisor& sup, RunId run);
 
+// atlctl dashboard-url: JSON {url, token, ray (ray mode: Ray's dashboard,
+// behind atl's login)}, or why there is none.
+Answer dashboard_answer(const Supervisor& sup);
+
 // atlctl taint -a list|set|remove [-n NODES|all]: the list, or the change
 // made (a bad argument refuses the whole command and changes nothing).
 Answer taint_command(Supervisor& sup, const std::string& action, const std::string& nodes);
