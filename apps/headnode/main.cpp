@@ -950,7 +950,6 @@ int main(int argc, char** argv) {
                                                    opt.advertise, std::chrono::seconds(1));
     settings.head_interface = atl::os::interface_of_address(opt.advertise);
     settings.clock_ticks = ::sysconf(_SC_CLK_TCK);
-    if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) settings.tmp_dir = tmp;
     config.sink = sink;
     config.outcome = outcome;
     config.ending = ending;

@@ -105,10 +105,11 @@ struct Head {
     settings.advertised_host = "10.0.0.1";
     settings.head_interface = "eth0";
     settings.tick = 100ms;
-    sup = std::make_unique<Supervisor>(std::move(settings), clock, out);
+    sup = std::make_unique<Supervisor>(std::move(settings), clock, out, kHeadAgent);
     sup->start("10.0.0.1:7000", nullptr);
   }
   static AgentId agent(int i) { return AgentId{i + 1}; }
+  static constexpr AgentId kHeadAgent{1000};  // the head pod's (the driver, Ray's head)
   NodeInfo info(int i) const {
     NodeInfo n;
     n.pod = pod_name(i);
@@ -135,7 +136,8 @@ struct Head {
   std::vector<effect::Launch> start_launched() {
     auto launches = out.take<effect::Launch>();
     for (const auto& l : launches) {
-      const auto pod = sup->pod_of_agent(l.agent);
+      const auto pod =
+          l.agent == kHeadAgent ? head_pod_name(sup->job().job_id) : sup->pod_of_agent(l.agent);
       EXPECT_TRUE(pod.has_value());
       for (const auto& p : l.order.ranks)
         sup->process_started({p.stream, p.attempt, pod.value_or(""), 100 + p.stream.rank});

@@ -416,12 +416,56 @@ JobSpec driver_spec(int workers, int spares) {
   return spec;
 }
 
+// The driver runs under the head pod's agent like a pod's ranks under theirs:
+// launched, stopped (the driver alone in ray mode) and, should that agent
+// end, the job fails saying so (nothing would report its processes).
+TEST(Supervisor, TheHeadPodsProcessesRunUnderItsOwnAgent) {
+  Head h(driver_spec(1, 0));
+  h.join(1);
+  h.sup->all_in();
+  h.pass_preflight();
+  auto launched = h.start_launched();
+  ASSERT_EQ(launched.size(), 1u);
+  EXPECT_EQ(launched[0].agent, Head::kHeadAgent);
+  EXPECT_EQ(launched[0].order.ranks.at(0).stream, StreamId::driver());
+  h.out.effects.clear();
+  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
+  auto stops = h.out.take<effect::StopRanks>();
+  ASSERT_EQ(stops.size(), 2u);
+  EXPECT_EQ(stops[1].agent, Head::kHeadAgent);
+  EXPECT_EQ(stops[1].order.grace_ms, 5000);
+
+  JobSpec ray = driver_spec(1, 0);
+  ray.mode = JobMode::ray;
+  Head r(ray);
+  r.to_command(1);
+  r.out.effects.clear();
+  ASSERT_EQ(r.sup->begin_stop().code, ReplyCode::ok);
+  auto driver_only = r.out.take<effect::StopStream>();
+  ASSERT_EQ(driver_only.size(), 1u) << "Ray stays up";
+  EXPECT_EQ(driver_only[0].agent, Head::kHeadAgent);
+  EXPECT_EQ(driver_only[0].order.stream, StreamId::driver());
+  EXPECT_TRUE(r.out.all<effect::StopRanks>().empty());
+
+  EXPECT_TRUE(h.sup->agent_down(Head::kHeadAgent, "killed"));
+  EXPECT_EQ(h.sup->state(), JobState::failed);
+  EXPECT_NE(h.sup->controller().failure().find("the head pod's agent ended (killed)"),
+            std::string::npos)
+      << h.sup->controller().failure();
+}
+
 TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   Head h(driver_spec(2, 0));
-  h.to_command(2);
-  auto driver = h.out.take<effect::SpawnOnHead>();
+  h.join(2);
+  h.sup->all_in();
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  // The driver runs under the head pod's agent, as a pod's ranks under theirs.
+  auto driver = h.start_launched();
   ASSERT_EQ(driver.size(), 1u);
-  EXPECT_TRUE(driver[0].driver);
+  EXPECT_EQ(driver[0].agent, Head::kHeadAgent);
+  ASSERT_EQ(driver[0].order.ranks.size(), 1u);
+  EXPECT_EQ(driver[0].order.ranks[0].stream, StreamId::driver());
   h.out.effects.clear();
   // A refusal keeps no reply and starts nothing.
   int kept = 0;

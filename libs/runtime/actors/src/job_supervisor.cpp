@@ -11,8 +11,8 @@
 
 #include "atl/actors/actor_system_setup.hpp"
 #include "atl/actors/dir_check.hpp"
-#include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
+#include "atl/actors/head_agent.hpp"
 #include "atl/core/duration.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/journal_writer.hpp"
@@ -74,24 +74,6 @@ class ShellOutbox final : public Outbox {
     self_->request(*a, e.wait, diagnose_atom::value, std::int64_t{e.budget.count()}, e.no_stop)
         .then([back](std::vector<StackReport>& reports) { back(std::move(reports)); },
               [back](const caf::error&) { back({}); });
-  }
-  void on(effect::SpawnOnHead& e) {
-    std::shared_ptr<ProcessMeter> meter;
-    if (!e.error_file.empty()) {
-      meter = std::make_shared<ProcessMeter>();
-      meter->error_file = e.error_file;
-    }
-    caf::actor exec = spawn_executor(self_->system(), std::move(e.launch),
-                                     head_pod_name(st().job().job_id), st().config.sink,
-                                     caf::actor_cast<caf::actor>(self_), nullptr, std::move(meter));
-    self_->monitor(exec);  // an executor that dies is its process's failure
-    (e.driver ? st().peers.driver : st().peers.ray_head) = exec;
-  }
-  void on(effect::StopHead& e) {
-    const auto grace = static_cast<std::int64_t>(e.grace.count());
-    const Peers& p = st().peers;
-    if (p.driver) self_->send(p.driver, stop_atom::value, grace);
-    if (p.ray_head && !e.driver_only) self_->send(p.ray_head, stop_atom::value, grace);
   }
   void on(effect::ControlReply& e) {
     // Each forwarded line is answered once.
@@ -201,8 +183,6 @@ caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   self->send(st.config.sink, sink_order::Print{"job failed: " + reason});
   self->send(st.config.sink, sink_order::Print{"Job status:  failed"});
   for (const auto& [id, agent] : st.peers.agents.all()) self->send(agent, agent_order::Shutdown{1});
-  if (st.peers.driver)
-    self->send(st.peers.driver, stop_atom::value, std::int64_t{st.job().grace.count()});
   answer_owed_replies(self, "the supervisor failed: " + reason);
   settle_outcome(*st.config.outcome, 1);
   return caf::exit_reason::unhandled_exception;
@@ -235,15 +215,6 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
                                                     exit_words(msg.reason, self->system()) + ")");
     return;
   }
-  for (auto* head_exec : {&st.peers.driver, &st.peers.ray_head}) {
-    if (!*head_exec || msg.source != head_exec->address()) continue;
-    const std::int32_t stream = head_exec == &st.peers.driver ? kDriverStream : kRayHeadStream;
-    *head_exec = caf::actor{};
-    // It never reported: its process's fate is unknown, so it failed.
-    if (msg.reason != caf::exit_reason::normal)
-      st.sup->head_executor_lost(stream, exit_words(msg.reason, self->system()));
-    return;
-  }
   for (AgentId gone : st.peers.agents.take_all(went))
     st.sup->agent_down(gone, exit_words(msg.reason, self->system()));
 }
@@ -267,7 +238,13 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
   }
   static const SystemClock clock;
   st.outbox = std::make_unique<ShellOutbox>(self, std::move(journal));
-  st.sup = std::make_unique<Supervisor>(std::move(st.config.settings), clock, *st.outbox);
+  // The head pod's own processes run under an agent of their own, as a pod's.
+  caf::actor head =
+      spawn_head_agent(self->system(), {head_pod_name(st.config.settings.job.job_id),
+                                        st.config.sink, self, st.config.settings.job.grace});
+  self->monitor(head);
+  st.sup = std::make_unique<Supervisor>(std::move(st.config.settings), clock, *st.outbox,
+                                        st.peers.agents.add(head));
   self->set_down_handler([self](const caf::down_msg& msg) { on_node_down(self, msg); });
   self->set_exception_handler(
       [self](caf::scheduled_actor*, std::exception_ptr& e) { return on_exception(self, e); });

@@ -33,16 +33,13 @@ using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
 // Whom the Supervisor's effects go to: each joined pod's agent (until
-// forgotten), each named actor's host (until unwatched), each executor whose
-// process's control line waits for its answer, the head's own executors
-// (the driver, and in ray mode Ray's head).
+// forgotten) and the head pod's (first), each named actor's host (until
+// unwatched), each executor whose process's control line waits for its answer.
 struct Peers {
   HandleMap<AgentId, caf::actor> agents;
   HandleMap<OwnerId, caf::actor> owners;  // drivers' connections (their bridges), watched
   HandleMap<HostId, caf::actor> hosts;
   HandleMap<ExecutorRef, caf::actor> executors;
-  caf::actor driver;
-  caf::actor ray_head;
 };
 
 struct State {

@@ -18,10 +18,11 @@ std::vector<std::string> expected_pods(const JobSpec& job) {
 
 }  // namespace
 
-Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out)
+Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out, AgentId head)
     : settings_(std::move(settings)),
       clock_(clock),
       out_(out),
+      head_(head),
       pods_(settings_.job.job_id, expected_pods(settings_.job), settings_.job.heartbeat,
             settings_.tick),
       controller_({settings_.job, settings_.linger}, this),
@@ -106,6 +107,10 @@ std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
 }
 
 bool Supervisor::agent_down(AgentId agent, const std::string& words) {
+  if (agent == head_) {  // the head pod's processes have no agent left to report them
+    controller_.fail(JobEvent::head_failed, "the head pod's agent ended (" + words + ")");
+    return true;
+  }
   if (leaving_.erase(agent) > 0) {
     controller_.on_worker_left(leaving_.size());
     return true;
@@ -299,18 +304,8 @@ void Supervisor::launch_user_code(LaunchScope scope) {
   out_.put(effect::NewAttempt{attempt});
   auto launches = code_.begin(scope);
   controller_.persist();
-  for (auto& launch : launches.on_head) {
-    // The head pod's own processes: the driver (and in ray mode Ray's head).
-    // The driver's $TORCHELASTIC_ERROR_FILE, as a rank's: its exception (or
-    // in ray mode the readiness wait's line naming the pods Ray never saw)
-    // is the reason the job's end gives.
-    const bool driver = launch.stream.kind == StreamKind::driver;
-    std::string error_file;
-    if (driver)
-      error_file = settings_.tmp_dir + "/atl-error-" + pod_of_rank(kDriverStream) + "-driver-" +
-                   std::to_string(attempt) + ".json";
-    out_.put(effect::SpawnOnHead{std::move(launch), driver, std::move(error_file)});
-  }
+  // The head pod's own processes (the driver, in ray mode Ray's head), to its agent.
+  if (!launches.on_head.empty()) out_.put(effect::Launch{head_, {std::move(launches.on_head)}});
   if (!launches.by_pod.empty())
     out_.put(Say{false, "launching " + std::to_string(code_.ranks().size()) + " ranks on " +
                             std::to_string(launches.by_pod.size()) + " pods (attempt " +
@@ -325,7 +320,8 @@ void Supervisor::launch_user_code(LaunchScope scope) {
 void Supervisor::stop_user_code() {
   for (const auto& [pod, joined] : pods_.registry().joined_pods())
     out_.put(effect::StopRanks{joined.agent, {job().grace.count()}});
-  out_.put(effect::StopHead{job().grace});
+  // The head pod's own (driver and ray modes: the driver, Ray's head).
+  if (job().mode != JobMode::spmd) out_.put(effect::StopRanks{head_, {job().grace.count()}});
 }
 
 void Supervisor::process_started(const ProcessStarted& started) {
@@ -370,13 +366,6 @@ void Supervisor::process_ended(const ProcessExit& exit) {
                                (exit.error.empty() ? os::ExitStatus{exit.code, exit.signal}.ended()
                                                    : "could not start: " + exit.error));
   user_code_progress();
-}
-
-void Supervisor::head_executor_lost(std::int32_t stream, const std::string& words) {
-  auto record = code_.ranks().find(stream);
-  process_ended({user_code_stream(stream),
-                 record == code_.ranks().end() ? code_.attempt() : record->second.attempt,
-                 head_pod_name(job().job_id), 255, 0, "its executor ended: " + words, ""});
 }
 
 void Supervisor::ray_node_gone_while_parked(const std::string& why) {

@@ -143,7 +143,8 @@ StopAnswer Supervisor::begin_stop() {
   StopTarget target{true, 0};
   if (before == JobState::command) {
     if (job().mode == JobMode::ray) {
-      out_.put(effect::StopHead{job().grace, true});  // the driver alone: Ray stays up
+      // The driver alone: Ray stays up.
+      out_.put(effect::StopStream{head_, {StreamId::driver(), job().grace.count()}});
     } else {
       stop_user_code();
     }

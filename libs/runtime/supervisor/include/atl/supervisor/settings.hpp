@@ -23,7 +23,6 @@ struct SupervisorSettings {
   Millis linger{0};                   // the ended job's dashboard stays this long
   Millis tick{100};                   // the liveness tick: a silent pod is lost within it
   long clock_ticks = 100;             // sysconf(_SC_CLK_TCK): the samples' CPU times
-  std::string tmp_dir = "/tmp";       // the driver's error file goes here
   std::size_t finished_kept = 10000;  // ended tasks kept (headnode --history)
   TerminalSettings terminals;         // headnode --web-terminal, --web-terminal-limit
   // The head's dashboard (empty: off), for atlctl dashboard-url: its URL and

@@ -201,15 +201,6 @@ struct TakeStacks {  // the agent takes its ranks' stacks (`budget`): stacks_fro
   Millis wait{0};
 };
 // --- on the head ---
-struct SpawnOnHead {  // the driver (driver, ray) or Ray's head (ray), as an executor here
-  ProcessLaunch launch;
-  bool driver = true;
-  std::string error_file;  // the driver's $TORCHELASTIC_ERROR_FILE (empty: none)
-};
-struct StopHead {  // the head's own processes of user code (or the driver alone)
-  Millis grace{0};
-  bool driver_only = false;
-};
 struct ControlReply {  // a line back on a process's control channel, through its executor
   ExecutorRef executor;
   std::string line;
@@ -272,12 +263,12 @@ struct Unwatch {  // no longer a named actor's host: its going down means nothin
 using Effect =
     std::variant<effect::Heartbeat, effect::Fence, effect::Delete, effect::Forget, effect::Launch,
                  effect::RunOn, effect::StopStream, effect::StopRanks, effect::Shutdown,
-                 effect::Ask, effect::TakeStacks, effect::SpawnOnHead, effect::StopHead,
-                 effect::ControlReply, effect::Arm, effect::ArmWait, effect::CheckSoon, Answer,
-                 task::Answer, debug::AnswerRun, effect::Print, effect::NewAttempt,
-                 effect::KeepFile, effect::Save, effect::AddEvent, effect::ResetJournal,
-                 effect::StreamsEnded, effect::ForgetStreams, effect::Ending, effect::Release, Say,
-                 effect::CallHost, effect::CallAnswer, effect::PingHost, effect::Unwatch>;
+                 effect::Ask, effect::TakeStacks, effect::ControlReply, effect::Arm,
+                 effect::ArmWait, effect::CheckSoon, Answer, task::Answer, debug::AnswerRun,
+                 effect::Print, effect::NewAttempt, effect::KeepFile, effect::Save,
+                 effect::AddEvent, effect::ResetJournal, effect::StreamsEnded,
+                 effect::ForgetStreams, effect::Ending, effect::Release, Say, effect::CallHost,
+                 effect::CallAnswer, effect::PingHost, effect::Unwatch>;
 
 // Where the effects go, one by one, in order.
 class Outbox {
@@ -297,7 +288,8 @@ class Supervisor final : private JobEffects {
  public:
   using Pods = PodCourse<AgentId>;
 
-  Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out);
+  // `head`: the head pod's agent (the driver, Ray's head), as the pods' are.
+  Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& out, AgentId head);
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
@@ -347,9 +339,6 @@ class Supervisor final : private JobEffects {
   // driver, Ray's head, a rank, a Ray node).
   void process_started(const ProcessStarted& started);
   void process_ended(const ProcessExit& exit);
-  // The head's executor of `stream` (kDriverStream, kRayHeadStream) ended
-  // without its process's report (`words`: how): that process failed.
-  void head_executor_lost(std::int32_t stream, const std::string& words);
   // Every stream's launch for the active pods; false: the job failed instead.
   bool plan_user_code();
   // Starts user code as attempt code().attempt(): every stream, or the driver alone.
@@ -574,6 +563,7 @@ class Supervisor final : private JobEffects {
   SupervisorSettings settings_;
   const Clock& clock_;
   Outbox& out_;
+  AgentId head_;         // the head pod's agent: the driver, Ray's head
   std::string address_;  // HOST:PORT, for ATL_ADDRESS
   // The worker pods' comings and goings: expected (workers + spares),
   // joined, lost, each pod's machine; heartbeats and silence.
