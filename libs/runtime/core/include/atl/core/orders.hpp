@@ -63,9 +63,9 @@ struct ForgetStreams {  // the history dropped these tasks or runs: their files 
 };
 
 template <class T>
-constexpr bool is_order = std::is_same_v<T, Print> || std::is_same_v<T, NewAttempt> ||
-                          std::is_same_v<T, KeepFile> || std::is_same_v<T, StreamsEnded> ||
-                          std::is_same_v<T, ForgetStreams>;
+constexpr bool is_order =
+    std::is_same_v<T, Print> || std::is_same_v<T, NewAttempt> || std::is_same_v<T, KeepFile> ||
+    std::is_same_v<T, StreamsEnded> || std::is_same_v<T, ForgetStreams>;
 }  // namespace sink_order
 
 }  // namespace atl
