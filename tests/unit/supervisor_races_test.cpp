@@ -35,7 +35,6 @@ std::optional<int> settle(Head& h, std::vector<std::int32_t>* codes = nullptr) {
   }
   auto released = h.out.take<effect::Release>();
   if (released.empty()) return std::nullopt;
-  h.sup->abandon_owed(released[0].why);  // as the shell does on Release
   return released[0].outcome;
 }
 

@@ -394,6 +394,40 @@ TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
   EXPECT_EQ(released[0].outcome, 0);
 }
 
+// An exception in a shell handler: the job fails with what cannot make it
+// worse: said twice, every agent (the head pod's too) told to shut down
+// with 1, the caller still waiting answered failed.
+TEST(Supervisor, AnExceptionFailsTheJobTellsEveryAgentAndAnswersWhoWaits) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  auto stop = h.sup->begin_stop();
+  ASSERT_EQ(stop.code, ReplyCode::ok) << stop.text;
+  h.sup->await_stop(stop.op, 11);  // the ranks still stop: the caller waits
+  h.out.effects.clear();
+  h.sup->crashed("internal error in the supervisor: boom");
+  EXPECT_EQ(h.sup->state(), JobState::failed);
+  EXPECT_EQ(h.sup->controller().failure(), "internal error in the supervisor: boom");
+  EXPECT_EQ(h.out.take<effect::Ending>().size(), 1u);
+  std::vector<std::string> printed;
+  for (const auto& p : h.out.take<effect::Print>()) printed.push_back(p.line);
+  EXPECT_EQ(printed, (std::vector<std::string>{"job failed: internal error in the supervisor: boom",
+                                               "Job status:  failed"}));
+  auto shutdowns = h.out.take<effect::Shutdown>();
+  ASSERT_EQ(shutdowns.size(), 3u);
+  std::set<std::int64_t> told;
+  for (const auto& s : shutdowns) {
+    EXPECT_EQ(s.order.code, 1);
+    told.insert(s.agent.value);
+  }
+  EXPECT_EQ(told, (std::set<std::int64_t>{Head::agent(0).value, Head::agent(1).value,
+                                          Head::kHeadAgent.value}));
+  auto answers = h.out.take<Answer>();
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].reply, 11);
+  EXPECT_EQ(answers[0].code, ReplyCode::failed);
+  EXPECT_EQ(answers[0].text, "the supervisor failed: internal error in the supervisor: boom");
+}
+
 TEST(Supervisor, ADeleteIsRefusedWholeOrDeletesAndRestartsOnce) {
   Head h(spmd_spec(2, 1));
   h.to_command(3);

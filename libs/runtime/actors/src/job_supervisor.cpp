@@ -114,7 +114,6 @@ class ShellOutbox final : public Outbox {
   }
   void on(effect::Ending&) { st().config.ending->store(true); }
   void on(effect::Release& e) {
-    answer_owed_replies(self_, e.why);
     // The durable record is complete before the head says how the job ended
     // (the one wait on the journal: a resumed head must find the final state).
     if (journal_) journal_->flush();
@@ -171,28 +170,18 @@ class ShellOutbox final : public Outbox {
   std::unique_ptr<os::JournalWriter> journal_;
 };
 
-// The supervisor's state may be half-updated: do only what cannot make it
-// worse. Say why, tell every worker to stop its ranks and leave, answer every
-// waiting atlctl, hand over "failed". headnode then exits 1.
+// An exception in a handler: the Supervisor fails the job with what cannot
+// make it worse (crashed); headnode then exits 1.
 caf::error on_exception(Actor* self, const std::exception_ptr& e) {
   auto& st = self->state;
   std::string reason = "internal error in the supervisor: " + describe_exception(e);
   supervisor_log()->critical("job {} failed: {}", st.job().job_id, reason);
-  st.config.ending->store(true);
-  st.controller().crashed(reason);
-  self->send(st.config.sink, sink_order::Print{"job failed: " + reason});
-  self->send(st.config.sink, sink_order::Print{"Job status:  failed"});
-  for (const auto& [id, agent] : st.peers.agents.all()) self->send(agent, agent_order::Shutdown{1});
-  answer_owed_replies(self, "the supervisor failed: " + reason);
+  st.sup->crashed(reason);
   settle_outcome(*st.config.outcome, 1);
   return caf::exit_reason::unhandled_exception;
 }
 
 }  // namespace
-
-void answer_owed_replies(Actor* self, const std::string& why) {
-  self->state.sup->abandon_owed(why);  // stop, recover, runs, tasks, named actors' calls
-}
 
 const std::shared_ptr<spdlog::logger>& supervisor_log() {
   static const auto log = component_logger("supervisor");

@@ -112,9 +112,6 @@ void deliver(Actor* self, ReplyId reply, Ts&&... xs) {
     p->deliver(std::forward<Ts>(xs)...);
 }
 
-// Every atlctl still waiting (stop, run, recover, run_wait) gets (1, why): the
-// job ended, or the supervisor is going down, before its command finished.
-void answer_owed_replies(Actor* self, const std::string& why);
 // atlctl stop: (code, a line when refused, the stop's id to wait for).
 using StopResult = caf::result<std::int32_t, std::string, std::int32_t>;
 

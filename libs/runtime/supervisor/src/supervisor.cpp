@@ -565,6 +565,17 @@ std::optional<std::string> Supervisor::pod_of_agent(AgentId agent) const {
   return pods_.registry().pod_of_agent([&](AgentId a) { return a == agent; });
 }
 
+void Supervisor::crashed(const std::string& reason) {
+  out_.put(effect::Ending{});
+  controller_.crashed(reason);
+  out_.put(effect::Print{"job failed: " + reason});
+  out_.put(effect::Print{"Job status:  failed"});
+  for (const auto& [pod, joined] : pods_.registry().joined_pods())
+    out_.put(effect::Shutdown{joined.agent, {1}});
+  out_.put(effect::Shutdown{head_, {1}});
+  abandon_owed("the supervisor failed: " + reason);
+}
+
 // --- JobEffects -------------------------------------------------------------------
 
 void Supervisor::print(const std::string& line) { out_.put(effect::Print{line}); }
@@ -607,8 +618,9 @@ std::size_t Supervisor::wind_down(bool ok) {
 }
 
 void Supervisor::release(int outcome) {
-  out_.put(effect::Release{outcome, "the job ended (" + std::string(to_string(state())) +
-                                        ") before this command finished"});
+  abandon_owed("the job ended (" + std::string(to_string(state())) +
+               ") before this command finished");
+  out_.put(effect::Release{outcome});
 }
 
 }  // namespace atl::supervisor

@@ -234,9 +234,8 @@ using StreamsEnded = sink_order::StreamsEnded;
 using ForgetStreams = sink_order::ForgetStreams;
 struct Ending {  // the job is ending: a worker pod that exits is not recreated
 };
-struct Release {  // every request still owed hears `why`; the journal flushed; the outcome out
+struct Release {  // the journal flushed, the outcome out, the actor ends (owed answers given)
   int outcome = 1;
-  std::string why;
 };
 struct CallHost {  // a named actor's call: actor_answered(name, call, …) within `timeout`
   HostId host;
@@ -317,6 +316,12 @@ class Supervisor final : private JobEffects {
   bool timer(std::int32_t kind, std::int32_t arg);  // false: not one of its timers
   void cancel(const std::string& why) { controller_.cancel(why); }
   void journal_failed(const std::string& why) { controller_.journal_failed(why); }
+  // An exception in the shell's handler (`reason`: what it was): the state
+  // may be half updated, so only what cannot make it worse: the job failed
+  // (said, and "Job status:  failed"), every pod's agent and the head's told
+  // to shut down with 1, every request still owed answered failed. The shell
+  // then hands over the outcome 1 and ends.
+  void crashed(const std::string& reason);
 
   // --- the pods ---
   // `info.pod` joins through `agent`: why not, or nullopt when it joined.
