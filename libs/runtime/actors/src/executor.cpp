@@ -500,6 +500,13 @@ caf::behavior running_behavior(ExecutorActor* self) {
 
 }  // namespace
 
+std::string process_tmp_path(const std::string& prefix, const std::string& pod,
+                             const ProcessLaunch& launch, const std::string& suffix) {
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + pod + "-" +
+         stream_name(launch.stream) + "-" + std::to_string(launch.attempt) + suffix;
+}
+
 caf::actor spawn_executor(caf::actor_system& sys, ProcessLaunch launch, std::string pod,
                           caf::actor sink, caf::actor report_to, std::shared_ptr<os::Lease> lease,
                           std::shared_ptr<ProcessMeter> meter,

@@ -1,7 +1,6 @@
 #include "atl/actors/head_agent.hpp"
 
 #include <caf/all.hpp>
-#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -32,10 +31,8 @@ void start(HeadAgent* self, const std::vector<ProcessLaunch>& launches) {
     // is the reason the job's end gives.
     std::shared_ptr<ProcessMeter> meter;
     if (launch.stream.kind == StreamKind::driver) {
-      const char* tmp = std::getenv("TMPDIR");
       meter = std::make_shared<ProcessMeter>();
-      meter->error_file = std::string(tmp && *tmp ? tmp : "/tmp") + "/atl-error-" + st.config.pod +
-                          "-driver-" + std::to_string(launch.attempt) + ".json";
+      meter->error_file = process_tmp_path("atl-error-", st.config.pod, launch, ".json");
     }
     caf::actor exec = spawn_executor(self->system(), launch, st.config.pod, st.config.sink,
                                      st.config.supervisor, nullptr, std::move(meter));

@@ -249,13 +249,10 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
                      ? std::make_shared<ProcessMeter>()
                      : nullptr;
     if (meter) {
-      const char* tmp = std::getenv("TMPDIR");
-      const std::string name = st.config.info.pod + "-" + stream_name(launch.stream) + "-" +
-                               std::to_string(launch.attempt);
-      const std::string dir = tmp && *tmp ? tmp : "/tmp";
-      meter->progress_file = dir + "/atl-progress-" + name;
-      meter->error_file = dir + "/atl-error-" + name + ".json";
-      meter->flight_recorder_dir = dir + "/atl-fr-" + name;
+      const std::string& pod = st.config.info.pod;
+      meter->progress_file = process_tmp_path("atl-progress-", pod, launch);
+      meter->error_file = process_tmp_path("atl-error-", pod, launch, ".json");
+      meter->flight_recorder_dir = process_tmp_path("atl-fr-", pod, launch);
     }
     auto exec =
         st.config.fake_ranks

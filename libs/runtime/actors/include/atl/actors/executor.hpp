@@ -39,6 +39,12 @@ struct ProcessMeter {
   std::string flight_recorder_dir;
 };
 
+// A file of one process's own under $TMPDIR (else /tmp), named for its pod,
+// stream and attempt: `<prefix><pod>-<stream>-<attempt><suffix>` (its
+// progress file, its $TORCHELASTIC_ERROR_FILE, its flight-recorder dir).
+std::string process_tmp_path(const std::string& prefix, const std::string& pod,
+                             const ProcessLaunch& launch, const std::string& suffix = "");
+
 // Messages it takes: (stop_atom, int64 grace_ms) -> SIGTERM to the process
 // group, SIGKILL after the grace. It sends one ProcessExit to `report_to`, after
 // the sink acknowledged every line, then quits. It sends ProcessStarted (with the
