@@ -128,7 +128,7 @@ struct Head {
     for (int step = 0; step < 10; ++step) {
       auto asks = out.take<effect::Ask>();
       if (asks.empty()) return;
-      for (const auto& a : asks) sup->answer_preflight(a.round, a.ask, {"", 4000});
+      for (const auto& a : asks) sup->answered(a.back, PreflightReply{"", 4000});
     }
     ADD_FAILURE() << "the pre-flight kept asking";
   }

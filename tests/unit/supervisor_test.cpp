@@ -35,7 +35,7 @@ TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
   EXPECT_EQ(h.sup->state(), JobState::initializing);
   auto first = h.out.all<effect::Ask>();
   ASSERT_FALSE(first.empty());
-  for (const auto& a : first) EXPECT_NE(a.agent, Head::agent(2)) << "the spare is not checked";
+  for (const auto& a : first) EXPECT_NE(a.to, Head::agent(2)) << "the spare is not checked";
   h.pass_preflight();
   ASSERT_EQ(h.sup->state(), JobState::command);
   EXPECT_EQ(h.out.all<effect::NewAttempt>().size(), 1u);
@@ -69,11 +69,11 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   ASSERT_FALSE(h.sup->call_actor("counter", "add 1", 2000, keep));
   auto calls = h.out.take<effect::CallHost>();
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].host, first);
-  EXPECT_EQ(calls[0].request, "add 1");
+  EXPECT_EQ(calls[0].to, first);
+  EXPECT_EQ(calls[0].request.bytes, "add 1");
   EXPECT_EQ(calls[0].timeout, 2000ms);
-  h.sup->actor_answered("counter", calls[0].call, 42, "1");
-  h.sup->actor_answered("counter", calls[0].call, 0, "again");
+  h.sup->answered(calls[0].back, HostReply{42, "1"});
+  h.sup->answered(calls[0].back, HostReply{0, "again"});
   auto answers = h.out.take<effect::CallAnswer>();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, 101u);
@@ -82,7 +82,7 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   EXPECT_EQ(kept, 1) << "a refused call keeps no reply";
   // A call times out: its caller hears so.
   ASSERT_FALSE(h.sup->call_actor("counter", "slow", 500, keep));
-  h.sup->actor_not_answered("counter", h.out.take<effect::CallHost>()[0].call, true, "500 ms");
+  h.sup->unanswered(h.out.take<effect::CallHost>()[0].back, {true, "it timed out", 500ms});
   auto late = h.out.take<Answer>();
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].code, ReplyCode::timeout);
@@ -92,9 +92,9 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   h.run_for(2s);
   auto pings = h.out.take<effect::PingHost>();
   ASSERT_EQ(pings.size(), 1u) << "one ping out at a time";
-  EXPECT_EQ(pings[0].host, first);
+  EXPECT_EQ(pings[0].to, first);
   EXPECT_EQ(pings[0].timeout, 5s) << "the heartbeat timeout";
-  h.sup->host_silent("counter", first, "no answer to a heartbeat for 5s");
+  h.sup->unanswered(pings[0].back, {true, "it timed out", 5s});
   auto owed = h.out.take<Answer>();
   ASSERT_EQ(owed.size(), 1u);
   EXPECT_EQ(owed[0].reply, 103u);
@@ -223,9 +223,9 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
     looks = h.out.take<effect::TakeStacks>();
   }
   ASSERT_EQ(looks.size(), 2u) << "no look at the stacks within 40 s";
-  EXPECT_EQ(looks[0].agent, Head::agent(0));  // each pod's agent asked, in one look
-  EXPECT_EQ(looks[1].agent, Head::agent(1));
-  EXPECT_EQ(looks[0].look, looks[1].look);
+  EXPECT_EQ(looks[0].to, Head::agent(0));  // each pod's agent asked, in one look
+  EXPECT_EQ(looks[1].to, Head::agent(1));
+  EXPECT_EQ(looks[0].back.look, looks[1].back.look);
   // Rank 1 (on pod 0) is in its own loader, the rest wait in all_reduce.
   auto stacks = [&] {
     std::vector<StackReport> out;
@@ -249,9 +249,9 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
                        [](const effect::Arm& a) { return a.kind == kSecondLookTimer; });
   };
   h.out.take<effect::Arm>();
-  h.sup->stacks_from(looks[1].look, looks[1].agent, {});
+  h.sup->answered(looks[1].back, {});
   EXPECT_FALSE(second_look_armed());
-  h.sup->stacks_from(looks[0].look, looks[0].agent, stacks());
+  h.sup->answered(looks[0].back, stacks());
   auto second = h.out.take<effect::Arm>();
   auto look_again = std::find_if(second.begin(), second.end(),
                                  [](const effect::Arm& a) { return a.kind == kSecondLookTimer; });
@@ -261,11 +261,11 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
   ASSERT_TRUE(h.sup->timer(kSecondLookTimer, look_again->arg));
   auto again = h.out.take<effect::TakeStacks>();
   ASSERT_EQ(again.size(), 2u);
-  EXPECT_NE(again[0].look, looks[0].look);
-  h.sup->stacks_from(again[0].look, again[0].agent, stacks());
-  h.sup->stacks_from(looks[1].look, looks[1].agent, stacks());  // the first look's, late: nothing
+  EXPECT_NE(again[0].back.look, looks[0].back.look);
+  h.sup->answered(again[0].back, stacks());
+  h.sup->answered(looks[1].back, stacks());  // the first look's, late: nothing
   EXPECT_EQ(h.sup->state(), JobState::command);
-  h.sup->stacks_from(again[1].look, again[1].agent, {});
+  h.sup->answered(again[1].back, {});
   // Hung: rank 1's node (node-0) is tainted, a counted restart follows.
   EXPECT_EQ(h.sup->state(), JobState::restarting);
   EXPECT_TRUE(h.sup->controller().taints().tainted("node-0"));
@@ -302,8 +302,8 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   EXPECT_FALSE(h.sup->diagnose("1", true, keep));
   auto asks = h.out.take<effect::TakeStacks>();
   ASSERT_EQ(asks.size(), 1u);
-  EXPECT_EQ(asks[0].agent, Head::agent(0));
-  EXPECT_GT(asks[0].wait, asks[0].budget);
+  EXPECT_EQ(asks[0].to, Head::agent(0));
+  EXPECT_GT(asks[0].timeout.count(), asks[0].request.budget_ms);
   EXPECT_TRUE(h.out.take<Answer>().empty());
   std::vector<StackReport> reports(2);
   for (int r = 0; r < 2; ++r) {
@@ -312,7 +312,7 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
     reports[r].tool = "py-spy";
     reports[r].text = "Thread 1 (idle): \"MainThread\"\n    wait (train.py:9)\n";
   }
-  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);
+  h.sup->answered(asks[0].back, reports);
   auto answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, ReplyId(41));
@@ -325,9 +325,9 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   EXPECT_FALSE(h.sup->diagnose("all", false, keep));
   asks = h.out.take<effect::TakeStacks>();
   ASSERT_EQ(asks.size(), 2u);
-  h.sup->stacks_from(asks[1].look, asks[1].agent, {});
+  h.sup->answered(asks[1].back, {});
   EXPECT_TRUE(h.out.take<Answer>().empty());
-  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);
+  h.sup->answered(asks[0].back, reports);
   answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, ReplyId(42));
@@ -339,7 +339,7 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].code, ReplyCode::failed);
   EXPECT_EQ(answers[0].text, "the supervisor is going down");
-  h.sup->stacks_from(asks[0].look, asks[0].agent, reports);  // late: nothing
+  h.sup->answered(asks[0].back, reports);  // late: nothing
   EXPECT_TRUE(h.out.take<Answer>().empty());
 }
 
@@ -485,6 +485,33 @@ TEST(Supervisor, TheHeadPodsProcessesRunUnderItsOwnAgent) {
   EXPECT_EQ(h.sup->state(), JobState::failed);
   EXPECT_NE(h.sup->controller().failure().find("the head pod's agent ended (killed)"),
             std::string::npos)
+      << h.sup->controller().failure();
+}
+
+// The pre-flight's check of the driver's working dir is asked of the head
+// pod's agent, as a pod's checks of its own; a step that got no answer ends
+// the round with the words of why (the job fails before any launch).
+TEST(Supervisor, TheHeadsDirCheckIsAskedOfItsAgentAndAnUnansweredStepFailsTheRound) {
+  JobSpec spec = driver_spec(1, 0);
+  spec.working_dir = "/data/job";
+  Head h(spec);
+  h.join(1);
+  h.sup->all_in();
+  auto first = h.out.take<effect::Ask>();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].to, Head::kHeadAgent);
+  EXPECT_EQ(first[0].request.step, PreflightRequest::head_dir);
+  EXPECT_EQ(first[0].request.working_dir, "/data/job");
+  EXPECT_GT(first[0].timeout.count(), 0);
+  h.sup->answered(first[0].back, PreflightReply{"", 0});
+  auto probes = h.out.take<effect::Ask>();
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].to, Head::agent(0));
+  h.sup->unanswered(probes[0].back, {true, "it timed out", probes[0].timeout});
+  h.sup->answered(probes[0].back, PreflightReply{"", 4000});  // late: nothing
+  EXPECT_TRUE(h.out.take<effect::Launch>().empty());
+  EXPECT_EQ(h.sup->state(), JobState::failed);
+  EXPECT_NE(h.sup->controller().failure().find("it timed out"), std::string::npos)
       << h.sup->controller().failure();
 }
 

@@ -604,19 +604,19 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
         auto pending = std::make_shared<std::map<std::int64_t, caf::response_promise>>();
         auto next = std::make_shared<std::int64_t>(0);
         return {
-            [self, a, pending, next](atl::call_atom, std::string& request) {
+            [self, a, pending, next](atl::HostCall& call) {
               auto promise = self->make_response_promise();
               std::int64_t serial = ++*next;
               pending->emplace(serial, promise);
               {
                 std::lock_guard<std::mutex> lock(a->mutex);
-                a->queue.push_back({serial, std::move(request)});
+                a->queue.push_back({serial, std::move(call.bytes)});
               }
               a->wake.notify_one();
               return promise;
             },
             // The supervisor's liveness ping: answered here, whatever the handler does.
-            [](atl::heartbeat_atom) { return true; },
+            [](const atl::HostPing&) { return true; },
             // Closing: unregistered by the mailbox itself, so the supervisor has every
             // reply it sent before (then pending callers fail).
             [self, sup](atl::actor_unreg_atom, std::string& name) {
@@ -625,7 +625,7 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
             [pending](atl::call_atom, std::int64_t serial, std::int32_t code, std::string& reply) {
               auto it = pending->find(serial);
               if (it == pending->end()) return;
-              it->second.deliver(code, std::move(reply));
+              it->second.deliver(atl::HostReply{code, std::move(reply)});
               pending->erase(it);
             },
         };

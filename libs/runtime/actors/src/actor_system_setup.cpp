@@ -26,6 +26,10 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StatusPage>("atl::StatusPage");
   cfg.add_message_type<PreflightRequest>("atl::PreflightRequest");
   cfg.add_message_type<PreflightReply>("atl::PreflightReply");
+  cfg.add_message_type<StackRequest>("atl::StackRequest");
+  cfg.add_message_type<HostCall>("atl::HostCall");
+  cfg.add_message_type<HostReply>("atl::HostReply");
+  cfg.add_message_type<HostPing>("atl::HostPing");
   cfg.add_message_type<LogRead>("atl::LogRead");
   cfg.add_message_type<LogChunks>("atl::LogChunks");
   cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");

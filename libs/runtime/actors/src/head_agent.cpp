@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "atl/actors/dir_check.hpp"
 #include "atl/actors/executor.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/actors/messages.hpp"
@@ -65,6 +66,11 @@ caf::behavior head_agent(HeadAgent* self, HeadAgentConfig config) {
       [self](const agent_order::Run& order) { start(self, order.ranks); },
       [self](const agent_order::StopRanks& order) { stop(self, nullptr, order.grace_ms); },
       [self](const agent_order::StopStream& order) { stop(self, &order.stream, order.grace_ms); },
+      // The pre-flight's check of the head pod's working dir (a driver's),
+      // on a checker of its own: a hung mount never stalls this agent.
+      [self](const PreflightRequest& r) {
+        return self->delegate(spawn_dir_checker(self->system()), r);
+      },
       [self](const agent_order::Shutdown&) {
         stop(self, nullptr, self->state.config.grace.count());
       },

@@ -10,10 +10,8 @@
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"
-#include "atl/actors/dir_check.hpp"
 #include "atl/actors/exit_words.hpp"
 #include "atl/actors/head_agent.hpp"
-#include "atl/core/duration.hpp"
 #include "atl/os/job_store.hpp"
 #include "atl/os/journal_writer.hpp"
 #include "supervisor_state.hpp"
@@ -48,32 +46,23 @@ class ShellOutbox final : public Outbox {
   void on(effect::Forget& e) {
     if (auto a = st().peers.agents.take(e.agent)) self_->demonitor(a);
   }
-  void on(effect::Ask& e) {
-    // The head's own check (a driver's working dir) on a checker of its own:
-    // a hung mount fails the pre-flight, never the supervisor.
-    const bool on_head = e.request.step == PreflightRequest::head_dir;
-    const caf::actor* to = agent(e.agent);
-    caf::actor checker = on_head ? spawn_dir_checker(self_->system()) : caf::actor{};
-    if (!on_head && !to) return;  // never: the round asks joined pods only, at once
-    auto back = [self = self_, round = e.round, a = e.ask, checker](PreflightReply reply) {
-      if (checker) caf::anon_send_exit(checker, caf::exit_reason::user_shutdown);
-      self->state.sup->answer_preflight(round, a, reply);
+  // An ask of a peer: its answer, or why none came, back to the Supervisor.
+  const caf::actor* peer(AgentId id) const { return st().peers.agents.find(id); }
+  const caf::actor* peer(HostId id) const { return st().peers.hosts.find(id); }
+  template <class To, class Request, class Back>
+  void on(effect::Query<To, Request, Back>& e) {
+    auto no = [self = self_, back = e.back, t = e.timeout](const caf::error& err) {
+      self->state.sup->unanswered(
+          back, {err == caf::sec::request_timeout, error_words(err, self->system()), t});
     };
-    self_->request(on_head ? checker : *to, e.timeout, std::move(e.request))
-        .then([back](PreflightReply& reply) { back(std::move(reply)); },
-              [self = self_, back](const caf::error& err) {
-                back({error_words(err, self->system()), 0, true});
-              });
-  }
-  void on(effect::TakeStacks& e) {
-    auto back = [self = self_, look = e.look, agent = e.agent](std::vector<StackReport> reports) {
-      self->state.sup->stacks_from(look, agent, std::move(reports));
-    };
-    const caf::actor* a = agent(e.agent);
-    if (!a) return back({});  // gone meanwhile: it answers nothing
-    self_->request(*a, e.wait, diagnose_atom::value, std::int64_t{e.budget.count()}, e.no_stop)
-        .then([back](std::vector<StackReport>& reports) { back(std::move(reports)); },
-              [back](const caf::error&) { back({}); });
+    const caf::actor* to = peer(e.to);
+    if (!to) return no(caf::sec::request_receiver_down);  // gone meanwhile
+    self_->request(*to, e.timeout, std::move(e.request))
+        .then(
+            [self = self_, back = e.back](typename Request::Reply& reply) {
+              self->state.sup->answered(back, std::move(reply));
+            },
+            no);
   }
   void on(effect::ControlReply& e) {
     // Each forwarded line is answered once.
@@ -127,38 +116,7 @@ class ShellOutbox final : public Outbox {
       supervisor_log()->info("{}", e.text);
     }
   }
-  // The named actors' hosts: calls, pings (answers back to the Supervisor).
-  const caf::actor* host(HostId id) const { return st().peers.hosts.find(id); }
-  void on(effect::CallHost& e) {
-    const caf::actor* h = host(e.host);
-    if (!h) return;
-    self_->request(*h, e.timeout, call_atom::value, std::move(e.request))
-        .then(
-            [self = self_, name = e.name, call = e.call](std::int32_t code, std::string& reply) {
-              self->state.sup->actor_answered(name, call, code, reply);
-            },
-            [self = self_, name = e.name, call = e.call, ms = e.timeout.count()](caf::error& err) {
-              const bool timed_out = err == caf::sec::request_timeout;
-              self->state.sup->actor_not_answered(
-                  name, call, timed_out,
-                  timed_out ? std::to_string(ms) + " ms" : error_words(err, self->system()));
-            });
-  }
   void on(effect::CallAnswer& e) { deliver(self_, e.reply, e.code, std::move(e.text)); }
-  void on(effect::PingHost& e) {
-    const caf::actor* h = host(e.host);
-    if (!h) return;
-    self_->request(*h, e.timeout, heartbeat_atom::value)
-        .then([self = self_, name = e.name,
-               id = e.host](bool) { self->state.sup->host_answered(name, id); },
-              [self = self_, name = e.name, id = e.host, t = e.timeout](caf::error& err) {
-                self->state.sup->host_silent(
-                    name, id,
-                    err == caf::sec::request_timeout
-                        ? "no answer to a heartbeat for " + format_duration(t)
-                        : error_words(err, self->system()));
-              });
-  }
   void on(effect::Unwatch& e) {
     caf::actor handle = st().peers.hosts.take(e.host);
     // One that hosts another name is still watched.

@@ -630,14 +630,10 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         }
         return self->delegate(st.terminals, a, id, rows, cols, std::move(sink));
       },
-      [self](diagnose_atom, std::int64_t timeout_ms) {
-        return self->delegate(caf::actor_cast<caf::actor>(self), diagnose_atom::value, timeout_ms,
-                              std::vector<std::int32_t>{});
-      },
-      // `no_stop`: ranks the head's watch sees computing: their stacks only
-      // if reading them stops nothing (py-spy), never gdb's attach.
-      [self](diagnose_atom, std::int64_t timeout_ms,
-             const std::vector<std::int32_t>& no_stop) -> caf::result<std::vector<StackReport>> {
+      // Its ranks' stacks; `no_stop`: ranks the head's watch sees computing:
+      // their stacks only if reading them stops nothing (py-spy), never gdb's attach.
+      [self](const StackRequest& request) -> caf::result<std::vector<StackReport>> {
+        const auto& no_stop = request.no_stop;
         const std::string gpus = self->state.gpu_watch ? self->state.gpu_watch->summary()
                                                        : std::string("not watched on this pod");
         if (self->state.config.fake_ranks) {
@@ -662,7 +658,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                  running.meter->flight_recorder_dir,
                  std::find(no_stop.begin(), no_stop.end(), running.stream.rank) == no_stop.end()});
         const auto timeout =
-            std::chrono::milliseconds(std::clamp<std::int64_t>(timeout_ms, 1, 60000));
+            std::chrono::milliseconds(std::clamp<std::int64_t>(request.budget_ms, 1, 60000));
         auto collector = self->spawn<caf::detached>([targets, timeout]() -> caf::behavior {
           return {[targets, timeout](diagnose_atom) {
             const os::ProcessTable table = os::read_process_table();

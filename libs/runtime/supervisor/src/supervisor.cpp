@@ -391,14 +391,10 @@ void Supervisor::start_preflight() {
   ask(preflight_->start());
 }
 
-void Supervisor::answer_preflight(std::int32_t round, const Preflight::Ask& a,
-                                  const PreflightReply& reply) {
-  if (!preflight_ || preflight_->round() != round) return;  // superseded
+void Supervisor::answered(const PreflightBack& back, const PreflightReply& reply) {
+  if (!preflight_ || preflight_->round() != back.round) return;  // superseded
   using Kind = Preflight::Ask::Kind;
-  if (reply.unanswered) {
-    ask(preflight_->unanswered(a, reply.problem));
-    return;
-  }
+  const Preflight::Ask& a = back.ask;
   switch (a.kind) {
     case Kind::head_dir:
       ask(preflight_->head_dir_checked(reply.problem));
@@ -413,6 +409,11 @@ void Supervisor::answer_preflight(std::int32_t round, const Preflight::Ask& a,
       ask(preflight_->checked(a.pod, reply.problem));
       break;
   }
+}
+
+void Supervisor::unanswered(const PreflightBack& back, const NoAnswer& why) {
+  if (!preflight_ || preflight_->round() != back.round) return;  // superseded
+  ask(preflight_->unanswered(back.ask, why.words));
 }
 
 // What a node may take to answer a pre-flight request (a hung mount, a
@@ -439,7 +440,7 @@ PreflightRequest Supervisor::preflight_request(const Preflight::Ask& a) const {
 void Supervisor::ask(std::vector<Preflight::Ask> asks) {
   const std::int32_t round = preflight_->round();
   for (auto& a : asks) {
-    AgentId agent;  // none: the head's own check
+    AgentId agent = head_;  // the head pod's agent checks its dir
     if (a.kind != Preflight::Ask::Kind::head_dir) {
       const auto* joined = pods_.registry().find(a.pod);
       if (!joined) {  // gone since the round began (its loss drops the round too)
@@ -449,7 +450,7 @@ void Supervisor::ask(std::vector<Preflight::Ask> asks) {
       agent = joined->agent;
     }
     auto request = preflight_request(a);
-    out_.put(effect::Ask{round, std::move(a), agent, std::move(request), kPreflightTimeout});
+    out_.put(effect::Ask{agent, std::move(request), kPreflightTimeout, {round, std::move(a)}});
   }
   // Each step as it passes, on the head's output (stdout and head.log): a
   // start that says what it checked, not only what failed.
@@ -488,13 +489,16 @@ void Supervisor::look(LookPurpose purpose, const std::vector<AgentId>& agents,
   if (agents.empty()) return looked(std::move(purpose), {});
   const LookId id = looks_.begin(std::move(purpose), agents);
   for (AgentId agent : agents)
-    out_.put(effect::TakeStacks{id, agent, no_stop, kStackBudget, kStackBudget + kStackSlack});
+    out_.put(effect::TakeStacks{
+        agent, {kStackBudget.count(), no_stop}, kStackBudget + kStackSlack, {id, agent}});
 }
 
-void Supervisor::stacks_from(LookId look, AgentId agent, std::vector<StackReport> reports) {
-  if (auto done = looks_.answer(look, agent, std::move(reports)))
+void Supervisor::answered(const LookBack& back, std::vector<StackReport> reports) {
+  if (auto done = looks_.answer(back.look, back.agent, std::move(reports)))
     looked(std::move(done->purpose), std::move(done->reports));
 }
+
+void Supervisor::unanswered(const LookBack& back, const NoAnswer&) { answered(back, {}); }
 
 void Supervisor::looked(LookPurpose purpose, std::vector<StackReport> reports) {
   if (auto* hang = std::get_if<HangLook>(&purpose)) {

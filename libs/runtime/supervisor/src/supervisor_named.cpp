@@ -42,39 +42,44 @@ std::optional<Refusal> Supervisor::call_actor(const std::string& name, const std
                                               const std::function<ReplyId()>& keep) {
   auto called = named_.call(name, timeout_ms, keep);
   if (auto* no = std::get_if<Refusal>(&called)) return *no;
-  out_.put(effect::CallHost{named_.find(name)->handle, name, std::get<CallId>(called), request,
-                            Millis{timeout_ms}});
+  out_.put(effect::CallHost{named_.find(name)->handle,
+                            HostCall{request},
+                            Millis{timeout_ms},
+                            {name, std::get<CallId>(called)}});
   return std::nullopt;
 }
 
-void Supervisor::actor_answered(const std::string& name, CallId call, std::int32_t code,
-                                const std::string& text) {
+void Supervisor::answered(const CallBack& back, const HostReply& reply) {
   // None: the actor went meanwhile, and its callers were answered then.
-  if (auto reply = named_.answered(name, call)) out_.put(effect::CallAnswer{*reply, code, text});
+  if (auto to = named_.answered(back.name, back.call))
+    out_.put(effect::CallAnswer{*to, reply.code, reply.bytes});
 }
 
-void Supervisor::actor_not_answered(const std::string& name, CallId call, bool timed_out,
-                                    const std::string& why) {
-  auto reply = named_.answered(name, call);
-  if (!reply) return;
-  out_.put(Answer{*reply, timed_out ? ReplyCode::timeout : ReplyCode::failed,
-                  "actor " + quote(name) + (timed_out ? " did not answer within " : ": ") + why});
+void Supervisor::unanswered(const CallBack& back, const NoAnswer& why) {
+  auto to = named_.answered(back.name, back.call);
+  if (!to) return;
+  out_.put(Answer{
+      *to, why.timed_out ? ReplyCode::timeout : ReplyCode::failed,
+      "actor " + quote(back.name) +
+          (why.timed_out ? " did not answer within " + std::to_string(why.timeout.count()) + " ms"
+                         : ": " + why.words)});
 }
 
 void Supervisor::ping_hosts() {
   for (auto& [name, host] : named_.to_ping())
-    out_.put(effect::PingHost{host, name, settings_.job.heartbeat.timeout});
+    out_.put(effect::PingHost{host, {}, settings_.job.heartbeat.timeout, {name, host}});
 }
 
-void Supervisor::host_answered(const std::string& name, HostId host) { named_.pong(name, host); }
+void Supervisor::answered(const PingBack& back, bool) { named_.pong(back.name, back.host); }
 
-void Supervisor::host_silent(const std::string& name, HostId host, const std::string& why) {
-  auto entry = named_.drop_if(name, host);
+void Supervisor::unanswered(const PingBack& back, const NoAnswer& why) {
+  auto entry = named_.drop_if(back.name, back.host);
   if (!entry) return;  // gone or replaced
   const std::string line =
-      "the host of actor " + quote(name) + " (" + entry->owner + ") is gone: " + why;
+      "the host of actor " + quote(back.name) + " (" + entry->owner + ") is gone: " +
+      (why.timed_out ? "no answer to a heartbeat for " + format_duration(why.timeout) : why.words);
   out_.put(Say{true, line});
-  out_.put(effect::Unwatch{host});
+  out_.put(effect::Unwatch{back.host});
   answer_callers(*entry, ReplyCode::failed, line);
 }
 

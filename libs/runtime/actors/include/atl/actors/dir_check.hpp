@@ -2,8 +2,7 @@
 // (NFS, a FUSE filesystem) may block the check for ever, and it must block
 // neither the supervisor nor a node agent. The checker is a detached actor
 // that answers a PreflightRequest (its working_dir) -> PreflightReply (its
-// problem "" when the dir is writable); ask it with a timeout and send it an
-// exit afterwards. One
+// problem "" when the dir is writable) and ends; ask it with a timeout. One
 // whose check never returns ends with the actor system.
 #pragma once
 

@@ -11,6 +11,7 @@
 //   agent_order::StopRanks      every one of them: SIGTERM, SIGKILL after the grace
 //   agent_order::StopStream     the one of that stream (the driver alone: Ray stays up)
 //   agent_order::Shutdown       the job ended: every one of them, within `grace`
+//   PreflightRequest            the head's working dir (head_dir), on a dir checker
 // It never registers, heartbeats or leaves: it lives as long as the head.
 #pragma once
 

@@ -57,7 +57,7 @@ using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when d
 using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
-using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // supervisor -> agent: stacks
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // atlctl diagnose
 using gpu_fault_atom =
     caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
@@ -91,14 +91,14 @@ using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
 // Named actors, answered (code, text): register (name, the host's actor, who
 // hosts it), unregister (name), call (name, request bytes, timeout ms) -> the
 // reply bytes (the supervisor forwards it and answers for a host that died),
-// list -> JSON. The host's actor answers call_atom (bytes) with (code, bytes).
+// list -> JSON. The host's actor answers a HostCall with a HostReply and a
+// HostPing with true (atl/core/requests.hpp); call_atom is its own worker's.
 using actor_reg_atom = caf::atom_constant<caf::atom("actor_reg")>;
 using actor_unreg_atom = caf::atom_constant<caf::atom("actor_unrg")>;
 using actor_call_atom = caf::atom_constant<caf::atom("actor_call")>;
 using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
-// supervisor -> a joined agent: where its own log lines go (sink, stream).
 // The web terminal (terminal_host.hpp): the dashboard's relay asks the
 // supervisor to open one into a pod (term_open), the supervisor asks that
 // pod's agent, whose terminal host runs the shell; then keystrokes (term_in),
@@ -159,7 +159,27 @@ typename Inspector::result_type inspect(Inspector& f, LogChunks& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, PreflightReply& x) {
-  return f(caf::meta::type_name("atl::PreflightReply"), x.problem, x.port, x.unanswered);
+  return f(caf::meta::type_name("atl::PreflightReply"), x.problem, x.port);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StackRequest& x) {
+  return f(caf::meta::type_name("atl::StackRequest"), x.budget_ms, x.no_stop);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, HostCall& x) {
+  return f(caf::meta::type_name("atl::HostCall"), x.bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, HostReply& x) {
+  return f(caf::meta::type_name("atl::HostReply"), x.code, x.bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, HostPing&) {
+  return f(caf::meta::type_name("atl::HostPing"));
 }
 
 template <class Inspector>

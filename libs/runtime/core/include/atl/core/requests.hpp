@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atl/core/log_stream.hpp"
+#include "atl/core/process_messages.hpp"
 
 namespace atl {
 
@@ -44,15 +45,45 @@ struct TaskRequest {
   std::string working_dir;
 };
 
+// How one pre-flight request was answered.
+struct PreflightReply {
+  std::string problem;    // empty: fine
+  std::int32_t port = 0;  // probe: the port the pod listens on
+};
+
 // A pre-flight request (preflight.hpp's round): to a pod's node agent (its
 // probe listener, a connect to another pod, its own check: working dir,
-// GPUs, the way back to the head), or to the head's own dir checker.
+// GPUs, the way back to the head), or to the head pod's agent (its dir).
 struct PreflightRequest {
+  using Reply = PreflightReply;
   enum Step : std::int32_t { head_dir = 0, probe = 1, reach = 2, check = 3 };
   std::int32_t step = check;
   std::string host;         // reach: the pod to connect to
   std::int32_t port = 0;    // reach: its probe's port
   std::string working_dir;  // check, head_dir: the job's (empty: the process's own)
+};
+
+// To a pod's agent: its running ranks' stacks, taken within `budget_ms`;
+// the ranks in `no_stop` (computing, as the hang watch sees them) only by a
+// read that stops nothing (py-spy), never by gdb's attach.
+struct StackRequest {
+  using Reply = std::vector<StackReport>;
+  std::int64_t budget_ms = 0;
+  std::vector<std::int32_t> no_stop;
+};
+
+// To a named actor's host: a call's bytes (answered with the handler's code
+// and bytes), and the head's ping (answered true while the host lives).
+struct HostReply {
+  std::int32_t code = 0;
+  std::string bytes;
+};
+struct HostCall {
+  using Reply = HostReply;
+  std::string bytes;
+};
+struct HostPing {
+  using Reply = bool;
 };
 
 // A read of the job's logs (atlctl logs, run and the debug commands, the C
@@ -80,13 +111,6 @@ struct LogChunks {
   std::vector<StreamId> streams;
   std::vector<std::string> bytes;
   std::vector<std::int64_t> next_offsets;
-};
-
-// How one pre-flight request was answered (or not).
-struct PreflightReply {
-  std::string problem;      // empty: fine
-  std::int32_t port = 0;    // probe: the port the pod listens on
-  bool unanswered = false;  // no answer within the timeout: `problem` says why
 };
 
 }  // namespace atl

@@ -165,6 +165,33 @@ struct DiagnoseLook {
 };
 using LookPurpose = std::variant<HangLook, DiagnoseLook>;
 
+// What an ask (effect::Query) was for, handed back with its answer: a
+// round's pre-flight step; one agent's part of a look at the stacks; a
+// named actor's call; a host's ping.
+struct PreflightBack {
+  std::int32_t round = 0;
+  Preflight::Ask ask;
+};
+struct LookBack {
+  LookId look = 0;
+  AgentId agent;
+};
+struct CallBack {
+  std::string name;
+  CallId call = 0;
+};
+struct PingBack {
+  std::string name;
+  HostId host;
+};
+// Why an ask got no answer: its `timeout` passed, or it failed (`words`:
+// how, as said to people; the peer gone included).
+struct NoAnswer {
+  bool timed_out = false;
+  std::string words;
+  Millis timeout{0};
+};
+
 namespace effect {
 // --- to a pod's node agent ---
 struct Heartbeat {  // high priority: liveness goes ahead of a flood of reports
@@ -186,20 +213,18 @@ using Shutdown = ToAgent<agent_order::Shutdown>;
 struct Forget {  // no longer a pod's agent: its going down means nothing now
   AgentId agent;
 };
-struct Ask {  // a pre-flight request (answer_preflight(round, ask, …)); head_dir: on the head
-  std::int32_t round = 0;
-  Preflight::Ask ask;
-  AgentId agent;
-  PreflightRequest request;  // as sent, answered within `timeout` (else unanswered)
+// An ask of a peer (a pod's agent, a named actor's host), answered back:
+// `request` sent to `to`, its answer within `timeout` to answered(back, …),
+// or why none came to unanswered(back, …). `back` says what it was for.
+template <class To, class Request, class Back>
+struct Query {
+  To to;
+  Request request;
   Millis timeout{0};
+  Back back;
 };
-struct TakeStacks {  // the agent takes its ranks' stacks (`budget`): stacks_from(look, agent, …)
-  LookId look = 0;   // within `wait`, or stacks_from(look, agent, {}) when it failed
-  AgentId agent;
-  std::vector<std::int32_t> no_stop;  // computing: py-spy's non-stopping read only
-  Millis budget{0};
-  Millis wait{0};
-};
+using Ask = Query<AgentId, PreflightRequest, PreflightBack>;  // a pre-flight step
+using TakeStacks = Query<AgentId, StackRequest, LookBack>;    // a look at the stacks
 // --- on the head ---
 struct ControlReply {  // a line back on a process's control channel, through its executor
   ExecutorRef executor;
@@ -237,23 +262,13 @@ struct Ending {  // the job is ending: a worker pod that exits is not recreated
 struct Release {  // the journal flushed, the outcome out, the actor ends (owed answers given)
   int outcome = 1;
 };
-struct CallHost {  // a named actor's call: actor_answered(name, call, …) within `timeout`
-  HostId host;
-  std::string name;
-  CallId call = 0;
-  std::string request;
-  Millis timeout{0};
-};
+using CallHost = Query<HostId, HostCall, CallBack>;  // a named actor's call
 struct CallAnswer {  // a named actor's answer to its caller, its code as the host gave it
   ReplyId reply = 0;
   std::int32_t code = 0;
   std::string text;
 };
-struct PingHost {  // does the host still answer? host_answered, or host_silent after `timeout`
-  HostId host;
-  std::string name;
-  Millis timeout{0};
-};
+using PingHost = Query<HostId, HostPing, PingBack>;  // does the host still answer?
 struct Unwatch {  // no longer a named actor's host: its going down means nothing now
   HostId host;
 };
@@ -441,15 +456,6 @@ class Supervisor final : private JobEffects {
   // times out.
   std::optional<Refusal> call_actor(const std::string& name, const std::string& request,
                                     std::int64_t timeout_ms, const std::function<ReplyId()>& keep);
-  // Call `call` of `name` answered with (code, text) as the host gave them;
-  // or not: it timed out (`why`: after how long) or failed (`why`).
-  void actor_answered(const std::string& name, CallId call, std::int32_t code,
-                      const std::string& text);
-  void actor_not_answered(const std::string& name, CallId call, bool timed_out,
-                          const std::string& why);
-  // A host answered its ping; or did not (`why`): it is taken for dead.
-  void host_answered(const std::string& name, HostId host);
-  void host_silent(const std::string& name, HostId host, const std::string& why);
   // A host's actor went down (`words`: why); false: no host of a name now.
   bool host_down(HostId host, const std::string& words);
   const NamedActors& named() const { return named_; }
@@ -465,15 +471,27 @@ class Supervisor final : private JobEffects {
   void terminal_closed(TerminalId id, const std::string& why);
   const TerminalBook& terminals() const { return terminals_; }
 
-  // --- the pre-flight and the hang watch ---
-  void answer_preflight(std::int32_t round, const Preflight::Ask& ask, const PreflightReply& reply);
+  // --- the answers to its asks (effect::Query), or why none came ---
+  // A pre-flight step's answer: the round goes on (a superseded round's: nothing).
+  void answered(const PreflightBack& back, const PreflightReply& reply);
+  void unanswered(const PreflightBack& back, const NoAnswer& why);
+  // One agent's stacks for a look (none: it failed or did not answer in time).
+  void answered(const LookBack& back, std::vector<StackReport> reports);
+  void unanswered(const LookBack& back, const NoAnswer& why);
+  // A named actor's call answered as its host gave it, to its caller; or
+  // not: the caller hears it timed out or failed, and why.
+  void answered(const CallBack& back, const HostReply& reply);
+  void unanswered(const CallBack& back, const NoAnswer& why);
+  // A host answered its ping; or did not: it is taken for dead.
+  void answered(const PingBack& back, bool);
+  void unanswered(const PingBack& back, const NoAnswer& why);
+
+  // --- the hang watch ---
   void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
   // atlctl diagnose: refused now, or answered (diagnose_json) once every
   // pod asked gave its stacks, to `keep()`'s reply (called only then).
   std::optional<Refusal> diagnose(const std::string& ranks, bool with_stacks,
                                   const std::function<ReplyId()>& keep);
-  // `agent`'s stacks for `look` (empty: it failed or did not answer in time).
-  void stacks_from(LookId look, AgentId agent, std::vector<StackReport> reports);
 
   // --- views ---
   std::vector<PodView> pod_views() const override;  // every worker pod, joined or not
