@@ -9,9 +9,12 @@
 #                           of its own) running examples/ray/program.py as
 #                           its driver. Needs `ray` (Ray 2.60: pip install
 #                           "ray[default]==2.60.0") on PATH or $ATL_RAY_BIN.
+#
+# ATL_DEMO_BUILT=1 skips the build (tests/python/test_readme.py: a build while
+# other tests run their binaries would relink them under those tests' feet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh
+[[ "${ATL_DEMO_BUILT:-}" == 1 ]] || ./scripts/build.sh
 export PATH="$PWD/build/bin:$PATH"
 if [[ "${1:-}" == "--ray" ]]; then
   ray_bin="${ATL_RAY_BIN:-$(command -v ray || true)}"
