@@ -52,7 +52,7 @@ int stop(SupervisorClient& client, const po::variables_map&) {
   const std::int32_t op = accepted.op;
   if (op < 1) die(kExitFailed, "stop: the supervisor's answer names no stop");
   std::cout << "Stopping task in all workers..." << std::endl;
-  checked(client.answer_or_die(caf::make_message(atl::stop_wait_atom::value, op), kStopAnswer));
+  checked(client.answer_or_die(caf::make_message(atl::StopWait{op}), kStopAnswer));
   std::cout << "Stop job task success." << std::endl;
   return kExitOk;
 }
@@ -68,13 +68,13 @@ int delete_pods(SupervisorClient& client, const po::variables_map& vm) {
   if (!vm.count("pods")) die(kExitUsage, "delete: -p PODS is required (POD[,POD...] or all)");
   const std::string pods = vm["pods"].as<std::string>();
   if (pods.empty()) die(kExitUsage, "delete: -p: must not be empty");
-  checked(client.answer_or_die(caf::make_message(atl::delete_atom::value, pods), kQuickAnswer));
+  checked(client.answer_or_die(caf::make_message(atl::DeletePods{pods}), kQuickAnswer));
   std::cout << "Send delete worker pod command to specified workers successfully." << std::endl;
   return kExitOk;
 }
 
 int recover(SupervisorClient& client, const po::variables_map&) {
-  checked(client.answer_or_die(caf::make_message(atl::recover_atom::value), kStartAnswer));
+  checked(client.answer_or_die(caf::make_message(atl::Recover{}), kStartAnswer));
   std::cout << "Task recovering...\nTask recover success." << std::endl;
   return kExitOk;
 }
@@ -113,7 +113,7 @@ atl::RunStatus follow_run(SupervisorClient& client, atl::RunStatus status, bool 
   };
   while (true) {
     RunAnswer a = checked(client.run_answer_or_die(
-        caf::make_message(atl::run_wait_atom::value, run_id, kRunPollMs), kQuickAnswer));
+        caf::make_message(atl::RunWait{run_id, kRunPollMs}), kQuickAnswer));
     status = std::move(a.status);
     drain();  // a finished rank's output is complete before its end is reported
     if (status.done) return status;
@@ -157,7 +157,7 @@ int run(SupervisorClient& client, const po::variables_map& vm) {
   std::string command = atl::command_from_words(vm["words"].as<std::vector<std::string>>());
   bool forced = vm.count("force") > 0;
   RunAnswer started = checked(client.run_answer_or_die(
-      caf::make_message(atl::debug_run_atom::value, vm["ranks"].as<std::string>(), command, forced),
+      caf::make_message(atl::RunCommand{vm["ranks"].as<std::string>(), command, forced}),
       kStartAnswer));
   std::cout << "Send command to all workers success." << std::endl;
   if (vm.count("detach")) return kExitOk;

@@ -378,8 +378,7 @@ int cmd_logs(SupervisorClient& client, const po::variables_map& vm) {
     // says which), narrowed by -r.
     const std::int32_t run = vm["run"].as<int>();
     RunAnswer found =
-        client.run_answer_or_die(caf::make_message(atl::run_wait_atom::value, run, std::int64_t{0}),
-                                 std::chrono::seconds(15));
+        client.run_answer_or_die(caf::make_message(atl::RunWait{run, 0}), std::chrono::seconds(15));
     if (found.code != 0) die(found.code, "logs: --run: " + found.text);
     // A run's targets: spmd's ranks, else one per worker pod.
     int world = info["mode"] == "spmd" ? info["world_size"].get<int>() : info["workers"].get<int>();
@@ -769,7 +768,7 @@ int cmd_diagnose(SupervisorClient& client, const po::variables_map& vm) {
   }
   // Each node takes its ranks' stacks within 5 s; the head waits 20 s at most.
   Answer a = client.answer_or_die(
-      caf::make_message(atl::diagnose_atom::value, vm["ranks"].as<std::string>(), !path.empty()),
+      caf::make_message(atl::Diagnose{vm["ranks"].as<std::string>(), !path.empty()}),
       std::chrono::seconds(30));
   if (a.code != 0) {
     if (created) std::remove(path.c_str());

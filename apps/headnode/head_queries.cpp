@@ -85,7 +85,7 @@ HeadQueries::HeadQueries(caf::actor_system& sys, const caf::actor& supervisor,
             self->request(supervisor, timeout, figures_atom::value, q->run)
                 .then(coded, failed("the supervisor"));
           else
-            self->request(supervisor, kDiagnoseTimeout, diagnose_atom::value, q->ranks, false)
+            self->request(supervisor, kDiagnoseTimeout, Diagnose{q->ranks, false})
                 .then(coded, failed("the supervisor"));
           break;
         }

@@ -210,7 +210,7 @@ struct fixture : test_coordinator_fixture<RaceConfig> {
   // answer stays in op's mailbox).
   void stop_and_wait(caf::scoped_actor& op) {
     std::int32_t id = begin_stop(op);
-    op->send(sup, stop_wait_atom::value, id);
+    op->send(sup, StopWait{id});
     step();
   }
 
@@ -313,8 +313,8 @@ CAF_TEST(two operators stopping at once both get an answer) {
   CAF_CHECK_EQUAL(id1, 1);
   CAF_CHECK_EQUAL(id2, 1);  // the second waits for the same stop
   CAF_CHECK_EQUAL(status(), "debugStop");
-  op1->send(sup, stop_wait_atom::value, id1);
-  op2->send(sup, stop_wait_atom::value, id2);
+  op1->send(sup, StopWait{id1});
+  op2->send(sup, StopWait{id2});
   step();
   rank_exit(0, 1, 143);  // the rank ends by SIGTERM: a stop, not a failure
   step();
@@ -378,13 +378,13 @@ CAF_TEST(a lost node in command restarts the job once its pod is back) {
 CAF_TEST(delete refuses an unknown pod and changes nothing) {
   auto a0 = one_rank_running();
   caf::scoped_actor op{sys, true};
-  op->send(sup, delete_atom::value, std::string("jo-race-worker-0,jo-race-worker-7"));
+  op->send(sup, DeletePods{"jo-race-worker-0,jo-race-worker-7"});
   step();
   auto [code, text] = next_answer(op);
   CAF_CHECK_EQUAL(code, 2);
   CAF_CHECK(text.find("jo-race-worker-7") != std::string::npos);
   CAF_CHECK_EQUAL(status(), "command");
-  op->send(sup, delete_atom::value, std::string("jo-race-worker-0"));
+  op->send(sup, DeletePods{"jo-race-worker-0"});
   step();
   op->receive([&](std::int32_t c, const std::string&) { code = c; },
               caf::after(std::chrono::seconds(0)) >> [] {});
@@ -473,7 +473,7 @@ CAF_TEST(a burn that outlives its deadline is stopped and says why) {
   step();
   CAF_REQUIRE_EQUAL(log0->run_stops.size(), 1u);
   CAF_CHECK_EQUAL(log0->run_stops[0], 1);
-  op->send(sup, run_wait_atom::value, std::int32_t{1}, std::int64_t{1});
+  op->send(sup, RunWait{1, 1});
   step();
   sched.advance_time(std::chrono::milliseconds(1));  // the long poll's answer is due
   step();
@@ -518,7 +518,7 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
   auto log0 = one_rank_parked(op);
   const std::string pod = worker_pod_name("jo-race", 0);
   for (std::int32_t run = 1; run <= 3; ++run) {
-    op->send(sup, debug_run_atom::value, std::string("all"), std::string("true"), false);
+    op->send(sup, RunCommand{"all", "true", false});
     step();
     self->send(sup, ProcessStarted{StreamId::of_run(run, 0), run, pod, 10 + run});
     step();
@@ -539,7 +539,7 @@ CAF_TEST(ended debug runs beyond the history are dropped and say so) {
   };
   std::vector<Wait> waits;
   for (std::int32_t run : {1, 2, 3, 4}) {
-    op->send(sup, run_wait_atom::value, run, std::int64_t{1});
+    op->send(sup, RunWait{run, 1});
     step();
     op->receive(
         [&](std::int32_t code, const std::string& text, const RunStatus& status) {

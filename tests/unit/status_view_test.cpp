@@ -191,7 +191,7 @@ TEST(StatusView, EveryAttemptIsListedWithHowItEndedAndTheJobsTimes) {
   ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
   for (const auto& [stream, r] : h.sup->code().ranks())
     if (!r.done) h.sup->process_ended({user_code_stream(stream), r.attempt, r.pod, 0, 15, "", ""});
-  ASSERT_FALSE(h.sup->recover([] { return ReplyId{1}; }));
+  ASSERT_FALSE(h.sup->on(Recover{}, [] { return ReplyId{1}; }));
   h.start_launched();
   h.clock.advance(2s);
   for (const auto& [stream, r] : h.sup->code().ranks())

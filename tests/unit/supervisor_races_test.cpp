@@ -232,7 +232,7 @@ ReplyId keep() { return ++kept; }
 TEST(SupervisorRaces, ANodeThatFailsAtlctlCheckIsTaintedByThePlatform) {
   Head h(one_rank_pods(1));
   parked(h);
-  ASSERT_FALSE(h.sup->start_node_tool({"check", "check", "1ms", "", "all", ""}, keep));
+  ASSERT_FALSE(h.sup->on(NodeToolRequest{"check", "check", "1ms", "", "all", ""}, keep));
   h.sup->process_ended({StreamId::of_run(1, 0), 1, pod_name(0), 1, 0, "", ""});
   const std::string list = taints(h);
   EXPECT_NE(list.find("\"node\":\"node-0\""), std::string::npos) << list;
@@ -243,7 +243,7 @@ TEST(SupervisorRaces, ANodeThatFailsAtlctlCheckIsTaintedByThePlatform) {
 TEST(SupervisorRaces, ABurnsRoundFiguresAreKeptWithItsRun) {
   Head h(one_rank_pods(1));
   parked(h);
-  ASSERT_FALSE(h.sup->start_node_tool({"burn", "gemm", "1s", "", "all", ""}, keep));
+  ASSERT_FALSE(h.sup->on(NodeToolRequest{"burn", "gemm", "1s", "", "all", ""}, keep));
   h.sup->process_started({StreamId::of_run(1, 0), 1, pod_name(0), 42});
   for (const char* line : {"figure 0 gemm_tflops 600.5 round=1", "figure 0 gemm_tflops 610 round=2",
                            "figure 0 gemm_tflops 605.25", "figure 0 joules 1 round=3"})
@@ -266,7 +266,7 @@ TEST(SupervisorRaces, ABurnsRoundFiguresAreKeptWithItsRun) {
 TEST(SupervisorRaces, ABurnThatOutlivesItsDeadlineIsStoppedAndSaysWhy) {
   Head h(one_rank_pods(1));
   parked(h);
-  ASSERT_FALSE(h.sup->start_node_tool({"burn", "gemm", "1s", "", "all", ""}, keep));
+  ASSERT_FALSE(h.sup->on(NodeToolRequest{"burn", "gemm", "1s", "", "all", ""}, keep));
   ASSERT_EQ(h.out.take<effect::RunOn>().size(), 1u);
   h.sup->process_started({StreamId::of_run(1, 0), 1, pod_name(0), 42});
   // 1 s of burn + atl-burn's 60 s watchdog + 30 s grace: nothing before that.
@@ -292,13 +292,13 @@ TEST(SupervisorRaces, ABurnsSizesAndDurationsAreCheckedByTheSupervisorToo) {
   parked(h);
   for (const auto& [tools, sizes] : std::vector<std::pair<std::string, std::string>>{
            {"gemm", "8M"}, {"allreduce", "8M:1M"}, {"allreduce", "1X"}, {"local", "2"}}) {
-    auto refused = h.sup->start_node_tool({"burn", tools, "1s", "", "all", sizes}, keep);
+    auto refused = h.sup->on(NodeToolRequest{"burn", tools, "1s", "", "all", sizes}, keep);
     ASSERT_TRUE(refused) << tools << " " << sizes;
     EXPECT_EQ(refused->code, ReplyCode::usage) << refused->text;
   }
   // Any client may send the duration: only a duration is taken.
   for (const char* duration : {"1s; touch /tmp/pwned", "0s", "", "5x"}) {
-    auto refused = h.sup->start_node_tool({"burn", "gemm", duration, "", "all", ""}, keep);
+    auto refused = h.sup->on(NodeToolRequest{"burn", "gemm", duration, "", "all", ""}, keep);
     ASSERT_TRUE(refused) << duration;
     EXPECT_EQ(refused->code, ReplyCode::usage) << refused->text;
   }
@@ -312,14 +312,14 @@ TEST(SupervisorRaces, ABurnsSizesAndDurationsAreCheckedByTheSupervisorToo) {
 TEST(SupervisorRaces, TheStartTimerOfAnEarlierRecoverDoesNotFailALaterOne) {
   Head h(one_rank_pods(1));
   parked(h);
-  ASSERT_FALSE(h.sup->recover(keep));
+  ASSERT_FALSE(h.sup->on(Recover{}, keep));
   h.start_launched();
   ASSERT_EQ(h.out.take<Answer>().size(), 1u);
   h.advance(9s);
   ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
   rank_ended(h, 0, 2, 0, 15);
-  ASSERT_FALSE(h.sup->recover(keep));  // recover #2: attempt 3, its rank not started yet
-  h.advance(21s);                      // recover #1's timer is due now
+  ASSERT_FALSE(h.sup->on(Recover{}, keep));  // recover #2: attempt 3, its rank not started yet
+  h.advance(21s);                            // recover #1's timer is due now
   EXPECT_TRUE(h.out.all<Answer>().empty()) << "recover #2 still waits for its rank";
   h.start_launched();
   auto answers = h.out.take<Answer>();
@@ -335,7 +335,7 @@ TEST(SupervisorRaces, AStopWaitAfterARecoverByAnotherOperatorAnswersAtOnce) {
   h.to_command(1);
   auto stop = h.sup->begin_stop();
   rank_ended(h, 0, 1, 0, 15);
-  ASSERT_FALSE(h.sup->recover(keep));
+  ASSERT_FALSE(h.sup->on(Recover{}, keep));
   h.start_launched();
   EXPECT_EQ(h.sup->stop_state(stop.op), DebugCourse::StopWait::over);
   EXPECT_EQ(h.sup->stop_state(99), DebugCourse::StopWait::unknown) << "never was: usage";
@@ -348,17 +348,17 @@ TEST(SupervisorRaces, RunAndCheckAreRefusedWhileStoppedRanksAreStillInTheirGrace
   Head h(one_rank_pods(1));
   h.to_command(1);
   ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
-  auto run = h.sup->start_run("all", "nvidia-smi", false, keep);
+  auto run = h.sup->on(RunCommand{"all", "nvidia-smi", false}, keep);
   ASSERT_TRUE(run);
   EXPECT_EQ(run->code, ReplyCode::refused);
   EXPECT_NE(run->text.find("ranks 0 are still stopping (in their grace)"), std::string::npos)
       << run->text;
-  auto check = h.sup->start_node_tool({"check", "check", "1ms", "", "all", ""}, keep);
+  auto check = h.sup->on(NodeToolRequest{"check", "check", "1ms", "", "all", ""}, keep);
   ASSERT_TRUE(check);
   EXPECT_EQ(check->code, ReplyCode::refused);
   EXPECT_TRUE(h.out.all<effect::RunOn>().empty());
   rank_ended(h, 0, 1, 0, 15);  // the grace is over
-  EXPECT_FALSE(h.sup->start_run("all", "nvidia-smi", false, keep));
+  EXPECT_FALSE(h.sup->on(RunCommand{"all", "nvidia-smi", false}, keep));
   EXPECT_EQ(h.out.take<effect::RunOn>().size(), 1u);
 }
 
@@ -367,7 +367,7 @@ TEST(SupervisorRaces, RunAndCheckAreRefusedWhileStoppedRanksAreStillInTheirGrace
 TEST(SupervisorRaces, ACheckStoppedByAnOperatorTaintsNoNodeAndRecoverGoesOn) {
   Head h(one_rank_pods(1));
   parked(h);
-  ASSERT_FALSE(h.sup->start_node_tool({"check", "check", "1ms", "", "all", ""}, keep));
+  ASSERT_FALSE(h.sup->on(NodeToolRequest{"check", "check", "1ms", "", "all", ""}, keep));
   h.sup->process_started({StreamId::of_run(1, 0), 1, pod_name(0), 77});
   ASSERT_EQ(h.out.take<debug::AnswerRun>().size(), 1u);
   ASSERT_EQ(h.sup->state(), JobState::debugCommand);
@@ -375,7 +375,7 @@ TEST(SupervisorRaces, ACheckStoppedByAnOperatorTaintsNoNodeAndRecoverGoesOn) {
   h.sup->process_ended({StreamId::of_run(1, 0), 1, pod_name(0), 0, 15, "", ""});
   EXPECT_EQ(h.sup->stop_state(stop.op), DebugCourse::StopWait::over);
   EXPECT_EQ(taints(h), "[]");
-  ASSERT_FALSE(h.sup->recover(keep));
+  ASSERT_FALSE(h.sup->on(Recover{}, keep));
   h.start_launched();
   auto answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
@@ -389,7 +389,7 @@ TEST(SupervisorRaces, EndedDebugRunsBeyondTheHistoryAreDroppedAndSaySo) {
   Head h(spec, /*finished_kept=*/2);
   parked(h);
   for (std::int32_t run = 1; run <= 3; ++run) {
-    ASSERT_FALSE(h.sup->start_run("all", "true", false, keep)) << run;
+    ASSERT_FALSE(h.sup->on(RunCommand{"all", "true", false}, keep)) << run;
     h.sup->process_started({StreamId::of_run(run, 0), run, pod_name(0), 10 + run});
     h.sup->process_ended({StreamId::of_run(run, 0), run, pod_name(0), 0, 0, "", ""});
     ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);

@@ -66,7 +66,7 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   // A call is forwarded to its host; its answer, with the host's own code, once.
   int kept = 0;
   auto keep = [&] { return ReplyId(++kept + 100); };
-  ASSERT_FALSE(h.sup->call_actor("counter", "add 1", 2000, keep));
+  ASSERT_FALSE(h.sup->on(ActorCall{"counter", "add 1", 2000}, keep));
   auto calls = h.out.take<effect::CallHost>();
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].to, first);
@@ -78,17 +78,17 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, 101u);
   EXPECT_EQ(answers[0].code, 42);
-  EXPECT_EQ(h.sup->call_actor("counter", "x", 0, keep)->code, ReplyCode::usage) << "no timeout";
+  EXPECT_EQ(h.sup->on(ActorCall{"counter", "x", 0}, keep)->code, ReplyCode::usage) << "no timeout";
   EXPECT_EQ(kept, 1) << "a refused call keeps no reply";
   // A call times out: its caller hears so.
-  ASSERT_FALSE(h.sup->call_actor("counter", "slow", 500, keep));
+  ASSERT_FALSE(h.sup->on(ActorCall{"counter", "slow", 500}, keep));
   h.sup->unanswered(h.out.take<effect::CallHost>()[0].back, {true, "it timed out", 500ms});
   auto late = h.out.take<Answer>();
   ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].code, ReplyCode::timeout);
   EXPECT_EQ(late[0].text, "actor 'counter' did not answer within 500 ms");
   // Each heartbeat round pings the host, once until it answers; silent: gone.
-  ASSERT_FALSE(h.sup->call_actor("counter", "add 2", 60000, keep));
+  ASSERT_FALSE(h.sup->on(ActorCall{"counter", "add 2", 60000}, keep));
   h.run_for(2s);
   auto pings = h.out.take<effect::PingHost>();
   ASSERT_EQ(pings.size(), 1u) << "one ping out at a time";
@@ -103,20 +103,20 @@ TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {
             "the host of actor 'counter' (j1-worker-0 pid 7) is gone: no answer to a heartbeat "
             "for 5s");
   EXPECT_EQ(h.out.take<effect::Unwatch>().size(), 1u);
-  EXPECT_EQ(h.sup->call_actor("counter", "x", 100, keep)->text, "no actor named 'counter'");
+  EXPECT_EQ(h.sup->on(ActorCall{"counter", "x", 100}, keep)->text, "no actor named 'counter'");
   // A host that goes down: its callers at once; a second word about it is nothing.
   ASSERT_FALSE(h.sup->host_actor("counter", HostId{2}, true, "j1-worker-1 pid 8"));
-  ASSERT_FALSE(h.sup->call_actor("counter", "add 3", 60000, keep));
+  ASSERT_FALSE(h.sup->on(ActorCall{"counter", "add 3", 60000}, keep));
   EXPECT_TRUE(h.sup->host_down(HostId{2}, "exited"));
   EXPECT_FALSE(h.sup->host_down(HostId{2}, "exited"));
   EXPECT_EQ(h.out.take<Answer>().size(), 1u);
   // Closed by its host, or the job ends: every caller still waiting hears why.
   ASSERT_FALSE(h.sup->host_actor("counter", HostId{3}, true, "j1-worker-1 pid 9"));
-  ASSERT_FALSE(h.sup->call_actor("counter", "add 4", 60000, keep));
-  ASSERT_FALSE(h.sup->close_actor("counter"));
+  ASSERT_FALSE(h.sup->on(ActorCall{"counter", "add 4", 60000}, keep));
+  ASSERT_FALSE(h.sup->on(ActorClose{"counter"}));
   EXPECT_EQ(h.out.take<Answer>()[0].text, "actor 'counter' was closed by its host");
   ASSERT_FALSE(h.sup->host_actor("queue", HostId{4}, true, "j1-worker-1 pid 9"));
-  ASSERT_FALSE(h.sup->call_actor("queue", "get", 60000, keep));
+  ASSERT_FALSE(h.sup->on(ActorCall{"queue", "get", 60000}, keep));
   h.sup->abandon_owed("the job ended");
   auto ended = h.out.take<Answer>();
   ASSERT_EQ(ended.size(), 1u);
@@ -290,16 +290,16 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   int kept = 0;
   auto keep = [&] { return ReplyId(40 + ++kept); };
   // Refused now (no rank started yet; a bad rank list): no reply kept, nothing asked.
-  ASSERT_TRUE(h.sup->diagnose("", false, keep));
+  ASSERT_TRUE(h.sup->on(Diagnose{"", false}, keep));
   h.to_command(3);
   h.out.effects.clear();
-  auto bad = h.sup->diagnose("9", false, keep);
+  auto bad = h.sup->on(Diagnose{"9", false}, keep);
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->code, ReplyCode::usage);
   EXPECT_EQ(kept, 0);
   EXPECT_TRUE(h.out.take<effect::TakeStacks>().empty());
   // Rank 1 runs on pod 0: only its agent is asked; the answer waits for it.
-  EXPECT_FALSE(h.sup->diagnose("1", true, keep));
+  EXPECT_FALSE(h.sup->on(Diagnose{"1", true}, keep));
   auto asks = h.out.take<effect::TakeStacks>();
   ASSERT_EQ(asks.size(), 1u);
   EXPECT_EQ(asks[0].to, Head::agent(0));
@@ -322,7 +322,7 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   EXPECT_EQ(j["ranks"][0]["rank"], 1);
   EXPECT_EQ(j["ranks"][0]["stack"], reports[1].text);
   // Every rank: both pods asked; one that fails counts as answered (no stacks).
-  EXPECT_FALSE(h.sup->diagnose("all", false, keep));
+  EXPECT_FALSE(h.sup->on(Diagnose{"all", false}, keep));
   asks = h.out.take<effect::TakeStacks>();
   ASSERT_EQ(asks.size(), 2u);
   h.sup->answered(asks[1].back, {});
@@ -332,7 +332,7 @@ TEST(Supervisor, DiagnoseIsAnsweredOnceEveryPodAskedGaveItsStacksOrFailed) {
   ASSERT_EQ(answers.size(), 1u);
   EXPECT_EQ(answers[0].reply, ReplyId(42));
   // One still waiting when the head ends hears why, once.
-  EXPECT_FALSE(h.sup->diagnose("", false, keep));
+  EXPECT_FALSE(h.sup->on(Diagnose{"", false}, keep));
   asks = h.out.take<effect::TakeStacks>();
   h.sup->abandon_owed("the supervisor is going down");
   answers = h.out.take<Answer>();
@@ -432,11 +432,11 @@ TEST(Supervisor, ADeleteIsRefusedWholeOrDeletesAndRestartsOnce) {
   Head h(spmd_spec(2, 1));
   h.to_command(3);
   h.out.effects.clear();
-  auto refused = h.sup->delete_pods(pod_name(0) + "," + "j1-worker-9");
+  auto refused = h.sup->on(DeletePods{pod_name(0) + "," + "j1-worker-9"});
   ASSERT_TRUE(refused);
   EXPECT_TRUE(h.out.effects.empty()) << "a refusal changes nothing";
   EXPECT_EQ(h.sup->state(), JobState::command);
-  EXPECT_FALSE(h.sup->delete_pods(pod_name(1)));
+  EXPECT_FALSE(h.sup->on(DeletePods{pod_name(1)}));
   auto deletes = h.out.take<effect::Delete>();
   ASSERT_EQ(deletes.size(), 1u);
   EXPECT_EQ(deletes[0].agent, Head::agent(1));
@@ -515,6 +515,20 @@ TEST(Supervisor, TheHeadsDirCheckIsAskedOfItsAgentAndAnUnansweredStepFailsTheRou
       << h.sup->controller().failure();
 }
 
+// A part of the head the job cannot do without (its log writer, a log's
+// disk) failing fails the job with its words, every pod told to stop.
+TEST(Supervisor, APartOfTheHeadFailingFailsTheJobSayingWhich) {
+  Head h(spmd_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  h.sup->head_failed("logs are incomplete: rank-0.log: No space left on device");
+  EXPECT_EQ(h.sup->state(), JobState::failed);
+  EXPECT_NE(h.sup->controller().failure().find("No space left on device"), std::string::npos)
+      << h.sup->controller().failure();
+  EXPECT_FALSE(h.out.all<effect::StopRanks>().empty() && h.out.all<effect::Shutdown>().empty())
+      << "the pods are told";
+}
+
 TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   Head h(driver_spec(2, 0));
   h.join(2);
@@ -577,10 +591,10 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   ASSERT_NE(other, nullptr);
   EXPECT_FALSE(other->record.done);
   // A kill of an ended task is refused; of a live one, its pod stops it.
-  auto again = h.sup->kill_task(1);
+  auto again = h.sup->on(TaskKill{1});
   ASSERT_TRUE(again);
   EXPECT_NE(again->text.find("ended already"), std::string::npos) << again->text;
-  EXPECT_FALSE(h.sup->kill_task(2));
+  EXPECT_FALSE(h.sup->on(TaskKill{2}));
   auto stops = h.out.take<effect::StopStream>();
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0].order.stream, StreamId::of_task(2));
@@ -605,7 +619,7 @@ TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupC
   EXPECT_EQ(h.out.take<effect::ArmWait>().size(), 1u);
   EXPECT_TRUE(h.out.all<Answer>().empty());
   // Removing the group answers its wait.
-  auto removed = h.sup->remove_group(id);
+  auto removed = h.sup->on(GroupRemove{id});
   EXPECT_EQ(removed.code, ReplyCode::ok) << removed.text;
   auto answers = h.out.take<Answer>();
   ASSERT_EQ(answers.size(), 1u);
@@ -689,12 +703,12 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   // atlctl run -r all: one process per rank, answered once all started.
   ReplyId next = 20;
   auto keep = [&] { return ++next; };
-  EXPECT_TRUE(h.sup->start_run("all", " ", false, keep)) << "no command";
-  auto bad = h.sup->start_run("9", "hostname", false, keep);
+  EXPECT_TRUE(h.sup->on(RunCommand{"all", " ", false}, keep)) << "no command";
+  auto bad = h.sup->on(RunCommand{"9", "hostname", false}, keep);
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->code, ReplyCode::usage);
   EXPECT_EQ(next, 20u) << "a refusal keeps no reply";
-  ASSERT_FALSE(h.sup->start_run("all", "hostname", false, keep));
+  ASSERT_FALSE(h.sup->on(RunCommand{"all", "hostname", false}, keep));
   EXPECT_EQ(h.sup->state(), JobState::debugCommand);
   auto runs = h.out.take<effect::RunOn>();
   ASSERT_EQ(runs.size(), 2u);
@@ -725,7 +739,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   EXPECT_EQ(folded[0].kind, StreamKind::run);
   // The run holds the job until atlctl stop, as the guide says.
   EXPECT_EQ(h.sup->state(), JobState::debugCommand);
-  auto early = h.sup->recover(keep);
+  auto early = h.sup->on(Recover{}, keep);
   ASSERT_TRUE(early);
   EXPECT_NE(early->text.find("run atlctl stop, then atlctl recover"), std::string::npos)
       << early->text;
@@ -735,7 +749,7 @@ TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   EXPECT_EQ(h.sup->stop_state(second_stop.op), DebugCourse::StopWait::over) << "nothing runs";
 
   // atlctl recover: attempt 2 from scratch, answered once every rank started.
-  ASSERT_FALSE(h.sup->recover(keep));
+  ASSERT_FALSE(h.sup->on(Recover{}, keep));
   EXPECT_EQ(h.sup->state(), JobState::command);
   auto relaunched = h.start_launched();
   ASSERT_EQ(relaunched.size(), 2u);
@@ -756,7 +770,7 @@ TEST(Supervisor, ADebugRunOnALostPodEndsWithItAndItsWaitIsAnswered) {
   Head h(spmd_spec(2, 0));
   h.to_debug_stop(2);
   ReplyId next = 0;
-  ASSERT_FALSE(h.sup->start_run("all", "sleep 100", true, [&] { return ++next; }));  // run -f
+  ASSERT_FALSE(h.sup->on(RunCommand{"all", "sleep 100", true}, [&] { return ++next; }));  // run -f
   for (const auto& r : h.out.take<effect::RunOn>())
     for (const auto& p : r.order.ranks)
       h.sup->process_started({p.stream, p.attempt, h.sup->pod_of_agent(r.agent).value(), 7});
@@ -780,13 +794,13 @@ TEST(Supervisor, ABurnsAllreduceMembersAreAnsweredOnceEveryOneSaidHello) {
   Head h(spmd_spec(2, 0));
   h.to_debug_stop(2);
   ReplyId next = 0;
-  auto refused = h.sup->start_node_tool({"burn", "allreduce", "10s", "", "all", "lots"},
-                                        [&] { return ++next; });
+  auto refused = h.sup->on(NodeToolRequest{"burn", "allreduce", "10s", "", "all", "lots"},
+                           [&] { return ++next; });
   ASSERT_TRUE(refused) << "'lots' is no size";
   EXPECT_EQ(refused->code, ReplyCode::usage);
   EXPECT_EQ(refused->text.rfind("--sizes: ", 0), 0u) << refused->text;
   auto burn =
-      h.sup->start_node_tool({"burn", "allreduce", "10s", "", "all", ""}, [&] { return ++next; });
+      h.sup->on(NodeToolRequest{"burn", "allreduce", "10s", "", "all", ""}, [&] { return ++next; });
   ASSERT_FALSE(burn) << burn->text;
   auto runs = h.out.take<effect::RunOn>();
   ASSERT_EQ(runs.size(), 2u);

@@ -252,9 +252,7 @@ atl_status* ask_task(atl_client* c, const char* call, caf::message request,
 atl_status* wait_for_task(atl_client* c, const char* call, int32_t task, int64_t timeout_ms,
                           atl::TaskStatus& t) {
   if (timeout_ms < 0) return make_status(ATL_USAGE, std::string(call) + ": timeout_ms is negative");
-  if (auto* s = ask_task(c, call,
-                         caf::make_message(atl::task_wait_atom::value, std::int32_t{task},
-                                           std::int64_t{timeout_ms}),
+  if (auto* s = ask_task(c, call, caf::make_message(atl::TaskWait{task, timeout_ms}),
                          std::chrono::milliseconds(timeout_ms), &t))
     return s;
   if (!t.done)
@@ -466,10 +464,8 @@ atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char
     if (timeout_ms < 0) return make_status(ATL_USAGE, "atl_pg_wait: timeout_ms is negative");
     std::string text;
     // Still pending at the deadline: the supervisor answers ReplyCode::timeout.
-    if (auto* s = ask(
-            client, "atl_pg_wait",
-            caf::make_message(atl::pg_wait_atom::value, std::int64_t{id}, std::int64_t{timeout_ms}),
-            std::chrono::milliseconds(timeout_ms), &text))
+    if (auto* s = ask(client, "atl_pg_wait", caf::make_message(atl::GroupWait{id, timeout_ms}),
+                      std::chrono::milliseconds(timeout_ms), &text))
       return s;
     return text_out("atl_pg_wait", text, json_out);
   });
@@ -477,8 +473,7 @@ atl_status* atl_pg_wait(atl_client* client, int64_t id, int64_t timeout_ms, char
 
 atl_status* atl_pg_remove(atl_client* client, int64_t id) {
   return on_client(client, "atl_pg_remove", [&]() -> atl_status* {
-    return ask(client, "atl_pg_remove",
-               caf::make_message(atl::pg_remove_atom::value, std::int64_t{id}),
+    return ask(client, "atl_pg_remove", caf::make_message(atl::GroupRemove{id}),
                std::chrono::milliseconds(0), nullptr);
   });
 }
@@ -619,9 +614,7 @@ atl_status* atl_actor_host(atl_client* client, const char* name, atl_actor_fn fn
             [](const atl::HostPing&) { return true; },
             // Closing: unregistered by the mailbox itself, so the supervisor has every
             // reply it sent before (then pending callers fail).
-            [self, sup](atl::actor_unreg_atom, std::string& name) {
-              return self->delegate(sup, atl::actor_unreg_atom::value, std::move(name));
-            },
+            [self, sup](atl::ActorClose& close) { return self->delegate(sup, std::move(close)); },
             [pending](atl::call_atom, std::int64_t serial, std::int32_t code, std::string& reply) {
               auto it = pending->find(serial);
               if (it == pending->end()) return;
@@ -684,9 +677,9 @@ void atl_actor_close(atl_actor* actor) {
     stop_worker(actor);  // the handler's current call (if any) ends first, its reply sent
     // Interrupted meanwhile: the dropped connection unregisters it.
     if (auto pass = actor->client->gate.enter()) {
-      if (auto* s = ask(actor->client, "atl_actor_close",
-                        caf::make_message(atl::actor_unreg_atom::value, actor->name),
-                        std::chrono::milliseconds(0), nullptr, actor->handle))
+      if (auto* s =
+              ask(actor->client, "atl_actor_close", caf::make_message(atl::ActorClose{actor->name}),
+                  std::chrono::milliseconds(0), nullptr, actor->handle))
         atl_status_free(s);  // gone already (the job ended): nothing more to undo there
     }
     caf::anon_send_exit(actor->handle, caf::exit_reason::user_shutdown);
@@ -706,12 +699,11 @@ atl_status* atl_actor_call(atl_client* client, const char* name, const char* req
     *reply_out = nullptr;
     *reply_size = 0;
     std::string reply;
-    if (auto* s =
-            ask(client, "atl_actor_call",
-                caf::make_message(atl::actor_call_atom::value, std::string(name),
-                                  std::string(request ? request : "", static_cast<size_t>(size)),
-                                  std::int64_t{timeout_ms}),
-                std::chrono::milliseconds(timeout_ms), &reply))
+    if (auto* s = ask(
+            client, "atl_actor_call",
+            caf::make_message(atl::ActorCall{
+                name, std::string(request ? request : "", static_cast<size_t>(size)), timeout_ms}),
+            std::chrono::milliseconds(timeout_ms), &reply))
       return s;
     *reply_out = static_cast<char*>(std::malloc(reply.size() + 1));
     if (!*reply_out) return make_status(ATL_INTERNAL, "atl_actor_call: out of memory");
@@ -734,8 +726,7 @@ atl_status* atl_actor_list(atl_client* client, char** json_out) {
 
 atl_status* atl_task_kill(atl_client* client, int32_t task) {
   return on_client(client, "atl_task_kill", [&]() -> atl_status* {
-    return ask(client, "atl_task_kill",
-               caf::make_message(atl::task_kill_atom::value, std::int32_t{task}),
+    return ask(client, "atl_task_kill", caf::make_message(atl::TaskKill{task}),
                std::chrono::milliseconds(0), nullptr);
   });
 }

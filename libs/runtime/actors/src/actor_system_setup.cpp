@@ -26,6 +26,18 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<StatusPage>("atl::StatusPage");
   cfg.add_message_type<PreflightRequest>("atl::PreflightRequest");
   cfg.add_message_type<PreflightReply>("atl::PreflightReply");
+  cfg.add_message_type<StopWait>("atl::StopWait");
+  cfg.add_message_type<RunCommand>("atl::RunCommand");
+  cfg.add_message_type<RunWait>("atl::RunWait");
+  cfg.add_message_type<Recover>("atl::Recover");
+  cfg.add_message_type<Diagnose>("atl::Diagnose");
+  cfg.add_message_type<DeletePods>("atl::DeletePods");
+  cfg.add_message_type<GroupWait>("atl::GroupWait");
+  cfg.add_message_type<GroupRemove>("atl::GroupRemove");
+  cfg.add_message_type<TaskWait>("atl::TaskWait");
+  cfg.add_message_type<TaskKill>("atl::TaskKill");
+  cfg.add_message_type<ActorCall>("atl::ActorCall");
+  cfg.add_message_type<ActorClose>("atl::ActorClose");
   cfg.add_message_type<StackRequest>("atl::StackRequest");
   cfg.add_message_type<HostCall>("atl::HostCall");
   cfg.add_message_type<HostReply>("atl::HostReply");

@@ -157,11 +157,9 @@ void on_node_down(Actor* self, const caf::down_msg& msg) {
   for (HostId id : st.peers.hosts.take_all(went))
     was_host = st.sup->host_down(id, exit_words(msg.reason, self->system())) || was_host;
   if (was_host) return;
-  if (msg.source == st.config.sink.address()) {
-    st.controller().fail(JobEvent::head_failed, "the head's log writer ended (" +
-                                                    exit_words(msg.reason, self->system()) + ")");
-    return;
-  }
+  if (msg.source == st.config.sink.address())
+    return st.sup->head_failed("the head's log writer ended (" +
+                               exit_words(msg.reason, self->system()) + ")");
   for (AgentId gone : st.peers.agents.take_all(went))
     st.sup->agent_down(gone, exit_words(msg.reason, self->system()));
 }
@@ -219,7 +217,7 @@ caf::behavior job_supervisor(Actor* self, SupervisorConfig config) {
       },
       [self](cancel_atom, const std::string& why) { self->state.sup->cancel(why); },
       [self](disk_error_atom, const std::string& what) {
-        self->state.controller().fail(JobEvent::head_failed, "logs are incomplete: " + what);
+        self->state.sup->head_failed("logs are incomplete: " + what);
       },
   }
       .or_else(worker_api(self))

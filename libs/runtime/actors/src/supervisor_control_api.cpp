@@ -8,7 +8,7 @@
 namespace atl::supervisor {
 
 caf::message_handler control_api(Actor* self) {
-  return {
+  return caf::message_handler{
       [self](status_atom) { return std::string(to_string(self->state.state())); },
       [self](info_atom) {
         if (self->state.config.testing_throw_on_info)
@@ -25,43 +25,17 @@ caf::message_handler control_api(Actor* self) {
         auto a = self->state.sup->begin_stop();
         return {wire(a.code), a.text, a.op};
       },
-      [self](stop_wait_atom, std::int32_t op) {
-        auto& sup = *self->state.sup;
-        return now_or_later<Result>(self, [&](auto keep) { return sup.wait_stop(op, keep); });
-      },
-      [self](debug_run_atom, const std::string& ranks, const std::string& command, bool forced) {
-        return now_or_later<RunResult>(self, [&](auto keep) {
-          return self->state.sup->start_run(ranks, command, forced, keep);
-        });
-      },
-      [self](run_wait_atom, std::int32_t run, std::int64_t timeout_ms) {
-        return now_or_later<RunResult>(self, [&](auto keep) {
-          return self->state.sup->wait_run(run, keep, std::chrono::milliseconds(timeout_ms));
-        });
-      },
-      [self](recover_atom) {
-        return now_or_later<Result>(self,
-                                    [&](auto keep) { return self->state.sup->recover(keep); });
-      },
-      [self](delete_atom, const std::string& pods) {
-        return answer(self->state.sup->delete_pods(pods));
-      },
       [self](taint_atom, const std::string& action, const std::string& nodes) {
         return answer(taint_command(*self->state.sup, action, nodes));
       },
       [self](events_atom) { return events_json(*self->state.sup); },
       [self](progress_atom) { return progress_json(*self->state.sup); },
-      [self](diagnose_atom, const std::string& ranks, bool with_stacks) {
-        return now_or_later<Result>(
-            self, [&](auto keep) { return self->state.sup->diagnose(ranks, with_stacks, keep); });
-      },
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) { return answer(dashboard_answer(*self->state.sup)); },
-      [self](const NodeToolRequest& request) {
-        return now_or_later<RunResult>(
-            self, [&](auto keep) { return self->state.sup->start_node_tool(request, keep); });
-      },
-  };
+  }
+      .or_else(kept<Result, StopWait, Recover, Diagnose>(self))
+      .or_else(kept<RunResult, RunCommand, RunWait, NodeToolRequest>(self))
+      .or_else(at_once<DeletePods>(self));
 }
 
 }  // namespace atl::supervisor

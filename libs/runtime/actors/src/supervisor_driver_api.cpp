@@ -22,17 +22,9 @@ OwnerId owner(Actor* self) {
 }  // namespace
 
 caf::message_handler driver_api(Actor* self) {
-  return {
+  return caf::message_handler{
       [self](const GroupRequest& request) -> Result {
         return answer(self->state.sup->create_group(request, owner(self)));
-      },
-      [self](pg_wait_atom, std::int64_t id, std::int64_t timeout_ms) {
-        return now_or_later<Result>(self, [&](auto keep) {
-          return self->state.sup->wait_group(id, keep, std::chrono::milliseconds(timeout_ms));
-        });
-      },
-      [self](pg_remove_atom, std::int64_t id) -> Result {
-        return answer(self->state.sup->remove_group(id));
       },
       [self](cluster_atom) { return self->state.sup->cluster_json(); },
       [self](const TaskRequest& request) {
@@ -40,15 +32,8 @@ caf::message_handler driver_api(Actor* self) {
         return now_or_later<TaskResult>(
             self, [&](auto keep) { return self->state.sup->start_task(request, keep, by); });
       },
-      [self](task_wait_atom, std::int32_t id, std::int64_t timeout_ms) {
-        return now_or_later<TaskResult>(
-            self, [&](auto keep) { return self->state.sup->wait_task(id, keep, timeout_ms); });
-      },
       [self](disown_atom, bool group, std::int64_t id) -> Result {
         return answer(self->state.sup->disown(group, id, owner(self)));
-      },
-      [self](task_kill_atom, std::int32_t id) -> Result {
-        return answer(self->state.sup->kill_task(id));
       },
       [self](actor_reg_atom, const std::string& name, const caf::actor& handle,
              const std::string& owner) -> Result {
@@ -61,17 +46,11 @@ caf::message_handler driver_api(Actor* self) {
         self->monitor(handle);  // its callers hear at once when it goes
         return answer(std::nullopt);
       },
-      [self](actor_unreg_atom, const std::string& name) -> Result {
-        return answer(self->state.sup->close_actor(name));
-      },
-      [self](actor_call_atom, const std::string& name, const std::string& request,
-             std::int64_t timeout_ms) {
-        return now_or_later<Result>(self, [&](auto keep) {
-          return self->state.sup->call_actor(name, request, timeout_ms, keep);
-        });
-      },
       [self](actor_list_atom) { return actors_json(*self->state.sup); },
-  };
+  }
+      .or_else(kept<Result, GroupWait, ActorCall>(self))
+      .or_else(kept<TaskResult, TaskWait>(self))
+      .or_else(at_once<GroupRemove, TaskKill, ActorClose>(self));
 }
 
 }  // namespace atl::supervisor

@@ -55,8 +55,6 @@ struct State {
   ReplyBook<caf::response_promise> replies;
 
   const JobSpec& job() const { return sup->job(); }
-  JobController& controller() { return sup->controller(); }
-  const UserCode& code() const { return sup->code(); }
   JobState state() const { return sup->state(); }
   // The actor of `pod`'s agent, or null when it has none (not joined).
   const caf::actor* agent_of(const std::string& pod) const {
@@ -102,6 +100,21 @@ Result now_or_later(Actor* self, Ask ask) {
   });
   if (now) return reply_now(*now, static_cast<Result*>(nullptr));
   return promise;
+}
+
+// The requests the Supervisor answers now or later (Supervisor::on(request,
+// keep)), one handler each; `Result`: their answer on the wire.
+template <class Result, class... Requests>
+caf::message_handler kept(Actor* self) {
+  return {[self](const Requests& r) {
+    return now_or_later<Result>(self, [&](auto keep) { return self->state.sup->on(r, keep); });
+  }...};
+}
+
+// The requests it answers at once (Supervisor::on(request)).
+template <class... Requests>
+caf::message_handler at_once(Actor* self) {
+  return {[self](const Requests& r) -> Result { return answer(self->state.sup->on(r)); }...};
 }
 
 // An answer a piece gave to a request kept: delivered once (a promise taken

@@ -138,12 +138,12 @@ void Supervisor::gpu_fault(const std::string& pod, const std::string& reason) {
         true, "pod " + pod + " (quarantined on a tainted machine) reports a GPU fault: " + reason});
 }
 
-std::optional<Refusal> Supervisor::delete_pods(const std::string& spec) {
+std::optional<Refusal> Supervisor::on(const DeletePods& request) {
   const JobState now = state();
   if (is_terminal(now) || controller_.ending())
     return Refusal{ReplyCode::refused, "job is in state " + std::string(to_string(now)) +
                                            ": it has ended, delete is refused"};
-  auto done = pods_.delete_pods(spec, started());
+  auto done = pods_.delete_pods(request.pods, started());
   if (auto* refused = std::get_if<Refusal>(&done)) return *refused;
   perform(std::move(std::get<Pods::Effects>(done)));
   return std::nullopt;
@@ -510,13 +510,12 @@ void Supervisor::looked(LookPurpose purpose, std::vector<StackReport> reports) {
   }
 }
 
-std::optional<Refusal> Supervisor::diagnose(const std::string& ranks, bool with_stacks,
-                                            const std::function<ReplyId()>& keep) {
-  auto ask = diagnose_ask(*this, ranks);
+std::optional<Refusal> Supervisor::on(const Diagnose& request, const Keep& keep) {
+  auto ask = diagnose_ask(*this, request.ranks);
   if (auto* no = std::get_if<Refusal>(&ask)) return *no;
   auto& a = std::get<DiagnoseAsk>(ask);
   const std::vector<AgentId> agents = a.agents;
-  look(DiagnoseLook{keep(), std::move(a), with_stacks}, agents, {});
+  look(DiagnoseLook{keep(), std::move(a), request.with_stacks}, agents, {});
   return std::nullopt;
 }
 

@@ -189,8 +189,7 @@ std::optional<ProcessLaunch> Supervisor::debug_base(int rank) const {
 
 // Starts `command_for(rank, pod)` on each of `ranks` with the rank's own
 // environment and directory (plus `extra_env`); answered once every one started.
-std::optional<debug::AnswerRun> Supervisor::launch_run(const RunPlan& plan,
-                                                       const std::function<ReplyId()>& keep) {
+std::optional<debug::AnswerRun> Supervisor::launch_run(const RunPlan& plan, const Keep& keep) {
   // What atlctl stop ends gets its grace first: a run that starts beside
   // ranks still saving a checkpoint (or holding the GPUs) sees a busy node.
   if (plan.tracked && !course_.stop_complete(debug_view()))
@@ -233,9 +232,9 @@ std::optional<debug::AnswerRun> Supervisor::launch_run(const RunPlan& plan,
   return std::nullopt;
 }
 
-std::optional<debug::AnswerRun> Supervisor::start_run(const std::string& rank_text,
-                                                      const std::string& command, bool forced,
-                                                      const std::function<ReplyId()>& keep) {
+std::optional<debug::AnswerRun> Supervisor::on(const RunCommand& request, const Keep& keep) {
+  const std::string& command = request.command;
+  const bool forced = request.forced;
   if (auto allowed = allow(DebugCommand::run, state(), forced); !allowed)
     return run_refused(allowed.error());
   if (command.find_first_not_of(" \t") == std::string::npos)
@@ -245,7 +244,7 @@ std::optional<debug::AnswerRun> Supervisor::start_run(const std::string& rank_te
   const int world = code_.rank_pods().empty()
                         ? static_cast<int>(controller_.active().size()) * streams_per_pod()
                         : static_cast<int>(code_.rank_pods().size());
-  auto ranks = parse_rank_set(rank_text, world);
+  auto ranks = parse_rank_set(request.ranks, world);
   if (!ranks) return run_usage("-r: " + ranks.error());
   RunPlan plan;
   plan.ranks = std::move(*ranks);
@@ -255,8 +254,7 @@ std::optional<debug::AnswerRun> Supervisor::start_run(const std::string& rank_te
   return launch_run(plan, keep);
 }
 
-std::optional<debug::AnswerRun> Supervisor::start_node_tool(const NodeToolRequest& r,
-                                                            const std::function<ReplyId()>& keep) {
+std::optional<debug::AnswerRun> Supervisor::on(const NodeToolRequest& r, const Keep& keep) {
   const DebugCommand command = r.kind == "check" ? DebugCommand::check : DebugCommand::burn;
   if (auto allowed = allow(command, state()); !allowed) return run_refused(allowed.error());
   EnvMap env;
@@ -376,7 +374,7 @@ void Supervisor::await_run(RunId id, ReplyId reply, Millis timeout) {
 
 // --- recover -----------------------------------------------------------------------------
 
-std::optional<Answer> Supervisor::recover(const std::function<ReplyId()>& keep) {
+std::optional<Answer> Supervisor::on(const Recover&, const Keep& keep) {
   if (auto allowed = allow(DebugCommand::recover, state()); !allowed)
     return Answer{0, ReplyCode::refused, allowed.error()};
   // Ray mode: the driver alone starts again on a Ray cluster still up.
@@ -575,7 +573,8 @@ bool Supervisor::debug_timer(std::int32_t kind, std::int32_t arg) {
   return true;
 }
 
-std::optional<Answer> Supervisor::wait_stop(StopId op, const std::function<ReplyId()>& keep) {
+std::optional<Answer> Supervisor::on(const StopWait& request, const Keep& keep) {
+  const StopId op = request.op;
   switch (course_.stop_state(op)) {
     case DebugCourse::StopWait::unknown:
       return Answer{0, ReplyCode::usage, "there is no stop " + std::to_string(op)};
@@ -588,10 +587,9 @@ std::optional<Answer> Supervisor::wait_stop(StopId op, const std::function<Reply
   return std::nullopt;
 }
 
-std::optional<debug::AnswerRun> Supervisor::wait_run(RunId id, const std::function<ReplyId()>& keep,
-                                                     Millis timeout) {
-  if (auto now = run_now(id)) return now;
-  await_run(id, keep(), timeout);
+std::optional<debug::AnswerRun> Supervisor::on(const RunWait& request, const Keep& keep) {
+  if (auto now = run_now(request.run)) return now;
+  await_run(request.run, keep(), Millis{request.timeout_ms});
   return std::nullopt;
 }
 

@@ -103,10 +103,9 @@ std::optional<Answer> Supervisor::group_now(std::int64_t id) const {
   return groups_.answer_now(id);
 }
 
-std::optional<Answer> Supervisor::wait_group(std::int64_t id, const std::function<ReplyId()>& keep,
-                                             Millis timeout) {
-  if (auto now = group_now(id)) return now;
-  await_group(id, keep(), timeout);
+std::optional<Answer> Supervisor::on(const GroupWait& request, const Keep& keep) {
+  if (auto now = group_now(request.id)) return now;
+  await_group(request.id, keep(), Millis{request.timeout_ms});
   return std::nullopt;
 }
 
@@ -116,7 +115,8 @@ void Supervisor::await_group(std::int64_t id, ReplyId reply, Millis timeout) {
   perform(std::move(out));
 }
 
-Answer Supervisor::remove_group(std::int64_t id) {
+Answer Supervisor::on(const GroupRemove& request) {
+  const std::int64_t id = request.id;
   owners_.forget_group(id);
   PlacementEffects out;
   auto a = groups_.remove(id, nodes(), clock_.unix_ms(), out);
@@ -160,8 +160,8 @@ std::string Supervisor::least_loaded_pod() const {
   return tasks_.book().least_loaded(joined).value_or(std::string());
 }
 
-std::optional<Refusal> Supervisor::start_task(const TaskRequest& r,
-                                              const std::function<ReplyId()>& keep, OwnerId owner) {
+std::optional<Refusal> Supervisor::start_task(const TaskRequest& r, const Keep& keep,
+                                              OwnerId owner) {
   if (job().mode != JobMode::driver)
     return refused("tasks need a driver-mode job: in " + std::string(to_string(job().mode)) +
                    " mode the workers run its ranks");
@@ -224,10 +224,9 @@ std::optional<task::Answer> Supervisor::task_now(TaskId id, std::int64_t timeout
   return tasks_.answer_now(id, timeout_ms);
 }
 
-std::optional<task::Answer> Supervisor::wait_task(TaskId id, const std::function<ReplyId()>& keep,
-                                                  std::int64_t timeout_ms) {
-  if (auto now = task_now(id, timeout_ms)) return now;
-  await_task(id, keep(), Millis(timeout_ms));
+std::optional<task::Answer> Supervisor::on(const TaskWait& request, const Keep& keep) {
+  if (auto now = task_now(request.task, request.timeout_ms)) return now;
+  await_task(request.task, keep(), Millis(request.timeout_ms));
   return std::nullopt;
 }
 
@@ -237,7 +236,8 @@ void Supervisor::await_task(TaskId id, ReplyId reply, Millis timeout) {
   perform(std::move(out));
 }
 
-std::optional<Refusal> Supervisor::kill_task(TaskId id) {
+std::optional<Refusal> Supervisor::on(const TaskKill& request) {
+  const TaskId id = request.task;
   const Task* t = tasks_.book().find(id);
   if (!t) return tasks_.not_held(id);
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");
@@ -276,14 +276,14 @@ void Supervisor::owner_gone(OwnerId owner) {
   out_.put(Say{false, "a driver's connection ended: removing its " + std::to_string(groups.size()) +
                           " placement groups and stopping " + std::to_string(tasks.size()) +
                           " tasks (not detached)"});
-  for (TaskId id : tasks) kill_task(id);
-  for (std::int64_t id : groups) remove_group(id);
+  for (TaskId id : tasks) on(TaskKill{id});
+  for (std::int64_t id : groups) on(GroupRemove{id});
 }
 
 void Supervisor::kill_tasks(std::int64_t group, const std::string& why) {
   for (TaskId id : tasks_.book().live_in_group(group)) {
     out_.put(Say{false, "task " + std::to_string(id) + " stopped: " + why});
-    kill_task(id);
+    on(TaskKill{id});
   }
 }
 

@@ -27,7 +27,8 @@ std::optional<Refusal> Supervisor::host_actor(const std::string& name, HostId ho
   return std::nullopt;
 }
 
-std::optional<Refusal> Supervisor::close_actor(const std::string& name) {
+std::optional<Refusal> Supervisor::on(const ActorClose& request) {
+  const std::string& name = request.name;
   auto removed = named_.remove(name);
   if (auto* no = std::get_if<Refusal>(&removed)) return *no;
   auto& entry = std::get<NamedActors::Entry>(removed);
@@ -37,14 +38,13 @@ std::optional<Refusal> Supervisor::close_actor(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<Refusal> Supervisor::call_actor(const std::string& name, const std::string& request,
-                                              std::int64_t timeout_ms,
-                                              const std::function<ReplyId()>& keep) {
-  auto called = named_.call(name, timeout_ms, keep);
+std::optional<Refusal> Supervisor::on(const ActorCall& request, const Keep& keep) {
+  const std::string& name = request.name;
+  auto called = named_.call(name, request.timeout_ms, keep);
   if (auto* no = std::get_if<Refusal>(&called)) return *no;
   out_.put(effect::CallHost{named_.find(name)->handle,
-                            HostCall{request},
-                            Millis{timeout_ms},
+                            HostCall{request.bytes},
+                            Millis{request.timeout_ms},
                             {name, std::get<CallId>(called)}});
   return std::nullopt;
 }

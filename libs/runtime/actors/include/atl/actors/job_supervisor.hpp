@@ -56,13 +56,16 @@ void settle_outcome(std::promise<int>& outcome, int code);
 //   (info_atom) -> string       JSON: state, pods, ranks, failure reason
 //   (info_atom, StatusPage) -> string  the same with a page of the ranks, pods and
 //                               runs (limit < 0: all); counts and totals always whole
-//   (NodeToolRequest) -> (int32, string, RunStatus)  atlctl check/burn, once started
+//   (NodeToolRequest | RunCommand | RunWait) -> (int32, string, RunStatus)  atlctl
+//                               check/burn/run once started, a run once ended
+//   (StopWait | Recover | Diagnose) -> (int32, string)  atlctl stop's wait, recover,
+//                               diagnose, once done (typed: atl/core/requests.hpp)
 //   (GroupRequest) / (TaskRequest)  a driver's placement group / task (the C API)
 //   (cancel_atom, string why)   ends the job as failed (e.g. SIGTERM)
 //   (disk_error_atom, string)   from the LogSink: a log cannot be written; the job fails
 //   (events_atom) -> string     JSON: the job's timeline (atlctl events)
 //   (dashboard_atom) -> (int32, string)  0 and JSON {url, token}; 1 and why when it is off
-//   (delete_atom, string pods) -> (int32, string)  atlctl delete: those pods leave and
+//   (DeletePods) -> (int32, string)  atlctl delete: those pods leave and
 //                               are recreated; in command the job restarts (one restart)
 // Workers send (heartbeat_atom, string pod) every heartbeat interval and get
 // (heartbeat_atom) back; a node silent for the timeout is lost, fenced and,

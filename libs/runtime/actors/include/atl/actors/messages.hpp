@@ -48,23 +48,20 @@ using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
 // atlctl's debug commands; each answers (int32 code, string text), code as
-// atlctl's exit status (0 ok, 1 failed, 2 usage, 3 refused in this state).
+// atlctl's exit status (0 ok, 1 failed, 2 usage, 3 refused in this state);
+// the rest are typed requests (StopWait, RunCommand, RunWait, Recover, …:
+// atl/core/requests.hpp).
 using debug_stop_atom =
-    caf::atom_constant<caf::atom("dbg_stop")>;  // -> (0, "<stop id>") or refused
-using stop_wait_atom = caf::atom_constant<caf::atom("stop_wait")>;  // (int32 stop id) -> when over
-using debug_run_atom = caf::atom_constant<caf::atom("dbg_run")>;    // -> when started
-using run_wait_atom = caf::atom_constant<caf::atom("run_wait")>;    // -> when done (or timeout)
-using recover_atom = caf::atom_constant<caf::atom("recover")>;      // -> when restarted
+    caf::atom_constant<caf::atom("dbg_stop")>;                  // -> (0, "<stop id>") or refused
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
 using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
-using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // atlctl diagnose
+using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // an agent's stack collector
 using gpu_fault_atom =
     caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <-> supervisor
 // agent -> supervisor (pod, why): this pod was told to go (SIGTERM); the
 // answer is the job's grace in ms (int64), which its ranks then get.
 using evicted_atom = caf::atom_constant<caf::atom("evicted")>;
-using delete_atom = caf::atom_constant<caf::atom("delete")>;        // atlctl -> supervisor
 using tick_atom = caf::atom_constant<caf::atom("tick")>;            // an actor's own periodic timer
 using sample_atom = caf::atom_constant<caf::atom("sample")>;        // an agent's own sampling timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;          // atlctl -> supervisor
@@ -73,29 +70,22 @@ using reach_atom = caf::atom_constant<caf::atom("reach")>;          // superviso
 using events_atom = caf::atom_constant<caf::atom("events")>;        // atlctl -> supervisor
 using dashboard_atom = caf::atom_constant<caf::atom("dashboard")>;  // atlctl -> supervisor
 // Placement groups (the C API -> supervisor), each answered (code, text):
-// create (name, strategy, bundles JSON, timeout ms) -> the group's JSON;
-// wait (id, timeout ms) -> once placed, failed or removed; remove (id);
-// cluster -> nodes with their resources, groups, pending demand.
-using pg_wait_atom = caf::atom_constant<caf::atom("pg_wait")>;
-using pg_remove_atom = caf::atom_constant<caf::atom("pg_remove")>;
+// a GroupRequest -> the group's JSON; GroupWait -> once placed, failed or
+// removed; GroupRemove; cluster -> nodes with their resources, groups,
+// pending demand.
 using cluster_atom = caf::atom_constant<caf::atom("cluster")>;
 // A group (true) or task (false) the asking driver made outlives it
 // (lifetime="detached", a detached actor): (group, id) -> (code, text).
 using disown_atom = caf::atom_constant<caf::atom("disown")>;
-// Tasks (the C API -> supervisor), answered (code, text): start (group,
-// bundle, pod, command, env "K=V" list, working dir) -> once started, the
-// task's JSON; wait (task, timeout ms) -> its JSON ("done" false on timeout);
-// kill (task). Output: a LogRead of the task's stream.
-using task_wait_atom = caf::atom_constant<caf::atom("task_wait")>;
-using task_kill_atom = caf::atom_constant<caf::atom("task_kill")>;
+// Tasks (the C API -> supervisor), answered (code, text, status): a
+// TaskRequest -> once started; TaskWait -> once ended ("done" false on its
+// timeout); TaskKill. Output: a LogRead of the task's stream.
 // Named actors, answered (code, text): register (name, the host's actor, who
-// hosts it), unregister (name), call (name, request bytes, timeout ms) -> the
-// reply bytes (the supervisor forwards it and answers for a host that died),
-// list -> JSON. The host's actor answers a HostCall with a HostReply and a
-// HostPing with true (atl/core/requests.hpp); call_atom is its own worker's.
+// hosts it), ActorClose, ActorCall -> the reply bytes (the supervisor
+// forwards it and answers for a host that died), list -> JSON. The host's
+// actor answers a HostCall with a HostReply and a HostPing with true
+// (atl/core/requests.hpp); call_atom is its own worker's.
 using actor_reg_atom = caf::atom_constant<caf::atom("actor_reg")>;
-using actor_unreg_atom = caf::atom_constant<caf::atom("actor_unrg")>;
-using actor_call_atom = caf::atom_constant<caf::atom("actor_call")>;
 using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
@@ -160,6 +150,66 @@ typename Inspector::result_type inspect(Inspector& f, LogChunks& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, PreflightReply& x) {
   return f(caf::meta::type_name("atl::PreflightReply"), x.problem, x.port);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StopWait& x) {
+  return f(caf::meta::type_name("atl::StopWait"), x.op);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunCommand& x) {
+  return f(caf::meta::type_name("atl::RunCommand"), x.ranks, x.command, x.forced);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RunWait& x) {
+  return f(caf::meta::type_name("atl::RunWait"), x.run, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Recover&) {
+  return f(caf::meta::type_name("atl::Recover"));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Diagnose& x) {
+  return f(caf::meta::type_name("atl::Diagnose"), x.ranks, x.with_stacks);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DeletePods& x) {
+  return f(caf::meta::type_name("atl::DeletePods"), x.pods);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, GroupWait& x) {
+  return f(caf::meta::type_name("atl::GroupWait"), x.id, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, GroupRemove& x) {
+  return f(caf::meta::type_name("atl::GroupRemove"), x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskWait& x) {
+  return f(caf::meta::type_name("atl::TaskWait"), x.task, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TaskKill& x) {
+  return f(caf::meta::type_name("atl::TaskKill"), x.task);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ActorCall& x) {
+  return f(caf::meta::type_name("atl::ActorCall"), x.name, x.bytes, x.timeout_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ActorClose& x) {
+  return f(caf::meta::type_name("atl::ActorClose"), x.name);
 }
 
 template <class Inspector>

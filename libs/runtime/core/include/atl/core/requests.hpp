@@ -51,6 +51,52 @@ struct PreflightReply {
   std::int32_t port = 0;  // probe: the port the pod listens on
 };
 
+// atlctl's debug commands and the C API's waits, each answered with a code
+// and a line (a run's and a task's with their status too); the waits are
+// kept at the head until their answer is there or `timeout_ms` passes.
+struct StopWait {  // atlctl stop: until stop `op` is done
+  std::int32_t op = 0;
+};
+struct RunCommand {  // atlctl run -r RANKS COMMAND (-f: in a state that refuses it otherwise)
+  std::string ranks;
+  std::string command;
+  bool forced = false;
+};
+struct RunWait {  // until run `run` ends (0 ms: its state now)
+  std::int32_t run = 0;
+  std::int64_t timeout_ms = 0;
+};
+struct Recover {};  // atlctl recover: until every rank started again
+struct Diagnose {   // atlctl diagnose -r RANKS: the ranks' stacks (-o: with them)
+  std::string ranks;
+  bool with_stacks = false;
+};
+struct DeletePods {  // atlctl delete -p SPEC|all
+  std::string pods;
+};
+struct GroupWait {  // pg_wait: until group `id` is placed, fails or goes
+  std::int64_t id = 0;
+  std::int64_t timeout_ms = 0;
+};
+struct GroupRemove {
+  std::int64_t id = 0;
+};
+struct TaskWait {  // until task `task` ends (0 ms: its state now)
+  std::int32_t task = 0;
+  std::int64_t timeout_ms = 0;
+};
+struct TaskKill {
+  std::int32_t task = 0;
+};
+struct ActorCall {  // a named actor's call: its host's answer, within `timeout_ms`
+  std::string name;
+  std::string bytes;
+  std::int64_t timeout_ms = 0;
+};
+struct ActorClose {  // its host closes `name`
+  std::string name;
+};
+
 // A pre-flight request (preflight.hpp's round): to a pod's node agent (its
 // probe listener, a connect to another pod, its own check: working dir,
 // GPUs, the way back to the head), or to the head pod's agent (its dir).

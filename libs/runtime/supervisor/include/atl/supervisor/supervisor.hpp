@@ -298,6 +298,10 @@ struct TerminalOpening {
   AgentId agent;
 };
 
+// A request answered later is kept: `keep()` gives its ReplyId (called
+// only when it is kept, so a refusal given now keeps nothing).
+using Keep = std::function<ReplyId()>;
+
 class Supervisor final : private JobEffects {
  public:
   using Pods = PodCourse<AgentId>;
@@ -331,6 +335,9 @@ class Supervisor final : private JobEffects {
   bool timer(std::int32_t kind, std::int32_t arg);  // false: not one of its timers
   void cancel(const std::string& why) { controller_.cancel(why); }
   void journal_failed(const std::string& why) { controller_.journal_failed(why); }
+  // A part of the head the job cannot do without failed (its log writer
+  // ended, a log could not be written): the job fails, saying `why`.
+  void head_failed(const std::string& why) { controller_.fail(JobEvent::head_failed, why); }
   // An exception in the shell's handler (`reason`: what it was): the state
   // may be half updated, so only what cannot make it worse: the job failed
   // (said, and "Job status:  failed"), every pod's agent and the head's told
@@ -351,7 +358,7 @@ class Supervisor final : private JobEffects {
   void gpu_fault(const std::string& pod, const std::string& reason);
   // atlctl delete -p SPEC|all, atlctl taint -a set|remove -n NODES|all: a
   // refusal changes nothing.
-  std::optional<Refusal> delete_pods(const std::string& spec);
+  std::optional<Refusal> on(const DeletePods& request);
   std::optional<Refusal> change_taints(const std::string& action, const std::string& nodes);
 
   // --- user code ---
@@ -378,17 +385,16 @@ class Supervisor final : private JobEffects {
   std::optional<Answer> group_now(std::int64_t id) const;
   void await_group(std::int64_t id, ReplyId reply, Millis timeout);
   // pg_wait as one call: answered now, or kept to `keep()`'s reply (called only then).
-  std::optional<Answer> wait_group(std::int64_t id, const std::function<ReplyId()>& keep,
-                                   Millis timeout);
-  Answer remove_group(std::int64_t id);
+  std::optional<Answer> on(const GroupWait& request, const Keep& keep);
+  Answer on(const GroupRemove& request);
   std::string cluster_json() const;
   const PlacementBook& groups() const { return groups_; }
 
   // --- the driver's tasks ---
   // Why the task cannot start (nothing changed), or nullopt: it starts, its
   // start answered later to `keep()`'s reply (called only then).
-  std::optional<Refusal> start_task(const TaskRequest& request,
-                                    const std::function<ReplyId()>& keep, OwnerId owner = {});
+  std::optional<Refusal> start_task(const TaskRequest& request, const Keep& keep,
+                                    OwnerId owner = {});
   // A group or task made detached (lifetime="detached", a detached actor):
   // it outlives `owner`, who made it. Refused for one not `owner`'s.
   std::optional<Refusal> disown(bool group, std::int64_t id, OwnerId owner);
@@ -399,9 +405,8 @@ class Supervisor final : private JobEffects {
   // task_wait: answered now, or kept as `reply` until the task ends or `timeout`.
   std::optional<task::Answer> task_now(TaskId id, std::int64_t timeout_ms) const;
   void await_task(TaskId id, ReplyId reply, Millis timeout);
-  std::optional<task::Answer> wait_task(TaskId id, const std::function<ReplyId()>& keep,
-                                        std::int64_t timeout_ms);
-  std::optional<Refusal> kill_task(TaskId id);
+  std::optional<task::Answer> on(const TaskWait& request, const Keep& keep);
+  std::optional<Refusal> on(const TaskKill& request);
   // A line on a task's control channel ("result <text>" is its result).
   void task_note(TaskId id, const std::string& line);
   // Every task start and task_wait still owed hears `why` (failed).
@@ -414,20 +419,17 @@ class Supervisor final : private JobEffects {
   void await_stop(StopId op, ReplyId reply) { course_.await_stop(op, reply); }
   // atlctl stop's wait: answered now (no such stop; over, maybe recovered
   // since), or kept to `keep()`'s reply until the stop is done.
-  std::optional<Answer> wait_stop(StopId op, const std::function<ReplyId()>& keep);
+  std::optional<Answer> on(const StopWait& request, const Keep& keep);
   // run, check, burn: refused now (the answer), or started (nullopt): the
   // answer, once every rank started, to `keep()`'s reply (called only then).
-  std::optional<debug::AnswerRun> start_run(const std::string& ranks, const std::string& command,
-                                            bool forced, const std::function<ReplyId()>& keep);
-  std::optional<debug::AnswerRun> start_node_tool(const NodeToolRequest& request,
-                                                  const std::function<ReplyId()>& keep);
+  std::optional<debug::AnswerRun> on(const RunCommand& request, const Keep& keep);
+  std::optional<debug::AnswerRun> on(const NodeToolRequest& request, const Keep& keep);
   // run_wait: answered now, or kept as `reply` until the run ends or `timeout`.
   std::optional<debug::AnswerRun> run_now(RunId id) const;
   void await_run(RunId id, ReplyId reply, Millis timeout);
-  std::optional<debug::AnswerRun> wait_run(RunId id, const std::function<ReplyId()>& keep,
-                                           Millis timeout);
+  std::optional<debug::AnswerRun> on(const RunWait& request, const Keep& keep);
   // recover: refused or failed now, or kept until every rank started.
-  std::optional<Answer> recover(const std::function<ReplyId()>& keep);
+  std::optional<Answer> on(const Recover& request, const Keep& keep);
   // A line a process wrote on its control channel, forwarded by executor
   // `from`: a task's result, a burn's figure or allreduce hello. True: the
   // Supervisor keeps `from` (a hello waiting for its rendezvous).
@@ -450,12 +452,11 @@ class Supervisor final : private JobEffects {
   std::optional<Refusal> host_actor(const std::string& name, HostId host, bool has_host,
                                     const std::string& owner);
   // Its host closed `name`: its callers hear so.
-  std::optional<Refusal> close_actor(const std::string& name);
+  std::optional<Refusal> on(const ActorClose& request);
   // A call of `name`: refused now, or forwarded (nullopt) and answered to
   // `keep()`'s reply (called only then) when the host answers or the call
   // times out.
-  std::optional<Refusal> call_actor(const std::string& name, const std::string& request,
-                                    std::int64_t timeout_ms, const std::function<ReplyId()>& keep);
+  std::optional<Refusal> on(const ActorCall& request, const Keep& keep);
   // A host's actor went down (`words`: why); false: no host of a name now.
   bool host_down(HostId host, const std::string& words);
   const NamedActors& named() const { return named_; }
@@ -490,8 +491,7 @@ class Supervisor final : private JobEffects {
   void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
   // atlctl diagnose: refused now, or answered (diagnose_json) once every
   // pod asked gave its stacks, to `keep()`'s reply (called only then).
-  std::optional<Refusal> diagnose(const std::string& ranks, bool with_stacks,
-                                  const std::function<ReplyId()>& keep);
+  std::optional<Refusal> on(const Diagnose& request, const Keep& keep);
 
   // --- views ---
   std::vector<PodView> pod_views() const override;  // every worker pod, joined or not
@@ -573,8 +573,7 @@ class Supervisor final : private JobEffects {
   void stop_run_on(RunId run, const std::set<std::string>& pods);
   void end_run_everywhere(RunId run);
   std::optional<ProcessLaunch> debug_base(int rank) const;
-  std::optional<debug::AnswerRun> launch_run(const RunPlan& plan,
-                                             const std::function<ReplyId()>& keep);
+  std::optional<debug::AnswerRun> launch_run(const RunPlan& plan, const Keep& keep);
   void answer_members(DebugRun& run,
                       const std::function<gpu::RendezvousReply(const RunMember&)>& to);
   void abandon_rendezvous(DebugRun& run, const std::string& why);
