@@ -28,6 +28,32 @@ TEST(ReachProbe, AListenerIsReachedAndAClosedOneIsNot) {
       << refused.error();
 }
 
+// A round's timer ends its own listener only: a later round's, even one the
+// kernel gave the same port (forced here), stays open.
+TEST(ProbeSlot, AnEarlierRoundsTimerNeverClosesALaterRoundsListenerOnTheSamePort) {
+  atl::os::ProbeSlot slot;
+  auto first = slot.open("127.0.0.1");
+  ASSERT_TRUE(first.ok()) << first.error();
+  slot.close();  // the launch
+  auto second = slot.open("127.0.0.1", first->port);
+  ASSERT_TRUE(second.ok()) << second.error();
+  ASSERT_EQ(second->port, first->port);
+  EXPECT_NE(second->id, first->id);
+  slot.expire(first->id);  // the first round's timer, late
+  EXPECT_TRUE(slot.is_open());
+  EXPECT_TRUE(atl::os::probe_connect("127.0.0.1", second->port, 2s).ok());
+  slot.expire(second->id);
+  EXPECT_FALSE(slot.is_open());
+  EXPECT_FALSE(atl::os::probe_connect("127.0.0.1", second->port, 2s).ok());
+  // A new round replaces the one open: its connects reach the new port.
+  auto third = slot.open("127.0.0.1");
+  ASSERT_TRUE(third.ok());
+  auto fourth = slot.open("127.0.0.1");
+  ASSERT_TRUE(fourth.ok());
+  slot.expire(third->id);
+  EXPECT_TRUE(slot.is_open());
+}
+
 TEST(ReachProbe, BadAddressesAreNamed) {
   auto l = atl::os::ProbeListener::open("no.such.host.invalid");
   ASSERT_FALSE(l.ok());

@@ -141,7 +141,7 @@ struct NodeAgentState {
   bool sampling = false;  // the sample timer runs (armed once, at the first join)
   FailureDetector head{std::chrono::seconds(3)};
   std::shared_ptr<os::Lease> lease;
-  std::optional<os::ProbeListener> probe;     // the pre-flight's network check, while it runs
+  os::ProbeSlot probe;                        // the pre-flight's network check, while it runs
   std::unique_ptr<GpuWatchThread> gpu_watch;  // once joined
   caf::actor terminals;  // the web terminals' host, linked, once the first is asked for
   // Until then a rank's stop ('T': gdb's attach, ptrace) may be this node's
@@ -420,17 +420,15 @@ void heartbeat_tick(NodeAgentActor* self) {
 
 // The pre-flight's probe: a listener the ring's connects may reach (its port).
 PreflightReply open_probe(NodeAgentActor* self) {
-  auto& st = self->state;
-  st.probe.reset();
-  auto listener = os::ProbeListener::open(st.config.info.address);
-  if (!listener) return {listener.error(), -1};
-  const std::int32_t port = listener->port();
-  st.probe = std::move(listener).value();
+  auto opened = self->state.probe.open(self->state.config.info.address);
+  if (!opened) return {opened.error(), -1};
   // Open while the ring's connects may come: the node checks run beside
   // the ring (preflight.hpp), so it closes at the launch, at the next
-  // round's probe, or after the ring's time, whichever is first.
-  self->delayed_send(self, kReachTimeout + std::chrono::seconds(5), probe_atom::value, port);
-  return {std::string(), port};
+  // round's probe, or after the ring's time (this one's: by its number,
+  // never by its port), whichever is first.
+  self->delayed_send(self, kReachTimeout + std::chrono::seconds(5), probe_atom::value,
+                     static_cast<std::int64_t>(opened->id));
+  return {std::string(), opened->port};
 }
 
 // The ring's connect to another pod's probe at host:port.
@@ -723,12 +721,11 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
                 });
         return answer;
       },
-      [self](probe_atom, std::int32_t port) {  // the ring's time is over
-        auto& probe = self->state.probe;
-        if (probe && probe->port() == port) probe.reset();
+      [self](probe_atom, std::int64_t id) {  // the ring's time is over
+        self->state.probe.expire(static_cast<std::uint64_t>(id));
       },
       [self](agent_order::Launch& order) {
-        self->state.probe.reset();  // the pre-flight is over
+        self->state.probe.close();  // the pre-flight is over
         with_rays_address_in_shells(self, order.ranks);
         start_executors(self, order.ranks, self->state.sink);
       },

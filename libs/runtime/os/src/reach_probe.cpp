@@ -35,6 +35,18 @@ std::uint16_t bound_port(int fd) {
 
 }  // namespace
 
+Expected<ProbeSlot::Opened> ProbeSlot::open(const std::string& address, std::uint16_t port) {
+  listener_.reset();
+  auto listener = ProbeListener::open(address, port);
+  if (!listener) return Error{listener.error()};
+  listener_.emplace(std::move(listener).value());
+  return Opened{++last_, listener_->port()};
+}
+
+void ProbeSlot::expire(std::uint64_t id) {
+  if (id == last_) listener_.reset();
+}
+
 Expected<ProbeListener> ProbeListener::open(const std::string& address, std::uint16_t port) {
   auto found = resolve(address, port, true);
   if (!found) return Error{found.error()};

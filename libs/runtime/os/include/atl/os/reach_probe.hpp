@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -41,6 +42,31 @@ class ProbeListener {
  private:
   explicit ProbeListener(BoundSocket socket) : socket_(std::move(socket)) {}
   BoundSocket socket_;
+};
+
+// A pod's pre-flight probe (its node agent's), one listener at a time: each
+// open() replaces the one before and has a number of its own, which the
+// timer that ends it names. A freed port comes back in a later round (the
+// kernel hands it out again), so an earlier round's timer must never close
+// a later round's listener found by its port: at 1,000 simulated pods the
+// first round's timer, firing as a restart's round began, closed a new
+// listener on the same port and the ring failed with "Connection refused".
+class ProbeSlot {
+ public:
+  struct Opened {
+    std::uint64_t id = 0;
+    std::uint16_t port = 0;
+  };
+  // Listens on `address` (`port` 0: any free one); the one before is closed.
+  Expected<Opened> open(const std::string& address, std::uint16_t port = 0);
+  // Open `id`'s time is over: closed if it is still the one open.
+  void expire(std::uint64_t id);
+  void close() { listener_.reset(); }  // the pre-flight is over
+  bool is_open() const { return listener_.has_value(); }
+
+ private:
+  std::optional<ProbeListener> listener_;
+  std::uint64_t last_ = 0;
 };
 
 // A port held for a listener that opens a little later (the head's, while
