@@ -287,8 +287,8 @@ CAF_TEST(reports of an earlier attempt are history) {
   // output (the sink) and its own log lines (pod-worker-<i>) go.
   CAF_REQUIRE_EQUAL(joins.size(), 2u);
   for (int i = 0; i < 2; ++i) {
-    CAF_CHECK(joins[i].refusal.empty());
-    CAF_CHECK_EQUAL(joins[i].log_stream, StreamId::pod_log(i));
+    CAF_CHECK(joins[i].terms.joined());
+    CAF_CHECK_EQUAL(joins[i].terms.log_stream, StreamId::pod_log(i));
     CAF_CHECK(joins[i].sink == sink);
   }
   CAF_CHECK_EQUAL(log0->launches, 1);
@@ -494,10 +494,10 @@ CAF_TEST(a node whose GPU disappears is tainted and the job restarts without it)
   self->send(sup, register_atom::value, info, a0);
   step();
   CAF_CHECK_EQUAL(status(), "command");
-  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{2});  // all there
+  self->send(sup, PodHeartbeat{info.pod, 2});  // all there
   step();
   CAF_CHECK_EQUAL(status(), "command");
-  self->send(sup, heartbeat_atom::value, info.pod, std::int32_t{1});  // one gone
+  self->send(sup, PodHeartbeat{info.pod, 1});  // one gone
   step();
   CAF_CHECK_EQUAL(status(), "restarting");
   caf::scoped_actor op{sys, true};

@@ -144,7 +144,7 @@ TEST(StatusView, ProgressAgesAndEventsFollowTheJob) {
       for (std::int32_t rank = pod * 2; rank < pod * 2 + 2; ++rank)
         reports.push_back({rank, h.sup->code().attempt(), rank == 0 ? rank0_lines : 0, 0, 0, 'S',
                            100 + rank, 0, 0});
-      h.sup->progress(pod_name(pod), reports);
+      h.sup->on(PodProgress{pod_name(pod), reports});
     }
   };
   report(0);

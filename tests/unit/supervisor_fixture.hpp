@@ -120,7 +120,7 @@ struct Head {
     return n;
   }
   void join(int pods) {
-    for (int i = 0; i < pods; ++i) ASSERT_FALSE(sup->join(info(i), agent(i))) << i;
+    for (int i = 0; i < pods; ++i) ASSERT_TRUE(sup->join(info(i), agent(i)).joined()) << i;
   }
   // Every pre-flight request answered as passed, round after round step,
   // until none is asked: the pods probed, reached, checked.
@@ -149,7 +149,7 @@ struct Head {
     for (Millis t{0}; t < d; t += 100ms) {
       clock.advance(100ms);
       for (const auto& [pod, joined] : sup->pods().registry().joined_pods())
-        if (!silent.count(pod)) sup->heartbeat(pod, -1);
+        if (!silent.count(pod)) sup->on(PodHeartbeat{pod, -1});
       sup->timer(kHeartbeatTimer, 0);
     }
   }
@@ -175,7 +175,7 @@ struct Head {
       }
       if (fire.arm.kind == kHeartbeatTimer)
         for (const auto& [pod, joined] : sup->pods().registry().joined_pods())
-          if (!silent.count(pod)) sup->heartbeat(pod, -1);
+          if (!silent.count(pod)) sup->on(PodHeartbeat{pod, -1});
       sup->timer(fire.arm.kind, fire.arm.arg);
     }
     if (end > clock.now()) clock.advance(std::chrono::duration_cast<Millis>(end - clock.now()));

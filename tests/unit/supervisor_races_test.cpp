@@ -47,7 +47,7 @@ std::string taints(Head& h) { return taint_command(*h.sup, "list", "").text; }
 
 // A pod that comes back: a new agent for the same pod, on the same node.
 void rejoin(Head& h, int pod, std::int64_t agent) {
-  ASSERT_FALSE(h.sup->join(h.info(pod), AgentId{agent}));
+  ASSERT_TRUE(h.sup->join(h.info(pod), AgentId{agent}).joined());
   for (std::size_t i = 0; i < h.out.take<effect::CheckSoon>().size(); ++i) h.sup->all_in();
 }
 
@@ -182,13 +182,13 @@ NodeInfo gpu_pod(const Head& h) {
 
 TEST(SupervisorRaces, APodWhoseGpuDisappearsIsTaintedAndTheJobRestartsWithoutIt) {
   Head h(one_rank_pods(1, 10));
-  ASSERT_FALSE(h.sup->join(gpu_pod(h), Head::agent(0)));
+  ASSERT_TRUE(h.sup->join(gpu_pod(h), Head::agent(0)).joined());
   h.sup->all_in();
   h.pass_preflight();
   ASSERT_EQ(h.sup->state(), JobState::command);
-  h.sup->heartbeat(pod_name(0), 2);  // all there
+  h.sup->on(PodHeartbeat{pod_name(0), 2});  // all there
   EXPECT_EQ(h.sup->state(), JobState::command);
-  h.sup->heartbeat(pod_name(0), 1);  // one gone
+  h.sup->on(PodHeartbeat{pod_name(0), 1});  // one gone
   EXPECT_EQ(h.sup->state(), JobState::restarting);
   const std::string list = taints(h);
   EXPECT_NE(list.find("\"node\":\"gpu-node\""), std::string::npos) << list;
@@ -200,18 +200,18 @@ TEST(SupervisorRaces, APodWhoseGpuDisappearsIsTaintedAndTheJobRestartsWithoutIt)
 // recreated, removed... every second, for ever.
 TEST(SupervisorRaces, APodBackOnANodeThatLostAGpuIsNotRemovedAgainWhileParked) {
   Head h(one_rank_pods(1, 10));
-  ASSERT_FALSE(h.sup->join(gpu_pod(h), Head::agent(0)));
+  ASSERT_TRUE(h.sup->join(gpu_pod(h), Head::agent(0)).joined());
   h.sup->all_in();
   h.pass_preflight();
   h.start_launched();
   ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
   rank_ended(h, 0, 1, 0, 15);
   ASSERT_EQ(h.sup->state(), JobState::debugStop);
-  h.sup->heartbeat(pod_name(0), 1);  // one GPU gone
+  h.sup->on(PodHeartbeat{pod_name(0), 1});  // one GPU gone
   EXPECT_EQ(h.sup->state(), JobState::debugStop);
-  ASSERT_FALSE(h.sup->join(gpu_pod(h), AgentId{10}));  // recreated, on the same machine
+  ASSERT_TRUE(h.sup->join(gpu_pod(h), AgentId{10}).joined());  // recreated, on the same machine
   h.out.effects.clear();
-  h.sup->heartbeat(pod_name(0), 1);
+  h.sup->on(PodHeartbeat{pod_name(0), 1});
   EXPECT_TRUE(h.out.all<effect::Delete>().empty());
   EXPECT_TRUE(h.sup->pods().registry().joined(pod_name(0)));
   EXPECT_EQ(h.sup->state(), JobState::debugStop);

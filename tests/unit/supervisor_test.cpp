@@ -218,7 +218,7 @@ TEST(Supervisor, AHungVerdictTaintsTheCulpritsNodeAndTheSpareTakesItsPlace) {
       std::vector<ProgressReport> reports;
       for (std::int32_t rank = pod * 2; rank < pod * 2 + 2; ++rank)
         reports.push_back({rank, 1, 0, 0, 0, 'S', 100 + rank, 0, 0});
-      h.sup->progress(pod_name(pod), reports);
+      h.sup->on(PodProgress{pod_name(pod), reports});
     }
     looks = h.out.take<effect::TakeStacks>();
   }
@@ -366,13 +366,31 @@ TEST(Supervisor, TimersOfAnOlderRestartRoundActOnNothing) {
   EXPECT_FALSE(h.sup->timer(kDebugStopTimer + 100, 1)) << "no timer of that kind";
 }
 
+TEST(Supervisor, AJoinedPodIsToldItsHeartbeatsAndItsOwnLogStream) {
+  JobSpec spec = spmd_spec(3, 0);
+  spec.heartbeat.interval = 700ms;
+  spec.heartbeat.timeout = 9s;
+  Head h(spec);
+  ASSERT_TRUE(h.sup->join(h.info(0), Head::agent(0)).joined());
+  auto terms = h.sup->join(h.info(2), Head::agent(2));
+  ASSERT_TRUE(terms.joined()) << terms.refusal;
+  EXPECT_EQ(terms.heartbeat_interval_ms, 700);
+  EXPECT_EQ(terms.heartbeat_timeout_ms, 9000);
+  EXPECT_EQ(terms.log_stream, StreamId::pod_log(2)) << "logs/pod-worker-2.log, whatever the order";
+  // The same pod again (its agent restarted before the head saw it go): for now.
+  auto again = h.sup->join(h.info(2), AgentId{77});
+  EXPECT_FALSE(again.joined());
+  EXPECT_EQ(again.heartbeat_interval_ms, 0) << "a refused pod is given no terms";
+}
+
 TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
   Head h(spmd_spec(1, 0));
   h.to_command(1);
   NodeInfo stranger = h.info(7);
   stranger.pod = "j2-worker-0";
   auto refused = h.sup->join(stranger, AgentId{99});
-  ASSERT_TRUE(refused);
+  ASSERT_FALSE(refused.joined());
+  EXPECT_FALSE(refused.retry);
   EXPECT_EQ(h.sup->pods().registry().joined_count(), 1u);
   EXPECT_FALSE(h.sup->pod_of_agent(AgentId{99}));
   h.out.effects.clear();
@@ -386,8 +404,8 @@ TEST(Supervisor, ARefusedJoinChangesNothingAndTheEndWaitsForEveryAgentToLeave) {
   EXPECT_EQ(h.out.take<effect::Ending>().size(), 1u);
   EXPECT_TRUE(h.out.all<effect::Release>().empty()) << "not before the agent left";
   auto late = h.sup->join(h.info(0), AgentId{5});
-  ASSERT_TRUE(late);
-  EXPECT_NE(late->text.find("takes no new workers"), std::string::npos) << late->text;
+  ASSERT_FALSE(late.joined());
+  EXPECT_NE(late.refusal.find("takes no new workers"), std::string::npos) << late.refusal;
   EXPECT_TRUE(h.sup->agent_down(Head::agent(0), "normal"));
   auto released = h.out.take<effect::Release>();
   ASSERT_EQ(released.size(), 1u);

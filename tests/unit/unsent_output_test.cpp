@@ -113,5 +113,21 @@ TEST(BytesAlreadyKept, TheHeadWritesOnlyWhatItsFileLacks) {
   EXPECT_EQ(bytes_already_kept(-1, 0, 10), 0u);    // the file's size unknown
 }
 
+TEST(KeptOutput, TheHeadTakesOnlyAUserCodesChunkWithinAPodsBounds) {
+  EXPECT_TRUE((KeptOutput{chunk(3, 2, 0, "loss 0.1\n"), "j-worker-1"}.well_formed()));
+  EXPECT_TRUE((KeptOutput{{StreamId::driver(), 1, 7, "x", 1}, "j-head"}.well_formed()));
+  // A debug run's or a pod's own log: not what a pod keeps through a cut.
+  EXPECT_FALSE((KeptOutput{{StreamId::of_run(4, 0), 1, 0, "x", 1}, "p"}.well_formed()));
+  EXPECT_FALSE((KeptOutput{{StreamId::pod_log(1), 1, 0, "x", 1}, "p"}.well_formed()));
+  EXPECT_FALSE((KeptOutput{chunk(0, 0, 0, "x"), "p"}.well_formed())) << "attempt 0";
+  EXPECT_FALSE((KeptOutput{chunk(0, 1, -1, "x"), "p"}.well_formed())) << "negative offset";
+  EXPECT_FALSE((KeptOutput{chunk(0, 1, 0, "x", -1), "p"}.well_formed())) << "negative lines";
+  EXPECT_TRUE((KeptOutput{chunk(0, 1, 0, std::string(UnsentOutput::kMaxChunkBytes, 'a')), "p"}
+                   .well_formed()));
+  EXPECT_FALSE((KeptOutput{chunk(0, 1, 0, std::string(UnsentOutput::kMaxChunkBytes + 1, 'a')), "p"}
+                    .well_formed()))
+      << "larger than a pod's store ever merges";
+}
+
 }  // namespace
 }  // namespace atl

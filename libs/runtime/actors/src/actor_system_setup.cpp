@@ -46,6 +46,10 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<LogChunks>("atl::LogChunks");
   cfg.add_message_type<ProcessLaunch>("atl::ProcessLaunch");
   cfg.add_message_type<JoinReply>("atl::JoinReply");
+  cfg.add_message_type<KeptOutput>("atl::KeptOutput");
+  cfg.add_message_type<PodHeartbeat>("atl::PodHeartbeat");
+  cfg.add_message_type<PodProgress>("atl::PodProgress");
+  cfg.add_message_type<PodGpuFault>("atl::PodGpuFault");
   cfg.add_message_type<agent_order::Fence>("atl::agent_order::Fence");
   cfg.add_message_type<agent_order::Delete>("atl::agent_order::Delete");
   cfg.add_message_type<agent_order::Launch>("atl::agent_order::Launch");

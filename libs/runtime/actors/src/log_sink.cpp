@@ -617,15 +617,15 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
       },
       // A pod's output kept through its loss of the head (the supervisor
       // checked who sent it): to the attempt that wrote it, what is missing.
-      [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
-             std::string& lines, std::int32_t count, const std::string& pod) {
-        auto& total = self->state.totals[stream];
-        total.first += static_cast<std::int64_t>(lines.size());
-        total.second += count;
-        WriteJob job{stream, std::move(lines), count, caf::actor{}};
-        job.chunk_attempt = attempt;
-        job.kept_offset = offset;
-        job.pod = pod;
+      [self](KeptOutput& kept) {
+        auto& chunk = kept.chunk;
+        auto& total = self->state.totals[chunk.stream];
+        total.first += static_cast<std::int64_t>(chunk.bytes.size());
+        total.second += chunk.lines;
+        WriteJob job{chunk.stream, std::move(chunk.bytes), chunk.lines, caf::actor{}};
+        job.chunk_attempt = chunk.attempt;
+        job.kept_offset = chunk.offset;
+        job.pod = std::move(kept.pod);
         self->state.writer->push(std::move(job));
         return true;
       },

@@ -308,8 +308,7 @@ void send_kept_output(NodeAgentActor* self) {
     return;
   }
   auto chunk = std::make_shared<UnsentChunk>(std::move(*taken));
-  self->request(st.supervisor, kKeptOutputTimeout, kept_log_atom::value, chunk->stream,
-                chunk->attempt, chunk->offset, chunk->bytes, chunk->lines, st.config.info.pod)
+  self->request(st.supervisor, kKeptOutputTimeout, KeptOutput{*chunk, st.config.info.pod})
       .then(
           [self, chunk](bool taken_there) {
             if (taken_there) {
@@ -373,8 +372,8 @@ void report_progress(NodeAgentActor* self) {
                        tree.rss_bytes, tree.io_bytes});
   }
   if (!reports.empty())
-    self->send<caf::message_priority::high>(st.supervisor, progress_atom::value, st.config.info.pod,
-                                            std::move(reports));
+    self->send<caf::message_priority::high>(st.supervisor,
+                                            PodProgress{st.config.info.pod, std::move(reports)});
 }
 
 // Every heartbeat interval: the head silent too long is lost; else our
@@ -413,8 +412,7 @@ void heartbeat_tick(NodeAgentActor* self) {
   // there (-1: it declared none), so the head notices one that disappears.
   const std::int32_t gpus = st.config.info.gpus > 0 ? os::count_gpu_devices() : -1;
   // High priority: never queued behind the rank reports of a busy head.
-  self->send<caf::message_priority::high>(st.supervisor, heartbeat_atom::value, st.config.info.pod,
-                                          gpus);
+  self->send<caf::message_priority::high>(st.supervisor, PodHeartbeat{st.config.info.pod, gpus});
   self->delayed_send<caf::message_priority::high>(self, st.heartbeat_interval, tick_atom::value);
 }
 
@@ -551,14 +549,15 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           [self](JoinReply& reply) {
             auto log = component_logger("node");
             auto& st = self->state;
-            const std::string& refusal = reply.refusal;
+            const JoinTerms& terms = reply.terms;
+            const std::string& refusal = terms.refusal;
             if (refusal.empty() && !st.ending) {
               st.sink = std::move(reply.sink);
-              forward_log_to_head(self, reply.log_stream);  // from its first line on
+              forward_log_to_head(self, terms.log_stream);  // from its first line on
               log->info("joined the job as {}", st.config.info.pod);
               if (st.config.joined) st.config.joined->store(true);
-              HeartbeatOptions hb{std::chrono::milliseconds(reply.heartbeat_interval_ms),
-                                  std::chrono::milliseconds(reply.heartbeat_timeout_ms)};
+              HeartbeatOptions hb{std::chrono::milliseconds(terms.heartbeat_interval_ms),
+                                  std::chrono::milliseconds(terms.heartbeat_timeout_ms)};
               if (auto ok = validate_heartbeats(hb); !ok) {
                 log->error("the head sent unusable heartbeat settings: {}", ok.error());
                 end_node(self, kNodeExitRejected, 0);
@@ -585,7 +584,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
               return;
             }
             if (refusal.empty()) return;
-            if (reply.retry) {
+            if (terms.retry) {
               // The head still counts this pod's earlier self (a one-sided
               // partition): it declares it lost within its timeout; join again.
               log->warn("the head refused this node for now ({}): joining again", refusal);
@@ -747,8 +746,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         // be trusted again); the job restarts without it.
         auto& st = self->state;
         component_logger("node")->error("GPU fault: {}: telling the head", reason);
-        if (!st.ending)
-          self->send(st.supervisor, gpu_fault_atom::value, st.config.info.pod, reason, xid);
+        if (!st.ending) self->send(st.supervisor, PodGpuFault{st.config.info.pod, reason, xid});
       },
       [self](const agent_order::Fence& order) {
         component_logger("node")->error(

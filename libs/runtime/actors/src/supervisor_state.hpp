@@ -20,7 +20,6 @@
 #include "atl/core/reply_code.hpp"
 #include "atl/os/logging.hpp"
 #include "atl/supervisor/answers.hpp"
-#include "atl/supervisor/handle_map.hpp"
 #include "atl/supervisor/reply_book.hpp"
 #include "atl/supervisor/supervisor.hpp"
 
@@ -32,16 +31,6 @@ using Result = caf::result<std::int32_t, std::string>;
 using TaskResult = caf::result<std::int32_t, std::string, TaskStatus>;
 using RunResult = caf::result<std::int32_t, std::string, RunStatus>;
 
-// Whom the Supervisor's effects go to: each joined pod's agent (until
-// forgotten) and the head pod's (first), each named actor's host (until
-// unwatched), each executor whose process's control line waits for its answer.
-struct Peers {
-  HandleMap<AgentId, caf::actor> agents;
-  HandleMap<OwnerId, caf::actor> owners;  // drivers' connections (their bridges), watched
-  HandleMap<HostId, caf::actor> hosts;
-  HandleMap<ExecutorRef, caf::actor> executors;
-};
-
 struct State {
   SupervisorConfig config;
   // Performs the Supervisor's effects as they are put (job_supervisor.cpp),
@@ -49,18 +38,14 @@ struct State {
   std::unique_ptr<Outbox> outbox;
   // The job's course (atl/supervisor/supervisor.hpp), on the system clock.
   std::unique_ptr<Supervisor> sup;
-  Peers peers;
+  // The handles its ids stand for (Peers: atl/supervisor/supervisor.hpp).
+  Peers<caf::actor> peers;
   // The callers answered later (stop, recover, runs, tasks, pg_wait, named
   // actors' calls, diagnose): the Supervisor holds their ReplyIds.
   ReplyBook<caf::response_promise> replies;
 
   const JobSpec& job() const { return sup->job(); }
   JobState state() const { return sup->state(); }
-  // The actor of `pod`'s agent, or null when it has none (not joined).
-  const caf::actor* agent_of(const std::string& pod) const {
-    auto id = sup->agent_of(pod);
-    return id ? peers.agents.find(*id) : nullptr;
-  }
 };
 
 // The supervisor's log (the head's log file and stderr).

@@ -17,7 +17,7 @@ namespace {
 // process's report dropped is said in the log).
 bool from_pod(Actor* self, const std::string& pod, bool process = false) {
   const auto& sender = self->current_sender();
-  const caf::actor* agent = self->state.agent_of(pod);
+  const caf::actor* agent = self->state.peers.agent_of(*self->state.sup, pod);
   const bool ok = sender && (process && pod == head_pod_name(self->state.job().job_id)
                                  ? sender->node() == self->node()
                                  : agent && agent->node() == sender->node());
@@ -26,48 +26,36 @@ bool from_pod(Actor* self, const std::string& pod, bool process = false) {
   return ok;
 }
 
+// What a pod says of itself (its heartbeats, its ranks' progress, a GPU
+// fault), taken only from the pod's own node.
+template <class... Reports>
+caf::message_handler pod_says(Actor* self) {
+  return {[self](const Reports& r) {
+    if (from_pod(self, r.pod)) self->state.sup->on(r);
+  }...};
+}
+
 }  // namespace
 
 caf::message_handler worker_api(Actor* self) {
-  return {
+  return caf::message_handler{
       [self](register_atom, const NodeInfo& info, const caf::actor& agent) {
         auto& st = self->state;
         const AgentId id = st.peers.agents.add(agent);
-        auto refused = st.sup->join(info, id);
-        if (refused) {
-          st.peers.agents.take(id);
+        JoinReply reply{st.sup->join(info, id), st.config.sink};
+        if (reply.terms.joined()) {
+          self->monitor(agent);  // joined: its processes' output to the sink
         } else {
-          self->monitor(agent);
+          st.peers.agents.take(id);
+          reply.sink = {};
         }
-        // Joined: its processes' output to the sink, and its own log lines
-        // to logs/pod-worker-<i>.log (atlctl logs -p).
-        const auto index = st.sup->pods().registry().index_of(info.pod).value_or(0);
-        const HeartbeatOptions& hb = st.job().heartbeat;
-        return JoinReply{refused ? refused->text : std::string(),
-                         refused && refused->retry,
-                         hb.interval.count(),
-                         hb.timeout.count(),
-                         refused ? caf::actor{} : st.config.sink,
-                         StreamId::pod_log(static_cast<std::int32_t>(index))};
+        return reply;
       },
       [self](evicted_atom, const std::string& pod, const std::string& why) -> std::int64_t {
         // Only from the pod's own node, as the heartbeats; the answer (the
         // job's grace, for its ranks) to anyone who asks.
         if (from_pod(self, pod)) self->state.sup->evicted(pod, why);
         return static_cast<std::int64_t>(self->state.job().grace.count());
-      },
-      [self](progress_atom, const std::string& pod, const std::vector<ProgressReport>& reports) {
-        // Only from the pod's own node, as the heartbeats.
-        if (from_pod(self, pod)) self->state.sup->progress(pod, reports);
-      },
-      [self](heartbeat_atom, const std::string& pod, std::int32_t gpus_present) {
-        // Only from the pod's own node: a fenced pod's late words do not count.
-        if (from_pod(self, pod)) self->state.sup->heartbeat(pod, gpus_present);
-      },
-      [self](gpu_fault_atom, const std::string& pod, const std::string& reason, std::int32_t) {
-        // The pod's NVML watch saw a fault (a critical Xid, a lost GPU, a
-        // double-bit ECC error, a row remap pending): as a GPU gone missing.
-        if (from_pod(self, pod)) self->state.sup->gpu_fault(pod, reason);
       },
       [self](check_atom) { self->state.sup->all_in(); },
       [self](const ProcessStarted& started) {
@@ -76,15 +64,11 @@ caf::message_handler worker_api(Actor* self) {
       [self](const ProcessExit& exit) {
         if (from_pod(self, exit.pod, true)) self->state.sup->process_ended(exit);
       },
-      [self](kept_log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
-             std::string& bytes, std::int32_t lines, const std::string& pod) -> caf::result<bool> {
+      [self](KeptOutput& kept) -> caf::result<bool> {
         // A rejoined pod's output from before its cut (UnsentOutput), for
-        // the log of the attempt that wrote it; only user code's streams.
-        if (!from_pod(self, pod, true) || !stream.is_user_code() || attempt < 1 || offset < 0 ||
-            lines < 0 || bytes.size() > UnsentOutput::kMaxChunkBytes)
-          return false;
-        self->delegate(self->state.config.sink, kept_log_atom::value, stream, attempt, offset,
-                       std::move(bytes), lines, pod);
+        // the log of the attempt that wrote it.
+        if (!from_pod(self, kept.pod, true) || !kept.well_formed()) return false;
+        self->delegate(self->state.config.sink, std::move(kept));
         return caf::delegated<bool>{};
       },
       [self](const ProcessNote& note) {
@@ -95,7 +79,8 @@ caf::message_handler worker_api(Actor* self) {
         const ExecutorRef from =
             st.peers.executors.add(caf::actor_cast<caf::actor>(self->current_sender()));
         if (!st.sup->process_note(note, from)) st.peers.executors.take(from);
-      }};
+      }}
+      .or_else(pod_says<PodHeartbeat, PodProgress, PodGpuFault>(self));
 }
 
 }  // namespace atl::supervisor

@@ -81,7 +81,7 @@ void Supervisor::tick() {
 
 // --- the pods ------------------------------------------------------------------
 
-std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
+JoinTerms Supervisor::join(const NodeInfo& info, AgentId agent) {
   // Pods join before the job starts, and a lost or deleted pod rejoins (as
   // Kubernetes recreates it) while the job restarts or is parked in debug.
   // Spares may join at any time until the job ends.
@@ -92,7 +92,8 @@ std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
                    " and takes no new workers";
   rules.gpus_required = job().node_spec.gpus;
   bool rejoined = false;
-  if (auto refused = pods_.join(info, agent, rules, clock_.now(), &rejoined)) return refused;
+  if (auto refused = pods_.join(info, agent, rules, clock_.now(), &rejoined))
+    return JoinTerms{refused->text, refused->retry, 0, 0, {}};
   refresh_placement();  // groups waiting for resources may fit now
   out_.put(Say{false, "pod " + info.pod + (rejoined ? " rejoined" : " joined") + " from " +
                           info.address + " on node " + info.machine + " (" +
@@ -103,7 +104,12 @@ std::optional<Refusal> Supervisor::join(const NodeInfo& info, AgentId agent) {
     controller_.record("pod", "pod " + info.pod + " rejoined from " + info.address);
   // After the join's reply: the course must not overtake it.
   if (now == JobState::restarting || pods_.registry().all_joined()) out_.put(effect::CheckSoon{});
-  return std::nullopt;
+  const auto index = pods_.registry().index_of(info.pod).value_or(0);
+  return JoinTerms{{},
+                   false,
+                   job().heartbeat.interval.count(),
+                   job().heartbeat.timeout.count(),
+                   StreamId::pod_log(static_cast<std::int32_t>(index))};
 }
 
 bool Supervisor::agent_down(AgentId agent, const std::string& words) {
@@ -126,11 +132,14 @@ void Supervisor::evicted(const std::string& pod, const std::string& why) {
   perform(pods_.evict(pod, why, started()));
 }
 
-void Supervisor::heartbeat(const std::string& pod, std::int32_t gpus_present) {
-  perform(pods_.on_heartbeat(pod, gpus_present, gpu_view(pod), clock_.now(), started()));
+void Supervisor::on(const PodHeartbeat& heard) {
+  const std::string& pod = heard.pod;
+  perform(pods_.on_heartbeat(pod, heard.gpus_present, gpu_view(pod), clock_.now(), started()));
 }
 
-void Supervisor::gpu_fault(const std::string& pod, const std::string& reason) {
+void Supervisor::on(const PodGpuFault& fault) {
+  const std::string& pod = fault.pod;
+  const std::string& reason = fault.reason;
   bool quarantined = false;
   perform(pods_.on_gpu_fault(pod, reason, gpu_view(pod), started(), &quarantined));
   if (quarantined)
@@ -475,8 +484,8 @@ HangJob Supervisor::hang_job() const {
   return j;
 }
 
-void Supervisor::progress(const std::string& pod, const std::vector<ProgressReport>& reports) {
-  perform(hang_.on_progress(pod, reports, hang_job(), clock_.now()));
+void Supervisor::on(const PodProgress& progress) {
+  perform(hang_.on_progress(progress.pod, progress.reports, hang_job(), clock_.now()));
 }
 
 // What a pod may spend on its ranks' stacks, and what the head waits for

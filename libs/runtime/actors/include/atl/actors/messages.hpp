@@ -18,6 +18,7 @@
 #include "atl/core/run_status.hpp"
 #include "atl/core/status_page.hpp"
 #include "atl/core/task_status.hpp"
+#include "atl/core/unsent_output.hpp"
 
 namespace atl {
 
@@ -41,9 +42,8 @@ using log_atom = caf::atom_constant<caf::atom("log")>;                   // exec
 using ack_atom = caf::atom_constant<caf::atom("ack")>;                   // sink -> executor
 // agent -> executor: the node lost its head; hold unacknowledged output.
 using sink_lost_atom = caf::atom_constant<caf::atom("sink_lost")>;
-// agent -> supervisor -> sink (stream, attempt, offset, bytes, lines, pod):
+// agent -> supervisor -> sink: KeptOutput (atl/core/unsent_output.hpp),
 // output a pod kept through its loss of the head, sent again as it rejoins.
-using kept_log_atom = caf::atom_constant<caf::atom("kept_log")>;
 // The supervisor's orders to agents and the sink are typed (atl/core/orders.hpp).
 using watch_atom = caf::atom_constant<caf::atom("watch")>;  // supervisor -> sink: report to me
 using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> supervisor
@@ -54,7 +54,7 @@ using disk_error_atom = caf::atom_constant<caf::atom("disk_err")>;  // sink -> s
 using debug_stop_atom =
     caf::atom_constant<caf::atom("dbg_stop")>;                  // -> (0, "<stop id>") or refused
 using control_atom = caf::atom_constant<caf::atom("control")>;  // supervisor -> executor -> process
-using progress_atom = caf::atom_constant<caf::atom("progress")>;  // agent -> supervisor: samples
+using progress_atom = caf::atom_constant<caf::atom("progress")>;  // atlctl progress
 using diagnose_atom = caf::atom_constant<caf::atom("diagnose")>;  // an agent's stack collector
 using gpu_fault_atom =
     caf::atom_constant<caf::atom("gpu_fault")>;  // NVML watch -> agent -> supervisor
@@ -298,19 +298,43 @@ typename Inspector::result_type inspect(Inspector& f, RunStatus& x) {
 }
 
 // The head's answer to a node agent's registration (register_atom).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PodHeartbeat& x) {
+  return f(caf::meta::type_name("atl::PodHeartbeat"), x.pod, x.gpus_present);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PodProgress& x) {
+  return f(caf::meta::type_name("atl::PodProgress"), x.pod, x.reports);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PodGpuFault& x) {
+  return f(caf::meta::type_name("atl::PodGpuFault"), x.pod, x.reason, x.xid);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, KeptOutput& x) {
+  return f(caf::meta::type_name("atl::KeptOutput"), x.chunk.stream, x.chunk.attempt, x.chunk.offset,
+           x.chunk.bytes, x.chunk.lines, x.pod);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, JoinTerms& x) {
+  return f(caf::meta::type_name("atl::JoinTerms"), x.refusal, x.retry, x.heartbeat_interval_ms,
+           x.heartbeat_timeout_ms, x.log_stream);
+}
+
+// The head's answer to a pod's registration: its terms, and (joined) where
+// the pod's processes' output goes (and its own log lines).
 struct JoinReply {
-  std::string refusal;  // empty: joined
-  bool retry = false;   // refused for now (a restart under way): ask again
-  std::int64_t heartbeat_interval_ms = 0;
-  std::int64_t heartbeat_timeout_ms = 0;
-  caf::actor sink;      // where the pod's processes' output goes (and its own log lines)
-  StreamId log_stream;  // the pod's own log lines' stream (logs/pod-worker-<i>.log)
+  JoinTerms terms;
+  caf::actor sink;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JoinReply& x) {
-  return f(caf::meta::type_name("atl::JoinReply"), x.refusal, x.retry, x.heartbeat_interval_ms,
-           x.heartbeat_timeout_ms, x.sink, x.log_stream);
+  return f(caf::meta::type_name("atl::JoinReply"), x.terms, x.sink);
 }
 
 // The head's orders (atl/core/orders.hpp).

@@ -78,6 +78,25 @@ struct ProgressReport {
   std::int64_t io_bytes = 0;   // bytes its tree read and wrote so far (rchar + wchar)
 };
 
+// What a pod's agent says of its pod, each taken only from that pod's own
+// node (a fenced pod's late words do not count): its heartbeat, with how many
+// of the GPUs it declared are still there (-1: it declared none); its ranks'
+// progress (with the heartbeats); a GPU fault its NVML watch saw (a critical
+// Xid, a lost GPU, a double-bit ECC error, a row remap pending).
+struct PodHeartbeat {
+  std::string pod;
+  std::int32_t gpus_present = -1;
+};
+struct PodProgress {
+  std::string pod;
+  std::vector<ProgressReport> reports;
+};
+struct PodGpuFault {
+  std::string pod;
+  std::string reason;
+  std::int32_t xid = 0;
+};
+
 // A rank's stack as its node agent took it for a diagnosis (py-spy or gdb
 // output as printed, parsed by the supervisor) with its tree's state.
 struct StackReport {

@@ -68,4 +68,17 @@ class UnsentOutput {
 // between lost for good) is written whole.
 std::size_t bytes_already_kept(std::int64_t have, std::int64_t offset, std::size_t length);
 
+// A chunk on its way to the head from pod `pod` (the node agent's
+// kept-output message): the head takes it for the log of the attempt that
+// wrote it only when well formed (a user code's stream, an attempt, bounds a
+// pod's store keeps) and sent from that pod's own node.
+struct KeptOutput {
+  UnsentChunk chunk;
+  std::string pod;
+  bool well_formed() const {
+    return chunk.stream.is_user_code() && chunk.attempt >= 1 && chunk.offset >= 0 &&
+           chunk.lines >= 0 && chunk.bytes.size() <= UnsentOutput::kMaxChunkBytes;
+  }
+};
+
 }  // namespace atl

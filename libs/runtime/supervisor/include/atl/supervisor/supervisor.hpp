@@ -47,6 +47,7 @@
 #include "atl/supervisor/answers.hpp"
 #include "atl/supervisor/debug_course.hpp"
 #include "atl/supervisor/debug_runs.hpp"
+#include "atl/supervisor/handle_map.hpp"
 #include "atl/supervisor/hang_course.hpp"
 #include "atl/supervisor/job_controller.hpp"
 #include "atl/supervisor/owners.hpp"
@@ -346,16 +347,19 @@ class Supervisor final : private JobEffects {
   void crashed(const std::string& reason);
 
   // --- the pods ---
-  // `info.pod` joins through `agent`: why not, or nullopt when it joined.
-  std::optional<Refusal> join(const NodeInfo& info, AgentId agent);
+  // `info.pod` joins through `agent`: the answer for the pod (why not; or
+  // joined: its heartbeats and its own log lines' stream).
+  JoinTerms join(const NodeInfo& info, AgentId agent);
   // `agent`'s actor went down (`words`: how): the pod it is the agent of is
   // lost, or a leaving agent is gone. False: not an agent it knows.
   bool agent_down(AgentId agent, const std::string& words);
   // Only from the pod's own node (the shell checks): told to go (SIGTERM),
-  // heard (with its count of GPUs), its GPU watch saw a fault.
+  // heard (with its count of GPUs), its GPU watch saw a fault, its ranks'
+  // progress (the hang watch's).
   void evicted(const std::string& pod, const std::string& why);
-  void heartbeat(const std::string& pod, std::int32_t gpus_present);
-  void gpu_fault(const std::string& pod, const std::string& reason);
+  void on(const PodHeartbeat& heard);
+  void on(const PodGpuFault& fault);
+  void on(const PodProgress& progress);
   // atlctl delete -p SPEC|all, atlctl taint -a set|remove -n NODES|all: a
   // refusal changes nothing.
   std::optional<Refusal> on(const DeletePods& request);
@@ -487,8 +491,7 @@ class Supervisor final : private JobEffects {
   void answered(const PingBack& back, bool);
   void unanswered(const PingBack& back, const NoAnswer& why);
 
-  // --- the hang watch ---
-  void progress(const std::string& pod, const std::vector<ProgressReport>& reports);
+  // --- the hang watch (its input: PodProgress) ---
   // atlctl diagnose: refused now, or answered (diagnose_json) once every
   // pod asked gave its stacks, to `keep()`'s reply (called only then).
   std::optional<Refusal> on(const Diagnose& request, const Keep& keep);
@@ -616,6 +619,24 @@ class Supervisor final : private JobEffects {
   NamedActors named_;
   // The web terminals open into the pods.
   TerminalBook terminals_;
+};
+
+// Whom the Supervisor's ids stand for, kept by the shell (`Handle`: a
+// caf::actor there, anything in tests): each joined pod's agent (until
+// forgotten) and the head pod's (first), each driver's connection (watched:
+// what it made goes when it does), each named actor's host (until
+// unwatched), each executor whose process's control line waits for its answer.
+template <class Handle>
+struct Peers {
+  HandleMap<AgentId, Handle> agents;
+  HandleMap<OwnerId, Handle> owners;
+  HandleMap<HostId, Handle> hosts;
+  HandleMap<ExecutorRef, Handle> executors;
+  // The handle of `pod`'s agent, or null when it has none (not joined).
+  const Handle* agent_of(const Supervisor& sup, const std::string& pod) const {
+    auto id = sup.agent_of(pod);
+    return id ? agents.find(*id) : nullptr;
+  }
 };
 
 }  // namespace atl::supervisor
