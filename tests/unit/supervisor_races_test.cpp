@@ -195,6 +195,21 @@ TEST(SupervisorRaces, APodWhoseGpuDisappearsIsTaintedAndTheJobRestartsWithoutIt)
   EXPECT_NE(list.find("lost a GPU (it declared 2, 1 are there)"), std::string::npos) << list;
 }
 
+TEST(SupervisorRaces, APodsGpuFaultTaintsItsMachineAndTheJobRestartsWithoutIt) {
+  Head h(one_rank_pods(1, 10));
+  ASSERT_TRUE(h.sup->join(gpu_pod(h), Head::agent(0)).joined());
+  h.sup->all_in();
+  h.pass_preflight();
+  ASSERT_EQ(h.sup->state(), JobState::command);
+  h.out.effects.clear();
+  h.sup->on(PodGpuFault{pod_name(0), "Xid 79 (GPU has fallen off the bus)", 79});
+  EXPECT_EQ(h.sup->state(), JobState::restarting);
+  const std::string list = taints(h);
+  EXPECT_NE(list.find("\"node\":\"gpu-node\""), std::string::npos) << list;
+  EXPECT_NE(list.find("Xid 79"), std::string::npos) << list;
+  EXPECT_EQ(h.out.all<effect::Delete>().size(), 1u) << "its pod is deleted: it cannot be trusted";
+}
+
 // Recreated on the machine whose GPU went (still tainted) while the job is
 // parked, the pod stays, quarantined; it was removed on its first heartbeat,
 // recreated, removed... every second, for ever.
