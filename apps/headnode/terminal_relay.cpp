@@ -17,7 +17,9 @@
 namespace atl::headnode {
 
 namespace {
-constexpr auto kOpenTimeout = std::chrono::seconds(15);
+// The supervisor's grant, then the pod's shell: together within open()'s wait.
+constexpr auto kOpenTimeout = std::chrono::seconds(10);
+constexpr auto kShellTimeout = std::chrono::seconds(10);
 }  // namespace
 
 // What the relay actor and the HTTP thread share.
@@ -104,33 +106,53 @@ caf::behavior relay(RelayActor* self, std::shared_ptr<TerminalLink::Impl> link,
       finish("the head's supervisor ended", true);
   });
   return {
-      [self, finish](relay_open_atom, std::string& pod, std::string& who, std::int32_t rows,
-                     std::int32_t cols, OpenAnswer& answer) {
+      [self](relay_open_atom, std::string& pod, std::string& who, std::int32_t rows,
+             std::int32_t cols, OpenAnswer& answer) {
+        // Refused, or not opened: the browser hears why, the relay ends.
+        auto refuse = [self, answer](int status, std::string line) {
+          answer->set_value(TerminalRefusal{status, std::move(line)});
+          self->state.told = true;
+          self->quit();
+        };
         self->monitor(self->state.supervisor);
-        self->request(self->state.supervisor, kOpenTimeout, term_open_atom::value, pod, who, rows,
-                      cols, caf::actor_cast<caf::actor>(self))
+        self->request(self->state.supervisor, kOpenTimeout, term_open_atom::value, pod, who)
             .then(
-                [self, answer](std::int32_t code, std::string& line, caf::actor& host,
-                               std::int64_t id) {
-                  auto& st = self->state;
-                  if (code != wire(ReplyCode::ok) || !host) {
-                    answer->set_value(
-                        TerminalRefusal{code == wire(ReplyCode::refused) ? 409 : 503, line});
-                    st.told = true;
-                    self->quit();
-                    return;
-                  }
-                  st.host = host;
-                  st.id = id;
-                  st.link->id = id;
-                  self->monitor(host);
-                  answer->set_value(true);
+                [self, answer, refuse, pod, rows, cols](std::int32_t code, std::string& line,
+                                                        std::int64_t id, caf::actor& agent) {
+                  if (code != wire(ReplyCode::ok))
+                    return refuse(code == wire(ReplyCode::refused) ? 409 : 503, line);
+                  // Granted: the terminal is the supervisor's to close from now on,
+                  // or to forget if its shell does not start.
+                  self->state.id = id;
+                  self->state.link->id = id;
+                  auto not_started = [self, refuse, id](std::string line) {
+                    self->send(self->state.supervisor, term_started_atom::value, id, false);
+                    self->state.id = 0;  // never opened: nothing for the timeline to close
+                    refuse(503, std::move(line));
+                  };
+                  if (!agent) return not_started("pod " + pod + " has no agent");
+                  self->request(agent, kShellTimeout, term_open_atom::value, id, rows, cols,
+                                caf::actor_cast<caf::actor>(self))
+                      .then(
+                          [self, answer, not_started, pod, id](std::int32_t code, std::string& line,
+                                                               caf::actor& host) {
+                            if (code != 0 || !host)
+                              return not_started("pod " + pod +
+                                                 " could not start a shell: " + line);
+                            auto& st = self->state;
+                            self->send(st.supervisor, term_started_atom::value, id, true);
+                            st.host = host;
+                            self->monitor(host);
+                            answer->set_value(true);
+                          },
+                          [self, not_started, pod](caf::error& err) {
+                            not_started("pod " + pod + " did not start a shell: " +
+                                        error_words(err, self->system()));
+                          });
                 },
-                [self, answer](caf::error& err) {
-                  answer->set_value(TerminalRefusal{
-                      503, "the supervisor did not open it: " + error_words(err, self->system())});
-                  self->state.told = true;
-                  self->quit();
+                [self, refuse](caf::error& err) {
+                  refuse(503,
+                         "the supervisor did not open it: " + error_words(err, self->system()));
                 });
       },
       [self](term_out_atom, std::int64_t id, std::string& bytes) {
@@ -221,7 +243,8 @@ std::variant<std::unique_ptr<TerminalLink>, TerminalRefusal> TerminalRelays::ope
                  static_cast<std::int32_t>(cols), answer);
   // In slices: a head that stops meanwhile must not wait here for the pod
   // (its shutdown waits for this HTTP thread; CI saw it take 15 s).
-  const auto deadline = std::chrono::steady_clock::now() + kOpenTimeout + std::chrono::seconds(2);
+  const auto deadline =
+      std::chrono::steady_clock::now() + kOpenTimeout + kShellTimeout + std::chrono::seconds(2);
   while (got.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
     const bool stop = stopping();
     if (stop || std::chrono::steady_clock::now() >= deadline) {

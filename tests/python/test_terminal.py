@@ -419,3 +419,44 @@ def test_an_ended_jobs_terminal_says_why_there_is_none():
         if d:
             d.quit()
         c.stop()
+
+
+def test_a_pod_that_does_not_start_the_shell_is_refused_and_its_place_freed():
+    # The pod's node is stopped (SIGSTOP: its agent cannot answer) when the
+    # terminal is asked for: the browser hears why within the open's bound,
+    # and the place the grant took is given back (the pod's limit is 1 here:
+    # a place kept would refuse the next terminal with 409 for ever).
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import common
+    c = Cluster(2, entrypoint="exec sleep 600", mode="spmd", own_home=True,
+                job_id="jo-pystart" + str(os.getpid()),
+                extra=("--dashboard-port", "0", "--web-terminal-limit", "1",
+                       "--heartbeat-timeout", "120s", "--linger", "60s"))
+    worker = None
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        _open_dashboard(c)
+        cookie, csrf = login(c)
+        pod = c.job_id + "-worker-1"
+        worker = common.workernode_pid(c.job_id, 1)
+        assert worker, c.output()
+        os.kill(worker, signal.SIGSTOP)
+        began = time.time()
+        with pytest.raises(websocket.WebSocketBadStatusException) as e:
+            connect(c, pod, cookie, csrf)
+        assert e.value.status_code == 503, e.value
+        body = getattr(e.value, "resp_body", None)
+        if body is not None:
+            assert ("pod %s did not start a shell" % pod) in body.decode(), body
+        assert time.time() - began < 25, "the open's bound is 10 s for the pod"
+        os.kill(worker, signal.SIGCONT)
+        worker = None
+        ws = connect(c, pod, cookie, csrf)
+        type_and_read(ws, "echo back-$((3+3))\r", b"back-6")
+        ws.close()
+        text = events(c)
+        assert text.count("opened on pod %s" % pod) == 1, text
+    finally:
+        if worker:
+            os.kill(worker, signal.SIGCONT)
+        c.stop()

@@ -5,8 +5,7 @@
 // (worker_api, control_api, driver_api, terminal_api). The job's course is
 // the Supervisor's (atl/supervisor/supervisor.hpp), what status shows its
 // StatusView's; the supervisor_*.cpp files beside this one decode each
-// interface's messages and ask the pods for what the Supervisor needs
-// (pre-flight answers, stacks, a terminal's shell).
+// interface's messages.
 #include "atl/actors/job_supervisor.hpp"
 
 #include "atl/actors/actor_system_setup.hpp"

@@ -90,13 +90,15 @@ using actor_list_atom = caf::atom_constant<caf::atom("actor_list")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;  // log sink: counters as JSON
 // The web terminal (terminal_host.hpp): the dashboard's relay asks the
-// supervisor to open one into a pod (term_open), the supervisor asks that
-// pod's agent, whose terminal host runs the shell; then keystrokes (term_in),
-// window sizes (term_size) and acknowledged output bytes (term_ack) go from
-// the relay to the host, output (term_out) and the end (term_ended) back;
-// term_close from the relay ends it (to the host) and tells the timeline
-// (to the supervisor).
+// supervisor for one into a pod (term_open: its id and the pod's agent, or
+// why not), asks that pod's agent (term_open), whose terminal host runs the
+// shell, and tells the supervisor whether it started (term_start); then
+// keystrokes (term_in), window sizes (term_size) and acknowledged output
+// bytes (term_ack) go from the relay to the host, output (term_out) and the
+// end (term_ended) back; term_close from the relay ends it (to the host) and
+// tells the timeline (to the supervisor).
 using term_open_atom = caf::atom_constant<caf::atom("term_open")>;
+using term_started_atom = caf::atom_constant<caf::atom("term_start")>;
 using term_in_atom = caf::atom_constant<caf::atom("term_in")>;
 using term_size_atom = caf::atom_constant<caf::atom("term_size")>;
 using term_env_atom = caf::atom_constant<caf::atom("term_env")>;
