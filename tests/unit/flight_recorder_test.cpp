@@ -9,17 +9,20 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "atl/core/collectives.hpp"
+#include "atl/os/process_sample.hpp"
 
 extern char** environ;
 
@@ -199,26 +202,71 @@ TEST(FlightRecorderHook, AProcessThatCannotAnswerIsSaidToNotHaveAnswered) {
   EXPECT_EQ(take_flight_record(hook, sleeper.pid, 1s).error(),
             "no flight-recorder hook in pid " + std::to_string(sleeper.pid) +
                 " (not Python, or its PYTHONPATH was replaced)");
-  Proc p({"/usr/bin/python3", "-c", "import time; time.sleep(60)"},
+  // A rank whose main thread holds the GIL (a long C call) once told to go.
+  const std::string go = dir.path + "/go";
+  Proc p({"/usr/bin/python3", "-c",
+          "import os, sys, time\n"
+          "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+          "open(sys.argv[1] + '.in', 'w').close()\n"
+          "sum(range(10 ** 13))\n",
+          go},
          {"PYTHONPATH=" + hook, "ATL_FLIGHT_RECORDER_DIR=" + hook}, dir.path + "/out");
   ASSERT_TRUE(wait_for(hook + "/" + std::to_string(p.pid) + ".fifo"));
   ASSERT_TRUE(take_flight_record(hook, p.pid, 5s));  // its thread listens
-  // Stopped while its thread waits at the FIFO: the byte goes in, no answer.
-  // (Stopped before its thread is back at the FIFO, it is "not listening":
-  // on a loaded machine that takes longer, so it is given more each time.)
-  const std::string stopped =
-      "pid " + std::to_string(p.pid) + " did not answer within 0.5 s (stopped, or holding the GIL)";
-  std::string said;
-  for (int i = 1; i <= 6 && said != stopped; ++i) {
-    std::this_thread::sleep_for(i * 300ms);  // back at its FIFO
-    ::kill(p.pid, SIGSTOP);
-    // A stop lands asynchronously: on a loaded machine the hook may still
-    // answer before it does (taken as "not stopped yet", tried again).
-    auto got = take_flight_record(hook, p.pid, 500ms);
-    said = got ? std::string("answered before the stop landed") : got.error();
-    ::kill(p.pid, SIGCONT);
-  }
-  EXPECT_EQ(said, stopped);
+  // Its hook's thread back at the FIFO (blocked opening it, without the
+  // GIL), then the main thread takes the GIL for good: the byte goes in and
+  // the thread, woken, cannot run to answer. (A SIGSTOP is no such case: a
+  // stop takes the thread out of its open, so the FIFO has no reader; the
+  // test stopped the process and raced that, and failed on an idle machine.)
+  auto at_fifo = [&] {
+    const std::string tasks = "/proc/" + std::to_string(p.pid) + "/task/";
+    for (int i = 0; i < 500; ++i) {
+      for (const auto& t : std::filesystem::directory_iterator(tasks)) {
+        if (t.path().filename() == std::to_string(p.pid)) continue;  // the main thread
+        long nr = -1;
+        std::ifstream(t.path() / "syscall") >> nr;
+        if (nr == SYS_openat || nr == SYS_open) return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE(at_fifo());
+  std::ofstream(go).put('\n');
+  ASSERT_TRUE(wait_for(go + ".in"));  // its main thread a step from its C call
+  auto got = take_flight_record(hook, p.pid, 500ms);
+  ASSERT_FALSE(got) << "answered while its main thread held the GIL";
+  EXPECT_EQ(got.error(), "pid " + std::to_string(p.pid) +
+                             " did not answer within 0.5 s (stopped, or holding the GIL)");
+}
+
+// A stopped rank (SIGSTOP, a debugger): said so, and asked again once it
+// goes on, it answers.
+TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedAndAnswersOnceItGoesOn) {
+  TempDir dir;
+  const std::string hook = dir.path + "/hook";
+  ASSERT_TRUE(prepare_flight_recorder(hook));
+  Proc p({"/usr/bin/python3", "-c", "import time; time.sleep(60)"},
+         {"PYTHONPATH=" + hook, "ATL_FLIGHT_RECORDER_DIR=" + hook}, dir.path + "/out");
+  ASSERT_TRUE(wait_for(hook + "/" + std::to_string(p.pid) + ".fifo"));
+  ASSERT_TRUE(take_flight_record(hook, p.pid, 5s));
+  ::kill(p.pid, SIGSTOP);
+  auto state = [&] {
+    std::ifstream in("/proc/" + std::to_string(p.pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto s = parse_proc_stat(line);
+    return s ? s->state : '?';
+  };
+  for (int i = 0; i < 500 && state() != 'T'; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(state(), 'T');
+  auto got = take_flight_record(hook, p.pid, 300ms);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error(), "pid " + std::to_string(p.pid) +
+                             " is stopped (a SIGSTOP or a debugger): it cannot answer");
+  ::kill(p.pid, SIGCONT);
+  auto again = take_flight_record(hook, p.pid, 5s);
+  EXPECT_TRUE(again) << again.error();
 }
 
 TEST(FlightRecorderHook, PreparingRemovesWhatWasThereAndNeverFollowsALink) {

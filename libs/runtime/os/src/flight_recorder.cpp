@@ -12,9 +12,21 @@
 #include <sstream>
 #include <thread>
 
+#include "atl/os/process_sample.hpp"
+
 namespace atl::os {
 
 namespace {
+
+// Whether `pid` is stopped (a SIGSTOP, a debugger's stop): its hook's thread
+// is then out of its FIFO's open, so the FIFO has no reader at all.
+bool is_stopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  auto s = parse_proc_stat(line);
+  return s && (s->state == 'T' || s->state == 't');
+}
 
 constexpr std::uintmax_t kMaxRecordBytes = 64u << 20;
 
@@ -95,7 +107,11 @@ Expected<std::string> take_flight_record(const std::string& dir, pid_t pid,
   while ((fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)) < 0) {
     if (errno != ENXIO) return make_error(no_hook);
     if (std::chrono::steady_clock::now() >= deadline)
-      return make_error("pid " + std::to_string(pid) + "'s flight-recorder hook is not listening");
+      return make_error(is_stopped(pid) ? "pid " + std::to_string(pid) +
+                                              " is stopped (a SIGSTOP or a debugger): it cannot "
+                                              "answer"
+                                        : "pid " + std::to_string(pid) +
+                                              "'s flight-recorder hook is not listening");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const bool asked = poke(fd);

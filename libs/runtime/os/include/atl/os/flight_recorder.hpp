@@ -36,7 +36,8 @@ void remove_flight_recorder(const std::string& dir);
 // Asks the Python process `pid`, whose hook lives in `dir`, for its flight
 // record and waits up to `timeout` for it: the hook's JSON, or why there is
 // none ("no hook in pid N (not Python, or started without atl's PYTHONPATH)",
-// "pid N did not answer within 2 s (stopped, or holding the GIL)").
+// "pid N is stopped (a SIGSTOP or a debugger): it cannot answer", "pid N did
+// not answer within 2 s (stopped, or holding the GIL)").
 Expected<std::string> take_flight_record(const std::string& dir, pid_t pid,
                                          std::chrono::milliseconds timeout);
 
