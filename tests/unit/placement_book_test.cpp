@@ -33,15 +33,17 @@ PlacementNode node(const std::string& name, double cpu) {
   return n;
 }
 
-// The pods as the shell would give them, counting how often it was asked.
+// The pods as the shell would give them, counting how often it was asked;
+// `version` changes with `nodes`, as the shell's does.
 struct Pods {
   std::vector<PlacementNode> nodes;
+  std::uint64_t version = 1;
   int asked = 0;
   PlacementNodes view() {
-    return [this] {
-      ++asked;
-      return nodes;
-    };
+    return {version, [this] {
+              ++asked;
+              return nodes;
+            }};
   }
 };
 
@@ -90,6 +92,7 @@ TEST(PlacementBook, AWaitingGroupIsPlacedWhenAPodJoinsAndItsWaitersHearIt) {
   ASSERT_EQ(timers.size(), 2u);
   EXPECT_EQ(timers[1].after, Millis(1));  // never 0
   pods.nodes.push_back(node("p1", 8));
+  ++pods.version;
   out.clear();
   book.refresh(pods.view(), 2000, out);
   auto answers = all_of<placement::Answer>(out);
@@ -112,6 +115,39 @@ TEST(PlacementBook, NothingWaitingMeansThePodsAreNeverAskedFor) {
   for (int i = 0; i < 100; ++i) book.refresh(pods.view(), 1000 + i, out);
   EXPECT_EQ(pods.asked, 0);
   EXPECT_TRUE(out.empty());
+}
+
+TEST(PlacementBook, ThePodsAreAskedForAgainOnlyWhenTheirVersionChanges) {
+  Pods pods{{node("p0", 4), node("p1", 4)}};
+  PlacementBook book;
+  PlacementEffects out;
+  // What is free on each pod the book keeps itself: one view for four groups.
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(state_of(book.create("", "STRICT_PACK", R"([{"CPU": 2}, {"CPU": 2}])", 0, pods.view(),
+                                   1000, out)),
+              "CREATED");
+  ASSERT_EQ(book.remove(1, pods.view(), 1000, out).code, ReplyCode::ok);
+  EXPECT_EQ(state_of(book.create("", "PACK", R"([{"CPU": 4}])", 0, pods.view(), 1000, out)),
+            "CREATED")
+      << "the place group 1 gave back";
+  EXPECT_EQ(state_of(book.create("", "PACK", R"([{"CPU": 1}])", 0, pods.view(), 1000, out)),
+            "PENDING");
+  EXPECT_EQ(pods.asked, 1);
+  // A third pod (a new version): asked again, and the waiting group placed on it.
+  pods.nodes.push_back(node("p2", 1));
+  ++pods.version;
+  out.clear();
+  book.refresh(pods.view(), 2000, out);
+  EXPECT_EQ(pods.asked, 2);
+  EXPECT_EQ(book.groups().find(4)->nodes.at(0), "p2");
+  // The same pods taken away without a new version stay as the book saw them
+  // (the version is the shell's promise that nothing changed).
+  pods.nodes.clear();
+  ASSERT_EQ(book.remove(2, pods.view(), 2000, out).code, ReplyCode::ok);
+  EXPECT_EQ(state_of(book.create("", "PACK", R"([{"CPU": 0.5}])", 0, pods.view(), 2000, out)),
+            "CREATED");
+  EXPECT_EQ(book.groups().find(5)->nodes.at(0), "p1") << "where group 2 was";
+  EXPECT_EQ(pods.asked, 2);
 }
 
 TEST(PlacementBook, AWaitsOwnDeadlineIsATimeoutNotTheGroupsFailure) {
@@ -185,6 +221,7 @@ TEST(PlacementBook, ALostPodsGroupsAreRescheduledOntoTheRest) {
   pods.nodes.erase(std::remove_if(pods.nodes.begin(), pods.nodes.end(),
                                   [&](const PlacementNode& n) { return n.name == first; }),
                    pods.nodes.end());
+  ++pods.version;
   out.clear();
   book.lose_node(first, pods.view(), 2000, out);
   const auto* g = book.groups().find(1);

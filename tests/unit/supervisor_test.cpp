@@ -14,6 +14,7 @@
 #include <set>
 
 #include "atl/gpu/rendezvous.hpp"
+#include "atl/supervisor/status_view.hpp"
 #include "supervisor_fixture.hpp"
 
 namespace atl::supervisor {
@@ -617,6 +618,25 @@ TEST(Supervisor, ADriversTaskGoesToTheLeastLoadedPodAndEndsWithItsPod) {
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0].order.stream, StreamId::of_task(2));
   EXPECT_EQ(stops[0].agent, runs[1].agent);
+}
+
+// Placement keeps its own view of the pods and makes it again only when the
+// pods, the taints or the active pods change: each change must be seen.
+TEST(Supervisor, PlacementSeesATaintAndItsRemovalAtOnce) {
+  Head h(driver_spec(3, 0));
+  h.to_command(3);
+  auto on = [&](const char* name) {
+    const Answer a = h.sup->create_group({name, "STRICT_PACK", R"([{"CPU": 8}])", 0});
+    EXPECT_EQ(a.code, ReplyCode::ok) << a.text;
+    const auto j = nlohmann::json::parse(a.text);
+    return j.at("state") == "CREATED" ? j.at("nodes").at(0).get<std::string>() : std::string();
+  };
+  EXPECT_EQ(on("a"), pod_name(0));
+  ASSERT_EQ(taint_command(*h.sup, "set", "node-1").code, ReplyCode::ok);
+  EXPECT_EQ(on("b"), pod_name(2)) << "not on the tainted node";
+  ASSERT_EQ(h.sup->on(GroupRemove{2}).code, ReplyCode::ok);
+  ASSERT_EQ(taint_command(*h.sup, "remove", "node-1").code, ReplyCode::ok);
+  EXPECT_EQ(on("c"), pod_name(1)) << "the node is untainted";
 }
 
 TEST(Supervisor, PlacementIsRefusedOutsideDriverModeAndAWaitIsKeptUntilItsGroupChanges) {

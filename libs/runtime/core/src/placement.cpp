@@ -176,17 +176,15 @@ Expected<std::vector<size_t>> place_strict_pack(const std::vector<Resources>& bu
       sum = add(sum, bundles[i]);
     }
   }
-  std::vector<std::string> reasons;
   for (size_t n = 0; n < nodes.size(); ++n) {
     if (home && n != *home) continue;  // the rest must join the pinned ones
-    if (usable(nodes[n]) && fits(sum, nodes[n].available)) {
-      for (auto& a : at) a = n;
-      std::vector<size_t> out;
-      for (const auto& a : at) out.push_back(*a);
-      return out;
-    }
-    reasons.push_back(node_reason(nodes[n], sum, nodes[n].available));
+    if (usable(nodes[n]) && fits(sum, nodes[n].available)) return std::vector<size_t>(at.size(), n);
   }
+  // None fits: why, node by node (only now: on a thousand full nodes, saying
+  // why of each for every group placed was most of a placement's time).
+  std::vector<std::string> reasons;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (!home || n == *home) reasons.push_back(node_reason(nodes[n], sum, nodes[n].available));
   return make_error("STRICT_PACK needs " + format_resources(sum) +
                     " on one node: " + join_reasons(reasons));
 }

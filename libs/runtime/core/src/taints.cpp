@@ -46,6 +46,7 @@ Status TaintSet::set(const std::vector<std::string>& nodes, const std::vector<st
         !(source == TaintSource::user && it->second.source == TaintSource::platform))
       continue;
     taints_[node] = Taint{source, reason, now_ms};
+    ++changes_;
   }
   return Ok{};
 }
@@ -53,17 +54,20 @@ Status TaintSet::set(const std::vector<std::string>& nodes, const std::vector<st
 Status TaintSet::remove(const std::vector<std::string>& nodes) {
   if (nodes.size() == 1 && nodes[0] == "all") {
     taints_.clear();
+    ++changes_;
     return Ok{};
   }
   for (const auto& node : nodes)
     if (!taints_.count(node)) return make_error("node " + quote(node) + " is not tainted");
   for (const auto& node : nodes) taints_.erase(node);
+  ++changes_;
   return Ok{};
 }
 
 void TaintSet::mark(const std::string& node, const std::string& reason, std::int64_t now_ms) {
   if (node.empty() || taints_.count(node)) return;
   taints_[node] = Taint{TaintSource::platform, reason, now_ms};
+  ++changes_;
 }
 
 Expected<PodChoice> choose_active(const std::vector<PodView>& pods, int needed,

@@ -174,6 +174,7 @@ Status JobController::select_active() {
     std::string list;
     for (const auto& p : choice->active) list += (list.empty() ? "" : ", ") + p;
     log_->info("active pods: {}", list);
+    ++active_changes_;
   }
   active_ = std::move(choice->active);
   return Ok{};

@@ -62,7 +62,7 @@ placement::Answer PlacementBook::create(const std::string& name, const std::stri
   }
   if (timeout_ms < 0) return usage("timeout must not be negative");
   if (timeout_ms > 0) spec.deadline_ms = now_ms + timeout_ms;
-  groups_.set_nodes(nodes());
+  use(nodes);
   auto id = groups_.create(std::move(spec), now_ms);
   if (!id) return usage(id.error());
   const PlacementGroup* g = groups_.find(*id);
@@ -114,11 +114,17 @@ placement::Answer PlacementBook::remove(std::int64_t id, const PlacementNodes& n
   return {0, ReplyCode::ok, ""};
 }
 
+void PlacementBook::use(const PlacementNodes& nodes) {
+  if (nodes_version_ == nodes.version) return;
+  groups_.set_nodes(nodes.make());
+  nodes_version_ = nodes.version;
+}
+
 void PlacementBook::refresh(const PlacementNodes& nodes, std::int64_t now_ms,
                             PlacementEffects& out) {
   // Nothing waits: nothing to place (joins of a thousand pods stay cheap).
   if (!groups_.waiting()) return;
-  groups_.set_nodes(nodes());
+  use(nodes);
   apply(groups_.schedule(now_ms), out);
 }
 

@@ -59,7 +59,10 @@ std::vector<PlacementNode> Supervisor::placement_nodes() const {
 }
 
 PlacementNodes Supervisor::nodes() const {
-  return [this] { return placement_nodes(); };
+  // What placement_nodes() reads: the joined pods, the taints, the active pods.
+  const std::uint64_t version =
+      pods_.registry().changes() + controller_.taints().changes() + controller_.active_changes();
+  return {version, [this] { return placement_nodes(); }};
 }
 
 void Supervisor::perform(PlacementEffects effects) {

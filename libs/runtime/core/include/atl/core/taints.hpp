@@ -46,10 +46,16 @@ class TaintSet {
 
   bool tainted(const std::string& node) const { return taints_.count(node) > 0; }
   const std::map<std::string, Taint>& all() const { return taints_; }
-  void restore(std::map<std::string, Taint> taints) { taints_ = std::move(taints); }
+  void restore(std::map<std::string, Taint> taints) {
+    taints_ = std::move(taints);
+    ++changes_;
+  }
+  // Grows with every change of the marks (what a view made of them keys on).
+  std::uint64_t changes() const { return changes_; }
 
  private:
   std::map<std::string, Taint> taints_;
+  std::uint64_t changes_ = 0;
 };
 
 // A pod as the choice sees it: its index (worker-<index>), its node, and

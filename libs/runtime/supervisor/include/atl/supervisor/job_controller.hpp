@@ -126,6 +126,8 @@ class JobController {
   const RestartPolicy& restarts() const { return restarts_; }
   const TaintSet& taints() const { return taints_; }
   const std::vector<std::string>& active() const { return active_; }
+  // Grows with every change of active() (what a view made of it keys on).
+  std::uint64_t active_changes() const { return active_changes_; }
   const std::deque<TimelineEvent>& events() const { return events_; }
   const std::string& failure() const { return failure_; }
   // What the job's time was spent on: training, and each fault's costs.
@@ -211,6 +213,7 @@ class JobController {
   RestartPolicy restarts_;
   TaintSet taints_;
   std::vector<std::string> active_;  // pods of this attempt (ranks, or a driver's workers)
+  std::uint64_t active_changes_ = 0;
   std::deque<TimelineEvent> events_;
   Goodput goodput_;
   AttemptBook attempts_;

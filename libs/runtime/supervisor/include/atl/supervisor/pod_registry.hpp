@@ -84,6 +84,7 @@ class PodRegistry {
                                              " GPUs; the job's spec asks for " +
                                              std::to_string(rules.gpus_required)};
     joined_[info.pod] = Joined{info, std::move(agent)};
+    ++changes_;
     machines_[info.pod] = info.machine;
     const bool was_lost = lost_.erase(info.pod) > 0;
     if (rejoined) *rejoined = was_lost;
@@ -98,6 +99,7 @@ class PodRegistry {
     if (it == joined_.end()) return std::nullopt;
     Agent agent = std::move(it->second.agent);
     joined_.erase(it);
+    ++changes_;
     if (awaited_as_lost) lost_.insert(pod);
     return agent;
   }
@@ -160,6 +162,8 @@ class PodRegistry {
   // The joined pods by name, for walks (heartbeats, placement, status).
   const std::map<std::string, Joined>& joined_pods() const { return joined_; }
   std::size_t joined_count() const { return joined_.size(); }
+  // Grows with every join and leave (what a view made of the joined pods keys on).
+  std::uint64_t changes() const { return changes_; }
   bool all_joined() const { return joined_.size() == expected_.size(); }
 
   // The first joined pod `pred(agent)` holds for (a down message's source).
@@ -213,6 +217,7 @@ class PodRegistry {
   std::vector<std::string> expected_;
   std::map<std::string, std::size_t> index_;  // expected pod -> its index
   std::map<std::string, Joined> joined_;
+  std::uint64_t changes_ = 0;
   std::set<std::string> lost_;
   std::map<std::string, std::string> machines_;  // every pod ever joined -> its machine
 };
