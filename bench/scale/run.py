@@ -48,8 +48,10 @@ class Job:
         self.dir = os.path.join(tmp, "%s%s-pods-%d" % (mode, tag, pods))
         os.makedirs(self.dir)
         self.pods, self.job_id = pods, "jo-scale%d" % pods
-        self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"),
-                        ATL_PYTHON_DIR=os.path.join(common.ROOT, "python"))
+        # The driver's package and library: this tree's, unless given (a run
+        # of another build's binaries needs its own: bench on an older tree).
+        self.env = dict(os.environ, ATL_JOB_FILE=os.path.join(self.dir, "job.json"))
+        self.env.setdefault("ATL_PYTHON_DIR", os.path.join(common.ROOT, "python"))
         self.out = open(os.path.join(self.dir, "head.out"), "w")
         self.head = subprocess.Popen(
             [common.binary("headnode"), "--job-id", self.job_id, "--mode", mode, "--workers",
