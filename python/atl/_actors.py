@@ -84,7 +84,7 @@ class _Method:
         o = dict(((actor._methods or {}).get(method) or {}), **(self._options or {}))
         generator = o.get("generator", False)
         # A streaming generator's items come to this slot as they are yielded.
-        slot = _refs.result_slot(stream=True) \
+        slot = _refs.result_slot(stream=True, backpressure=o.get("backpressure")) \
             if _refs.is_streaming(o.get("num_returns"), generator) else None
 
         def call():
@@ -114,11 +114,14 @@ def _method_options(options, name):
                 raise TypeError(f"method {name}: num_returns={value!r}: expected a whole "
                                 f"number >= 1 (the values it returns, one ref each)")
             out[key] = value
+        elif key == _options.BACKPRESSURE:
+            out["backpressure"] = _options.backpressure(f"method {name}", value)
         elif key == "enable_task_events":
             pass  # Ray's observability of the method: nothing to turn off here
         else:
             raise TypeError(f"method {name}: option {key!r} is not supported: atl's actor "
-                            f"methods take num_returns; {_options.RAY_MODE}")
+                            f"methods take num_returns and {_options.BACKPRESSURE}; "
+                            f"{_options.RAY_MODE}")
     return out
 
 

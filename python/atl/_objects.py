@@ -17,6 +17,10 @@ Requests on a connection (one at a time, the connection reused):
     b"P" oid frames      -> b"K"        (push: a big result to its caller)
     b"H" oid             -> b"K" | b"N" (a borrower sends its ref on: one more pin)
     b"R" oid             -> b"K"        (a borrower dropped its ref)
+    b"B" oid u64 k       -> b"K" u64 n  (a streaming generator's call, oid its slot:
+                                 its caller's next has taken n items, answered
+                                 once n >= k or after BACKPRESSURE_POLL_S;
+                                 2**64-1 once the caller dropped it)
     b"C" key u64 m, request -> b"K" u64 m, reply | b"N" u32 n, message
                                  (a method call straight to an actor this process
                                  hosts, key: actor_key(name); see serve_actor)
@@ -188,6 +192,49 @@ _store = Store()
 
 def store():
     return _store
+
+
+class Streams:
+    """The streaming calls with a backpressure bound whose items this
+    process consumes: slot oid -> how many its ObjectRefGenerator handed
+    out. Their generators ask (b"B") and wait while too many wait unread;
+    a slot not here (its generator dropped, or never one) holds nothing
+    back."""
+
+    GONE = (1 << 64) - 1
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._taken = {}
+
+    def open(self, slot):
+        with self._cond:
+            self._taken[slot] = 0
+
+    def consumed(self, slot, n):
+        with self._cond:
+            if slot in self._taken:
+                self._taken[slot] = n
+                self._cond.notify_all()
+
+    def close(self, slot):
+        with self._cond:
+            if self._taken.pop(slot, None) is not None:
+                self._cond.notify_all()
+
+    def wait(self, slot, at_least, timeout):
+        """How many of `slot`'s items were taken, once at least `at_least`
+        or after `timeout` s; GONE for a slot not (or no longer) here."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._taken.get(slot, self.GONE) >= at_least, timeout)
+            return self._taken.get(slot, self.GONE)
+
+
+_streams = Streams()
+
+
+def streams():
+    return _streams
 
 
 def new_oid():
@@ -968,6 +1015,10 @@ class _Server:
                 elif op == b"R":
                     _store.release(oid)
                     conn.sendall(b"K")
+                elif op == b"B":
+                    (at_least,) = struct.unpack("!Q", _recv_exact(conn, 8))
+                    taken = _streams.wait(oid, at_least, BACKPRESSURE_POLL_S)
+                    conn.sendall(b"K" + struct.pack("!Q", taken))
                 elif op == b"C":
                     conn.settimeout(None)  # the actor's method takes what it takes
                     self._call(conn, oid)
@@ -1142,6 +1193,26 @@ def push(owner, oid, frames):
         sock.sendall(b"P" + oid)
         _send_frames(sock, frames)
     _connections.request(owner, send, lambda s: _recv_exact(s, 1))
+
+
+BACKPRESSURE_POLL_S = 1.0  # a paused generator's ask is answered within this at the latest
+
+
+def wait_consumed(owner, slot, at_least):
+    """Returns once `owner`'s next has taken `at_least` items of the
+    streaming call at `slot`, or it dropped the generator, or it cannot be
+    reached (it ended: the pushes that follow say so)."""
+    if at_least <= 0:
+        return
+    request = b"B" + slot + struct.pack("!Q", at_least)
+    while True:
+        try:
+            answer = _connections.request(owner, lambda s: s.sendall(request),
+                                          lambda s: _recv_exact(s, 9))
+        except (OSError, ConnectionError, ObjectLostError, _Gone):
+            return
+        if answer[:1] != b"K" or struct.unpack("!Q", answer[1:9])[0] >= at_least:
+            return
 
 
 def hold(owner, oid):

@@ -77,6 +77,26 @@ def _demand(what, name, value, out):
         out.pop("demand", None)
 
 
+BACKPRESSURE = "_generator_backpressure_num_objects"
+
+
+def backpressure(what, value):
+    """Ray's _generator_backpressure_num_objects: a streaming generator
+    pauses once this many of its items wait unconsumed by the caller (its
+    `next`), and goes on as the caller takes them (or drops the generator).
+    -1 or None: no bound (the default). 0 is refused with Ray's ValueError.
+    The bound, or None."""
+    if value is None or value == -1:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+        raise TypeError(f"{what}: {BACKPRESSURE}={value!r}: expected a whole number >= 1, "
+                        f"or -1 (no bound)")
+    if value == 0:
+        raise ValueError(f"{what}: {BACKPRESSURE}=0 is not allowed: give a whole number >= 1 "
+                         f"(items unconsumed before the generator pauses), or -1 (no bound)")
+    return value
+
+
 def _retries(what, name, value, out):
     """max_retries: reruns after the worker died (-1: no end); retry_exceptions:
     also after it raised (True, or a list of exception classes)."""
@@ -182,6 +202,10 @@ def check(options, what, actor):
                                 f"to 10000 (the task returns that many values)")
             if value != 1:
                 out["num_returns"] = value
+        elif name == BACKPRESSURE and not actor:
+            bound = backpressure(what, value)
+            if bound:
+                out["backpressure"] = bound
         elif name in _DEMAND:
             _demand(what, name, value, out)
         elif name in ("max_retries", "retry_exceptions") and not actor:
@@ -225,7 +249,7 @@ def check(options, what, actor):
                            ({"max_concurrency", "lifetime", "get_if_exists", "namespace",
                              "max_restarts", "max_task_retries"} if actor else set()) |
                            (set() if actor else {"num_returns", "max_retries",
-                                                 "retry_exceptions"}))
+                                                 "retry_exceptions", BACKPRESSURE}))
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(f"{what}: unknown option {name!r}{hint}; atl's are "
@@ -252,4 +276,6 @@ def merge(options, more, what, actor):
     """`options` (checked) with `more` checked and laid over them: .options()."""
     merged = dict(options)
     merged.update(check(more, what, actor))
+    if BACKPRESSURE in more and not backpressure(what, more[BACKPRESSURE]):
+        merged.pop("backpressure", None)  # -1 (or None): the bound set before lifted
     return merged

@@ -363,12 +363,18 @@ def resolve(args, kwargs):
     return args, kwargs
 
 
-def result_slot(stream=False):
+def result_slot(stream=False, backpressure=None):
     """Where a big result is pushed: this process's object server and a new
     oid; `stream`: a streaming generator's call, whose items are pushed
-    there one by one as they are yielded (item_oid(oid, i))."""
+    there one by one as they are yielded (item_oid(oid, i)); with
+    `backpressure` (n), the generator pauses while n of them wait for this
+    process's `next` (see _objects.Streams)."""
     if stream:
-        return (_objects.address(), _objects.new_oid(), True)
+        oid = _objects.new_oid()
+        if backpressure:
+            _objects.streams().open(oid)
+            return (_objects.address(), oid, True, backpressure)
+        return (_objects.address(), oid, True)
     return (_objects.address(), _objects.new_oid())
 
 
@@ -401,11 +407,14 @@ class Yielded:
         yielded, so the caller's `next` has it while the generator runs on."""
         if result_to is not None and len(result_to) > 2 and result_to[2]:
             owner, base = result_to[0], result_to[1]
+            bound = result_to[3] if len(result_to) > 3 else None
             n = 0
             try:
                 for item in generator:
                     _objects.push(owner, item_oid(base, n), _objects.dumps(item))
                     n += 1
+                    if bound:  # paused while `bound` items wait for the caller's next
+                        _objects.wait_consumed(owner, base, n - bound + 1)
             except BaseException as e:
                 return cls([], _errors.error_outcome(e), streamed=n)
             return cls([], streamed=n)
@@ -493,6 +502,7 @@ class ObjectRefGenerator:
             if store.get(oid) is not None:
                 self._next += 1
                 self._read[0] = self._next
+                _objects.streams().consumed(self._slot, self._next)
                 return ObjectRef(name, _Stored(_objects.address(), oid, None))
         try:
             count = self._ref._source.value(self._ref._name, timeout).count()
@@ -526,6 +536,8 @@ class ObjectRefGenerator:
 def _drop_unread(source, name, slot, read):
     """A streaming generator collected: the items pushed here that it never
     handed out go, once its call has ended."""
+    _objects.streams().close(slot)  # a generator paused for its next goes on to its end
+
     def drop(_):
         try:
             count = source.value(name, 0).count()

@@ -113,7 +113,7 @@ class RemoteFunction:
             _check_feasible(o, f"{self.__name__}.remote")
         generator = inspect.isgeneratorfunction(self._fn)
         # A streaming generator's items come to this slot as they are yielded.
-        slot = _refs.result_slot(stream=True) \
+        slot = _refs.result_slot(stream=True, backpressure=o.get("backpressure")) \
             if _refs.is_streaming(o.get("num_returns"), generator) else None
         if _warm_fits(o) and not waiting and not o.get("max_retries"):
             ref = self._leased(args, kwargs, slot)

@@ -135,6 +135,28 @@ def test_num_returns_is_taken_for_tasks_only():
     refused(lambda: atl.remote(num_returns=2)(Counter), "unknown option 'num_returns'")
 
 
+def test_generator_backpressure_is_a_bound_of_one_or_more_for_tasks_and_methods():
+    bp = "_generator_backpressure_num_objects"
+    assert atl.remote(**{bp: 2})(f)._options == {"backpressure": 2}
+    # -1 (Ray's "no bound") and None are the default: nothing to act on,
+    # and .options() of either lifts a bound set before.
+    assert atl.remote(**{bp: -1})(f)._options == {}
+    assert atl.remote(**{bp: 3})(f).options(**{bp: -1})._options == {}
+    with pytest.raises(ValueError, match="=0 is not allowed"):
+        atl.remote(**{bp: 0})(f)
+    for bad in (-2, 1.5, "2", True):
+        refused(lambda: atl.remote(f).options(**{bp: bad}), f"{bp}={bad!r}", ">= 1")
+    refused(lambda: atl.remote(**{bp: 2})(Counter), f"unknown option '{bp}'")
+    # An actor's method takes it (@atl.method, or its call's .options()).
+    from atl import _actors
+    assert _actors._method_options({bp: 4}, "items") == {"backpressure": 4}
+    assert _actors._method_options({bp: -1}, "items") == {"backpressure": None}
+    with pytest.raises(ValueError, match="=0 is not allowed"):
+        _actors._method_options({bp: 0}, "items")
+    refused(lambda: _actors._method_options({"max_retries": 1}, "items"),
+            "option 'max_retries' is not supported", bp)
+
+
 def test_a_misspelt_option_is_refused_with_the_nearest_name():
     refused(lambda: atl.remote(num_cpu=1)(f), "unknown option 'num_cpu'",
             "did you mean 'num_cpus'?")

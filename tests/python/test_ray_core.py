@@ -596,6 +596,121 @@ def test_a_generators_items_stream_to_the_caller_as_they_are_yielded(cluster, ba
         assert line in out, (line, out, err)
 
 
+def test_a_generator_with_backpressure_pauses_until_its_caller_takes_items(cluster, bare_python,
+                                                                          tmp_path):
+    # Ray's _generator_backpressure_num_objects on each path a generator
+    # call takes (a warm process, a cold one with an env of its own, an
+    # actor's method, an async actor's async generator): it pauses once 2
+    # items wait unconsumed and goes on one item per `next`. A caller that
+    # ends without taking them all does not hold its generator for ever,
+    # nor does one killed while it holds the generator.
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import asyncio, os, time
+        import atl as ray
+
+        HERE = os.path.abspath(".")
+
+        def note(tag, i):
+            with open(os.path.join(HERE, "made-" + tag), "a") as f:
+                f.write(f"{i} {os.getpid()}\\n")
+
+        def made(tag):
+            try:
+                with open(os.path.join(HERE, "made-" + tag)) as f:
+                    return f.read().splitlines()
+            except FileNotFoundError:
+                return []
+
+        def settle(tag, n):
+            deadline = time.time() + 60
+            while len(made(tag)) < n and time.time() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.5)  # (a generator that does not pause goes past n meanwhile)
+            return len(made(tag))
+
+        @ray.remote(_generator_backpressure_num_objects=2)
+        def warm(tag, n):
+            for i in range(n):
+                note(tag, i)
+                yield i
+
+        MARK = "bp-" + str(os.getpid())  # (in its environment: found from here, across pods)
+
+        def marked():
+            pids = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        if f"ATL_TEST_MARK={MARK}".encode() in f.read():
+                            pids.append(pid)
+                except OSError:
+                    pass
+            return pids
+
+        @ray.remote(_generator_backpressure_num_objects=2,
+                    runtime_env={"env_vars": {"ATL_TEST_MARK": MARK}})
+        def cold(tag, n):
+            for i in range(n):
+                note(tag, i)
+                yield i
+
+        @ray.remote
+        class Plain:
+            @ray.method(_generator_backpressure_num_objects=2)
+            def items(self, tag, n):
+                for i in range(n):
+                    note(tag, i)
+                    yield i
+
+        @ray.remote
+        class Async:
+            @ray.method(_generator_backpressure_num_objects=2)
+            async def items(self, tag, n):
+                for i in range(n):
+                    note(tag, i)
+                    await asyncio.sleep(0)
+                    yield i
+
+        plain, aio = Plain.remote(), Async.remote()
+        for tag, gen in (("w", warm.remote("w", 6)), ("c", cold.remote("c", 6)),
+                         ("p", plain.items.remote("p", 6)), ("a", aio.items.remote("a", 6))):
+            print(tag, "paused at", settle(tag, 2))
+            first = ray.get(next(gen), timeout=60)
+            print(tag, "took", first, "then made", settle(tag, 3))
+            print(tag, "the rest", [ray.get(r, timeout=60) for r in gen], "made", len(made(tag)))
+
+        @ray.remote
+        def caller(tag):
+            gen = warm.remote(tag, 6)
+            return ray.get(next(gen))
+        print("a caller took", ray.get(caller.remote("x"), timeout=60),
+              "and ended: made", settle("x", 6))
+
+        @ray.remote
+        class Holder:
+            def start(self, tag):
+                self.gen = cold.remote(tag, 6)
+                return ray.get(next(self.gen))
+        holder = Holder.remote()
+        print("a holder took", ray.get(holder.start.remote("k"), timeout=60))
+        settle("k", 3)
+        print("its generator's process runs:", bool(marked()))
+        ray.kill(holder)
+        deadline = time.time() + 60
+        while marked() and time.time() < deadline:
+            time.sleep(0.05)
+        print("its generator's process ended:", not marked())
+    """)
+    assert rc == 0, (out, err)
+    for tag in "wcpa":
+        for line in (f"{tag} paused at 2", f"{tag} took 0 then made 3",
+                     f"{tag} the rest [1, 2, 3, 4, 5] made 6"):
+            assert line in out, (line, out, err)
+    for line in ("a caller took 0 and ended: made 6", "a holder took 0",
+                 "its generator's process runs: True", "its generator's process ended: True"):
+        assert line in out, (line, out, err)
+
+
 def test_an_actor_with_max_restarts_is_made_again_for_every_caller(cluster, bare_python,
                                                                    tmp_path):
     # Its reservation is kept across its restarts and given back at its end;
