@@ -284,7 +284,8 @@ class RuntimeContext:
     @property
     def was_current_actor_reconstructed(self) -> bool:
         # An actor made again after its process ended (max_restarts).
-        return os.environ.get("ATL_ACTOR_RESTARTED") == "1"
+        return os.environ.get("ATL_ACTOR_RESTARTED") == "1" or \
+            int(os.environ.get("ATL_TASK_RESTARTS") or 0) > 0  # (the head's, a detached one's)
 
 
 def get_runtime_context() -> RuntimeContext:

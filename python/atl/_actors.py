@@ -378,6 +378,30 @@ _owned_actors = {}  # name -> task: those not detached, killed when this driver 
 _restarts = {}  # name -> _Restarts: the actors with max_restarts this process made (kept)
 
 
+# In a detached actor's environment whose restarts the head keeps (its task
+# is started again as it was when it ends other than by a kill).
+HEAD_RESTARTS = "ATL_ACTOR_HEAD_RESTARTS"
+
+
+def restarted_by_head():
+    """Whether this process is a detached actor the head starts again."""
+    return os.environ.get(HEAD_RESTARTS) == "1" and "ATL_TASK_ID" in os.environ
+
+
+def end_for_good():
+    """This process's actor is not to be started again (atl.kill, exit_actor,
+    a constructor that failed at its first start): the head is told by the
+    kill of its own task (which also ends this process). False where that
+    could not be said (then the caller ends the process itself)."""
+    if not restarted_by_head():
+        return False
+    try:
+        _c().task_kill(int(os.environ["ATL_TASK_ID"]))
+        return True
+    except (AtlError, ValueError):
+        return False
+
+
 def _handle(name, timeout, lanes, methods, restartable=False, task_retries=0):
     """A handle unpickled in another process (see ActorHandle.__reduce__)."""
     handle = ActorHandle(name, None, timeout, lanes, methods)
@@ -556,22 +580,19 @@ def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
             restarts.expect_restart()  # calls from now on wait for the new process
             task.kill()  # its watcher makes it again
             return
+    if not no_restart and restarts is None and (actor._restartable or actor._task is None):
+        # Restarted by the head (a detached actor's), or by a maker that is
+        # another process: it ends itself, and is made again as after any
+        # other end of its process.
+        _ask_to_end(actor, restart=True)
+        actor._direct, actor._connecting = None, None
+        return
     if actor._task is None and _started.get(actor._actor_name) is not None:
         actor._task = _started[actor._actor_name]
     if actor._task is None:
         # Started by another process: asked to end itself (an @atl.remote
         # class's process does; a host_actor handler's host closes it).
-        try:
-            # (under the name no call holds, where it has one; ActorHandle's
-            # own call: a method of the actor's may be named `call`)
-            request = pickle.dumps(("exit", None, None))
-            try:
-                _c().actor_call(f"{actor._actor_name}~where", request, 30000)
-            except AtlError:
-                ActorHandle.call(actor, request, timeout=30)
-        except AtlError as e:
-            if not (e.code == FAILED or "no actor named" in str(e)):
-                raise  # (FAILED: it died as it answered, as asked)
+        _ask_to_end(actor, restart=False)
         _killed.add(actor._actor_name)
         _started.pop(actor._actor_name, None)
         return
@@ -579,6 +600,22 @@ def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
     task = _started.pop(actor._actor_name, None) or actor._task
     task.kill()
     _owned_actors.pop(actor._actor_name, None)
+
+
+def _ask_to_end(actor, restart):
+    """An actor's process asked to end itself ("exit"); restart=False: for
+    good (one the head restarts tells it not to)."""
+    try:
+        # (under the name no call holds, where it has one; ActorHandle's
+        # own call: a method of the actor's may be named `call`)
+        request = pickle.dumps(("exit", "restart" if restart else None, None))
+        try:
+            _c().actor_call(f"{actor._actor_name}~where", request, 30000)
+        except AtlError:
+            ActorHandle.call(actor, request, timeout=30)
+    except AtlError as e:
+        if not (e.code == FAILED or "no actor named" in str(e)):
+            raise  # (FAILED: it died as it answered, as asked)
 
 
 _sender_lock = threading.Lock()  # not _lock: the warm pool's threads come here
@@ -717,8 +754,10 @@ class ActorClass:
         if o.get("max_restarts"):
             handle._restartable = True
             handle._task_retries = o.get("max_task_retries", 0)
-            _Restarts(self, o, name, args, kwargs, lanes, group, handle)  # gives the group back
-        elif group is not None:
+            if not o.get("detached"):
+                _Restarts(self, o, name, args, kwargs, lanes, group, handle)  # gives the group back
+            # (a detached one's are the head's: they go on once this process is gone)
+        elif group is not None and not o.get("detached"):  # (a detached one's: the head's)
             threading.Thread(target=_remove_when_ends, args=(handle._task, group),
                              daemon=True, name="atl-actor-group").start()
         return handle
@@ -743,10 +782,23 @@ class ActorClass:
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
-        task = run(f"exec {sys.executable} -m atl._worker actor", placement_group=pg,
-                   bundle_index=bundle, pod=pod, env=env, working_dir=o.get("working_dir"))
-        if o.get("detached"):  # the head stops a driver's tasks when it goes, but for this
-            _c().disown(False, task.id)
+        command = f"exec {sys.executable} -m atl._worker actor"
+        if o.get("detached"):
+            # It outlives this driver from its start (the head stops a
+            # driver's other tasks when it goes); with max_restarts the head
+            # starts it again as it was, whoever made it (Ray's GCS does).
+            from . import Task
+            head_restarts = o.get("max_restarts", 0)
+            if head_restarts:
+                env[HEAD_RESTARTS] = "1"
+            gid = pg.id if pg is not None else 0
+            # Its own reservation (group) is the head's to give back at its end.
+            task = Task(_c().task_start(command, gid, bundle if gid else -1, pod, env,
+                                        o.get("working_dir"), detached=True,
+                                        restarts=head_restarts, own_group=group is not None))
+        else:
+            task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
+                       working_dir=o.get("working_dir"))
         deadline = time.monotonic() + o.get("start_timeout", 60)
         while not any(a["name"] == name for a in list_actors()):
             if task.done():

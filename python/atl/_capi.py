@@ -92,6 +92,10 @@ _signatures = {
     "atl_task_start": ([_P, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p,
                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
                         ctypes.POINTER(ctypes.c_int32)], _P),
+    "atl_task_start_detached": ([_P, ctypes.c_int64, ctypes.c_int32, ctypes.c_char_p,
+                                 ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
+                                 ctypes.c_int32, ctypes.c_int, ctypes.POINTER(ctypes.c_int32)],
+                                _P),
     "atl_task_wait": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32),
                        ctypes.POINTER(ctypes.c_int32)], _P),
     "atl_task_output": ([_P, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(_P),
@@ -229,13 +233,22 @@ class Client:
         """A group (group=True) or task this client made outlives it (detached)."""
         self._call(_lib.atl_disown, 1 if group else 0, ident)
 
-    def task_start(self, command, group=0, bundle=-1, pod=None, env=None, working_dir=None):
+    def task_start(self, command, group=0, bundle=-1, pod=None, env=None, working_dir=None,
+                   detached=False, restarts=0, own_group=False):
+        """A task's id. detached: it outlives this client from the start;
+        restarts (a detached task's): the supervisor starts it again when it
+        ends other than by task_kill, that many times (-1: without end);
+        own_group: `group` is its own, removed once it ended for good."""
         env_list = [f"{k}={v}".encode() for k, v in (env or {}).items()]
         env_array = (ctypes.c_char_p * (len(env_list) + 1))(*env_list, None)
         tid = ctypes.c_int32(-1)
-        self._call(_lib.atl_task_start, int(group), int(bundle), pod.encode() if pod else None,
-                   command.encode(), env_array, working_dir.encode() if working_dir else None,
-                   ctypes.byref(tid))
+        where = (int(group), int(bundle), pod.encode() if pod else None, command.encode(),
+                 env_array, working_dir.encode() if working_dir else None)
+        if detached:
+            self._call(_lib.atl_task_start_detached, *where, int(restarts),
+                       1 if own_group else 0, ctypes.byref(tid))
+        else:
+            self._call(_lib.atl_task_start, *where, ctypes.byref(tid))
         return tid.value
 
     def task_wait(self, tid, timeout_ms):

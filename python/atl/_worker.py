@@ -124,7 +124,12 @@ def _actor_handler(instance, name, lanes):
             return _ok(None)
         if kind == "exit":  # atl.kill from a process that did not start it
             import signal
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGTERM)).start()
+
+            def end():
+                # For good (body None): one the head restarts says so first.
+                if body == "restart" or not _actors.end_for_good():
+                    os.kill(os.getpid(), signal.SIGTERM)
+            threading.Timer(0.05, end).start()
             return _ok(None)
         if kind == "where":
             return _ok(_objects.serve_actor(name, handle))
@@ -156,6 +161,11 @@ def host_actor():
         instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
     except BaseException as e:  # the driver raises it as its own type
         _send_result(_errors.error_outcome(e))
+        if "ATL_TASK_RESTARTS" not in os.environ:
+            # Its first start: the maker raises the error, and the head does
+            # not start it again (as Ray's: a creation that failed is final).
+            from . import _actors
+            _actors.end_for_good()
         return 1
 
     hosts = host_lanes(atl, name, lanes, _actor_handler(instance, name, lanes))

@@ -18,4 +18,5 @@ def exit_actor():
                         "hosts no actor")
     sys.stdout.flush()
     sys.stderr.flush()
+    _actors.end_for_good()  # one the head restarts is not started again
     os._exit(0)

@@ -773,6 +773,124 @@ def test_an_actor_with_max_restarts_is_made_again_for_every_caller(cluster, bare
         assert line in out, (line, out, err)
 
 
+def test_a_detached_actor_with_max_restarts_is_made_again_after_its_maker_is_gone(
+        cluster, bare_python, tmp_path):
+    # Ray's GCS restarts a detached actor whoever made it: here the head
+    # does. Its maker exits; another driver finds it, its process dies (a
+    # crash, then a kill -9 of its process) and it comes back each time,
+    # as it was made (its constructor run again, its arguments kept);
+    # kill(no_restart=False) from this driver restarts it too; its count
+    # used, it stays dead. A detached actor killed (atl.kill) or ending
+    # itself (exit_actor) is not made again, nor is one whose constructor
+    # failed at its first start.
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import atl as ray
+
+        @ray.remote
+        class Keeper:
+            def __init__(self, start):
+                self.n = start
+
+            def add(self):
+                self.n += 1
+                return self.n
+
+            def pid(self):
+                return os.getpid()
+
+            def reconstructed(self):
+                return ray.get_runtime_context().was_current_actor_reconstructed
+
+            def crash(self):
+                os._exit(3)
+
+            def killed_soon(self):
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGKILL)).start()
+
+            def leave(self):
+                ray.actor.exit_actor()
+
+        import os, signal, threading
+        k = Keeper.options(name="keeper", lifetime="detached", max_restarts=3).remote(100)
+        print("made", ray.get(k.add.remote()), ray.get(k.reconstructed.remote()))
+        for name in ("killed", "leaver"):
+            Keeper.options(name=name, lifetime="detached", max_restarts=-1).remote(0)
+
+        @ray.remote
+        class Broken:  # fails at its first start only: a start again would stay up
+            def __init__(self, mark):
+                if not os.path.exists(mark):
+                    open(mark, "w").close()
+                    raise ValueError("no good")
+        try:
+            Broken.options(name="broken", lifetime="detached", max_restarts=-1).remote(
+                os.path.abspath("broken-once"))
+        except Exception as e:
+            print("constructor:", isinstance(e, ValueError), "no good" in str(e))
+        print("maker ends")
+    """)
+    assert rc == 0, (out, err)
+    for line in ("made 101 False", "constructor: True True", "maker ends"):
+        assert line in out, (line, out, err)
+
+    rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
+        import time
+        import atl as ray
+
+        def call(actor, method, timeout=60):
+            # Calls right after a death may meet the old process: tried again
+            # until the new one answers (as a caller with retries would).
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    return ray.get(getattr(actor, method).remote(), timeout=timeout)
+                except ray.exceptions.RayActorError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+
+        k = ray.get_actor("keeper")
+        print("found", call(k, "add"))
+        pid = call(k, "pid")
+        k.crash.remote()
+        while call(k, "pid") == pid:
+            time.sleep(0.05)
+        print("after a crash", call(k, "add"), call(k, "reconstructed"))
+        pid = call(k, "pid")
+        k.killed_soon.remote()
+        while call(k, "pid") == pid:
+            time.sleep(0.05)
+        print("after kill -9", call(k, "add"))
+        pid = call(k, "pid")
+        ray.kill(k, no_restart=False)
+        while call(k, "pid") == pid:
+            time.sleep(0.05)
+        print("after kill(no_restart=False)", call(k, "add"))
+        k.crash.remote()  # its fourth end: its 3 restarts are used
+        deadline = time.monotonic() + 30
+        while "keeper" in ray.util.list_named_actors() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(2)
+        print("used up, gone:", "keeper" not in ray.util.list_named_actors())
+
+        killed = ray.get_actor("killed")
+        print("killed found", call(killed, "add"))
+        ray.kill(killed)
+        leaver = ray.get_actor("leaver")
+        print("leaver found", call(leaver, "add"))
+        leaver.leave.remote()
+        time.sleep(3)  # (a restart would be back by now: the first is at once)
+        names = ray.util.list_named_actors()
+        print("killed gone:", "killed" not in names, "leaver gone:", "leaver" not in names,
+              "broken never back:", "broken" not in names)
+    """)
+    assert rc == 0, (out, err)
+    for line in ("found 102", "after a crash 101 True", "after kill -9 101",
+                 "after kill(no_restart=False) 101", "used up, gone: True", "killed found 1",
+                 "leaver found 1", "killed gone: True leaver gone: True broken never back: True"):
+        assert line in out, (line, out, err)
+
+
 def test_init_num_cpus_bounds_what_the_drivers_calls_hold_at_once(cluster, bare_python,
                                                                  tmp_path):
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """

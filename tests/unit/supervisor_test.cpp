@@ -716,6 +716,150 @@ TEST(Supervisor, WhatADriverMadeEndsWithItsConnectionButWhatItDetached) {
   EXPECT_EQ(h.sup->owners().owners(), 0u);
 }
 
+// A detached actor with max_restarts whose driver is gone (Ray's GCS
+// restarts it): the head starts its task again as it was, on a pod still
+// in the job when its own was lost, later each time it dies young, within
+// its count; its maker's id kills the one running now and ends it all.
+TEST(Supervisor, ADetachedTaskIsStartedAgainByTheHeadAfterItsDriverIsGoneWithinItsCount) {
+  Head h(driver_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  auto said = [&](const std::string& part) {
+    for (const auto& line : h.out.all<Say>())
+      if (line.text.find(part) != std::string::npos) return true;
+    return false;
+  };
+  const OwnerId maker{1};
+  int kept = 0;
+  auto keep = [&] { return static_cast<ReplyId>(++kept); };
+  TaskRequest r{0, 0, "", "exec python -m atl._worker actor", {"A=1"}, ""};
+  r.restarts = 2;
+  auto owned = h.sup->start_task(r, keep, maker);
+  ASSERT_TRUE(owned) << "restarts are a detached task's";
+  EXPECT_EQ(owned->code, ReplyCode::usage);
+  EXPECT_NE(owned->text.find("detached"), std::string::npos) << owned->text;
+  r.restarts = -2;
+  r.detached = true;
+  ASSERT_TRUE(h.sup->start_task(r, keep, maker));
+  EXPECT_EQ(kept, 0);
+  EXPECT_TRUE(h.out.all<effect::RunOn>().empty()) << "a refusal starts nothing";
+
+  r.restarts = 2;
+  ASSERT_FALSE(h.sup->start_task(r, keep, maker));  // task 1
+  auto runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string pod = h.sup->pod_of_agent(runs[0].agent).value();
+  h.sup->process_started({StreamId::of_task(1), 0, pod, 501});
+  h.sup->owner_gone(maker);
+  EXPECT_TRUE(h.out.all<effect::StopStream>().empty()) << "detached: it outlives its driver";
+  h.out.effects.clear();
+
+  // Its process dies after a minute: started again at once, as it was.
+  h.advance(60s);
+  h.out.effects.clear();
+  h.sup->process_ended({StreamId::of_task(1), 0, pod, 1, 0, "", ""});
+  h.advance(0ms);
+  runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 1u);
+  const auto& again = runs[0].order.ranks[0];
+  EXPECT_EQ(again.stream, StreamId::of_task(2));
+  EXPECT_EQ(again.command, "exec python -m atl._worker actor");
+  for (const char* var : {"A=1", "ATL_TASK_RESTARTS=1", "ATL_TASK_ID=2"})
+    EXPECT_NE(std::find(again.env.begin(), again.env.end(), var), again.env.end()) << var;
+  EXPECT_TRUE(said("task 1 started again as task 2 (restart 1 of 2)"));
+  EXPECT_EQ(h.sup->restarts().current(1), 2);
+  const std::string second = h.sup->pod_of_agent(runs[0].agent).value();
+  h.sup->process_started({StreamId::of_task(2), 0, second, 502});
+
+  // Its pod is lost a second later: it died young, so it starts again
+  // after kFirstDelay, on the pod left.
+  h.advance(1s);
+  h.out.effects.clear();
+  ASSERT_TRUE(h.sup->agent_down(runs[0].agent, "connection lost"));
+  h.advance(TaskRestarts::kFirstDelay - 1ms);
+  EXPECT_TRUE(h.out.all<effect::RunOn>().empty()) << "not yet";
+  h.advance(1ms);
+  runs = h.out.take<effect::RunOn>();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].order.ranks[0].stream, StreamId::of_task(3));
+  const std::string third = h.sup->pod_of_agent(runs[0].agent).value();
+  EXPECT_NE(third, second) << "its own pod is gone";
+  h.sup->process_started({StreamId::of_task(3), 0, third, 503});
+
+  // Its maker's id kills the task running now; that end starts nothing.
+  h.out.effects.clear();
+  EXPECT_FALSE(h.sup->on(TaskKill{1}));
+  auto stops = h.out.take<effect::StopStream>();
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].order.stream, StreamId::of_task(3));
+  h.sup->process_ended({StreamId::of_task(3), 0, third, 0, 15, "", ""});
+  h.advance(60s);
+  EXPECT_TRUE(h.out.all<effect::RunOn>().empty());
+  EXPECT_EQ(h.sup->restarts().size(), 0u);
+
+  // Another chain uses its count: its last end says so and starts nothing.
+  r.restarts = 1;
+  ASSERT_FALSE(h.sup->start_task(r, keep, maker));  // task 4
+  h.sup->process_ended({StreamId::of_task(4), 0, third, 1, 0, "", ""});
+  h.advance(0ms);
+  ASSERT_EQ(h.out.take<effect::RunOn>().size(), 2u);  // task 4, then task 5
+  h.sup->process_ended({StreamId::of_task(5), 0, third, 1, 0, "", ""});
+  h.advance(60s);
+  EXPECT_TRUE(h.out.all<effect::RunOn>().empty());
+  EXPECT_TRUE(
+      said("task 4 ended (as task 5) and is not started again: its 1 restarts "
+           "are used"));
+}
+
+// A detached actor's own reservation (num_cpus=): the head gives it back
+// once the actor ended for good, its maker long gone; a group it was only
+// put in is the user's.
+TEST(Supervisor, ADetachedTasksOwnGroupIsRemovedAtItsEndForGoodNotBefore) {
+  Head h(driver_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  int kept = 0;
+  auto keep = [&] { return static_cast<ReplyId>(++kept); };
+  const OwnerId maker{1};
+  ASSERT_EQ(h.sup->create_group({"own", "PACK", R"([{"CPU": 1}])", 0}, maker).code, ReplyCode::ok);
+  ASSERT_EQ(h.sup->create_group({"lent", "PACK", R"([{"CPU": 1}])", 0}, maker).code, ReplyCode::ok);
+  ASSERT_FALSE(h.sup->disown(true, 1, maker));
+  ASSERT_FALSE(h.sup->disown(true, 2, maker));
+  TaskRequest r{1, 0, "", "exec python -m atl._worker actor", {}, ""};
+  r.own_group = true;
+  auto owned = h.sup->start_task(r, keep, maker);
+  ASSERT_TRUE(owned) << "own_group is a detached task's";
+  EXPECT_EQ(owned->code, ReplyCode::usage);
+  r.detached = true;
+  r.restarts = 1;
+  ASSERT_FALSE(h.sup->start_task(r, keep, maker));  // task 1, in group 1, its own
+  TaskRequest in_lent{2, 0, "", "exec python -m atl._worker actor", {}, ""};
+  in_lent.detached = true;
+  in_lent.restarts = 1;
+  ASSERT_FALSE(h.sup->start_task(in_lent, keep, maker));  // task 2, in group 2
+  h.sup->owner_gone(maker);
+  const std::string pod = h.sup->tasks().book().find(1)->record.pod;
+  const std::string lent_pod = h.sup->tasks().book().find(2)->record.pod;
+
+  // It dies and is started again in its group: the group stays.
+  h.sup->process_ended({StreamId::of_task(1), 0, pod, 1, 0, "", ""});
+  h.advance(0ms);
+  ASSERT_NE(h.sup->tasks().book().find(3), nullptr);
+  EXPECT_EQ(h.sup->tasks().book().find(3)->group, 1);
+  EXPECT_EQ(h.sup->groups().groups().find(1)->state, GroupState::created);
+  // Killed by its maker's id: once the task running now ended, the group goes.
+  EXPECT_FALSE(h.sup->on(TaskKill{1}));
+  EXPECT_EQ(h.sup->groups().groups().find(1)->state, GroupState::created);
+  h.sup->process_ended({StreamId::of_task(3), 0, pod, 0, 15, "", ""});
+  EXPECT_EQ(h.sup->groups().groups().find(1)->state, GroupState::removed);
+  // The one in a group it was only put in: killed, the group is left.
+  EXPECT_FALSE(h.sup->on(TaskKill{2}));
+  h.sup->process_ended({StreamId::of_task(2), 0, lent_pod, 0, 15, "", ""});
+  h.advance(60s);
+  EXPECT_EQ(h.sup->groups().groups().find(2)->state, GroupState::created);
+  EXPECT_EQ(h.sup->restarts().size(), 0u);
+}
+
 TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   Head h(spmd_spec(2, 0));
   h.to_command(2);

@@ -137,6 +137,21 @@ ATL_API atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bu
                                    const char* pod, const char* command, const char* const* env,
                                    const char* working_dir, int32_t* task_out);
 
+/* Starts a task as atl_task_start does, detached from the start (it
+ * outlives this client, as after atl_disown) and, with restarts != 0,
+ * started again by the supervisor as it was (command, env, bundle or pod)
+ * each time it ends other than by atl_task_kill: at most `restarts` times
+ * (-1: without end), its env then with ATL_TASK_RESTARTS=n (the how-manyth),
+ * later each time it dies young (up to 30 s). Ray's max_restarts of a
+ * detached actor, whose driver may be gone. atl_task_kill of its first id
+ * ends the one running now and the restarts. own_group != 0: the group is
+ * the task's own reservation, removed by the supervisor once the task ended
+ * for good. */
+ATL_API atl_status* atl_task_start_detached(atl_client* client, int64_t group, int32_t bundle,
+                                            const char* pod, const char* command,
+                                            const char* const* env, const char* working_dir,
+                                            int32_t restarts, int own_group, int32_t* task_out);
+
 /* Waits for the task's end: NULL with its exit code (or the signal that
  * killed it, else 0) when it ran to its end; ATL_FAILED when it never ran or
  * its pod was lost (the message says which); ATL_TIMEOUT when it still runs

@@ -486,25 +486,53 @@ atl_status* atl_disown(atl_client* client, int group, int64_t id) {
   });
 }
 
-atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, const char* pod,
-                           const char* command, const char* const* env, const char* working_dir,
-                           int32_t* task_out) {
-  return on_client(client, "atl_task_start", [&]() -> atl_status* {
-    if (!command) return make_status(ATL_USAGE, "atl_task_start: command is NULL");
-    std::vector<std::string> vars;
-    for (const char* const* e = env; e && *e; ++e) vars.emplace_back(*e);
+namespace {
+
+atl_status* start_task(atl_client* client, const char* what, atl::TaskRequest request,
+                       const char* command, const char* const* env, int32_t* task_out) {
+  return on_client(client, what, [&]() -> atl_status* {
+    if (!command) return make_status(ATL_USAGE, std::string(what) + ": command is NULL");
+    request.command = command;
+    for (const char* const* e = env; e && *e; ++e) request.env.emplace_back(*e);
     atl::TaskStatus started;
-    if (auto* s = ask_task(
-            client, "atl_task_start",
-            caf::make_message(atl::TaskRequest{group, bundle, pod ? pod : "", command,
-                                               std::move(vars), working_dir ? working_dir : ""}),
-            std::chrono::seconds(30), &started))
+    if (auto* s = ask_task(client, what, caf::make_message(std::move(request)),
+                           std::chrono::seconds(30), &started))
       return s;
     if (started.task < 1)
-      return make_status(ATL_INTERNAL, "atl_task_start: the answer names no task");
+      return make_status(ATL_INTERNAL, std::string(what) + ": the answer names no task");
     if (task_out) *task_out = started.task;
     return nullptr;
   });
+}
+
+atl::TaskRequest task_request(int64_t group, int32_t bundle, const char* pod,
+                              const char* working_dir) {
+  atl::TaskRequest r;
+  r.group = group;
+  r.bundle = bundle;
+  r.pod = pod ? pod : "";
+  r.working_dir = working_dir ? working_dir : "";
+  return r;
+}
+
+}  // namespace
+
+atl_status* atl_task_start(atl_client* client, int64_t group, int32_t bundle, const char* pod,
+                           const char* command, const char* const* env, const char* working_dir,
+                           int32_t* task_out) {
+  return start_task(client, "atl_task_start", task_request(group, bundle, pod, working_dir),
+                    command, env, task_out);
+}
+
+atl_status* atl_task_start_detached(atl_client* client, int64_t group, int32_t bundle,
+                                    const char* pod, const char* command, const char* const* env,
+                                    const char* working_dir, int32_t restarts, int own_group,
+                                    int32_t* task_out) {
+  auto request = task_request(group, bundle, pod, working_dir);
+  request.detached = true;
+  request.restarts = restarts;
+  request.own_group = own_group != 0;
+  return start_task(client, "atl_task_start_detached", std::move(request), command, env, task_out);
 }
 
 atl_status* atl_task_wait(atl_client* client, int32_t task, int64_t timeout_ms,

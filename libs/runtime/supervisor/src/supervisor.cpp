@@ -62,6 +62,8 @@ bool Supervisor::timer(std::int32_t kind, std::int32_t arg) {
     perform(std::move(out));
   } else if (kind == kSecondLookTimer) {
     perform(hang_.on_second_look(arg, hang_job(), clock_.now()));
+  } else if (kind == kTaskRestartTimer) {
+    restart_task(arg);
   } else {
     return debug_timer(kind, arg);
   }

@@ -145,6 +145,7 @@ void Supervisor::perform(TaskEffects effects) {
     } else if (auto* w = std::get_if<task::ArmWaitTimer>(&e)) {
       out_.put(effect::ArmWait{kTaskWaitTimer, w->waiter, w->after});
     } else if (auto* ended = std::get_if<task::Ended>(&e)) {
+      for (TaskId id : ended->tasks) task_gone(id);
       out_.put(effect::StreamsEnded{StreamKind::task, std::move(ended->tasks)});
     } else if (auto* f = std::get_if<task::Forget>(&e)) {
       out_.put(effect::ForgetStreams{StreamKind::task, std::move(f->tasks)});
@@ -165,6 +166,23 @@ std::string Supervisor::least_loaded_pod() const {
 
 std::optional<Refusal> Supervisor::start_task(const TaskRequest& r, const Keep& keep,
                                               OwnerId owner) {
+  if (r.restarts < -1)
+    return usage("task restarts: " + std::to_string(r.restarts) +
+                 ": give a count >= 0, or -1 (without end)");
+  if (r.restarts != 0 && !r.detached)
+    return usage(
+        "task restarts: only a detached task is started again by the head (it "
+        "outlives its driver); start it detached");
+  if (r.own_group && (!r.detached || r.group <= 0))
+    return usage("task own_group: only a detached task in a placement group has one");
+  auto placed = place_task(r, keep, owner);
+  if (auto* refusal = std::get_if<Refusal>(&placed)) return std::move(*refusal);
+  if (r.restarts != 0 || r.own_group) restarts_.keep(std::get<TaskId>(placed), r, clock_.now());
+  return std::nullopt;
+}
+
+std::variant<Refusal, TaskId> Supervisor::place_task(const TaskRequest& r, const Keep& keep,
+                                                     OwnerId owner) {
   if (job().mode != JobMode::driver)
     return refused("tasks need a driver-mode job: in " + std::string(to_string(job().mode)) +
                    " mode the workers run its ranks");
@@ -203,7 +221,8 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r, const Keep& 
 
   TaskEffects out;
   const Task& t = tasks_.start(r.group, r.bundle, pod, r.command, keep(), out);
-  if (owner.value > 0) owners_.own_task(owner, t.id);
+  const TaskId id = t.id;
+  if (owner.value > 0 && !r.detached) owners_.own_task(owner, id);
   ProcessLaunch launch;
   launch.stream = StreamId::of_task(t.id);
   launch.command = r.command;
@@ -220,7 +239,53 @@ std::optional<Refusal> Supervisor::start_task(const TaskRequest& r, const Keep& 
                                        : std::string()) +
                           ": " + r.command});
   perform(std::move(out));
-  return std::nullopt;
+  return id;
+}
+
+void Supervisor::task_gone(TaskId id) {
+  const auto due = restarts_.ended(id, clock_.now());
+  if (!due) return;
+  if (!due->again) {
+    if (!due->killed && due->limit != 0)
+      out_.put(Say{true, "task " + std::to_string(due->chain) + " ended (as task " +
+                             std::to_string(id) + ") and is not started again: its " +
+                             std::to_string(due->used) + " restarts are used"});
+    release_group(due->release);
+    return;
+  }
+  // Armed even when due now: a pod's loss ends its tasks before its
+  // bundles are placed again, and the start again goes where they are.
+  out_.put(effect::Arm{kTaskRestartTimer, due->chain, due->after, false});
+}
+
+// A detached task's own reservation once it ended for good (0: none, or
+// removed already).
+void Supervisor::release_group(std::int64_t group) {
+  if (group <= 0) return;
+  const PlacementGroup* g = groups_.groups().find(group);
+  if (!g || g->state == GroupState::removed) return;
+  on(GroupRemove{group});
+}
+
+void Supervisor::restart_task(TaskId chain) {
+  auto request = restarts_.next(chain);
+  if (!request) return;  // killed while it waited
+  const std::int32_t number = restarts_.used(chain);
+  const std::string of =
+      request->restarts < 0 ? std::string() : " of " + std::to_string(request->restarts);
+  auto placed = place_task(
+      *request, [] { return ReplyId{0}; }, OwnerId{});
+  if (auto* refusal = std::get_if<Refusal>(&placed)) {
+    const std::int64_t release = restarts_.failed(chain);
+    out_.put(Say{true, "task " + std::to_string(chain) + " was not started again (restart " +
+                           std::to_string(number) + of + "): " + refusal->text});
+    release_group(release);
+    return;
+  }
+  const TaskId id = std::get<TaskId>(placed);
+  restarts_.started(chain, id, clock_.now());
+  out_.put(Say{false, "task " + std::to_string(chain) + " started again as task " +
+                          std::to_string(id) + " (restart " + std::to_string(number) + of + ")"});
 }
 
 std::optional<task::Answer> Supervisor::task_now(TaskId id, std::int64_t timeout_ms) const {
@@ -240,7 +305,12 @@ void Supervisor::await_task(TaskId id, ReplyId reply, Millis timeout) {
 }
 
 std::optional<Refusal> Supervisor::on(const TaskKill& request) {
-  const TaskId id = request.task;
+  // A task started again answers to its chain's first id too (its maker's).
+  const TaskId id = restarts_.current(request.task);
+  if (auto release = restarts_.killed(request.task); release && id == 0) {
+    release_group(*release);  // it was waiting to start: that is its end
+    return std::nullopt;
+  }
   const Task* t = tasks_.book().find(id);
   if (!t) return tasks_.not_held(id);
   if (t->record.done) return refused("task " + std::to_string(id) + " has ended already");

@@ -130,7 +130,7 @@ typename Inspector::result_type inspect(Inspector& f, GroupRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TaskRequest& x) {
   return f(caf::meta::type_name("atl::TaskRequest"), x.group, x.bundle, x.pod, x.command, x.env,
-           x.working_dir);
+           x.working_dir, x.detached, x.restarts, x.own_group);
 }
 
 template <class Inspector>

@@ -36,6 +36,12 @@ struct GroupRequest {
 // A driver's task (atl_task_start): in bundle `bundle` of group `group` (0:
 // none), on `pod` (empty: the least loaded), the command with its
 // environment over the job's, in `working_dir` (empty: the job's).
+// `detached`: it outlives the driver that started it (atl_disown from the
+// start); `restarts` (a detached task's): how many times the head starts it
+// again when it ends other than by a kill (-1: without end; Ray's
+// max_restarts of a detached actor, whose maker may be long gone);
+// `own_group` (a detached task's): `group` is its own reservation, removed
+// by the head when the task ends for good.
 struct TaskRequest {
   std::int64_t group = 0;
   std::int32_t bundle = 0;
@@ -43,6 +49,9 @@ struct TaskRequest {
   std::string command;
   std::vector<std::string> env;  // KEY=VALUE
   std::string working_dir;
+  bool detached = false;
+  std::int32_t restarts = 0;
+  bool own_group = false;
 };
 
 // How one pre-flight request was answered.

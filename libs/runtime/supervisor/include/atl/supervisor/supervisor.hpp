@@ -58,6 +58,7 @@
 #include "atl/supervisor/settings.hpp"
 #include "atl/supervisor/stack_looks.hpp"
 #include "atl/supervisor/task_course.hpp"
+#include "atl/supervisor/task_restarts.hpp"
 #include "atl/supervisor/terminal_book.hpp"
 #include "atl/supervisor/user_code.hpp"
 
@@ -126,6 +127,7 @@ enum TimerKind : std::int32_t {
   kTaskStartTimer,       // a task did not report started (arg: the task)
   kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
   kSecondLookTimer,      // a suspect job's stacks are looked at again (arg: the attempt)
+  kTaskRestartTimer,     // a detached task's chain starts again (arg: its first task)
 };
 static_assert(kJobTimerCount < kDebugStopTimer);
 
@@ -399,6 +401,8 @@ class Supervisor final : private JobEffects {
   // start answered later to `keep()`'s reply (called only then).
   std::optional<Refusal> start_task(const TaskRequest& request, const Keep& keep,
                                     OwnerId owner = {});
+  // The detached tasks started again when they end (TaskRequest::restarts).
+  const TaskRestarts& restarts() const { return restarts_; }
   // A group or task made detached (lifetime="detached", a detached actor):
   // it outlives `owner`, who made it. Refused for one not `owner`'s.
   std::optional<Refusal> disown(bool group, std::int64_t id, OwnerId owner);
@@ -554,6 +558,13 @@ class Supervisor final : private JobEffects {
   void refresh_placement();
   void clear_groups(const std::string& why);
   void kill_tasks(std::int64_t group, const std::string& why);  // 0: every task
+  // start_task's work once the caller's word is taken: the task's id, or why not.
+  std::variant<Refusal, TaskId> place_task(const TaskRequest& request, const Keep& keep,
+                                           OwnerId owner);
+  // A task ended: its chain, if any, is armed to start again.
+  void task_gone(TaskId id);
+  void restart_task(TaskId chain);
+  void release_group(std::int64_t group);
   std::string least_loaded_pod() const;
   // The debug half (supervisor_debug.cpp).
   struct RunPlan {
@@ -608,6 +619,7 @@ class Supervisor final : private JobEffects {
   PlacementBook groups_;
   TaskCourse tasks_;
   Owners owners_;  // which driver made each group and task
+  TaskRestarts restarts_;
   // atlctl's debug commands: every run not yet ended and the newest
   // finished_kept ended ones, check verdicts, the burns' latest figures;
   // stop, recover and the runs' starts and waits as operations.
