@@ -205,10 +205,51 @@ def test_tasks_and_actors_start_tasks_and_actors_five_levels_down(cluster, bare_
     assert "['actor', 'task', 'actor', 'task', 'actor', 'leaf']" in out, (out, err)
 
 
+def _newer_pythons():
+    """Pythons of 3.12 and later this machine has (python3.1x on PATH, or
+    pyenv's versions): found, never required."""
+    import glob
+    import shutil
+    found = {}
+    candidates = [shutil.which(f"python3.{minor}") for minor in range(12, 16)]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
+    for path in filter(None, candidates):
+        try:
+            version = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                     capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if version and version not in found:
+            found[version] = os.path.realpath(path)
+    return sorted(found.items())
+
+
+NEWER_PYTHONS = _newer_pythons()
+
+
+@pytest.mark.parametrize("version,interpreter", NEWER_PYTHONS or [("none", None)],
+                         ids=[v for v, _ in NEWER_PYTHONS] or ["none"])
+def test_the_same_travel_on_a_newer_python_without_cloudpickle(cluster, tmp_path, version,
+                                                               interpreter):
+    # Python 3.12 and later changed what a function's code carries: the
+    # copy of cloudpickle atl ships must serve them (atl's 2.2.0 did not,
+    # and a script's classes then could not travel).
+    if interpreter is None:
+        pytest.skip("no Python >= 3.12 on this machine (python3.12..., pyenv)")
+    venv = tmp_path / "venv"
+    subprocess.run([interpreter, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    python = str(venv / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import cloudpickle"], capture_output=True)
+    assert probe.returncode != 0, "this venv sees a cloudpickle: the test would prove nothing"
+    test_a_scripts_classes_lambdas_and_exceptions_travel_without_cloudpickle_installed(
+        cluster, python, tmp_path)
+
+
 def test_a_scripts_classes_lambdas_and_exceptions_travel_without_cloudpickle_installed(
         cluster, bare_python, tmp_path):
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
-        import threading
+        import sys, threading
         import atl as ray
 
         lock = threading.Lock()  # a global the class's own attribute shares a name with
@@ -252,12 +293,18 @@ def test_a_scripts_classes_lambdas_and_exceptions_travel_without_cloudpickle_ins
             print("caught", type(e).__name__, "as meant" in str(e))
         g = Guarded.remote()
         print("guarded", ray.get([g.bump.remote() for _ in range(3)]))
+
+        @ray.remote
+        def where():
+            return "%d.%d" % sys.version_info[:2]
+        print("ran on", ray.get(where.remote()) == "%d.%d" % sys.version_info[:2])
     """)
     assert rc == 0, (out, err)
     assert "point Point 6" in out, (out, err)
     assert "lambda 42" in out, (out, err)
     assert "caught TaskError(MyError) True" in out, (out, err)  # as Ray's RayTaskError(MyError)
     assert "guarded [1, 2, 3]" in out, (out, err)
+    assert "ran on True" in out, (out, err)  # the tasks ran on the driver's Python
 
 
 def test_rays_api_surface_as_its_docs_use_it(cluster, bare_python, tmp_path):
