@@ -39,6 +39,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
 
+WAIT = "watch"  # how a restart's end is seen (--wait; see Job.restarted)
+
 RANKS_PER_POD = 8
 
 
@@ -121,6 +123,43 @@ class Job:
                 return s
             time.sleep(0.05)
         raise SystemExit("ranks not all running within %d s" % timeout)
+
+    def restarted(self, act, attempt, timeout=600):
+        """Seconds from act() to every rank running in attempt `attempt`.
+        WAIT == "watch": the head's own word first (`atlctl status -w`, a
+        line per state change, started before act: the job leaves command
+        and comes back), then the full status confirms every rank runs (one
+        look, or a few); "poll": the full status (8,000 ranks as JSON) every
+        50 ms from act on, whose answers and parsing take a core of a
+        2-core machine from the head being measured."""
+        watch = None
+        if WAIT == "watch":
+            watch = subprocess.Popen([common.binary("atlctl"), "status", "-w"], env=self.env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+            first = watch.stdout.readline()  # the state now: command
+            if "command" not in first:
+                raise SystemExit("atlctl status -w began with %r, not command" % first)
+        try:
+            t0 = time.time()
+            act()
+            if watch is not None:
+                left = False
+                for line in watch.stdout:
+                    if "Job status:" not in line:
+                        continue
+                    if "command" not in line:
+                        left = True
+                    elif left:
+                        break
+                    if time.time() - t0 > timeout:
+                        break
+            self.wait_all_running(attempt=attempt, timeout=timeout)
+            return time.time() - t0
+        finally:
+            if watch is not None:
+                os.killpg(watch.pid, signal.SIGTERM)
+                watch.wait(30)
 
     def head_rss_mib(self, field="VmRSS:"):
         for line in open("/proc/%d/status" % self.head.pid):
@@ -233,18 +272,11 @@ def measure(tmp, pods, per_process):
             job.atlctl("recover")
             job.wait_all_running()
             attempt = job.status()["attempt"]
-            t0 = time.time()
-            job.atlctl("delete", "-p", "%s-worker-3" % job.job_id)
-            job.wait_all_running(attempt=attempt + 1)
-            restart = time.time() - t0
-            t0 = time.time()
-            os.killpg(job.victim.pid, signal.SIGKILL)
-            job.wait_all_running(attempt=attempt + 2)
-            killed = time.time() - t0
-            t0 = time.time()
-            os.killpg(job.hung.pid, signal.SIGSTOP)
-            job.wait_all_running(attempt=attempt + 3)
-            hung = time.time() - t0
+            restart = job.restarted(
+                lambda: job.atlctl("delete", "-p", "%s-worker-3" % job.job_id), attempt + 1)
+            killed = job.restarted(lambda: os.killpg(job.victim.pid, signal.SIGKILL),
+                                   attempt + 2)
+            hung = job.restarted(lambda: os.killpg(job.hung.pid, signal.SIGSTOP), attempt + 3)
             os.killpg(job.hung.pid, signal.SIGKILL)
         return {"pods": pods, "ranks": pods * RANKS_PER_POD, "register": register,
                 "status_idle": idle_status, "status_loaded": loaded_status,
@@ -384,7 +416,13 @@ def main():
     ap.add_argument("--ray-python",
                     default=os.path.join(common.ROOT, "build", "ray-venv", "bin", "python"))
     ap.add_argument("--out", default=os.path.join(common.ROOT, "bench", "results", "scale.md"))
+    ap.add_argument("--wait", choices=("watch", "poll"), default="watch",
+                    help="how a restart's end is seen: the head's state changes (atlctl "
+                         "status -w) then one full status (watch), or the full status every "
+                         "50 ms (poll: the earlier runs' way, a load of its own)")
     args = ap.parse_args()
+    global WAIT
+    WAIT = args.wait
     rows, ray_rows = [], []
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
         if args.keep:  # the state dirs and logs stay there (to look into a failure)
@@ -438,7 +476,9 @@ def write_results(args, rows, ray_rows):
         "# bench/scale: one supervisor, 10 to 4,000 simulated pods x 8 ranks",
         "",
         f"Machine: {common.machine()}.",
-        f"Command: `bench/scale/run.py --sizes {args.sizes}`.",
+        f"Command: `bench/scale/run.py --sizes {args.sizes} --wait {args.wait}` (a restart's "
+        "end seen by " + ("the head's state changes, `atlctl status -w`, then one full status"
+                          if args.wait == "watch" else "the full status every 50 ms") + ").",
         "Pods: `workernode --simulate K --fake-ranks` processes of at least 100 pods each, at",
         "most 8 processes (one TLS connection per process), plus one spare pod; the",
         "head, the pods' agents and atlctl are real; ranks are in-process stand-ins (no",
