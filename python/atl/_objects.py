@@ -1198,21 +1198,26 @@ def push(owner, oid, frames):
 BACKPRESSURE_POLL_S = 1.0  # a paused generator's ask is answered within this at the latest
 
 
-def wait_consumed(owner, slot, at_least):
+def wait_consumed(owner, slot, at_least, known=0):
     """Returns once `owner`'s next has taken `at_least` items of the
     streaming call at `slot`, or it dropped the generator, or it cannot be
-    reached (it ended: the pushes that follow say so)."""
-    if at_least <= 0:
-        return
+    reached (it ended: the pushes that follow say so): how many it is known
+    to have taken (Streams.GONE then). `known`, the last such answer: no
+    request while it says enough already."""
+    if at_least <= known:
+        return known
     request = b"B" + slot + struct.pack("!Q", at_least)
     while True:
         try:
             answer = _connections.request(owner, lambda s: s.sendall(request),
                                           lambda s: _recv_exact(s, 9))
         except (OSError, ConnectionError, ObjectLostError, _Gone):
-            return
-        if answer[:1] != b"K" or struct.unpack("!Q", answer[1:9])[0] >= at_least:
-            return
+            return Streams.GONE
+        if answer[:1] != b"K":
+            return Streams.GONE
+        taken = struct.unpack("!Q", answer[1:9])[0]
+        if taken >= at_least:
+            return taken
 
 
 def hold(owner, oid):

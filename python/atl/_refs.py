@@ -408,13 +408,13 @@ class Yielded:
         if result_to is not None and len(result_to) > 2 and result_to[2]:
             owner, base = result_to[0], result_to[1]
             bound = result_to[3] if len(result_to) > 3 else None
-            n = 0
+            n = taken = 0
             try:
                 for item in generator:
                     _objects.push(owner, item_oid(base, n), _objects.dumps(item))
                     n += 1
                     if bound:  # paused while `bound` items wait for the caller's next
-                        _objects.wait_consumed(owner, base, n - bound + 1)
+                        taken = _objects.wait_consumed(owner, base, n - bound + 1, taken)
             except BaseException as e:
                 return cls([], _errors.error_outcome(e), streamed=n)
             return cls([], streamed=n)
