@@ -860,6 +860,56 @@ TEST(Supervisor, ADetachedTasksOwnGroupIsRemovedAtItsEndForGoodNotBefore) {
   EXPECT_EQ(h.sup->restarts().size(), 0u);
 }
 
+// Its pod lost, a detached actor's own group has no room left to be placed
+// again: its start again waits (said once) until the group is placed, as
+// Ray's actor waits for its rescheduled bundle, and is not given up.
+TEST(Supervisor, ADetachedTaskWhoseGroupIsPlacedAgainLaterStartsOnceItIs) {
+  Head h(driver_spec(2, 0));
+  h.to_command(2);
+  h.out.effects.clear();
+  int kept = 0;
+  auto keep = [&] { return static_cast<ReplyId>(++kept); };
+  const OwnerId maker{1};
+  // Each group takes a whole pod (8 CPUs): the second pod is full too.
+  ASSERT_EQ(h.sup->create_group({"own", "PACK", R"([{"CPU": 8}])", 0}, maker).code, ReplyCode::ok);
+  ASSERT_EQ(h.sup->create_group({"other", "PACK", R"([{"CPU": 8}])", 0}, maker).code,
+            ReplyCode::ok);
+  ASSERT_FALSE(h.sup->disown(true, 1, maker));
+  TaskRequest r{1, 0, "", "exec python -m atl._worker actor", {}, ""};
+  r.detached = true;
+  r.restarts = -1;
+  r.own_group = true;
+  ASSERT_FALSE(h.sup->start_task(r, keep, maker));  // task 1
+  const std::string pod = h.sup->tasks().book().find(1)->record.pod;
+  h.advance(60s);
+  h.out.effects.clear();
+  auto runs = h.out.all<effect::RunOn>();
+  AgentId lost{0};
+  for (int i = 0; i < 2; ++i)
+    if (pod_name(i) == pod) lost = Head::agent(i);
+  ASSERT_TRUE(h.sup->agent_down(lost, "connection lost"));
+  EXPECT_EQ(h.sup->groups().groups().find(1)->state, GroupState::rescheduling);
+  h.advance(5s);
+  EXPECT_TRUE(h.out.all<effect::RunOn>().empty()) << "no room: it waits";
+  int waits = 0;
+  for (const auto& line : h.out.all<Say>())
+    if (line.text.find("task 1 waits for placement group 1 (RESCHEDULING)") != std::string::npos)
+      ++waits;
+  EXPECT_EQ(waits, 1) << "said once";
+  EXPECT_EQ(h.sup->restarts().size(), 1u) << "not given up";
+  EXPECT_EQ(h.sup->restarts().used(1), 0);
+  // The other group goes: its pod has room, the group is placed again there
+  // and the task starts in it.
+  h.sup->on(GroupRemove{2});
+  h.run_for(1s);
+  h.advance(2s);
+  ASSERT_EQ(h.sup->groups().groups().find(1)->state, GroupState::created);
+  ASSERT_NE(h.sup->tasks().book().find(2), nullptr);
+  EXPECT_EQ(h.sup->tasks().book().find(2)->group, 1);
+  EXPECT_NE(h.sup->tasks().book().find(2)->record.pod, pod);
+  EXPECT_EQ(h.sup->restarts().used(1), 1);
+}
+
 TEST(Supervisor, StopRunAndRecoverFollowTheGuidesDebugProtocol) {
   Head h(spmd_spec(2, 0));
   h.to_command(2);

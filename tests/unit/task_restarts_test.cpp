@@ -182,6 +182,26 @@ TEST(TaskRestarts, AChainsOwnReservationIsGivenBackOnceAtItsEndForGoodHoweverItC
   EXPECT_EQ(r.size(), 0u);
 }
 
+TEST(TaskRestarts, AStartAgainThatWaitsForItsGroupIsNotCountedAndSaidOnce) {
+  TaskRestarts r;
+  TimePoint t{};
+  r.keep(1, request(1), t);
+  ASSERT_TRUE(r.ended(1, t + 60s));
+  ASSERT_TRUE(r.next(1));
+  EXPECT_TRUE(r.later(1)) << "the first wait is said";
+  EXPECT_EQ(r.used(1), 0) << "a wait is not a restart";
+  ASSERT_TRUE(r.next(1)) << "due again";
+  EXPECT_FALSE(r.later(1)) << "said once";
+  auto again = r.next(1);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(says_restart(*again, 1));
+  r.started(1, 2, t + 70s);
+  EXPECT_FALSE(r.later(1)) << "running: nothing waits";
+  auto due = r.ended(2, t + 80s);
+  ASSERT_TRUE(due);
+  EXPECT_FALSE(due->again) << "its one restart is used";
+}
+
 TEST(TaskRestarts, ATaskOfNoChainIsItselfAndAStartThatFailsEndsTheChain) {
   TaskRestarts r;
   TimePoint t{};

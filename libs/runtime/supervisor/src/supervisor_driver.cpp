@@ -17,6 +17,8 @@ namespace {
 Refusal usage(std::string text) { return {ReplyCode::usage, std::move(text)}; }
 Refusal refused(std::string text) { return {ReplyCode::refused, std::move(text)}; }
 
+// How often a start again looks whether its group is placed again.
+constexpr Millis kGroupRetry = std::chrono::seconds(1);
 }  // namespace
 
 // --- placement ---------------------------------------------------------------------
@@ -273,6 +275,19 @@ void Supervisor::restart_task(TaskId chain) {
   const std::int32_t number = restarts_.used(chain);
   const std::string of =
       request->restarts < 0 ? std::string() : " of " + std::to_string(request->restarts);
+  if (request->group > 0) {
+    // Its group is being placed again (its pod was lost): it starts once
+    // the group is, as Ray's actor waits for its rescheduled bundle.
+    const PlacementGroup* g = groups_.groups().find(request->group);
+    if (g && (g->state == GroupState::pending || g->state == GroupState::rescheduling)) {
+      if (restarts_.later(chain))
+        out_.put(Say{false, "task " + std::to_string(chain) + " waits for placement group " +
+                                std::to_string(request->group) + " (" +
+                                std::string(to_string(g->state)) + ") to start again"});
+      out_.put(effect::Arm{kTaskRestartTimer, chain, kGroupRetry, false});
+      return;
+    }
+  }
   auto placed = place_task(
       *request, [] { return ReplyId{0}; }, OwnerId{});
   if (auto* refusal = std::get_if<Refusal>(&placed)) {

@@ -89,7 +89,19 @@ void TaskRestarts::started(TaskId chain, TaskId id, TimePoint now) {
   if (it == chains_.end()) return;
   it->second.running = id;
   it->second.since = now;
+  it->second.waiting = false;
   running_[id] = chain;
+}
+
+bool TaskRestarts::later(TaskId chain) {
+  auto it = chains_.find(chain);
+  if (it == chains_.end() || it->second.running != 0) return false;
+  Chain& c = it->second;
+  c.due = true;
+  if (c.used > 0) --c.used;  // next() counted it
+  const bool first = !c.waiting;
+  c.waiting = true;
+  return first;
 }
 
 std::int32_t TaskRestarts::used(TaskId chain) const {

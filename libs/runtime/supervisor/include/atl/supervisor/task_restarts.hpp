@@ -67,6 +67,10 @@ class TaskRestarts {
   std::optional<TaskRequest> next(TaskId chain);
   // Its start again runs as task `id` (started at `now`).
   void started(TaskId chain, TaskId id, TimePoint now);
+  // Its start again has to wait (its placement group is being placed again
+  // after a pod's loss): due again, that start not counted. True the first
+  // time in a row (the caller says so once).
+  bool later(TaskId chain);
   // It could not start again: the chain ends; its own reservation to remove (0: none).
   std::int64_t failed(TaskId chain);
 
@@ -78,10 +82,11 @@ class TaskRestarts {
   struct Chain {
     TaskRequest request;  // as first given (its env without ATL_TASK_RESTARTS)
     std::int32_t used = 0;
-    TaskId running = 0;  // 0: waiting to start again
-    TimePoint since{};   // when the running (or last) task started
-    Millis delay{0};     // before the next start again of a task that died young
-    bool due = false;    // ended, its start again not taken yet (next)
+    TaskId running = 0;    // 0: waiting to start again
+    TimePoint since{};     // when the running (or last) task started
+    Millis delay{0};       // before the next start again of a task that died young
+    bool due = false;      // ended, its start again not taken yet (next)
+    bool waiting = false;  // its start again waits for its group (later)
     bool killed = false;
   };
   const Chain* chain_of(TaskId id, TaskId* key = nullptr) const;
