@@ -598,8 +598,12 @@ def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
         return
     _killed.add(actor._actor_name)
     task = _started.pop(actor._actor_name, None) or actor._task
-    task.kill()
     _owned_actors.pop(actor._actor_name, None)
+    try:
+        task.kill()
+    except AtlError as e:
+        if "ended already" not in str(e):
+            raise  # (an actor whose process ended already: nothing to do, as Ray's)
 
 
 def _ask_to_end(actor, restart):

@@ -874,10 +874,22 @@ def test_a_detached_actor_with_max_restarts_is_made_again_after_its_maker_is_gon
                 os.path.abspath("broken-once"))
         except Exception as e:
             print("constructor:", isinstance(e, ValueError), "no good" in str(e))
+        # Its maker's kill of an actor whose process ended already is
+        # nothing, as Ray's (it raised "task N has ended already").
+        short = Keeper.remote(0)
+        try:
+            ray.get(short.crash.remote())
+        except ray.exceptions.RayActorError:
+            pass
+        import time
+        time.sleep(1)
+        ray.kill(short)
+        print("a dead one killed: fine")
         print("maker ends")
     """)
     assert rc == 0, (out, err)
-    for line in ("made 101 False", "constructor: True True", "maker ends"):
+    for line in ("made 101 False", "constructor: True True", "a dead one killed: fine",
+                 "maker ends"):
         assert line in out, (line, out, err)
 
     rc, out, err, _ = run_program(cluster, bare_python, tmp_path, """
