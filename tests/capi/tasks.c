@@ -1,7 +1,8 @@
 /* Tasks through the C API, run as the driver of a driver-mode job with two
  * workers offering one "slot" each: commands in bundles and on pods, their
  * output streamed back line by line, exit codes, kill, a task dying with its
- * group, and bad input refused. Exits 0 when every check passed. */
+ * group, a detached task started again by the supervisor, and bad input
+ * refused. Exits 0 when every check passed. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -168,6 +169,45 @@ int main(void) {
   CHECK(strstr(msg, "'NOEQUALS' is not KEY=VALUE"), "%s", msg);
   CHECK(take(atl_task_wait(c, 4242, 0, NULL, NULL), msg, sizeof msg) == ATL_USAGE, "unknown task");
   CHECK(none == -1, "no task id on failure");
+
+  /* A detached task with a restart: its first run exits 1, the supervisor
+   * starts it again (ATL_TASK_RESTARTS=1 in its env, the next task id); a
+   * kill of its first id ends the one running now, and nothing more starts. */
+  int32_t chain = -1;
+  const char* again =
+      "echo run-${ATL_TASK_RESTARTS:-0}; [ -n \"$ATL_TASK_RESTARTS\" ] && exec sleep 600; exit 1";
+  CHECK(take(atl_task_start_detached(c, 0, -1, NULL, again, NULL, NULL, 1, 0, &chain), msg,
+             sizeof msg) == ATL_OK,
+        "start detached: %s", msg);
+  CHECK(take(atl_task_wait(c, chain, 10000, &code, &sig), msg, sizeof msg) == ATL_OK && code == 1,
+        "its first run: %s (code %d)", msg, code);
+  char rerun[256] = "";
+  int64_t at = 0;
+  for (int i = 0; i < 200 && !strstr(rerun, "run-1\n"); ++i) {
+    usleep(50 * 1000);
+    char* data = NULL;
+    int64_t n = 0, next = at;
+    atl_status* s = atl_task_output(c, chain + 1, at, &data, &n, &next);
+    if (s == NULL) { /* (not started yet: no such task, asked again) */
+      if (data && n > 0) strncat(rerun, data, sizeof rerun - strlen(rerun) - 1);
+      at = next;
+    } else {
+      atl_status_free(s);
+    }
+    atl_free(data);
+  }
+  CHECK(strstr(rerun, "run-1\n") != NULL, "started again as task %d: '%s'", chain + 1, rerun);
+  CHECK(take(atl_task_kill(c, chain), msg, sizeof msg) == ATL_OK, "kill by its first id: %s", msg);
+  CHECK(take(atl_task_wait(c, chain + 1, 20000, &code, &sig), msg, sizeof msg) == ATL_OK &&
+            sig == SIGTERM,
+        "the one running ended by the kill: %s (signal %d)", msg, sig);
+  CHECK(take(atl_task_start_detached(c, 0, -1, NULL, "true", NULL, NULL, -2, 0, &none), msg,
+             sizeof msg) == ATL_USAGE,
+        "restarts -2: %s", msg);
+  CHECK(take(atl_task_start_detached(c, 0, -1, NULL, "true", NULL, NULL, 1, 1, &none), msg,
+             sizeof msg) == ATL_USAGE &&
+            strstr(msg, "own_group"),
+        "own_group without a group: %s", msg);
 
   /* atl_interrupt: a wait in flight on another thread fails at once, and so
    * does every later call, while the client stays valid until disconnected
