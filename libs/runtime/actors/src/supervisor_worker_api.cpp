@@ -21,8 +21,16 @@ bool from_pod(Actor* self, const std::string& pod, bool process = false) {
   const bool ok = sender && (process && pod == head_pod_name(self->state.job().job_id)
                                  ? sender->node() == self->node()
                                  : agent && agent->node() == sender->node());
-  if (!ok && process)
-    supervisor_log()->warn("dropped a report about pod '{}' from a node that is not its own", pod);
+  if (!ok && process) {
+    if (!agent && pod != head_pod_name(self->state.job().job_id))
+      // A deleted, lost or fenced pod's last words (its ranks' ends, sent
+      // as it went): late, not foreign.
+      supervisor_log()->info("dropped a late report about pod '{}': it is no longer in the job",
+                             pod);
+    else
+      supervisor_log()->warn("dropped a report about pod '{}' from a node that is not its own",
+                             pod);
+  }
   return ok;
 }
 
