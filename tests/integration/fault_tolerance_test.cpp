@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iterator>
@@ -200,6 +201,44 @@ TEST(FaultTolerance, LogsFollowAcrossARestart) {
   EXPECT_NE(out.find("[rank 0] second\n"), std::string::npos) << out;
   head.process->signal(SIGTERM);
   EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+}
+
+// After a restart a rank's log is its new attempt's, empty until its first
+// line there (as `kubectl logs` of a restarted container), the earlier
+// attempt's by --attempt. The files: rank-N.log -> current/rank-N.log, made
+// once (one link moved per attempt, not one per rank: at 8,000 ranks those
+// were most of a restart's work on the head), even where an older head left
+// rank-N.log pointing at an attempt's file.
+TEST(FaultTolerance, AfterARestartARanksLogIsItsNewAttemptsFromItsFirstLine) {
+  TestCluster c;
+  const std::string logs = c.state_dir() + "/logs";
+  std::filesystem::create_directories(logs);
+  std::filesystem::create_symlink("attempt-7/rank-0.log", logs + "/rank-0.log");  // an old head's
+  const std::string marker = c.state_dir() + "/go-on";
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--restart-on-failure",
+                             "--max-restarts", "1", "--",
+                             "if [ $ATL_RESTART_COUNT -ge 1 ]; then while [ ! -e " + marker +
+                                 " ]; do sleep 0.05; done; echo second; sleep 300; "
+                                 "else echo first; exit 3; fi"});
+  ASSERT_TRUE(c.wait_for_output(head, "job restarted: attempt 2", 120s)) << c.output(head);
+  auto link = [&](const std::string& name) {
+    std::error_code ec;
+    return std::filesystem::read_symlink(logs + "/" + name, ec).string();
+  };
+  EXPECT_EQ(link("rank-0.log"), "current/rank-0.log");
+  EXPECT_EQ(link("current"), "attempt-2");
+  auto now = c.atlctl({"logs", "-r", "0"});
+  EXPECT_EQ(now.exit_code, 0) << now.output;
+  EXPECT_EQ(now.output.find("first"), std::string::npos) << now.output;
+  auto earlier = c.atlctl({"logs", "-r", "0", "--attempt", "1"});
+  EXPECT_NE(earlier.output.find("[rank 0] first\n"), std::string::npos) << earlier.output;
+
+  std::ofstream(marker).put('\n');
+  ASSERT_TRUE(c.wait_for_output(head, "[rank 0] second\n")) << c.output(head);
+  auto later = c.atlctl({"logs", "-r", "0", "--timestamps"});
+  EXPECT_NE(later.output.find(" second\n"), std::string::npos) << later.output;
+  EXPECT_EQ(later.output.find("first"), std::string::npos) << later.output;
+  EXPECT_EQ(link("rank-0.log"), "current/rank-0.log");
 }
 
 namespace {

@@ -208,6 +208,7 @@ class LogWriter {
 
   LogWriter(std::string dir, bool echo, ErrorReport on_error)
       : dir_(std::move(dir)), echo_(echo), on_error_(std::move(on_error)) {
+    dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     thread_ = std::thread([this] { run(); });
   }
 
@@ -219,6 +220,8 @@ class LogWriter {
     wake_.notify_one();
     thread_.join();
     close_all();
+    if (attempt_fd_ >= 0) ::close(attempt_fd_);
+    if (dir_fd_ >= 0) ::close(dir_fd_);
   }
 
   void push(WriteJob job) {
@@ -276,6 +279,13 @@ class LogWriter {
   // Each attempt of the job writes its own files (attempt-K/rank-N.log);
   // rank-N.log is a link to the current attempt's. Nothing is truncated: an
   // earlier attempt's (or an earlier head's) lines stay where they were.
+  // User code's <stream>.log links are made once, to current/<stream>.log,
+  // and `current` is moved to attempt-K here: one link per attempt, not one
+  // per rank (at 8,000 ranks the per-rank links were most of the head's
+  // work in a restart, and a rank's exit waits for its lines to be written).
+  // So between an attempt's start and a rank's first line its log reads
+  // empty (as `kubectl logs` of a restarted container); attempt-K has the
+  // earlier attempt's.
   void begin_attempt(std::int32_t attempt) {
     close_all();
     linked_.clear();
@@ -286,6 +296,39 @@ class LogWriter {
     attempt_dir_ = "attempt-" + std::to_string(attempt);
     std::string path = dir_ + "/" + attempt_dir_;
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(path, "cannot create", errno);
+    if (attempt_fd_ >= 0) ::close(attempt_fd_);
+    attempt_fd_ = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!replace_link(attempt_dir_, kCurrent)) report(dir_ + "/" + kCurrent, "cannot link", errno);
+  }
+
+  // <dir>/<name> becomes a link to `target`, atomically (a new link moved
+  // over the old one). False (errno set) if it could not.
+  bool replace_link(const std::string& target, const std::string& name) {
+    const std::string tmp = name + ".new";
+    ::unlinkat(dir_fd_, tmp.c_str(), 0);
+    return ::symlinkat(target.c_str(), dir_fd_, tmp.c_str()) == 0 &&
+           ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) == 0;
+  }
+
+  // <dir>/<stream>.log pointing at the stream's file of this attempt: user
+  // code's through `current` (made once per head, or mended if an earlier
+  // head left it pointing elsewhere), the others' (a node's log, a debug
+  // run's, a task's) at attempt-K's file itself.
+  void link_stream(const StreamId& stream, const std::string& name) {
+    bool ok = true;
+    if (stream.is_user_code()) {
+      if (!through_current_.insert(stream).second) return;
+      const std::string target = std::string(kCurrent) + "/" + name;
+      if (::symlinkat(target.c_str(), dir_fd_, name.c_str()) != 0) {
+        char buf[PATH_MAX];
+        const ssize_t n = ::readlinkat(dir_fd_, name.c_str(), buf, sizeof buf);
+        if (n < 0 || std::string_view(buf, static_cast<size_t>(n)) != target)
+          ok = replace_link(target, name);
+      }
+    } else {
+      ok = replace_link(attempt_dir_ + "/" + name, name);
+    }
+    if (!ok) report(log_path(dir_, stream), "cannot link", errno);
   }
 
   // A chunk of another attempt than the current one (late, from a pod that
@@ -473,9 +516,9 @@ class LogWriter {
       close_file(oldest->first, oldest->second);
       fds_.erase(oldest);
     }
-    std::string name = stream_name(stream) + ".log";
-    std::string path = dir_ + "/" + attempt_dir_ + "/" + name;
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const std::string name = stream_name(stream) + ".log";
+    // Relative to the attempt's dir: no walk of the whole path per file.
+    int fd = ::openat(attempt_fd_, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       report(log_path(dir_, stream), "cannot open", errno);
       return -1;
@@ -483,17 +526,9 @@ class LogWriter {
     // A debug run's or a task's files are forgotten with its record.
     if (stream.kind == StreamKind::run || stream.kind == StreamKind::task)
       written_[stream].insert(attempt_dir_);
-    if (linked_.insert(stream).second) {
-      // Point <stream>.log at it: a new link moved over the old one, atomically.
-      std::string link = log_path(dir_, stream);
-      std::string tmp = link + ".new";
-      ::unlink(tmp.c_str());
-      if (::symlink((attempt_dir_ + "/" + name).c_str(), tmp.c_str()) != 0 ||
-          ::rename(tmp.c_str(), link.c_str()) != 0)
-        report(log_path(dir_, stream), "cannot link", errno);
-    }
-    int times =
-        ::open(os::log_times_path(path).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (linked_.insert(stream).second) link_stream(stream, name);
+    int times = ::openat(attempt_fd_, os::log_times_path(name).c_str(),
+                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     fds_[stream] = OpenFile{fd, ++use_clock_, times, file_size(fd)};
     return fd;
   }
@@ -546,7 +581,11 @@ class LogWriter {
   static constexpr size_t kMaxOpenFiles = 256;
   std::map<StreamId, OpenFile> fds_;  // open now (at most kMaxOpenFiles)
   std::uint64_t use_clock_ = 0;
-  std::set<StreamId> linked_;               // streams with a file and link in this attempt
+  std::set<StreamId> linked_;           // streams with a file and link in this attempt
+  std::set<StreamId> through_current_;  // user code's streams linked through `current`
+  static constexpr const char* kCurrent = "current";
+  int dir_fd_ = -1;                         // dir_, open
+  int attempt_fd_ = -1;                     // dir_/attempt_dir_, open
   std::set<StreamId> failed_;               // streams whose file cannot be written (reported once)
   std::map<StreamId, bool> at_line_start_;  // per stream: did the last echo end a line
   std::map<StreamId, std::int64_t> last_time_;  // per stream: its last .times record (unix ms)

@@ -1,7 +1,7 @@
 // LogSink: the head's writer of rank output. Appends each stream's lines to
 // <logs_dir>/attempt-K/<stream>.log (<stream>.log links to the current
-// attempt's), echoes them on stdout as "[rank N] line", acks each chunk (the
-// executors' flow control), and serves reads for `atlctl logs`.
+// attempt's: user code's through <logs_dir>/current -> attempt-K), echoes them on stdout as "[rank
+// N] line", acks each chunk (the executors' flow control), and serves reads for `atlctl logs`.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -17,7 +17,9 @@ namespace atl {
 //                            files)
 //   sink_order::Print{line}: a line on stdout and head.log
 //   sink_order::NewAttempt{k}: from now on <logs_dir>/attempt-k/<stream>.log, with
-//                            <logs_dir>/<stream>.log a link to it (nothing truncated)
+//                            <logs_dir>/<stream>.log a link to it (nothing truncated):
+//                            current -> attempt-k at once, so a rank's log reads empty
+//                            until its first line of attempt k
 //   sink_order::KeepFile, StreamsEnded, ForgetStreams (atl/core/orders.hpp): a file of an
 //                            attempt's dir; runs' or tasks' series folded; their files gone
 // The LogReader (spawn_log_reader, a thread of its own) answers reads of the files:
