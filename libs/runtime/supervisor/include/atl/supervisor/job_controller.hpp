@@ -224,6 +224,9 @@ class JobController {
   // timers, so that an older one's is moot.
   std::int32_t restart_round_ = 0;
   bool retry_pending_ = false;  // a failed pre-flight's pause before the next
+  // In restarting: the pods a pre-flight passed on while the faulted
+  // attempt's ranks were still stopping (the launch waits for them).
+  std::optional<std::vector<std::string>> checked_;
   bool finalizing_ = false;
   bool finished_ = false;
   bool cancelled_ = false;
