@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -511,17 +512,30 @@ PodNamespace::~PodNamespace() {
   if (g_commands_namespace.load() == this) set_commands_namespace(nullptr);
   ::close(pid_fd_);
   ::close(mount_fd_);
+  // Watched through a pidfd: its end is seen the moment it comes (a 10 ms
+  // poll cost every head's exit ~10 ms, a fifth of a small job's teardown).
+  const int ended = static_cast<int>(::syscall(SYS_pidfd_open, init_, 0));
   ::kill(init_, SIGKILL);
   // Its end waits until every process inside is reaped, those whose parent
   // is outside (this process's own children: the guards it started) by
-  // their parent: waited for a moment, never blocked on (the owner may be
-  // the one to reap them, later).
-  for (int i = 0; i < 100; ++i) {
+  // their parent: waited for a moment (1 s), never blocked on (the owner
+  // may be the one to reap them, later).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
     int st = 0;
     const pid_t r = ::waitpid(init_, &st, WNOHANG);
-    if (r == init_ || (r < 0 && errno != EINTR)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (r == init_ || (r < 0 && errno != EINTR)) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (ended >= 0) {
+      pollfd p{ended, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 10'000)));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
+  if (ended >= 0) ::close(ended);
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept { *this = std::move(o); }
@@ -567,8 +581,17 @@ void ChildProcess::kill_tree() {
     // ends as the command did. Bounded: then the whole group the hard way.
     ask_guard_to_kill_tree(pid_);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (!try_wait() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!try_wait()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      if (pidfd_ >= 0) {  // its end wakes us: no polling delay per stopped rank
+        pollfd p{pidfd_, POLLIN, 0};
+        ::poll(&p, 1, static_cast<int>(left.count()) + 1);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
   }
   signal(SIGKILL);
 }
