@@ -1054,7 +1054,8 @@ int main(int argc, char** argv) {
         "prefixed with '[rank N] '. With --run N: debug run N's output (atlctl run).\n"
         "With -p: everything running on those pods (in ray mode their Ray nodes).\n"
         "Times are when the head took each line in (UTC); the files hold the bytes\n"
-        "as written, the times beside them (logs/attempt-K/<stream>.times).",
+        "as written, the times beside them (logs/attempt-K/<stream>.times; a\n"
+        "stream's first chunk is timed by its .log file's birth).",
         logs_options, cmd_logs}},
       {"stop", kStopCommand},
       {"run", kRunCommand},

@@ -1,7 +1,9 @@
 // Fault tolerance on real processes: a worker killed, frozen or deleted mid-job
 // restarts the job from scratch within the budget; the budget spent fails it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <ctime>
@@ -232,6 +234,17 @@ TEST(FaultTolerance, AfterARestartARanksLogIsItsNewAttemptsFromItsFirstLine) {
   EXPECT_EQ(now.output.find("first"), std::string::npos) << now.output;
   auto earlier = c.atlctl({"logs", "-r", "0", "--attempt", "1"});
   EXPECT_NE(earlier.output.find("[rank 0] first\n"), std::string::npos) << earlier.output;
+  // One chunk: its time is its file's birth, no .times file made for it
+  // (one file per rank per attempt where the ranks print as they start).
+  auto stamped = c.atlctl({"logs", "-r", "0", "--attempt", "1", "--timestamps"});
+  EXPECT_TRUE(std::regex_search(stamped.output,
+                                std::regex("\\[rank 0\\] \\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z first\n")))
+      << stamped.output;
+  EXPECT_TRUE(std::filesystem::exists(logs + "/attempt-1/rank-0.log"));
+  struct statx sx {};
+  if (::statx(AT_FDCWD, logs.c_str(), 0, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME)) {
+    EXPECT_FALSE(std::filesystem::exists(logs + "/attempt-1/rank-0.times"));
+  }
 
   std::ofstream(marker).put('\n');
   ASSERT_TRUE(c.wait_for_output(head, "[rank 0] second\n")) << c.output(head);

@@ -2,12 +2,17 @@
 // attempt's new file, tails, and the listing the dashboard shows.
 #include "atl/os/log_files.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+
+#include "atl/core/log_times.hpp"
 
 using namespace atl::os;
 
@@ -144,4 +149,56 @@ TEST(LogFiles, ASearchReadsTheWholeLogAndCountsEveryMatch) {
   EXPECT_EQ(search_log(d.path + "/rank-0.log", "no such text", 3).total, 0);
   EXPECT_EQ(search_log(d.path + "/missing.log", "line", 3).total, 0);
   EXPECT_EQ(search_log(d.path + "/rank-0.log", "", 3).total, 0) << "nothing to look for";
+}
+
+namespace {
+
+// The birth of a file in unix ms; nullopt where its file system keeps none.
+std::optional<std::int64_t> born(const std::string& path) {
+  struct statx sx {};
+  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME))
+    return std::nullopt;
+  return static_cast<std::int64_t>(sx.stx_btime.tv_sec) * 1000 + sx.stx_btime.tv_nsec / 1000000;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// The head makes a stream's .times file at its second record: its first
+// chunk's time is the log file's birth (one file less per rank per attempt).
+// Readers put that record in front of the file's, and only where the file
+// has none for offset 0 (an older head's files have one).
+TEST(LogFiles, AStreamsFirstChunkIsTimedByItsFilesBirth) {
+  TempDir d;
+  const std::int64_t before = now_ms();
+  d.write("rank-0.log", "a\nbb\nccc\n");
+  const std::string log = d.path + "/rank-0.log";
+  const auto birth = born(log);
+  if (!birth) GTEST_SKIP() << "this file system keeps no birth times";
+  EXPECT_GE(*birth, before - 1000);
+  EXPECT_LE(*birth, now_ms() + 1000);
+  // No .times file at all: every line is its first chunk's.
+  EXPECT_EQ(stamp_log("a\nbb\n", log, 0), atl::stamp_log_lines("a\nbb\n", 0, {{0, *birth}}));
+  EXPECT_EQ(log_offset_since(log, *birth), 0);
+  EXPECT_EQ(log_offset_since(log, *birth + 1), 9);  // nothing since
+  // The second record made the file: the first lines keep the birth.
+  const std::int64_t later = *birth + 5000;
+  d.write("rank-0.times", atl::encode_log_time({5, later}));
+  EXPECT_EQ(stamp_log("a\nbb\nccc\n", log, 0),
+            atl::stamp_log_lines("a\nbb\nccc\n", 0, {{0, *birth}, {5, later}}));
+  EXPECT_EQ(stamp_log("ccc\n", log, 5), atl::stamp_log_lines("ccc\n", 5, {{5, later}}));
+  EXPECT_EQ(log_offset_since(log, *birth + 1), 5);
+  EXPECT_EQ(log_offset_since(log, later + 1), 9);
+  // Through the link a rank's log is read by, too.
+  ASSERT_EQ(::symlink("rank-0.log", (d.path + "/current.log").c_str()), 0);
+  EXPECT_EQ(stamp_log("a\n", d.path + "/current.log", 0),
+            atl::stamp_log_lines("a\n", 0, {{0, *birth}}));
+  // A .times file with a record for offset 0 is read as it is.
+  d.write("rank-0.times", atl::encode_log_time({0, 7}) + atl::encode_log_time({5, later}));
+  EXPECT_EQ(stamp_log("a\n", log, 0), atl::stamp_log_lines("a\n", 0, {{0, 7}}));
 }

@@ -46,6 +46,11 @@ TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
   for (const auto& l : launches) ranks += l.order.ranks.size();
   EXPECT_EQ(ranks, 4u);
   EXPECT_EQ(h.sup->code().ranks().starting_count(), 0u);
+  // Said once, when the last of them started (a launch's, a restart's end).
+  std::vector<std::string> running;
+  for (const auto& say : h.out.all<Say>())
+    if (say.text.find("are running") != std::string::npos) running.push_back(say.text);
+  EXPECT_EQ(running, (std::vector<std::string>{"all 4 ranks of attempt 1 are running"}));
   // Heartbeats go out to every joined pod once per interval (the spare too).
   h.out.effects.clear();
   h.run_for(1s);
@@ -198,10 +203,13 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   h.pass_preflight();
   ASSERT_EQ(h.sup->state(), JobState::command);
   EXPECT_TRUE(h.out.printed("job restarted: attempt 2"));
+  h.out.take<Say>();
   auto relaunched = h.start_launched();
   EXPECT_EQ(h.launched_pods(relaunched), (std::vector<std::string>{pod_name(0), pod_name(2)}));
   for (const auto& l : relaunched)
     for (const auto& p : l.order.ranks) EXPECT_EQ(p.attempt, 2);
+  ASSERT_EQ(h.out.all<Say>().size(), 1u);  // the restart is done
+  EXPECT_EQ(h.out.all<Say>()[0].text, "all 4 ranks of attempt 2 are running");
   // Its old self wakes up and is gone (its actor went down): nothing more.
   EXPECT_FALSE(h.sup->agent_down(Head::agent(1), "connection lost"));
   EXPECT_EQ(h.sup->controller().restarts().used(), 1);

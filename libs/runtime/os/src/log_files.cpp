@@ -42,20 +42,13 @@ std::optional<LogTime> time_record(int fd, std::int64_t index) {
   return one.front();
 }
 
-// The first record index for which `after` holds (records are in order, so
-// `after` is false then true along them): a binary search of the file.
-template <class After>
-std::int64_t first_record(int fd, std::int64_t count, After after) {
-  std::int64_t lo = 0, hi = count;
-  while (lo < hi) {
-    std::int64_t mid = lo + (hi - lo) / 2;
-    auto t = time_record(fd, mid);
-    if (!t || after(*t))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
+// The birth of a file in unix ms (when it was made), where its file system
+// keeps one (ext4, xfs, btrfs, tmpfs do; statx says when not).
+std::optional<std::int64_t> birth_ms(const std::string& path) {
+  struct statx sx {};
+  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME))
+    return std::nullopt;
+  return static_cast<std::int64_t>(sx.stx_btime.tv_sec) * 1000 + sx.stx_btime.tv_nsec / 1000000;
 }
 
 // What <stream>.log links to (the current attempt's file, whose .times is
@@ -69,49 +62,83 @@ std::string link_target(const std::string& path) {
   return path.substr(0, path.rfind('/') + 1) + target;
 }
 
+// A log's times: its .times file's records, after the one its birth gives
+// ({0, made}) when the file has none for offset 0 (the writer makes the
+// .times file at a stream's second record: the log is made as its first
+// chunk comes, so the birth is that chunk's time).
 struct TimesFile {
   int fd = -1;
-  std::int64_t count = 0;
+  std::int64_t in_file = 0;     // records in the .times file
+  std::optional<LogTime> born;  // the record in front of them
   explicit TimesFile(const std::string& log)
       : fd(::open(log_times_path(link_target(log)).c_str(), O_RDONLY | O_CLOEXEC)) {
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0)
-      count = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
+      in_file = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
+    auto first = in_file > 0 ? time_record(fd, 0) : std::nullopt;
+    if (!first || first->offset > 0)
+      if (auto made = birth_ms(log)) born = LogTime{0, *made};
   }
   ~TimesFile() {
     if (fd >= 0) ::close(fd);
   }
   TimesFile(const TimesFile&) = delete;
   TimesFile& operator=(const TimesFile&) = delete;
+
+  std::int64_t count() const { return in_file + (born ? 1 : 0); }
+  std::optional<LogTime> at(std::int64_t index) const {
+    if (born && index == 0) return born;
+    return time_record(fd, index - (born ? 1 : 0));
+  }
+  // The first record index for which `after` holds (records are in order,
+  // so `after` is false then true along them): a binary search.
+  template <class After>
+  std::int64_t first_where(After after) const {
+    std::int64_t lo = 0, hi = count();
+    while (lo < hi) {
+      std::int64_t mid = lo + (hi - lo) / 2;
+      auto t = at(mid);
+      if (!t || after(*t))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
 };
 
 // The records that time the bytes [from, to) of `log`: the last one at or
 // before `from`, and every one after it below `to`.
 std::vector<LogTime> times_between(const std::string& log, std::int64_t from, std::int64_t to) {
   TimesFile f(log);
-  if (f.fd < 0 || f.count == 0) return {};
-  std::int64_t first =
-      first_record(f.fd, f.count, [from](const LogTime& t) { return t.offset > from; });
+  if (f.count() == 0) return {};
+  std::int64_t first = f.first_where([from](const LogTime& t) { return t.offset > from; });
   if (first > 0) --first;
-  std::int64_t last =
-      first_record(f.fd, f.count, [to](const LogTime& t) { return t.offset >= to; });
-  std::string bytes(
-      static_cast<size_t>(std::max<std::int64_t>(last - first, 0)) * kLogTimeRecordSize, '\0');
-  ssize_t n = ::pread(f.fd, bytes.data(), bytes.size(),
-                      first * static_cast<std::int64_t>(kLogTimeRecordSize));
-  bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return decode_log_times(bytes);
+  std::int64_t last = f.first_where([to](const LogTime& t) { return t.offset >= to; });
+  std::vector<LogTime> out;
+  if (f.born && first == 0 && last > 0) out.push_back(*f.born);
+  // The file's part in one read (a day of records is MBs: only this part).
+  const std::int64_t shift = f.born ? 1 : 0;
+  const std::int64_t from_file = std::max<std::int64_t>(first - shift, 0);
+  const std::int64_t to_file = last - shift;
+  if (f.fd >= 0 && to_file > from_file) {
+    std::string bytes(static_cast<size_t>(to_file - from_file) * kLogTimeRecordSize, '\0');
+    ssize_t n = ::pread(f.fd, bytes.data(), bytes.size(),
+                        from_file * static_cast<std::int64_t>(kLogTimeRecordSize));
+    bytes.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    for (const auto& t : decode_log_times(bytes)) out.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace
 
 std::int64_t log_offset_since(const std::string& log, std::int64_t since_ms) {
   TimesFile f(log);
-  std::int64_t index = f.fd < 0 ? 0 : first_record(f.fd, f.count, [since_ms](const LogTime& t) {
-    return t.unix_ms >= since_ms;
-  });
-  if (f.fd >= 0 && index < f.count)
-    if (auto t = time_record(f.fd, index)) return t->offset;
+  const std::int64_t index =
+      f.first_where([since_ms](const LogTime& t) { return t.unix_ms >= since_ms; });
+  if (index < f.count())
+    if (auto t = f.at(index)) return t->offset;
   struct stat st {};
   return ::stat(log.c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_size) : 0;
 }

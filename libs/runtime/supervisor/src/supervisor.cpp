@@ -347,7 +347,16 @@ void Supervisor::process_started(const ProcessStarted& started) {
     return;
   }
   auto key = user_code_key(started.stream);
-  if (key && code_.started(*key, started.attempt, started.pid)) user_code_progress();
+  if (!key) return;
+  const bool all_before = code_.ranks().all_started();
+  if (!code_.started(*key, started.attempt, started.pid)) return;
+  // The moment a launch (or a restart) is done, said once: its time in the
+  // head's log is how long the job took to be back.
+  if (!all_before && code_.ranks().all_started() && job().mode == JobMode::spmd &&
+      state() == JobState::command)
+    out_.put(Say{false, "all " + std::to_string(code_.ranks().size()) + " ranks of attempt " +
+                            std::to_string(code_.attempt()) + " are running"});
+  user_code_progress();
 }
 
 void Supervisor::process_ended(const ProcessExit& exit) {
