@@ -155,11 +155,30 @@ class Job:
                     if time.time() - t0 > timeout:
                         break
             self.wait_all_running(attempt=attempt, timeout=timeout)
-            return time.time() - t0
+            took = time.time() - t0
+            at = self.head_running_at(attempt)
+            self.last_head = None if at is None else at - t0
+            return took
         finally:
             if watch is not None:
                 os.killpg(watch.pid, signal.SIGTERM)
                 watch.wait(30)
+
+    def head_running_at(self, attempt):
+        """When the head said every rank of `attempt` runs ("all N ranks of
+        attempt K are running", its log's local clock, ms): the restart's end
+        as the head saw it, without the observer's polling in it. None when
+        its output is not kept."""
+        if not os.path.exists(os.path.join(self.dir, "head.out")):
+            return None
+        needle = " ranks of attempt %d are running" % attempt
+        with open(os.path.join(self.dir, "head.out"), errors="replace") as f:
+            for line in f:
+                if needle in line and line.startswith("["):
+                    stamp = line[1:line.index("]")]
+                    whole, ms = stamp.rsplit(".", 1)
+                    return time.mktime(time.strptime(whole, "%Y-%m-%d %H:%M:%S")) + int(ms) / 1000
+        return None
 
     def head_rss_mib(self, field="VmRSS:"):
         for line in open("/proc/%d/status" % self.head.pid):
@@ -268,19 +287,24 @@ def measure(tmp, pods, per_process):
         # cannot run then; the table says so.
         lost = sum(p["state"] != "joined" for p in job.status()["pods"])
         restart = killed = hung = None
+        heads = [None, None, None]
         if lost == 0:
             job.atlctl("recover")
             job.wait_all_running()
             attempt = job.status()["attempt"]
             restart = job.restarted(
                 lambda: job.atlctl("delete", "-p", "%s-worker-3" % job.job_id), attempt + 1)
+            heads = [job.last_head]
             killed = job.restarted(lambda: os.killpg(job.victim.pid, signal.SIGKILL),
                                    attempt + 2)
+            heads.append(job.last_head)
             hung = job.restarted(lambda: os.killpg(job.hung.pid, signal.SIGSTOP), attempt + 3)
+            heads.append(job.last_head)
             os.killpg(job.hung.pid, signal.SIGKILL)
         return {"pods": pods, "ranks": pods * RANKS_PER_POD, "register": register,
                 "status_idle": idle_status, "status_loaded": loaded_status,
-                "fanout": common.median(fanouts), "restart": restart, "killed": killed, "hung": hung, "rss": rss,
+                "fanout": common.median(fanouts), "restart": restart, "killed": killed, "hung": hung,
+                "head_seen": heads, "rss": rss,
                 "rss_after": rss_after, "idle_cpu": idle_cpu, "lost": lost}
     finally:
         job.stop()
@@ -493,10 +517,16 @@ def write_results(args, rows, ray_rows):
         f"prints {args.lines:,} lines: job end (s) | head peak RSS then (MiB) | lines lost |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    def seen(value, head):
+        if value is None:
+            return "— (pods lost)"
+        return "%.2f" % value + (" (head %.2f)" % head if head is not None else "")
+
     for r in rows:
-        restart = "%.2f" % r["restart"] if r["restart"] is not None else "— (pods lost)"
-        killed = "%.2f" % r["killed"] if r["killed"] is not None else "— (pods lost)"
-        hung = "%.2f" % r["hung"] if r["hung"] is not None else "— (pods lost)"
+        heads = r.get("head_seen") or [None, None, None]
+        restart = seen(r["restart"], heads[0])
+        killed = seen(r["killed"], heads[1])
+        hung = seen(r["hung"], heads[2])
         lines.append("| %d | %d | %.2f | %.2f | %s | %s | %s | %.0f / %.0f | %.0f / %.0f | %.0f | %.0f | "
                      "%.1f | %d | %d in %.2f s (%.0f/s) | %.2f | %.0f | %d |" % (
                          r["pods"], r["ranks"], r["register"], r["fanout"], restart, killed, hung,
@@ -506,7 +536,12 @@ def write_results(args, rows, ray_rows):
                          r["pg_groups"] / r["pg_ready"], r["logs_s"], r["logs_peak_rss"],
                          r["logs_lost"]))
     lines += ["", "Goals at 1,000 x 8 (issue 14): fan-out <= 2 s, status <= 50 ms, head RSS <= "
-              "300 MB, restart <= 3 s."]
+              "300 MB, restart <= 3 s.",
+              "",
+              "Restarts: from the fault (the bench's clock as it acts) to every rank of the next "
+              "attempt running as `atlctl status` shows it; in brackets, to the head's own line "
+              "saying so (\"all N ranks of attempt K are running\", its log's clock: the same "
+              "machine's), without the observer's polling in it."]
     if ray_rows:
         ray_version = subprocess.run([args.ray_python, "-c", "import ray; print(ray.__version__)"],
                                      capture_output=True, text=True).stdout.strip()
