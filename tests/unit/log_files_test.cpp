@@ -201,4 +201,14 @@ TEST(LogFiles, AStreamsFirstChunkIsTimedByItsFilesBirth) {
   // A .times file with a record for offset 0 is read as it is.
   d.write("rank-0.times", atl::encode_log_time({0, 7}) + atl::encode_log_time({5, later}));
   EXPECT_EQ(stamp_log("a\n", log, 0), atl::stamp_log_lines("a\n", 0, {{0, 7}}));
+  // A birth after the file's own records is a copy's (cp): not the first
+  // chunk's time; the first lines read unstamped rather than wrong.
+  d.write("rank-0.times", atl::encode_log_time({5, *birth - 60'000}));
+  EXPECT_EQ(stamp_log("a\nbb\nccc\n", log, 0),
+            atl::stamp_log_lines("a\nbb\nccc\n", 0, {{5, *birth - 60'000}}));
+  // So is one after its last change (tar, kubectl cp, cp -a keep that).
+  ::unlink((d.path + "/rank-0.times").c_str());
+  const timespec past[2] = {{1'700'000'000, 0}, {1'700'000'000, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, log.c_str(), past, 0), 0);
+  EXPECT_EQ(stamp_log("a\n", log, 0), "- a\n");
 }

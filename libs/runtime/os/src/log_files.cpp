@@ -43,12 +43,20 @@ std::optional<LogTime> time_record(int fd, std::int64_t index) {
 }
 
 // The birth of a file in unix ms (when it was made), where its file system
-// keeps one (ext4, xfs, btrfs, tmpfs do; statx says when not).
+// keeps one (ext4, xfs, btrfs, tmpfs do; statx says when not) and it can be
+// the time of its first bytes: not after its last change. A copy that kept
+// the times (tar, kubectl cp, cp -a, rsync -a) is born after it: its birth
+// is the copy's, and its first lines read unstamped rather than wrong.
 std::optional<std::int64_t> birth_ms(const std::string& path) {
   struct statx sx {};
-  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_BTIME, &sx) != 0 || !(sx.stx_mask & STATX_BTIME))
+  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_BTIME | STATX_MTIME, &sx) != 0 ||
+      !(sx.stx_mask & STATX_BTIME) || !(sx.stx_mask & STATX_MTIME))
     return std::nullopt;
-  return static_cast<std::int64_t>(sx.stx_btime.tv_sec) * 1000 + sx.stx_btime.tv_nsec / 1000000;
+  auto ns = [](const statx_timestamp& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  if (ns(sx.stx_btime) > ns(sx.stx_mtime)) return std::nullopt;
+  return ns(sx.stx_btime) / 1'000'000;
 }
 
 // What <stream>.log links to (the current attempt's file, whose .times is
@@ -77,7 +85,8 @@ struct TimesFile {
       in_file = st.st_size / static_cast<std::int64_t>(kLogTimeRecordSize);
     auto first = in_file > 0 ? time_record(fd, 0) : std::nullopt;
     if (!first || first->offset > 0)
-      if (auto made = birth_ms(log)) born = LogTime{0, *made};
+      if (auto made = birth_ms(log); made && (!first || *made <= first->unix_ms))
+        born = LogTime{0, *made};
   }
   ~TimesFile() {
     if (fd >= 0) ::close(fd);
