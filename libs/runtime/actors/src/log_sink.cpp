@@ -492,12 +492,12 @@ class LogWriter {
   }
 
   // A record of when the chunk at `offset` came, at most one per
-  // kLogTimeStep per stream (a stream's first chunk always has one).
-  // A file made for a stream's first chunk has no record for it: the file's
-  // birth is its time (os::stamp_log reads it so), and the .times file is
-  // made at the second record. At 8,000 ranks that is 8,000 files fewer per
-  // attempt for ranks that print a line as they start and then wait (one
-  // file made per rank per attempt, not two, where a restart waits for them).
+  // kLogTimeStep per stream. A stream's first chunk has none where its file
+  // was made for it: the file's birth is its time (os::stamp_log reads it
+  // so), and the .times file is made at the second record. At 8,000 ranks
+  // that is 8,000 files fewer per attempt for ranks that print a line as
+  // they start and then compute (one file made per rank per attempt, not
+  // two, where a restart waits for them).
   void note_time(const StreamId& stream, OpenFile& f, std::int64_t offset) {
     if ((f.times_fd < 0 && !f.times_later) || offset < 0) return;
     const std::int64_t now = now_unix_ms();

@@ -55,7 +55,9 @@ std::optional<std::int64_t> birth_ms(const std::string& path) {
   auto ns = [](const statx_timestamp& t) {
     return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
   };
-  if (ns(sx.stx_btime) > ns(sx.stx_mtime)) return std::nullopt;
+  // (A tick of slack: a file system may stamp its birth finer than its
+  // writes, coarse clock ticks being ~4 ms.)
+  if (ns(sx.stx_btime) > ns(sx.stx_mtime) + 20'000'000) return std::nullopt;
   return ns(sx.stx_btime) / 1'000'000;
 }
 

@@ -1,7 +1,8 @@
 // LogSink: the head's writer of rank output. Appends each stream's lines to
 // <logs_dir>/attempt-K/<stream>.log (<stream>.log links to the current
-// attempt's: user code's through <logs_dir>/current -> attempt-K), echoes them on stdout as "[rank
-// N] line", acks each chunk (the executors' flow control), and serves reads for `atlctl logs`.
+// attempt's: user code's through <logs_dir>/current -> attempt-K), echoes
+// them on stdout as "[rank N] line", acks each chunk (the executors' flow
+// control), and serves reads for `atlctl logs`.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -29,7 +30,8 @@ namespace atl {
 //        lines since a time start; from attempt-K's files (0: the current), each line
 //        prefixed with its time ("2026-12-03T16:45:31.188Z ") when stamped; offsets stay
 //        the file's
-// Each log has a .times file beside it (core/log_times.hpp): the bytes stay the rank's.
+// Each log has a .times file beside it (core/log_times.hpp; made at its second record, the
+// first timed by the log file's birth): the bytes stay the rank's.
 caf::actor spawn_log_sink(caf::actor_system& sys, std::string logs_dir, bool echo);
 caf::actor spawn_log_reader(caf::actor_system& sys, std::string logs_dir);
 
