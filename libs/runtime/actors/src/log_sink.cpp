@@ -498,6 +498,12 @@ class LogWriter {
   // that is 8,000 files fewer per attempt for ranks that print a line as
   // they start and then compute (one file made per rank per attempt, not
   // two, where a restart waits for them).
+  // The .times file beside this attempt's `log_name`, open for appends.
+  int open_times(const std::string& log_name) {
+    return ::openat(attempt_fd_, os::log_times_path(log_name).c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+
   void note_time(const StreamId& stream, OpenFile& f, std::int64_t offset) {
     if ((f.times_fd < 0 && !f.times_later) || offset < 0) return;
     const std::int64_t now = now_unix_ms();
@@ -507,8 +513,7 @@ class LogWriter {
     if (f.times_later) {
       if (offset == 0) return;  // its birth says when
       f.times_later = false;
-      f.times_fd = ::openat(attempt_fd_, (stream_name(stream) + ".times").c_str(),
-                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      f.times_fd = open_times(stream_name(stream) + ".log");
       if (f.times_fd < 0) return;  // its later lines read with the birth's time
     }
     std::string record = encode_log_time({offset, now});
@@ -550,9 +555,7 @@ class LogWriter {
     const std::int64_t size = file_size(fd);
     // New (nothing in it yet) where births are kept: its .times file later.
     const bool later = size == 0 && births_kept_;
-    const int times = later ? -1
-                            : ::openat(attempt_fd_, os::log_times_path(name).c_str(),
-                                       O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    const int times = later ? -1 : open_times(name);
     fds_[stream] = OpenFile{fd, ++use_clock_, times, size, later};
     return fd;
   }
