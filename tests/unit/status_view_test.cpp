@@ -173,6 +173,61 @@ TEST(StatusView, ProgressAgesAndEventsFollowTheJob) {
   EXPECT_TRUE(fault) << events.dump();
 }
 
+TEST(StatusView, EachRanksRowHasItsStateItsEndAndItsFigures) {
+  // The rows are written straight into text (status_view.cpp): each member
+  // there, of the right kind, and the whole answer one JSON document.
+  Head h(spmd_spec(2, 1));
+  h.to_command(3);
+  for (int i = 0; i <= 3; ++i) {
+    if (i > 0) h.run_for(1s);
+    for (int pod = 0; pod < 2; ++pod) {
+      std::vector<ProgressReport> reports;
+      for (std::int32_t rank = pod * 2; rank < pod * 2 + 2; ++rank)
+        reports.push_back(
+            {rank, h.sup->code().attempt(), rank == 0 ? i * 10 : 0, 0, 0, 'S', 100 + rank, 0, 0});
+      h.sup->on(PodProgress{pod_name(pod), reports});
+    }
+  }
+  const std::int32_t attempt = h.sup->code().attempt();
+  h.sup->process_ended({user_code_stream(3), attempt, pod_name(1), 0, 0, "", ""});
+  auto j = info(h, StatusPage{0, -1, 0, -1, 0, -1, 1});
+  ASSERT_EQ(j["ranks"].size(), 4u);
+  const json& zero = j["ranks"][0];
+  EXPECT_EQ(zero["rank"], 0);
+  EXPECT_EQ(zero["stream"], "rank-0");
+  EXPECT_EQ(zero["state"], "running");
+  EXPECT_EQ(zero["pod"], pod_name(0));
+  EXPECT_FALSE(zero.contains("exit_code"));
+  ASSERT_TRUE(zero.contains("vitals")) << zero.dump();
+  EXPECT_EQ(zero["vitals"]["user_pid"], 100);
+  EXPECT_EQ(zero["vitals"]["lines_per_s"], 10.0);
+  EXPECT_TRUE(zero["vitals"]["lines_per_s"].is_number_float());
+  EXPECT_EQ(zero["vitals"]["output_age_ms"], 0);
+  EXPECT_TRUE(zero["vitals"]["mark"].is_string());
+  EXPECT_EQ(j["ranks"][1]["vitals"]["output_age_ms"], 3000);
+  ASSERT_TRUE(zero.contains("trend")) << zero.dump();
+  EXPECT_FALSE(zero["trend"]["ago_ms"].empty());
+  const json& three = j["ranks"][3];
+  EXPECT_EQ(three["state"], "exited");
+  EXPECT_EQ(three["exit_code"], 0);
+  EXPECT_EQ(three["signal"], 0);
+  EXPECT_FALSE(three.contains("vitals"));
+  EXPECT_FALSE(three.contains("trend"));
+  EXPECT_FALSE(three.contains("note"));
+  // Without the trend asked: none; a page of no ranks: an empty list.
+  EXPECT_FALSE(info(h)["ranks"][0].contains("trend"));
+  EXPECT_EQ(info(h, StatusPage{0, 0, 0, 0, 0, 0})["ranks"], json::array());
+  EXPECT_EQ(info(h, StatusPage{0, 0, 0, 0, 0, 0})["pods"], json::array());
+  // The pods' rows, beside them.
+  const json* pod = pod_entry(j, pod_name(0));
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ((*pod)["state"], "joined");
+  EXPECT_EQ((*pod)["role"], "active");
+  EXPECT_EQ((*pod)["tainted"], false);
+  EXPECT_TRUE((*pod)["node"].is_string());
+  EXPECT_TRUE((*pod)["address"].is_string());
+}
+
 TEST(StatusView, EveryAttemptIsListedWithHowItEndedAndTheJobsTimes) {
   // Attempt 1 ends by a lost pod, 2 by atlctl stop then recover, 3 succeeds.
   JobSpec spec = spmd_spec(2, 1);

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "atl/core/collectives.hpp"
+#include "atl/core/json_out.hpp"
 #include "atl/core/rank_set.hpp"
 
 namespace atl::supervisor {
@@ -85,26 +86,34 @@ json goodput_view(const Goodput::View& g) {
           {"recent_faults", std::move(faults)}};
 }
 
-json pod_view(const Supervisor& sup, const std::string& pod, const char* standing, bool active) {
+// A pod's row, written straight into the answer (a status lists every pod).
+void pod_view(JsonOut& out, const Supervisor& sup, const std::string& pod, const char* standing,
+              bool active) {
   const auto& registry = sup.pods().registry();
   const auto& taints = sup.controller().taints();
-  json p{{"name", pod}, {"state", standing}};
-  if (const std::string* machine = registry.machine_of(pod)) {
-    p["node"] = *machine;
-    p["tainted"] = taints.tainted(*machine);
-    p["role"] = taints.tainted(*machine) ? "quarantined" : active ? "active" : "spare";
-  }
-  if (const auto* joined = registry.find(pod)) {
-    const NodeInfo& i = joined->info;
-    p["address"] = i.address;
-    p["cpus"] = i.cpus;
-    p["gpus"] = i.gpus;
-    p["memory"] = i.memory;
-    p["shm"] = i.shm;
+  out.begin_object();
+  const NodeInfo* info = nullptr;
+  if (const auto* joined = registry.find(pod)) info = &joined->info;
+  const std::string* machine = registry.machine_of(pod);
+  // Members in name order, as the tree's dump wrote them.
+  if (info) {
+    out.member("address", info->address).member("cpus", info->cpus).member("gpus", info->gpus);
     if (auto quiet = sup.pods().liveness().silence(pod, sup.clock().now()))
-      p["heartbeat_age_ms"] = quiet->count();
+      out.member("heartbeat_age_ms", quiet->count());
+    out.member("memory", info->memory);
   }
-  return p;
+  out.member("name", pod);
+  if (machine) {
+    const bool tainted = taints.tainted(*machine);
+    out.member("node", *machine)
+        .member("role", tainted  ? "quarantined"
+                        : active ? "active"
+                                 : "spare");
+  }
+  if (info) out.member("shm", info->shm);
+  out.member("state", standing);
+  if (machine) out.member("tainted", taints.tainted(*machine));
+  out.end_object();
 }
 
 double tenths(double x) { return static_cast<double>(std::llround(x * 10)) / 10; }
@@ -127,27 +136,30 @@ json trend_view(const std::deque<VitalsTrend::Point>& points, VitalsTrend::TimeP
   return j;
 }
 
-json rank_view(std::int32_t stream, const RankRecord& r, const RankFigures* f) {
-  json rj{{"stream", stream_name(user_code_stream(stream))},
-          {"pod", r.pod},
-          {"pid", r.pid},
-          {"state", r.done      ? "exited"
-                    : r.started ? "running"
-                                : "starting"}};
-  if (stream >= 0) rj["rank"] = stream;  // not for the driver or Ray's head
-  if (r.done) {
-    rj["exit_code"] = r.code;
-    rj["signal"] = r.signal;
-    if (!r.note.empty()) rj["note"] = r.note;
-  } else if (f) {
-    rj["vitals"] = {{"user_pid", f->pid},
-                    {"output_age_ms", f->output_age.count()},
-                    {"lines_per_s", tenths(f->lines_per_s)},
-                    {"cpu_percent", tenths(f->cpu_percent)},
-                    {"rss_bytes", f->rss_bytes},
-                    {"mark", to_string(f->mark)}};
+// A rank's row, written straight into the answer (a status lists every
+// rank: 8,000 of them at 1,000 x 8), its members in name order.
+void rank_view(JsonOut& out, std::int32_t stream, const RankRecord& r, const RankFigures* f,
+               const std::string* trend) {
+  out.begin_object();
+  if (r.done) out.member("exit_code", r.code);
+  if (r.done && !r.note.empty()) out.member("note", r.note);
+  out.member("pid", r.pid).member("pod", r.pod);
+  if (stream >= 0) out.member("rank", stream);  // not for the driver or Ray's head
+  if (r.done) out.member("signal", r.signal);
+  out.member("state", r.done ? "exited" : r.started ? "running" : "starting");
+  out.member("stream", stream_name(user_code_stream(stream)));
+  if (trend) out.key("trend").raw(*trend);
+  if (!r.done && f) {
+    out.key("vitals").begin_object();
+    out.member("cpu_percent", tenths(f->cpu_percent))
+        .member("lines_per_s", tenths(f->lines_per_s))
+        .member("mark", to_string(f->mark))
+        .member("output_age_ms", f->output_age.count())
+        .member("rss_bytes", f->rss_bytes)
+        .member("user_pid", f->pid);
+    out.end_object();
   }
-  return rj;
+  out.end_object();
 }
 
 }  // namespace
@@ -187,7 +199,10 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
     j["attempt_history"].push_back(std::move(aj));
   }
   if (!controller.failure().empty()) j["failure"] = controller.failure();
-  j["pods"] = json::array();
+  // The rows (pods, ranks) go straight into text, written after the rest.
+  std::string pods_text;
+  JsonOut pods_out(pods_text);
+  pods_out.begin_array();
   std::map<std::string, int> pod_counts{{"joined", 0}, {"lost", 0}, {"missing", 0}};
   std::size_t pod_index = 0;
   const std::unordered_set<std::string_view> actives(controller.active().begin(),
@@ -196,8 +211,9 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
     const char* standing = to_string(sup.pods().registry().standing(pod));
     ++pod_counts[standing];
     if (on_page(pod_index++, page.pod_offset, page.pod_limit))
-      j["pods"].push_back(pod_view(sup, pod, standing, actives.count(pod) > 0));
+      pod_view(pods_out, sup, pod, standing, actives.count(pod) > 0);
   }
+  pods_out.end_array();
   j["pods_total"] = sup.pods().registry().expected().size();
   j["pod_counts"] = pod_counts;
   // Rank counts come from the table's counters, not from a walk.
@@ -207,7 +223,9 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
                       {"running", started_or_done - ranks.done_count()},
                       {"exited", ranks.done_count()}};
   j["ranks_total"] = ranks.size();
-  j["ranks"] = json::array();
+  std::string ranks_text;
+  JsonOut ranks_out(ranks_text);
+  ranks_out.begin_array();
   // Each running rank's figures (rank_vitals.hpp), when the page shows ranks.
   std::map<std::int32_t, RankFigures> vitals;
   if (page.rank_limit != 0 && sup.hang().vitals().attempt() == code.attempt())
@@ -216,11 +234,14 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
   for (const auto& [stream, r] : ranks) {
     if (!on_page(rank_index++, page.rank_offset, page.rank_limit)) continue;
     auto v = vitals.find(stream);
-    j["ranks"].push_back(rank_view(stream, r, v == vitals.end() ? nullptr : &v->second));
+    std::string trend;
     if (page.trend && !r.done && sup.hang().trend().attempt() == code.attempt())
       if (const auto* points = sup.hang().trend().of(stream))
-        j["ranks"].back()["trend"] = trend_view(*points, sup.clock().now());
+        trend = dump(trend_view(*points, sup.clock().now()));
+    rank_view(ranks_out, stream, r, v == vitals.end() ? nullptr : &v->second,
+              trend.empty() ? nullptr : &trend);
   }
+  ranks_out.end_array();
   // The silence the hang watch allows now, drawn across the progress ages.
   if (page.trend && sup.hang().watch().watching())
     j["hang_watch"] = {{"idle_timeout_ms", sup.hang().watch().idle_timeout().count()},
@@ -239,7 +260,16 @@ std::string info_json(const Supervisor& sup, const StatusPage& page,
   j["spare_workers"] = job.spare_workers;
   j["taints"] = taints_view(sup);
   j["goodput"] = goodput_view(controller.goodput());
-  return dump(j);
+  // The tree's members, then the rows: `{...` + `,"pods":[...],"ranks":[...]}`.
+  std::string text = dump(j);
+  text.pop_back();
+  text.reserve(text.size() + pods_text.size() + ranks_text.size() + 20);
+  text += ",\"pods\":";
+  text += pods_text;
+  text += ",\"ranks\":";
+  text += ranks_text;
+  text += '}';
+  return text;
 }
 
 std::string events_json(const Supervisor& sup) {
