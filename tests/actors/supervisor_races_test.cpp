@@ -304,6 +304,24 @@ CAF_TEST(reports of an earlier attempt are history) {
   CAF_CHECK(settled(0));  // succeeded: the stale failure did not count
 }
 
+CAF_TEST(a pods batch of reports counts those about itself and no other pod) {
+  // A node agent's ProcessReports: rank 0's start and end from its own pod
+  // count; what it says of pod 1's rank (a failure) does not.
+  auto [a0, log0, a1, log1] = two_joined();
+  const std::string pod0 = worker_pod_name("jo-race", 0), pod1 = worker_pod_name("jo-race", 1);
+  self->send(sup, ProcessReports{pod0,
+                                 {ProcessStarted{StreamId::of_rank(0), 1, pod0, 100},
+                                  ProcessStarted{StreamId::of_rank(1), 1, pod1, 101}},
+                                 {ProcessExit{StreamId::of_rank(0), 1, pod0, 0, 0, "", ""},
+                                  ProcessExit{StreamId::of_rank(1), 1, pod1, 9, 0, "", ""}}});
+  step();
+  CAF_CHECK_EQUAL(status(), "command");  // rank 1's "failure" was not its pod's word
+  rank_started(1, 1);
+  rank_exit(1, 1, 0);
+  step();
+  CAF_CHECK(settled(0));  // rank 0's end came in the batch
+}
+
 CAF_TEST(two operators stopping at once both get an answer) {
   auto a0 = one_rank_running();
   caf::scoped_actor op1{sys, true};

@@ -65,6 +65,7 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<ProcessExit>("atl::ProcessExit");
   cfg.add_message_type<ProcessStarted>("atl::ProcessStarted");
   cfg.add_message_type<ProcessNote>("atl::ProcessNote");
+  cfg.add_message_type<ProcessReports>("atl::ProcessReports");
   cfg.add_message_type<RunStatus>("atl::RunStatus");
   cfg.add_message_type<TaskStatus>("atl::TaskStatus");
   cfg.add_message_type<std::vector<ProgressReport>>("std::vector<atl::ProgressReport>");

@@ -148,6 +148,11 @@ struct NodeAgentState {
   // own diagnosis: the hang watch is not told of it (it blamed its own stop).
   std::chrono::steady_clock::time_point diagnosing_until{};
   std::int64_t kept_bytes_sent = 0;  // output kept through a loss of the head, sent since joining
+  // Its processes' starts and ends not yet sent to the head (ProcessReports):
+  // sent once the mailbox's turn that brought them is over (a flush_atom to
+  // itself, queued behind them), before a control line, and before it quits.
+  ProcessReports reports;
+  bool flush_queued = false;
 };
 
 using NodeAgentActor = caf::stateful_actor<NodeAgentState>;
@@ -190,6 +195,30 @@ std::vector<StackReport> fake_stacks(const NodeAgentState& st) {
 
 constexpr const char* kHead = "head";
 
+// The starts and ends gathered so far, to the head, in one message.
+void flush_reports(NodeAgentActor* self) {
+  auto& st = self->state;
+  st.flush_queued = false;
+  if (st.reports.empty()) return;
+  st.reports.pod = st.config.info.pod;
+  self->send(st.supervisor, std::move(st.reports));
+  st.reports = {};
+}
+
+void quit_node(NodeAgentActor* self) {
+  flush_reports(self);  // its ranks' last ends are not lost with it
+  self->quit();
+}
+
+ProcessReports& gather_reports(NodeAgentActor* self) {
+  auto& st = self->state;
+  if (!st.flush_queued) {
+    st.flush_queued = true;
+    self->send(self, flush_atom::value);
+  }
+  return st.reports;
+}
+
 // Stops every rank and quits once they are all gone (or after a deadline).
 void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
   auto& st = self->state;
@@ -197,7 +226,7 @@ void end_node(NodeAgentActor* self, int code, std::int64_t grace_ms) {
   st.ending = true;
   st.head.forget(kHead);
   if (st.executors.empty()) {
-    self->quit();
+    quit_node(self);
     return;
   }
   std::int64_t lead = 0;  // the longest stop warning among them comes first
@@ -243,6 +272,8 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
                      const caf::actor& sink) {
   auto& st = self->state;
   if (st.ending) return;
+  // Their starts and ends come here, to go to the head a batch at a time.
+  const auto reports_to = caf::actor_cast<caf::actor>(self);
   for (const auto& launch : ranks) {
     // A rank's pid and output lines are read for the hang watch.
     auto meter = launch.stream.kind == StreamKind::rank && !st.config.fake_ranks
@@ -256,9 +287,9 @@ void start_executors(NodeAgentActor* self, const std::vector<ProcessLaunch>& ran
     }
     auto exec =
         st.config.fake_ranks
-            ? spawn_fake_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor)
-            : spawn_executor(self->system(), launch, st.config.info.pod, sink, st.supervisor,
-                             st.lease, meter, st.config.unsent);
+            ? spawn_fake_executor(self->system(), launch, st.config.info.pod, sink, reports_to)
+            : spawn_executor(self->system(), launch, st.config.info.pod, sink, reports_to, st.lease,
+                             meter, st.config.unsent);
     self->monitor(exec);
     st.executors.emplace(
         exec, NodeAgentState::Running{launch.stream, launch.attempt, meter, 0, 0, launch.warn_ms});
@@ -536,11 +567,11 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
       std::string why = "its executor on " + st.config.info.pod +
                         " ended: " + exit_words(msg.reason, self->system());
       component_logger("node")->error("{}: {}", stream_name(it->second.stream), why);
-      self->send(st.supervisor, ProcessExit{it->second.stream, it->second.attempt,
-                                            st.config.info.pod, 255, 0, why, ""});
+      gather_reports(self).ended.push_back(
+          ProcessExit{it->second.stream, it->second.attempt, st.config.info.pod, 255, 0, why, ""});
     }
     st.executors.erase(it);
-    if (st.ending && st.executors.empty()) self->quit();
+    if (st.ending && st.executors.empty()) quit_node(self);
   });
 
   self->request(st.supervisor, kRegisterTimeout, register_atom::value, st.config.info,
@@ -603,6 +634,18 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
           });
 
   return {
+      // Its executors' reports (they report here): gathered, then sent in one.
+      [self](ProcessStarted& started) {
+        gather_reports(self).started.push_back(std::move(started));
+      },
+      [self](ProcessExit& exit) { gather_reports(self).ended.push_back(std::move(exit)); },
+      [self](flush_atom) { flush_reports(self); },
+      // A control line goes as it came (the head answers its executor, the
+      // sender kept), after the reports before it: never ahead of its start.
+      [self](ProcessNote& note) {
+        flush_reports(self);
+        self->delegate(self->state.supervisor, std::move(note));
+      },
       // The pre-flight's requests (preflight.hpp), each answered with a PreflightReply.
       [self](const PreflightRequest& r) -> caf::result<PreflightReply> {
         switch (r.step) {
@@ -782,7 +825,7 @@ caf::behavior node_agent(NodeAgentActor* self, caf::actor supervisor, NodeAgentC
         // Ranks that did not stop in time: exiting the executors kills their groups.
         for (const auto& [e, running] : self->state.executors)
           self->send_exit(e, caf::exit_reason::kill);
-        self->quit();
+        quit_node(self);
       },
   };
 }

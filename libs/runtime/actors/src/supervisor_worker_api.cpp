@@ -72,6 +72,15 @@ caf::message_handler worker_api(Actor* self) {
       [self](const ProcessExit& exit) {
         if (from_pod(self, exit.pod, true)) self->state.sup->process_ended(exit);
       },
+      // A pod's batch (its node agent's): each report as if it came alone,
+      // and only those about the pod it is from.
+      [self](const ProcessReports& batch) {
+        if (!from_pod(self, batch.pod, true)) return;
+        for (const auto& started : batch.started)
+          if (started.pod == batch.pod) self->state.sup->process_started(started);
+        for (const auto& exit : batch.ended)
+          if (exit.pod == batch.pod) self->state.sup->process_ended(exit);
+      },
       [self](KeptOutput& kept) -> caf::result<bool> {
         // A rejoined pod's output from before its cut (UnsentOutput), for
         // the log of the attempt that wrote it.

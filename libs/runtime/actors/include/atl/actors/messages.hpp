@@ -63,6 +63,7 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;  // agent <->
 // answer is the job's grace in ms (int64), which its ranks then get.
 using evicted_atom = caf::atom_constant<caf::atom("evicted")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;            // an actor's own periodic timer
+using flush_atom = caf::atom_constant<caf::atom("flush")>;          // an agent's batch of reports
 using sample_atom = caf::atom_constant<caf::atom("sample")>;        // an agent's own sampling timer
 using taint_atom = caf::atom_constant<caf::atom("taint")>;          // atlctl -> supervisor
 using probe_atom = caf::atom_constant<caf::atom("probe")>;          // supervisor -> agent: listen
@@ -261,6 +262,11 @@ typename Inspector::result_type inspect(Inspector& f, ProcessExit& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProcessStarted& x) {
   return f(caf::meta::type_name("atl::ProcessStarted"), x.stream, x.attempt, x.pod, x.pid);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ProcessReports& x) {
+  return f(caf::meta::type_name("atl::ProcessReports"), x.pod, x.started, x.ended);
 }
 
 template <class Inspector>
