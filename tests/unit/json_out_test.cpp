@@ -99,5 +99,28 @@ TEST(JsonOut, ObjectsAndArraysNestWithTheirCommas) {
   EXPECT_EQ(rows, R"([{"i":0,"s":"row"},{"i":1,"s":"row"},{"i":2,"s":"row"}])");
 }
 
+TEST(JsonOut, CompactTextIsIndentedAsDumpTwoWritesIt) {
+  // Members in name order (as a dump writes them): the same text as a parse
+  // and dump(2), empty objects and arrays, strings with brackets, commas,
+  // colons, quotes and backslashes in them, nested rows.
+  const json doc = {{"a", json::array()},
+                    {"b", json::object()},
+                    {"c", {{"d", {1, 2.5, "x,y:z"}}, {"e", nullptr}}},
+                    {"f", "brace { bracket [ \"quote\" back\\slash ] }"},
+                    {"g", {{{"h", true}}, {{"i", false}}, json::array({json::array()})}},
+                    {"j", "UTF-8 caf\xc3\xa9, tab\t"}};
+  const std::string compact = dumped(doc);
+  auto indented = indent_json(compact);
+  ASSERT_TRUE(indented.has_value());
+  EXPECT_EQ(*indented, doc.dump(2));
+  EXPECT_EQ(*indent_json("[]"), "[]");
+  EXPECT_EQ(*indent_json("{\"k\":{}}"), json::parse("{\"k\":{}}").dump(2));
+  // The order they came in is kept (a dump(2) of a parse would sort it).
+  EXPECT_EQ(*indent_json(R"({"z":1,"a":[2]})"), "{\n  \"z\": 1,\n  \"a\": [\n    2\n  ]\n}");
+  // Text that does not balance: nothing (the caller's parser says why).
+  for (const char* bad : {"{\"a\":1", "[1,2]]", "{\"a\":\"open}", "\"\\\""})
+    EXPECT_FALSE(indent_json(bad).has_value()) << bad;
+}
+
 }  // namespace
 }  // namespace atl

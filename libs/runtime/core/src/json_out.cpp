@@ -114,4 +114,65 @@ JsonOut& JsonOut::raw(std::string_view json_text) {
   return *this;
 }
 
+std::optional<std::string> indent_json(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() + in.size() / 2);
+  std::size_t depth = 0;
+  auto newline = [&] {
+    out += '\n';
+    out.append(depth * 2, ' ');
+  };
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    switch (c) {
+      case '"': {
+        // A string, escapes and all, as it is.
+        std::size_t j = i + 1;
+        while (j < in.size() && in[j] != '"') j += in[j] == '\\' ? 2 : 1;
+        if (j >= in.size()) return std::nullopt;
+        out.append(in.data() + i, j - i + 1);
+        i = j;
+        break;
+      }
+      case '{':
+      case '[': {
+        const char close = c == '{' ? '}' : ']';
+        if (i + 1 < in.size() && in[i + 1] == close) {  // empty: "{}", "[]"
+          out += c;
+          out += close;
+          ++i;
+          break;
+        }
+        out += c;
+        ++depth;
+        newline();
+        break;
+      }
+      case '}':
+      case ']':
+        if (depth == 0) return std::nullopt;
+        --depth;
+        newline();
+        out += c;
+        break;
+      case ',':
+        out += ',';
+        newline();
+        break;
+      case ':':
+        out += ": ";
+        break;
+      case ' ':
+      case '\n':
+      case '\t':
+      case '\r':
+        break;  // none in compact text; a dump(2) has none outside strings but its own
+      default:
+        out += c;
+    }
+  }
+  if (depth != 0) return std::nullopt;
+  return out;
+}
+
 }  // namespace atl
