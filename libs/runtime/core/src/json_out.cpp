@@ -86,22 +86,6 @@ JsonOut& JsonOut::value(double d) {
   return *this;
 }
 
-JsonOut& JsonOut::signed_value(std::int64_t i) {
-  before_value();
-  char buf[24];
-  auto end = std::to_chars(buf, buf + sizeof buf, i).ptr;
-  out_.append(buf, end);
-  return *this;
-}
-
-JsonOut& JsonOut::unsigned_value(std::uint64_t i) {
-  before_value();
-  char buf[24];
-  auto end = std::to_chars(buf, buf + sizeof buf, i).ptr;
-  out_.append(buf, end);
-  return *this;
-}
-
 JsonOut& JsonOut::null() {
   before_value();
   out_ += "null";

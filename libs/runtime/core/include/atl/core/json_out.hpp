@@ -8,6 +8,7 @@
 // when whole), NaN and infinities as null.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,8 +37,10 @@ class JsonOut {
   template <typename Int,
             std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
   JsonOut& value(Int i) {
-    return std::is_signed_v<Int> ? signed_value(static_cast<std::int64_t>(i))
-                                 : unsigned_value(static_cast<std::uint64_t>(i));
+    before_value();
+    char buf[24];
+    out_.append(buf, std::to_chars(buf, buf + sizeof buf, i).ptr);
+    return *this;
   }
   JsonOut& null();
   // A whole JSON value already written (a dump), put in as it is.
@@ -52,8 +55,6 @@ class JsonOut {
  private:
   JsonOut& open(char c);
   JsonOut& close(char c);
-  JsonOut& signed_value(std::int64_t i);
-  JsonOut& unsigned_value(std::uint64_t i);
   void before_value();
 
   std::string& out_;
