@@ -269,6 +269,37 @@ TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedAndAnswersOnceItGoesOn)
   EXPECT_TRUE(again) << again.error();
 }
 
+// A stop that came while the hook's thread sat in its FIFO's open: the FIFO
+// still counts that reader (until the thread itself takes the stop, which
+// can come after the main thread's 'T'), so the poke goes in and nobody
+// reads it. Played here with a reader the test holds for a stopped process:
+// the answer is still that it is stopped (CI once saw "did not answer").
+TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedEvenWhereItsFifoStillCountsAReader) {
+  TempDir dir;
+  Proc p({"/bin/sleep", "60"}, {}, dir.path + "/out");
+  ASSERT_GT(p.pid, 0);
+  ::kill(p.pid, SIGSTOP);
+  auto state = [&] {
+    std::ifstream in("/proc/" + std::to_string(p.pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto s = parse_proc_stat(line);
+    return s ? s->state : '?';
+  };
+  for (int i = 0; i < 500 && state() != 'T'; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(state(), 'T');
+  const std::string fifo = dir.path + "/" + std::to_string(p.pid) + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  auto got = take_flight_record(dir.path, p.pid, 300ms);
+  ::close(reader);
+  ::kill(p.pid, SIGCONT);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error(), "pid " + std::to_string(p.pid) +
+                             " is stopped (a SIGSTOP or a debugger): it cannot answer");
+}
+
 TEST(FlightRecorderHook, PreparingRemovesWhatWasThereAndNeverFollowsALink) {
   TempDir dir;
   const std::string target = dir.path + "/elsewhere", hook = dir.path + "/hook";

@@ -101,15 +101,15 @@ Expected<std::string> take_flight_record(const std::string& dir, pid_t pid,
   if (::lstat(fifo.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return make_error(no_hook);
   ::unlink(record.c_str());  // an earlier look's, never read as this one's
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string stopped =
+      "pid " + std::to_string(pid) + " is stopped (a SIGSTOP or a debugger): it cannot answer";
   int fd = -1;
   // ENXIO: nobody reads it yet (the hook's thread is starting, or between
   // two answers): again, up to the deadline.
   while ((fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)) < 0) {
     if (errno != ENXIO) return make_error(no_hook);
     if (std::chrono::steady_clock::now() >= deadline)
-      return make_error(is_stopped(pid) ? "pid " + std::to_string(pid) +
-                                              " is stopped (a SIGSTOP or a debugger): it cannot "
-                                              "answer"
+      return make_error(is_stopped(pid) ? stopped
                                         : "pid " + std::to_string(pid) +
                                               "'s flight-recorder hook is not listening");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -119,9 +119,15 @@ Expected<std::string> take_flight_record(const std::string& dir, pid_t pid,
   if (!asked) return make_error("pid " + std::to_string(pid) + " ended before it could answer");
   for (;;) {
     if (::lstat(record.c_str(), &st) == 0 && S_ISREG(st.st_mode)) break;
+    // Stopped now, it cannot answer, whatever the FIFO said: a stop that
+    // came while the hook's thread sat in its open still counts that thread
+    // a reader until the thread itself takes the stop (the main thread's
+    // 'T' can come first), so the poke went in and nobody will read it.
     if (std::chrono::steady_clock::now() >= deadline)
-      return make_error("pid " + std::to_string(pid) + " did not answer within " +
-                        seconds_words(timeout) + " (stopped, or holding the GIL)");
+      return make_error(is_stopped(pid)
+                            ? stopped
+                            : "pid " + std::to_string(pid) + " did not answer within " +
+                                  seconds_words(timeout) + " (stopped, or holding the GIL)");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (static_cast<std::uintmax_t>(st.st_size) > kMaxRecordBytes)
