@@ -144,10 +144,11 @@ class EchoWriter {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing and drained
-        // What queued meanwhile, in one write (up to 1 MB).
+        // Small chunks that queued meanwhile in one write (8,000 ranks' first
+        // lines at a restart); a big one goes alone, not copied again.
         text = std::move(queue_.front());
         queue_.pop_front();
-        while (!queue_.empty() && text.size() + queue_.front().size() <= (1u << 20)) {
+        while (!queue_.empty() && text.size() + queue_.front().size() <= (64u << 10)) {
           text += queue_.front();
           queue_.pop_front();
         }
