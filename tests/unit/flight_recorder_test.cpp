@@ -240,6 +240,21 @@ TEST(FlightRecorderHook, AProcessThatCannotAnswerIsSaidToNotHaveAnswered) {
                              " did not answer within 0.5 s (stopped, or holding the GIL)");
 }
 
+// SIGSTOP to `pid`, then its state once it shows the stop ('T'), or after
+// 5 s whatever it shows.
+char stop_process(pid_t pid) {
+  ::kill(pid, SIGSTOP);
+  auto state = [&] {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto s = parse_proc_stat(line);
+    return s ? s->state : '?';
+  };
+  for (int i = 0; i < 500 && state() != 'T'; ++i) std::this_thread::sleep_for(10ms);
+  return state();
+}
+
 // A stopped rank (SIGSTOP, a debugger): said so, and asked again once it
 // goes on, it answers.
 TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedAndAnswersOnceItGoesOn) {
@@ -250,16 +265,7 @@ TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedAndAnswersOnceItGoesOn)
          {"PYTHONPATH=" + hook, "ATL_FLIGHT_RECORDER_DIR=" + hook}, dir.path + "/out");
   ASSERT_TRUE(wait_for(hook + "/" + std::to_string(p.pid) + ".fifo"));
   ASSERT_TRUE(take_flight_record(hook, p.pid, 5s));
-  ::kill(p.pid, SIGSTOP);
-  auto state = [&] {
-    std::ifstream in("/proc/" + std::to_string(p.pid) + "/stat");
-    std::string line;
-    std::getline(in, line);
-    auto s = parse_proc_stat(line);
-    return s ? s->state : '?';
-  };
-  for (int i = 0; i < 500 && state() != 'T'; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(state(), 'T');
+  ASSERT_EQ(stop_process(p.pid), 'T');
   auto got = take_flight_record(hook, p.pid, 300ms);
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error(), "pid " + std::to_string(p.pid) +
@@ -278,16 +284,7 @@ TEST(FlightRecorderHook, AStoppedProcessIsSaidToBeStoppedEvenWhereItsFifoStillCo
   TempDir dir;
   Proc p({"/bin/sleep", "60"}, {}, dir.path + "/out");
   ASSERT_GT(p.pid, 0);
-  ::kill(p.pid, SIGSTOP);
-  auto state = [&] {
-    std::ifstream in("/proc/" + std::to_string(p.pid) + "/stat");
-    std::string line;
-    std::getline(in, line);
-    auto s = parse_proc_stat(line);
-    return s ? s->state : '?';
-  };
-  for (int i = 0; i < 500 && state() != 'T'; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(state(), 'T');
+  ASSERT_EQ(stop_process(p.pid), 'T');
   const std::string fifo = dir.path + "/" + std::to_string(p.pid) + ".fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);

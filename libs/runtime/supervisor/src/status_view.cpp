@@ -95,6 +95,7 @@ void pod_view(JsonOut& out, const Supervisor& sup, const std::string& pod, const
   const NodeInfo* info = nullptr;
   if (const auto* joined = registry.find(pod)) info = &joined->info;
   const std::string* machine = registry.machine_of(pod);
+  const bool tainted = machine && taints.tainted(*machine);
   // Members in name order, as the tree's dump wrote them.
   if (info) {
     out.member("address", info->address).member("cpus", info->cpus).member("gpus", info->gpus);
@@ -104,7 +105,6 @@ void pod_view(JsonOut& out, const Supervisor& sup, const std::string& pod, const
   }
   out.member("name", pod);
   if (machine) {
-    const bool tainted = taints.tainted(*machine);
     out.member("node", *machine)
         .member("role", tainted  ? "quarantined"
                         : active ? "active"
@@ -112,7 +112,7 @@ void pod_view(JsonOut& out, const Supervisor& sup, const std::string& pod, const
   }
   if (info) out.member("shm", info->shm);
   out.member("state", standing);
-  if (machine) out.member("tainted", taints.tainted(*machine));
+  if (machine) out.member("tainted", tainted);
   out.end_object();
 }
 
