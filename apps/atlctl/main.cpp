@@ -280,19 +280,30 @@ int cmd_status(SupervisorClient& client, const po::variables_map& vm) {
   if (vm.count("watch")) {
     if (as_json) die(kExitUsage, "status: --watch prints lines as the state changes, not JSON");
     // kubectl get -w: a line (with -v its details) each time the state
-    // changes; done once the job has ended.
+    // changes, every change however short (the head holds the request until
+    // the next one: StateFeed); done once the job has ended.
+    constexpr std::int64_t kHeld = 10'000;  // ms the head holds a watch with nothing new
+    std::uint64_t seen = 0;
     std::string last;
     for (;;) {
-      const std::string now = client.text_or_die(caf::make_message(atl::status_atom::value));
-      if (now != last) {
+      const Answer a = client.answer_or_die(caf::make_message(atl::StateWatch{seen, kHeld}),
+                                            std::chrono::milliseconds(kHeld + 10'000));
+      if (a.code != 0) die(kExitFailed, "status: " + a.text);
+      std::istringstream changes(a.text);
+      changes >> seen;
+      for (std::string now; changes >> now;) {
+        if (now == "missed") {  // more changes than the head keeps came between two asks
+          changes >> now;
+          continue;
+        }
+        if (now == last) continue;
         std::cout << "Job status:  " << now << std::endl;
         if (wide)
           print_details(
               nlohmann::json::parse(client.text_or_die(caf::make_message(atl::info_atom::value))));
         last = now;
+        if (now == "succeeded" || now == "failed") return kExitOk;
       }
-      if (now == "succeeded" || now == "failed") return kExitOk;
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
   }
   if (as_json) {

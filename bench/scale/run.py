@@ -28,6 +28,7 @@ Usage: bench/scale/run.py [--sizes 10,100,300,1000,2000,4000] [--per-process N]
 import argparse
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -144,15 +145,28 @@ class Job:
             t0 = time.time()
             act()
             if watch is not None:
+                # Each change however short is printed (the head holds the
+                # watch until the next); still, a line that never comes ends
+                # the wait at `timeout`, and the full status decides.
+                lines = queue.Queue()
+
+                def read():
+                    for x in watch.stdout:
+                        lines.put(x)
+                threading.Thread(target=read, daemon=True).start()
                 left = False
-                for line in watch.stdout:
+                while time.time() - t0 < timeout:
+                    try:
+                        line = lines.get(timeout=1.0)
+                    except queue.Empty:
+                        if watch.poll() is not None:
+                            break
+                        continue
                     if "Job status:" not in line:
                         continue
                     if "command" not in line:
                         left = True
                     elif left:
-                        break
-                    if time.time() - t0 > timeout:
                         break
             self.wait_all_running(attempt=attempt, timeout=timeout)
             took = time.time() - t0

@@ -70,6 +70,51 @@ def test_status_takes_kubectls_output_and_watch_flags():
         c.stop()
 
 
+def test_status_watch_prints_every_change_however_short():
+    # A watch that polled every 250 ms missed states shorter than that: a
+    # restart of 1,000 pods spends ~0.25 s in `restarting`, and a script
+    # waiting for it to leave `command` waited forever. `atlctl stop` then
+    # `atlctl recover` at once leaves debugStop for a few milliseconds: each
+    # of three must be printed.
+    import select
+    import time
+    from conftest import Cluster
+    c = Cluster(1, mode="spmd", entrypoint="exec sleep 600")
+    watch = None
+    try:
+        assert c.wait_for("initializing -> command"), c.output()
+        watch = subprocess.Popen([os.path.join(BIN, "atlctl"), "status", "-w"], env=c.env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        lines, buf = [], b""
+
+        def read_lines(count, timeout=30):
+            nonlocal buf
+            deadline = time.time() + timeout
+            while len(lines) < count and time.time() < deadline:
+                if select.select([watch.stdout], [], [], 0.2)[0]:
+                    got = os.read(watch.stdout.fileno(), 4096)
+                    if not got:
+                        break
+                    buf += got
+                    *whole, buf = buf.split(b"\n")
+                    lines.extend(w.decode() for w in whole)
+            return lines
+
+        assert read_lines(1) == ["Job status:  command"], (lines, c.output())
+        for _ in range(3):
+            c.atlctl("stop")
+            c.atlctl("recover")
+        expected = ["Job status:  command"] + ["Job status:  debugStop",
+                                               "Job status:  command"] * 3
+        assert read_lines(len(expected)) == expected, (lines, c.output())
+        assert watch.poll() is None  # the job runs on: so does the watch
+    finally:
+        if watch is not None:
+            watch.kill()
+            watch.wait()
+        c.stop()
+
+
 def test_a_workernode_says_every_10_s_whom_it_waits_for():
     import socket
     with socket.socket() as s:  # a port nothing listens on

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "atl/gpu/rendezvous.hpp"
 #include "atl/supervisor/status_view.hpp"
@@ -57,6 +58,44 @@ TEST(Supervisor, PodsJoinArePreflightedAndTheRanksLaunchOnTheActivePods) {
   std::set<std::int64_t> beaten;
   for (const auto& b : h.out.all<effect::Heartbeat>()) beaten.insert(b.agent.value);
   EXPECT_EQ(beaten, (std::set<std::int64_t>{1, 2, 3}));
+}
+
+TEST(Supervisor, AStatusWatchIsHeldUntilTheStateChangesAndHearsEveryChange) {
+  Head h(spmd_spec(2, 0));
+  int kept = 0;
+  auto keep = [&] { return ReplyId(++kept + 200); };
+  auto now = h.sup->on(StateWatch{0, 10'000}, keep);
+  ASSERT_TRUE(now.has_value()) << "a new watch hears the state now";
+  std::istringstream first(now->text);
+  std::uint64_t seen = 0;
+  std::string state;
+  first >> seen >> state;
+  EXPECT_EQ(state, std::string(to_string(h.sup->state())));
+  // Up to date: held, with a deadline, until the job moves.
+  ASSERT_FALSE(h.sup->on(StateWatch{seen, 10'000}, keep));
+  h.to_command(2);
+  auto heard = h.out.take<Answer>();
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].reply, 201u);
+  EXPECT_EQ(heard[0].text.substr(heard[0].text.find(' ')), " initializing")
+      << "answered at the first change, the rest left for its next ask";
+  auto rest = h.sup->on(StateWatch{seen + 1, 10'000}, keep);
+  ASSERT_TRUE(rest.has_value());
+  EXPECT_EQ(rest->text, std::to_string(seen + 2) + " command");
+  // A stop and a recover in the same instant: both changes, in order.
+  ASSERT_FALSE(h.sup->on(StateWatch{seen + 2, 10'000}, keep));
+  ASSERT_EQ(h.sup->begin_stop().code, ReplyCode::ok);
+  for (int i = 0; i < 2; ++i) h.end_ranks_on(pod_name(i), 15);
+  ASSERT_EQ(h.sup->state(), JobState::debugStop);
+  heard = h.out.take<Answer>();
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].text, std::to_string(seen + 3) + " debugStop");
+  // Nothing changes: the deadline answers with nothing new.
+  ASSERT_FALSE(h.sup->on(StateWatch{seen + 3, 10'000}, keep));
+  h.advance(10s);
+  heard = h.out.take<Answer>();
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].text, std::to_string(seen + 3));
 }
 
 TEST(Supervisor, ANamedActorsCallersAreAnsweredOnceAndAtOnceWhenItsHostGoes) {

@@ -56,3 +56,16 @@ TEST(WaiterSet, TakeAllAbandonsEveryone) {
   EXPECT_FALSE(s.expire(c).has_value());
   EXPECT_TRUE(s.take(1).empty());
 }
+
+TEST(WaiterSet, TakeAllWithKeysSaysWhatEachWaitedForOldestFirst) {
+  Set s;
+  s.add(2, "a");
+  WaiterId b = s.add(1, "b");
+  s.add(2, "c");
+  using Pair = std::pair<int, std::string>;
+  EXPECT_EQ(s.take_all_with_keys(), (std::vector<Pair>{{2, "a"}, {1, "b"}, {2, "c"}}));
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_EQ(s.waiting_for(2), 0u);
+  EXPECT_FALSE(s.expire(b).has_value());  // its timer later finds nothing
+  EXPECT_TRUE(s.take_all_with_keys().empty());
+}

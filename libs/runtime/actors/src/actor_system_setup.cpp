@@ -36,6 +36,7 @@ void add_atl_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<GroupRemove>("atl::GroupRemove");
   cfg.add_message_type<TaskWait>("atl::TaskWait");
   cfg.add_message_type<TaskKill>("atl::TaskKill");
+  cfg.add_message_type<StateWatch>("atl::StateWatch");
   cfg.add_message_type<ActorCall>("atl::ActorCall");
   cfg.add_message_type<ActorClose>("atl::ActorClose");
   cfg.add_message_type<StackRequest>("atl::StackRequest");

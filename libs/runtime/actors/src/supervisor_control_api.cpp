@@ -33,7 +33,7 @@ caf::message_handler control_api(Actor* self) {
       [self](figures_atom, std::int32_t run) { return answer(run_figures(*self->state.sup, run)); },
       [self](dashboard_atom) { return answer(dashboard_answer(*self->state.sup)); },
   }
-      .or_else(kept<Result, StopWait, Recover, Diagnose>(self))
+      .or_else(kept<Result, StopWait, Recover, Diagnose, StateWatch>(self))
       .or_else(kept<RunResult, RunCommand, RunWait, NodeToolRequest>(self))
       .or_else(at_once<DeletePods>(self));
 }

@@ -26,6 +26,7 @@ Supervisor::Supervisor(SupervisorSettings settings, const Clock& clock, Outbox& 
       pods_(settings_.job.job_id, expected_pods(settings_.job), settings_.job.heartbeat,
             settings_.tick),
       controller_({settings_.job, settings_.linger}, this),
+      feed_(std::string(to_string(controller_.state()))),
       hang_(settings_.clock_ticks),
       tasks_(settings_.finished_kept),
       runs_(settings_.finished_kept),
@@ -603,7 +604,34 @@ void Supervisor::crashed(const std::string& reason) {
 
 void Supervisor::print(const std::string& line) { out_.put(effect::Print{line}); }
 void Supervisor::save(os::JobRecord record) { out_.put(effect::Save{std::move(record)}); }
-void Supervisor::add_event(const TimelineEvent& event) { out_.put(effect::AddEvent{event}); }
+void Supervisor::add_event(const TimelineEvent& event) {
+  out_.put(effect::AddEvent{event});
+  if (event.kind == "state") {  // a change of the job's state (JobController::apply)
+    FeedEffects out;
+    feed_.changed(std::string(to_string(state())), out);
+    perform(std::move(out));
+  }
+}
+
+// --- status -w ---------------------------------------------------------------------
+
+std::optional<Answer> Supervisor::on(const StateWatch& request, const Keep& keep) {
+  if (auto now = feed_.answer_now(request.seen, request.timeout_ms)) return now;
+  FeedEffects out;
+  feed_.await(request.seen, keep(), Millis(request.timeout_ms), out);
+  perform(std::move(out));
+  return std::nullopt;
+}
+
+void Supervisor::perform(FeedEffects effects) {
+  for (auto& e : effects) {
+    if (auto* a = std::get_if<Answer>(&e)) {
+      out_.put(std::move(*a));
+    } else if (auto* w = std::get_if<ArmWaitTimer>(&e)) {
+      out_.put(effect::ArmWait{kStateWatchTimer, w->waiter, w->after});
+    }
+  }
+}
 void Supervisor::reset_journal() { out_.put(effect::ResetJournal{}); }
 
 void Supervisor::arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) {

@@ -598,6 +598,9 @@ void Supervisor::abandon_owed(const std::string& why) {
   course_.abandon(why, debug_view(), out);
   perform(std::move(out));
   abandon_tasks(why);
+  FeedEffects watches;  // status -w hears the feed as it is (the job's end is in it)
+  feed_.abandon(watches);
+  perform(std::move(watches));
   for (ReplyId reply : named_.take_all_pending()) out_.put(Answer{reply, ReplyCode::failed, why});
   for (auto& purpose : looks_.take_all())
     if (auto* d = std::get_if<DiagnoseLook>(&purpose))

@@ -396,6 +396,10 @@ bool Supervisor::wait_expired(std::int32_t kind, WaiterId waiter) {
     TaskEffects out;
     tasks_.on_wait_timer(waiter, out);
     perform(std::move(out));
+  } else if (kind == kStateWatchTimer) {
+    FeedEffects out;
+    feed_.on_wait_timer(waiter, out);
+    perform(std::move(out));
   } else if (kind == kRunWaitTimer) {
     DebugEffects out;
     course_.on_run_wait_timer(waiter, debug_view(), out);

@@ -53,6 +53,9 @@ void settle_outcome(std::promise<int>& outcome, int code);
 // Messages it takes (besides the workers' and executors'):
 //   (start_atom, uint16 port)  once published: starts the ready timeout
 //   (status_atom) -> string     the state name, as `atlctl status` prints it
+//   (StateWatch) -> (int32, string)  status -w: the state changes after the
+//                               watch's last (StateFeed's text), at once or held
+//                               until the next change or the request's timeout
 //   (info_atom) -> string       JSON: state, pods, ranks, failure reason
 //   (info_atom, StatusPage) -> string  the same with a page of the ranks, pods and
 //                               runs (limit < 0: all); counts and totals always whole

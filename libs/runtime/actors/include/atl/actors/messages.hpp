@@ -201,6 +201,11 @@ typename Inspector::result_type inspect(Inspector& f, TaskWait& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StateWatch& x) {
+  return f(caf::meta::type_name("atl::StateWatch"), x.seen, x.timeout_ms);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TaskKill& x) {
   return f(caf::meta::type_name("atl::TaskKill"), x.task);
 }

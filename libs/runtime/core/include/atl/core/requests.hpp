@@ -97,6 +97,10 @@ struct TaskWait {  // until task `task` ends (0 ms: its state now)
 struct TaskKill {
   std::int32_t task = 0;
 };
+struct StateWatch {  // status -w: the job's state changes after change `seen` (0: none seen)
+  std::uint64_t seen = 0;
+  std::int64_t timeout_ms = 0;  // held at most this long when none is new
+};
 struct ActorCall {  // a named actor's call: its host's answer, within `timeout_ms`
   std::string name;
   std::string bytes;

@@ -57,6 +57,7 @@
 #include "atl/supervisor/refusal.hpp"
 #include "atl/supervisor/settings.hpp"
 #include "atl/supervisor/stack_looks.hpp"
+#include "atl/supervisor/state_feed.hpp"
 #include "atl/supervisor/task_course.hpp"
 #include "atl/supervisor/task_restarts.hpp"
 #include "atl/supervisor/terminal_book.hpp"
@@ -128,6 +129,7 @@ enum TimerKind : std::int32_t {
   kRunDeadlineTimer,     // a burn or check ran past its deadline (arg: the run)
   kSecondLookTimer,      // a suspect job's stacks are looked at again (arg: the attempt)
   kTaskRestartTimer,     // a detached task's chain starts again (arg: its first task)
+  kStateWatchTimer,      // a status -w long poll is due an answer (expire_atom: its waiter)
 };
 static_assert(kJobTimerCount < kDebugStopTimer);
 
@@ -392,6 +394,10 @@ class Supervisor final : private JobEffects {
   void await_group(std::int64_t id, ReplyId reply, Millis timeout);
   // pg_wait as one call: answered now, or kept to `keep()`'s reply (called only then).
   std::optional<Answer> on(const GroupWait& request, const Keep& keep);
+  // status -w: the state changes after the watch's last, now, or kept as
+  // `keep()`'s reply until the next change or its timeout.
+  std::optional<Answer> on(const StateWatch& request, const Keep& keep);
+  const StateFeed& state_feed() const { return feed_; }
   Answer on(const GroupRemove& request);
   std::string cluster_json() const;
   const PlacementBook& groups() const { return groups_; }
@@ -451,7 +457,8 @@ class Supervisor final : private JobEffects {
   using BurnFigures = std::map<std::tuple<std::string, int, std::string, std::string>, double>;
   const BurnFigures& burn_figures() const { return burn_figures_; }
 
-  // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer, kRunWaitTimer); false: not its.
+  // A long poll's deadline (kGroupWaitTimer, kTaskWaitTimer, kRunWaitTimer,
+  // kStateWatchTimer); false: not its.
   bool wait_expired(std::int32_t kind, WaiterId waiter);
 
   // --- the job's named actors (hosted by any of its processes, called through here) ---
@@ -550,6 +557,7 @@ class Supervisor final : private JobEffects {
             const std::vector<std::int32_t>& no_stop);
   void looked(LookPurpose purpose, std::vector<StackReport> reports);
   void perform(TaskEffects effects);
+  void perform(FeedEffects effects);
   void perform(PlacementEffects effects);
   // Placement: the joined pods as it sees them, and why it is refused (empty: it is not).
   std::vector<PlacementNode> placement_nodes() const;
@@ -607,6 +615,8 @@ class Supervisor final : private JobEffects {
   // The job's course: lifecycle, restart budget, taints, the active pods,
   // the timeline, the ending. It reaches the rest through this.
   JobController controller_;
+  // Its state changes, for status -w (after controller_: it starts from its state).
+  StateFeed feed_;
   // User code: each stream's launch, the ranks of the current attempt.
   UserCode code_;
   // The pre-flight round under way (dropped when moot), and the latest round's id.

@@ -59,6 +59,15 @@ class WaiterSet {
     return out;
   }
 
+  // Every waiter with what it waits for, oldest first (each answered by it).
+  std::vector<std::pair<Key, Reply>> take_all_with_keys() {
+    std::vector<std::pair<Key, Reply>> out;
+    for (auto& [id, entry] : by_id_) out.emplace_back(std::move(entry.key), std::move(entry.reply));
+    by_id_.clear();
+    by_key_.clear();
+    return out;
+  }
+
   std::size_t size() const { return by_id_.size(); }
   std::size_t waiting_for(const Key& key) const { return by_key_.count(key); }
 
