@@ -65,3 +65,41 @@ TEST(LineChunker, TakePartialHandsOverAnUnfinishedLineAsItIs) {
   EXPECT_EQ(rest.data, "\r100%\n");
   EXPECT_EQ(rest.lines, 1);
 }
+
+TEST(LineChunker, ABufferHandedOverWholeKeepsItsUnfinishedLineAndReadsOn) {
+  // A pump's read: thousands of lines and the start of the next, straight
+  // into the chunker; the chunk takes the buffer itself, the rest stays.
+  atl::os::LineChunker c;
+  std::string lines;
+  for (int i = 0; i < 3000; ++i) lines += "line " + std::to_string(i) + "\n";
+  const std::string read = lines + "unfin";
+  char* into = c.prepare(read.size() + 4096);
+  std::copy(read.begin(), read.end(), into);
+  c.commit(read.size());
+  auto chunk = c.take(1 << 20);
+  EXPECT_EQ(chunk.data, lines);
+  EXPECT_EQ(chunk.lines, 3000);
+  EXPECT_EQ(c.buffered_bytes(), 5u);
+  EXPECT_EQ(c.complete_bytes(), 0u);
+  into = c.prepare(64);
+  const std::string more = "ished\nnext\n";
+  std::copy(more.begin(), more.end(), into);
+  c.commit(more.size());
+  auto next = c.take(1 << 20);
+  EXPECT_EQ(next.data, "unfinished\nnext\n");
+  EXPECT_EQ(next.lines, 2);
+  EXPECT_EQ(c.buffered_bytes(), 0u);
+}
+
+TEST(LineChunker, ACutChunkCountsItsOwnLinesAndLeavesTheRestCounted) {
+  atl::os::LineChunker c;
+  std::string lines;
+  for (int i = 0; i < 100; ++i) lines += "0123456789\n";  // 11 bytes each
+  c.feed(lines);
+  auto first = c.take(11 * 40 + 5);
+  EXPECT_EQ(first.data.size(), 11u * 40);
+  EXPECT_EQ(first.lines, 40);
+  auto second = c.take(1 << 20);
+  EXPECT_EQ(second.lines, 60);
+  EXPECT_EQ(first.data + second.data, lines);
+}

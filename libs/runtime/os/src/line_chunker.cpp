@@ -59,11 +59,23 @@ LineChunk LineChunker::take(size_t max_bytes) {
     if (cut == std::string::npos) cut = buffer_.find('\n');
     end = cut + 1;
     lines = 0;
-    for (size_t i = 0; i < end; ++i) lines += buffer_[i] == '\n';
+    for (const char* p = buffer_.data();
+         (p = static_cast<const char*>(std::memchr(p, '\n', buffer_.data() + end - p))); ++p)
+      ++lines;
   }
-  chunk.data.assign(buffer_, 0, end);
+  if (end >= buffer_.size() - end) {
+    // The chunk is most of the buffer (a fast writer's read): the buffer
+    // itself goes, only what follows it is copied (it was the other way
+    // round: a copy of every byte of output on the pump's thread).
+    std::string rest(buffer_, end);
+    buffer_.resize(end);
+    chunk.data = std::move(buffer_);
+    buffer_ = std::move(rest);
+  } else {
+    chunk.data.assign(buffer_, 0, end);
+    buffer_.erase(0, end);
+  }
   chunk.lines = static_cast<int>(lines);
-  buffer_.erase(0, end);
   complete_end_ -= end;
   complete_lines_ -= lines;
   scan_from_ -= end;
