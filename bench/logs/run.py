@@ -3,8 +3,10 @@
 (worker -> head over TCP -> rank-0.log and the head's stdout) against the same
 command writing straight to a new file (as atl's log is: never an overwrite,
 which costs the old file's truncation inside the timed region). Checks that
-no line is lost; records the CPU atl spends beyond the writer's per MB, and
-the load before each timed command.
+no line is lost; records the CPU atl spends beyond the writer's per MB, the
+load before each timed command, and a job of `true` timed the same way (what
+each atl row carries besides the bytes: the processes' start, TLS,
+registration, the end).
 
 Usage: bench/logs/run.py [--mb 200] [--runs 9] [--out bench/results/logs.md]
 """
@@ -74,6 +76,22 @@ def through_atl(cmd, tmp, run, tls=True):
     return took, n, cpu
 
 
+def empty_job(tmp, run, tls=True):
+    """A job of `true`: the head's and the worker's start, the TLS and
+    registration, the end (what every atl row carries besides the bytes)."""
+    state = os.path.join(tmp, f"empty-{run}-{'tls' if tls else 'plain'}")
+    argv = [common.binary("headnode"), "--port", "0", "--workers", "1",
+            "--local-workers", "1", "--state-dir", state]
+    if not tls:
+        argv.append("--insecure")
+    t0 = time.time()
+    subprocess.run(argv + ["--", "true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=True)
+    took = time.time() - t0
+    shutil.rmtree(state)
+    return took
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200)
@@ -84,6 +102,7 @@ def main():
     cmd = generator(lines)
     d_times, a_times, p_times = [], [], []
     d_cpu, a_cpu, p_cpu, loads = [], [], [], []
+    e_tls, e_plain = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for run in range(args.runs):
             loads.append(os.getloadavg()[0])
@@ -98,12 +117,15 @@ def main():
                     raise SystemExit(f"atl lost lines: {n} of {lines}")
                 times.append(took)
                 cpus.append(cpu)
+            e_tls.append(empty_job(tmp, run, True))
+            e_plain.append(empty_job(tmp, run, False))
             print(f"direct {d_times[-1]:.2f} s, atl TLS {a_times[-1]:.2f} s, "
                   f"atl --insecure {p_times[-1]:.2f} s", flush=True)
     d, a, p = common.median(d_times), common.median(a_times), common.median(p_times)
     ratios = sorted(x / y for x, y in zip(a_times, d_times))
     plain_ratios = sorted(x / y for x, y in zip(p_times, d_times))
     mb = lines * LINE_BYTES / 1e6
+    et, ep = common.median(e_tls), common.median(e_plain)
     # CPU seconds atl spent beyond the writer's own, per MB (ms/MB).
     over = lambda cpus: common.median([(c - w) / mb * 1000 for c, w in zip(cpus, d_cpu)])
     report = [
@@ -130,6 +152,12 @@ def main():
         f"(issue 46: <= 1.2x and <= 1.05x); per-run ratios with TLS "
         f"{ratios[0]:.2f}x to {ratios[-1]:.2f}x, --insecure {plain_ratios[0]:.2f}x to "
         f"{plain_ratios[-1]:.2f}x (file writes to a shared disk make single runs noisy).",
+        "",
+        f"A job of `true` the same way (start, TLS, registration, pre-flight, end; in the "
+        f"same loop): {et * 1000:.0f} ms with TLS, {ep * 1000:.0f} ms --insecure, "
+        f"{et / d:.2f}x / {ep / d:.2f}x of the direct write on their own. Without them the "
+        f"bytes' path is {(a - et) / d:.2f}x (TLS) and {(p - ep) / d:.2f}x (--insecure) "
+        f"of the direct write.",
     ]
     with open(args.out, "w") as f:
         f.write("\n".join(report) + "\n")
