@@ -76,6 +76,22 @@ def host_pid(pod, pid):
     raise AssertionError("no process %d in pod %s" % (pid, pod))
 
 
+def workernode_of(pod):
+    """The host's pid of local pod `pod`'s newest workernode process."""
+    newest, found = -1, None
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+            started = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[19])
+        except (OSError, ValueError, IndexError):
+            continue
+        if os.path.basename(args[0]) == b"workernode" and pod.encode() in args and \
+                started > newest:
+            newest, found = started, int(entry)
+    assert found, f"no workernode of pod {pod}"
+    return found
+
+
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
                  nproc_per_node=1, local_workers=None, job_id=None, own_home=False,

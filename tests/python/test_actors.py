@@ -12,7 +12,7 @@ import time
 import pytest
 
 import atl
-from conftest import ROOT, connected_cluster, host_pid
+from conftest import ROOT, connected_cluster, host_pid, workernode_of
 
 
 @pytest.fixture
@@ -129,29 +129,13 @@ def test_kill_from_a_driver_that_did_not_start_it(fast_heartbeats):
         atl.get(a.pid.remote(), timeout=60)
 
 
-def _workernode_of(pod):
-    """The host's pid of local pod `pod`'s newest workernode process."""
-    newest, found = -1, None
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            args = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
-            started = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[19])
-        except (OSError, ValueError, IndexError):
-            continue
-        if os.path.basename(args[0]) == b"workernode" and pod.encode() in args and \
-                started > newest:
-            newest, found = started, int(entry)
-    assert found, f"no workernode of pod {pod}"
-    return found
-
-
 def test_a_detached_actor_comes_back_when_its_pod_is_deleted_with_sigterm(fast_heartbeats):
     # The pod deleted as Kubernetes deletes one (its workernode SIGTERMed):
     # the head starts the detached actor again (Ray's GCS would), on a pod
     # in the job; calls find the new process; atl.kill ends it for good.
     a = Pid.options(name="survivor", lifetime="detached", max_restarts=-1).remote()
     pod, pid = atl.get(a.host_pid.remote(), timeout=60)
-    os.kill(_workernode_of(pod), signal.SIGTERM)
+    os.kill(workernode_of(pod), signal.SIGTERM)
     deadline = time.monotonic() + 60
     while True:
         try:

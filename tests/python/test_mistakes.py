@@ -75,11 +75,13 @@ def test_status_watch_prints_every_change_however_short():
     # restart of 1,000 pods spends ~0.25 s in `restarting`, and a script
     # waiting for it to leave `command` waited forever. `atlctl stop` then
     # `atlctl recover` at once leaves debugStop for a few milliseconds: each
-    # of three must be printed.
+    # of three must be printed; so must a pod's eviction's restart.
     import select
+    import signal
     import time
-    from conftest import Cluster
-    c = Cluster(1, mode="spmd", entrypoint="exec sleep 600")
+    from conftest import Cluster, workernode_of
+    c = Cluster(1, mode="spmd", entrypoint="exec sleep 600", local_workers=2,
+                extra=("--spare-workers", "1"))
     watch = None
     try:
         assert c.wait_for("initializing -> command"), c.output()
@@ -106,6 +108,15 @@ def test_status_watch_prints_every_change_however_short():
             c.atlctl("recover")
         expected = ["Job status:  command"] + ["Job status:  debugStop",
                                                "Job status:  command"] * 3
+        assert read_lines(len(expected)) == expected, (lines, c.output())
+        # The active pod deleted as Kubernetes deletes one (its workernode
+        # SIGTERMed): the spare takes its place, the job restarts in well
+        # under a poll's period, and the watch says so.
+        active = [p["name"] for p in json.loads(c.atlctl("status", "--json").stdout)["pods"]
+                  if p.get("role") == "active"]
+        assert len(active) == 1, c.output()
+        os.kill(workernode_of(active[0]), signal.SIGTERM)
+        expected += ["Job status:  restarting", "Job status:  command"]
         assert read_lines(len(expected)) == expected, (lines, c.output())
         assert watch.poll() is None  # the job runs on: so does the watch
     finally:
