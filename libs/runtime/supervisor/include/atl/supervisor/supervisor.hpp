@@ -397,7 +397,6 @@ class Supervisor final : private JobEffects {
   // status -w: the state changes after the watch's last, now, or kept as
   // `keep()`'s reply until the next change or its timeout.
   std::optional<Answer> on(const StateWatch& request, const Keep& keep);
-  const StateFeed& state_feed() const { return feed_; }
   Answer on(const GroupRemove& request);
   std::string cluster_json() const;
   const PlacementBook& groups() const { return groups_; }
