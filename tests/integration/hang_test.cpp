@@ -663,16 +663,19 @@ TEST(HangWatchJobs, RanksComputingInSilenceAreSuspectButNeverRestarted) {
   // Each rank computes a little every 10 ms and prints nothing after its
   // first line: three timeouts of silence. Three ranks: a look at their
   // stacks catches them at different places (summing, asleep), which the
-  // second look must not confirm.
+  // second look must not confirm. "A little" is 0.5 ms of CPU time per
+  // round (~5% of a core) whatever the machine's speed: a fixed sum was
+  // ~1% of a core on a faster CPU, the watch's own bar for working, and the
+  // job was judged hung in 2 of 3 runs there.
   std::vector<std::string> env;
   std::string no_py_spy;  // without it gdb's native stacks are the evidence
   if (auto path = path_with_py_spy(c, no_py_spy); !path.empty()) env.push_back(path);
-  auto& head =
-      c.start_head({"--workers", "3", "--local-workers", "3", "--hang-timeout", "2s", "--",
-                    "echo up; exec "
-                    "/usr/bin/python3 -c 'import time\nwhile True:\n    sum(range(20000)); "
-                    "time.sleep(0.01)'"},
-                   env);
+  auto& head = c.start_head({"--workers", "3", "--local-workers", "3", "--hang-timeout", "2s", "--",
+                             "echo up; exec /usr/bin/python3 -c 'import time\nwhile True:\n"
+                             "    t = time.process_time()\n"
+                             "    while time.process_time() - t < 0.0005: sum(range(1000))\n"
+                             "    time.sleep(0.01)'"},
+                            env);
   ASSERT_TRUE(c.wait_for_output(head, "[rank 2] up")) << c.output(head);
   ASSERT_TRUE(wait_for_event(c, "job suspect", std::chrono::seconds(20))) << c.output(head);
   std::this_thread::sleep_for(std::chrono::seconds(6));  // three more timeouts of silence
