@@ -112,12 +112,12 @@ Expected<std::unique_ptr<os::ChildProcess>> LocalPods::spawn(Pod& pod, int gener
 }
 
 Status LocalPods::start() {
-  auto gate = os::StartGate::make();
+  auto gate = os::StartGate::make(config_.pod_names.size());
   if (!gate) return Error{gate.error()};
   gate_ = std::move(gate).value();
   for (size_t i = 0; i < config_.pod_names.size(); ++i) {
     Pod pod{config_.pod_names[i], static_cast<int>(i), nullptr, {}, 1, {}};
-    auto child = spawn(pod, 1, gate_->pod_end());
+    auto child = spawn(pod, 1, gate_->pod_end(i));
     if (!child) {
       for (auto& p : pods_) {
         p.process->signal(SIGKILL);
@@ -130,17 +130,18 @@ Status LocalPods::start() {
     pod.process = std::move(child).value();
     pods_.push_back(std::move(pod));
   }
-  gate_->close_pod_end();
+  gate_->close_pod_ends();
   // The first pods were spawned by this thread (main, which outlives them);
   // the watcher spawns the recreated ones and reaps them all before it ends.
   watcher_ = std::thread([this] { watch(); });
   return Ok{};
 }
 
-void LocalPods::open_gate() {
-  if (!gate_) return;
+std::vector<int> LocalPods::open_gate() {
+  if (!gate_) return {};
   gate_->open();
   gate_opened_ = true;
+  return gate_->take_lines();
 }
 
 void LocalPods::watch() {

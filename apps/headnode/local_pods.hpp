@@ -48,8 +48,10 @@ class LocalPods {
   // a start gate (start_gate.hpp) until open_gate: they may start before the
   // head listens on head_address (its port held by a PortReservation).
   Status start();
-  // The head listens: the pods waiting connect.
-  void open_gate();
+  // The head listens: the pods waiting go on. Hands back each pod's line
+  // (os/start_gate.hpp), the head's end, in pod order (-1: that pod is gone),
+  // for the caller to serve (actors/pod_line.hpp) or close.
+  std::vector<int> open_gate();
 
   // Stops recreating, waits (bounded) for every pod to exit, kills the rest.
   void stop_and_reap(std::chrono::milliseconds timeout = std::chrono::seconds(15));

@@ -23,6 +23,7 @@
 #include "atl/actors/local_door.hpp"
 #include "atl/actors/log_sink.hpp"
 #include "atl/actors/messages.hpp"
+#include "atl/actors/pod_line.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/async_or_now.hpp"
 #include "atl/core/dashboard_auth.hpp"
@@ -1000,7 +1001,11 @@ int main(int argc, char** argv) {
     // connect at once; the rest of the head's start-up (the address file,
     // the job pointer, the dashboard) is done meanwhile (bench/results/launch.md).
     caf::anon_send(supervisor, atl::start_atom::value, *port);
-    if (local_pods) local_pods->open_gate();
+    // Each local pod's gate is its line to the supervisor (pod_line.hpp): no
+    // TCP, no TLS handshake between a head and the pods it forked.
+    if (local_pods)
+      for (int line : local_pods->open_gate())
+        if (line >= 0) atl::serve_pod_line(sys, supervisor, line, *port);
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
     if (opt.job.ray_any_worker_ports)  // ray mode on one host: the job's own ports

@@ -19,8 +19,10 @@
 #include <vector>
 
 #include "atl/actors/actor_system_setup.hpp"
+#include "atl/actors/exit_words.hpp"
 #include "atl/actors/local_door.hpp"
 #include "atl/actors/node_agent.hpp"
+#include "atl/actors/pod_line.hpp"
 #include "atl/cli/command_line.hpp"
 #include "atl/core/byte_size.hpp"
 #include "atl/core/duration.hpp"
@@ -54,6 +56,9 @@ struct WorkerOptions {
   // A local pod started with its head waits here until the head listens
   // (start_gate.hpp); its TLS files are loaded after.
   std::optional<int> start_gate;
+  // Past the gate: the same socket, its first connection to the head
+  // (pod_line.hpp); -1 once used (or without a gate).
+  int head_line = -1;
   int simulate = 0;        // --simulate K: K pods in this process (scale tests)
   std::string pod_prefix;  // with it: --name's "<prefix><first_index>"
   int first_index = 0;
@@ -190,6 +195,7 @@ bool tls_loaded(const WorkerOptions& opt) {
 bool through_start_gate(WorkerOptions& opt) {
   if (!opt.start_gate) return true;
   auto outcome = atl::os::wait_at_start_gate(*opt.start_gate, opt.connect_timeout);
+  if (outcome == atl::os::GateOutcome::open) opt.head_line = *opt.start_gate;
   opt.start_gate.reset();
   if (outcome == atl::os::GateOutcome::timed_out)
     std::cerr << "workernode: the head at " << opt.head.to_string()
@@ -251,15 +257,37 @@ std::optional<caf::actor> connect_with_backoff(caf::actor_system& sys, const Wor
   }
 }
 
+// The head's supervisor: over the pod's line first, if it has one (a local
+// pod, forked by its head: pod_line.hpp), else (or if the line fails) over
+// TCP. `shutter`: the line's, to end it by (-1: none).
+std::optional<caf::actor> connect_first(caf::actor_system& sys, WorkerOptions& opt,
+                                        const std::atomic<bool>& signalled, int& shutter) {
+  if (opt.head_line >= 0) {
+    auto line = atl::connect_pod_line(sys, opt.head_line, opt.head.port, atl::kConnectPatience);
+    opt.head_line = -1;  // CAF's now
+    if (line.supervisor) {
+      shutter = line.shutter;
+      return *line.supervisor;
+    }
+    atl::component_logger("workernode")
+        ->info("the line to the head failed ({}): connecting over TCP",
+               atl::error_words(line.supervisor.error(), sys));
+  }
+  return connect_with_backoff(sys, opt, signalled);
+}
+
 // The head went silent (a cut link, a frozen head): its old connection is
 // shut, and CAF's proxy of the supervisor awaited going down, before a
 // rejoin. Else CAF 0.17 answers the rejoin's connect from its cache and
 // routes it over the dead connection (the same node id), where it waited
 // for TCP's retransmission backoff: after an 8 s cut the pod heard its
 // "joined" 6 s late and the head, hearing no heartbeat, declared it lost again.
+// A local pod's line (`shutter`) is ended the same way; the rejoin goes over TCP.
 void forget_head_connection(caf::actor_system& sys, const WorkerOptions& opt,
-                            const caf::actor& supervisor) {
-  if (atl::os::shutdown_connections_to(opt.head.host, opt.head.port) == 0) return;
+                            const caf::actor& supervisor, int& shutter) {
+  const bool had_line = shutter >= 0;
+  atl::end_pod_line(shutter);
+  if (atl::os::shutdown_connections_to(opt.head.host, opt.head.port) == 0 && !had_line) return;
   caf::scoped_actor self{sys};
   self->monitor(supervisor);
   self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(2)) >> [] {});
@@ -348,6 +376,7 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
   // What the ranks wrote and the head never acknowledged before this pod lost
   // it: kept across rejoins, sent once the head takes the pod again.
   node.unsent = std::make_shared<atl::UnsentOutput>();
+  int line_shutter = -1;  // a local pod's line to its head (pod_line.hpp), while it has one
   while (true) {
     if (rejoin_deadline) {
       if (std::chrono::steady_clock::now() >= *rejoin_deadline) {
@@ -359,7 +388,7 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(2));
     }
-    auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
+    auto supervisor = connect_first(sys, opt, hub.signalled, line_shutter);
     if (!supervisor) return hub.signalled.load() ? atl::kNodeExitSignalled : atl::kNodeExitHeadLost;
     if (!pointer_here.published()) {
       // atlctl from any shell of this pod finds the job here (job_pointer.hpp).
@@ -400,7 +429,7 @@ int run_pod(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub) {
     door.reset();
     hub.remove(agent);
     if (hub.signalled.load() || !node.head_lost->load()) break;
-    forget_head_connection(sys, opt, *supervisor);
+    forget_head_connection(sys, opt, *supervisor, line_shutter);
     if (node.joined->load() || !rejoin_deadline) {
       // It was in the job (or this is the first try): a fresh window.
       rejoin_deadline = std::chrono::steady_clock::now() + opt.connect_timeout;
@@ -440,7 +469,8 @@ int run_simulated(WorkerOptions& opt, atl::NodeAgentConfig node, SignalHub& hub)
   caf::actor_system sys{cfg};
   if (!through_start_gate(opt)) return atl::kNodeExitHeadLost;
   if (!tls_loaded(opt)) return atl::cli::kExitUsage;
-  auto supervisor = connect_with_backoff(sys, opt, hub.signalled);
+  int line_shutter = -1;  // kept open (the connection's) for this process's life
+  auto supervisor = connect_first(sys, opt, hub.signalled, line_shutter);
   if (!supervisor) return atl::kNodeExitHeadLost;
   if (!set_address(opt, node)) return atl::kNodeExitHeadLost;
   node.forward_log = false;  // the process's log is not one pod's

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "atl/os/reach_probe.hpp"
@@ -175,6 +178,85 @@ TEST(Robustness, TheStartGateStopsAtTheLocalPod) {
       {"--workers", "1", "--local-workers", "1", "--", "echo gate=${ATL_START_GATE_FD:-none}"});
   EXPECT_EQ(c.wait_exit(head, 120s), 0) << c.output(head);
   EXPECT_NE(c.output(head).find("[rank 0] gate=none"), std::string::npos) << c.output(head);
+}
+
+// Established TCP connections whose local port is `port`, in this network
+// namespace (/proc/net/tcp and tcp6: state 01).
+int established_on(int port) {
+  int count = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      auto colon = local.rfind(':');
+      if (colon != std::string::npos && state == "01" &&
+          std::stoi(local.substr(colon + 1), nullptr, 16) == port)
+        ++count;
+    }
+  }
+  return count;
+}
+
+int port_of(const std::string& address) {
+  return std::stoi(address.substr(address.rfind(':') + 1));
+}
+
+// A local pod reaches the head it was forked by over its start gate, a socket
+// pair (pod_line.hpp): no TCP connection, no TLS handshake; the job runs as
+// over TCP (its ranks, atlctl through the head's door and through the pod's).
+TEST(Robustness, LocalPodsReachTheirHeadOverTheirLineNotTcp) {
+  TestCluster c;
+  auto& head = c.start_head(
+      {"--workers", "2", "--local-workers", "2", "--dashboard-port", "off", "--", "sleep 600"});
+  ASSERT_TRUE(c.wait_for_status("command", 60s)) << c.output(head);
+  const int port = port_of(c.head_address());
+  EXPECT_EQ(established_on(port), 0) << c.output(head);
+  auto run = c.atlctl({"run", "-f", "-r", "all", "echo over-the-line"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  // Both pods' ranks answered.
+  auto first = run.output.find("over-the-line");
+  ASSERT_NE(first, std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("over-the-line", first + 1), std::string::npos) << run.output;
+  head.process->signal(SIGTERM);
+  EXPECT_EQ(c.wait_exit(head), 1) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
+}
+
+// A line that breaks (here: shut down from outside, as a dying socket would
+// be) is a lost connection like a TCP one: the pod rejoins its head, over
+// TCP and TLS now, and the job goes on to its end.
+TEST(Robustness, APodWhoseLineBreaksRejoinsOverTcp) {
+  TestCluster c;
+  auto& head = c.start_head({"--workers", "1", "--local-workers", "1", "--dashboard-port", "off",
+                             "--", "sleep 3; echo done"});
+  ASSERT_TRUE(c.wait_for_status("command", 60s)) << c.output(head);
+  const int port = port_of(c.head_address());
+  ASSERT_EQ(established_on(port), 0);
+  // The pod's fd 3 is its line (the start gate it was born with).
+  const int worker = c.worker_pid(0);
+  ASSERT_GT(worker, 0);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0));
+  ASSERT_GE(pidfd, 0) << std::strerror(errno);
+  const int line = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, 3, 0));
+  ASSERT_GE(line, 0) << std::strerror(errno);
+  ASSERT_EQ(::shutdown(line, SHUT_RDWR), 0) << std::strerror(errno);
+  ::close(line);
+  ::close(pidfd);
+  // Rejoined over TCP (the head's one connection on its port), the job ends well.
+  bool over_tcp = false;
+  for (int i = 0; i < 300 && !over_tcp; ++i) {
+    over_tcp = established_on(port) == 1;
+    if (!over_tcp) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(over_tcp) << c.output(head);
+  EXPECT_TRUE(c.wait_for_output(head, c.worker_name(0) + " rejoined from", 30s)) << c.output(head);
+  EXPECT_EQ(c.wait_exit(head), 0) << c.output(head);
+  EXPECT_NE(c.output(head).find("done"), std::string::npos) << c.output(head);
+  EXPECT_TRUE(c.no_strays_within());
 }
 
 // The same on a worker pod: its agent checks the dir on a checker of its own

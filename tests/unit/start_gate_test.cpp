@@ -1,12 +1,15 @@
-// The local pods' start gate (start_gate.hpp) on real pipes.
+// The local pods' start gate (start_gate.hpp) on real socket pairs.
 #include "atl/os/start_gate.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <future>
+#include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using atl::os::GateOutcome;
@@ -15,24 +18,29 @@ using atl::os::wait_at_start_gate;
 
 namespace {
 
-StartGate make_gate() {
-  auto gate = StartGate::make();
+StartGate make_gate(std::size_t pods = 1) {
+  auto gate = StartGate::make(pods);
   EXPECT_TRUE(gate.ok()) << gate.error();
   return std::move(gate).value();
 }
 
-// A pod's copy of the gate (each pod has one after its spawn).
-int pod_copy(const StartGate& gate) { return ::fcntl(gate.pod_end(), F_DUPFD_CLOEXEC, 3); }
+// Pod i's end, as the pod has it after its spawn (the gate's own is closed
+// with close_pod_ends).
+int pod_copy(const StartGate& gate, std::size_t i = 0) {
+  return ::fcntl(gate.pod_end(i), F_DUPFD_CLOEXEC, 3);
+}
 
 }  // namespace
 
 TEST(StartGate, OpeningLetsEveryPodThrough) {
-  auto gate = make_gate();
-  int a = pod_copy(gate), b = pod_copy(gate);
-  gate.close_pod_end();
+  auto gate = make_gate(2);
+  int a = pod_copy(gate, 0), b = pod_copy(gate, 1);
+  gate.close_pod_ends();
   gate.open();
   EXPECT_EQ(wait_at_start_gate(a, 5s), GateOutcome::open);
-  EXPECT_EQ(wait_at_start_gate(b, 5s), GateOutcome::open);  // the byte was left for it
+  EXPECT_EQ(wait_at_start_gate(b, 5s), GateOutcome::open);
+  ::close(a);
+  ::close(b);
 }
 
 TEST(StartGate, APodWaitingGoesOnWhenTheGateOpens) {
@@ -41,6 +49,7 @@ TEST(StartGate, APodWaitingGoesOnWhenTheGateOpens) {
   auto waited = std::async(std::launch::async, [a] { return wait_at_start_gate(a, 30s); });
   gate.open();
   EXPECT_EQ(waited.get(), GateOutcome::open);
+  ::close(a);
 }
 
 TEST(StartGate, AGateClosedUnopenedMeansTheHeadIsGone) {
@@ -66,23 +75,70 @@ TEST(StartGate, AGateNeverOpenedTimesOut) {
   EXPECT_EQ(wait_at_start_gate(pod_copy(gate), 0ms), GateOutcome::timed_out);
 }
 
-TEST(StartGate, OpeningTwiceOrAfterClosingThePodsEndChangesNothing) {
+TEST(StartGate, OpeningTwiceOrAfterClosingThePodsEndsChangesNothing) {
   auto gate = make_gate();
   int a = pod_copy(gate);
-  gate.close_pod_end();
-  gate.close_pod_end();
-  EXPECT_EQ(gate.pod_end(), -1);
+  gate.close_pod_ends();
+  gate.close_pod_ends();
+  EXPECT_EQ(gate.pod_end(0), -1);
+  EXPECT_EQ(gate.pod_end(7), -1);
   gate.open();
-  gate.open();
+  gate.open();  // one byte, not two: the second would be read as the line's
   EXPECT_EQ(wait_at_start_gate(a, 5s), GateOutcome::open);
+  int queued = -1;
+  ASSERT_EQ(::ioctl(a, FIONREAD, &queued), 0);
+  EXPECT_EQ(queued, 0);
+  ::close(a);
 }
 
-TEST(StartGate, TheWaitClosesThePodsCopy) {
+TEST(StartGate, AGateThatTimesOutOrFindsTheHeadGoneClosesThePodsEnd) {
   auto gate = make_gate();
   int a = pod_copy(gate);
-  gate.open();
-  wait_at_start_gate(a, 5s);
+  wait_at_start_gate(a, 0ms);
   EXPECT_EQ(::fcntl(a, F_GETFD), -1);
+}
+
+// Past the byte, the gate is the pod's line to its head (pod_line.hpp): what
+// the head sends after opening reaches the pod, and the other way round, on
+// each pod's own socket.
+TEST(StartGate, PastTheByteEachPodsGateIsItsOwnLineToTheHead) {
+  auto gate = make_gate(2);
+  int a = pod_copy(gate, 0), b = pod_copy(gate, 1);
+  gate.close_pod_ends();
+  EXPECT_TRUE(gate.take_lines().empty());  // not before the gate opened
+  gate.open();
+  std::vector<int> lines = gate.take_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(gate.take_lines().empty());  // once
+  ASSERT_EQ(::write(lines[0], "to-a", 4), 4);
+  ASSERT_EQ(::write(lines[1], "to-b", 4), 4);
+  ASSERT_EQ(wait_at_start_gate(a, 5s), GateOutcome::open);
+  ASSERT_EQ(wait_at_start_gate(b, 5s), GateOutcome::open);
+  char got[8] = {};
+  ASSERT_EQ(::read(a, got, sizeof got), 4);
+  EXPECT_EQ(std::string(got, 4), "to-a");
+  ASSERT_EQ(::read(b, got, sizeof got), 4);
+  EXPECT_EQ(std::string(got, 4), "to-b");
+  ASSERT_EQ(::write(b, "from-b", 6), 6);
+  ASSERT_EQ(::read(lines[1], got, sizeof got), 6);
+  EXPECT_EQ(std::string(got, 6), "from-b");
+  for (int fd : {a, b, lines[0], lines[1]}) ::close(fd);
+}
+
+// A pod gone before the gate opened (its end closed): opening is still
+// quiet (no SIGPIPE), and its line is -1.
+TEST(StartGate, APodGoneBeforeTheGateOpenedHasNoLine) {
+  auto gate = make_gate(2);
+  int b = pod_copy(gate, 1);
+  gate.close_pod_ends();  // pod 0 never kept its end
+  gate.open();
+  auto lines = gate.take_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], -1);
+  EXPECT_GE(lines[1], 0);
+  EXPECT_EQ(wait_at_start_gate(b, 5s), GateOutcome::open);
+  ::close(b);
+  ::close(lines[1]);
 }
 
 TEST(StartGateFd, OnlyAWholeNumberAboveStdioIsAGate) {

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,14 +14,16 @@
 
 namespace atl::os {
 
-Expected<StartGate> StartGate::make() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0)
-    return make_error(std::string("cannot make the local pods' start gate: ") +
-                      std::strerror(errno));
+Expected<StartGate> StartGate::make(std::size_t pods) {
   StartGate gate;
-  gate.pod_end_ = fds[0];
-  gate.head_end_ = fds[1];
+  for (std::size_t i = 0; i < pods; ++i) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+      return make_error(std::string("cannot make the local pods' start gate: ") +
+                        std::strerror(errno));
+    gate.head_ends_.push_back(fds[0]);
+    gate.pod_ends_.push_back(fds[1]);
+  }
   return gate;
 }
 
@@ -29,34 +31,52 @@ StartGate::StartGate(StartGate&& other) noexcept { *this = std::move(other); }
 
 StartGate& StartGate::operator=(StartGate&& other) noexcept {
   if (this != &other) {
-    close_pod_end();
-    if (head_end_ >= 0) ::close(head_end_);
-    pod_end_ = other.pod_end_;
-    head_end_ = other.head_end_;
-    other.pod_end_ = other.head_end_ = -1;
+    close_all();
+    pod_ends_ = std::move(other.pod_ends_);
+    head_ends_ = std::move(other.head_ends_);
+    opened_ = other.opened_;
+    other.pod_ends_.clear();
+    other.head_ends_.clear();
   }
   return *this;
 }
 
-StartGate::~StartGate() {
-  close_pod_end();
-  if (head_end_ >= 0) ::close(head_end_);
+StartGate::~StartGate() { close_all(); }
+
+void StartGate::close_all() {
+  close_pod_ends();
+  for (int fd : head_ends_)
+    if (fd >= 0) ::close(fd);
+  head_ends_.clear();
 }
 
-void StartGate::close_pod_end() {
-  if (pod_end_ >= 0) ::close(pod_end_);
-  pod_end_ = -1;
+void StartGate::close_pod_ends() {
+  for (int& fd : pod_ends_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
 }
 
 void StartGate::open() {
-  if (head_end_ < 0) return;
-  // One byte into an empty pipe does not block; every pod sees it (a pod
-  // looks without taking: see wait_at_start_gate).
+  if (opened_) return;
+  opened_ = true;
+  // One byte into an empty socket does not block. A pod already gone (its
+  // end closed): the head's end is closed, nothing to go on.
   const char go = 1;
-  ssize_t ignored = ::write(head_end_, &go, 1);
-  (void)ignored;
-  ::close(head_end_);
-  head_end_ = -1;
+  for (int& fd : head_ends_) {
+    if (fd < 0) continue;
+    if (::send(fd, &go, 1, MSG_NOSIGNAL) != 1) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+}
+
+std::vector<int> StartGate::take_lines() {
+  if (!opened_) return {};
+  std::vector<int> lines = std::move(head_ends_);
+  head_ends_.clear();
+  return lines;
 }
 
 std::optional<int> parse_start_gate_fd(const char* text) {
@@ -95,12 +115,16 @@ GateOutcome wait_at_start_gate(int fd, std::chrono::milliseconds timeout) {
       if (left.count() <= 0) break;
       continue;
     }
-    // Readable: the byte is there (the gate is open) or the pipe ended
-    // without it (the head is gone). The byte stays in the pipe for the
-    // other pods: the head wrote one for all.
-    int queued = 0;
-    outcome = ::ioctl(fd, FIONREAD, &queued) == 0 && queued > 0 ? GateOutcome::open
-                                                                : GateOutcome::head_gone;
+    // Readable: the byte is there (the gate is open) or the socket ended
+    // without it (the head is gone). Exactly the byte is taken: what the
+    // head sends after it is the line's (BASP's first bytes).
+    char go = 0;
+    ssize_t n;
+    do {
+      n = ::recv(fd, &go, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n == 1 && go == 1) return GateOutcome::open;
+    outcome = GateOutcome::head_gone;
     break;
   }
   ::close(fd);
