@@ -805,16 +805,10 @@ int main(int argc, char** argv) {
   std::uint16_t port_wanted = opt.port;
   std::unique_ptr<atl::headnode::LocalPods> local_pods;
   if (opt.local_workers > 0) {
-    // The pods are forks of this process (local_pods.hpp): credentials made
-    // now are in them parsed, not loaded by each after its gate opens, and
-    // OpenSSL's first TLS context is made in all of them at once.
-    if (credentials.to_make) {
-      auto made_now =
-          atl::os::generate_tls_credentials(tls->dir, opt.job.job_id, credential_hosts(opt));
-      if (!made_now) atl::cli::usage_error("headnode", "--tls-dir: " + made_now.error());
-      credentials.to_make = false;
-    }
-    if (tls) atl::os::warm_up_tls_contexts();
+    // The pods are forks of this process (local_pods.hpp), started before
+    // anything else: a new job's credentials are made after, on a thread,
+    // beside their start. They reach the head over their line, without TLS
+    // (pod_line.hpp), and load the files only if they ever go over TCP.
     if (opt.port == 0) {
       auto held = atl::os::PortReservation::make(opt.bind);
       if (!held) {

@@ -179,19 +179,32 @@ std::string job_id_of_pod(const std::string& pod) {
 }
 
 // Whether this process's credentials loaded (the check of its --tls-dir);
-// false, with the line the flag's other errors have, when they did not.
+// false, with the line the flag's other errors have, when they did not. A
+// local pod with a line to its head loads them only once it goes over TCP
+// (tls_for_tcp): until then, nothing to wait for.
 bool tls_loaded(const WorkerOptions& opt) {
-  if (!opt.tls) return true;
+  if (!opt.tls || !opt.tls_loaded.valid()) return true;
   const auto& loaded = opt.tls_loaded.get();
   if (loaded) return true;
   std::cerr << "workernode: --tls-dir: " << loaded.error() << "\n";
   return false;
 }
 
+// The credentials before a connect over TCP: loaded now if they were not
+// (a local pod that had its line); false, with tls_loaded's line, when they
+// cannot be.
+bool tls_for_tcp(WorkerOptions& opt) {
+  if (opt.tls && !opt.tls_loaded.valid())
+    opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
+  return tls_loaded(opt);
+}
+
 // Behind a start gate (a local pod started beside its head): waits until the
-// head listens, then starts loading the job's TLS files (a new job's head
-// has just made them), unless its head made or checked them before forking it. False when the head
-// never listened: it ended (and said why: nothing more is said here) or --connect-timeout passed.
+// head listens. The gate is its line to the head then (pod_line.hpp), no TLS
+// on it: the job's TLS files (a new job's head has just made them) are
+// loaded once the pod goes over TCP (tls_for_tcp), unless its head made or
+// checked them before forking it. False when the head never listened: it
+// ended (and said why: nothing more is said here) or --connect-timeout passed.
 bool through_start_gate(WorkerOptions& opt) {
   if (!opt.start_gate) return true;
   auto outcome = atl::os::wait_at_start_gate(*opt.start_gate, opt.connect_timeout);
@@ -202,16 +215,11 @@ bool through_start_gate(WorkerOptions& opt) {
               << " did not start listening within " << atl::format_duration(opt.connect_timeout)
               << "\n";
   if (outcome != atl::os::GateOutcome::open) return false;
-  if (opt.tls) {
-    if (atl::os::tls_loaded_before(*opt.tls)) {
-      // Forked by its head after it made or checked them (local_pods.hpp):
-      // parsed already.
-      std::promise<atl::Expected<atl::os::TlsFiles>> loaded;
-      loaded.set_value(*opt.tls);
-      opt.tls_loaded = loaded.get_future().share();
-    } else {
-      opt.tls_loaded = atl::os::load_tls_credentials_async(opt.tls->dir).share();
-    }
+  if (opt.tls && atl::os::tls_loaded_before(*opt.tls)) {
+    // Forked by its head after it checked them (local_pods.hpp): parsed already.
+    std::promise<atl::Expected<atl::os::TlsFiles>> loaded;
+    loaded.set_value(*opt.tls);
+    opt.tls_loaded = loaded.get_future().share();
   }
   return true;
 }
@@ -273,6 +281,7 @@ std::optional<caf::actor> connect_first(caf::actor_system& sys, WorkerOptions& o
         ->info("the line to the head failed ({}): connecting over TCP",
                atl::error_words(line.supervisor.error(), sys));
   }
+  if (!tls_for_tcp(opt)) return std::nullopt;
   return connect_with_backoff(sys, opt, signalled);
 }
 

@@ -230,12 +230,3 @@ TEST(TlsCache, LoadedBeforeMeansTheSameFilesWhateverTheirPaths) {
   ASSERT_TRUE(chained.ok()) << chained.error();
   EXPECT_FALSE(atl::os::tls_loaded_before(atl::os::tls_files_in(dir.path + "/other")));
 }
-
-// The warm-up leaves OpenSSL as it found it: no error queued, contexts made.
-TEST(TlsCache, WarmingUpTlsContextsLeavesNoErrorBehind) {
-  atl::os::warm_up_tls_contexts();
-  EXPECT_EQ(ERR_peek_error(), 0u);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
-  ASSERT_NE(ctx, nullptr);
-  SSL_CTX_free(ctx);
-}

@@ -316,12 +316,6 @@ Expected<TlsFiles> load_tls_credentials(const std::string& dir) {
   return files;
 }
 
-void warm_up_tls_contexts() {
-  skip_openssl_cleanup_at_exit();
-  SSL_CTX_free(SSL_CTX_new(TLS_method()));
-  ERR_clear_error();
-}
-
 std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, std::string job_id,
                                                                std::vector<std::string> hosts) {
   return start_tls_thread(

@@ -50,12 +50,6 @@ std::future<Expected<TlsFiles>> generate_tls_credentials_async(std::string dir, 
                                                                std::vector<std::string> hosts = {});
 std::future<Expected<TlsFiles>> load_tls_credentials_async(std::string dir);
 
-// A process's first TLS context costs ~0.7 ms (OpenSSL 3 fetching its
-// ciphers, groups and signature algorithms), its later ones a fifth of that:
-// made and dropped once in headnode before it forks its local pods, the
-// head's first handshake and each pod's find that done.
-void warm_up_tls_contexts();
-
 // Where a node process (workernode, atlctl) takes its credentials from:
 // `dir_flag` (--tls-dir), else $ATL_TLS_DIR. `insecure_flag` (--insecure), or
 // $ATL_INSECURE=1 set by an insecure job for its ranks, means plain TCP
