@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <vector>
 
 namespace atl {
 
@@ -73,7 +74,9 @@ struct Slot {
 
 // The slots of `symbols` in `obj`, found in one pass over its relocations
 // (a few thousand in CAF's libraries; this runs in every atl process's start).
-// Names looked up by string_view (no allocation per relocation).
+// A relocation's name is compared with the few wanted ones in place, each
+// comparison ending at the first byte that differs: no strlen of every
+// (long, mangled) name, no allocation per relocation.
 using Names = std::set<std::string, std::less<>>;
 
 std::map<std::string, Slot> slots_of(const Loaded& obj, const Names& symbols) {
@@ -107,15 +110,20 @@ std::map<std::string, Slot> slots_of(const Loaded& obj, const Names& symbols) {
   }
   std::map<std::string, Slot> slots;
   if (!symtab || !strtab) return slots;
+  std::vector<const std::string*> left;
+  for (const auto& name : symbols) left.push_back(&name);
   for (auto [table, size] : {std::pair{jmprel, jmprel_size}, std::pair{rela, rela_size}}) {
     const auto* r = reinterpret_cast<const ElfW(Rela)*>(table);
-    for (std::size_t i = 0; table && i < size / sizeof(ElfW(Rela)); ++i) {
+    for (std::size_t i = 0; table && i < size / sizeof(ElfW(Rela)) && !left.empty(); ++i) {
       if (ELF64_R_SYM(r[i].r_info) == 0) continue;
       const ElfW(Sym)& sym = symtab[ELF64_R_SYM(r[i].r_info)];
-      const std::string_view name(strtab + sym.st_name);
-      auto wanted = symbols.find(name);
-      if (wanted == symbols.end() || slots.count(*wanted)) continue;  // the first one counts
-      Slot& slot = slots[*wanted];
+      const char* name = strtab + sym.st_name;
+      auto wanted = std::find_if(left.begin(), left.end(), [name](const std::string* w) {
+        return (*w)[0] == name[0] && std::strcmp(w->c_str(), name) == 0;
+      });
+      if (wanted == left.end()) continue;
+      Slot& slot = slots[**wanted];
+      left.erase(wanted);  // the first one counts
       slot.found = true;
       slot.target = *reinterpret_cast<void* const*>(obj.base + r[i].r_offset);
       if (sym.st_shndx != SHN_UNDEF) slot.own = reinterpret_cast<void*>(obj.base + sym.st_value);
@@ -124,21 +132,42 @@ std::map<std::string, Slot> slots_of(const Loaded& obj, const Names& symbols) {
   return slots;
 }
 
-// The file of the object that holds `address` (its base when asked).
-std::string object_of(const void* address, void** base = nullptr) {
+// The base of the loaded object whose segments hold `address` (null: none).
+// dladdr would say as much, but it also looks for the nearest symbol, a walk
+// of the object's whole symbol table (headnode's, libcrypto's) per call.
+void* base_of(const void* address) {
+  struct Search {
+    ElfW(Addr) address;
+    void* base;
+  } search{reinterpret_cast<ElfW(Addr)>(address), nullptr};
+  if (!address) return nullptr;
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* s = static_cast<Search*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          const ElfW(Addr) start = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz) {
+            s->base = reinterpret_cast<void*>(info->dlpi_addr);
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &search);
+  return search.base;
+}
+
+// The file of the object that holds `address` (for a problem's line).
+std::string object_of(const void* address) {
   Dl_info info{};
   if (!address || ::dladdr(address, &info) == 0 || !info.dli_fname) return "";
-  if (base) *base = info.dli_fbase;
   return info.dli_fname;
 }
 
 // The object this code is in: the executable, or libatl.so.
 void* our_base() {
-  static void* base = [] {
-    void* b = nullptr;
-    object_of(reinterpret_cast<const void*>(&our_base), &b);
-    return b;
-  }();
+  static void* base = base_of(reinterpret_cast<const void*>(&our_base));
   return base;
 }
 
@@ -230,14 +259,13 @@ std::vector<std::string> interposition_problems(const std::vector<Interposed>& w
       continue;
     }
     void* target = slot.target;
-    void* target_base = nullptr;
-    object_of(target, &target_base);
+    void* target_base = base_of(target);
     if (target_base == our_base()) continue;
     if (target_base == reinterpret_cast<void*>(caller.base) && target != slot.own) {
       // Not bound yet (lazy binding: the slot holds the caller's PLT stub):
       // it will bind as a lookup from atl's object does now.
       target = ::dlsym(RTLD_DEFAULT, want.symbol.c_str());
-      object_of(target, &target_base);
+      target_base = base_of(target);
       if (target_base == our_base()) continue;
     }
     if (target_base == reinterpret_cast<void*>(caller.base))
