@@ -444,7 +444,7 @@ def main():
         lines.append(f"| Ray | | {why_not} | | |")
     lines += [
         f"| whole 2x2 job `echo hi` (ms) | {cols('job')} | mpirun -np 4 echo hi: {m4:.1f} | "
-        f"**{now['job'] / m4:.2f}x** | <= 0.8x |",
+        f"**{now['job'] / m4:.2f}x** | <= 0.5x (issue 46) |",
         f"| `atlctl status` in the head's pod: the local door (ms) | {cols('status_door')} "
         "| | | <= 8 ms |",
         f"| `atlctl status` over TCP, TLS (ms) | {cols('status_tls')} | | | |",
