@@ -54,7 +54,7 @@ struct WorkerOptions {
   // The files' loading, on a thread of its own while the actor system starts.
   std::shared_future<atl::Expected<atl::os::TlsFiles>> tls_loaded;
   // A local pod started with its head waits here until the head listens
-  // (start_gate.hpp); its TLS files are loaded after.
+  // (start_gate.hpp); its TLS files are loaded only if it goes over TCP.
   std::optional<int> start_gate;
   // Past the gate: the same socket, its first connection to the head
   // (pod_line.hpp); -1 once used (or without a gate).
@@ -202,8 +202,8 @@ bool tls_for_tcp(WorkerOptions& opt) {
 // Behind a start gate (a local pod started beside its head): waits until the
 // head listens. The gate is its line to the head then (pod_line.hpp), no TLS
 // on it: the job's TLS files (a new job's head has just made them) are
-// loaded once the pod goes over TCP (tls_for_tcp), unless its head made or
-// checked them before forking it. False when the head never listened: it
+// loaded once the pod goes over TCP (tls_for_tcp), unless its head checked
+// them before forking it (mounted or kept credentials). False when the head never listened: it
 // ended (and said why: nothing more is said here) or --connect-timeout passed.
 bool through_start_gate(WorkerOptions& opt) {
   if (!opt.start_gate) return true;

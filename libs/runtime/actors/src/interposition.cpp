@@ -11,7 +11,6 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <string_view>
 #include <vector>
 
 namespace atl {
@@ -77,7 +76,7 @@ struct Slot {
 // A relocation's name is compared with the few wanted ones in place, each
 // comparison ending at the first byte that differs: no strlen of every
 // (long, mangled) name, no allocation per relocation.
-using Names = std::set<std::string, std::less<>>;
+using Names = std::set<std::string>;
 
 std::map<std::string, Slot> slots_of(const Loaded& obj, const Names& symbols) {
   const ElfW(Sym)* symtab = nullptr;
