@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "atl/core/error_file.hpp"
+#include "atl/os/child_process.hpp"
+#include "atl/os/reach_probe.hpp"
 #include "atl/os/run_capture.hpp"
 
 using namespace std::chrono_literals;
@@ -103,6 +105,10 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
          {"--ray-client-server-port", "--dashboard-agent-listen-port", "--min-worker-port"})
       EXPECT_EQ(cmd.find(flag), std::string::npos) << cmd;
   EXPECT_NE(worker.find("ray health-check --address 10.0.0.1:6400"), std::string::npos) << worker;
+  // Before any Python start: atl-guard's TCP probe until the GCS listens.
+  const auto probe = worker.find("until atl-guard --tcp-ready 10.0.0.1 6400;");
+  EXPECT_NE(probe, std::string::npos) << worker;
+  EXPECT_LT(probe, worker.find("ray health-check")) << worker;
   EXPECT_NE(worker.find("do ray start --address 10.0.0.1:6400 --block --node-ip-address "
                         "10.0.0.2 --temp-dir"),
             std::string::npos)
@@ -284,4 +290,23 @@ TEST(RayCluster, NodesSharingAnAddressAreRefusedNamingThem) {
   ASSERT_FALSE(with_head.ok());
   EXPECT_NE(with_head.error().find("Ray's head and pod w-0 share the address 10.0.0.1"),
             std::string::npos);
+}
+
+// The probe a Ray worker pod waits with (ray_worker_command): a port that
+// takes connections is ready (by address or by name), one that does not is
+// not.
+TEST(RayCluster, AtlGuardsTcpProbeSaysWhetherThePortTakesConnections) {
+  const std::string guard = atl::os::executable_dir() + "/atl-guard";
+  auto listening = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(listening.ok()) << listening.error();
+  const std::string port = std::to_string(listening->port());
+  auto ask = [&](const std::string& host, const std::string& p) {
+    auto run = atl::os::run_capture({guard, "--tcp-ready", host, p}, 10s);
+    EXPECT_TRUE(run.ok()) << run.error();
+    return run.ok() && run->status ? run->status->code : -1;
+  };
+  EXPECT_EQ(ask("127.0.0.1", port), 0);
+  EXPECT_EQ(ask("localhost", port), 0);
+  { auto gone = std::move(*listening); }
+  EXPECT_EQ(ask("127.0.0.1", port), 1);
 }

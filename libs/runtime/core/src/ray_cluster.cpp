@@ -129,9 +129,17 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
   // jobs starting at once on two cores): started again until the deadline,
   // as long as it never came up (Ray writes ray_current_cluster in its temp
   // dir once it did; a node that ran and then failed is a fault as before).
+  // First, while the GCS does not even listen, atl-guard's TCP probe (a
+  // static program, beside workernode on the PATH of what it starts): each
+  // `ray health-check` is a Python start with Ray imported, ~0.5 s of CPU
+  // taken from the head's own start on a small pod.
   std::string check = shell_join({ray_bin, "health-check", "--address", head});
+  const std::string probe =
+      "if command -v atl-guard >/dev/null 2>&1; then until atl-guard --tcp-ready " +
+      shell_quote(head_host) + " " + std::to_string(job.ray_port) +
+      "; do [ $(date +%s) -ge $deadline ] && break; sleep 0.1; done; fi; ";
   return ray_private_dir(temp_dir) + "deadline=$(($(date +%s) + " + std::to_string(wait.count()) +
-         ")); until " + check +
+         ")); " + probe + "until " + check +
          " >/dev/null 2>&1; do if [ $(date +%s) -ge $deadline ]; then echo \"Ray's head at " +
          head + " did not answer within " + std::to_string(wait.count()) +
          "s\" >&2; exit 3; fi; sleep 0.2; done; while :; do " + shell_join(argv) +
