@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "atl/core/host_port.hpp"
 #include "atl/os/reach_probe.hpp"
 #include "test_cluster.hpp"
 
@@ -201,8 +202,11 @@ int established_on(int port) {
   return count;
 }
 
+// The head's port, from the address it printed.
 int port_of(const std::string& address) {
-  return std::stoi(address.substr(address.rfind(':') + 1));
+  auto parsed = atl::parse_host_port(address);
+  EXPECT_TRUE(parsed.ok()) << address;
+  return parsed.ok() ? parsed->port : -1;
 }
 
 // A local pod reaches the head it was forked by over its start gate, a socket
