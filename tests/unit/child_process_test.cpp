@@ -681,6 +681,41 @@ TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
+// A fast writer's output goes to the sink in chunks near the chunk size,
+// not one per read: each chunk is a message, an ack and a wake of every
+// thread on the way to the log file. (Read per read, 20 MB came in thousands
+// of chunks of a few KB.)
+TEST(OutputPump, AFastWritersOutputIsGatheredIntoFewChunks) {
+  Collected out;
+  // 200,000 lines of 100 bytes: 20 MB as fast as `yes` writes.
+  auto st = run_pumped("yes $(printf '%099d' 0) | head -n 200000", out);
+  EXPECT_TRUE(st.success());
+  EXPECT_EQ(out.lines, 200000);
+  EXPECT_EQ(out.text.size(), 20'000'000u);
+  // 20 MB / 256 KB is 77 chunks; a loaded machine's slower writer fills
+  // fewer bytes per hold (5 ms): allow chunks of 64 KB on average.
+  EXPECT_LE(out.chunks, 20'000'000 / (64 * 1024)) << "chunks: " << out.chunks;
+}
+
+// Lines held for more go once nothing more comes: a burst, then silence.
+TEST(OutputPump, ABurstThenSilenceIsNotHeldBack) {
+  auto child = atl::os::ChildProcess::spawn(
+      shell("for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; done; exec sleep 60"));
+  ASSERT_TRUE(child.ok()) << child.error();
+  std::atomic<bool> cancel{false};
+  int lines = 0;
+  auto start = std::chrono::steady_clock::now();
+  atl::os::pump_output(*child,
+                       [&](atl::os::LineChunk&& c) {
+                         lines += c.lines;
+                         if (lines >= 10) cancel = true;  // all there: stop the sleeper
+                         return true;
+                       },
+                       cancel, {});
+  EXPECT_EQ(lines, 10);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
 // Enlarged pipes count against the user's pipe-buffer allowance: at most 32
 // of a process's output pipes are enlarged at a time, and closing one frees
 // its place.

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "atl/core/log_stream.hpp"
 #include "atl/core/log_times.hpp"
 #include "atl/core/unsent_output.hpp"
+#include "atl/os/echo_lines.hpp"
 #include "atl/os/log_files.hpp"
 #include "atl/os/logging.hpp"
 
@@ -37,28 +39,10 @@ namespace atl {
 
 namespace {
 
-// Writes everything or returns the errno that stopped it. `give_up`, when
-// given, is asked while a full pipe (nobody reading) blocks the write.
-int write_all(int fd, const char* data, size_t size,
-              const std::function<bool()>& give_up = nullptr) {
+// Writes everything or returns the errno that stopped it.
+int write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
-    if (give_up) {
-      pollfd p{fd, POLLOUT, 0};
-      if (::poll(&p, 1, 100) == 0) {
-        if (give_up()) return EAGAIN;
-        continue;
-      }
-    }
-    // After poll, at most PIPE_BUF bytes, ending at a line's end where one
-    // fits: a pipe with room for those takes them at once (never blocking,
-    // never split), so other writers of the same stdout never land mid-line.
-    size_t len = size;
-    if (give_up && len > PIPE_BUF) {
-      std::string_view head(data, PIPE_BUF);
-      size_t nl = head.rfind('\n');
-      len = nl == std::string_view::npos ? PIPE_BUF : nl + 1;
-    }
-    ssize_t n = ::write(fd, data, len);
+    ssize_t n = ::write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return errno;
@@ -91,15 +75,52 @@ std::int64_t file_size(int fd) {
   return ::fstat(fd, &st) == 0 ? static_cast<std::int64_t>(st.st_size) : -1;
 }
 
+// Writes all of `iov` (advancing past what each writev took) or returns the
+// errno that stopped it; `give_up` as write_all's.
+int write_iov_all(int fd, std::vector<iovec>& iov, const std::function<bool()>& give_up) {
+  size_t first = 0;
+  while (first < iov.size()) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, 100) == 0) {
+      if (give_up()) return EAGAIN;
+      continue;
+    }
+    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+    ssize_t n = ::writev(fd, iov.data() + first, count);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return errno;
+    }
+    auto left = static_cast<size_t>(n);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return 0;
+}
+
+// Whether writes to `fd` can interleave with other writers' mid-line unless
+// each is at most PIPE_BUF bytes (a pipe or a socket: Kubernetes' stdout).
+bool shared_stream(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
 // The head's stdout echo, on a thread of its own so that a reader that stalls
 // (nobody reads the pod's stdout) never holds up the files, the acks, or the
 // control plane: past kEchoBudget bytes queued, chunks are not echoed (counted,
 // and said once the reader catches up). Lines from `print` are never dropped.
+// A chunk is echoed as it came, its stream's prefix put before each line by
+// writev (EchoBatches): no copy of the bytes. On a pipe each write is at most
+// PIPE_BUF bytes of whole lines (never split by the pipe, never mid-line
+// among other writers); elsewhere up to IOV_MAX iovecs a write.
 class EchoWriter {
  public:
   static constexpr size_t kEchoBudget = 16 << 20;
 
-  EchoWriter() {
+  EchoWriter() : atomic_bytes_(shared_stream(STDOUT_FILENO) ? PIPE_BUF : 0) {
     thread_ = std::thread([this] { run(); });
   }
 
@@ -112,24 +133,29 @@ class EchoWriter {
     thread_.join();
   }
 
-  void push(std::string text, std::int64_t lines, bool droppable) {
+  // `text` with `prefix` before each line that begins in it (`mid_line`:
+  // its first bytes continue a line an earlier chunk began).
+  void push(std::string text, std::string prefix, bool mid_line, std::int64_t lines,
+            bool droppable) {
+    const size_t bytes = text.size() + static_cast<size_t>(lines + 1) * prefix.size();
     bool was_empty;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       was_empty = queue_.empty();
-      if (droppable && queued_ + text.size() > kEchoBudget) {
+      if (droppable && queued_ + bytes > kEchoBudget) {
         dropped_lines_ += lines;
         return;
       }
       if (dropped_lines_ > 0) {
-        queue_.push_back("[atl] " + std::to_string(dropped_lines_) +
-                         " lines were not echoed here (stdout was not read fast enough); the "
-                         "log files have every line\n");
-        queued_ += queue_.back().size();
+        std::string note = "[atl] " + std::to_string(dropped_lines_) +
+                           " lines were not echoed here (stdout was not read fast enough); the "
+                           "log files have every line\n";
+        queued_ += note.size();
+        queue_.push_back(Chunk{std::move(note), {}, false, note.size()});
         dropped_lines_ = 0;
       }
-      queued_ += text.size();
-      queue_.push_back(std::move(text));
+      queued_ += bytes;
+      queue_.push_back(Chunk{std::move(text), std::move(prefix), mid_line, bytes});
     }
     // The writer drains the queue before it waits again: it is woken only
     // when the queue was empty (a wake per chunk was a syscall per chunk).
@@ -137,22 +163,36 @@ class EchoWriter {
   }
 
  private:
+  struct Chunk {
+    std::string text;
+    std::string prefix;
+    bool mid_line = false;
+    size_t bytes = 0;  // counted against kEchoBudget while queued
+  };
+
   void run() {
+    std::vector<Chunk> batch;
+    std::vector<iovec> iov;
     while (true) {
-      std::string text;
+      batch.clear();
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return closing_ || !queue_.empty(); });
         if (queue_.empty()) return;  // closing and drained
-        // Small chunks that queued meanwhile in one write (8,000 ranks' first
-        // lines at a restart); a big one goes alone, not copied again.
-        text = std::move(queue_.front());
-        queue_.pop_front();
-        while (!queue_.empty() && text.size() + queue_.front().size() <= (64u << 10)) {
-          text += queue_.front();
+        // What queued meanwhile goes in the same writes (8,000 ranks' first
+        // lines at a restart); its bytes stay counted until written.
+        while (!queue_.empty() && batch.size() < 256) {
+          batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
-        queued_ -= text.size();
+      }
+      // The views point into `batch`, which no longer moves.
+      std::vector<os::EchoPiece> pieces;
+      pieces.reserve(batch.size());
+      size_t bytes = 0;
+      for (const auto& c : batch) {
+        pieces.push_back({c.text, c.prefix, c.mid_line});
+        bytes += c.bytes;
       }
       // Once the head ends, a stalled reader gets 2 s more, not forever.
       auto give_up = [this] {
@@ -162,13 +202,22 @@ class EchoWriter {
           closing_since_ = std::chrono::steady_clock::now();
         return std::chrono::steady_clock::now() - closing_since_ > std::chrono::seconds(2);
       };
-      if (write_all(STDOUT_FILENO, text.data(), text.size(), give_up) == EAGAIN) return;
+      os::EchoBatches writes(std::move(pieces), IOV_MAX, atomic_bytes_);
+      bool stalled = false;
+      while (!stalled && writes.next(iov))
+        stalled = write_iov_all(STDOUT_FILENO, iov, give_up) == EAGAIN;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        queued_ -= bytes;
+      }
+      if (stalled) return;
     }
   }
 
+  const size_t atomic_bytes_;  // PIPE_BUF on a pipe, else 0 (no limit)
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::string> queue_;
+  std::deque<Chunk> queue_;
   size_t queued_ = 0;
   std::int64_t dropped_lines_ = 0;
   bool closing_ = false;
@@ -259,7 +308,7 @@ class LogWriter {
         queue_.pop_front();
       }
       if (job.print_only) {
-        echo_thread_.push(std::move(job.text) + "\n", 1, false);
+        echo_thread_.push(std::move(job.text) + "\n", {}, false, 1, false);
         continue;
       }
       if (job.attempt > 0) {
@@ -279,7 +328,7 @@ class LogWriter {
       } else if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
         append_to_attempt(job.chunk_attempt, job.stream, job.text);
       } else {
-        append(job.stream, job.text, job.lines);
+        append(job.stream, std::move(job.text), job.lines);
       }
       if (job.ack_to) caf::anon_send(job.ack_to, ack_atom::value);
     }
@@ -580,7 +629,7 @@ class LogWriter {
     return fd;
   }
 
-  void append(const StreamId& stream, const std::string& lines, std::int32_t count) {
+  void append(const StreamId& stream, std::string lines, std::int32_t count) {
     if (!failed_.count(stream)) {
       int fd = fd_for(stream);
       int err = fd < 0 ? EBADF : write_all(fd, lines.data(), lines.size());
@@ -601,23 +650,13 @@ class LogWriter {
     }
     // Debug commands' output is for the atlctl that ran them, not the job's log.
     // Nor are the head's and agents' own logs (on their stderr already).
-    if (!echo_ || stream.kind == StreamKind::run || stream.is_agent_log()) return;
-    const std::string prefix = stream_prefix(stream);
-    std::string out;
-    out.reserve(lines.size() + static_cast<size_t>(count + 1) * prefix.size());
+    if (!echo_ || stream.kind == StreamKind::run || stream.is_agent_log() || lines.empty()) return;
     // A chunk may end mid-line (an unfinished line sent after 1 s): the next
     // one continues it, without a prefix in the middle.
     bool& at_line_start = at_line_start_.try_emplace(stream, true).first->second;
-    size_t start = 0;
-    while (start < lines.size()) {
-      size_t nl = lines.find('\n', start);
-      size_t end = nl == std::string::npos ? lines.size() : nl + 1;
-      if (at_line_start) out += prefix;
-      out.append(lines, start, end - start);
-      at_line_start = nl != std::string::npos;
-      start = end;
-    }
-    echo_thread_.push(std::move(out), count, true);
+    const bool mid_line = !at_line_start;
+    at_line_start = lines.back() == '\n';
+    echo_thread_.push(std::move(lines), stream_prefix(stream), mid_line, count, true);
   }
 
   std::string dir_;

@@ -1,5 +1,6 @@
 #include "atl/os/line_chunker.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace atl::os {
@@ -10,13 +11,16 @@ void LineChunker::feed(std::string_view bytes) {
 }
 
 char* LineChunker::prepare(size_t n) {
-  prepared_from_ = buffer_.size();
-  buffer_.resize(prepared_from_ + n);
-  return buffer_.data() + prepared_from_;
+  if (n > room_size_) {
+    room_.reset(new char[n]);  // default-initialized: not zeroed
+    room_size_ = n;
+  }
+  return room_.get();
 }
 
 void LineChunker::commit(size_t n) {
-  buffer_.resize(prepared_from_ + n);
+  if (n == 0) return;
+  buffer_.append(room_.get(), std::min(n, room_size_));
   scan();
 }
 
@@ -67,7 +71,11 @@ LineChunk LineChunker::take(size_t max_bytes) {
     // The chunk is most of the buffer (a fast writer's read): the buffer
     // itself goes, only what follows it is copied (it was the other way
     // round: a copy of every byte of output on the pump's thread).
-    std::string rest(buffer_, end);
+    std::string rest;
+    // Room for what follows without a regrowth per read (reserve does not
+    // touch the bytes).
+    rest.reserve(std::max(end, buffer_.size() - end));
+    rest.append(buffer_, end);
     buffer_.resize(end);
     chunk.data = std::move(buffer_);
     buffer_ = std::move(rest);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <thread>
 #include <vector>
 
 namespace atl::os {
@@ -18,8 +19,11 @@ using Clock = std::chrono::steady_clock;
 ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::atomic<bool>& cancel,
                        const PumpOptions& options) {
   LineChunker chunker;
+  OutputBatching batching(
+      {options.chunk_bytes, options.batch_quiet, options.batch_pause, options.batch_hold});
   bool sink_alive = true;
   auto deliver = [&](LineChunk&& chunk) {
+    batching.delivered(Clock::now());  // nothing is held past this, even if empty
     if (chunk.data.empty()) return;
     if (sink_alive) sink_alive = sink(std::move(chunk));
   };
@@ -47,26 +51,33 @@ ExitStatus pump_output(ChildProcess& child, const ChunkSink& sink, const std::at
       pid_slot = n;
       fds[n++] = {child.pidfd(), POLLIN, 0};
     }
-    int ready = ::poll(fds, n, 50);
+    // Lines held for more (a fast writer's): the pipe fills meanwhile, then
+    // one look; otherwise wait for output or the end.
+    const bool held = batching.holding();
+    if (held) std::this_thread::sleep_for(batching.pause(Clock::now()));
+    int ready = ::poll(fds, n, held ? 0 : 50);
     if (ready < 0 && errno != EINTR) break;
+    const bool readable = child.output_fd() >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR));
 
     if (pid_slot >= 0 ? (fds[pid_slot].revents != 0) : !child.reaped()) {
       if (child.try_wait()) exited_at = Clock::now();
     }
-    if (child.output_fd() >= 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (readable) {
       ssize_t got = ::read(child.output_fd(), chunker.prepare(read_size), read_size);
       chunker.commit(got > 0 ? static_cast<size_t>(got) : 0);
       if (got > 0) {
-        // Chunks of at most chunk_bytes; what is whole now goes now (low
-        // latency), a fast writer's bytes in pipe-sized batches.
+        // Chunks of at most chunk_bytes; what is whole now goes now unless
+        // output is coming fast (then it waits a moment for more).
         while (chunker.complete_bytes() >= options.chunk_bytes)
           deliver(chunker.take(options.chunk_bytes));
-        if (static_cast<size_t>(got) < read_size && chunker.complete_bytes() > 0)
+        if (chunker.complete_bytes() > 0 && !batching.hold(Clock::now(), chunker.complete_bytes()))
           deliver(chunker.take(options.chunk_bytes));
       } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
         deliver(chunker.take_rest());
         child.close_output();
       }
+    } else if (held) {
+      deliver(chunker.take(options.chunk_bytes));  // nothing more came: they go
     }
     if (chunker.buffered_bytes() > chunker.complete_bytes()) {
       if (partial_since == Clock::time_point{}) {

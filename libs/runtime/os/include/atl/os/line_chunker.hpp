@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -19,8 +20,10 @@ class LineChunker {
   explicit LineChunker(std::size_t max_line = 1 << 20) : max_line_(max_line) {}
 
   void feed(std::string_view bytes);
-  // Reading straight into the chunker: room for `n` bytes, then commit what
-  // was actually read (saves a copy of every byte on the hot path).
+  // Reading into the chunker: room for `n` bytes, then commit what was
+  // actually read. The room is a buffer of its own, kept between reads and
+  // never cleared: a read of a few KB into a 256 KB room costs those KB
+  // (a std::string resized to the room zeroed all of it, every read).
   char* prepare(std::size_t n);
   void commit(std::size_t n);
   std::size_t complete_bytes() const { return complete_end_; }
@@ -38,7 +41,8 @@ class LineChunker {
   void scan();
 
   std::string buffer_;
-  std::size_t prepared_from_ = 0;
+  std::unique_ptr<char[]> room_;  // prepare()'s, uninitialized
+  std::size_t room_size_ = 0;
   std::size_t complete_end_ = 0;  // buffer_[0, complete_end_) is whole lines
   std::size_t complete_lines_ = 0;
   std::size_t scan_from_ = 0;

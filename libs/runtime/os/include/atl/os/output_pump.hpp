@@ -9,6 +9,7 @@
 
 #include "atl/os/child_process.hpp"
 #include "atl/os/line_chunker.hpp"
+#include "atl/os/output_batching.hpp"
 
 namespace atl::os {
 
@@ -19,6 +20,11 @@ struct PumpOptions {
   std::chrono::milliseconds drain_timeout{2000};
   // An unfinished line (tqdm's '\r' redraws) is sent as it is after this long.
   std::chrono::milliseconds partial_flush{1000};
+  // Lines after a quiet spell go at once; a fast writer's are gathered into
+  // chunks (OutputBatching; its chunk_bytes is chunk_bytes above).
+  std::chrono::microseconds batch_quiet{2000};
+  std::chrono::microseconds batch_pause{200};
+  std::chrono::microseconds batch_hold{5000};
 };
 
 // Delivers one chunk; blocks while the receiver has no credit. Returns false
