@@ -14,11 +14,11 @@ using atl::os::EchoPiece;
 std::vector<std::string> writes(std::vector<EchoPiece> pieces, size_t max_iov, size_t atomic) {
   EchoBatches batches(std::move(pieces), max_iov, atomic);
   std::vector<std::string> out;
-  std::vector<iovec> iov;
-  while (batches.next(iov)) {
-    std::string w;
-    for (const auto& v : iov) w.append(static_cast<const char*>(v.iov_base), v.iov_len);
-    out.push_back(w);
+  for (auto w = batches.next(); w.count > 0; w = batches.next()) {
+    std::string bytes;
+    for (int i = 0; i < w.count; ++i)
+      bytes.append(static_cast<const char*>(w.iov[i].iov_base), w.iov[i].iov_len);
+    out.push_back(bytes);
   }
   return out;
 }

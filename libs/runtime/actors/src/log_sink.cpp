@@ -76,23 +76,23 @@ std::int64_t file_size(int fd) {
 }
 
 // Writes all of `iov` (advancing past what each writev took) or returns the
-// errno that stopped it; `give_up` as write_all's.
-int write_iov_all(int fd, std::vector<iovec>& iov, const std::function<bool()>& give_up) {
-  size_t first = 0;
-  while (first < iov.size()) {
+// errno that stopped it. `give_up` is asked while a full pipe (nobody
+// reading) blocks the write.
+int write_iov_all(int fd, iovec* iov, int count, const std::function<bool()>& give_up) {
+  int first = 0;
+  while (first < count) {
     pollfd p{fd, POLLOUT, 0};
     if (::poll(&p, 1, 100) == 0) {
       if (give_up()) return EAGAIN;
       continue;
     }
-    const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
-    ssize_t n = ::writev(fd, iov.data() + first, count);
+    ssize_t n = ::writev(fd, iov + first, std::min(count - first, IOV_MAX));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return errno;
     }
     auto left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
     if (left > 0) {
       iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
       iov[first].iov_len -= left;
@@ -172,7 +172,6 @@ class EchoWriter {
 
   void run() {
     std::vector<Chunk> batch;
-    std::vector<iovec> iov;
     while (true) {
       batch.clear();
       {
@@ -204,8 +203,8 @@ class EchoWriter {
       };
       os::EchoBatches writes(std::move(pieces), IOV_MAX, atomic_bytes_);
       bool stalled = false;
-      while (!stalled && writes.next(iov))
-        stalled = write_iov_all(STDOUT_FILENO, iov, give_up) == EAGAIN;
+      for (auto w = writes.next(); !stalled && w.count > 0; w = writes.next())
+        stalled = write_iov_all(STDOUT_FILENO, w.iov, w.count, give_up) == EAGAIN;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         queued_ -= bytes;

@@ -1,6 +1,7 @@
 #include "atl/os/echo_lines.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace atl::os {
@@ -9,35 +10,44 @@ EchoBatches::EchoBatches(std::vector<EchoPiece> pieces, std::size_t max_iov,
                          std::size_t atomic_bytes)
     : pieces_(std::move(pieces)),
       max_iov_(std::max<std::size_t>(max_iov, 2)),
-      atomic_bytes_(atomic_bytes) {}
+      atomic_bytes_(atomic_bytes) {
+  iov_.resize(max_iov_);
+}
 
-bool EchoBatches::next(std::vector<iovec>& out) {
-  out.clear();
+// One line per step: its prefix's iovec (unless it continues a line) and its
+// own. A hot loop (2,000,000 lines per 200 MB): locals, no push_back.
+EchoBatches::Write EchoBatches::next() {
+  iovec* const iov = iov_.data();
+  std::size_t n = 0;
   std::size_t bytes = 0;
+  const std::size_t limit = atomic_bytes_ > 0 ? atomic_bytes_ : SIZE_MAX;
   while (piece_ < pieces_.size()) {
     const EchoPiece& p = pieces_[piece_];
-    if (pos_ >= p.text.size()) {
-      ++piece_;
-      pos_ = 0;
-      continue;
+    const char* const text = p.text.data();
+    const std::size_t size = p.text.size();
+    const std::size_t prefix_size = p.prefix.size();
+    char* const prefix = const_cast<char*>(p.prefix.data());
+    std::size_t pos = pos_;
+    while (pos < size) {
+      const char* begin = text + pos;
+      const void* nl = std::memchr(begin, '\n', size - pos);
+      const std::size_t len =
+          nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - begin) + 1 : size - pos;
+      const bool prefixed = prefix_size > 0 && !(pos == 0 && p.mid_line);
+      const std::size_t line_bytes = len + (prefixed ? prefix_size : 0);
+      if (n > 0 && (n + 1 + prefixed > max_iov_ || bytes + line_bytes > limit)) {
+        pos_ = pos;  // this line opens the next write
+        return {iov, static_cast<int>(n)};
+      }
+      if (prefixed) iov[n++] = {prefix, prefix_size};
+      iov[n++] = {const_cast<char*>(begin), len};
+      bytes += line_bytes;
+      pos += len;
     }
-    const char* begin = p.text.data() + pos_;
-    const std::size_t left = p.text.size() - pos_;
-    const void* nl = std::memchr(begin, '\n', left);
-    const std::size_t len =
-        nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - begin) + 1 : left;
-    const bool prefixed = !p.prefix.empty() && !(pos_ == 0 && p.mid_line);
-    const std::size_t line_bytes = len + (prefixed ? p.prefix.size() : 0);
-    const std::size_t iovs = prefixed ? 2 : 1;
-    if (!out.empty() &&
-        (out.size() + iovs > max_iov_ || (atomic_bytes_ > 0 && bytes + line_bytes > atomic_bytes_)))
-      return true;  // this line opens the next write
-    if (prefixed) out.push_back({const_cast<char*>(p.prefix.data()), p.prefix.size()});
-    out.push_back({const_cast<char*>(begin), len});
-    bytes += line_bytes;
-    pos_ += len;
+    ++piece_;
+    pos_ = 0;
   }
-  return !out.empty();
+  return {iov, static_cast<int>(n)};
 }
 
 }  // namespace atl::os

@@ -26,11 +26,16 @@ class EchoBatches {
   // that alone goes in a write of its own).
   EchoBatches(std::vector<EchoPiece> pieces, std::size_t max_iov, std::size_t atomic_bytes);
 
-  // The next write's iovecs into `out` (cleared first); false when all went.
-  bool next(std::vector<iovec>& out);
+  // The next write's iovecs (valid until the next call); count 0 when all went.
+  struct Write {
+    iovec* iov = nullptr;
+    int count = 0;
+  };
+  Write next();
 
  private:
   std::vector<EchoPiece> pieces_;
+  std::vector<iovec> iov_;  // max_iov_ of them, filled by next()
   std::size_t max_iov_;
   std::size_t atomic_bytes_;
   std::size_t piece_ = 0;  // the piece the next line is in
