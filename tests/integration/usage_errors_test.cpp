@@ -124,6 +124,36 @@ TEST(HeadnodeRejects, APortTakenNamingWhoHoldsIt) {
   EXPECT_EQ(r.output.find("cannot_open_port"), std::string::npos) << r.output;
 }
 
+// The dashboard opens once the job's credentials are made, after the local
+// pods passed their gate; its port is held from before anything starts, so a
+// port given and taken is still refused before any rank runs.
+TEST(HeadnodeRejects, ADashboardPortTakenIsRefusedBeforeAnyRankRuns) {
+  TestCluster c;
+  auto& other = c.start("other",
+                        {"/usr/bin/python3", "-c",
+                         "import socket, time\n"
+                         "s = socket.socket()\n"
+                         "s.bind(('127.0.0.1', 0))\n"
+                         "s.listen()\n"
+                         "print('port', s.getsockname()[1], flush=True)\n"
+                         "time.sleep(60)\n"},
+                        {"ATL_JOB_ID=jo-other"});
+  ASSERT_TRUE(c.wait_for_output(other, "port ")) << c.output(other);
+  std::string port = c.output(other).substr(5);
+  port = port.substr(0, port.find('\n'));
+  const std::string ran = c.dir() + "/ran";
+  auto r = run(c, "headnode",
+               {"--workers", "1", "--local-workers", "1", "--state-dir", c.dir() + "/state",
+                "--dashboard-port", port, "--", "touch " + ran});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("headnode: --dashboard-port: cannot listen on 127.0.0.1:" + port +
+                          ": taken by job jo-other's python3 (pid "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("listening on"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::ifstream(ran).good()) << "a rank ran: " << r.output;
+}
+
 // A token file others can read (a secret mounted 0644) is taken, with a
 // word saying how to close it; a 0600 one without.
 TEST(Headnode, WarnsOfATokenFileOthersCanRead) {
