@@ -16,7 +16,6 @@
 #include "atl/core/expected.hpp"
 #include "atl/os/growing_pool.hpp"
 #include "atl/os/open_connections.hpp"
-#include "atl/os/reach_probe.hpp"
 #include "connection_lobby.hpp"
 
 namespace atl::headnode {
@@ -48,36 +47,6 @@ class GrowingTaskQueue : public httplib::TaskQueue {
   os::GrowingPool pool_;
 };
 
-// What a taken port's refusal says: who holds it, and what to do.
-inline std::string port_taken_words(const std::string& host, int port) {
-  const std::string holder =
-      port > 0 ? os::describe_port_holder(os::who_listens_on(static_cast<std::uint16_t>(port)))
-               : std::string();
-  return "cannot listen on " + host + ":" + std::to_string(port) + ": " +
-         (holder.empty() ? "the address is not this machine's, or another user's "
-                           "process holds the port"
-                         : "taken by " + holder) +
-         ": pass another port (0: any free one)";
-}
-
-// A server's port held before the server exists (os::PortReservation: bound,
-// not listening), as bind_server would choose it: `port`, else (taken, and
-// `fallback`) any free one, said in `note`; 0: any free one. The server binds
-// it later beside the reservation (SO_REUSEADDR, see use_port_exclusively).
-inline Expected<os::PortReservation> reserve_server_port(const std::string& host, int port,
-                                                         bool fallback, const std::string& what,
-                                                         std::string* note) {
-  auto held = os::PortReservation::make(host, static_cast<std::uint16_t>(port));
-  if (!held && port != 0 && fallback) {
-    held = os::PortReservation::make(host);
-    if (held && note)
-      *note = "port " + std::to_string(port) + " is taken: " + what + " is on " +
-              std::to_string(held->port());
-  }
-  if (!held) return make_error(port_taken_words(host, port));
-  return held;
-}
-
 // After bind_to_port / bind_to_any_port.
 inline void widen_backlog(httplib::Server& server) {
   ::listen(detail::ListeningSocket::of(server), SOMAXCONN);
@@ -98,7 +67,16 @@ inline Expected<std::uint16_t> bind_server(httplib::Server& server, const std::s
       *note =
           "port " + std::to_string(port) + " is taken: " + what + " is on " + std::to_string(bound);
   }
-  if (bound <= 0) return make_error(port_taken_words(host, port));
+  if (bound <= 0) {
+    const std::string holder =
+        port > 0 ? os::describe_port_holder(os::who_listens_on(static_cast<std::uint16_t>(port)))
+                 : std::string();
+    return make_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                      (holder.empty() ? "the address is not this machine's, or another user's "
+                                        "process holds the port"
+                                      : "taken by " + holder) +
+                      ": pass another port (0: any free one)");
+  }
   widen_backlog(server);
   hold_idle_connections(detail::ListeningSocket::of(server));
   return static_cast<std::uint16_t>(bound);

@@ -44,7 +44,6 @@
 #include "atl/os/tls_credentials.hpp"
 #include "dashboard_server.hpp"
 #include "head_queries.hpp"
-#include "http_socket.hpp"
 #include "local_pods.hpp"
 #include "metrics_server.hpp"
 #include "tensorboard.hpp"
@@ -660,21 +659,13 @@ void settle_ray_dashboard_port(atl::JobSpec& job, int atl_dashboard_port) {
   job.ray_dashboard_port = free->port();
 }
 
-// The dashboard's place: its port, held from before anything starts (a port
-// given and taken is a failure now, not after the job began) until the
-// dashboard binds it (open_dashboard, once the job's credentials are made:
-// the job starts meanwhile); its address for the supervisor, its token.
+// The dashboard, listening before anything starts (a port given and taken
+// is a failure now, not after the job began); its address for the supervisor.
 // `settle` runs before a failure exits (the threads still at work end first).
-struct DashboardPlace {
-  std::optional<atl::os::PortReservation> held;
-  std::uint16_t port = 0;
-  std::string token;
-};
-
-std::optional<DashboardPlace> reserve_dashboard(const HeadOptions& opt, bool tls, std::string* url,
-                                                std::string* token,
-                                                const std::function<void()>& settle) {
-  if (opt.dashboard_port < 0) return std::nullopt;
+std::unique_ptr<atl::headnode::DashboardServer> bind_dashboard(
+    const HeadOptions& opt, const std::optional<atl::os::TlsFiles>& tls, std::string* url,
+    std::string* token, const std::function<void()>& settle) {
+  if (opt.dashboard_port < 0) return nullptr;
   auto loaded = opt.dashboard_token_file.empty()
                     ? atl::os::load_or_make_token_file(opt.state_dir + "/dashboard-token")
                     : atl::os::load_token_file(opt.dashboard_token_file);
@@ -691,41 +682,27 @@ std::optional<DashboardPlace> reserve_dashboard(const HeadOptions& opt, bool tls
     std::cerr << "headnode: warning: --dashboard-token-file " << opt.dashboard_token_file
               << " can be read by others than its owner: chmod 600 it (or defaultMode: 0600 "
                  "for a mounted secret)\n";
-  std::string note;
-  auto held = atl::headnode::reserve_server_port(opt.dashboard_bind, opt.dashboard_port,
-                                                 !opt.dashboard_port_given, "the dashboard", &note);
-  if (!held) {
-    settle();
-    std::cerr << "headnode: --dashboard-port: " << held.error() << "\n";
-    std::exit(kExitFailed);
-  }
-  if (!note.empty())
-    std::cerr << "headnode: warning: dashboard: " << note << " (give --dashboard-port to choose)\n";
-  DashboardPlace place{std::nullopt, held->port(), *loaded};
-  place.held = std::move(held).value();
-  const bool any = opt.dashboard_bind == "0.0.0.0" || opt.dashboard_bind == "::";
-  *url = std::string(tls ? "https" : "http") + "://" + (any ? opt.advertise : opt.dashboard_bind) +
-         ":" + std::to_string(place.port);
-  *token = place.token;
-  return place;
-}
-
-// The dashboard on its place's port, with the job's credentials (made by
-// now); the reservation goes once the dashboard holds the port.
-atl::Expected<std::unique_ptr<atl::headnode::DashboardServer>> open_dashboard(
-    const HeadOptions& opt, const std::optional<atl::os::TlsFiles>& tls, DashboardPlace& place) {
   atl::headnode::DashboardConfig config;
   config.bind = opt.dashboard_bind;
-  config.port = place.port;
-  config.port_given = true;  // the place's: chosen (and any fallback said) already
+  config.port = opt.dashboard_port;
+  config.port_given = opt.dashboard_port_given;
   config.tls = tls;
-  config.token = place.token;
+  config.token = *loaded;
   config.logs_dir = opt.state_dir + "/logs";
   config.job_id = opt.job.job_id;
   auto dashboard = std::make_unique<atl::headnode::DashboardServer>(std::move(config));
-  auto port = dashboard->bind(nullptr);
-  place.held.reset();
-  if (!port) return atl::make_error(port.error());
+  std::string note;
+  auto port = dashboard->bind(&note);
+  if (!port) {
+    settle();
+    std::cerr << "headnode: --dashboard-port: " << port.error() << "\n";
+    std::exit(kExitFailed);
+  }
+  if (!note.empty()) std::cerr << "headnode: warning: dashboard: " << note << "\n";
+  const bool any = opt.dashboard_bind == "0.0.0.0" || opt.dashboard_bind == "::";
+  *url = std::string(dashboard->scheme()) + "://" + (any ? opt.advertise : opt.dashboard_bind) +
+         ":" + std::to_string(*port);
+  *token = *loaded;
   return dashboard;
 }
 
@@ -851,10 +828,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<atl::os::PodNamespace> head_pod = start_head_pod(opt);
   // The job's durable state (a head restarted on this state dir resumes it)
   // opens on a thread of its own, as a new job's keys and certificates (and
-  // OpenSSL's start-up) are made on another, while the actor system starts,
-  // the supervisor listens and the local pods join (nothing of that needs
-  // them: the pods' lines carry no TLS); they are waited for before the local
-  // door, the dashboard and the address file.
+  // OpenSSL's start-up) are made on another, while the dashboard binds and
+  // the actor system starts.
   std::future<atl::Expected<DurableState>> state = open_state_async(opt);
   std::future<atl::Expected<atl::os::TlsFiles>> made;
   if (credentials.to_make)
@@ -870,13 +845,11 @@ int main(int argc, char** argv) {
     settle();
     atl::cli::usage_error("headnode", message);
   };
-  // The dashboard's port is held now (its address is the supervisor's); it
-  // opens once the credentials are made, after the job began: the local pods
-  // pass their gate while the keys are made (they need none: pod_line.hpp).
+  if (made.valid()) {
+    if (auto ready = made.get(); !ready) refuse("--tls-dir: " + ready.error());
+  }
   std::string dashboard_url, dashboard_token;
-  auto dashboard_place =
-      reserve_dashboard(opt, tls.has_value(), &dashboard_url, &dashboard_token, settle);
-  std::unique_ptr<atl::headnode::DashboardServer> dashboard;
+  auto dashboard = bind_dashboard(opt, tls, &dashboard_url, &dashboard_token, settle);
   settle_local_ports(opt);
   // Ray mode: the job's Ray token, made once (0600) beside the dashboard's
   // and kept across head restarts; the pods get it with their launches,
@@ -889,13 +862,17 @@ int main(int argc, char** argv) {
     if (!loaded) refuse("--state-dir: " + loaded.error());
     ray_token = *loaded;
     settle_ray_dashboard_port(opt.job, opt.dashboard_port);
+    if (dashboard)
+      dashboard->relay({"Ray's dashboard", "/ray", "127.0.0.1",
+                        static_cast<std::uint16_t>(opt.job.ray_dashboard_port),
+                        "Bearer " + ray_token, "ray job submit in the head pod, or the driver"});
   }
 
   // TensorBoard (--tensorboard-logdir, spec `tensorboard`): the image's,
   // found or said missing; the job runs either way.
   std::unique_ptr<atl::headnode::TensorBoard> tensorboard;
   if (!opt.job.tensorboard_logdir.empty()) {
-    if (!dashboard_place) {
+    if (!dashboard) {
       std::cerr << "headnode: warning: --tensorboard-logdir: the dashboard is off "
                    "(--dashboard-port off), so TensorBoard is not started\n";
     } else if (auto tb = atl::headnode::TensorBoard::start(opt.tensorboard_bin,
@@ -905,7 +882,15 @@ int main(int argc, char** argv) {
       std::cerr << "headnode: warning: TensorBoard: " << tb.error()
                 << ": the dashboard serves no /tensorboard/\n";
     } else {
-      tensorboard = std::move(tb).value();  // served at /tensorboard/ once the dashboard opens
+      tensorboard = std::move(tb).value();
+      // Its data queries are POSTs (scalars of several runs at once): reads.
+      dashboard->relay({"TensorBoard",
+                        "/tensorboard",
+                        "127.0.0.1",
+                        tensorboard->port(),
+                        "",
+                        "tensorboard in the head pod",
+                        {"(/experiment/[^/]+)?/data/plugin/.*"}});
     }
   }
 
@@ -986,51 +971,8 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
-      settle();
+      dashboard.reset();
       return kExitFailed;
-    }
-    // The supervisor starts and the local workers, waiting at their gate,
-    // connect at once; the rest of the head's start-up (the credentials, the
-    // local door, the dashboard, the address file, the job pointer) is done
-    // meanwhile (bench/results/launch.md).
-    caf::anon_send(supervisor, atl::start_atom::value, *port);
-    // Each local pod's gate is its line to the supervisor (pod_line.hpp): no
-    // TCP, no TLS handshake between a head and the pods it forked.
-    if (local_pods)
-      for (int line : local_pods->open_gate())
-        if (line >= 0) atl::serve_pod_line(sys, supervisor, line, *port);
-    // A new job's credentials: nobody could have them before, so nobody
-    // reached the listener with them yet. Made for the local door's and the
-    // dashboard's TLS, and every pod or atlctl that comes over TCP.
-    auto fail_started = [&](const std::string& line) {
-      std::cerr << "headnode: " << line << "\n";
-      caf::anon_send(supervisor, atl::cancel_atom::value, line);
-      settle();
-      code = result.get();
-      caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
-      return kExitFailed;
-    };
-    if (made.valid()) {
-      if (auto ready = made.get(); !ready) return fail_started("--tls-dir: " + ready.error());
-    }
-    if (dashboard_place) {
-      auto opened = open_dashboard(opt, tls, *dashboard_place);
-      if (!opened) return fail_started("--dashboard-port: " + opened.error());
-      dashboard = std::move(opened).value();
-      if (opt.job.mode == atl::JobMode::ray)
-        dashboard->relay({"Ray's dashboard", "/ray", "127.0.0.1",
-                          static_cast<std::uint16_t>(opt.job.ray_dashboard_port),
-                          "Bearer " + ray_token, "ray job submit in the head pod, or the driver"});
-      // Its data queries are POSTs (scalars of several runs at once): reads.
-      if (tensorboard)
-        dashboard->relay({"TensorBoard",
-                          "/tensorboard",
-                          "127.0.0.1",
-                          tensorboard->port(),
-                          "",
-                          "tensorboard in the head pod",
-                          {"(/experiment/[^/]+)?/data/plugin/.*"}});
     }
     // atlctl in this pod comes in through the local door (local_door.hpp):
     // no TLS start-up and handshake of a fresh process. Without one (an
@@ -1049,6 +991,15 @@ int main(int argc, char** argv) {
         log->warn("{}: atlctl here goes over TCP", opened.error());
     }
     std::string address = opt.advertise + ":" + std::to_string(*port);
+    // The supervisor starts and the local workers, waiting at their gate,
+    // connect at once; the rest of the head's start-up (the address file,
+    // the job pointer, the dashboard) is done meanwhile (bench/results/launch.md).
+    caf::anon_send(supervisor, atl::start_atom::value, *port);
+    // Each local pod's gate is its line to the supervisor (pod_line.hpp): no
+    // TCP, no TLS handshake between a head and the pods it forked.
+    if (local_pods)
+      for (int line : local_pods->open_gate())
+        if (line >= 0) atl::serve_pod_line(sys, supervisor, line, *port);
     std::ofstream(opt.state_dir + "/address") << address << "\n";
     std::cout << "listening on " << address << std::endl;
     if (opt.job.ray_any_worker_ports)  // ray mode on one host: the job's own ports

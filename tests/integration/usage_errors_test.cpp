@@ -124,9 +124,8 @@ TEST(HeadnodeRejects, APortTakenNamingWhoHoldsIt) {
   EXPECT_EQ(r.output.find("cannot_open_port"), std::string::npos) << r.output;
 }
 
-// The dashboard opens once the job's credentials are made, after the local
-// pods passed their gate; its port is held from before anything starts, so a
-// port given and taken is still refused before any rank runs.
+// The dashboard listens before the job begins: a port given and taken is
+// refused before any rank runs (not after the local pods passed their gate).
 TEST(HeadnodeRejects, ADashboardPortTakenIsRefusedBeforeAnyRankRuns) {
   TestCluster c;
   auto& other = c.start("other",

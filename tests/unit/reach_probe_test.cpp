@@ -100,27 +100,6 @@ TEST(PortReservation, HeldForAReusingListenerAndRefusedUntilItListens) {
   ::close(listener);
 }
 
-// A given port (the dashboard's, held while the head starts): taken by a
-// listener, it is refused as the listener's own bind would be; free, it is
-// held until a reusing listener opens beside it.
-TEST(PortReservation, AGivenPortIsHeldOrRefusedWhenSomeoneListens) {
-  auto any = atl::os::PortReservation::make("127.0.0.1");
-  ASSERT_TRUE(any.ok()) << any.error();
-  const std::uint16_t port = any->port();
-  any = atl::Expected<atl::os::PortReservation>(atl::make_error("released"));  // free again
-  auto held = atl::os::PortReservation::make("127.0.0.1", port);
-  ASSERT_TRUE(held.ok()) << held.error();
-  EXPECT_EQ(held->port(), port);
-  int listener = listen_on(port, true);
-  ASSERT_GE(listener, 0) << std::strerror(errno);
-  held = atl::Expected<atl::os::PortReservation>(atl::make_error("released"));
-  auto refused = atl::os::PortReservation::make("127.0.0.1", port);  // someone listens now
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("port " + std::to_string(port)), std::string::npos)
-      << refused.error();
-  ::close(listener);
-}
-
 TEST(PortReservation, ABadAddressIsNamed) {
   auto held = atl::os::PortReservation::make("no.such.host.invalid");
   ASSERT_FALSE(held.ok());

@@ -82,8 +82,8 @@ BoundSocket::~BoundSocket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Expected<PortReservation> PortReservation::make(const std::string& address, std::uint16_t port) {
-  auto found = resolve(address, port, true);
+Expected<PortReservation> PortReservation::make(const std::string& address) {
+  auto found = resolve(address, 0, true);
   if (!found) return Error{found.error()};
   int fd = ::socket((*found)->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -95,9 +95,7 @@ Expected<PortReservation> PortReservation::make(const std::string& address, std:
   int err = errno;
   if (fd >= 0) ::close(fd);
   ::freeaddrinfo(*found);
-  return make_error("cannot take " +
-                    (port ? "port " + std::to_string(port) : std::string("a port")) + " on " +
-                    address + ": " + std::strerror(err));
+  return make_error("cannot take a port on " + address + ": " + std::strerror(err));
 }
 
 Status probe_connect(const std::string& host, std::uint16_t port,

@@ -77,9 +77,7 @@ class ProbeSlot {
 // else's bind to port 0. Connects to it are refused until the listener opens.
 class PortReservation {
  public:
-  // `port` 0: any free one. A port someone listens on is refused (EADDRINUSE),
-  // as the listener's own bind would be.
-  static Expected<PortReservation> make(const std::string& address, std::uint16_t port = 0);
+  static Expected<PortReservation> make(const std::string& address);
   std::uint16_t port() const { return socket_.port(); }
 
  private:
