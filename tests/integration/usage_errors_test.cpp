@@ -26,6 +26,23 @@ CommandResult run(TestCluster& c, const std::string& binary, std::vector<std::st
   return {c.wait_exit(p, 30s), c.output(p)};
 }
 
+// A port another job's process listens on (its python3, for the holder's
+// name in the refusal); empty if it did not start.
+std::string port_of_another_job(TestCluster& c) {
+  auto& other = c.start("other",
+                        {"/usr/bin/python3", "-c",
+                         "import socket, time\n"
+                         "s = socket.socket()\n"
+                         "s.bind(('127.0.0.1', 0))\n"
+                         "s.listen()\n"
+                         "print('port', s.getsockname()[1], flush=True)\n"
+                         "time.sleep(60)\n"},
+                        {"ATL_JOB_ID=jo-other"});
+  if (!c.wait_for_output(other, "port ")) return {};
+  std::string port = c.output(other).substr(5);
+  return port.substr(0, port.find('\n'));
+}
+
 }  // namespace
 
 class HeadnodeRejects : public testing::TestWithParam<BadUsage> {};
@@ -103,18 +120,8 @@ TEST(HeadnodeRejects, AFifoForAFileAtOnce) {
 // creation failed\", ...)").
 TEST(HeadnodeRejects, APortTakenNamingWhoHoldsIt) {
   TestCluster c;
-  auto& other = c.start("other",
-                        {"/usr/bin/python3", "-c",
-                         "import socket, time\n"
-                         "s = socket.socket()\n"
-                         "s.bind(('127.0.0.1', 0))\n"
-                         "s.listen()\n"
-                         "print('port', s.getsockname()[1], flush=True)\n"
-                         "time.sleep(60)\n"},
-                        {"ATL_JOB_ID=jo-other"});
-  ASSERT_TRUE(c.wait_for_output(other, "port ")) << c.output(other);
-  std::string port = c.output(other).substr(5);
-  port = port.substr(0, port.find('\n'));
+  const std::string port = port_of_another_job(c);
+  ASSERT_FALSE(port.empty());
   auto r = run(c, "headnode", {"--workers", "1", "--port", port, "--", "true"});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("headnode: cannot listen on 127.0.0.1:" + port +
@@ -128,18 +135,8 @@ TEST(HeadnodeRejects, APortTakenNamingWhoHoldsIt) {
 // refused before any rank runs (not after the local pods passed their gate).
 TEST(HeadnodeRejects, ADashboardPortTakenIsRefusedBeforeAnyRankRuns) {
   TestCluster c;
-  auto& other = c.start("other",
-                        {"/usr/bin/python3", "-c",
-                         "import socket, time\n"
-                         "s = socket.socket()\n"
-                         "s.bind(('127.0.0.1', 0))\n"
-                         "s.listen()\n"
-                         "print('port', s.getsockname()[1], flush=True)\n"
-                         "time.sleep(60)\n"},
-                        {"ATL_JOB_ID=jo-other"});
-  ASSERT_TRUE(c.wait_for_output(other, "port ")) << c.output(other);
-  std::string port = c.output(other).substr(5);
-  port = port.substr(0, port.find('\n'));
+  const std::string port = port_of_another_job(c);
+  ASSERT_FALSE(port.empty());
   const std::string ran = c.dir() + "/ran";
   auto r = run(c, "headnode",
                {"--workers", "1", "--local-workers", "1", "--state-dir", c.dir() + "/state",

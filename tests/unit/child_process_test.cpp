@@ -661,11 +661,10 @@ TEST(ChildProcess, TheOutputPipeHoldsAWholeChunk) {
   child->wait();
 }
 
-// Lines that exactly fill a chunk, then silence: they arrive while the
-// writer still runs (a read that fills its buffer must not hold them back).
-TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
-  auto child = atl::os::ChildProcess::spawn(
-      shell("yes $(printf '%063d' 0) | head -n 4096; exec sleep 60"));  // 4096 x 64 B = 256 KiB
+// Pumps `command` (which prints `want` lines, then sleeps) until all its
+// lines came, then cancels it: the lines must come while it still runs.
+void expect_lines_before_the_silence_ends(const std::string& command, int want) {
+  auto child = atl::os::ChildProcess::spawn(shell(command));
   ASSERT_TRUE(child.ok()) << child.error();
   std::atomic<bool> cancel{false};
   int lines = 0;
@@ -673,12 +672,20 @@ TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
   atl::os::pump_output(*child,
                        [&](atl::os::LineChunk&& c) {
                          lines += c.lines;
-                         if (lines >= 4096) cancel = true;  // all there: stop the sleeper
+                         if (lines >= want) cancel = true;  // all there: stop the sleeper
                          return true;
                        },
                        cancel, {});
-  EXPECT_EQ(lines, 4096);
+  EXPECT_EQ(lines, want);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+// Lines that exactly fill a chunk, then silence: they arrive while the
+// writer still runs (a read that fills its buffer must not hold them back).
+TEST(OutputPump, AChunkOfLinesThenSilenceArrivesAtOnce) {
+  // 4096 x 64 B = 256 KiB
+  expect_lines_before_the_silence_ends("yes $(printf '%063d' 0) | head -n 4096; exec sleep 60",
+                                       4096);
 }
 
 // A fast writer's output goes to the sink in chunks near the chunk size,
@@ -699,21 +706,8 @@ TEST(OutputPump, AFastWritersOutputIsGatheredIntoFewChunks) {
 
 // Lines held for more go once nothing more comes: a burst, then silence.
 TEST(OutputPump, ABurstThenSilenceIsNotHeldBack) {
-  auto child = atl::os::ChildProcess::spawn(
-      shell("for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; done; exec sleep 60"));
-  ASSERT_TRUE(child.ok()) << child.error();
-  std::atomic<bool> cancel{false};
-  int lines = 0;
-  auto start = std::chrono::steady_clock::now();
-  atl::os::pump_output(*child,
-                       [&](atl::os::LineChunk&& c) {
-                         lines += c.lines;
-                         if (lines >= 10) cancel = true;  // all there: stop the sleeper
-                         return true;
-                       },
-                       cancel, {});
-  EXPECT_EQ(lines, 10);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  expect_lines_before_the_silence_ends(
+      "for i in 1 2 3 4 5 6 7 8 9 10; do echo line $i; done; exec sleep 60", 10);
 }
 
 // Enlarged pipes count against the user's pipe-buffer allowance: at most 32
