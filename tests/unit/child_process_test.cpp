@@ -700,8 +700,9 @@ TEST(OutputPump, AFastWritersOutputIsGatheredIntoFewChunks) {
   EXPECT_EQ(out.lines, 200000);
   EXPECT_EQ(out.text.size(), 20'000'000u);
   // 20 MB / 256 KB is 77 chunks; a loaded machine's slower writer fills
-  // fewer bytes per hold (5 ms): allow chunks of 64 KB on average.
-  EXPECT_LE(out.chunks, 20'000'000 / (64 * 1024)) << "chunks: " << out.chunks;
+  // fewer bytes per hold (5 ms): allow chunks of 32 KB on average (read per
+  // read it was 1,835-2,194 chunks, ~10 KB each).
+  EXPECT_LE(out.chunks, 20'000'000 / (32 * 1024)) << "chunks: " << out.chunks;
 }
 
 // Lines held for more go once nothing more comes: a burst, then silence.
