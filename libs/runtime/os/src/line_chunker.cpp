@@ -19,9 +19,7 @@ char* LineChunker::prepare(size_t n) {
 }
 
 void LineChunker::commit(size_t n) {
-  if (n == 0) return;
-  buffer_.append(room_.get(), std::min(n, room_size_));
-  scan();
+  if (n > 0) feed({room_.get(), std::min(n, room_size_)});
 }
 
 void LineChunker::scan() {
