@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "atl/core/error_file.hpp"
 #include "atl/os/child_process.hpp"
@@ -96,7 +98,7 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
   // Two jobs of one id on one host, each on its own GCS port: apart.
   EXPECT_NE(head_tmp, atl::ray_temp_dir("jo-ray", "h", job.ray_port + 1));
   EXPECT_TRUE(parses(head));
-  auto worker = atl::ray_worker_command(job, "ray", "10.0.0.1", "10.0.0.2", 60s, 1);
+  auto worker = atl::ray_worker_command(job, "ray", "python3", "10.0.0.1", "10.0.0.2", 60s, 1);
   EXPECT_NE(worker.find("--temp-dir " + atl::ray_temp_dir("jo-ray", "w1", job.ray_port)),
             std::string::npos);
   // Ray's fixed per-node ports stay Ray's where the job is not on one host.
@@ -105,10 +107,16 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
          {"--ray-client-server-port", "--dashboard-agent-listen-port", "--min-worker-port"})
       EXPECT_EQ(cmd.find(flag), std::string::npos) << cmd;
   EXPECT_NE(worker.find("ray health-check --address 10.0.0.1:6400"), std::string::npos) << worker;
-  // Before any Python start: atl-guard's TCP probe until the GCS listens.
+  // Before any Python start: atl-guard's TCP probe until the GCS listens;
+  // then the image's Python until the head's node is alive there; `ray
+  // health-check` only where that Python cannot ask.
   const auto probe = worker.find("until atl-guard --tcp-ready 10.0.0.1 6400;");
   EXPECT_NE(probe, std::string::npos) << worker;
-  EXPECT_LT(probe, worker.find("ray health-check")) << worker;
+  const auto head_alive = worker.find("if ! python3 -c ");
+  EXPECT_LT(probe, head_alive) << worker;
+  EXPECT_LT(head_alive, worker.find("ray health-check")) << worker;
+  // `pkill -f raylet` (and a search for Ray's raylet) finds Ray's, not atl's waits.
+  EXPECT_EQ(worker.find("raylet"), std::string::npos) << worker;
   EXPECT_NE(worker.find("do ray start --address 10.0.0.1:6400 --block --node-ip-address "
                         "10.0.0.2 --temp-dir"),
             std::string::npos)
@@ -166,7 +174,7 @@ TEST(RayCluster, AJobOnOneHostHasPortsOfItsOwn) {
   job.ray_any_worker_ports = true;
   auto head = atl::ray_head_command(job, "ray", "127.0.1.1");
   EXPECT_NE(head.find(" --ray-client-server-port 41001"), std::string::npos) << head;
-  auto worker = atl::ray_worker_command(job, "ray", "127.0.1.1", "127.0.0.2", 60s, 0);
+  auto worker = atl::ray_worker_command(job, "ray", "python3", "127.0.1.1", "127.0.0.2", 60s, 0);
   EXPECT_EQ(worker.find("--ray-client-server-port"), std::string::npos) << worker;
   for (const auto& cmd : {head, worker}) {
     EXPECT_NE(cmd.find(" --dashboard-agent-listen-port 41002"), std::string::npos) << cmd;
@@ -194,6 +202,7 @@ TEST(RayCluster, TheDriverGetsRayAddressAndTheRuntimeEnv) {
       {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, 60s);
   EXPECT_NE(driver.find("&& exec /bin/sh -c 'python3 tune.py --trials 4'"), std::string::npos)
       << driver;
+  EXPECT_EQ(driver.find("raylet"), std::string::npos) << driver;
   EXPECT_NE(driver.find(R"({"10.0.0.2":"jo-ray-worker-0","10.0.0.3":"jo-ray-worker-1"})"),
             std::string::npos)
       << driver;
@@ -221,48 +230,238 @@ TEST(RayCluster, RecoverRestartsTheDriverAloneOnlyOnAnIntactCluster) {
   EXPECT_EQ(atl::ray_recovery({true, 0, 0}), RayRecovery::whole_cluster);
 }
 
-// The readiness wait says every `progress_every` which nodes are not alive
-// in Ray yet, then gives up naming them (exit 3: a ready timeout). Run for
-// real with /usr/bin/python3 over a stand-in `ray` module whose cluster has
-// only its head alive (Ray itself is in the ray_mode tests).
-TEST(RayCluster, TheReadinessWaitNamesTheMissingNodesAsItWaitsThenGivesUp) {
+// The readiness wait, run for real with /usr/bin/python3 over a stand-in
+// `ray` package in a directory of its own (Ray itself is in the ray_mode
+// tests): `files` maps a path under the package's directory to its text.
+struct ReadinessRun {
+  std::string output;
+  int code = -1;
+  std::string error_file;  // what the wait wrote to TORCHELASTIC_ERROR_FILE
+  bool imported = false;   // whether the stand-in `ray` was imported
+};
+
+ReadinessRun run_readiness_wait(const std::map<std::string, std::string>& files,
+                                std::uint16_t gcs_port, std::chrono::seconds wait) {
   char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  std::filesystem::create_directories(dir + "/ray");
-  std::ofstream(dir + "/ray/__init__.py")
-      << "def init(**kw): pass\n"
-         "def shutdown(): pass\n"
-         "def nodes(): return [{'NodeManagerAddress': '10.0.0.1', 'Alive': True}]\n";
+  for (const auto& [path, text] : files) {
+    std::filesystem::create_directories(std::filesystem::path(dir + "/" + path).parent_path());
+    std::ofstream(dir + "/" + path) << text;
+  }
+  // The stand-in says it was imported (in a file: the wait's output is checked).
+  std::ofstream(dir + "/ray/__init__.py", std::ios::app)
+      << "\nopen(" << nlohmann::json(dir + "/imported").dump() << ", 'w').close()\n";
   atl::JobSpec job;
-  job.entrypoint = "echo never";
+  job.entrypoint = "echo the entrypoint ran";
+  job.ray_port = gcs_port;
   auto driver = atl::ray_driver_command(
-      job, "/usr/bin/python3", "10.0.0.1",
-      {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, 2s, 1s);
+      job, "/usr/bin/python3", "127.0.0.1",
+      {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, wait, 1s);
   ::setenv("PYTHONPATH", dir.c_str(), 1);
   const std::string error_file = dir + "/error.json";
   ::setenv("TORCHELASTIC_ERROR_FILE", error_file.c_str(), 1);
   auto run = atl::os::run_capture({"/bin/sh", "-c", driver}, 60s);
   ::unsetenv("PYTHONPATH");
   ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  ReadinessRun got;
   std::ifstream in(error_file);
-  const std::string written{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  got.error_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  got.imported = std::filesystem::exists(dir + "/imported");
   std::filesystem::remove_all(dir);
-  // The head's line for the job's end names the pods (torchrun's error file).
-  EXPECT_EQ(atl::error_file_summary(written),
+  EXPECT_TRUE(run.ok()) << run.error();
+  if (!run.ok()) return got;
+  got.output = run->output;
+  if (run->status) got.code = run->status->code;
+  return got;
+}
+
+// Ray's GCS client, as Ray 2.x has it: the node table by node id, each
+// with its address and state. `nodes` is "address: state" (0 alive).
+std::map<std::string, std::string> gcs_client_ray(const std::string& nodes) {
+  return {{"ray/__init__.py",
+           // A driver of its own would start worker processes for its job.
+           "def init(**kw): raise RuntimeError('the wait joined Ray as a driver')\n"},
+          {"ray/_raylet.py",
+           "import collections\n"
+           "Info = collections.namedtuple('Info', 'node_manager_address state')\n"
+           "class GcsClient:\n"
+           "    def __init__(self, address): self.address = address\n"
+           "    def get_all_node_info(self, timeout=None):\n"
+           "        return {i: Info(a, s) for i, (a, s) in enumerate({" +
+               nodes + "}.items())}\n"},
+          {"ray/core/__init__.py", ""},
+          {"ray/core/generated/__init__.py", ""},
+          {"ray/core/generated/gcs_pb2.py", "class GcsNodeInfo:\n    ALIVE = 0\n    DEAD = 1\n"}};
+}
+
+// The wait says every `progress_every` which nodes are not alive in Ray yet
+// (asked of Ray's GCS: a dead node is not alive, an unknown one neither),
+// then gives up naming them (exit 3: a ready timeout), in its log and in
+// torchrun's error file; the entrypoint never runs. It never joins Ray as a
+// driver (the stand-in's ray.init fails the wait).
+TEST(RayCluster, TheReadinessWaitNamesTheMissingNodesAsItWaitsThenGivesUp) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  auto run = run_readiness_wait(gcs_client_ray("'127.0.0.1': 0, '10.0.0.2': 1"), gcs->port(), 2s);
+  EXPECT_EQ(atl::error_file_summary(run.error_file),
             "Ray cluster not ready after 2s: not alive in Ray: jo-ray-worker-0, jo-ray-worker-1")
-      << written;
-  ASSERT_TRUE(run.ok()) << run.error();
-  ASSERT_TRUE(run->status) << run->output;
-  EXPECT_EQ(run->status->code, atl::kRayNotReadyExit) << run->output;
-  EXPECT_NE(run->output.find("[atl] waiting for Ray (1s of 2s): not alive yet: jo-ray-worker-0, "
-                             "jo-ray-worker-1"),
+      << run.error_file << run.output;
+  EXPECT_EQ(run.code, atl::kRayNotReadyExit) << run.output;
+  EXPECT_NE(run.output.find("[atl] waiting for Ray (1s of 2s): not alive yet: jo-ray-worker-0, "
+                            "jo-ray-worker-1"),
             std::string::npos)
-      << run->output;
-  EXPECT_NE(run->output.find("Ray cluster not ready after 2s: not alive in Ray: jo-ray-worker-0, "
-                             "jo-ray-worker-1"),
+      << run.output;
+  EXPECT_EQ(run.output.find("the entrypoint ran"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("as a driver"), std::string::npos) << run.output;
+}
+
+// Every node alive in Ray's GCS: the entrypoint runs in the wait's place.
+TEST(RayCluster, TheEntrypointRunsOnceEveryNodeIsAliveInRaysGcs) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  auto run = run_readiness_wait(
+      gcs_client_ray("'127.0.0.1': 0, '10.0.0.2': 0, '10.0.0.3': 0, '10.0.0.4': 1"), gcs->port(),
+      20s);
+  EXPECT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("[atl] Ray cluster ready: 3 nodes\nthe entrypoint ran"),
             std::string::npos)
-      << run->output;
-  EXPECT_EQ(run->output.find("never"), std::string::npos) << run->output;
+      << run.output;
+}
+
+// While Ray's GCS does not take connections, Ray is not even imported (a
+// Python start with Ray imported is ~0.4 s of CPU, taken from Ray's own
+// start on the same cores): a TCP connect a try. A GCS that never listens
+// is the head not alive, named with every pod.
+TEST(RayCluster, WhileRaysGcsDoesNotListenTheWaitDoesNotImportRay) {
+  auto closed = atl::os::PortReservation::make("127.0.0.1");  // bound, not listening
+  ASSERT_TRUE(closed.ok()) << closed.error();
+  auto run = run_readiness_wait(gcs_client_ray("'127.0.0.1': 0"), closed->port(), 2s);
+  EXPECT_EQ(run.code, atl::kRayNotReadyExit) << run.output;
+  EXPECT_EQ(atl::error_file_summary(run.error_file),
+            "Ray cluster not ready after 2s: not alive in Ray: the head, jo-ray-worker-0, "
+            "jo-ray-worker-1")
+      << run.error_file << run.output;
+  EXPECT_FALSE(run.imported) << run.output;
+}
+
+// A Ray without that GCS client (no ray._raylet.GcsClient): the wait joins
+// Ray with ray.init and reads ray.nodes(), as before, and leaves it again.
+TEST(RayCluster, ARayWithoutItsGcsClientIsAskedThroughRayInit) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  const std::string nodes =
+      "def init(**kw): print('joined', kw['address'].rsplit(':')[0], flush=True)\n"
+      "def shutdown(): print('left', flush=True)\n"
+      "def nodes(): return [{'NodeManagerAddress': a, 'Alive': a != '10.0.0.3'} for a in "
+      "NODES]\n";
+  auto missing = run_readiness_wait(
+      {{"ray/__init__.py", "NODES = ['127.0.0.1', '10.0.0.2', '10.0.0.3']\n" + nodes}}, gcs->port(),
+      2s);
+  EXPECT_EQ(missing.code, atl::kRayNotReadyExit) << missing.output;
+  EXPECT_NE(missing.output.find("joined 127.0.0.1"), std::string::npos) << missing.output;
+  EXPECT_EQ(atl::error_file_summary(missing.error_file),
+            "Ray cluster not ready after 2s: not alive in Ray: jo-ray-worker-1")
+      << missing.error_file << missing.output;
+  auto ready = run_readiness_wait(
+      {{"ray/__init__.py", "NODES = ['127.0.0.1', '10.0.0.2', '10.0.0.4']\n" +
+                               std::string("def init(**kw): print('joined', flush=True)\n"
+                                           "def shutdown(): print('left', flush=True)\n"
+                                           "def nodes(): return [{'NodeManagerAddress': a, "
+                                           "'Alive': True} for a in NODES + ['10.0.0.3']]\n")}},
+      gcs->port(), 20s);
+  EXPECT_EQ(ready.code, 0) << ready.output;
+  EXPECT_NE(ready.output.find("joined\nleft\n[atl] Ray cluster ready: 3 nodes\nthe entrypoint ran"),
+            std::string::npos)
+      << ready.output;
+}
+
+// A worker pod's command run for real over stand-ins: `ray` a script that
+// logs its arguments (its `start` leaves the file Ray leaves once a node came
+// up), the Python's `ray` package as `ray_files` says. The log's lines, in
+// order; the command's exit code.
+struct WorkerRun {
+  std::vector<std::string> ray_calls;
+  std::string output;
+  int code = -1;
+};
+
+WorkerRun run_worker_command(const std::map<std::string, std::string>& ray_files,
+                             std::uint16_t gcs_port) {
+  char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  for (const auto& [path, text] : ray_files) {
+    std::filesystem::create_directories(std::filesystem::path(dir + "/" + path).parent_path());
+    std::ofstream(dir + "/" + path) << text;
+  }
+  const std::string calls = dir + "/calls";
+  const std::string ray_bin = dir + "/bin/ray";  // beside the stand-in package
+  std::filesystem::create_directories(dir + "/bin");
+  std::ofstream(ray_bin) << "#!/bin/sh\n"
+                            "echo \"$1 $2 $3\" >> "
+                         << calls
+                         << "\n"
+                            "while [ $# -gt 0 ]; do [ \"$1\" = --temp-dir ] && "
+                            "mkdir -p \"$2\" && touch \"$2/ray_current_cluster\"; shift; done\n";
+  ::chmod(ray_bin.c_str(), 0755);
+  atl::JobSpec job;
+  job.job_id = "jo-wait";
+  job.ray_port = gcs_port;
+  auto worker =
+      atl::ray_worker_command(job, ray_bin, "/usr/bin/python3", "127.0.0.1", "127.0.0.2", 20s);
+  ::setenv("PYTHONPATH", dir.c_str(), 1);
+  auto run = atl::os::run_capture({"/bin/sh", "-c", worker}, 60s);
+  ::unsetenv("PYTHONPATH");
+  WorkerRun got;
+  std::ifstream in(calls);
+  for (std::string line; std::getline(in, line);) got.ray_calls.push_back(line);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(atl::ray_temp_dir(job.job_id, "w0", job.ray_port));
+  EXPECT_TRUE(run.ok()) << run.error();
+  if (!run.ok()) return got;
+  got.output = run->output;
+  if (run->status) got.code = run->status->code;
+  return got;
+}
+
+// Ray's `ray start` on a worker asks the GCS for the head's node every 2 s:
+// a worker pod asks every 0.1 s itself (here: not alive, then dead, then
+// alive) and starts its node once the head's is alive, with no `ray
+// health-check` (a second Python start).
+TEST(RayCluster, AWorkerStartsItsNodeOnceTheHeadsNodeIsAliveInTheGcs) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  auto files = gcs_client_ray("");
+  files["ray/_raylet.py"] =
+      "import collections, os\n"
+      "Info = collections.namedtuple('Info', 'node_manager_address state')\n"
+      "asked = 0\n"
+      "class GcsClient:\n"
+      "    def __init__(self, address): pass\n"
+      "    def get_all_node_info(self, timeout=None):\n"
+      "        global asked\n"
+      "        asked += 1\n"
+      "        with open(os.path.dirname(__file__) + '/../calls', 'a') as f: print('asked', "
+      "file=f)\n"
+      "        if asked < 3: return {}\n"
+      "        return {0: Info('127.0.0.9', 0), 1: Info('127.0.0.1', 0 if asked >= 5 else 1)}\n";
+  auto run = run_worker_command(files, gcs->port());
+  EXPECT_EQ(run.code, 0) << run.output;
+  const std::vector<std::string> want = {
+      "asked", "asked", "asked",
+      "asked", "asked", "start --address 127.0.0.1:" + std::to_string(gcs->port())};
+  EXPECT_EQ(run.ray_calls, want) << run.output;
+}
+
+// A Python whose Ray has no GCS client: `ray health-check` until the GCS
+// answers, as before, then the node starts.
+TEST(RayCluster, AWorkerWhosePythonCannotAskTheGcsWaitsWithRayHealthCheck) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  auto run = run_worker_command({{"ray/__init__.py", ""}}, gcs->port());
+  EXPECT_EQ(run.code, 0) << run.output;
+  const std::string at = "--address 127.0.0.1:" + std::to_string(gcs->port());
+  const std::vector<std::string> want = {"health-check " + at, "start " + at};
+  EXPECT_EQ(run.ray_calls, want) << run.output;
 }
 
 // Ray replaces 127.0.0.1 (and its names) with the machine's address: a

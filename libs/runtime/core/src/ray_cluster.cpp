@@ -10,6 +10,33 @@ namespace atl {
 
 namespace {
 
+// A worker pod's wait for its Ray head's node: argv GCS address, the head's
+// node address, the deadline (epoch seconds). Exit 0 once that node is alive
+// in the GCS, 2 where Ray has no GCS client to ask, 1 at the deadline.
+//
+// Ray's module of its raylet is named in two pieces here and below: the
+// commands' text is their processes' command lines, where `pkill -f raylet`
+// (or a test's search for Ray's raylet) must find Ray's, not atl's waits.
+constexpr const char* kHeadNodeAlive = R"PY(import importlib, sys, time
+try:
+    GcsClient = importlib.import_module('ray._ray' 'let').GcsClient
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+except (ImportError, AttributeError):
+    sys.exit(2)
+address, head, deadline = sys.argv[1], sys.argv[2], float(sys.argv[3])
+client = GcsClient(address=address)
+if not hasattr(client, 'get_all_node_info'): sys.exit(2)
+while time.time() < deadline:
+    try:
+        infos = client.get_all_node_info(timeout=5).values()
+        if any(n.node_manager_address == head and n.state == GcsNodeInfo.ALIVE for n in infos):
+            sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+)PY";
+
 std::string head_address(const JobSpec& job, const std::string& head_host) {
   return head_host + ":" + std::to_string(job.ray_port);
 }
@@ -107,8 +134,8 @@ std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
 }
 
 std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
-                               const std::string& head_host, const std::string& host,
-                               std::chrono::seconds wait, int worker) {
+                               const std::string& python, const std::string& head_host,
+                               const std::string& host, std::chrono::seconds wait, int worker) {
   const std::string head = head_address(job, head_host);
   const std::string temp_dir = ray_temp_dir(job.job_id, "w" + std::to_string(worker), job.ray_port);
   std::vector<std::string> argv = {ray_bin,
@@ -138,11 +165,20 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
       "if command -v atl-guard >/dev/null 2>&1; then until atl-guard --tcp-ready " +
       shell_quote(head_host) + " " + std::to_string(job.ray_port) +
       "; do [ $(date +%s) -ge $deadline ] && break; sleep 0.1; done; fi; ";
+  // Then, where the image's Python has Ray's GCS client (what `ray start`
+  // itself asks), until the head's own node is alive there, asked every
+  // 0.1 s: a `ray start` that comes before it looks for it every 2 s (Ray's
+  // own retries), and a worker started as the GCS opened lost up to 2 s
+  // there. One Python start, as `ray health-check` was; a Python without the
+  // client (exit 2), or a head not alive by the deadline, goes on as before:
+  // `ray health-check` until the GCS answers.
+  const std::string head_alive =
+      shell_join({python, "-c", kHeadNodeAlive, head, head_host}) + " $deadline >/dev/null 2>&1";
   return ray_private_dir(temp_dir) + "deadline=$(($(date +%s) + " + std::to_string(wait.count()) +
-         ")); " + probe + "until " + check +
+         ")); " + probe + "if ! " + head_alive + "; then until " + check +
          " >/dev/null 2>&1; do if [ $(date +%s) -ge $deadline ]; then echo \"Ray's head at " +
          head + " did not answer within " + std::to_string(wait.count()) +
-         "s\" >&2; exit 3; fi; sleep 0.2; done; while :; do " + shell_join(argv) +
+         "s\" >&2; exit 3; fi; sleep 0.2; done; fi; while :; do " + shell_join(argv) +
          "; rc=$?; if [ -e " + shell_quote(temp_dir + kRaysOwnDir + "/ray_current_cluster") +
          " ] || [ $(date +%s) -ge $deadline ]; then exit $rc; fi; echo \"atl: Ray's head node "
          "is not in its GCS yet: starting this node again\" >&2; sleep 1; done";
@@ -173,51 +209,88 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
   nlohmann::json pods = nlohmann::json::object();
   for (const auto& w : workers) pods[w.address] = w.pod;
   // Ray's own view: alive nodes by address. The head is the driver's own.
-  std::string script =
-      "import json, os, sys, time\n"
-      "import ray\n"
-      "pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])\n"
-      "every = float(sys.argv[5])\n"
-      "start = time.time(); deadline = start + wait; said = start\n"
-      // Why, in the driver's log and (torchrun's contract) its error file:
-      // the head's line names the pods that never came up in Ray.
-      "def not_ready(line):\n"
-      "    print(line, file=sys.stderr, flush=True)\n"
-      "    path = os.environ.get('TORCHELASTIC_ERROR_FILE')\n"
-      "    if path:\n"
-      "        try:\n"
-      "            with open(path, 'w') as f: json.dump({'message': line}, f)\n"
-      "        except OSError:\n"
-      "            pass\n"
-      "    sys.exit(" +
-      std::to_string(kRayNotReadyExit) +
-      ")\n"
-      // Ray's GCS answers before the head's node is in it; ray.init in
-      // between fails ("No node info found"): asked again until the deadline.
-      "while True:\n"
-      "    try:\n"
-      "        ray.init(address=sys.argv[4], logging_level='ERROR', log_to_driver=False)\n"
-      "        break\n"
-      "    except ConnectionError as e:\n"
-      "        ray.shutdown()\n"
-      "        if time.time() > deadline:\n"
-      "            not_ready('Ray cluster not ready after %gs: %s' % (wait, e))\n"
-      "        time.sleep(0.5)\n"
-      "while True:\n"
-      "    alive = {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}\n"
-      "    missing = [pod for addr, pod in sorted(pods.items()) if addr not in alive]\n"
-      "    if head not in alive: missing.insert(0, 'the head')\n"
-      "    if not missing: break\n"
-      "    if time.time() - said >= every:\n"
-      "        said = time.time()\n"
-      "        print('[atl] waiting for Ray (%ds of %gs): not alive yet: %s' % (said - start, "
-      "wait, ', '.join(missing)), flush=True)\n"
-      "    if time.time() > deadline:\n"
-      "        not_ready('Ray cluster not ready after %gs: not alive in Ray: %s' % (wait, ', "
-      "'.join(missing)))\n"
-      "    time.sleep(0.2)\n"
-      "ray.shutdown()\n"
-      "print('[atl] Ray cluster ready: %d nodes' % (len(pods) + 1), flush=True)\n";
+  // The wait is no Ray driver of its own: a driver's first connection makes
+  // the head's raylet start worker processes for its job (Ray's prestart, a
+  // Python start with Ray imported each, ~0.5 s of CPU), wasted on a wait and
+  // taken from the nodes' own start. It asks Ray's GCS for its node table
+  // (GcsClient, what `ray health-check` and `ray start` use), after a TCP
+  // connect finds the GCS listening (before that, Ray is not even imported);
+  // a Ray without that client is asked as before, ray.init and ray.nodes().
+  // The job's own driver is then Ray's first, and its workers are started
+  // beside its own start.
+  std::string script = R"PY(import importlib, json, os, socket, sys, time
+pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])
+address = sys.argv[4]; every = float(sys.argv[5])
+start = time.time(); deadline = start + wait; said = start
+def not_ready(line):
+    print(line, file=sys.stderr, flush=True)
+    path = os.environ.get('TORCHELASTIC_ERROR_FILE')
+    if path:
+        try:
+            with open(path, 'w') as f: json.dump({'message': line}, f)
+        except OSError:
+            pass
+    sys.exit(@EXIT@)
+def missing_of(alive):
+    missing = [pod for addr, pod in sorted(pods.items()) if addr not in alive]
+    if head not in alive: missing.insert(0, 'the head')
+    return missing
+def not_yet(missing, pause, error=None):
+    global said
+    if time.time() - said >= every:
+        said = time.time()
+        print('[atl] waiting for Ray (%ds of %gs): not alive yet: %s' % (said - start, wait, ', '.join(missing)), flush=True)
+    if time.time() > deadline:
+        not_ready('Ray cluster not ready after %gs: ' % wait + (error or 'not alive in Ray: ' + ', '.join(missing)))
+    time.sleep(pause)
+host, _, port = address.rpartition(':')
+while True:
+    try:
+        socket.create_connection((host.strip('[]'), int(port)), timeout=1).close()
+        break
+    except OSError:
+        not_yet(missing_of(set()), 0.1)
+import ray
+try:
+    GcsClient = importlib.import_module('ray._ray' 'let').GcsClient
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+except (ImportError, AttributeError):
+    GcsClient = None
+client = None; joined = False
+if GcsClient is not None:
+    try:
+        client = GcsClient(address=address)
+    except Exception as e:
+        not_ready('Ray cluster not ready: its GCS at %s does not answer: %s' % (address, e))
+if client is not None and hasattr(client, 'get_all_node_info'):
+    def alive():
+        infos = client.get_all_node_info(timeout=5).values()
+        return {n.node_manager_address for n in infos if n.state == GcsNodeInfo.ALIVE}
+else:
+    # Ray's GCS answers before the head's node is in it; ray.init in
+    # between fails ("No node info found"): asked again until the deadline.
+    while True:
+        try:
+            ray.init(address=address, logging_level='ERROR', log_to_driver=False)
+            joined = True
+            break
+        except ConnectionError as e:
+            ray.shutdown()
+            not_yet(missing_of(set()), 0.5, str(e))
+    def alive():
+        return {n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']}
+while True:
+    error = None
+    try:
+        missing = missing_of(alive())
+    except Exception as e:  # the GCS restarting, say: asked again
+        missing, error = missing_of(set()), str(e)
+    if not missing: break
+    not_yet(missing, 0.2, error)
+if joined: ray.shutdown()
+print('[atl] Ray cluster ready: %d nodes' % (len(pods) + 1), flush=True)
+)PY";
+  script.replace(script.find("@EXIT@"), 6, std::to_string(kRayNotReadyExit));
   return shell_join({python, "-c", script, pods.dump(), head_host, std::to_string(wait.count()),
                      head_address(job, head_host), std::to_string(progress_every.count())}) +
          " && exec /bin/sh -c " + shell_quote(job.entrypoint);

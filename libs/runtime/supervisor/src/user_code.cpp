@@ -67,8 +67,8 @@ Status UserCode::plan_ray(const PlanInput& in) {
     const auto stream = static_cast<std::int32_t>(k);
     ProcessLaunch launch;
     launch.stream = StreamId::of_rank(stream);
-    launch.command = ray_worker_command(job, in.ray_bin, ray_head, info.address, in.ray_ready_wait,
-                                        static_cast<int>(k));
+    launch.command = ray_worker_command(job, in.ray_bin, in.ray_python, ray_head, info.address,
+                                        in.ray_ready_wait, static_cast<int>(k));
     launch.scratch_dir = ray_temp_dir(job.job_id, "w" + std::to_string(k), job.ray_port);
     launch.stop_at_once = true;
     EnvMap env = build_process_env(job, in.atl, in.active[k].site);

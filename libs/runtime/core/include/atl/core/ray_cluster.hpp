@@ -51,10 +51,12 @@ std::string ray_private_dir(const std::string& dir);
 std::string ray_head_command(const JobSpec& job, const std::string& ray_bin,
                              const std::string& host);
 
-// Waits (bounded by `wait`) until the head's GCS answers, then joins it.
+// Waits (bounded by `wait`) until the head's node is alive in its GCS (asked
+// with `python`, the image's Python with Ray; where that cannot ask, until
+// the GCS answers), then joins it.
 std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
-                               const std::string& head_host, const std::string& host,
-                               std::chrono::seconds wait, int worker = 0);
+                               const std::string& python, const std::string& head_host,
+                               const std::string& host, std::chrono::seconds wait, int worker = 0);
 
 // RAY_JOB_CONFIG_JSON_ENV_VAR's value: {"runtime_env": {...}} with the job's
 // env_vars, working_dir and the keys only Ray applies.
