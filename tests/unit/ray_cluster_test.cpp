@@ -112,9 +112,14 @@ TEST(RayCluster, HeadAndWorkersBindToTheirOwnAddresses) {
   // health-check` only where that Python cannot ask.
   const auto probe = worker.find("until atl-guard --tcp-ready 10.0.0.1 6400;");
   EXPECT_NE(probe, std::string::npos) << worker;
-  const auto head_alive = worker.find("if ! python3 -c ");
+  const auto head_alive = worker.find("python3 -c ");
   EXPECT_LT(probe, head_alive) << worker;
   EXPECT_LT(head_alive, worker.find("ray health-check")) << worker;
+  // That Python is given the node's start, to run in its place where it can.
+  EXPECT_NE(worker.find(" 10.0.0.1:6400 10.0.0.1 $deadline ray start --address 10.0.0.1:6400 "
+                        "--block --node-ip-address 10.0.0.2"),
+            std::string::npos)
+      << worker;
   // `pkill -f raylet` (and a search for Ray's raylet) finds Ray's, not atl's waits.
   EXPECT_EQ(worker.find("raylet"), std::string::npos) << worker;
   EXPECT_NE(worker.find("do ray start --address 10.0.0.1:6400 --block --node-ip-address "
@@ -386,7 +391,7 @@ struct WorkerRun {
 };
 
 WorkerRun run_worker_command(const std::map<std::string, std::string>& ray_files,
-                             std::uint16_t gcs_port) {
+                             std::uint16_t gcs_port, bool ray_bin_given = false) {
   char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   for (const auto& [path, text] : ray_files) {
@@ -396,12 +401,13 @@ WorkerRun run_worker_command(const std::map<std::string, std::string>& ray_files
   const std::string calls = dir + "/calls";
   const std::string ray_bin = dir + "/bin/ray";  // beside the stand-in package
   std::filesystem::create_directories(dir + "/bin");
-  std::ofstream(ray_bin) << "#!/bin/sh\n"
-                            "echo \"$1 $2 $3\" >> "
-                         << calls
-                         << "\n"
-                            "while [ $# -gt 0 ]; do [ \"$1\" = --temp-dir ] && "
-                            "mkdir -p \"$2\" && touch \"$2/ray_current_cluster\"; shift; done\n";
+  if (!ray_bin_given)
+    std::ofstream(ray_bin) << "#!/bin/sh\n"
+                              "echo \"$1 $2 $3\" >> "
+                           << calls
+                           << "\n"
+                              "while [ $# -gt 0 ]; do [ \"$1\" = --temp-dir ] && "
+                              "mkdir -p \"$2\" && touch \"$2/ray_current_cluster\"; shift; done\n";
   ::chmod(ray_bin.c_str(), 0755);
   atl::JobSpec job;
   job.job_id = "jo-wait";
@@ -461,6 +467,41 @@ TEST(RayCluster, AWorkerWhosePythonCannotAskTheGcsWaitsWithRayHealthCheck) {
   EXPECT_EQ(run.code, 0) << run.output;
   const std::string at = "--address 127.0.0.1:" + std::to_string(gcs->port());
   const std::vector<std::string> want = {"health-check " + at, "start " + at};
+  EXPECT_EQ(run.ray_calls, want) << run.output;
+}
+
+// `ray` as pip writes it for this very Python (a console script whose `#!`
+// names it): the Python that waited for the head's node runs Ray's main in
+// its place, Ray already imported; the shell never starts `ray` itself.
+// Here the first start fails before its node came up: the shell then asks
+// `ray health-check` and starts it again (now a Python start of its own).
+TEST(RayCluster, AWorkersWaitRunsRaysStartItselfWhereRayIsItsOwnConsoleScript) {
+  auto gcs = atl::os::ProbeListener::open("127.0.0.1");
+  ASSERT_TRUE(gcs.ok()) << gcs.error();
+  auto files = gcs_client_ray("'127.0.0.1': 0");
+  files["ray/scripts/__init__.py"] = "";
+  // Ray's main as the stand-in has it: says where it runs, and its first
+  // start fails before its node came up.
+  files["ray/scripts/scripts.py"] =
+      "import os, sys\n"
+      "def main():\n"
+      "    calls = os.path.dirname(__file__) + '/../../calls'\n"
+      "    first = 'main' not in open(calls).read() if os.path.exists(calls) else True\n"
+      "    waited = 'ray._raylet' in sys.modules\n"
+      "    with open(calls, 'a') as f: print('main', ' '.join(sys.argv[1:4]), 'after the wait' if "
+      "waited else 'alone', file=f)\n"
+      "    if sys.argv[1] == 'start' and not first:\n"
+      "        d = sys.argv[sys.argv.index('--temp-dir') + 1]\n"
+      "        os.makedirs(d, exist_ok=True); open(d + '/ray_current_cluster', 'w').close()\n"
+      "    return 1 if first else 0\n";
+  files["bin/ray"] =
+      "#!/usr/bin/python3\nimport sys\nfrom ray.scripts.scripts import main\nsys.exit(main())\n";
+  auto run = run_worker_command(files, gcs->port(), /*ray_bin_given=*/true);
+  EXPECT_EQ(run.code, 0) << run.output;
+  const std::string at = "--address 127.0.0.1:" + std::to_string(gcs->port());
+  const std::vector<std::string> want = {"main start " + at + " after the wait",
+                                         "main health-check " + at + " alone",
+                                         "main start " + at + " alone"};
   EXPECT_EQ(run.ray_calls, want) << run.output;
 }
 
