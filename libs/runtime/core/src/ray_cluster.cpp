@@ -10,6 +10,29 @@ namespace atl {
 
 namespace {
 
+// Python for both of atl's waits on Ray (a worker pod's for its head's node,
+// the driver's for every node): `gcs_nodes_alive(address)` is a function
+// giving the addresses of the nodes alive in the GCS there, asked with Ray's
+// own GCS client (what `ray start` and `ray health-check` ask with); None
+// where this Ray has no such client. Ray's module of its raylet is named in
+// two pieces: the commands' text is their processes' command lines, where
+// `pkill -f raylet` (or a test's search for Ray's raylet) must find Ray's,
+// not atl's waits.
+constexpr const char* kGcsNodesAlive = R"PY(import importlib
+def gcs_nodes_alive(address):
+    try:
+        client_type = importlib.import_module('ray._ray' 'let').GcsClient
+        from ray.core.generated.gcs_pb2 import GcsNodeInfo
+    except (ImportError, AttributeError):
+        return None
+    client = client_type(address=address)
+    if not hasattr(client, 'get_all_node_info'): return None
+    def alive():
+        infos = client.get_all_node_info(timeout=5).values()
+        return {n.node_manager_address for n in infos if n.state == GcsNodeInfo.ALIVE}
+    return alive
+)PY";
+
 // A worker pod's wait for its Ray head's node, and its Ray node's start:
 // argv the GCS address, the head's node address, the deadline (epoch
 // seconds), then the `ray start` command. Once the head's node is alive in
@@ -18,32 +41,22 @@ namespace {
 // of CPU on the node's way up), and the exit is Ray's; else exit 10 (the
 // caller starts it). Exit 2 where Ray has no GCS client to ask, 1 when the
 // head's node was not alive by the deadline.
-//
-// Ray's module of its raylet is named in two pieces here and below: the
-// commands' text is their processes' command lines, where `pkill -f raylet`
-// (or a test's search for Ray's raylet) must find Ray's, not atl's waits.
-constexpr const char* kHeadNodeAlive = R"PY(import importlib, os, shutil, sys, time
+constexpr const char* kHeadNodeAlive = R"PY(import os, shutil, sys, time
 address, head, deadline, ray_argv = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]
 try:
-    GcsClient = importlib.import_module('ray._ray' 'let').GcsClient
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo
-except (ImportError, AttributeError):
-    sys.exit(2)
-try:
-    client = GcsClient(address=address)
+    alive = gcs_nodes_alive(address)
 except Exception:
     sys.exit(1)
-if not hasattr(client, 'get_all_node_info'): sys.exit(2)
+if alive is None: sys.exit(2)
 def head_alive():
     try:
-        infos = client.get_all_node_info(timeout=5).values()
+        return head in alive()
     except Exception:  # the GCS restarting, say: asked again
         return False
-    return any(n.node_manager_address == head and n.state == GcsNodeInfo.ALIVE for n in infos)
 while not head_alive():
     if time.time() >= deadline: sys.exit(1)
     time.sleep(0.1)
-del client
+del alive
 def console_script_of_this_python(path):
     try:
         with open(shutil.which(path) or path) as f: text = f.read(4096)
@@ -199,7 +212,8 @@ std::string ray_worker_command(const JobSpec& job, const std::string& ray_bin,
   // A Python without the client, a head not alive by the deadline, or a
   // start in it that failed before its node came up go on as before: `ray
   // health-check` until the GCS answers, then `ray start`.
-  const std::vector<std::string> wait_argv = {python, "-c", kHeadNodeAlive, head, head_host};
+  const std::vector<std::string> wait_argv = {
+      python, "-c", std::string(kGcsNodesAlive) + kHeadNodeAlive, head, head_host};
   const std::string came_up = shell_quote(temp_dir + kRaysOwnDir + "/ray_current_cluster");
   return ray_private_dir(temp_dir) + "deadline=$(($(date +%s) + " + std::to_string(wait.count()) +
          ")); " + probe + shell_join(wait_argv) + " $deadline " + shell_join(argv) +
@@ -247,7 +261,7 @@ std::string ray_driver_command(const JobSpec& job, const std::string& python,
   // a Ray without that client is asked as before, ray.init and ray.nodes().
   // The job's own driver is then Ray's first, and its workers are started
   // beside its own start.
-  std::string script = R"PY(import importlib, json, os, socket, sys, time
+  std::string script = std::string(kGcsNodesAlive) + R"PY(import json, os, socket, sys, time
 pods = json.loads(sys.argv[1]); head = sys.argv[2]; wait = float(sys.argv[3])
 address = sys.argv[4]; every = float(sys.argv[5])
 start = time.time(); deadline = start + wait; said = start
@@ -280,22 +294,12 @@ while True:
     except OSError:
         not_yet(missing_of(set()), 0.1)
 import ray
+joined = False
 try:
-    GcsClient = importlib.import_module('ray._ray' 'let').GcsClient
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo
-except (ImportError, AttributeError):
-    GcsClient = None
-client = None; joined = False
-if GcsClient is not None:
-    try:
-        client = GcsClient(address=address)
-    except Exception as e:
-        not_ready('Ray cluster not ready: its GCS at %s does not answer: %s' % (address, e))
-if client is not None and hasattr(client, 'get_all_node_info'):
-    def alive():
-        infos = client.get_all_node_info(timeout=5).values()
-        return {n.node_manager_address for n in infos if n.state == GcsNodeInfo.ALIVE}
-else:
+    alive = gcs_nodes_alive(address)
+except Exception as e:
+    not_ready('Ray cluster not ready: its GCS at %s does not answer: %s' % (address, e))
+if alive is None:
     # Ray's GCS answers before the head's node is in it; ray.init in
     # between fails ("No node info found"): asked again until the deadline.
     while True:
