@@ -9,6 +9,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "atl/core/error_file.hpp"
@@ -235,9 +237,41 @@ TEST(RayCluster, RecoverRestartsTheDriverAloneOnlyOnAnIntactCluster) {
   EXPECT_EQ(atl::ray_recovery({true, 0, 0}), RayRecovery::whole_cluster);
 }
 
+// A stand-in `ray` package in a directory of its own (Ray itself is in the
+// ray_mode tests): `files` maps a path under the directory to its text. A
+// command runs with the directory as PYTHONPATH (and `env` besides); the
+// directory goes with the object.
+struct StandInRay {
+  std::string dir;
+
+  explicit StandInRay(const std::map<std::string, std::string>& files) {
+    char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    for (const auto& [path, text] : files) {
+      std::filesystem::create_directories(std::filesystem::path(dir + "/" + path).parent_path());
+      std::ofstream(dir + "/" + path) << text;
+    }
+  }
+  ~StandInRay() { std::filesystem::remove_all(dir); }
+  StandInRay(const StandInRay&) = delete;
+  StandInRay& operator=(const StandInRay&) = delete;
+
+  // The command's output and exit code (-1: it did not exit).
+  std::pair<std::string, int> run(const std::string& command,
+                                  const std::map<std::string, std::string>& env = {}) const {
+    ::setenv("PYTHONPATH", dir.c_str(), 1);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    auto run = atl::os::run_capture({"/bin/sh", "-c", command}, 60s);
+    ::unsetenv("PYTHONPATH");
+    for (const auto& [k, v] : env) ::unsetenv(k.c_str());
+    EXPECT_TRUE(run.ok()) << run.error();
+    if (!run.ok()) return {"", -1};
+    return {run->output, run->status ? run->status->code : -1};
+  }
+};
+
 // The readiness wait, run for real with /usr/bin/python3 over a stand-in
-// `ray` package in a directory of its own (Ray itself is in the ray_mode
-// tests): `files` maps a path under the package's directory to its text.
+// `ray` package (`files`, as StandInRay takes them).
 struct ReadinessRun {
   std::string output;
   int code = -1;
@@ -247,36 +281,22 @@ struct ReadinessRun {
 
 ReadinessRun run_readiness_wait(const std::map<std::string, std::string>& files,
                                 std::uint16_t gcs_port, std::chrono::seconds wait) {
-  char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  for (const auto& [path, text] : files) {
-    std::filesystem::create_directories(std::filesystem::path(dir + "/" + path).parent_path());
-    std::ofstream(dir + "/" + path) << text;
-  }
+  StandInRay ray(files);
   // The stand-in says it was imported (in a file: the wait's output is checked).
-  std::ofstream(dir + "/ray/__init__.py", std::ios::app)
-      << "\nopen(" << nlohmann::json(dir + "/imported").dump() << ", 'w').close()\n";
+  std::ofstream(ray.dir + "/ray/__init__.py", std::ios::app)
+      << "\nopen(" << nlohmann::json(ray.dir + "/imported").dump() << ", 'w').close()\n";
   atl::JobSpec job;
   job.entrypoint = "echo the entrypoint ran";
   job.ray_port = gcs_port;
   auto driver = atl::ray_driver_command(
       job, "/usr/bin/python3", "127.0.0.1",
       {{"jo-ray-worker-0", "10.0.0.2"}, {"jo-ray-worker-1", "10.0.0.3"}}, wait, 1s);
-  ::setenv("PYTHONPATH", dir.c_str(), 1);
-  const std::string error_file = dir + "/error.json";
-  ::setenv("TORCHELASTIC_ERROR_FILE", error_file.c_str(), 1);
-  auto run = atl::os::run_capture({"/bin/sh", "-c", driver}, 60s);
-  ::unsetenv("PYTHONPATH");
-  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  const std::string error_file = ray.dir + "/error.json";
   ReadinessRun got;
+  std::tie(got.output, got.code) = ray.run(driver, {{"TORCHELASTIC_ERROR_FILE", error_file}});
   std::ifstream in(error_file);
   got.error_file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  got.imported = std::filesystem::exists(dir + "/imported");
-  std::filesystem::remove_all(dir);
-  EXPECT_TRUE(run.ok()) << run.error();
-  if (!run.ok()) return got;
-  got.output = run->output;
-  if (run->status) got.code = run->status->code;
+  got.imported = std::filesystem::exists(ray.dir + "/imported");
   return got;
 }
 
@@ -392,15 +412,10 @@ struct WorkerRun {
 
 WorkerRun run_worker_command(const std::map<std::string, std::string>& ray_files,
                              std::uint16_t gcs_port, bool ray_bin_given = false) {
-  char tmpl[] = "/tmp/atl-fake-ray-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
-  for (const auto& [path, text] : ray_files) {
-    std::filesystem::create_directories(std::filesystem::path(dir + "/" + path).parent_path());
-    std::ofstream(dir + "/" + path) << text;
-  }
-  const std::string calls = dir + "/calls";
-  const std::string ray_bin = dir + "/bin/ray";  // beside the stand-in package
-  std::filesystem::create_directories(dir + "/bin");
+  StandInRay ray(ray_files);
+  const std::string calls = ray.dir + "/calls";
+  const std::string ray_bin = ray.dir + "/bin/ray";  // beside the stand-in package
+  std::filesystem::create_directories(ray.dir + "/bin");
   if (!ray_bin_given)
     std::ofstream(ray_bin) << "#!/bin/sh\n"
                               "echo \"$1 $2 $3\" >> "
@@ -414,18 +429,11 @@ WorkerRun run_worker_command(const std::map<std::string, std::string>& ray_files
   job.ray_port = gcs_port;
   auto worker =
       atl::ray_worker_command(job, ray_bin, "/usr/bin/python3", "127.0.0.1", "127.0.0.2", 20s);
-  ::setenv("PYTHONPATH", dir.c_str(), 1);
-  auto run = atl::os::run_capture({"/bin/sh", "-c", worker}, 60s);
-  ::unsetenv("PYTHONPATH");
   WorkerRun got;
+  std::tie(got.output, got.code) = ray.run(worker);
   std::ifstream in(calls);
   for (std::string line; std::getline(in, line);) got.ray_calls.push_back(line);
-  std::filesystem::remove_all(dir);
   std::filesystem::remove_all(atl::ray_temp_dir(job.job_id, "w0", job.ray_port));
-  EXPECT_TRUE(run.ok()) << run.error();
-  if (!run.ok()) return got;
-  got.output = run->output;
-  if (run->status) got.code = run->status->code;
   return got;
 }
 
