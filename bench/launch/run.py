@@ -501,14 +501,16 @@ def measure(builds, runs):
     got = {name: {"fanout": [], "fanout_tcp": [], "job": [], "status_door": [],
                   "status_tls": [], "status_plain": []}
            for name in builds}
-    mpi = {"np32": [], "np4": [], "hangs": 0}
+    mpi = {"np32": [], "np4": [], "hangs": 0, "loads": [], "pairs": {name: [] for name in builds}}
 
     def peer(key, cmd):
+        mpi["loads"].append(os.getloadavg()[0])
         t = mpirun(cmd)
         if t is None:
             mpi["hangs"] += 1
         else:
             mpi[key].append(t)
+        return t
 
     clusters = {name: Cluster(b, 4, 8) for name, b in builds.items()}
     plain = {name: Cluster(b, 1, 1, insecure=True) for name, b in builds.items()}
@@ -532,9 +534,12 @@ def measure(builds, runs):
             c.close()
     # Whole jobs with no other cluster idling beside them.
     for _ in range(runs):
-        peer("np4", ["-np", "4", "echo", "hi"])
+        m = peer("np4", ["-np", "4", "echo", "hi"])
         for name, b in builds.items():
+            mpi["loads"].append(os.getloadavg()[0])
             got[name]["job"].append(job2x2(b))
+            if m is not None:  # this run's job against this run's mpirun
+                mpi["pairs"][name].append(got[name]["job"][-1] / m)
     job_traces = {name: trace_job2x2(b) for name, b in builds.items()}
     return got, traces, job_traces, mpi
 
@@ -565,6 +570,10 @@ def main():
     version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True,
                              env=MPI_ENV).stdout.splitlines()[0]
     now = med["now"]
+
+    def spread(xs, scale=1000, unit="", digits=1):
+        return f"{min(xs) * scale:.{digits}f}{unit} to {max(xs) * scale:.{digits}f}{unit}" \
+            if xs else "-"
 
     def cols(key):
         return " | ".join(f"{med[n][key]:.1f}" for n in builds)
@@ -622,6 +631,12 @@ def main():
         "| ... processes | " + " | ".join(
             f"{mem[n][2]} ({', '.join(f'{v} {k}' for k, v in sorted(mem[n][3].items()))})"
             for n in builds) + " | | | |",
+        "",
+        f"Spread (fastest to slowest run): 2x2 job {spread(got['now']['job'])} ms, mpirun -np 4 "
+        f"{spread(mpi4)} ms, each run's job / the same run's mpirun "
+        f"{spread(mpi['pairs']['now'], 1, 'x', 2)}; fan-out {spread(got['now']['fanout'])} ms, "
+        f"mpirun -np 32 {spread(mpi32)} ms. Load (1-minute average) before the timed "
+        f"commands: {min(mpi['loads']):.2f} to {max(mpi['loads']):.2f}.",
         "",
         f"mpirun hung at exit in {hangs} of {2 * args.runs} runs (killed after {HANG_S} s, "
         "left out of its median). Ray: `ray start --head` with its defaults (CPUs detected, "
