@@ -90,6 +90,12 @@ std::vector<std::string> TestCluster::environment() const {
   env.push_back("ATL_TLS_DIR=" + state_dir() + "/tls");
   // Heads and node agents publish the job for atlctl here, not in /run/atl.
   env.push_back("ATL_JOB_FILE=" + dir_ + "/job.json");
+  // Local pods' folders, and what ranks leave in their temp dir when killed
+  // (a DataLoader's pymp-*, a rank's flight-recorder hook), go with the test's.
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; }),
+            env.end());
+  env.push_back("TMPDIR=" + dir_);
   // Ranks and drivers find atlctl on PATH, as in a pod.
   for (auto& e : env) {
     if (e.rfind("PATH=", 0) == 0) e = "PATH=" + std::string(ATL_BIN_DIR) + ":" + e.substr(5);

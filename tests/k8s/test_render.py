@@ -5,6 +5,7 @@ import base64
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,8 +19,25 @@ VALIDATE = os.environ.get("ATL_K8S_VALIDATE", "kubernetes-validate")
 K8S_VERSION = "1.30.0"
 
 
+# The folders the tests make, removed after the module's tests, failed ones'
+# included.
+_MADE = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_made_folders():
+    yield
+    for folder in _MADE:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def made_folder(prefix):
+    _MADE.append(tempfile.mkdtemp(prefix=prefix))
+    return _MADE[-1]
+
+
 def render(*args):
-    out = tempfile.mkdtemp(prefix="atl-k8s-")
+    out = made_folder("atl-k8s-")
     r = subprocess.run([sys.executable, RENDER, *args, "--out", out], capture_output=True,
                        text=True, timeout=60)
     return r, out
@@ -135,7 +153,7 @@ def test_the_validator_catches_a_wrong_manifest():
 
 
 def test_given_credentials_are_used_and_unreadable_ones_refused():
-    tls = tempfile.mkdtemp(prefix="atl-k8s-tls-")
+    tls = made_folder("atl-k8s-tls-")
     for name in ("ca.pem", "cert.pem", "key.pem"):
         open(os.path.join(tls, name), "w").write(f"{name} content\n")
     r, out = render(EXAMPLE, "--image", "atl:1", "--tls-dir", tls)
@@ -167,7 +185,7 @@ def test_given_credentials_are_used_and_unreadable_ones_refused():
     ('{"job_id": "jo-x", "spec": 3}', "'spec' must be an object"),
 ])
 def test_bad_specs_are_one_line_and_exit_2(spec, says):
-    path = tempfile.mktemp(suffix=".json")
+    path = os.path.join(made_folder("atl-k8s-spec-"), "job.json")
     open(path, "w").write(spec)
     r, out = render(path, "--image", "atl:1")
     assert r.returncode == 2, r.stderr

@@ -4,6 +4,7 @@ driver would) with local workers, real processes on 127.0.0.1, cleaned up
 even on failure."""
 import faulthandler
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,6 +93,25 @@ def workernode_of(pod):
     return found
 
 
+# Every Cluster's folder (its state, its head's output, the temp files of
+# its pods and ranks: TMPDIR), removed at the session's end, failed tests'
+# included, after any head still running is killed with its processes.
+_CLUSTERS = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_cluster_folders():
+    yield
+    for cluster in _CLUSTERS:
+        if cluster.head.poll() is None:
+            try:
+                os.killpg(cluster.head.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            cluster.head.wait()
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+
+
 class Cluster:
     def __init__(self, workers, entrypoint="exec sleep 600", extra=(), mode="driver",
                  nproc_per_node=1, local_workers=None, job_id=None, own_home=False,
@@ -104,6 +124,9 @@ class Cluster:
         self.out_path = os.path.join(self.dir, "head.out")
         self.out = open(self.out_path, "w")
         env = dict(os.environ)
+        # Its pods' folders, and what its ranks leave in their temp dir (a
+        # DataLoader's pymp-*, say) when stopped, go with its folder.
+        env["TMPDIR"] = self.dir
         env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
         env["PYTHONPATH"] = os.path.join(ROOT, "python")
         # Not /run/atl: the cluster's own, unless it shares a host's with another.
@@ -119,6 +142,7 @@ class Cluster:
              "--port", "0", "--bind", "127.0.0.1",
              "--job-id", self.job_id, "--state-dir", self.state, *extra, "--", entrypoint],
             stdout=self.out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        _CLUSTERS.append(self)
         self.address = None
         deadline = time.time() + 30
         while time.time() < deadline and self.address is None:

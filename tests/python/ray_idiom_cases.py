@@ -6,6 +6,7 @@ test_ray_idiom.py runs both and compares. A case's value is what a user
 sees: values, which exception class was caught, whether calls waited."""
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -76,7 +77,8 @@ def num_returns():
 
 @case
 def max_retries_after_a_killed_worker():
-    path = os.path.join(tempfile.mkdtemp(), "tries")
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "tries")
 
     @ray.remote(max_retries=2)
     def dies_twice(path):
@@ -85,12 +87,16 @@ def max_retries_after_a_killed_worker():
         if tries < 2:
             os._exit(1)  # the worker process dies, as an OOM kill would
         return tries
-    return ray.get(dies_twice.remote(path))
+    try:
+        return ray.get(dies_twice.remote(path))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @case
 def retry_exceptions():
-    path = os.path.join(tempfile.mkdtemp(), "tries")
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "tries")
 
     @ray.remote(max_retries=3, retry_exceptions=[KeyError])
     def flaky(path):
@@ -99,7 +105,10 @@ def retry_exceptions():
         if tries < 1:
             raise KeyError("not yet")
         return tries
-    return ray.get(flaky.remote(path))
+    try:
+        return ray.get(flaky.remote(path))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @case

@@ -5,6 +5,7 @@ the token, log following over Server-Sent Events, atlctl dashboard-url, and
 the pages in a real headless Chromium (Debian's chromium and chromium-driver,
 python3-selenium), with a screenshot of each page kept under
 build/test-artifacts/dashboard/ (not committed)."""
+import atexit
 import http.client
 import json
 import os
@@ -13,6 +14,7 @@ import shutil
 import signal
 import ssl
 import subprocess
+import tempfile
 import time
 import urllib.parse
 
@@ -379,7 +381,12 @@ def browser():
         opts.add_argument(arg)
     opts.set_capability("acceptInsecureCerts", True)  # the job's own CA
     opts.binary_location = shutil.which("chromium")
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+    # Chromium's temp folders (its singleton socket's, which it leaves even
+    # after quit()) in one of the test's, removed when the tests end.
+    folder = tempfile.mkdtemp(prefix="atl-chromium-")
+    atexit.register(shutil.rmtree, folder, True)
+    service = Service(shutil.which("chromedriver"), env=dict(os.environ, TMPDIR=folder))
+    return webdriver.Chrome(service=service, options=opts)
 
 
 def browser_login(d, c):

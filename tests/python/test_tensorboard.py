@@ -8,6 +8,7 @@ so. In a real headless Chromium: the job page's link, TensorBoard's page
 showing the run's scalar."""
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -66,6 +67,7 @@ def job(tensorboard_bin):
         # TensorBoard ended with the head.
         left = subprocess.run(["pgrep", "-f", "tensorboard --logdir " + logdir],
                               capture_output=True, text=True).stdout.split()
+        shutil.rmtree(logdir, ignore_errors=True)
         assert not left, left
 
 
