@@ -544,6 +544,27 @@ def measure(builds, runs):
     return got, traces, job_traces, mpi
 
 
+def trace_tables(traces, builds, title, since):
+    """The markdown of traces (a build's name -> its trace or None): the
+    timeline, then the CPU by part, a column per build."""
+    if not any(traces.values()):
+        return []
+    names = " | ".join(builds)
+
+    def row(label, value):
+        return f"| {label} | " + " | ".join(
+            f"{value(traces[n]):.1f}" if traces[n] else "-" for n in builds) + " |"
+
+    lines = ["", "## " + title, "", f"| {since} | {names} |", "|---|" + "---:|" * len(builds)]
+    for key in next(t for t in traces.values() if t)["timeline"]:
+        lines.append(row(key, lambda t, key=key: t["timeline"][key]))
+    lines += ["", f"| CPU (ms) | {names} |", "|---|" + "---:|" * len(builds)]
+    for k in sorted({k for t in traces.values() if t for k in t["cpu"]}):
+        lines.append(row(k, lambda t, k=k: t["cpu"].get(k, 0)))
+    lines.append(row("all", lambda t: sum(t["cpu"].values())))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
@@ -644,37 +665,13 @@ def main():
         "atl's fan-out is always the whole `atlctl` process (start, the door or TCP and TLS, "
         "the run, the exit). A build without the local door goes over TCP in every row.",
     ]
-    if any(traces.values()):
-        lines += ["", "## Where one 32-rank fan-out goes (perf: exec, exit, connect events; "
-                  "CPU from sched_switch)", "",
-                  f"| ms from atlctl's exec | {names} |", "|---|" + "---:|" * len(builds)]
-        for key in next(t for t in traces.values() if t)["timeline"]:
-            lines.append(f"| {key} | " + " | ".join(
-                f"{traces[n]['timeline'][key]:.1f}" if traces[n] else "-" for n in builds) + " |")
-        kinds = sorted({k for t in traces.values() if t for k in t["cpu"]})
-        lines += ["", f"| CPU (ms) | {names} |", "|---|" + "---:|" * len(builds)]
-        for k in kinds:
-            lines.append(f"| {k} | " + " | ".join(
-                f"{traces[n]['cpu'].get(k, 0):.1f}" if traces[n] else "-" for n in builds) + " |")
-        lines.append("| all | " + " | ".join(
-            f"{sum(traces[n]['cpu'].values()):.1f}" if traces[n] else "-" for n in builds) + " |")
-    if any(job_traces.values()):
-        lines += ["", "## Where one whole 2x2 job goes (perf: exec, fork, listen, exit events; "
-                  "CPU from sched_switch; perf's own cost makes each a little slower)", "",
-                  f"| ms from headnode's exec | {names} |", "|---|" + "---:|" * len(builds)]
-        for key in next(t for t in job_traces.values() if t)["timeline"]:
-            lines.append(f"| {key} | " + " | ".join(
-                f"{job_traces[n]['timeline'][key]:.1f}" if job_traces[n] else "-"
-                for n in builds) + " |")
-        kinds = sorted({k for t in job_traces.values() if t for k in t["cpu"]})
-        lines += ["", f"| CPU (ms) | {names} |", "|---|" + "---:|" * len(builds)]
-        for k in kinds:
-            lines.append(f"| {k} | " + " | ".join(
-                f"{job_traces[n]['cpu'].get(k, 0):.1f}" if job_traces[n] else "-"
-                for n in builds) + " |")
-        lines.append("| all | " + " | ".join(
-            f"{sum(job_traces[n]['cpu'].values()):.1f}" if job_traces[n] else "-"
-            for n in builds) + " |")
+    lines += trace_tables(
+        traces, builds, "Where one 32-rank fan-out goes (perf: exec, exit, connect events; "
+        "CPU from sched_switch)", "ms from atlctl's exec")
+    lines += trace_tables(
+        job_traces, builds, "Where one whole 2x2 job goes (perf: exec, fork, listen, exit "
+        "events; CPU from sched_switch; perf's own cost makes each a little slower)",
+        "ms from headnode's exec")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
