@@ -275,7 +275,7 @@ def program_of(pid, execs):
     """What a process runs: its last exec seen in the trace, else its exe now
     (a local pod, forked by its head and not exec'd: by its name)."""
     if pid in execs:
-        return os.path.basename(execs[pid])
+        return execs[pid]
     try:
         if comm(pid) == "workernode":
             return "workernode"
@@ -284,7 +284,7 @@ def program_of(pid, execs):
         return "gone, never exec'd (forked guards)"
 
 
-def perf_events(cmd, extra_events=""):
+def perf_events(cmd):
     """The system's exec, exit, fork, connect and listen events and CPU
     switches while `cmd` runs, as (ms, comm, pid, event, text, cpu) with pid
     the process (thread group); None without perf or when it fails."""
@@ -295,7 +295,7 @@ def perf_events(cmd, extra_events=""):
         rec = subprocess.run(["perf", "record", "-q", "-o", data, "-e",
                               "sched:sched_process_exec,sched:sched_process_exit,"
                               "sched:sched_process_fork,syscalls:sys_enter_connect,"
-                              "syscalls:sys_enter_listen,sched:sched_switch" + extra_events,
+                              "syscalls:sys_enter_listen,sched:sched_switch",
                               "-a", "--", *cmd], capture_output=True)
         if rec.returncode != 0:
             return None
@@ -324,6 +324,22 @@ def cpu_by_process(events):
     return cpu_ms
 
 
+def programs_execd(events):
+    """Each process's last program exec'd in the trace (its file's name)."""
+    return {e[2]: os.path.basename(e[4].split()[0].split("=", 1)[1]) for e in events
+            if "sched_process_exec" in e[3]}
+
+
+def descendants(events, root):
+    """`root` and every process forked from it or from one of them."""
+    family = {root}
+    for e in events:
+        m = "process_fork" in e[3] and e[2] in family and re.search(r"child_pid=(\d+)", e[4])
+        if m:
+            family.add(int(m.group(1)))
+    return family
+
+
 def trace_fanout(cluster):
     """Timeline (ms from atlctl's exec) and CPU by program of one fan-out."""
     events = perf_events([*cluster.ctl, "run", "-r", "all", "true"])
@@ -350,8 +366,7 @@ def trace_fanout(cluster):
     }
     # Processes are counted by the program they ran last (an exec'd guard
     # first shows as its spawner, a vfork child).
-    execs = {e[2]: e[4].split()[0].split("=", 1)[1] for e in events
-             if "sched_process_exec" in e[3]}
+    execs = programs_execd(events)
     cpu = {}
     for pid, ms in cpu_by_process(events).items():
         name = program_of(pid, execs)
@@ -377,8 +392,7 @@ def trace_job2x2(bin_dir):
         return None
     t0, head = head_exec[0][0], head_exec[0][2]
     pods = {e[2] for e in events if e[1] == "workernode"}
-    execs = {e[2]: os.path.basename(e[4].split()[0].split("=", 1)[1]) for e in events
-             if "sched_process_exec" in e[3]}
+    execs = programs_execd(events)
     ranks = {pid for pid, prog in execs.items() if prog == "sh"}
 
     def at(pred, last=False):
@@ -403,8 +417,11 @@ def trace_job2x2(bin_dir):
         "-> both pods gone": at(lambda e: gone(e, pods), True),
         "-> headnode gone": at(lambda e: gone(e, {head}), True),
     }
+    job = descendants(events, head)  # not perf, this script or other work on the machine
     cpu = {}
     for pid, ms in cpu_by_process(events).items():
+        if pid not in job:
+            continue
         if pid == head:
             name = "headnode (its threads)"
         elif pid in pods:
@@ -413,9 +430,6 @@ def trace_job2x2(bin_dir):
             name = "ranks (sh -c 'echo hi')"
         elif execs.get(pid) == "atl-guard":
             name = "atl-guard (the ranks' guards, the head pod's init)"
-        elif execs.get(pid) in ("perf", "python3", "python3.11") or pid not in execs and \
-                not any(e[2] == pid and e[0] >= t0 for e in events if "process_exit" in e[3]):
-            continue  # not the job's (perf, this script, other work on the machine)
         else:
             name = "other (forks before their exec, probes)"
         cpu[name] = cpu.get(name, 0.0) + ms
