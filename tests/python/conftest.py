@@ -183,7 +183,13 @@ class Cluster:
         return False
 
     def wait_exit(self, timeout=120):
-        return self.head.wait(timeout)
+        """The head's exit code; a failure with its output if it still runs
+        after `timeout` seconds (a bare TimeoutExpired would hide why)."""
+        try:
+            return self.head.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the head still runs after %s s; its output:\n%s"
+                                 % (timeout, self.output())) from None
 
     def stop(self):
         if self.head.poll() is None:

@@ -397,6 +397,27 @@ def test_the_ddp_driver_starts_torch_ranks_in_strict_spread_bundles():
         c.stop()
 
 
+def test_the_ddp_driver_stops_the_other_ranks_when_one_fails(tmp_path):
+    # Rank 0 fails before it serves the rendezvous (its port taken, say): rank 1
+    # waits in init_process_group for torch's 30 minutes unless it is stopped.
+    pytest.importorskip("torch")
+    script = tmp_path / "fails_first.py"
+    script.write_text(
+        "import os, sys\n"
+        "if os.environ['RANK'] == '0':\n"
+        "    sys.exit('rank 0: the master port is taken')\n"
+        "import torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n")
+    c = Cluster(2, entrypoint=f"{sys.executable} {ROOT}/examples/driver/ddp_cpu.py {script}")
+    try:
+        assert c.wait_exit(120) == 1, c.output()
+        out = c.output()
+        assert "rank 0 ended with 1: stopping the other ranks" in out, out
+        assert "ranks ended with [1, -" in out or "ranks ended with [1, 1" in out, out
+    finally:
+        c.stop()
+
+
 def test_atlctl_status_shows_reservations_groups_and_demand(cluster):
     held = atl.placement_group([{"CPU": 1}, {"CPU": 1}], strategy="STRICT_SPREAD", name="held")
     held.ready(timeout=30)
