@@ -62,6 +62,9 @@ def list_actors() -> list[dict]:
     return [a for a in json.loads(_c().actor_list()) if "~" not in a["name"]]
 
 
+_EVERY_ACTORS_METHODS = ("__ray_ready__", "__ray_terminate__")
+
+
 class _Method:
     def __init__(self, actor, name, options=None):
         self._actor = actor
@@ -172,6 +175,9 @@ class ActorHandle:
         # under is sent again that many times (-1: always).
         self._restartable = False
         self._task_retries = 0
+        # Which actor of that name (see _killed): a handle of one this process
+        # killed fails at once; one of a later actor of the name works.
+        self._incarnation = _incarnations.get(name, 0)
         # Its class's methods and their @atl.method options (None: a
         # host_actor's, or unknown): a method named as the handle's own
         # `call` or `name` is the method, as in Ray.
@@ -206,7 +212,7 @@ class ActorHandle:
             try:
                 return self._call_once(body, label, call_id, result_to)
             except ActorDiedError as e:
-                if not self._restartable or self._actor_name in _killed:
+                if not self._restartable or _was_killed(self):
                     raise
                 self._direct, self._connecting = None, None  # its new process: asked again
                 if not _wait_restarted(self._actor_name):
@@ -218,7 +224,7 @@ class ActorHandle:
                     retries -= 1 if retries > 0 else 0
 
     def _call_once(self, body, label, call_id, result_to):
-        if self._actor_name in _killed:
+        if _was_killed(self):
             raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
                                  f"(atl.kill)")
         request = pickle.dumps(("call", body.wire, result_to or _refs.result_slot(), call_id))
@@ -322,7 +328,10 @@ class ActorHandle:
             pass  # gone, or no way beside its calls: its get still says cancelled
 
     def __getattr__(self, method):
-        if method.startswith("_"):
+        # Ray's two methods every actor has: __ray_ready__ (True once its
+        # constructor ran) and __ray_terminate__ (it ends after the calls
+        # before it, as exit_actor(); a get of it raises ActorDiedError).
+        if method.startswith("_") and method not in _EVERY_ACTORS_METHODS:
             raise AttributeError(method)
         return _Method(self, method)
 
@@ -367,8 +376,23 @@ def namespace_env():
 
 
 # Actors this process killed: its later calls to them fail at once, as
-# Ray's (the process may still be ending when the next call is made).
-_killed = set()
+# Ray's (the process may still be ending when the next call is made). By
+# name and incarnation: an actor made again under the name (by this
+# process, or found by get_actor after the kill) is a new one, whose calls
+# go through; the killed one's handles still fail.
+_killed = {}  # name -> the incarnation killed
+_incarnations = {}  # name -> this process's latest incarnation of it (0: the first it saw)
+
+
+def _was_killed(handle):
+    return _killed.get(handle._actor_name) == handle._incarnation
+
+
+def _a_new_one(name):
+    """`name` is now another actor than one this process killed under it."""
+    if name in _killed and _killed[name] == _incarnations.get(name, 0):
+        _incarnations[name] = _killed[name] + 1
+
 hosted_actor = None  # the @atl.remote class's actor this process hosts, by name
 cancelled_calls = set()  # its calls atl.cancel named (ids)
 current_call = threading.local()  # .id: the call this thread runs for it
@@ -466,7 +490,7 @@ class _Restarts:
                 if task is None:
                     return
                 _wait_for_end(task)
-                if _started.get(self.name) is not task or self.name in _killed:
+                if _started.get(self.name) is not task or _was_killed(self._handle):
                     return  # atl.kill, or this process shut down
                 if self._limit != -1 and self.used >= self._limit:
                     return
@@ -551,6 +575,7 @@ def get_actor(name: str, namespace: str | None = None, timeout: float = 0) -> Ac
         if full in actors:
             lanes = 1 + sum(1 for a in actors if a.startswith(full + "~") and
                             a != full + "~where")
+            _a_new_one(full)  # (atl.kill waited for a killed one's name to go)
             return ActorHandle(full, _started.get(full), lanes=lanes)
         if not timeout:
             raise ValueError(f"atl.get_actor: no actor named {name!r}{where} "
@@ -593,10 +618,11 @@ def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
         # Started by another process: asked to end itself (an @atl.remote
         # class's process does; a host_actor handler's host closes it).
         _ask_to_end(actor, restart=False)
-        _killed.add(actor._actor_name)
+        _killed[actor._actor_name] = actor._incarnation
         _started.pop(actor._actor_name, None)
+        _wait_name_gone(actor._actor_name)
         return
-    _killed.add(actor._actor_name)
+    _killed[actor._actor_name] = actor._incarnation
     task = _started.pop(actor._actor_name, None) or actor._task
     _owned_actors.pop(actor._actor_name, None)
     try:
@@ -604,6 +630,19 @@ def kill(actor: ActorHandle, *, no_restart: bool = True) -> None:
     except AtlError as e:
         if "ended already" not in str(e):
             raise  # (an actor whose process ended already: nothing to do, as Ray's)
+    _wait_name_gone(actor._actor_name)
+
+
+def _wait_name_gone(name, timeout=10.0):
+    """Until a killed actor's name has left the job's directory (its process
+    ended; a stuck one is waited for `timeout` s at most): then, as after
+    Ray's kill, get_actor finds no actor there and a new one can take it."""
+    deadline = time.monotonic() + timeout
+    try:
+        while name in _c_actor_names() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    except AtlError:
+        pass  # this process's connection is going: nothing to wait for
 
 
 def _ask_to_end(actor, restart):
@@ -817,6 +856,7 @@ class ActorClass:
                 raise GetTimeoutError(5, f"actor {name} did not start in time")
             time.sleep(0.01)
         _started[name] = task
+        _a_new_one(name)
         return ActorHandle(name, task)
 
     def _become(self, pool, worker, name, body):
@@ -832,6 +872,7 @@ class ActorClass:
             pool.give_back(worker)
         where = _refs.outcome_value(outcome, f"actor {name}: its constructor")
         _started[name] = worker.task
+        _a_new_one(name)
         handle = ActorHandle(name, worker.task)
         if isinstance(where, str):
             handle._direct = where

@@ -92,6 +92,28 @@ class ObjectRef:
             raise _errors.TaskCancelledError(f"{self._name}: cancelled (atl.cancel)")
         return value
 
+    def future(self):
+        """A concurrent.futures.Future of its value (Ray's ObjectRef.future()):
+        its result is what atl.get returns, its exception what atl.get raises."""
+        out = new_future()
+
+        def settle():
+            try:
+                out.set_result(self._get(None))
+            except BaseException as e:
+                out.set_exception(e)
+        # Set once the value is there; read then on a thread of its own, never
+        # on the thread that said it is there (it may fetch a big value).
+        self._source.watch().add_done_callback(
+            lambda _: threading.Thread(target=settle, daemon=True, name="atl-ref-future").start())
+        return out
+
+    def __await__(self):
+        """`await ref` in a coroutine (a driver's asyncio code, an async
+        actor's method), as Ray's: its value, or what atl.get raises."""
+        import asyncio
+        return asyncio.wrap_future(self.future()).__await__()
+
     def __reduce__(self):
         owner, oid, inline = self._source.wire(self._part, self._pick, self._name)
         return (_borrowed, (owner, oid, inline, self._name))

@@ -138,6 +138,11 @@ def _actor_handler(instance, name, lanes):
             method, margs, mkwargs = _refs.unpack(body)
             _actors.current_call.id = call_id
             try:
+                if method == "__ray_ready__":
+                    return True
+                if method == "__ray_terminate__":
+                    from .actor import exit_actor
+                    exit_actor()
                 return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
             finally:
                 _actors.current_call.id = None

@@ -153,3 +153,20 @@ def test_a_detached_actor_comes_back_when_its_pod_is_deleted_with_sigterm(fast_h
         atl.get(a.pid.remote(), timeout=60)
     time.sleep(2)
     assert "survivor" not in atl.util.list_named_actors()
+
+
+def test_once_kill_returns_its_name_is_free_for_get_actor_and_a_new_actor(cluster):
+    # As after Ray's kill: get_actor finds no actor under the name, a new
+    # actor takes it and answers, and the killed one's handles still fail.
+    for detached in (False, True):
+        old = Pid.options(name="reused", lifetime="detached" if detached else None).remote()
+        atl.get(old.pid.remote(), timeout=60)
+        atl.kill(old)
+        with pytest.raises(ValueError):
+            atl.get_actor("reused")
+        new = Pid.options(name="reused").remote()
+        assert atl.get(new.nap.remote(0), timeout=60) == 0
+        assert atl.get(atl.get_actor("reused").nap.remote(0), timeout=60) == 0
+        with pytest.raises(atl.ActorDiedError):
+            atl.get(old.pid.remote(), timeout=60)
+        atl.kill(new)
