@@ -18,6 +18,7 @@ ALIASES = {
     "ray.exceptions": "atl.exceptions",
     "ray.util": "atl.util",
     "ray.util.actor_pool": "atl.util.actor_pool",
+    "ray.util.multiprocessing": "atl.util.multiprocessing",
     "ray.util.placement_group": "atl.util.placement_group",
     "ray.util.queue": "atl.util.queue",
     "ray.util.scheduling_strategies": "atl.util.scheduling_strategies",
