@@ -20,7 +20,8 @@ from . import _objects, _options, _refs, _serialize
 from . import _FOREVER_MS, _c, _ms, _payload_env, _warm_pool, run
 from ._capi import FAILED, USAGE, AtlError, GetTimeoutError, UsageError
 from ._errors import ActorDiedError, RemoteError
-from ._placement import _check_feasible, _disown, _remove_quietly, _reserve
+from ._placement import (_check_feasible, _disown, _remove_quietly, _reserve, captured,
+                         placement_group_env)
 from ._refs import ActorRef
 from ._remote import _placed, _python_path, _warm_fits, _where
 
@@ -750,6 +751,11 @@ class ActorClass:
         """Starts the actor in a process on a worker (in a bundle with
         placement_group=, on pod=, else the least busy) and returns its handle
         once it answers. name= names it (default: a unique one)."""
+        inside = captured(self._options)
+        if inside is not None:  # its maker's group captures it
+            clone = ActorClass(self._cls, inside, checked=True)
+            clone._desc = self._desc
+            return clone.remote(*args, **kwargs)
         o = self._options
         label = f"{self.__name__}.remote"
         if (o.get("detached") or o.get("get_if_exists")) and not o.get("name"):
@@ -818,7 +824,7 @@ class ActorClass:
         if worker is not None:
             return self._become(pool, worker, name, body)
         payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")
-        env = dict(namespace_env(), **(o.get("env") or {}))
+        env = dict(namespace_env(), **placement_group_env(o), **(o.get("env") or {}))
         if restarted:
             env["ATL_ACTOR_RESTARTED"] = "1"  # was_current_actor_reconstructed
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))

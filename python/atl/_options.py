@@ -31,7 +31,7 @@ _ACTOR_DEFAULTS = {
 _DEMAND = ("num_cpus", "num_gpus", "memory", "resources")
 # Ray's other knobs: not atl's.
 _RESOURCES = ("object_store_memory", "accelerator_type", "label_selector",
-              "placement_group_capture_child_tasks", "concurrency_groups",
+              "concurrency_groups",
               "_metadata", "enable_task_events", "allow_out_of_order_execution")
 _RESOURCES_WHY = ("atl reserves CPU, GPU, memory and custom resources (num_cpus, num_gpus, "
                   "memory, resources) or a placement group; for this, " + RAY_MODE)
@@ -164,6 +164,8 @@ def _strategy(what, value, out):
         out["placement_group"] = value.placement_group
         index = value.placement_group_bundle_index
         out["placement_group_bundle_index"] = None if index == -1 else index
+        if value.placement_group_capture_child_tasks:
+            out["capture"] = True
         return
     raise _refuse(what, f"scheduling_strategy={value!r}", "atl takes \"DEFAULT\", \"SPREAD\", "
                   "and atl.util.scheduling_strategies' PlacementGroupSchedulingStrategy and "
@@ -190,6 +192,10 @@ def check(options, what, actor):
             _runtime_env(what, value, out)
         elif name == "scheduling_strategy":
             _strategy(what, value, out)
+        elif name == "placement_group_capture_child_tasks":
+            # (the group's own processes' tasks and actors go to it too)
+            if value:
+                out["capture"] = True
         elif name == "num_returns" and not actor:
             # As Ray's: the task returns a sequence of that many values, one
             # ObjectRef each; "streaming" (a generator's default): an
@@ -245,7 +251,8 @@ def check(options, what, actor):
             raise _refuse(what, name, _RESOURCES_WHY)
         else:
             known = sorted(set(own) | set(defaults) | set(_RESOURCES) | set(_DEMAND) |
-                           {"runtime_env", "scheduling_strategy"} |
+                           {"runtime_env", "scheduling_strategy",
+                            "placement_group_capture_child_tasks"} |
                            ({"max_concurrency", "lifetime", "get_if_exists", "namespace",
                              "max_restarts", "max_task_retries"} if actor else set()) |
                            (set() if actor else {"num_returns", "max_retries",
@@ -275,6 +282,8 @@ def check_namespace(what, value):
 def merge(options, more, what, actor):
     """`options` (checked) with `more` checked and laid over them: .options()."""
     merged = dict(options)
+    if "scheduling_strategy" in more:
+        merged.pop("capture", None)  # (the strategy given now says whether it captures)
     merged.update(check(more, what, actor))
     if BACKPRESSURE in more and not backpressure(what, more[BACKPRESSURE]):
         merged.pop("backpressure", None)  # -1 (or None): the bound set before lifted

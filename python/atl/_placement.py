@@ -4,6 +4,7 @@ memory/resources gets of its own."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -87,6 +88,12 @@ class PlacementGroup:
         if wait:
             done.result()
             _removals.raise_failed()
+
+    def __eq__(self, other):
+        return isinstance(other, PlacementGroup) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
 
     def __repr__(self):
         return f"PlacementGroup(id={self.id}, strategy={self.strategy}, bundles={self.bundle_specs})"
@@ -184,6 +191,70 @@ def _remove_owned():
 
 def remove_placement_group(pg: PlacementGroup) -> None:
     pg.remove()
+
+
+def _table_row(g):
+    return {"placement_group_id": g["id"], "name": g.get("name", ""),
+            "bundles": {i: dict(b) for i, b in enumerate(g["bundles"])},
+            "bundles_to_node_id": {i: n for i, n in enumerate(g.get("nodes") or []) if n},
+            "strategy": g["strategy"], "state": g["state"]}
+
+
+def placement_group_table(placement_group: PlacementGroup | None = None) -> dict:
+    """As Ray's: the state of `placement_group` ({"placement_group_id",
+    "name", "bundles", "bundles_to_node_id" (index -> pod), "strategy",
+    "state": PENDING, CREATED or REMOVED}), or of every group of the job, by
+    id. A group removed is not kept at the head: its row says REMOVED."""
+    from . import cluster_state
+    groups = {g["id"]: g for g in cluster_state().get("groups", [])}
+    if placement_group is None:
+        return {gid: _table_row(g) for gid, g in groups.items()}
+    g = groups.get(placement_group.id)
+    if g is None:
+        g = {"id": placement_group.id, "bundles": placement_group.bundle_specs,
+             "strategy": placement_group.strategy, "state": "REMOVED"}
+    return _table_row(g)
+
+
+# A process started in a placement group (a task's, an actor's) knows it by
+# this variable: get_current_placement_group(), and the child tasks its
+# capture puts there.
+PLACEMENT_GROUP_ENV = "ATL_PLACEMENT_GROUP"
+
+
+def placement_group_env(o):
+    """The variable of a process started with options `o` in a group of the
+    user's (not a call's own reservation): {} when it is in none."""
+    pg = o.get("placement_group")
+    if not pg:
+        return {}
+    return {PLACEMENT_GROUP_ENV: json.dumps({"id": pg.id, "bundles": pg.bundle_specs,
+                                             "strategy": pg.strategy,
+                                             "capture": bool(o.get("capture"))})}
+
+
+def _current():
+    text = os.environ.get(PLACEMENT_GROUP_ENV)
+    return json.loads(text) if text else None
+
+
+def get_current_placement_group() -> PlacementGroup | None:
+    """As Ray's: the group this task or actor was started in; None in a
+    driver, or in a process started in no group."""
+    c = _current()
+    return PlacementGroup(c["id"], c["bundles"], c["strategy"]) if c else None
+
+
+def captured(o):
+    """Options `o` of a call made in a process whose group captures its
+    child tasks (placement_group_capture_child_tasks=True): with no place of
+    their own, they go to that group's bundles in turn, as Ray's. None when
+    the call's options stand as they are."""
+    c = _current()
+    if not c or not c["capture"] or any(o.get(k) for k in ("placement_group", "pod", "spread")):
+        return None
+    return dict(o, placement_group=PlacementGroup(c["id"], c["bundles"], c["strategy"]),
+                placement_group_bundle_index=None, capture=True)
 
 
 def _fits(need, have):

@@ -13,7 +13,8 @@ from . import _options, _refs, _serialize
 from . import _payload_env, _warm_pool, nodes, run
 from ._capi import AtlError, GetTimeoutError, UsageError
 from ._errors import OwnerDiedError, RemoteError, TaskError
-from ._placement import _check_feasible, _leases, _remove_quietly, _reserve
+from ._placement import (_check_feasible, _leases, _remove_quietly, _reserve, captured,
+                         placement_group_env)
 from ._refs import ObjectRef
 
 
@@ -107,6 +108,11 @@ class RemoteFunction:
         among the arguments: the call is sent once their values are there."""
         if self._desc is None:
             self._desc = _serialize.encode_function(self._fn)
+        inside = captured(self._options)
+        if inside is not None:  # its caller's group captures it
+            clone = RemoteFunction(self._fn, inside, checked=True)
+            clone._desc = self._desc
+            return clone.remote(*args, **kwargs)
         o = self._options
         waiting = _refs.pending((args, kwargs))
         if o.get("demand"):
@@ -241,7 +247,7 @@ class RemoteFunction:
             return ObjectRef(self.__name__, _refs._Call(future))
         payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")
         from ._actors import namespace_env
-        env = dict(namespace_env(), **(o.get("env") or {}))
+        env = dict(namespace_env(), **placement_group_env(o), **(o.get("env") or {}))
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes

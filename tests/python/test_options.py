@@ -121,8 +121,15 @@ def test_scheduling_strategies_as_ray_spells_them():
     assert atl.remote(scheduling_strategy="DEFAULT")(f)._options == {}
     refused(lambda: atl.remote(scheduling_strategy="NODE_AFFINITY")(f),
             "scheduling_strategy='NODE_AFFINITY'", "SPREAD", "--mode ray")
-    with pytest.raises(TypeError):
-        PlacementGroupSchedulingStrategy(pg, placement_group_capture_child_tasks=True)
+    # Capturing child tasks: the group's processes' tasks and actors go to it.
+    captures = atl.remote(f).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+        pg, placement_group_capture_child_tasks=True))
+    assert captures._options == {"placement_group": pg, "placement_group_bundle_index": None,
+                                 "capture": True}
+    o = captures.options(scheduling_strategy=PlacementGroupSchedulingStrategy(pg, 1))._options
+    assert o == {"placement_group": pg, "placement_group_bundle_index": 1}
+    o = atl.remote(placement_group=pg, placement_group_capture_child_tasks=True)(f)._options
+    assert o == {"placement_group": pg, "capture": True}
     with pytest.raises(TypeError):
         PlacementGroupSchedulingStrategy(pg, -2)
 

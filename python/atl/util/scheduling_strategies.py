@@ -10,9 +10,6 @@ class PlacementGroupSchedulingStrategy:
 
     def __init__(self, placement_group, placement_group_bundle_index=-1,
                  placement_group_capture_child_tasks=None):
-        if placement_group_capture_child_tasks:
-            raise TypeError("PlacementGroupSchedulingStrategy: placement_group_capture_child_tasks "
-                            "is not supported: pass the group to the child tasks yourself")
         if not isinstance(placement_group_bundle_index, int) or placement_group_bundle_index < -1:
             raise TypeError(f"PlacementGroupSchedulingStrategy: placement_group_bundle_index="
                             f"{placement_group_bundle_index!r}: a bundle's index, or -1 for any")
