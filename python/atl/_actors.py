@@ -91,15 +91,17 @@ class _Method:
         slot = _refs.result_slot(stream=True, backpressure=o.get("backpressure")) \
             if _refs.is_streaming(o.get("num_returns"), generator) else None
 
+        group = o.get("concurrency_group")
+
         def call():
             for ref in waiting:
                 ref._get(None)
             body = _refs.Body((method, args, kwargs), label)
             try:
-                return actor._call(body, label, call_id, slot)
+                return actor._call(body, label, call_id, slot, group)
             finally:
                 body.release()
-        source = _refs._Call(actor._sender().submit(call))
+        source = _refs._Call(actor._sender(group).submit(call))
         source.actor_call = (actor, call_id)
         ref = ActorRef(label, source)
         return _refs.shaped(ref, o.get("num_returns"), generator, slot)
@@ -122,10 +124,15 @@ def _method_options(options, name):
             out["backpressure"] = _options.backpressure(f"method {name}", value)
         elif key == "enable_task_events":
             pass  # Ray's observability of the method: nothing to turn off here
+        elif key == "concurrency_group":
+            if not isinstance(value, str) or not value:
+                raise TypeError(f"method {name}: concurrency_group={value!r}: the name of one "
+                                f"of the actor's concurrency_groups")
+            out[key] = value
         else:
             raise TypeError(f"method {name}: option {key!r} is not supported: atl's actor "
-                            f"methods take num_returns and {_options.BACKPRESSURE}; "
-                            f"{_options.RAY_MODE}")
+                            f"methods take num_returns, concurrency_group and "
+                            f"{_options.BACKPRESSURE}; {_options.RAY_MODE}")
     return out
 
 
@@ -169,7 +176,10 @@ class ActorHandle:
         self._turn = 0
         self._direct = None  # its process's object server, once asked (False: none)
         self._connecting = None  # the thread opening the first connection there
-        self._calls = None  # this caller's calls to it, in order (a _Sender, made at the first)
+        # This caller's calls to it, in order: a _Sender per concurrency group
+        # (None: the default one), made at the first call there, so that a
+        # group's calls waiting for their turn never hold up another's.
+        self._calls = {}
         self._where_lock = threading.Lock()
         # max_restarts != 0: a call that finds it dead waits for its restart
         # (by the process that made it); max_task_retries: a call it died
@@ -190,17 +200,18 @@ class ActorHandle:
             if methods is not None and own in methods:
                 self.__dict__[own] = _Method(self, own)
 
-    def _sender(self):
+    def _sender(self, group=None):
         with _sender_lock:
-            if self._calls is None:
-                self._calls = _Sender(min(self._lanes, MAX_CALLS_AT_ONCE), self._actor_name)
-            return self._calls
+            if group not in self._calls:
+                self._calls[group] = _Sender(min(self._lanes, MAX_CALLS_AT_ONCE),
+                                             self._actor_name)
+            return self._calls[group]
 
     def call(self, data: bytes, timeout: float | None = 30) -> bytes:
         """The actor's reply to `data` (bytes); timeout in seconds, None: no deadline."""
         return _c().actor_call(self._actor_name, bytes(data), _call_ms(timeout))
 
-    def _call(self, body, label, call_id=None, result_to=None):
+    def _call(self, body, label, call_id=None, result_to=None, group=None):
         """A method call (body: method, args, kwargs) and its value. An actor
         with max_restarts: a call that finds it dead (gone, or restarting)
         waits for its restart and goes there; one it died under is sent
@@ -211,7 +222,7 @@ class ActorHandle:
             if restarts is not None:
                 restarts.wait_alive()  # being made again: the call goes to the new process
             try:
-                return self._call_once(body, label, call_id, result_to)
+                return self._call_once(body, label, call_id, result_to, group)
             except ActorDiedError as e:
                 if not self._restartable or _was_killed(self):
                     raise
@@ -224,11 +235,12 @@ class ActorHandle:
                         raise
                     retries -= 1 if retries > 0 else 0
 
-    def _call_once(self, body, label, call_id, result_to):
+    def _call_once(self, body, label, call_id, result_to, group=None):
         if _was_killed(self):
             raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
                                  f"(atl.kill)")
-        request = pickle.dumps(("call", body.wire, result_to or _refs.result_slot(), call_id))
+        request = pickle.dumps(("call", body.wire, result_to or _refs.result_slot(), call_id,
+                                group))
         where = self._direct_address()
         if where:
             try:
@@ -244,7 +256,7 @@ class ActorHandle:
                 # Alive, but not reachable straight (a network that lets
                 # only the control plane through): through the supervisor.
                 self._direct = False
-        lane = self._turn % self._lanes
+        lane = self._turn % min(self._lanes, MAX_NAMES)  # (the names it is hosted under)
         self._turn += 1
         try:
             reply = _c().actor_call(self._actor_name if lane == 0 else f"{self._actor_name}~{lane}", request,
@@ -504,7 +516,8 @@ class _Restarts:
                 while self.name in _c_actor_names() and time.monotonic() < deadline:
                     time.sleep(0.05)
                 body = _refs.Body((self._maker._desc, self._args, self._kwargs, self.name,
-                                   self._lanes), f"{self.name}: its restart")
+                                   self._lanes, self._options.get("concurrency_groups") or {}),
+                                  f"{self.name}: its restart")
                 try:
                     new = self._maker._start(self._options, self.name, body, self._group,
                                              self._lanes, restarted=True)
@@ -708,6 +721,11 @@ class _Sender:
                 future.set_exception(e)
 
 
+# Names an actor takes calls under through the supervisor, at most: calls go
+# there only until the caller's straight connection is up (or where it cannot
+# be), and each name is a thread of the library.
+MAX_NAMES = 16
+
 ASYNC_CONCURRENCY = 1000
 # Calls one caller has under way to one actor at most: each a thread here and
 # a connection to the actor's process (which serves 1024 from one address):
@@ -715,6 +733,16 @@ ASYNC_CONCURRENCY = 1000
 # calls that wait on each other (waiters and the call that frees them)
 # never wait behind one another.
 MAX_CALLS_AT_ONCE = ASYNC_CONCURRENCY
+
+
+def _check_groups(cls, groups, label):
+    """A method's concurrency_group is one of the actor's concurrency_groups."""
+    for method, o in _method_table(cls).items():
+        group = o.get("concurrency_group")
+        if group is not None and group not in groups:
+            raise ValueError(f"{label}: method {method} is in concurrency group {group!r}, "
+                             f"which the actor's concurrency_groups "
+                             f"({sorted(groups) or 'none'}) do not name")
 
 
 def _is_async(cls):
@@ -779,9 +807,13 @@ class ActorClass:
         # An async actor (an `async def` method) takes Ray's default of 1000
         # calls at once; any other, one at a time.
         lanes = o.get("max_concurrency") or (ASYNC_CONCURRENCY if _is_async(self._cls) else 1)
+        # Each concurrency group's calls at once on top of the default's.
+        groups = o.get("concurrency_groups") or {}
+        _check_groups(self._cls, groups, label)
+        lanes += sum(groups.values())
         if self._desc is None:
             self._desc = _serialize.encode_class(self._cls)
-        body = _refs.Body((self._desc, args, kwargs, name, lanes), label)
+        body = _refs.Body((self._desc, args, kwargs, name, lanes, groups), label)
         group = None
         try:
             if o.get("demand") and not o.get("placement_group"):

@@ -31,7 +31,6 @@ _ACTOR_DEFAULTS = {
 _DEMAND = ("num_cpus", "num_gpus", "memory", "resources")
 # Ray's other knobs: not atl's.
 _RESOURCES = ("object_store_memory", "accelerator_type", "label_selector",
-              "concurrency_groups",
               "_metadata", "enable_task_events", "allow_out_of_order_execution")
 _RESOURCES_WHY = ("atl reserves CPU, GPU, memory and custom resources (num_cpus, num_gpus, "
                   "memory, resources) or a placement group; for this, " + RAY_MODE)
@@ -223,6 +222,20 @@ def check(options, what, actor):
                                 f"from 1 to {MAX_CONCURRENCY} (calls at once, each on a thread)")
             if value > 1:
                 out["max_concurrency"] = value
+        elif name == "concurrency_groups" and actor:
+            # Ray's: name -> calls at once, each group's beside the default
+            # group's (max_concurrency); a method is put in one with
+            # @method(concurrency_group=), a call with .options(...).
+            if value is None:
+                continue
+            if not isinstance(value, dict) or any(
+                    not isinstance(k, str) or not k or isinstance(n, bool) or
+                    not isinstance(n, int) or not 1 <= n <= MAX_CONCURRENCY
+                    for k, n in value.items()):
+                raise TypeError(f"{what}: concurrency_groups={value!r}: expected a dict of "
+                                f"group name -> calls at once (1 to {MAX_CONCURRENCY})")
+            if value:
+                out["concurrency_groups"] = dict(value)
         elif name in ("max_restarts", "max_task_retries") and actor:
             if isinstance(value, bool) or not isinstance(value, int) or value < -1:
                 raise TypeError(f"{what}: {name}={value!r}: expected a whole number >= 0, or -1 "
@@ -254,7 +267,8 @@ def check(options, what, actor):
                            {"runtime_env", "scheduling_strategy",
                             "placement_group_capture_child_tasks"} |
                            ({"max_concurrency", "lifetime", "get_if_exists", "namespace",
-                             "max_restarts", "max_task_retries"} if actor else set()) |
+                             "max_restarts", "max_task_retries", "concurrency_groups"}
+                            if actor else set()) |
                            (set() if actor else {"num_returns", "max_retries",
                                                  "retry_exceptions", BACKPRESSURE}))
             near = difflib.get_close_matches(name, known, n=1)

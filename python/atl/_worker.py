@@ -46,16 +46,31 @@ def _ok(value):
     return pickle.dumps(("ok", _objects.inline(_objects.dumps(value))))
 
 
-def _actor_handler(instance, name, lanes):
-    """Each call: pickle(("call", body, result_to)), body (method, args, kwargs)
-    -> pickle(outcome), at most `lanes` at once (max_concurrency), whether it
-    came through the supervisor or straight to this process's object server;
+def _actor_handler(instance, name, lanes, groups=None):
+    """Each call: pickle(("call", body, result_to, call_id, group)), body
+    (method, args, kwargs) -> pickle(outcome), whether it came through the
+    supervisor or straight to this process's object server; at most `lanes`
+    at once in all: each concurrency group's (`groups`: name -> calls at
+    once) within its own limit, the rest (max_concurrency) within the
+    default group's. A call's group is the one it names (.options), else its
+    method's (@method(concurrency_group=)), else the default.
     ("where", ...): that server's address, for callers to come straight;
     ("exit", ...): the process ends (SIGTERM)."""
     import threading
     from . import _actors
     _actors.hosted_actor = name  # (this module may be __main__: not where others look)
-    gate = threading.BoundedSemaphore(lanes)
+    groups = groups or {}
+    gates = {g: threading.BoundedSemaphore(n) for g, n in groups.items()}
+    gates[None] = threading.BoundedSemaphore(max(1, lanes - sum(groups.values())))
+
+    def gate_of(method, group):
+        if group is None:
+            fn = getattr(type(instance), method, None)
+            group = getattr(fn, "__atl_method_options__", {}).get("concurrency_group")
+        if group not in gates:
+            raise ValueError(f"{name}.{method}: concurrency group {group!r} is not one of the "
+                             f"actor's ({sorted(g for g in gates if g) or 'none'})")
+        return gates[group]
     loop = []  # an async actor's event loop, on a thread of its own, made at its first call
     loop_lock = threading.Lock()
 
@@ -116,6 +131,7 @@ def _actor_handler(instance, name, lanes):
     def handle(request):
         kind, body, result_to, *rest = pickle.loads(request)
         call_id = rest[0] if rest else None
+        group = rest[1] if len(rest) > 1 else None
         if kind == "cancel":  # atl.cancel of a call under way (see ActorHandle._cancel)
             _actors.cancelled_calls.add(call_id)
             future = running.get(call_id)
@@ -136,19 +152,19 @@ def _actor_handler(instance, name, lanes):
 
         def run():
             method, margs, mkwargs = _refs.unpack(body)
-            _actors.current_call.id = call_id
-            try:
-                if method == "__ray_ready__":
-                    return True
-                if method == "__ray_terminate__":
-                    from .actor import exit_actor
-                    exit_actor()
-                return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
-            finally:
-                _actors.current_call.id = None
-                _actors.cancelled_calls.discard(call_id)
-        with gate:
-            return pickle.dumps(_refs.outcome_of(run, result_to))
+            with gate_of(method, group):
+                _actors.current_call.id = call_id
+                try:
+                    if method == "__ray_ready__":
+                        return True
+                    if method == "__ray_terminate__":
+                        from .actor import exit_actor
+                        exit_actor()
+                    return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
+                finally:
+                    _actors.current_call.id = None
+                    _actors.cancelled_calls.discard(call_id)
+        return pickle.dumps(_refs.outcome_of(run, result_to))
     return handle
 
 
@@ -162,7 +178,7 @@ def host_actor():
     body, result_to = pickle.loads(base64.b64decode(payload))
     atl.init()
     try:
-        cls_desc, args, kwargs, name, lanes = _refs.unpack(body)
+        cls_desc, args, kwargs, name, lanes, groups = _refs.unpack(body)
         instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
     except BaseException as e:  # the driver raises it as its own type
         _send_result(_errors.error_outcome(e))
@@ -173,7 +189,7 @@ def host_actor():
             _actors.end_for_good()
         return 1
 
-    hosts = host_lanes(atl, name, lanes, _actor_handler(instance, name, lanes))
+    hosts = host_lanes(atl, name, lanes, _actor_handler(instance, name, lanes, groups))
     print(f"actor {name} ready", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -188,10 +204,7 @@ def host_actor():
     return 0
 
 
-# Names an actor takes calls under through the supervisor, at most: calls go
-# there only until the caller's straight connection is up (or where it cannot
-# be), and each name is a thread of the library.
-MAX_NAMES = 16
+from ._actors import MAX_NAMES  # noqa: E402  (the names an actor is hosted under)
 
 
 def host_lanes(atl, name, lanes, handler):
@@ -239,9 +252,9 @@ def pool_worker():
             return pickle.dumps(_refs.outcome_of(run, result_to))
         if kind == "become":
             def become():
-                cls_desc, args, kwargs, actor_name, lanes = _refs.unpack(body)
+                cls_desc, args, kwargs, actor_name, lanes, groups = _refs.unpack(body)
                 instance = _call(_serialize.decode_class(cls_desc), args, kwargs)
-                handler = _actor_handler(instance, actor_name, lanes)
+                handler = _actor_handler(instance, actor_name, lanes, groups)
                 hosts["actor"] = host_lanes(atl, actor_name, lanes, handler)
                 # Not from this handler's own thread: closing waits for its call to end.
                 threading.Thread(target=leave_pool, daemon=True).start()

@@ -208,3 +208,24 @@ def test_every_option_named_in_the_module_is_classified_once():
         for t in ts:
             assert not (seen & t), seen & t
             seen |= t
+
+
+def test_concurrency_groups_as_ray_spells_them():
+    o = atl.remote(concurrency_groups={"io": 2, "compute": 4})(Counter)._options
+    assert o == {"concurrency_groups": {"io": 2, "compute": 4}}
+    for bad in ({"io": 0}, {"io": True}, {"": 1}, ["io"], {"io": 1001}):
+        refused(lambda: atl.remote(concurrency_groups=bad)(Counter), "actor class Counter",
+                "concurrency_groups=")
+    # A task has none.
+    refused(lambda: atl.remote(concurrency_groups={"io": 1})(f), "concurrency_groups")
+
+    class Grouped:
+        @atl.method(concurrency_group="io")
+        def read(self):
+            return 1
+    assert Grouped.read.__atl_method_options__ == {"concurrency_group": "io"}
+    with pytest.raises(TypeError, match="concurrency_group=3"):
+        atl.method(concurrency_group=3)(lambda self: None)
+    # A method's group the actor does not have: refused when it is made.
+    with pytest.raises(ValueError, match="concurrency group 'io'"):
+        atl.remote(concurrency_groups={"net": 1})(Grouped).remote()
