@@ -124,6 +124,9 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     ns = ray_options.pop("namespace", None)
     if ns is not None:
         _options.check_namespace("atl.init", ns)
+    # The job's runtime_env (env_vars, working_dir): every task's and actor's.
+    job_env = {}
+    _options.runtime_env_of("atl.init", ray_options.pop("runtime_env", None), job_env)
     num_cpus = ray_options.pop("num_cpus", None)
     if num_cpus is not None and (isinstance(num_cpus, bool) or num_cpus <= 0 or
                                  not isinstance(num_cpus, (int, float))):
@@ -145,11 +148,15 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
         per_node = workers_per_node
         if per_node is None:
             per_node = _default_workers_per_node()
+        from . import _actors
         if ns is not None:
             # Its named actors are made and found there, and the processes
             # it starts from now on share it (before the warm ones start).
-            from . import _actors
             _actors.namespace = ns
+        if job_env:
+            _actors.runtime_env = {k: v for k, v in (("env_vars", job_env.get("env")),
+                                                     ("working_dir", job_env.get("working_dir")))
+                                   if v}
         _client = Client(address, tls_dir, insecure)
         _objects.configure(address, tls_dir, insecure)
         _workers_per_node = per_node
@@ -195,6 +202,9 @@ def shutdown() -> None:
         if _client is not None:
             _client.close()
             _client = None
+    from . import _actors
+    # A later init() has its own runtime_env (this process's own one, if any, again).
+    _actors.runtime_env = json.loads(os.environ.get("ATL_RUNTIME_ENV") or "{}")
 
 
 def is_initialized() -> bool:
@@ -234,8 +244,17 @@ def cluster_state() -> dict:
 
 def nodes() -> list[dict]:
     """Every worker node: pod, node, address, total/reserved/available, and
-    `unavailable` (why it takes no bundle) when it takes none."""
-    return cluster_state()["nodes"]
+    `unavailable` (why it takes no bundle) when it takes none. Each also
+    under Ray's keys (ray.nodes()): NodeID (the pod, as get_node_id() says),
+    Alive, NodeManagerAddress (its address), NodeManagerHostname (its
+    machine), Resources (its nonzero totals)."""
+    out = cluster_state()["nodes"]
+    for n in out:
+        n.update({"NodeID": n["pod"], "Alive": True, "alive": True,
+                  "NodeManagerAddress": n["address"], "NodeManagerHostname": n["node"],
+                  "NodeName": n["address"],
+                  "Resources": {k: v for k, v in n["total"].items() if v}})
+    return out
 
 
 class RuntimeContext:
@@ -275,6 +294,16 @@ class RuntimeContext:
 
     def get_gpu_ids(self) -> list:
         return self.get_accelerator_ids()["GPU"]
+
+    def get_assigned_resources(self) -> dict:
+        """What this task or actor holds (its num_cpus, num_gpus, memory,
+        resources; a placement group bundle's when started in one): {} for
+        a call with no resource option (atl reserves nothing for it)."""
+        from . import _actors
+        held = getattr(_actors.current_call, "resources", None)
+        if held is None:
+            held = json.loads(os.environ.get("ATL_ASSIGNED_RESOURCES") or "{}")
+        return {k: float(v) for k, v in held.items()}
 
     @property
     def namespace(self) -> str:

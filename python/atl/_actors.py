@@ -21,7 +21,7 @@ from . import _FOREVER_MS, _c, _ms, _payload_env, _warm_pool, run
 from ._capi import FAILED, USAGE, AtlError, GetTimeoutError, UsageError
 from ._errors import ActorDiedError, RemoteError
 from ._placement import (_check_feasible, _disown, _remove_quietly, _reserve, captured,
-                         placement_group_env)
+                         placement_env)
 from ._refs import ActorRef
 from ._remote import _placed, _python_path, _warm_fits, _where
 
@@ -383,9 +383,25 @@ def _unqualified(full):
     return (ns, name) if sep else ("", full)
 
 
-def namespace_env():
-    """What a process this one starts needs to share its namespace."""
-    return {"ATL_NAMESPACE": namespace} if namespace else {}
+# The job's runtime_env (Ray's, given to init()): the env_vars and
+# working_dir of every process this one starts, and of theirs in turn
+# ($ATL_RUNTIME_ENV); a call's own runtime_env is laid over it.
+runtime_env = json.loads(os.environ.get("ATL_RUNTIME_ENV") or "{}")
+
+
+def inherited_env():
+    """What a process this one starts needs to share its namespace and the
+    job's runtime_env."""
+    env = {"ATL_NAMESPACE": namespace} if namespace else {}
+    if runtime_env:
+        env["ATL_RUNTIME_ENV"] = json.dumps(runtime_env)
+        env.update(runtime_env.get("env_vars") or {})
+    return env
+
+
+def working_dir_of(o):
+    """A process's working directory: the call's own, else the job's."""
+    return o.get("working_dir") or runtime_env.get("working_dir")
 
 
 # Actors this process killed: its later calls to them fail at once, as
@@ -856,13 +872,13 @@ class ActorClass:
         if worker is not None:
             return self._become(pool, worker, name, body)
         payload = base64.b64encode(pickle.dumps((body.wire, _refs.result_slot()))).decode("ascii")
-        env = dict(namespace_env(), **placement_group_env(o), **(o.get("env") or {}))
+        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
+        env = dict(inherited_env(), **placement_env(o, bundle), **(o.get("env") or {}))
         if restarted:
             env["ATL_ACTOR_RESTARTED"] = "1"  # was_current_actor_reconstructed
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         command = f"exec {sys.executable} -m atl._worker actor"
         if o.get("detached"):
             # It outlives this driver from its start (the head stops a
@@ -875,11 +891,11 @@ class ActorClass:
             gid = pg.id if pg is not None else 0
             # Its own reservation (group) is the head's to give back at its end.
             task = Task(_c().task_start(command, gid, bundle if gid else -1, pod, env,
-                                        o.get("working_dir"), detached=True,
+                                        working_dir_of(o), detached=True,
                                         restarts=head_restarts, own_group=group is not None))
         else:
             task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
-                       working_dir=o.get("working_dir"))
+                       working_dir=working_dir_of(o))
         deadline = time.monotonic() + o.get("start_timeout", 60)
         while not any(a["name"] == name for a in list_actors()):
             if task.done():

@@ -121,7 +121,7 @@ def _refuse(what, name, why):
     return TypeError(f"{what}: option {name!r} is not supported: {why}")
 
 
-def _runtime_env(what, value, out):
+def runtime_env_of(what, value, out):
     """runtime_env={'env_vars': {...}, 'working_dir': '...'}: atl's env and
     working_dir; any other key (pip, conda, py_modules...) is Ray's to apply."""
     if value is None:
@@ -188,7 +188,7 @@ def check(options, what, actor):
             if value is not None:
                 out[name] = value
         elif name == "runtime_env":
-            _runtime_env(what, value, out)
+            runtime_env_of(what, value, out)
         elif name == "scheduling_strategy":
             _strategy(what, value, out)
         elif name == "placement_group_capture_child_tasks":

@@ -222,15 +222,22 @@ def placement_group_table(placement_group: PlacementGroup | None = None) -> dict
 PLACEMENT_GROUP_ENV = "ATL_PLACEMENT_GROUP"
 
 
-def placement_group_env(o):
-    """The variable of a process started with options `o` in a group of the
-    user's (not a call's own reservation): {} when it is in none."""
+def placement_env(o, bundle):
+    """The variables of a process started with options `o` (in `bundle` of
+    its group, if any): its group, when one of the user's (not a call's own
+    reservation); what it holds (get_assigned_resources): its own demand,
+    else its bundle's."""
+    env = {}
     pg = o.get("placement_group")
-    if not pg:
-        return {}
-    return {PLACEMENT_GROUP_ENV: json.dumps({"id": pg.id, "bundles": pg.bundle_specs,
-                                             "strategy": pg.strategy,
-                                             "capture": bool(o.get("capture"))})}
+    if pg:
+        env[PLACEMENT_GROUP_ENV] = json.dumps({"id": pg.id, "bundles": pg.bundle_specs,
+                                               "strategy": pg.strategy,
+                                               "capture": bool(o.get("capture"))})
+    held = o.get("demand") or (pg.bundle_specs[bundle] if pg and bundle is not None and
+                               0 <= bundle < len(pg.bundle_specs) else None)
+    if held:
+        env["ATL_ASSIGNED_RESOURCES"] = json.dumps(held)
+    return env
 
 
 def _current():

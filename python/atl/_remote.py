@@ -14,7 +14,7 @@ from . import _payload_env, _warm_pool, nodes, run
 from ._capi import AtlError, GetTimeoutError, UsageError
 from ._errors import OwnerDiedError, RemoteError, TaskError
 from ._placement import (_check_feasible, _leases, _remove_quietly, _reserve, captured,
-                         placement_group_env)
+                         placement_env)
 from ._refs import ObjectRef
 
 
@@ -241,21 +241,21 @@ class RemoteFunction:
         result_to = slot or _refs.result_slot()
         if pool is not None:
             cpus = (o.get("demand") or {}).get("CPU", 0 if o.get("demand") else 1)
-            future = pool.submit(pickle.dumps(("run", body.wire, result_to)), self.__name__, pod,
-                                 cpus)
+            future = pool.submit(pickle.dumps(("run", body.wire, result_to, o.get("demand") or {})),
+                                 self.__name__, pod, cpus)
             future.add_done_callback(lambda _: body.release())
             return ObjectRef(self.__name__, _refs._Call(future))
         payload = base64.b64encode(pickle.dumps((body.wire, result_to))).decode("ascii")
-        from ._actors import namespace_env
-        env = dict(namespace_env(), **placement_group_env(o), **(o.get("env") or {}))
+        from ._actors import inherited_env, working_dir_of
+        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
+        env = dict(inherited_env(), **placement_env(o, bundle), **(o.get("env") or {}))
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
         env["PYTHONPATH"] = _python_path()
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
-        pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         command = f"exec {sys.executable} -m atl._worker"
         try:
             task = run(command, placement_group=pg, bundle_index=bundle, pod=pod, env=env,
-                       working_dir=o.get("working_dir"))
+                       working_dir=working_dir_of(o))
         except BaseException:
             body.release()
             raise

@@ -244,11 +244,16 @@ def pool_worker():
         hosts.pop("pool").close()
 
     def handle(request):
-        kind, body, result_to = pickle.loads(request)
+        kind, body, result_to, *rest = pickle.loads(request)
         if kind == "run":
             def run():
                 fn_desc, args, kwargs = _refs.unpack(body)
-                return _call(_serialize.decode_function(fn_desc), args, kwargs, result_to)
+                from . import _actors
+                _actors.current_call.resources = rest[0] if rest else {}  # (its lease's)
+                try:
+                    return _call(_serialize.decode_function(fn_desc), args, kwargs, result_to)
+                finally:
+                    _actors.current_call.resources = None
             return pickle.dumps(_refs.outcome_of(run, result_to))
         if kind == "become":
             def become():

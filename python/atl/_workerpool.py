@@ -195,13 +195,16 @@ class WorkerPool:
             self._serial += 1
             worker = _Worker(f"{self._prefix}-{self._serial}", pod)
             self._workers[worker.name] = worker
-        from ._actors import namespace_env
-        env = {**namespace_env(),
+        from ._actors import inherited_env, runtime_env
+        env = {**inherited_env(),
                "ATL_POOL_REGISTRY": self._prefix, "ATL_POOL_NAME": worker.name,
                "ATL_WORKERS_PER_NODE": "0",  # nested remote calls run cold, no pool per worker
                "PYTHONPATH": self._python_path}
         try:
-            task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod, env=env)
+            where = {"working_dir": runtime_env["working_dir"]} \
+                if runtime_env.get("working_dir") else {}  # (the job's, from init())
+            task = self._atl.run(f"exec {sys.executable} -m atl._worker pool", pod=pod, env=env,
+                                 **where)
         except AtlError:
             # The pod refuses tasks (lost, or the job is ending): this slot is
             # dropped, not retried against it; the other pods' processes go on.

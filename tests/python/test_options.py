@@ -188,7 +188,8 @@ def test_init_refuses_rays_options_by_name_before_connecting():
     refused(lambda: atl.init(num_cpus=0), "num_cpus=0", "a number > 0")
     # ignore_reinit_error means what atl does anyway (init again: a no-op);
     # an option refused beside it is still named.
-    refused(lambda: atl.init(runtime_env={}, ignore_reinit_error=True), "option 'runtime_env'")
+    refused(lambda: atl.init(runtime_env={"pip": ["x"]}, ignore_reinit_error=True),
+            "atl.init: option \"runtime_env['pip']\"", "--mode ray")
     refused(lambda: atl.init(namespace=""), "namespace=''", "non-empty")
     refused(lambda: atl.init(namespace="a::b"), "namespace='a::b'")
 
