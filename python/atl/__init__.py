@@ -496,11 +496,12 @@ def get(refs: "ObjectRef | Sequence[ObjectRef]", timeout: float | None = None) -
     return values[0] if single else values
 
 
-def wait(refs: Sequence[ObjectRef], num_returns: int = 1,
-         timeout: float | None = None) -> tuple[list[ObjectRef], list[ObjectRef]]:
+def wait(refs: Sequence[ObjectRef], num_returns: int = 1, timeout: float | None = None,
+         fetch_local: bool = True) -> tuple[list[ObjectRef], list[ObjectRef]]:
     """(ready, not_ready), as Ray's: the first `num_returns` refs done (in
     their order in `refs`), or those done when `timeout` seconds passed.
-    Blocks on the calls' own futures (no polling); a task's ref is watched
+    fetch_local (Ray's: whether ready also means here already) changes
+    nothing: a ref that is done is read from where it is at its get. Blocks on the calls' own futures (no polling); a task's ref is watched
     by a thread of its own, blocked in the supervisor's answer."""
     from concurrent.futures import FIRST_COMPLETED
     from concurrent.futures import wait as wait_futures
@@ -514,6 +515,8 @@ def wait(refs: Sequence[ObjectRef], num_returns: int = 1,
                                 f"{len(refs)} (the refs given)")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
         raise UsageError(USAGE, f"atl.wait: timeout={timeout!r}: expected seconds >= 0 or None")
+    if not isinstance(fetch_local, bool):
+        raise UsageError(USAGE, f"atl.wait: fetch_local={fetch_local!r}: expected True or False")
     deadline = None if timeout is None else time.monotonic() + timeout
     watched = [ref._source.watch() for ref in refs]
     while True:

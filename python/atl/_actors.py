@@ -19,7 +19,7 @@ from typing import Callable
 from . import _objects, _options, _refs, _serialize
 from . import _FOREVER_MS, _c, _ms, _payload_env, _warm_pool, run
 from ._capi import FAILED, USAGE, AtlError, GetTimeoutError, UsageError
-from ._errors import ActorDiedError, RemoteError
+from ._errors import ActorDiedError, RemoteError, TaskError
 from ._placement import (_check_feasible, _disown, _remove_quietly, _reserve, captured,
                          placement_env)
 from ._refs import ActorRef
@@ -186,6 +186,7 @@ class ActorHandle:
         # under is sent again that many times (-1: always).
         self._restartable = False
         self._task_retries = 0
+        self._creation_error = None  # what its constructor raised: every call says so
         # Which actor of that name (see _killed): a handle of one this process
         # killed fails at once; one of a later actor of the name works.
         self._incarnation = _incarnations.get(name, 0)
@@ -236,6 +237,11 @@ class ActorHandle:
                     retries -= 1 if retries > 0 else 0
 
     def _call_once(self, body, label, call_id, result_to, group=None):
+        if self._creation_error is not None:
+            died = ActorDiedError(f"{label}: the actor died because of an error raised in its "
+                                  f"creation task: {self._creation_error}")
+            died.cause = getattr(self._creation_error, "cause", None)
+            raise died
         if _was_killed(self):
             raise ActorDiedError(f"{label}: the actor {self._actor_name!r} was killed "
                                  f"(atl.kill)")
@@ -838,6 +844,14 @@ class ActorClass:
                 if o.get("detached"):
                     _disown(group)  # it outlives this driver, and holds its place meanwhile
             handle = self._start(o, name, body, group, lanes, restarted=False)
+        except TaskError as e:
+            # Its constructor raised: as Ray's, the actor is dead from the
+            # start and each call to it says why (ActorDiedError).
+            if group is not None:
+                _remove_quietly(group)
+            handle = ActorHandle(name, None, lanes=lanes, methods=_method_table(self._cls))
+            handle._creation_error = e
+            return handle
         except BaseException:
             if group is not None:
                 _remove_quietly(group)

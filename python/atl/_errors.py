@@ -69,6 +69,12 @@ class TaskCancelledError(TaskError):
     too: Ray's docs catch a cancelled async actor call as RayTaskError)."""
 
 
+class WorkerCrashedError(RemoteError):
+    """The process running a call ended without its result (it exited,
+    crashed, or was killed), as Ray's WorkerCrashedError; max_retries runs
+    the call again."""
+
+
 class ActorDiedError(RemoteError):
     """The actor's process ended (killed, or its pod was lost): a call to it
     fails with this, as Ray's ActorDiedError."""

@@ -250,7 +250,7 @@ class _Task(_Source):
         if text is None:
             code = task.wait(0)
             tail = task.output()[-2000:]
-            return ("error", _errors.RemoteError(
+            return ("error", _errors.WorkerCrashedError(
                 f"{name} (task {task.id}) ended with {code} and no result; "
                 f"its output ends: {tail!r}"))
         try:

@@ -28,6 +28,7 @@ import uuid
 
 from . import _refs
 from ._capi import AtlError, GetTimeoutError, UsageError, FAILED
+from ._errors import WorkerCrashedError
 
 _CALL_TIMEOUT_MS = 7 * 24 * 3600 * 1000  # a task may run for days; the call waits as long
 _MAX_START_FAILURES = 3
@@ -364,8 +365,8 @@ class WorkerPool:
                 if job.cancelled:
                     job.future.set_exception(self._error(job.label, "cancelled"))
                 elif e.code == FAILED or isinstance(e, UsageError):
-                    job.future.set_exception(self._error(
-                        job.label, f"its warm worker (task {worker.task.id} on {worker.pod}) "
+                    job.future.set_exception(WorkerCrashedError(
+                        f"{job.label}: its warm worker (task {worker.task.id} on {worker.pod}) "
                         f"died while it ran: {e}"))
                 else:
                     job.future.set_exception(e)

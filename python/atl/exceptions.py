@@ -5,7 +5,8 @@ remote ValueError, as Ray's RayTaskError(ValueError) does). Ray's errors
 atl never raises (ActorUnavailableError: atl's actors are alive or gone) are
 not here: importing one fails, naming it."""
 from ._capi import AtlError, GetTimeoutError
-from ._errors import ActorDiedError, OwnerDiedError, RemoteError, TaskCancelledError, TaskError
+from ._errors import (ActorDiedError, OwnerDiedError, RemoteError, TaskCancelledError, TaskError,
+                      WorkerCrashedError)
 from ._objects import ObjectLostError
 
 RayError = AtlError
@@ -14,4 +15,4 @@ RayActorError = ActorDiedError
 
 __all__ = ["RayError", "RayTaskError", "TaskError", "RayActorError", "ActorDiedError",
            "GetTimeoutError", "ObjectLostError", "OwnerDiedError", "TaskCancelledError",
-           "RemoteError", "AtlError"]
+           "RemoteError", "AtlError", "WorkerCrashedError"]

@@ -178,8 +178,11 @@ def test_a_remote_exception_is_raised_as_its_own_type_everywhere(cluster):
                 raise QuotaExceeded(n, self.limit)
             return n
 
-    with pytest.raises(ValueError):
-        Account.remote(-1)
+    # A constructor's error: as Ray's, its actor is dead and its calls say
+    # why (ActorDiedError), the error itself their cause.
+    with pytest.raises(atl.ActorDiedError) as died:
+        atl.get(Account.remote(-1).spend.remote(1), timeout=30)
+    assert isinstance(died.value.cause, ValueError), died.value
     a = Account.remote(3)
     assert atl.get(a.spend.remote(2), timeout=30) == 2
     with pytest.raises(QuotaExceeded) as q:
@@ -290,7 +293,7 @@ def test_cancel_drops_a_waiting_call_and_kills_a_running_one(cluster):
         atl.cancel("not a ref")
 
 
-def test_actors_start_in_warm_workers_and_constructor_errors_are_raised(cluster):
+def test_actors_start_in_warm_workers_and_constructor_errors_are_raised_by_their_calls(cluster):
     @atl.remote
     class Box:
         def __init__(self, value):
@@ -301,18 +304,22 @@ def test_actors_start_in_warm_workers_and_constructor_errors_are_raised(cluster)
         def get(self):
             return self.value, pid_and_pod()
 
-    # Started cold (a process of its own on that pod) and warm alike.
-    with pytest.raises(atl.RemoteError) as e:
-        Box.options(pod=f"{cluster.job_id}-worker-0").remote(-1)
-    assert e.value.remote_type == "ValueError" and "negative" in str(e.value)
+    # Started cold (a process of its own on that pod) and warm alike. As
+    # Ray's: the actor is dead from the start, each call says why.
+    dead = Box.options(pod=f"{cluster.job_id}-worker-0").remote(-1)
+    with pytest.raises(atl.ActorDiedError) as e:
+        atl.get(dead.get.remote(), timeout=30)
+    assert "creation task" in str(e.value) and "negative" in str(e.value), str(e.value)
+    assert isinstance(e.value.cause, ValueError)
     pool = atl._warm_pool()
     deadline = time.time() + 60
     while pool.idle() < 2 and time.time() < deadline:
         time.sleep(0.05)
     assert pool.idle() >= 2
-    with pytest.raises(atl.RemoteError) as e:
-        Box.remote(-1)
-    assert e.value.remote_type == "ValueError"
+    dead = Box.remote(-1)
+    with pytest.raises(atl.ActorDiedError, match="negative"):
+        atl.get(dead.get.remote(), timeout=30)
+    atl.kill(dead)  # nothing to end: as Ray's, fine
     assert pool.idle() >= 2  # the process it was tried in went back
     boxes = [Box.remote(i) for i in range(3)]
     got = [atl.get(b.get.remote(), timeout=30) for b in boxes]

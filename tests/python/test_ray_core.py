@@ -869,11 +869,12 @@ def test_a_detached_actor_with_max_restarts_is_made_again_after_its_maker_is_gon
                 if not os.path.exists(mark):
                     open(mark, "w").close()
                     raise ValueError("no good")
+        broken = Broken.options(name="broken", lifetime="detached", max_restarts=-1).remote(
+            os.path.abspath("broken-once"))
         try:
-            Broken.options(name="broken", lifetime="detached", max_restarts=-1).remote(
-                os.path.abspath("broken-once"))
-        except Exception as e:
-            print("constructor:", isinstance(e, ValueError), "no good" in str(e))
+            ray.get(broken.__ray_ready__.remote())
+        except ray.exceptions.RayActorError as e:
+            print("constructor:", isinstance(e.cause, ValueError), "no good" in str(e))
         # Its maker's kill of an actor whose process ended already is
         # nothing, as Ray's (it raised "task N has ended already").
         short = Keeper.remote(0)
