@@ -505,10 +505,12 @@ def wait(refs: Sequence[ObjectRef], num_returns: int = 1, timeout: float | None 
     by a thread of its own, blocked in the supervisor's answer."""
     from concurrent.futures import FIRST_COMPLETED
     from concurrent.futures import wait as wait_futures
+    from ._refs import ObjectRefGenerator
     refs = list(refs)
     for i, ref in enumerate(refs):
-        if not isinstance(ref, ObjectRef):
-            raise UsageError(USAGE, f"atl.wait: item {i} is {type(ref).__name__}, not an ObjectRef")
+        if not isinstance(ref, (ObjectRef, ObjectRefGenerator)):
+            raise UsageError(USAGE, f"atl.wait: item {i} is {type(ref).__name__}, not an "
+                                    f"ObjectRef (or a generator's ObjectRefGenerator)")
     if isinstance(num_returns, bool) or not isinstance(num_returns, int) or \
             not 1 <= num_returns <= max(1, len(refs)):
         raise UsageError(USAGE, f"atl.wait: num_returns={num_returns!r}: expected 1 to "
@@ -518,7 +520,9 @@ def wait(refs: Sequence[ObjectRef], num_returns: int = 1, timeout: float | None 
     if not isinstance(fetch_local, bool):
         raise UsageError(USAGE, f"atl.wait: fetch_local={fetch_local!r}: expected True or False")
     deadline = None if timeout is None else time.monotonic() + timeout
-    watched = [ref._source.watch() for ref in refs]
+    # A generator is ready once its next item is here (or it has ended).
+    watched = [ref.watch() if isinstance(ref, ObjectRefGenerator) else ref._source.watch()
+               for ref in refs]
     while True:
         done = [ref for ref, f in zip(refs, watched) if f.done()]
         left = None if deadline is None else deadline - time.monotonic()

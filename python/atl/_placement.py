@@ -216,6 +216,17 @@ def placement_group_table(placement_group: PlacementGroup | None = None) -> dict
     return _table_row(g)
 
 
+def get_placement_group(placement_group_name: str) -> PlacementGroup:
+    """The job's group named so (placement_group(name=...)), as Ray's;
+    ValueError when there is none."""
+    from . import cluster_state
+    for g in cluster_state().get("groups", []):
+        if g.get("name") and g["name"] == placement_group_name:
+            return PlacementGroup(g["id"], [dict(b) for b in g["bundles"]], g["strategy"], g)
+    raise ValueError(f"Failed to look up placement group with name: {placement_group_name} "
+                     f"(the job has no group of that name)")
+
+
 # A process started in a placement group (a task's, an actor's) knows it by
 # this variable: get_current_placement_group(), and the child tasks its
 # capture puts there.

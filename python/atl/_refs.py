@@ -501,6 +501,25 @@ class ObjectRefGenerator:
             raise StopAsyncIteration
         return ref
 
+    def watch(self):
+        """A future done once the next item is here or the call has ended:
+        what atl.wait waits for on a generator, as Ray's ray.wait([gen])."""
+        ended = self._ref._source.watch()
+        if self._slot is None:
+            return ended
+        oid, store = item_oid(self._slot, self._next), _objects.store()
+        if not self._woken:  # (once: the call's end wakes every wait after it)
+            self._woken = True
+            ended.add_done_callback(lambda _: store.wake())
+        future = new_future()
+
+        def wait():
+            while not store.wait_for(oid, ended.done, 1.0) and not ended.done():
+                pass
+            future.set_result(None)
+        threading.Thread(target=wait, daemon=True, name="atl-generator-wait").start()
+        return future
+
     def next_ref(self, timeout):
         """The next item's ref, None once there is no more; GetTimeoutError
         when none came within `timeout` s (None: no limit)."""

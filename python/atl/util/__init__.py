@@ -5,7 +5,8 @@ scheduling strategies in atl.util.scheduling_strategies, multiprocessing's Pool
 (atl.util.multiprocessing), register_serializer, inspect_serializability and
 get_node_ip_address."""
 from .placement_group import PlacementGroup, placement_group, remove_placement_group  # noqa: F401
-from .placement_group import get_current_placement_group, placement_group_table  # noqa: F401
+from .placement_group import (get_current_placement_group, get_placement_group,  # noqa: F401
+                              placement_group_table)
 from .actor_pool import ActorPool  # noqa: F401
 from . import queue  # noqa: F401
 from .._actors import list_named_actors  # noqa: F401
