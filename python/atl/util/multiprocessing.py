@@ -157,7 +157,7 @@ class Pool:
                  maxtasksperchild: int | None = None, context=None,
                  ray_address: str | None = None, ray_remote_args: dict | None = None):
         if not atl.is_initialized():
-            atl.init(ray_address) if ray_address else atl.init()
+            atl.init(ray_address)  # (None: the job's, from $ATL_ADDRESS)
         cpus = int(atl.cluster_resources().get("CPU", 0))
         if processes is None:
             processes = max(1, cpus)
@@ -263,7 +263,8 @@ class Pool:
         """Waits for the processes to end (after close() or terminate())."""
         if not self._closed:
             raise ValueError("Pool is still running: close() or terminate() it first")
-        atl.wait(self._ending, num_returns=len(self._ending)) if self._ending else None
+        if self._ending:
+            atl.wait(self._ending, num_returns=len(self._ending))
 
     def __enter__(self):
         self._check_running()
