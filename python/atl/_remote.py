@@ -85,6 +85,12 @@ def _python_path():
 
 class RemoteFunction:
     def __init__(self, fn, options, checked=False):
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            # As Ray refuses it: a task's process runs no event loop for it.
+            raise ValueError(f"remote function {getattr(fn, '__name__', fn)}: 'async def' "
+                             f"should not be used for remote tasks: wrap the coroutine with "
+                             f"asyncio.run(...) in a plain function, or make it an async "
+                             f"actor's method")
         self._fn = fn
         self._atl_remote_function = fn  # how _serialize knows one (to send it by value)
         self._desc = None

@@ -230,3 +230,14 @@ def test_concurrency_groups_as_ray_spells_them():
     # A method's group the actor does not have: refused when it is made.
     with pytest.raises(ValueError, match="concurrency group 'io'"):
         atl.remote(concurrency_groups={"net": 1})(Grouped).remote()
+
+
+def test_an_async_function_is_refused_as_a_task_as_ray_does():
+    async def coro():
+        return 1
+
+    async def agen():
+        yield 1
+    for fn in (coro, agen):
+        with pytest.raises(ValueError, match="'async def' should not be used for remote tasks"):
+            atl.remote(fn)
