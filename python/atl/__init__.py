@@ -118,6 +118,12 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     # the job's); num_cpus: what this driver's calls hold at once, at most
     # (for a local Ray, the CPUs it has).
     ray_options.pop("ignore_reinit_error", None)
+    if address == "auto":
+        address = None  # Ray's "the cluster this runs in": the job's ($ATL_ADDRESS)
+    elif isinstance(address, str) and (address == "local" or address.startswith("ray://")):
+        raise UsageError(USAGE, f"atl.init: address={address!r} is Ray's (a new local cluster, "
+                                f"or Ray Client): atl connects to its job's supervisor; give "
+                                f"HOST:PORT, \"auto\" or nothing ($ATL_ADDRESS)")
     for cosmetic in ("logging_level", "logging_format", "configure_logging", "include_dashboard",
                      "log_to_driver"):
         ray_options.pop(cosmetic, None)

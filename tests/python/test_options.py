@@ -241,3 +241,10 @@ def test_an_async_function_is_refused_as_a_task_as_ray_does():
     for fn in (coro, agen):
         with pytest.raises(ValueError, match="'async def' should not be used for remote tasks"):
             atl.remote(fn)
+
+
+def test_init_takes_rays_auto_and_refuses_rays_other_addresses_before_connecting():
+    for address in ("local", "ray://head:10001"):
+        with pytest.raises(atl.UsageError, match="is Ray's"):
+            atl.init(address)
+    assert not atl.is_initialized()
