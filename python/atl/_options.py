@@ -7,6 +7,7 @@ accepted and ignored: an infeasible `num_cpus=64` that ran at once on a
 
 Pure: no cluster, no C library; tests/python/test_options.py covers every row."""
 import difflib
+import os
 
 RAY_MODE = "run the program under `headnode --mode ray`, where Ray applies it"
 
@@ -139,7 +140,9 @@ def runtime_env_of(what, value, out):
         elif key == "working_dir":
             if not isinstance(v, str) or not v:
                 raise TypeError(f"{what}: runtime_env['working_dir'] must be a path")
-            out.setdefault("working_dir", v)
+            # Ray's "." is the driver's directory (uploaded there; the same
+            # path on every pod here, which share the image and the job's dir).
+            out.setdefault("working_dir", os.path.abspath(v))
         else:
             raise _refuse(what, f"runtime_env[{key!r}]", "atl takes only env_vars and "
                           "working_dir (the image has the packages); " + RAY_MODE)
@@ -275,6 +278,8 @@ def check(options, what, actor):
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(f"{what}: unknown option {name!r}{hint}; atl's are "
                             f"{', '.join(sorted(own))}")
+    if isinstance(out.get("working_dir"), str):
+        out["working_dir"] = os.path.abspath(out["working_dir"])  # (relative: the caller's)
     if "env" in out and not isinstance(out["env"], dict):
         raise TypeError(f"{what}: env must be a dict, not {type(out['env']).__name__}")
     if out.get("demand") and (out.get("pod") or out.get("spread")):
