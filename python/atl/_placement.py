@@ -251,9 +251,13 @@ def placement_env(o, bundle):
     return env
 
 
+# (read once: a process's group is the one it was started in)
+_CURRENT = json.loads(os.environ[PLACEMENT_GROUP_ENV]) if os.environ.get(PLACEMENT_GROUP_ENV) \
+    else None
+
+
 def _current():
-    text = os.environ.get(PLACEMENT_GROUP_ENV)
-    return json.loads(text) if text else None
+    return _CURRENT
 
 
 def get_current_placement_group() -> PlacementGroup | None:
