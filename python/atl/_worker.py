@@ -150,21 +150,29 @@ def _actor_handler(instance, name, lanes, groups=None):
         if kind == "where":
             return _ok(_objects.serve_actor(name, handle))
 
+        held = []  # its group's gate, held until its value is sent (as the call's own)
+
         def run():
             method, margs, mkwargs = _refs.unpack(body)
-            with gate_of(method, group):
-                _actors.current_call.id = call_id
-                try:
-                    if method == "__ray_ready__":
-                        return True
-                    if method == "__ray_terminate__":
-                        from .actor import exit_actor
-                        exit_actor()
-                    return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
-                finally:
-                    _actors.current_call.id = None
-                    _actors.cancelled_calls.discard(call_id)
-        return pickle.dumps(_refs.outcome_of(run, result_to))
+            gate = gate_of(method, group)
+            gate.acquire()
+            held.append(gate)
+            _actors.current_call.id = call_id
+            try:
+                if method == "__ray_ready__":
+                    return True
+                if method == "__ray_terminate__":
+                    from .actor import exit_actor
+                    exit_actor()
+                return invoke(getattr(instance, method), margs, mkwargs, call_id, result_to)
+            finally:
+                _actors.current_call.id = None
+                _actors.cancelled_calls.discard(call_id)
+        try:
+            return pickle.dumps(_refs.outcome_of(run, result_to))
+        finally:
+            for gate in held:
+                gate.release()
     return handle
 
 
