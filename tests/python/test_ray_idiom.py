@@ -73,12 +73,14 @@ def atl_results():
 
 
 @pytest.fixture(scope="module")
-def ray_results():
+def ray_results(tmp_path_factory):
     python = _ray_venv()
     if python is None:
         pytest.skip(f"Ray 2.60 could not be installed from PyPI (see {RAY_VENV}.log)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATL_")}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # The local Ray its ray.init() starts keeps its session here, not in /tmp/ray.
+    env["RAY_TMPDIR"] = str(tmp_path_factory.mktemp("ray"))
     results, r = _run(python, "ray", env)
     assert results, (r.returncode, r.stdout[-3000:], r.stderr[-3000:])
     return results
