@@ -242,6 +242,19 @@ TEST(Supervisor, HeartbeatLossFencesThePodAndTheJobRestartsOnTheSpare) {
   h.pass_preflight();
   ASSERT_EQ(h.sup->state(), JobState::command);
   EXPECT_TRUE(h.out.printed("job restarted: attempt 2"));
+  // The new attempt's files come before the line that says so: whoever acts
+  // on that line (`atlctl logs`, a look at logs/current) finds attempt 2's.
+  std::ptrdiff_t files = -1, said = -1;
+  for (std::size_t i = 0; i < h.out.effects.size(); ++i) {
+    const auto* n = std::get_if<effect::NewAttempt>(&h.out.effects[i]);
+    if (n && n->attempt == 2 && files < 0) files = static_cast<std::ptrdiff_t>(i);
+    const auto* p = std::get_if<effect::Print>(&h.out.effects[i]);
+    if (p && p->line.find("job restarted: attempt 2") != std::string::npos)
+      said = static_cast<std::ptrdiff_t>(i);
+  }
+  ASSERT_GE(files, 0);
+  EXPECT_LT(files, said);
+  EXPECT_EQ(h.out.all<effect::NewAttempt>().size(), 1u) << "once per attempt";
   h.out.take<Say>();
   auto relaunched = h.start_launched();
   EXPECT_EQ(h.launched_pods(relaunched), (std::vector<std::string>{pod_name(0), pod_name(2)}));

@@ -309,11 +309,17 @@ void Supervisor::start_user_code() {
   if (plan_user_code()) launch_user_code();
 }
 
+void Supervisor::begin_attempt_files() {
+  // Each attempt's output in files of its own (before any line of it).
+  if (code_.attempt() == files_attempt_) return;
+  files_attempt_ = code_.attempt();
+  out_.put(effect::NewAttempt{files_attempt_});
+}
+
 void Supervisor::launch_user_code(LaunchScope scope) {
   const std::int32_t attempt = code_.attempt();
   clear_groups("user code started again (attempt " + std::to_string(attempt) + ")");
-  // Each attempt's output in files of its own (before any line of it).
-  out_.put(effect::NewAttempt{attempt});
+  begin_attempt_files();
   auto launches = code_.begin(scope);
   controller_.persist();
   // The head pod's own processes (the driver, in ray mode Ray's head), to its agent.

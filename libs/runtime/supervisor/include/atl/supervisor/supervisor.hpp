@@ -378,6 +378,9 @@ class Supervisor final : private JobEffects {
   bool plan_user_code();
   // Starts user code as attempt code().attempt(): every stream, or the driver alone.
   void launch_user_code(LaunchScope scope = LaunchScope::everything);
+  // The log sink told that code().attempt()'s output goes to files of its own
+  // (once per attempt, before any line of it).
+  void begin_attempt_files();
   void stop_user_code() override;  // SIGTERM (SIGKILL after the grace) to every process
   // Ray mode, parked in a debug state: a Ray node ended (or its pod went),
   // so the rest of the cluster is stopped; recover starts it all again.
@@ -533,7 +536,11 @@ class Supervisor final : private JobEffects {
   void add_event(const TimelineEvent& event) override;
   void reset_journal() override;
   void arm(JobTimer timer, std::chrono::milliseconds delay, std::int32_t tag) override;
-  void next_attempt() override { code_.next_attempt(); }
+  // A restart's attempt: its files begin now, before the line that says so.
+  void next_attempt() override {
+    code_.next_attempt();
+    begin_attempt_files();
+  }
   void start_user_code() override;
   void abandon_user_code(const std::string& why) override { code_.end_remaining(why); }
   void start_preflight() override;
@@ -618,6 +625,7 @@ class Supervisor final : private JobEffects {
   StateFeed feed_;
   // User code: each stream's launch, the ranks of the current attempt.
   UserCode code_;
+  std::int32_t files_attempt_ = 0;  // the attempt the log sink writes files for
   // The pre-flight round under way (dropped when moot), and the latest round's id.
   std::optional<Preflight> preflight_;
   std::int32_t check_round_ = 0;
