@@ -116,7 +116,7 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
   bool keeping = false;  // the head is lost: every chunk goes to `unsent`
   auto keep_unacked = [&] {
     for (auto& [at, msg] : unacked)
-      unsent->keep({stream, attempt, at, msg.get_as<std::string>(3), msg.get_as<std::int32_t>(4)});
+      unsent->keep({stream, attempt, at, msg.get_as<std::string>(4), msg.get_as<std::int32_t>(5)});
     unacked.clear();
     outstanding = 0;
     keeping = true;
@@ -148,7 +148,11 @@ void pump_to_sink(caf::actor_system& sys, std::unique_ptr<os::ChildProcess> chil
       unsent->keep({stream, attempt, at, std::move(chunk.data), lines});
       return true;
     }
-    auto msg = caf::make_message(log_atom::value, stream, attempt, std::move(chunk.data), lines);
+    // With where it begins in the process's output: a chunk that comes twice
+    // (a cut connection delivers it after the pod sent its kept copy) is
+    // written once.
+    auto msg =
+        caf::make_message(log_atom::value, stream, attempt, at, std::move(chunk.data), lines);
     if (unsent) {
       // A remote sink's message is only read (serialized): holding it costs no copy.
       io->send(sink, msg);

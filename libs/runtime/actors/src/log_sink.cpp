@@ -236,9 +236,13 @@ struct WriteJob {
   // deliver its rank's last chunks after the job moved on: they belong to
   // the attempt that wrote them, not to the new attempt's file.
   std::int32_t chunk_attempt = 0;
-  // >= 0: a chunk a pod kept through its loss of the head (UnsentOutput),
-  // beginning at this offset of its process's output; sent by `pod`.
-  std::int64_t kept_offset = -1;
+  // >= 0: where `text` begins in its process's output (user code's chunks
+  // from an executor, and those a pod kept): only what the attempt's file
+  // lacks is written.
+  std::int64_t offset = -1;
+  // A chunk pod `pod` kept through its loss of the head (UnsentOutput),
+  // sent as it rejoined: said in the head's log, not echoed.
+  bool kept = false;
   std::string pod = {};
   // Non-empty: `text` is this file of attempt `chunk_attempt`'s dir, whole.
   std::string whole_file = {};
@@ -322,12 +326,12 @@ class LogWriter {
       }
       if (!job.whole_file.empty()) {
         write_whole(job.chunk_attempt, job.whole_file, job.text);
-      } else if (job.kept_offset >= 0) {
+      } else if (job.kept) {
         append_kept(job);
       } else if (job.chunk_attempt > 0 && job.chunk_attempt < attempt_) {
-        append_to_attempt(job.chunk_attempt, job.stream, job.text);
+        append_to_attempt(job.chunk_attempt, job.stream, job.text, job.offset);
       } else {
-        append(job.stream, std::move(job.text), job.lines);
+        append(job.stream, std::move(job.text), job.lines, job.offset);
       }
       if (job.ack_to) caf::anon_send(job.ack_to, ack_atom::value);
     }
@@ -357,6 +361,10 @@ class LogWriter {
     last_time_.clear();
     attempt_ = attempt;
     attempt_dir_ = "attempt-" + std::to_string(attempt);
+    // Late chunks come from the attempt before (a fenced pod's) at most; an
+    // older one's are measured against its file.
+    for (auto it = written_to_.begin(); it != written_to_.end();)
+      it = it->first.first < attempt - 1 ? written_to_.erase(it) : std::next(it);
     std::string path = dir_ + "/" + attempt_dir_;
     if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) report(path, "cannot create", errno);
     if (attempt_fd_ >= 0) ::close(attempt_fd_);
@@ -402,8 +410,23 @@ class LogWriter {
   // A chunk of another attempt than the current one (late, from a pod that
   // was cut off): appended to that attempt's file, opened for this write
   // only; not echoed (the head's stdout shows the current attempt).
-  void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines) {
-    write_to_attempt(attempt, stream, lines, -1);
+  void append_to_attempt(std::int32_t attempt, const StreamId& stream, const std::string& lines,
+                         std::int64_t offset) {
+    write_to_attempt(attempt, stream, lines, offset);
+  }
+
+  // How many leading bytes of a chunk at `offset` of its process's output
+  // the attempt's file has already, and the chunk counted as written: a
+  // chunk can come twice (a connection cut and healed delivers what it held
+  // after the pod rejoined and sent its kept copy). A stream's first chunk
+  // here is measured against its file (`file_has` bytes: the file of a
+  // process's output from its start; -1 unknown: nothing skipped).
+  std::size_t already_written(std::int32_t attempt, const StreamId& stream, std::int64_t offset,
+                              std::size_t length, std::int64_t file_has) {
+    auto it = written_to_.try_emplace({attempt, stream}, file_has).first;
+    const std::size_t had = bytes_already_kept(it->second, offset, length);
+    it->second = std::max(it->second, offset + static_cast<std::int64_t>(length));
+    return had;
   }
 
   // The streams of debug runs (or tasks) the supervisor's history dropped:
@@ -484,7 +507,7 @@ class LogWriter {
   void append_kept(const WriteJob& job) {
     const std::int32_t attempt = job.chunk_attempt > 0 ? job.chunk_attempt : attempt_;
     if (attempt <= 0) return;
-    auto had = write_to_attempt(attempt, job.stream, job.text, job.kept_offset);
+    auto had = write_to_attempt(attempt, job.stream, job.text, job.offset);
     if (!had) return;
     // The current attempt's open file (if any) ends elsewhere now.
     if (attempt == attempt_)
@@ -503,11 +526,11 @@ class LogWriter {
     }
   }
 
-  // Appends to attempt-<attempt>/<stream>.log; with `kept_offset` >= 0 only
+  // Appends to attempt-<attempt>/<stream>.log; with `offset` >= 0 only
   // the part the file lacks. The bytes the file had already of those
   // given; nullopt if nothing could be written.
   std::optional<std::size_t> write_to_attempt(std::int32_t attempt, const StreamId& stream,
-                                              const std::string& lines, std::int64_t kept_offset) {
+                                              const std::string& lines, std::int64_t offset) {
     std::string dir = dir_ + "/attempt-" + std::to_string(attempt);
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       report(dir, "cannot create", errno);
@@ -521,7 +544,7 @@ class LogWriter {
     }
     std::int64_t at = file_size(fd);
     const std::size_t had =
-        kept_offset >= 0 ? bytes_already_kept(at, kept_offset, lines.size()) : 0;
+        offset >= 0 ? already_written(attempt, stream, offset, lines.size(), at) : 0;
     std::optional<std::size_t> result = had;
     if (had == lines.size()) {
       // all of it there already
@@ -628,7 +651,20 @@ class LogWriter {
     return fd;
   }
 
-  void append(const StreamId& stream, std::string lines, std::int32_t count) {
+  void append(const StreamId& stream, std::string lines, std::int32_t count,
+              std::int64_t offset = -1) {
+    if (offset >= 0 && stream.is_user_code() && !failed_.count(stream)) {
+      // What the file has of it already is neither written nor echoed again.
+      int fd = fd_for(stream);
+      auto it = fds_.find(stream);
+      const std::int64_t file_has = fd >= 0 && it != fds_.end() ? it->second.size : -1;
+      const std::size_t had = already_written(attempt_, stream, offset, lines.size(), file_has);
+      if (had == lines.size()) return;
+      if (had > 0) {
+        lines.erase(0, had);
+        count = static_cast<std::int32_t>(std::count(lines.begin(), lines.end(), '\n'));
+      }
+    }
     if (!failed_.count(stream)) {
       int fd = fd_for(stream);
       int err = fd < 0 ? EBADF : write_all(fd, lines.data(), lines.size());
@@ -677,6 +713,9 @@ class LogWriter {
   std::map<StreamId, std::int64_t> last_time_;  // per stream: its last .times record (unix ms)
   // Debug runs' and tasks' streams: the attempt dirs they have files in.
   std::map<StreamId, std::set<std::string>> written_;
+  // User code's streams, per attempt: how far into its process's output each
+  // file is written (the current attempt's and the one before).
+  std::map<std::pair<std::int32_t, StreamId>, std::int64_t> written_to_;
   EchoWriter echo_thread_;  // destroyed after the file thread: drains the last lines
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -726,10 +765,11 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         self->state.writer->push(WriteJob{stream, std::move(lines), count,
                                           caf::actor_cast<caf::actor>(self->current_sender())});
       },
-      // A chunk with the attempt of the process that wrote it (executors send
-      // this form; the nodes' own logs take the one above).
-      [self](log_atom, const StreamId& stream, std::int32_t attempt, std::string& lines,
-             std::int32_t count) {
+      // A chunk with the attempt of the process that wrote it and where it
+      // begins in its output (executors send this form; the nodes' own logs
+      // take the one above).
+      [self](log_atom, const StreamId& stream, std::int32_t attempt, std::int64_t offset,
+             std::string& lines, std::int32_t count) {
         auto& total = self->state.totals[stream];
         total.first += static_cast<std::int64_t>(lines.size());
         total.second += count;
@@ -737,7 +777,10 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
                      caf::actor_cast<caf::actor>(self->current_sender())};
         // Only user code's streams (ranks, the driver, Ray's processes) have
         // per-attempt files; a debug run's or a task's `attempt` is its own id.
-        if (stream.is_user_code()) job.chunk_attempt = attempt;
+        if (stream.is_user_code()) {
+          job.chunk_attempt = attempt;
+          job.offset = offset;
+        }
         self->state.writer->push(std::move(job));
       },
       // A pod's output kept through its loss of the head (the supervisor
@@ -749,7 +792,8 @@ caf::behavior log_sink(LogSinkActor* self, std::string dir, bool echo) {
         total.second += chunk.lines;
         WriteJob job{chunk.stream, std::move(chunk.bytes), chunk.lines, caf::actor{}};
         job.chunk_attempt = chunk.attempt;
-        job.kept_offset = chunk.offset;
+        job.offset = chunk.offset;
+        job.kept = true;
         job.pod = std::move(kept.pod);
         self->state.writer->push(std::move(job));
         return true;

@@ -13,9 +13,12 @@ namespace atl {
 
 // Blocking file and stdout writes happen on a thread the actor owns. Messages:
 //   (log_atom, StreamId stream, string lines, int32 count) -> ack_atom to sender once written
-//   (log_atom, StreamId stream, int32 attempt, string lines, int32 count): the same, from the
-//                            given attempt of user code (earlier attempts' chunks go to their
-//                            files)
+//   (log_atom, StreamId stream, int32 attempt, int64 offset, string lines, int32 count): the
+//                            same, from the given attempt of user code (earlier attempts'
+//                            chunks go to their files), `lines` beginning at `offset` of its
+//                            process's output: only what the attempt's file lacks is written
+//                            and echoed (a chunk a cut connection delivers late, after the
+//                            pod's kept copy, is not written twice)
 //   sink_order::Print{line}: a line on stdout and head.log
 //   sink_order::NewAttempt{k}: from now on <logs_dir>/attempt-k/<stream>.log, with
 //                            <logs_dir>/<stream>.log a link to it (nothing truncated):
