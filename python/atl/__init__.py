@@ -549,4 +549,4 @@ from ._actors import (ActorClass, ActorHandle, ActorHost, _kill_owned_actors,  #
                       get_actor, host_actor, kill, list_actors, method)
 # As `import ray` gives ray.exceptions, ray.actor and ray.util without an
 # import of their own.
-from . import actor, exceptions, util  # noqa: E402,F401
+from . import actor, dag, exceptions, util  # noqa: E402,F401

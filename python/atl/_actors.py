@@ -77,6 +77,12 @@ class _Method:
         return _Method(self._actor, self._name,
                        dict(self._options or {}, **_method_options(options, self._name)))
 
+    def bind(self, *args, **kwargs):
+        """The call as a node of a graph (Ray's DAG API, atl.dag), made on
+        this actor when the graph is executed."""
+        from .dag import ClassMethodNode
+        return ClassMethodNode(self._name, args, kwargs, {}, {"parent_class_node": self._actor})
+
     def remote(self, *args, **kwargs):
         """A ref to the method's value; refs among the arguments: sent once
         their values are there."""
@@ -788,6 +794,13 @@ class ActorClass:
             self._options, options, f"{self.__name__}.options", actor=True), checked=True)
         clone._desc = self._desc
         return clone
+
+    def bind(self, *args, **kwargs):
+        """The actor's creation as a node of a graph (Ray's DAG API,
+        atl.dag): made anew each time the graph is executed; its methods'
+        .bind(...) are calls on it."""
+        from .dag import ClassNode
+        return ClassNode(self, args, kwargs, {})
 
     def get_or_create(self, *args, **kwargs):
         """The actor named by options(name=...) if it exists (its arguments

@@ -109,6 +109,12 @@ class RemoteFunction:
         clone._desc = self._desc
         return clone
 
+    def bind(self, *args, **kwargs):
+        """The call as a node of a graph (Ray's DAG API, atl.dag), made when
+        the graph is executed."""
+        from .dag import FunctionNode
+        return FunctionNode(self, args, kwargs, {})
+
     def remote(self, *args, **kwargs):
         """A ref to the call's value (num_returns=n: a list of n refs). Refs
         among the arguments: the call is sent once their values are there."""

@@ -15,6 +15,12 @@ import importlib
 ALIASES = {
     "ray": "atl",
     "ray.actor": "atl.actor",
+    "ray.dag": "atl.dag",
+    "ray.dag.class_node": "atl.dag.class_node",
+    "ray.dag.dag_node": "atl.dag.dag_node",
+    "ray.dag.function_node": "atl.dag.function_node",
+    "ray.dag.input_node": "atl.dag.input_node",
+    "ray.dag.output_node": "atl.dag.output_node",
     "ray.exceptions": "atl.exceptions",
     "ray.util": "atl.util",
     "ray.util.actor_pool": "atl.util.actor_pool",
