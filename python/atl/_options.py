@@ -22,9 +22,7 @@ _ATL = {
 
 # Ray's options atl takes only at their default (the behaviour atl has):
 # name -> (default, why another value is refused).
-_TASK_DEFAULTS = {
-    "max_calls": (0, "atl's warm processes are reused without a call limit"),
-}
+_TASK_DEFAULTS = {}
 _ACTOR_DEFAULTS = {
     "max_pending_calls": (-1, "calls here wait without a bound"),
 }
@@ -218,6 +216,19 @@ def check(options, what, actor):
             _demand(what, name, value, out)
         elif name in ("max_retries", "retry_exceptions") and not actor:
             _retries(what, name, value, out)
+        elif name == "max_calls" and not actor:
+            # Ray's: a process runs at most this many of the function's
+            # calls (0: no bound), so what a call leaves behind (GPU memory,
+            # module state) goes with its process. Any bound: a process of
+            # its own for each call here.
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                # (as Ray's: a wrong type a TypeError, a negative count a ValueError)
+                raise (TypeError if not isinstance(value, int) or isinstance(value, bool)
+                       else ValueError)(f"{what}: max_calls={value!r}: expected a whole number "
+                                        f">= 0 (calls a process runs before it exits; 0: no "
+                                        f"bound)")
+            if value > 0:
+                out["max_calls"] = value
         elif name == "max_concurrency" and actor:
             if isinstance(value, bool) or not isinstance(value, int) or \
                     not 1 <= value <= MAX_CONCURRENCY:
@@ -272,7 +283,7 @@ def check(options, what, actor):
                            ({"max_concurrency", "lifetime", "get_if_exists", "namespace",
                              "max_restarts", "max_task_retries", "concurrency_groups"}
                             if actor else set()) |
-                           (set() if actor else {"num_returns", "max_retries",
+                           (set() if actor else {"num_returns", "max_retries", "max_calls",
                                                  "retry_exceptions", BACKPRESSURE}))
             near = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""

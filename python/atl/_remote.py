@@ -21,15 +21,17 @@ from ._refs import ObjectRef
 def _placed(options):
     """Whether a call's options ask for a place or a process of its own."""
     return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
-                                        "demand"))
+                                        "demand", "max_calls"))
 
 
 def _warm_fits(options):
     """Whether a call whose only place is its own reservation can run in a
     warm process on the reservation's pod: not with GPUs (a fresh process
-    sees only its bundle's, by CUDA_VISIBLE_DEVICES)."""
+    sees only its bundle's, by CUDA_VISIBLE_DEVICES), nor with max_calls (a
+    process of its own for each call)."""
     return options.get("demand") and not options["demand"].get("GPU") and not any(
-        options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread"))
+        options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
+                                 "max_calls"))
 
 
 def _system_failure(e):
@@ -104,6 +106,8 @@ class RemoteFunction:
         """placement_group=, placement_group_bundle_index=, pod=, env= (dict),
         working_dir=, name=; Ray's runtime_env={'env_vars', 'working_dir'}.
         Every other option is refused with a TypeError saying why (atl/_options.py)."""
+        if "max_calls" in options:  # as Ray: the function's, at @remote
+            raise ValueError("Setting 'max_calls' is not supported in '.options()'.")
         clone = RemoteFunction(self._fn, _options.merge(
             self._options, options, f"{self.__name__}.options", actor=False), checked=True)
         clone._desc = self._desc

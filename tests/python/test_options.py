@@ -248,3 +248,17 @@ def test_init_takes_rays_auto_and_refuses_rays_other_addresses_before_connecting
         with pytest.raises(atl.UsageError, match="is Ray's"):
             atl.init(address)
     assert not atl.is_initialized()
+
+
+def test_max_calls_bounds_a_process_to_its_calls():
+    # Ray's max_calls: any bound runs each call in a process of its own here.
+    assert atl.remote(max_calls=1)(f)._options == {"max_calls": 1}
+    assert atl.remote(max_calls=3)(f).options(num_cpus=1)._options == {
+        "max_calls": 3, "demand": {"CPU": 1}}
+    with pytest.raises(ValueError, match="'max_calls' is not supported in '.options"):
+        atl.remote(f).options(max_calls=3)  # as Ray refuses it
+    assert atl.remote(max_calls=0)(f)._options == {}
+    with pytest.raises(ValueError, match="max_calls=-1: expected a whole number >= 0"):
+        atl.remote(max_calls=-1)(f)
+    refused(lambda: atl.remote(max_calls=1.5)(f), "max_calls=1.5")
+    refused(lambda: atl.remote(max_calls=1)(Counter), "unknown option 'max_calls'")
