@@ -312,6 +312,15 @@ class RuntimeContext:
         return {k: float(v) for k, v in held.items()}
 
     @property
+    def current_actor(self):
+        """In an actor's process: a handle of the actor itself (Ray's);
+        elsewhere RuntimeError."""
+        from . import _actors
+        if not _actors.hosted_actor:
+            raise RuntimeError("This method is only available in an actor.")
+        return _actors.handle_of(_actors.hosted_actor)
+
+    @property
     def namespace(self) -> str:
         from . import _actors
         return _actors.namespace  # "": the job's own (init(namespace=) names one)

@@ -358,6 +358,13 @@ class ActorHandle:
         # before it, as exit_actor(); a get of it raises ActorDiedError).
         if method.startswith("_") and method not in _EVERY_ACTORS_METHODS:
             raise AttributeError(method)
+        # A handle that knows its class's methods refuses another name here,
+        # as Ray's does (not at the call's get).
+        methods = self.__dict__.get("_methods")
+        if methods is not None and method not in methods and \
+                method not in _EVERY_ACTORS_METHODS:
+            raise AttributeError(f"'ActorHandle' object has no attribute {method!r} (actor "
+                                 f"{self.__dict__.get('_actor_name')!r} has no such method)")
         return _Method(self, method)
 
     def __reduce__(self):
@@ -615,16 +622,22 @@ def get_actor(name: str, namespace: str | None = None, timeout: float = 0) -> Ac
     while True:
         actors = _c_actor_names()
         if full in actors:
-            lanes = 1 + sum(1 for a in actors if a.startswith(full + "~") and
-                            a != full + "~where")
-            _a_new_one(full)  # (atl.kill waited for a killed one's name to go)
-            return ActorHandle(full, _started.get(full), lanes=lanes)
+            return handle_of(full, actors)
         if not timeout:
             raise ValueError(f"atl.get_actor: no actor named {name!r}{where} "
                              f"(atl.util.list_named_actors(all_namespaces=True) has the job's)")
         if time.monotonic() >= deadline:
             raise GetTimeoutError(5, f"no actor named {name!r}{where} after {timeout} s")
         time.sleep(0.02)
+
+
+def handle_of(full, actors=None) -> ActorHandle:
+    """A handle of the actor registered as `full` (NAMESPACE::NAME), with
+    its lanes (its extra names for max_concurrency calls)."""
+    actors = _c_actor_names() if actors is None else actors
+    lanes = 1 + sum(1 for a in actors if a.startswith(full + "~") and a != full + "~where")
+    _a_new_one(full)  # (atl.kill waited for a killed one's name to go)
+    return ActorHandle(full, _started.get(full), lanes=lanes)
 
 
 def list_named_actors(all_namespaces: bool = False) -> list:

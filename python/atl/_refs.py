@@ -16,6 +16,8 @@ function can atl.get."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import os
 import pickle
 import threading
 
@@ -113,6 +115,29 @@ class ObjectRef:
         actor's method), as Ray's: its value, or what atl.get raises."""
         import asyncio
         return asyncio.wrap_future(self.future()).__await__()
+
+    def hex(self) -> str:
+        """The object's id as Ray prints one (56 hex digits): the same for
+        every ref to it in this process, and for a stored object's refs in
+        every process (its id in the object plane)."""
+        source = self._source
+        base = getattr(source, "_atl_hex", None)
+        if base is None:
+            oid = getattr(source, "oid", None)
+            base = oid.hex() if isinstance(oid, (bytes, bytearray)) else os.urandom(28).hex()
+            try:
+                source._atl_hex = base
+            except AttributeError:  # a source without a __dict__: this ref's own
+                pass
+        part = "" if self._part is None else repr(self._part)
+        return hashlib.sha224(f"{base}/{part}".encode()).hexdigest()
+
+    def binary(self) -> bytes:
+        """hex() as bytes (Ray's ObjectRef.binary())."""
+        return bytes.fromhex(self.hex())
+
+    def is_nil(self) -> bool:
+        return False
 
     def __reduce__(self):
         owner, oid, inline = self._source.wire(self._part, self._pick, self._name)
