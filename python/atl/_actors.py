@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from typing import Callable
 
 from . import _objects, _options, _refs, _serialize
@@ -736,6 +737,13 @@ class _Sender:
         self._lock = threading.Lock()
         self._queue = collections.deque()
         self._running = 0
+        _senders.add(self)
+
+    def pending(self):
+        """Calls queued or under way (at most: a thread about to find the
+        queue empty still counts)."""
+        with self._lock:
+            return len(self._queue) + self._running
 
     def submit(self, fn):
         future = _refs.new_future()
@@ -760,6 +768,23 @@ class _Sender:
                 future.set_result(fn())
             except BaseException as e:
                 future.set_exception(e)
+
+
+_senders = weakref.WeakSet()  # this process's caller queues (drain_calls)
+
+
+def drain_calls(timeout):
+    """Waits until every actor call this process made has been answered, at
+    most `timeout` seconds; the number still waiting. A task's process does
+    this after it returned, before it ends: its calls made and not waited
+    for (`counter.add.remote(1)`, Ray's fire and forget) run in its queues'
+    threads, which end with the process."""
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = sum(sender.pending() for sender in list(_senders))
+        if pending == 0 or time.monotonic() >= deadline:
+            return pending
+        time.sleep(0.005)
 
 
 # Names an actor takes calls under through the supervisor, at most: calls go

@@ -302,7 +302,20 @@ def main():
         return _call(_serialize.decode_function(fn_desc), args, kwargs, result_to)
     outcome = _refs.outcome_of(run, result_to)
     _send_result(outcome)
+    # Its actor calls not waited for (Ray's fire and forget: a warm Ray
+    # worker lives on and sends them) are made before the process ends.
+    from . import _actors
+    left = _actors.drain_calls(_CALLS_AFTER_RETURN_S)
+    if left:
+        print(f"atl worker: {left} actor call(s) this task made were still unanswered "
+              f"{_CALLS_AFTER_RETURN_S} s after it returned: they end with its process",
+              file=sys.stderr, flush=True)
     return 1 if outcome[0] == "err" else 0
+
+
+# How long a task's process waits, after it returned, for the actor calls it
+# made to be answered.
+_CALLS_AFTER_RETURN_S = 60
 
 
 if __name__ == "__main__":
