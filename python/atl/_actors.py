@@ -174,6 +174,8 @@ class ActorHandle:
     """A named actor: call(bytes) for any actor; for one started from an
     @atl.remote class, handle.method.remote(...) returns a ref for atl.get."""
 
+    __class_getitem__ = _refs._generic  # ActorHandle[Counter] in a type hint, as Ray's
+
     def __init__(self, name, task=None, timeout=None, lanes=1, methods=None):
         self._actor_name = name
         self.name = name

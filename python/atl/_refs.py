@@ -20,13 +20,21 @@ import hashlib
 import os
 import pickle
 import threading
+import types
 
 from . import _errors, _objects
 from ._capi import GetTimeoutError
 
+# Ray's classes are generic for type hints (`ref: ObjectRef[int] = f.remote()`,
+# evaluated at run time in a module): subscripted, atl's stay the class
+# itself for isinstance.
+_generic = classmethod(types.GenericAlias)
+
 
 class ObjectRef:
     """The future value of a remote call (atl.get() it) or an object put."""
+
+    __class_getitem__ = _generic  # ObjectRef[int] in a type hint, as Ray's
 
     def __init__(self, name, source, part=None):
         self._name = name
@@ -495,6 +503,8 @@ class ObjectRefGenerator:
     waits for the next one, not for the generator's end); an error it
     raised is the last ref's, raised by its get."""
 
+    __class_getitem__ = _generic  # subscripted in a type hint, as Ray's
+
     def __init__(self, ref, slot=None):
         self._ref = ref
         self._next = 0
@@ -617,6 +627,8 @@ def _drop_unread(source, name, slot, read):
 
 class DynamicObjectRefGenerator:
     """The value of a num_returns="dynamic" call's ref: its items' refs."""
+
+    __class_getitem__ = _generic  # subscripted in a type hint, as Ray's
 
     def __init__(self, refs):
         self._refs = refs
