@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "atl/actors/actor_system_setup.hpp"
@@ -24,18 +25,51 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+// A new temp dir, removed with everything in it.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/atl-sink-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) path = tmpl;
+  }
+  ~TempDir() {
+    if (!path.empty()) std::filesystem::remove_all(path);
+  }
+};
+
+// A LogSink in an actor system of its own, writing into a temp dir; ended
+// (its writes done) before the dir goes.
+struct SinkUnderTest {
+  TempDir temp;
+  const std::string& dir = temp.path;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor sink;
+  std::unique_ptr<caf::scoped_actor> me;
+
+  SinkUnderTest() {
+    atl::add_atl_message_types(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sink = atl::spawn_log_sink(*sys, dir, false);
+    me = std::make_unique<caf::scoped_actor>(*sys);
+  }
+  ~SinkUnderTest() {
+    (*me)->send_exit(sink, caf::exit_reason::user_shutdown);
+    me.reset();
+    sink = nullptr;
+    sys.reset();  // waits for the sink's end
+  }
+};
+
 }  // namespace
 
 CAF_TEST(streams beyond the open files keep every line in order) {
-  char tmpl[] = "/tmp/atl-sink-XXXXXX";
-  CAF_REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  SinkUnderTest t;
+  CAF_REQUIRE(!t.dir.empty());
+  const std::string& dir = t.dir;
+  auto& sink = t.sink;
+  auto& self = *t.me;
   {
-    caf::actor_system_config cfg;
-    atl::add_atl_message_types(cfg);
-    caf::actor_system sys{cfg};
-    auto sink = atl::spawn_log_sink(sys, dir, false);
-    caf::scoped_actor self{sys};
     constexpr int kStreams = 600;  // > 256 open at once
     for (int round = 0; round < 3; ++round) {
       for (int rank = 0; rank < kStreams; ++rank)
@@ -56,9 +90,7 @@ CAF_TEST(streams beyond the open files keep every line in order) {
     }
     CAF_CHECK_EQUAL(read_file(dir + "/rank-599.log"),
                     "rank 599 line 0\nrank 599 line 1\nrank 599 line 2\n");
-    self->send_exit(sink, caf::exit_reason::user_shutdown);
   }
-  std::filesystem::remove_all(dir);
 }
 
 namespace {
@@ -97,15 +129,12 @@ void send_kept(caf::scoped_actor& self, const caf::actor& sink, const atl::Strea
 // late ones (NetworkNamespaces.AnEightSecondCutLosesNoLine once found 800
 // lines twice).
 CAF_TEST(a chunk that comes twice is written once) {
-  char tmpl[] = "/tmp/atl-sink-XXXXXX";
-  CAF_REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  SinkUnderTest t;
+  CAF_REQUIRE(!t.dir.empty());
+  const std::string& dir = t.dir;
+  auto& sink = t.sink;
+  auto& self = *t.me;
   {
-    caf::actor_system_config cfg;
-    atl::add_atl_message_types(cfg);
-    caf::actor_system sys{cfg};
-    auto sink = atl::spawn_log_sink(sys, dir, false);
-    caf::scoped_actor self{sys};
     const auto rank = atl::StreamId::of_rank(1);
     send_chunk(self, sink, rank, 1, 0, "a\nb\n");
     send_kept(self, sink, rank, 1, 4, "c\nd\n");   // kept through the cut
@@ -123,7 +152,5 @@ CAF_TEST(a chunk that comes twice is written once) {
     send_chunk(self, sink, rank, 2, 2, "i\n");
     CAF_CHECK_EQUAL(read_file(dir + "/attempt-1/rank-1.log"), "a\nb\nc\nd\ne\nf\nh\n");
     CAF_CHECK_EQUAL(read_file(dir + "/attempt-2/rank-1.log"), "g\ni\n");
-    self->send_exit(sink, caf::exit_reason::user_shutdown);
   }
-  std::filesystem::remove_all(dir);
 }
