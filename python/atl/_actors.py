@@ -739,7 +739,8 @@ class _Sender:
         self._lock = threading.Lock()
         self._queue = collections.deque()
         self._running = 0
-        _senders.add(self)
+        with _senders_lock:
+            _senders.add(self)
 
     def pending(self):
         """Calls queued or under way (at most: a thread about to find the
@@ -773,6 +774,7 @@ class _Sender:
 
 
 _senders = weakref.WeakSet()  # this process's caller queues (drain_calls)
+_senders_lock = threading.Lock()
 
 
 def drain_calls(timeout):
@@ -783,7 +785,9 @@ def drain_calls(timeout):
     threads, which end with the process."""
     deadline = time.monotonic() + timeout
     while True:
-        pending = sum(sender.pending() for sender in list(_senders))
+        with _senders_lock:
+            senders = list(_senders)
+        pending = sum(sender.pending() for sender in senders)
         if pending == 0 or time.monotonic() >= deadline:
             return pending
         time.sleep(0.005)

@@ -133,10 +133,7 @@ class ObjectRef:
         if base is None:
             oid = getattr(source, "oid", None)
             base = oid.hex() if isinstance(oid, (bytes, bytearray)) else os.urandom(28).hex()
-            try:
-                source._atl_hex = base
-            except AttributeError:  # a source without a __dict__: this ref's own
-                pass
+            source._atl_hex = base  # (a race makes two: the one kept is every later call's)
         part = "" if self._part is None else repr(self._part)
         return hashlib.sha224(f"{base}/{part}".encode()).hexdigest()
 

@@ -42,6 +42,8 @@ def _replaced(value, table):
     """`value` with each node in it replaced by table[id(node)]."""
     if isinstance(value, DAGNode):
         return table[id(value)]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+        return type(value)(*(_replaced(v, table) for v in value))
     if isinstance(value, (list, tuple, set, frozenset)):
         return type(value)(_replaced(v, table) for v in value)
     if isinstance(value, dict):
