@@ -311,6 +311,16 @@ class RuntimeContext:
             held = json.loads(os.environ.get("ATL_ASSIGNED_RESOURCES") or "{}")
         return {k: float(v) for k, v in held.items()}
 
+    def get(self) -> dict:
+        """Ray's (deprecated) dict of the context: job_id, node_id,
+        namespace, and in a task or actor its task_id or actor_id."""
+        out = {"job_id": self.get_job_id(), "node_id": self.get_node_id(),
+               "namespace": self.namespace}
+        for key, value in (("task_id", self.get_task_id()), ("actor_id", self.get_actor_id())):
+            if value is not None:
+                out[key] = value
+        return out
+
     @property
     def current_actor(self):
         """In an actor's process: a handle of the actor itself (Ray's);

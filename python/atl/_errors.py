@@ -24,6 +24,11 @@ class TaskError(RemoteError):
         super().__init__(message, remote_type, remote_traceback)
         self.cause = cause
 
+    def as_instanceof_cause(self):
+        """Ray's RayTaskError.as_instanceof_cause(): this error, already an
+        instance of the original's class when that came back."""
+        return self
+
 
 _typed_errors = {}  # original class -> its TaskError subclass
 

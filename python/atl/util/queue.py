@@ -117,9 +117,18 @@ class Queue:
             raise Full
         return None
 
-    def put_async(self, item, timeout=None):
-        """The put as a ref (atl.get it); it says False when it timed out."""
-        return self.actor.put.remote(item, timeout)
+    async def put_async(self, item, block=True, timeout=None):
+        """put() for a coroutine (`await q.put_async(item)`), as Ray's: Full
+        when it cannot (block=False, or `timeout` s passed)."""
+        if not block:
+            if not await self.actor.put_nowait.remote(item):
+                raise Full
+            return None
+        if timeout is not None and timeout < 0:
+            raise ValueError("'timeout' must be a non-negative number")
+        if not await self.actor.put.remote(item, timeout):
+            raise Full
+        return None
 
     def get(self, block=True, timeout=None):
         """The first item; when empty, waits (up to `timeout` s, then Empty),
@@ -134,9 +143,18 @@ class Queue:
             raise Empty
         return item
 
-    def get_async(self, timeout=None):
-        """The get as a ref of (got, item)."""
-        return self.actor.get.remote(timeout)
+    async def get_async(self, block=True, timeout=None):
+        """get() for a coroutine (`item = await q.get_async()`), as Ray's:
+        Empty when there is none (block=False, or `timeout` s passed)."""
+        if not block:
+            ok, item = await self.actor.get_nowait.remote()
+        elif timeout is not None and timeout < 0:
+            raise ValueError("'timeout' must be a non-negative number")
+        else:
+            ok, item = await self.actor.get.remote(timeout)
+        if not ok:
+            raise Empty
+        return item
 
     def put_nowait(self, item):
         import atl
