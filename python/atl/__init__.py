@@ -160,8 +160,11 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
             # it starts from now on share it (before the warm ones start).
             _actors.namespace = ns
         if job_env:
+            # (py_modules: on the path of every process the job's calls start,
+            # its warm ones too, not on this driver's, as Ray's)
             _actors.runtime_env = {k: v for k, v in (("env_vars", job_env.get("env")),
-                                                     ("working_dir", job_env.get("working_dir")))
+                                                     ("working_dir", job_env.get("working_dir")),
+                                                     ("py_modules", job_env.get("py_modules")))
                                    if v}
         _client = Client(address, tls_dir, insecure)
         _objects.configure(address, tls_dir, insecure)

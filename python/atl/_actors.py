@@ -405,9 +405,10 @@ def _unqualified(full):
     return (ns, name) if sep else ("", full)
 
 
-# The job's runtime_env (Ray's, given to init()): the env_vars and
-# working_dir of every process this one starts, and of theirs in turn
-# ($ATL_RUNTIME_ENV); a call's own runtime_env is laid over it.
+# The job's runtime_env (Ray's, given to init()): the env_vars, working_dir
+# and py_modules (directories on the Python path) of every process this one
+# starts, and of theirs in turn ($ATL_RUNTIME_ENV); a call's own runtime_env
+# is laid over it.
 runtime_env = json.loads(os.environ.get("ATL_RUNTIME_ENV") or "{}")
 
 
@@ -948,7 +949,7 @@ class ActorClass:
         if restarted:
             env["ATL_ACTOR_RESTARTED"] = "1"  # was_current_actor_reconstructed
         env.update(_payload_env("ATL_ACTOR_PAYLOAD", payload))
-        env["PYTHONPATH"] = _python_path()
+        env["PYTHONPATH"] = _python_path(o)
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         command = f"exec {sys.executable} -m atl._worker actor"
         if o.get("detached"):

@@ -120,9 +120,33 @@ def _refuse(what, name, why):
     return TypeError(f"{what}: option {name!r} is not supported: {why}")
 
 
+def _module_dir(what, module):
+    """The directory to put on a process's Python path so that `module` (a
+    module object, or a local package directory or .py file, as Ray's
+    py_modules takes them) imports there under its own name."""
+    if isinstance(module, str):
+        if "://" in module or module.endswith((".whl", ".zip")):
+            raise _refuse(what, f"runtime_env['py_modules']: {module!r}",
+                          "atl takes local directories and .py files (the pods share the "
+                          "job's files); " + RAY_MODE)
+        path = os.path.abspath(module.rstrip("/") or module)
+        if not os.path.exists(path):
+            raise ValueError(f"{what}: runtime_env['py_modules']: {module!r} does not exist "
+                             f"(give a package directory, a .py file, or a module)")
+        return os.path.dirname(path)
+    file = getattr(module, "__file__", None)
+    if not file:
+        raise TypeError(f"{what}: runtime_env['py_modules']: {module!r} is neither a path nor a "
+                        f"module loaded from a file")
+    if getattr(module, "__path__", None):  # a package: its directory's parent
+        return os.path.dirname(os.path.dirname(os.path.abspath(file)))
+    return os.path.dirname(os.path.abspath(file))
+
+
 def runtime_env_of(what, value, out):
-    """runtime_env={'env_vars': {...}, 'working_dir': '...'}: atl's env and
-    working_dir; any other key (pip, conda, py_modules...) is Ray's to apply."""
+    """runtime_env={'env_vars': {...}, 'working_dir': '...', 'py_modules':
+    [...]}: atl's env, working_dir and the directories put on the process's
+    Python path; any other key (pip, conda...) is Ray's to apply."""
     if value is None:
         return
     if not isinstance(value, dict):
@@ -141,9 +165,16 @@ def runtime_env_of(what, value, out):
             # Ray's "." is the driver's directory (uploaded there; the same
             # path on every pod here, which share the image and the job's dir).
             out.setdefault("working_dir", os.path.abspath(v))
+        elif key == "py_modules":
+            if not isinstance(v, (list, tuple)):
+                raise TypeError(f"{what}: runtime_env['py_modules'] must be a list of modules "
+                                f"or paths")
+            dirs = [_module_dir(what, m) for m in v]
+            if dirs:
+                out["py_modules"] = list(dict.fromkeys(list(out.get("py_modules") or []) + dirs))
         else:
-            raise _refuse(what, f"runtime_env[{key!r}]", "atl takes only env_vars and "
-                          "working_dir (the image has the packages); " + RAY_MODE)
+            raise _refuse(what, f"runtime_env[{key!r}]", "atl takes only env_vars, working_dir "
+                          "and py_modules (the image has the packages); " + RAY_MODE)
 
 
 def _strategy(what, value, out):

@@ -21,7 +21,7 @@ from ._refs import ObjectRef
 def _placed(options):
     """Whether a call's options ask for a place or a process of its own."""
     return any(options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
-                                        "demand", "max_calls"))
+                                        "demand", "max_calls", "py_modules"))
 
 
 def _warm_fits(options):
@@ -31,7 +31,7 @@ def _warm_fits(options):
     process of its own for each call)."""
     return options.get("demand") and not options["demand"].get("GPU") and not any(
         options.get(k) for k in ("placement_group", "pod", "env", "working_dir", "spread",
-                                 "max_calls"))
+                                 "max_calls", "py_modules"))
 
 
 def _system_failure(e):
@@ -76,12 +76,16 @@ def _retries_on(o, e):
     return bool(which) and isinstance(e.cause, which)
 
 
-def _python_path():
-    # The package itself, then the driver's own path: functions of the
-    # driver's modules travel by reference and import there as here (pods
-    # share the image; a job's working_dir is the same on every pod).
+def _python_path(options=None):
+    # The call's and the job's py_modules' directories (runtime_env), the
+    # package itself, then the driver's own path: functions of the driver's
+    # modules travel by reference and import there as here (pods share the
+    # image; a job's working_dir is the same on every pod).
+    from ._actors import runtime_env
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [here] + [p for p in sys.path if p and os.path.isdir(p)]
+    own = list((options or {}).get("py_modules") or []) + \
+        list(runtime_env.get("py_modules") or [])
+    parts = own + [here] + [p for p in sys.path if p and os.path.isdir(p)]
     return os.pathsep.join(dict.fromkeys(parts))
 
 
@@ -266,7 +270,7 @@ class RemoteFunction:
         pg, bundle, pod = (group, 0, None) if group is not None else _where(o)
         env = dict(inherited_env(), **placement_env(o, bundle), **(o.get("env") or {}))
         env.update(_payload_env("ATL_TASK_PAYLOAD", payload))
-        env["PYTHONPATH"] = _python_path()
+        env["PYTHONPATH"] = _python_path(o)
         env["ATL_WORKERS_PER_NODE"] = "0"  # its own atl.init() starts no warm processes
         command = f"exec {sys.executable} -m atl._worker"
         try:

@@ -2,6 +2,8 @@
 is honoured (Ray's spelling mapped onto atl's) or refused with a TypeError
 that names it and says what to do. No cluster needed: options are checked
 when the decorator or .options() runs, before anything is sent."""
+import os
+
 import pytest
 
 import atl
@@ -262,3 +264,22 @@ def test_max_calls_bounds_a_process_to_its_calls():
         atl.remote(max_calls=-1)(f)
     refused(lambda: atl.remote(max_calls=1.5)(f), "max_calls=1.5")
     refused(lambda: atl.remote(max_calls=1)(Counter), "unknown option 'max_calls'")
+
+
+def test_py_modules_are_directories_put_on_the_python_path(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    single = tmp_path / "lib" / "one.py"
+    single.parent.mkdir()
+    single.write_text("")
+    o = atl.remote(f).options(runtime_env={"py_modules": [str(package), str(single), pytest]})
+    assert o._options["py_modules"] == [
+        str(tmp_path), str(single.parent), os.path.dirname(os.path.dirname(pytest.__file__))]
+    refused(lambda: atl.remote(runtime_env={"py_modules": ["s3://bucket/m.zip"]})(f),
+            "py_modules", "local directories")
+    refused(lambda: atl.remote(runtime_env={"py_modules": ["m-1.0-py3-none-any.whl"]})(f),
+            "py_modules")
+    with pytest.raises(ValueError, match="does not exist"):
+        atl.remote(runtime_env={"py_modules": [str(tmp_path / "missing")]})(f)
+    refused(lambda: atl.remote(runtime_env={"py_modules": "pkg"})(f), "must be a list")
