@@ -104,8 +104,37 @@ def _default_workers_per_node():
             from None
 
 
+class Context:
+    """What init() returns, as Ray's RayContext: `with atl.init():` ends
+    with shutdown() at the block's end; address_info says where the job's
+    supervisor is. Anything else is the connection's (Client)."""
+
+    def __init__(self, client, address):
+        self._client = client
+        self._address = address
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutdown()
+        return False
+
+    @property
+    def address_info(self) -> dict:
+        """Ray's keys that atl has: the supervisor's HOST:PORT (as
+        "address" and Ray's "gcs_address"), this host's address, its node."""
+        from .util import get_node_ip_address
+        return {"address": self._address, "gcs_address": self._address,
+                "node_ip_address": get_node_ip_address(),
+                "node_id": RuntimeContext().get_node_id()}
+
+
 def init(address: str | None = None, tls_dir: str | None = None, insecure: bool = False,
-         workers_per_node: int | None = None, **ray_options) -> Client:
+         workers_per_node: int | None = None, **ray_options) -> Context:
     """Connects to the job's supervisor ($ATL_ADDRESS and $ATL_TLS_DIR by
     default, as every driver and rank has them). Calling it again is a no-op.
     workers_per_node: warm Python processes per worker node for remote calls
@@ -148,9 +177,10 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
     if workers_per_node is not None and (not isinstance(workers_per_node, int)
                                          or workers_per_node < 0):
         raise UsageError(2, f"workers_per_node={workers_per_node!r}: expected an int >= 0")
+    where = address or os.environ.get("ATL_ADDRESS")
     with _lock:
         if _client is not None:
-            return _client
+            return Context(_client, where)
         per_node = workers_per_node
         if per_node is None:
             per_node = _default_workers_per_node()
@@ -175,7 +205,7 @@ def init(address: str | None = None, tls_dir: str | None = None, insecure: bool 
         # Warm processes start now, in the background, as Ray's are up before
         # a driver connects; the first remote call waits for them if need be.
         threading.Thread(target=_start_warm_pool, daemon=True, name="atl-pool-init").start()
-    return client
+    return Context(client, where)
 
 
 def _at_exit():
